@@ -1,0 +1,84 @@
+# The human entry points. Each target installs and builds what it needs first,
+# so `make run` and `make test` each work alone on a fresh Debian 12 machine.
+#
+#   make deps    install the missing Debian packages (as root, with apt-get)
+#   make build   release build into build/
+#   make run     cachet-origin behind cachet on the embedded default
+#   make test    every test through CTest, plain and under ASan+UBSan
+#   make bench   the benchmark harness (bench/run.sh; BENCH_ARGS=--quick|--full)
+#   make fuzz    a short libFuzzer run of every fuzz target (FUZZ_SECONDS=60)
+
+BUILD      ?= build
+BUILD_SAN  ?= build-san
+BUILD_FUZZ ?= build-fuzz
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 60
+BENCH_ARGS ?= --quick
+
+BUILD_PKGS = gcc make cmake pkg-config libc6-dev libevent-dev libssl-dev \
+             libhttp-parser-dev libcunit1-dev libconfig-dev openssl
+TEST_PKGS  = curl procps iproute2 psmisc
+FUZZ_PKGS  = clang libclang-rt-14-dev
+BENCH_PKGS = wrk lighttpd nginx-light varnish haproxy nghttp2-client gnuplot-nox \
+             util-linux
+
+.PHONY: all deps deps-test deps-fuzz deps-bench build build-san run test test-plain \
+        test-san bench fuzz clean
+
+all: build
+
+# Install only what is missing; refresh the package lists once, and only when
+# something has to be installed, so a warm machine pays nothing.
+define install_missing
+	@missing=""; for p in $(1); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "missing packages:$$missing"; \
+	    echo "run as root: apt-get update && apt-get install -y$$missing"; exit 1; fi; \
+	  echo "installing:$$missing"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+endef
+
+deps:
+	$(call install_missing,$(BUILD_PKGS))
+deps-test: deps
+	$(call install_missing,$(TEST_PKGS))
+deps-fuzz: deps
+	$(call install_missing,$(FUZZ_PKGS))
+deps-bench: deps
+	$(call install_missing,$(BENCH_PKGS))
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+build-san: deps
+	cmake -S . -B $(BUILD_SAN) -DCMAKE_BUILD_TYPE=Debug -DCT_SANITIZE=ON >/dev/null
+	cmake --build $(BUILD_SAN) -j $(JOBS)
+
+run: build
+	./scripts/run.sh $(BUILD)/bin
+
+test: test-plain test-san
+
+test-plain: deps-test build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-san: deps-test build-san
+	cd $(BUILD_SAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
+fuzz: deps-fuzz
+	CC=clang cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=Debug -DCT_FUZZ=ON >/dev/null
+	cmake --build $(BUILD_FUZZ) -j $(JOBS)
+	./tests/fuzz/run.sh $(BUILD_FUZZ)/bin $(FUZZ_SECONDS)
+
+bench: deps-bench build
+	./bench/run.sh $(BENCH_ARGS)
+
+clean:
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_FUZZ)

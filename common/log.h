@@ -1,0 +1,41 @@
+/*
+ * common/log.h: the error log, used only by the binaries (proxy/, origin/);
+ * the pure modules return codes and fill caller-supplied error buffers.
+ *
+ * One line per event: "2026-11-30T03:17:52.123Z LEVEL message". Callers put
+ * who and what in the message (worker, connection, request, peer, action),
+ * nginx-style: "w1 c42 r7 1.2.3.4:5 reading response head from ...: timeout".
+ * Thread-safe: each line is formatted into a local buffer and written with one
+ * write(2), so lines from workers never interleave.
+ */
+#ifndef CT_LOG_H
+#define CT_LOG_H
+
+#include "common/common.h"
+
+enum ct_log_level { CT_LOG_DEBUG, CT_LOG_INFO, CT_LOG_WARN, CT_LOG_ERR };
+
+/* Lines below LEVEL are dropped. Default CT_LOG_INFO. */
+void ct_log_set_level(enum ct_log_level level);
+enum ct_log_level ct_log_get_level(void);
+/* Parse "debug", "info", "warn", "error". Returns CT_OK or CT_EPROTO. */
+int ct_log_level_parse(const char *name, enum ct_log_level *out);
+
+/* Send the log to PATH (appending), or to stderr when PATH is NULL or "-".
+ * Returns CT_OK or CT_EIO (errno set; the previous destination stays). */
+int ct_log_open(const char *path);
+/* Reopen the current file (logrotate, SIGUSR1). Returns CT_OK or CT_EIO. */
+int ct_log_reopen(void);
+
+void ct_log(enum ct_log_level level, const char *fmt, ...) CT_PRINTF(2, 3);
+
+#define CT_DEBUG(...)                                                          \
+    do {                                                                       \
+        if (CT_UNLIKELY(ct_log_get_level() <= CT_LOG_DEBUG))                   \
+            ct_log(CT_LOG_DEBUG, __VA_ARGS__);                                 \
+    } while (0)
+#define CT_INFO(...) ct_log(CT_LOG_INFO, __VA_ARGS__)
+#define CT_WARN(...) ct_log(CT_LOG_WARN, __VA_ARGS__)
+#define CT_ERR(...) ct_log(CT_LOG_ERR, __VA_ARGS__)
+
+#endif /* CT_LOG_H */

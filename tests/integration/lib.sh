@@ -1,0 +1,92 @@
+# tests/integration/lib.sh: sourced by every integration test script.
+#
+# Starts the real binaries on free loopback ports, waits for their
+# "listening on" lines (never a sleep), checks responses, and stops every
+# process it started when the script exits. The script ends with ct_done,
+# which prints "N passed, N failed" and sets the exit code.
+#
+#   ct_start NAME CMD...      run CMD in the background, output in $CT_TMP/NAME.out
+#   ct_wait_listen NAME KIND  wait for "listening on KIND ADDR:PORT" (KIND may be
+#                             empty for cachet-origin's "listening on ADDR:PORT");
+#                             prints PORT
+#   ct_stop NAME [SIG]        signal it (default TERM) and wait for it
+#   ct_check DESC ACTUAL EXPECTED      equality
+#   ct_check_match DESC ACTUAL REGEX   bash regex
+#   ct_done
+
+set -u
+CT_BIN=${CT_BIN:?CT_BIN must name the folder with the built binaries}
+CT_SRC=${CT_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+CT_TMP=$(mktemp -d "${TMPDIR:-/tmp}/ct-integ.XXXXXX")
+CT_PASS=0
+CT_FAIL=0
+declare -A CT_PIDS=()
+
+ct_cleanup() {
+    local name
+    for name in "${!CT_PIDS[@]}"; do
+        kill -KILL "${CT_PIDS[$name]}" 2>/dev/null
+    done
+    wait 2>/dev/null
+    if [ "$CT_FAIL" -eq 0 ]; then rm -rf "$CT_TMP"; else echo "kept $CT_TMP"; fi
+}
+trap ct_cleanup EXIT
+
+ct_start() {
+    local name=$1
+    shift
+    "$@" >"$CT_TMP/$name.out" 2>"$CT_TMP/$name.err" &
+    CT_PIDS[$name]=$!
+}
+
+ct_pid() { echo "${CT_PIDS[$1]}"; }
+
+# Wait up to 10 s for the announce line; print the port.
+ct_wait_listen() {
+    local name=$1 kind=${2:-} pattern i line
+    if [ -n "$kind" ]; then pattern="^listening on $kind "; else pattern="^listening on [0-9]"; fi
+    for ((i = 0; i < 1000; i++)); do
+        line=$(grep -m1 -E "$pattern" "$CT_TMP/$name.out" 2>/dev/null)
+        if [ -n "$line" ]; then
+            echo "${line##*:}"
+            return 0
+        fi
+        if ! kill -0 "${CT_PIDS[$name]}" 2>/dev/null; then
+            echo "ct_wait_listen: $name exited; stderr:" >&2
+            cat "$CT_TMP/$name.err" >&2
+            return 1
+        fi
+        sleep 0.01
+    done
+    echo "ct_wait_listen: $name did not announce '$pattern'" >&2
+    return 1
+}
+
+ct_stop() {
+    local name=$1 sig=${2:-TERM} pid=${CT_PIDS[$1]}
+    kill -"$sig" "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    local rc=$?
+    unset "CT_PIDS[$name]"
+    return $rc
+}
+
+ct_pass() { CT_PASS=$((CT_PASS + 1)); echo "ok   - $1"; }
+ct_failed() { CT_FAIL=$((CT_FAIL + 1)); echo "FAIL - $1"; [ $# -gt 1 ] && echo "       $2"; return 0; }
+
+ct_check() {
+    if [ "$2" == "$3" ]; then ct_pass "$1"; else ct_failed "$1" "got '$2', expected '$3'"; fi
+}
+
+ct_check_match() {
+    if [[ "$2" =~ $3 ]]; then ct_pass "$1"; else ct_failed "$1" "got '$2', expected to match '$3'"; fi
+}
+
+# Origin helpers: JSON counters of cachet-origin.
+ct_origin_total() { curl -s "http://127.0.0.1:$1/_origin/stats" | sed -n 's/.*"total": *\([0-9]*\).*/\1/p'; }
+ct_origin_reset() { curl -s -X POST "http://127.0.0.1:$1/_origin/stats/reset" >/dev/null; }
+
+ct_done() {
+    echo "$CT_PASS passed, $CT_FAIL failed"
+    [ "$CT_FAIL" -eq 0 ] && [ "$CT_PASS" -gt 0 ]
+}
