@@ -1,0 +1,297 @@
+/*
+ * conf/conf.h: cachet's configuration: schema, loading, validation, defaults
+ * and command-line overrides. The contract between conf/ and its users.
+ *
+ * Flow (the same for startup, `cachet -t` and SIGHUP reload):
+ *
+ *     ct_conf_cli_parse(argc, argv, &cli, err, errlen)   command line -> struct ct_cli
+ *     ct_conf_build(&cli, &cf, &errs)                    file (or embedded default)
+ *                                                        + overrides + cross-checks
+ *     ... use cf (read-only, any thread) ...
+ *     ct_conf_free(&cf)
+ *
+ * A struct ct_conf is immutable once built: one owner (whoever built it),
+ * freed with ct_conf_free(). Any thread may read it concurrently. Reload
+ * builds a complete new one and swaps the pointer; a failed build leaves
+ * nothing behind and the old one keeps serving.
+ *
+ * The struct is public (not opaque, unlike most modules) because every module
+ * reads its fields; treat every field as const. All strings are NUL-terminated
+ * and owned by the struct. Durations are in milliseconds (`_ms`), sizes in
+ * bytes (`_bytes`); in the file they are strings with units ("10s", "256M").
+ *
+ * conf/ is pure: no logging, no sockets. Errors are collected into a
+ * caller-supplied struct ct_conf_errors, each one formatted exactly as
+ *     FILE:LINE: setting.path: what is wrong (what was expected)
+ * and every error is reported (up to CT_CONF_MAX_ERRORS), not only the first.
+ */
+#ifndef CT_CONF_H
+#define CT_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+#include "common/log.h"
+
+#define CT_CONF_MAGIC 0xc0f1c0f1u
+
+/* ---- errors ------------------------------------------------------------ */
+
+#define CT_CONF_MAX_ERRORS 32
+#define CT_CONF_ERR_LEN 512
+
+/* Caller-owned; zero it (or ct_conf_errors_init) before use. Past
+ * CT_CONF_MAX_ERRORS, further errors are counted in `dropped` only. */
+struct ct_conf_errors {
+    size_t n;
+    size_t dropped;
+    char msg[CT_CONF_MAX_ERRORS][CT_CONF_ERR_LEN];
+};
+
+void ct_conf_errors_init(struct ct_conf_errors *errs);
+/* Print every message, one per line, then "(N more errors)" if some were
+ * dropped. */
+void ct_conf_errors_print(const struct ct_conf_errors *errs, FILE *fp);
+
+/* ---- the configuration ------------------------------------------------- */
+
+enum ct_conf_listen_kind { CT_CONF_LISTEN_HTTP, CT_CONF_LISTEN_HTTPS };
+
+/* A numeric listening address, resolved at load time (no DNS for listeners).
+ * host is the textual IP without brackets ("127.0.0.1", "::1"). */
+struct ct_conf_addr {
+    char *host;
+    uint16_t port; /* 0 = ephemeral, allowed */
+    struct sockaddr_storage sa;
+    socklen_t salen;
+};
+
+/* One certificate (chain) and its key, chosen by SNI. */
+struct ct_conf_cert {
+    char *cert_file; /* PEM; may hold the chain */
+    char *key_file;  /* PEM */
+    char **server_names; /* "example.com" or "*.example.com"; may be empty */
+    size_t n_server_names;
+    bool is_default; /* used when SNI is absent or matches nothing */
+};
+
+enum ct_conf_verify {
+    CT_CONF_VERIFY_OFF,      /* no client certificates asked for */
+    CT_CONF_VERIFY_OPTIONAL, /* asked for; verified if sent */
+    CT_CONF_VERIFY_REQUIRED, /* handshake fails without a valid one */
+};
+
+struct ct_conf_tls {
+    struct ct_conf_cert *certs;
+    size_t ncerts;
+    /* No certificate configured: generate the self-signed localhost/127.0.0.1
+     * EC P-256 certificate at start (DESIGN.md embedded default). Set by the
+     * embedded default, by `--https` without `--cert`, or by `self_signed =
+     * true` in the file. Never true when ncerts > 0. */
+    bool self_signed;
+    int min_version;    /* OpenSSL constant: TLS1_2_VERSION or TLS1_3_VERSION */
+    char *ciphers;      /* TLS <= 1.2 cipher list (SSL_CTX_set_cipher_list) */
+    char *ciphersuites; /* TLS 1.3 (SSL_CTX_set_ciphersuites) */
+    char *groups;       /* SSL_CTX_set1_groups_list */
+    bool session_tickets;
+    uint64_t ticket_key_rotation_ms;
+    bool session_cache;
+    uint32_t session_cache_size; /* entries */
+    uint64_t handshake_timeout_ms;
+    bool ktls; /* try SSL_OP_ENABLE_KTLS */
+    /* mTLS: enabled when client_verify != OFF (then client_ca is set). */
+    char *client_ca;
+    enum ct_conf_verify client_verify;
+    char *client_subject_header; /* header passing the verified subject; NULL = none */
+};
+
+struct ct_conf_listener {
+    enum ct_conf_listen_kind kind;
+    struct ct_conf_addr addr;
+    struct ct_conf_tls tls; /* HTTPS only; zeroed for HTTP */
+    bool redirect_to_https; /* HTTP only: 301 to https://host/target */
+    uint16_t redirect_port; /* port in the Location; 0 = first HTTPS listener's */
+    bool honour_client_cc;  /* obey request Cache-Control (no-cache, max-age...) */
+};
+
+struct ct_conf_health {
+    bool enabled;
+    uint64_t interval_ms;
+    uint64_t timeout_ms;
+    char *path;
+    unsigned expect_status;
+    unsigned rise; /* consecutive successes to mark up */
+    unsigned fall; /* consecutive failures to mark down */
+};
+
+struct ct_conf_backend {
+    char *name;
+    char *host; /* name or IP; resolved by proxy/ */
+    uint16_t port;
+    unsigned weight;
+    uint64_t connect_timeout_ms;
+    uint64_t header_timeout_ms; /* response header */
+    uint64_t read_timeout_ms;   /* idle between body reads */
+    unsigned pool_max_idle;
+    uint64_t pool_idle_timeout_ms;
+    unsigned max_fails;       /* passive health: consecutive failures ... */
+    uint64_t fail_timeout_ms; /* ... then skipped for this long */
+    struct ct_conf_health health;
+};
+
+enum ct_conf_query { CT_CONF_QUERY_KEEP, CT_CONF_QUERY_DROP, CT_CONF_QUERY_SORT };
+enum ct_conf_waiter { CT_CONF_WAITER_504, CT_CONF_WAITER_FETCH };
+
+/* An address prefix: purge ACL. */
+struct ct_conf_cidr {
+    int family; /* AF_INET or AF_INET6 */
+    uint8_t addr[16];
+    unsigned prefix_len;
+};
+
+struct ct_conf_cache {
+    uint64_t size_bytes;
+    uint64_t max_object_bytes;
+    uint64_t default_ttl_ms;       /* 0 = none: no freshness info -> not fresh */
+    double heuristic_fraction;     /* of (Date - Last-Modified), RFC 9111 4.2.2 */
+    uint64_t heuristic_max_ms;     /* cap on heuristic freshness */
+    uint64_t grace_ms;             /* serve stale while one fetch refreshes */
+    uint64_t keep_ms;              /* keep stale objects with validators for 304s */
+    uint64_t stale_if_error_ms;
+    bool store_set_cookie;
+    enum ct_conf_query key_query;
+    char *key_header;              /* extra request header in the key; NULL = none */
+    char *targeted_cc;             /* RFC 9213 field; CDN-Cache-Control always honoured */
+    uint64_t hit_for_miss_ms;
+    uint64_t waiter_timeout_ms;
+    enum ct_conf_waiter waiter_timeout_action;
+    struct ct_conf_cidr *purge_allow;
+    size_t npurge_allow;
+};
+
+struct ct_conf_limits {
+    uint64_t max_request_line_bytes;
+    uint64_t max_header_bytes;
+    unsigned max_header_count;
+    uint64_t max_body_bytes; /* 0 = unlimited */
+    uint64_t client_header_timeout_ms;
+    uint64_t keepalive_timeout_ms;
+    uint64_t send_timeout_ms;
+    unsigned max_connections_per_worker;
+    uint64_t drain_timeout_ms;
+};
+
+struct ct_conf_admin {
+    bool enabled; /* "off" disables the admin listener */
+    struct ct_conf_addr addr;
+};
+
+enum ct_conf_access_format { CT_CONF_ACCESS_COMBINED, CT_CONF_ACCESS_JSON };
+
+struct ct_conf_logs {
+    char *error_log; /* path, or "-" for stderr */
+    enum ct_log_level level;
+    char *access_log; /* NULL = off; "-" = stdout; else a path */
+    enum ct_conf_access_format access_format;
+};
+
+struct ct_conf {
+    unsigned magic; /* CT_CONF_MAGIC */
+    char *source;   /* file name, or "<default>" for the embedded default */
+    unsigned workers; /* 0 = auto (one per core) */
+    struct ct_conf_listener *listeners;
+    size_t nlisteners;
+    struct ct_conf_backend *backends;
+    size_t nbackends;
+    struct ct_conf_cache cache;
+    struct ct_conf_limits limits;
+    struct ct_conf_admin admin;
+    struct ct_conf_logs logs;
+};
+
+/* ---- building ---------------------------------------------------------- */
+
+/* The embedded default (DESIGN.md): http 127.0.0.1:8080, https 127.0.0.1:8443
+ * with the self-signed certificate, backend 127.0.0.1:8081, 256 MiB cache,
+ * admin 127.0.0.1:8082. *out is new, owned by the caller. Returns CT_OK. */
+int ct_conf_default(struct ct_conf **out);
+
+/* Parse and validate a file (or a string; NAME is used as FILE in errors),
+ * including cross-checks (duplicate addresses, certificate files readable and
+ * matching their keys, ...). On CT_OK *out is new and owned by the caller; on
+ * CT_ECONF *out = NULL and ERRS holds every error found. */
+int ct_conf_load_file(const char *path, struct ct_conf **out, struct ct_conf_errors *errs);
+int ct_conf_load_string(const char *text, const char *name, struct ct_conf **out,
+                        struct ct_conf_errors *errs);
+
+/* Free *cfp and everything it owns; sets *cfp = NULL. NULL is fine. */
+void ct_conf_free(struct ct_conf **cfp);
+
+/* Print CF in the file syntax, every setting with its effective value, such
+ * that loading the output gives an identical configuration (`cachet -T`). */
+void ct_conf_dump(const struct ct_conf *cf, FILE *fp);
+
+/* Print the configuration reference (Markdown) generated from the schema
+ * table: every key, type, default and help. README.md embeds its output. */
+void ct_conf_print_reference(FILE *fp);
+
+/* ---- command line ------------------------------------------------------- */
+
+#define CT_CLI_MAX_REPEAT 16
+
+/* The parsed command line. Strings point into argv (valid for the process). */
+struct ct_cli {
+    const char *conf_file; /* -c FILE; NULL = embedded default */
+    bool test_only;        /* -t: validate and exit */
+    bool dump;             /* -T: print the effective configuration and exit */
+    bool version;          /* --version */
+    bool help;             /* -h, --help */
+    /* Overrides; a NULL/0 field means "not given". Listener values may be
+     * "off" to remove every listener of that kind. */
+    const char *http[CT_CLI_MAX_REPEAT];
+    size_t nhttp;
+    const char *https[CT_CLI_MAX_REPEAT];
+    size_t nhttps;
+    const char *backend[CT_CLI_MAX_REPEAT];
+    size_t nbackend;
+    const char *cert_file;
+    const char *key_file;
+    const char *cache_size;
+    const char *workers;
+    const char *admin;
+    const char *log_level;
+    const char *access_log;
+};
+
+/* Parse cachet's whole command line (argv[0] is skipped):
+ *   -c FILE  -t  -T  --version  -h/--help
+ *   --http ADDR:PORT|off (repeatable)  --https ADDR:PORT|off (repeatable)
+ *   --backend HOST:PORT (repeatable)  --cert FILE --key FILE (together)
+ *   --cache-size SIZE  --workers N|auto  --admin ADDR:PORT|off
+ *   --log-level debug|info|warn|error  --access-log FILE|-|off
+ * Values are syntax-checked here. Returns CT_OK, or CT_ECONF with a one-line
+ * message in ERR ("--http: ...: expected ADDR:PORT"). */
+int ct_conf_cli_parse(int argc, char **argv, struct ct_cli *cli, char *err, size_t errlen);
+
+/* The usage text for -h. */
+void ct_conf_cli_usage(const char *prog, FILE *fp);
+
+/* Apply CLI's overrides to CF (they win over the file), then re-run the
+ * cross-checks. Meant to be called only by the builder of CF, before CF is
+ * shared. Rules: --http/--https replace the listeners of that kind (if the
+ * file had exactly one of that kind, its other settings are kept and only the
+ * address changes); --cert/--key replace the certificates of every HTTPS
+ * listener; --backend replaces the backend list (settings copied from the
+ * file's first backend). Returns CT_OK or CT_ECONF (errors in ERRS, located
+ * as "command line: --opt: ..."). */
+int ct_conf_apply_cli(struct ct_conf *cf, const struct ct_cli *cli, struct ct_conf_errors *errs);
+
+/* The whole startup/-t/reload path: load cli->conf_file (or the embedded
+ * default), apply the overrides, cross-check. On CT_OK *out is new and owned
+ * by the caller; on CT_ECONF *out = NULL and ERRS holds the errors. */
+int ct_conf_build(const struct ct_cli *cli, struct ct_conf **out, struct ct_conf_errors *errs);
+
+#endif /* CT_CONF_H */
