@@ -220,6 +220,10 @@ void ct_http_date_format(time_t t, char out[CT_HTTP_DATE_LEN + 1]);
  * with *T set, or CT_EPROTO for anything else (callers decide what an invalid
  * date means: an invalid Expires is "already expired"). */
 int ct_http_date_parse(struct ct_str s, time_t *t);
+/* The same with the clock passed in: NOW only places an RFC 850 two-digit
+ * year (one more than 50 years after NOW is read as the previous century).
+ * ct_http_date_parse() is this with time(NULL). */
+int ct_http_date_parse_at(struct ct_str s, time_t now, time_t *t);
 
 /* ---- Cache-Control (RFC 9111 §5.2) ------------------------------------ */
 
