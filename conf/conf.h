@@ -58,6 +58,8 @@ void ct_conf_errors_print(const struct ct_conf_errors *errs, FILE *fp);
 
 /* ---- the configuration ------------------------------------------------- */
 
+struct ct_conf_locs;
+
 enum ct_conf_listen_kind { CT_CONF_LISTEN_HTTP, CT_CONF_LISTEN_HTTPS };
 
 /* A numeric listening address, resolved at load time (no DNS for listeners).
@@ -210,6 +212,7 @@ struct ct_conf {
     struct ct_conf_limits limits;
     struct ct_conf_admin admin;
     struct ct_conf_logs logs;
+    struct ct_conf_locs *_locs; /* private to conf/: where each setting came from */
 };
 
 /* ---- building ---------------------------------------------------------- */

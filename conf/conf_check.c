@@ -1,0 +1,229 @@
+/*
+ * conf/conf_check.c: what no single row can judge. Runs after every field is
+ * read (twemproxy's conf_post_validate), and again after the command-line
+ * overrides, on the complete struct ct_conf:
+ *   - derived values: admin.enabled, backend names, the default certificate;
+ *   - cross-checks: listeners sharing an address, an HTTPS listener without a
+ *     certificate, mTLS settings that need each other, no backend, an object
+ *     cap above the cache size, header names that are not tokens, ...;
+ *   - the files named by the TLS settings (conf_tls.c).
+ * Errors are located through the struct's location table, so they point at
+ * the line of the file (or the command-line option) that set the value.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/conf_int.h"
+
+static const char *loc(const struct ct_conf *cf, const char *path)
+{
+    return ct_conf_locs_find(cf->_locs, path, cf->source);
+}
+
+#define CHECK_ERR(cf, errs, path, ...) ct_conf_err((errs), loc((cf), (path)), (path), __VA_ARGS__)
+
+/* RFC 9110 5.1: field-name = token. */
+static bool is_token(const char *s)
+{
+    if (!s || !*s)
+        return false;
+    for (; *s; s++)
+        if (!strchr("!#$%&'*+-.^_`|~", *s) && !((*s >= '0' && *s <= '9') ||
+                                               ((*s | 0x20) >= 'a' && (*s | 0x20) <= 'z')))
+            return false;
+    return true;
+}
+
+static void check_token(const struct ct_conf *cf, struct ct_conf_errors *errs, const char *path,
+                        const char *value)
+{
+    if (value && !is_token(value))
+        CHECK_ERR(cf, errs, path, "invalid header name \"%s\" (expected a token such as X-Name)",
+                  value);
+}
+
+/* ---- listeners ------------------------------------------------------------ */
+
+static bool is_wildcard(const struct ct_conf_addr *a)
+{
+    static const uint8_t zero[16];
+    if (a->sa.ss_family == AF_INET)
+        return ((const struct sockaddr_in *)&a->sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+    return memcmp(&((const struct sockaddr_in6 *)&a->sa)->sin6_addr, zero, 16) == 0;
+}
+
+/* Would binding both fail (or split traffic oddly under SO_REUSEPORT)? Port 0
+ * never clashes: each bind gets its own free port. */
+static bool addr_clash(const struct ct_conf_addr *a, const struct ct_conf_addr *b)
+{
+    if (!a->host || !b->host || a->port == 0 || a->port != b->port ||
+        a->sa.ss_family != b->sa.ss_family)
+        return false;
+    return ct_conf_addr_eq(a, b) || is_wildcard(a) || is_wildcard(b);
+}
+
+struct named_addr {
+    const struct ct_conf_addr *addr;
+    char path[64];
+};
+
+static void check_addresses(const struct ct_conf *cf, struct ct_conf_errors *errs)
+{
+    size_t n = cf->nlisteners + 1;
+    struct named_addr *v = ct_xcalloc(n, sizeof(*v));
+    for (size_t i = 0; i < cf->nlisteners; i++) {
+        v[i].addr = &cf->listeners[i].addr;
+        snprintf(v[i].path, sizeof(v[i].path), "listen[%zu].address", i);
+    }
+    v[n - 1].addr = &cf->admin.addr;
+    snprintf(v[n - 1].path, sizeof(v[n - 1].path), "admin.listen");
+    for (size_t i = 1; i < n; i++) {
+        for (size_t j = 0; j < i; j++) {
+            if (!addr_clash(v[i].addr, v[j].addr))
+                continue;
+            char a[80];
+            ct_conf_fmt_addr(v[i].addr, a, sizeof(a));
+            CHECK_ERR(cf, errs, v[i].path,
+                      "address %s is already used by %s at %s (expected a distinct IP:PORT)", a,
+                      v[j].path, loc(cf, v[j].path));
+            break;
+        }
+    }
+    free(v);
+}
+
+static void check_certs(struct ct_conf *cf, size_t i, struct ct_conf_errors *errs)
+{
+    struct ct_conf_tls *t = &cf->listeners[i].tls;
+    char path[96];
+    if (t->ncerts == 0 && !t->self_signed) {
+        snprintf(path, sizeof(path), "listen[%zu].tls.certificates", i);
+        CHECK_ERR(cf, errs, path, "https listener without a certificate (expected "
+                                  "certificates = ( { cert = \"...\"; key = \"...\"; } ), or "
+                                  "self_signed = true)");
+    }
+    if (t->ncerts > 0 && t->self_signed) {
+        snprintf(path, sizeof(path), "listen[%zu].tls.self_signed", i);
+        CHECK_ERR(cf, errs, path, "set together with certificates (expected one or the other)");
+    }
+    size_t ndefault = 0;
+    for (size_t k = 0; k < t->ncerts; k++) {
+        if (t->certs[k].is_default && ++ndefault == 2) {
+            snprintf(path, sizeof(path), "listen[%zu].tls.certificates[%zu].default", i, k);
+            CHECK_ERR(cf, errs, path, "a second default certificate (expected at most one)");
+        }
+    }
+    /* nginx's rule: without an explicit default, the first one is it */
+    if (ndefault == 0 && t->ncerts > 0)
+        t->certs[0].is_default = true;
+}
+
+static void check_mtls(const struct ct_conf *cf, size_t i, struct ct_conf_errors *errs)
+{
+    const struct ct_conf_tls *t = &cf->listeners[i].tls;
+    char path[96];
+    if (t->client_verify != CT_CONF_VERIFY_OFF && !t->client_ca) {
+        snprintf(path, sizeof(path), "listen[%zu].tls.client_verify", i);
+        CHECK_ERR(cf, errs, path, "client certificates verified against nothing (expected "
+                                  "client_ca = \"FILE\" with it)");
+    }
+    if (t->client_verify == CT_CONF_VERIFY_OFF && t->client_ca) {
+        snprintf(path, sizeof(path), "listen[%zu].tls.client_ca", i);
+        CHECK_ERR(cf, errs, path, "set while client_verify is \"off\" (expected client_verify "
+                                  "= \"optional\" or \"required\")");
+    }
+    if (t->client_verify == CT_CONF_VERIFY_OFF && t->client_subject_header) {
+        snprintf(path, sizeof(path), "listen[%zu].tls.client_subject_header", i);
+        CHECK_ERR(cf, errs, path, "set while client_verify is \"off\" (expected client_verify "
+                                  "= \"optional\" or \"required\")");
+    }
+    snprintf(path, sizeof(path), "listen[%zu].tls.client_subject_header", i);
+    check_token(cf, errs, path, t->client_subject_header);
+}
+
+static void check_listeners(struct ct_conf *cf, struct ct_conf_errors *errs)
+{
+    bool any_https = false;
+    if (cf->nlisteners == 0)
+        CHECK_ERR(cf, errs, "listen", "no listener (expected at least one "
+                                      "{ kind = \"http\"; address = \"IP:PORT\"; })");
+    for (size_t i = 0; i < cf->nlisteners; i++)
+        any_https |= cf->listeners[i].kind == CT_CONF_LISTEN_HTTPS;
+    for (size_t i = 0; i < cf->nlisteners; i++) {
+        const struct ct_conf_listener *l = &cf->listeners[i];
+        char path[96];
+        if (l->kind == CT_CONF_LISTEN_HTTPS) {
+            check_certs(cf, i, errs);
+            check_mtls(cf, i, errs);
+        } else if (l->redirect_to_https && l->redirect_port == 0 && !any_https) {
+            snprintf(path, sizeof(path), "listen[%zu].redirect_to_https", i);
+            CHECK_ERR(cf, errs, path, "no https listener to redirect to (expected an https "
+                                      "listener, or redirect_port)");
+        }
+    }
+    check_addresses(cf, errs);
+}
+
+/* ---- backends, cache ------------------------------------------------------ */
+
+static void check_backends(struct ct_conf *cf, struct ct_conf_errors *errs)
+{
+    if (cf->nbackends == 0)
+        CHECK_ERR(cf, errs, "backends", "no backend (expected at least one "
+                                        "{ address = \"HOST:PORT\"; })");
+    for (size_t i = 0; i < cf->nbackends; i++) {
+        struct ct_conf_backend *b = &cf->backends[i];
+        char path[96];
+        if (b->name[0] == '\0') {
+            char name[300];
+            bool v6 = strchr(b->host, ':') != NULL;
+            snprintf(name, sizeof(name), "%s%s%s:%u", v6 ? "[" : "", b->host, v6 ? "]" : "",
+                     (unsigned)b->port);
+            free(b->name);
+            b->name = ct_xstrdup(name);
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(cf->backends[j].name, b->name) == 0) {
+                snprintf(path, sizeof(path), "backends[%zu].name", i);
+                CHECK_ERR(cf, errs, path, "\"%s\" is already the name of backends[%zu] "
+                                          "(expected a distinct name)", b->name, j);
+                break;
+            }
+        }
+        if (b->health.path[0] != '/') {
+            snprintf(path, sizeof(path), "backends[%zu].health_check.path", i);
+            CHECK_ERR(cf, errs, path, "invalid request target \"%s\" (expected a path "
+                                      "starting with /)", b->health.path);
+        }
+    }
+}
+
+static void check_cache(const struct ct_conf *cf, struct ct_conf_errors *errs)
+{
+    const struct ct_conf_cache *c = &cf->cache;
+    if (c->max_object_bytes > c->size_bytes) {
+        char a[32], b[32];
+        ct_conf_fmt_size(c->max_object_bytes, a, sizeof(a));
+        ct_conf_fmt_size(c->size_bytes, b, sizeof(b));
+        CHECK_ERR(cf, errs, "cache.max_object_size",
+                  "%s is larger than the whole cache, cache.size = %s (expected at most "
+                  "cache.size)", a, b);
+    }
+    check_token(cf, errs, "cache.key_header", c->key_header);
+    check_token(cf, errs, "cache.targeted_cache_control", c->targeted_cc);
+}
+
+int ct_conf_finish(struct ct_conf *cf, struct ct_conf_errors *errs)
+{
+    size_t before = errs->n + errs->dropped;
+    cf->admin.enabled = cf->admin.addr.host != NULL;
+    check_listeners(cf, errs);
+    check_backends(cf, errs);
+    check_cache(cf, errs);
+    if (cf->logs.error_log[0] == '\0')
+        CHECK_ERR(cf, errs, "logs.error_log", "empty (expected a file name, or \"-\")");
+    ct_conf_check_tls_files(cf, errs);
+    return errs->n + errs->dropped == before ? CT_OK : CT_ECONF;
+}

@@ -1,0 +1,559 @@
+/*
+ * conf/conf_schema.c: THE table of settings. Every key of the config file is
+ * one row here: name, type, limits, default (in file syntax, parsed by the
+ * same code as the file, so a default can't be something a user couldn't
+ * write), target field and help. Defaults live nowhere else (STYLE.md §7);
+ * the README reference is printed from these rows and a unit test checks it.
+ *
+ * Also here: the generic walks that need nothing but the table (defaults,
+ * free, deep copy) and the reference printer.
+ */
+#include <libconfig.h>
+#include <openssl/ssl.h>
+#include <stdlib.h>
+
+#include "conf/conf_int.h"
+
+/* A default written as a libconfig string literal. */
+#define Q(s) "\"" s "\""
+#define FLD(T, f) .off = offsetof(T, f), .size = sizeof(((T *)0)->f)
+
+#define ROW_BOOL(T, key, f, d, h) {.name = key, .type = CT_ROW_BOOL, FLD(T, f), .def = d, .help = h}
+#define ROW_UINT(T, key, f, fl, lo, hi, d, h)                                                 \
+    {.name = key, .type = CT_ROW_UINT, .flags = fl, FLD(T, f), .min = lo, .max = hi, .def = d, \
+     .help = h}
+#define ROW_SIZE(T, key, f, lo, hi, d, h)                                                     \
+    {.name = key, .type = CT_ROW_SIZE, FLD(T, f), .min = lo, .max = hi, .def = d, .help = h}
+#define ROW_DUR(T, key, f, fl, lo, hi, d, h)                                                  \
+    {.name = key, .type = CT_ROW_DUR, .flags = fl, FLD(T, f), .min = lo, .max = hi, .def = d,  \
+     .help = h}
+#define ROW_FRAC(T, key, f, d, h) {.name = key, .type = CT_ROW_FRAC, FLD(T, f), .def = d, .help = h}
+#define ROW_STR(T, key, f, fl, d, h)                                                          \
+    {.name = key, .type = CT_ROW_STR, .flags = fl, FLD(T, f), .def = d, .help = h}
+#define ROW_OPTSTR(T, key, f, d, h) {.name = key, .type = CT_ROW_OPTSTR, FLD(T, f), .def = d, .help = h}
+#define ROW_ENUM(T, key, f, fl, e, d, h)                                                      \
+    {.name = key, .type = CT_ROW_ENUM, .flags = fl, FLD(T, f), .enums = e, .def = d, .help = h}
+#define ROW_ADDR(T, key, f, fl, d, h)                                                         \
+    {.name = key, .type = CT_ROW_ADDR, .flags = fl, FLD(T, f), .def = d, .help = h}
+#define ROW_HOSTPORT(T, key, fh, fp, fl, h)                                                   \
+    {.name = key, .type = CT_ROW_HOSTPORT, .flags = fl, FLD(T, fh), .off2 = offsetof(T, fp),   \
+     .help = h}
+#define ROW_STRLIST(T, key, f, fn, d, h)                                                      \
+    {.name = key, .type = CT_ROW_STRLIST, FLD(T, f), .off2 = offsetof(T, fn), .def = d, .help = h}
+#define ROW_CIDRLIST(T, key, f, fn, d, h)                                                     \
+    {.name = key, .type = CT_ROW_CIDRLIST, FLD(T, f), .off2 = offsetof(T, fn), .def = d,       \
+     .help = h}
+#define ROW_GROUP(T, key, f, s, h) {.name = key, .type = CT_ROW_GROUP, FLD(T, f), .sub = &s, .help = h}
+#define ROW_LIST(T, key, f, fn, ET, s, h)                                                     \
+    {.name = key, .type = CT_ROW_LIST, FLD(T, f), .off2 = offsetof(T, fn),                    \
+     .elem_size = sizeof(ET), .sub = &s, .help = h}
+
+#define SECTION(nm, T, rows) {nm, rows, CT_ARRAY_LEN(rows), sizeof(T), NULL}
+
+#define SEC 1000ull
+#define MIN (60 * SEC)
+#define HOUR (60 * MIN)
+#define DAY (24 * HOUR)
+#define KiB 1024ull
+#define MiB (1024 * KiB)
+#define GiB (1024 * MiB)
+#define TiB (1024 * GiB)
+
+/* Mozilla "intermediate" (server side TLS guidelines v5.7). */
+#define CT_MOZ_INTERMEDIATE                                                                   \
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"                               \
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"                               \
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:"                               \
+    "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:DHE-RSA-CHACHA20-POLY1305"
+#define CT_TLS13_SUITES "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+
+static const struct ct_conf_enum kinds[] = {
+    {"http", CT_CONF_LISTEN_HTTP}, {"https", CT_CONF_LISTEN_HTTPS}, {NULL, 0}};
+static const struct ct_conf_enum tls_versions[] = {
+    {"1.2", TLS1_2_VERSION}, {"1.3", TLS1_3_VERSION}, {NULL, 0}};
+static const struct ct_conf_enum verifies[] = {{"off", CT_CONF_VERIFY_OFF},
+                                               {"optional", CT_CONF_VERIFY_OPTIONAL},
+                                               {"required", CT_CONF_VERIFY_REQUIRED},
+                                               {NULL, 0}};
+static const struct ct_conf_enum queries[] = {{"keep", CT_CONF_QUERY_KEEP},
+                                              {"drop", CT_CONF_QUERY_DROP},
+                                              {"sort", CT_CONF_QUERY_SORT},
+                                              {NULL, 0}};
+static const struct ct_conf_enum waiters[] = {
+    {"504", CT_CONF_WAITER_504}, {"fetch", CT_CONF_WAITER_FETCH}, {NULL, 0}};
+static const struct ct_conf_enum levels[] = {{"debug", CT_LOG_DEBUG},
+                                             {"info", CT_LOG_INFO},
+                                             {"warn", CT_LOG_WARN},
+                                             {"error", CT_LOG_ERR},
+                                             {NULL, 0}};
+static const struct ct_conf_enum formats[] = {
+    {"combined", CT_CONF_ACCESS_COMBINED}, {"json", CT_CONF_ACCESS_JSON}, {NULL, 0}};
+
+/* The enum rows store through an int *. */
+_Static_assert(sizeof(enum ct_conf_listen_kind) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum ct_conf_verify) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum ct_log_level) == sizeof(int), "enum size");
+
+#define T struct ct_conf_cert
+static const struct ct_conf_row cert_rows[] = {
+    ROW_STR(T, "cert", cert_file, CT_ROW_REQUIRED, NULL,
+            "PEM certificate file; may hold the chain after the leaf."),
+    ROW_STR(T, "key", key_file, CT_ROW_REQUIRED, NULL, "PEM private key file matching `cert`."),
+    ROW_STRLIST(T, "server_names", server_names, n_server_names, "[]",
+                "SNI names this certificate serves: exact (`example.com`) or wildcard "
+                "(`*.example.com`, one label)."),
+    ROW_BOOL(T, "default", is_default, "false",
+             "Serve this certificate when SNI is absent or matches nothing; at most one per "
+             "listener (the first certificate when none is marked)."),
+};
+static const struct ct_conf_section cert_section = SECTION("certificate", T, cert_rows);
+#undef T
+
+#define T struct ct_conf_tls
+static const struct ct_conf_row tls_rows[] = {
+    ROW_BOOL(T, "self_signed", self_signed, "false",
+             "No certificate files: generate a self-signed EC P-256 certificate for "
+             "localhost/127.0.0.1 at start (the embedded default's HTTPS listener)."),
+    ROW_LIST(T, "certificates", certs, ncerts, struct ct_conf_cert, cert_section,
+             "Certificates chosen by SNI: `( { cert = \"...\"; key = \"...\"; server_names = "
+             "[...]; default = true; }, ... )`. An ECDSA and an RSA certificate may share names."),
+    ROW_ENUM(T, "min_version", min_version, 0, tls_versions, Q("1.2"),
+             "Lowest TLS version accepted; SSLv3, TLS 1.0 and 1.1 are never offered."),
+    ROW_STR(T, "ciphers", ciphers, 0, Q(CT_MOZ_INTERMEDIATE),
+            "TLS 1.2 cipher list (OpenSSL syntax); default: Mozilla intermediate."),
+    ROW_STR(T, "ciphersuites", ciphersuites, 0, Q(CT_TLS13_SUITES), "TLS 1.3 cipher suites."),
+    ROW_STR(T, "groups", groups, 0, Q("X25519:P-256"), "Key exchange groups, in preference order."),
+    ROW_BOOL(T, "session_tickets", session_tickets, "true",
+             "Stateless resumption with session tickets; keys shared by all workers."),
+    ROW_DUR(T, "ticket_key_rotation", ticket_key_rotation_ms, 0, 1 * MIN, 7 * DAY, Q("1h"),
+            "How often a new ticket key is made; the previous key still decrypts."),
+    ROW_BOOL(T, "session_cache", session_cache, "true", "Server-side session cache (resumption by ID)."),
+    ROW_UINT(T, "session_cache_size", session_cache_size, 0, 1, 10000000, "20480",
+             "Sessions kept in the session cache."),
+    ROW_DUR(T, "handshake_timeout", handshake_timeout_ms, 0, 100, 10 * MIN, Q("10s"),
+            "A client that has not finished the handshake by then is closed."),
+    ROW_BOOL(T, "ktls", ktls, "false", "Try kernel TLS (SSL_OP_ENABLE_KTLS) where offered."),
+    ROW_OPTSTR(T, "client_ca", client_ca, Q("off"),
+               "mTLS: PEM file of CAs that client certificates are verified against."),
+    ROW_ENUM(T, "client_verify", client_verify, 0, verifies, Q("off"),
+             "mTLS: `off`, `optional` (verified if sent) or `required`."),
+    ROW_OPTSTR(T, "client_subject_header", client_subject_header, Q("off"),
+               "mTLS: request header carrying the verified client subject to the origin."),
+};
+static const struct ct_conf_section tls_section = SECTION("tls", T, tls_rows);
+#undef T
+
+static const char *listener_why_not(const char *row, const void *base)
+{
+    const struct ct_conf_listener *l = base;
+    if (l->kind == CT_CONF_LISTEN_HTTP && strcmp(row, "tls") == 0)
+        return "only https listeners have tls settings";
+    if (l->kind == CT_CONF_LISTEN_HTTPS &&
+        (strcmp(row, "redirect_to_https") == 0 || strcmp(row, "redirect_port") == 0))
+        return "only http listeners redirect to https";
+    return NULL;
+}
+
+#define T struct ct_conf_listener
+static const struct ct_conf_row listener_rows[] = {
+    ROW_ENUM(T, "kind", kind, CT_ROW_REQUIRED, kinds, NULL, "`http` or `https`."),
+    ROW_ADDR(T, "address", addr, CT_ROW_REQUIRED, NULL,
+             "Numeric `IP:PORT` (`[::1]:8443` for IPv6, `*:8080` for every IPv4 address); "
+             "port 0 picks a free port, announced as `listening on KIND ADDR:PORT`."),
+    ROW_BOOL(T, "redirect_to_https", redirect_to_https, "false",
+             "HTTP listeners: answer every request with 301 to the same host and target over "
+             "https."),
+    ROW_UINT(T, "redirect_port", redirect_port, 0, 0, 65535, "0",
+             "Port put in the redirect's Location; 0 = the first HTTPS listener's port."),
+    ROW_BOOL(T, "honour_client_cache_control", honour_client_cc, "true",
+             "Obey request Cache-Control (no-cache, max-age, only-if-cached...). Public sites "
+             "often turn this off."),
+    ROW_GROUP(T, "tls", tls, tls_section, "HTTPS listeners: TLS settings (group)."),
+};
+#undef T
+const struct ct_conf_section ct_conf_listener_section = {
+    "listener", listener_rows, CT_ARRAY_LEN(listener_rows), sizeof(struct ct_conf_listener),
+    listener_why_not};
+
+#define T struct ct_conf_health
+static const struct ct_conf_row health_rows[] = {
+    ROW_BOOL(T, "enabled", enabled, "false", "Probe the backend actively."),
+    ROW_DUR(T, "interval", interval_ms, 0, 100, 1 * HOUR, Q("5s"), "Time between probes."),
+    ROW_DUR(T, "timeout", timeout_ms, 0, 10, 10 * MIN, Q("2s"), "A probe slower than this failed."),
+    ROW_STR(T, "path", path, 0, Q("/"), "Request target of the probe (GET)."),
+    ROW_UINT(T, "expect_status", expect_status, 0, 100, 599, "200", "Status a healthy backend answers."),
+    ROW_UINT(T, "rise", rise, 0, 1, 100, "2", "Consecutive good probes to mark a backend up."),
+    ROW_UINT(T, "fall", fall, 0, 1, 100, "3", "Consecutive bad probes to mark a backend down."),
+};
+static const struct ct_conf_section health_section = SECTION("health_check", T, health_rows);
+#undef T
+
+#define T struct ct_conf_backend
+static const struct ct_conf_row backend_rows[] = {
+    ROW_STR(T, "name", name, 0, Q(""), "Name in logs and metrics; empty = the address."),
+    ROW_HOSTPORT(T, "address", host, port, CT_ROW_REQUIRED,
+                 "`HOST:PORT` of the origin (DNS name or IP, resolved at start and reload)."),
+    ROW_UINT(T, "weight", weight, 0, 1, 1000, "1", "Share of requests in the round-robin."),
+    ROW_DUR(T, "connect_timeout", connect_timeout_ms, 0, 1, 10 * MIN, Q("5s"),
+            "TCP connect; past it the request fails with 504."),
+    ROW_DUR(T, "response_header_timeout", header_timeout_ms, 0, 1, 1 * HOUR, Q("30s"),
+            "From request sent to the end of the response head (504)."),
+    ROW_DUR(T, "read_timeout", read_timeout_ms, 0, 1, 1 * HOUR, Q("30s"),
+            "Longest silence between two reads of the response body."),
+    ROW_UINT(T, "pool_max_idle", pool_max_idle, 0, 0, 100000, "32",
+             "Idle keep-alive connections kept per worker."),
+    ROW_DUR(T, "pool_idle_timeout", pool_idle_timeout_ms, 0, 1, 1 * HOUR, Q("60s"),
+            "An idle pooled connection is closed after this."),
+    ROW_UINT(T, "max_fails", max_fails, 0, 0, 1000, "3",
+             "Passive health: consecutive failures before the backend is skipped; 0 = never."),
+    ROW_DUR(T, "fail_timeout", fail_timeout_ms, 0, 1, 1 * HOUR, Q("10s"),
+            "Passive health: how long a failed backend is skipped."),
+    ROW_GROUP(T, "health_check", health, health_section, "Active health check (group)."),
+};
+#undef T
+const struct ct_conf_section ct_conf_backend_section =
+    SECTION("backend", struct ct_conf_backend, backend_rows);
+
+#define T struct ct_conf_cache
+static const struct ct_conf_row cache_rows[] = {
+    ROW_SIZE(T, "size", size_bytes, 1 * MiB, 1 * TiB, Q("256M"),
+             "Memory for objects, counting headers, body and bookkeeping."),
+    ROW_SIZE(T, "max_object_size", max_object_bytes, 1, 1 * TiB, Q("16M"),
+             "Larger responses are passed through, not stored."),
+    ROW_DUR(T, "default_ttl", default_ttl_ms, CT_ROW_OFF, 0, 365 * DAY, Q("off"),
+            "Freshness for responses without any (no max-age, Expires or Last-Modified)."),
+    ROW_FRAC(T, "heuristic_fraction", heuristic_fraction, "0.1",
+             "Heuristic freshness: this fraction of the time since Last-Modified (RFC 9111 "
+             "4.2.2)."),
+    ROW_DUR(T, "heuristic_max", heuristic_max_ms, 0, 0, 365 * DAY, Q("1d"),
+            "Cap on heuristic freshness."),
+    ROW_DUR(T, "grace", grace_ms, 0, 0, 365 * DAY, Q("10s"),
+            "Serve a stale object this long past its TTL while one background fetch refreshes "
+            "it (adds to stale-while-revalidate)."),
+    ROW_DUR(T, "keep", keep_ms, 0, 0, 365 * DAY, Q("0s"),
+            "Keep stale objects with validators this long past TTL + grace, for conditional "
+            "revalidation."),
+    ROW_DUR(T, "stale_if_error", stale_if_error_ms, 0, 0, 365 * DAY, Q("0s"),
+            "Serve stale this long past TTL when the origin fails (response stale-if-error "
+            "wins when given)."),
+    ROW_BOOL(T, "store_set_cookie", store_set_cookie, "false",
+             "Store responses carrying Set-Cookie (they are never stored by default)."),
+    ROW_ENUM(T, "key_query", key_query, 0, queries, Q("keep"),
+             "Query string in the cache key: `keep`, `drop` or `sort` its parameters."),
+    ROW_OPTSTR(T, "key_header", key_header, Q("off"),
+               "Request header whose value is added to the cache key."),
+    ROW_STR(T, "targeted_cache_control", targeted_cc, 0, Q("Cachet-Cache-Control"),
+            "RFC 9213 field that overrides Cache-Control for cachet (CDN-Cache-Control is "
+            "always honoured too); not forwarded to clients."),
+    ROW_DUR(T, "hit_for_miss", hit_for_miss_ms, 0, 0, 1 * DAY, Q("2m"),
+            "After an uncacheable answer, requests for the key skip coalescing this long."),
+    ROW_DUR(T, "waiter_timeout", waiter_timeout_ms, 0, 1, 1 * HOUR, Q("30s"),
+            "Longest wait on another client's fetch of the same object."),
+    ROW_ENUM(T, "waiter_timeout_action", waiter_timeout_action, 0, waiters, Q("504"),
+             "What a waiter does on timeout: answer `504` or start its own `fetch`."),
+    ROW_CIDRLIST(T, "purge_allow", purge_allow, npurge_allow, "[" Q("127.0.0.0/8") ", " Q("::1/128") "]",
+                 "Client address prefixes allowed to PURGE."),
+};
+static const struct ct_conf_section cache_section = SECTION("cache", T, cache_rows);
+#undef T
+
+#define T struct ct_conf_limits
+static const struct ct_conf_row limits_rows[] = {
+    ROW_SIZE(T, "max_request_line", max_request_line_bytes, 64, 1 * MiB, Q("8K"),
+             "Longest request line; longer gets 414."),
+    ROW_SIZE(T, "max_header_bytes", max_header_bytes, 1 * KiB, 16 * MiB, Q("64K"),
+             "All request header bytes; more gets 431."),
+    ROW_UINT(T, "max_header_count", max_header_count, 0, 1, 10000, "100",
+             "Request header fields; more gets 431."),
+    ROW_SIZE(T, "max_body", max_body_bytes, 0, UINT64_MAX, Q("0"),
+             "Largest request body (413 past it); 0 = unlimited (streamed)."),
+    ROW_DUR(T, "client_header_timeout", client_header_timeout_ms, 0, 100, 1 * HOUR, Q("10s"),
+            "A request head must arrive within this (slowloris gets 408)."),
+    ROW_DUR(T, "keepalive_timeout", keepalive_timeout_ms, 0, 0, 1 * HOUR, Q("75s"),
+            "Idle time allowed between requests on a connection; 0s = no keep-alive."),
+    ROW_DUR(T, "send_timeout", send_timeout_ms, 0, 100, 1 * HOUR, Q("60s"),
+            "Longest time a client may take to accept more response bytes."),
+    ROW_UINT(T, "max_connections_per_worker", max_connections_per_worker, 0, 1, 1000000, "4096",
+             "Past it a worker stops accepting until a connection closes."),
+    ROW_DUR(T, "drain_timeout", drain_timeout_ms, 0, 0, 1 * HOUR, Q("30s"),
+            "On SIGTERM/SIGINT, how long in-flight requests may finish."),
+};
+static const struct ct_conf_section limits_section = SECTION("limits", T, limits_rows);
+#undef T
+
+#define T struct ct_conf_admin
+static const struct ct_conf_row admin_rows[] = {
+    ROW_ADDR(T, "listen", addr, CT_ROW_OFF, Q("127.0.0.1:8082"),
+             "Admin listener (`/stats`, `/metrics`, purge) `IP:PORT`, or `off`. Keep it on "
+             "loopback."),
+};
+static const struct ct_conf_section admin_section = SECTION("admin", T, admin_rows);
+#undef T
+
+#define T struct ct_conf_logs
+static const struct ct_conf_row logs_rows[] = {
+    ROW_STR(T, "error_log", error_log, 0, Q("-"), "Error log file, or `-` for stderr."),
+    ROW_ENUM(T, "level", level, 0, levels, Q("info"), "`debug`, `info`, `warn` or `error`."),
+    ROW_OPTSTR(T, "access_log", access_log, Q("off"),
+               "Access log file, `-` for stdout, or `off`."),
+    ROW_ENUM(T, "access_format", access_format, 0, formats, Q("combined"),
+             "`combined` (plus request time, upstream time, cache status, TLS version) or "
+             "`json` (one object per line)."),
+};
+static const struct ct_conf_section logs_section = SECTION("logs", T, logs_rows);
+#undef T
+
+#define T struct ct_conf
+static const struct ct_conf_row root_rows[] = {
+    ROW_UINT(T, "workers", workers, CT_ROW_AUTO, 1, 1024, Q("auto"),
+             "Worker threads, each with its own event loop and SO_REUSEPORT sockets; `auto` = "
+             "one per core."),
+    ROW_LIST(T, "listen", listeners, nlisteners, struct ct_conf_listener, ct_conf_listener_section,
+             "Listeners: `( { kind = \"https\"; address = \"127.0.0.1:8443\"; tls = { ... }; }, "
+             "... )`."),
+    ROW_LIST(T, "backends", backends, nbackends, struct ct_conf_backend, ct_conf_backend_section,
+             "Origins, used round-robin by weight: `( { address = \"127.0.0.1:8081\"; }, ... )`."),
+    ROW_GROUP(T, "cache", cache, cache_section, "The response cache (group)."),
+    ROW_GROUP(T, "limits", limits, limits_section, "Client-side limits and timeouts (group)."),
+    ROW_GROUP(T, "admin", admin, admin_section, "The admin listener (group)."),
+    ROW_GROUP(T, "logs", logs, logs_section, "Error and access logs (group)."),
+};
+#undef T
+const struct ct_conf_section ct_conf_root_section = SECTION("", struct ct_conf, root_rows);
+
+/* ---- generic walks ------------------------------------------------------ */
+
+static void default_row(const struct ct_conf_row *r, void *base)
+{
+    char text[1024];
+    snprintf(text, sizeof(text), "v = %s;", r->def);
+    config_t cfg;
+    config_init(&cfg);
+    int ok = config_read_string(&cfg, text);
+    CT_ASSERT(ok == CONFIG_TRUE); /* a default that doesn't parse is our bug */
+    struct ct_conf_errors errs;
+    struct ct_conf_locs locs = {0};
+    struct ct_conf_loadctx lc = {&errs, &locs, "<default>", false};
+    ct_conf_errors_init(&errs);
+    int rc = ct_conf_row_parse(&lc, r, config_lookup(&cfg, "v"), base, r->name);
+    if (rc != CT_OK)
+        ct_panic(__FILE__, __LINE__, "bad default: %s", errs.msg[0]);
+    ct_conf_locs_free(&locs);
+    config_destroy(&cfg);
+}
+
+void ct_conf_section_defaults(const struct ct_conf_section *sec, void *base)
+{
+    for (size_t i = 0; i < sec->nrows; i++) {
+        const struct ct_conf_row *r = &sec->rows[i];
+        if (r->type == CT_ROW_GROUP)
+            ct_conf_section_defaults(r->sub, (char *)base + r->off);
+        else if (r->def)
+            default_row(r, base);
+    }
+}
+
+void ct_conf_section_free(const struct ct_conf_section *sec, void *base)
+{
+    for (size_t i = 0; i < sec->nrows; i++) {
+        const struct ct_conf_row *r = &sec->rows[i];
+        void *f = (char *)base + r->off;
+        size_t *n = (size_t *)((char *)base + r->off2);
+        switch (r->type) {
+        case CT_ROW_STR: case CT_ROW_OPTSTR: case CT_ROW_HOSTPORT:
+            CT_FREE((char **)f);
+            break;
+        case CT_ROW_ADDR:
+            ct_conf_addr_free(f);
+            break;
+        case CT_ROW_STRLIST:
+            for (size_t k = 0; k < *n; k++)
+                free((*(char ***)f)[k]);
+            CT_FREE((char ***)f);
+            *n = 0;
+            break;
+        case CT_ROW_CIDRLIST:
+            CT_FREE((struct ct_conf_cidr **)f);
+            *n = 0;
+            break;
+        case CT_ROW_GROUP:
+            ct_conf_section_free(r->sub, f);
+            break;
+        case CT_ROW_LIST:
+            for (size_t k = 0; k < *n; k++)
+                ct_conf_section_free(r->sub, *(char **)f + k * r->elem_size);
+            CT_FREE((void **)f);
+            *n = 0;
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? ct_xstrdup(s) : NULL;
+}
+
+static void copy_row(const struct ct_conf_row *r, void *dst, const void *src)
+{
+    void *df = (char *)dst + r->off;
+    const void *sf = (const char *)src + r->off;
+    size_t n = *(const size_t *)((const char *)src + r->off2);
+    switch (r->type) {
+    case CT_ROW_STR: case CT_ROW_OPTSTR: case CT_ROW_HOSTPORT:
+        *(char **)df = dup_or_null(*(char *const *)sf);
+        break;
+    case CT_ROW_ADDR:
+        ((struct ct_conf_addr *)df)->host = dup_or_null(((const struct ct_conf_addr *)sf)->host);
+        break;
+    case CT_ROW_STRLIST: {
+        char **v = n ? ct_xcalloc(n, sizeof(char *)) : NULL;
+        for (size_t k = 0; k < n; k++)
+            v[k] = ct_xstrdup((*(char **const *)sf)[k]);
+        *(char ***)df = v;
+        break;
+    }
+    case CT_ROW_CIDRLIST: {
+        struct ct_conf_cidr *v = n ? ct_xcalloc(n, sizeof(*v)) : NULL;
+        if (n)
+            memcpy(v, *(struct ct_conf_cidr *const *)sf, n * sizeof(*v));
+        *(struct ct_conf_cidr **)df = v;
+        break;
+    }
+    case CT_ROW_GROUP:
+        ct_conf_section_copy(r->sub, df, sf);
+        break;
+    case CT_ROW_LIST: {
+        char *v = n ? ct_xcalloc(n, r->elem_size) : NULL;
+        for (size_t k = 0; k < n; k++)
+            ct_conf_section_copy(r->sub, v + k * r->elem_size,
+                                 *(char *const *)sf + k * r->elem_size);
+        *(char **)df = v;
+        break;
+    }
+    default:
+        break; /* scalars came with the memcpy */
+    }
+}
+
+void ct_conf_section_copy(const struct ct_conf_section *sec, void *dst, const void *src)
+{
+    memcpy(dst, src, sec->size);
+    for (size_t i = 0; i < sec->nrows; i++)
+        copy_row(&sec->rows[i], dst, src);
+}
+
+const char *ct_conf_enum_name(const struct ct_conf_enum *e, int value)
+{
+    for (; e->name; e++)
+        if (e->value == value)
+            return e->name;
+    return "?";
+}
+
+/* ---- the reference -------------------------------------------------------- */
+
+static const char *type_name(const struct ct_conf_row *r)
+{
+    switch (r->type) {
+    case CT_ROW_BOOL: return "bool";
+    case CT_ROW_UINT: return r->flags & CT_ROW_AUTO ? "integer or \"auto\"" : "integer";
+    case CT_ROW_SIZE: return "size";
+    case CT_ROW_DUR: return r->flags & CT_ROW_OFF ? "duration or \"off\"" : "duration";
+    case CT_ROW_FRAC: return "number";
+    case CT_ROW_STR: return "string";
+    case CT_ROW_OPTSTR: return "string or \"off\"";
+    case CT_ROW_ENUM: return "enum";
+    case CT_ROW_ADDR: return r->flags & CT_ROW_OFF ? "IP:PORT or \"off\"" : "IP:PORT";
+    case CT_ROW_HOSTPORT: return "HOST:PORT";
+    case CT_ROW_STRLIST: return "array of strings";
+    case CT_ROW_CIDRLIST: return "array of prefixes";
+    case CT_ROW_GROUP: return "group";
+    case CT_ROW_LIST: return "list of groups";
+    }
+    return "?";
+}
+
+/* Markdown cells must not contain '|'; the defaults don't, the help neither. */
+static void print_rows(const struct ct_conf_section *sec, const char *prefix, FILE *fp)
+{
+    for (size_t i = 0; i < sec->nrows; i++) {
+        const struct ct_conf_row *r = &sec->rows[i];
+        char key[160], expect[400];
+        snprintf(key, sizeof(key), "%s%s%s", prefix, *prefix ? "." : "", r->name);
+        ct_conf_row_expect(r, expect, sizeof(expect));
+        const char *def = r->def ? r->def : (r->flags & CT_ROW_REQUIRED) ? "required" : "";
+        fprintf(fp, "| `%s` | %s | %s%s%s | %s Expected: %s. |\n", key, type_name(r),
+                r->def ? "`" : "", def, r->def ? "`" : "", r->help, expect);
+        if (r->type == CT_ROW_GROUP)
+            print_rows(r->sub, key, fp);
+        if (r->type == CT_ROW_LIST) {
+            snprintf(key + strlen(key), sizeof(key) - strlen(key), "[]");
+            print_rows(r->sub, key, fp);
+        }
+    }
+}
+
+void ct_conf_print_reference(FILE *fp)
+{
+    fprintf(fp, "| key | type | default | meaning |\n| --- | --- | --- | --- |\n");
+    print_rows(&ct_conf_root_section, "", fp);
+}
+
+/* ---- what a row expects (the "(expected ...)" of every error) ------------ */
+
+static void expect_enum(const struct ct_conf_enum *e, char *buf, size_t len)
+{
+    size_t k = (size_t)snprintf(buf, len, "one of");
+    for (const struct ct_conf_enum *p = e; p->name && k < len; p++)
+        k += (size_t)snprintf(buf + k, len - k, "%s\"%s\"",
+                              p == e ? " " : p[1].name ? ", " : " or ", p->name);
+}
+
+void ct_conf_row_expect(const struct ct_conf_row *r, char *buf, size_t len)
+{
+    char lo[32], hi[32];
+    const char *off = (r->flags & CT_ROW_OFF) ? ", or \"off\"" : "";
+    switch (r->type) {
+    case CT_ROW_BOOL: snprintf(buf, len, "true or false"); break;
+    case CT_ROW_UINT:
+        snprintf(buf, len, "an integer from %llu to %llu%s", (unsigned long long)r->min,
+                 (unsigned long long)r->max, (r->flags & CT_ROW_AUTO) ? ", or \"auto\"" : "");
+        break;
+    case CT_ROW_SIZE:
+        ct_conf_fmt_size(r->min, lo, sizeof(lo));
+        ct_conf_fmt_size(r->max, hi, sizeof(hi));
+        if (r->max == UINT64_MAX)
+            snprintf(buf, len, "a size such as 512K, 256M, 1G or a byte count");
+        else
+            snprintf(buf, len, "a size such as 512K, 256M, 1G or a byte count, from %s to %s",
+                     lo, hi);
+        break;
+    case CT_ROW_DUR:
+        ct_conf_fmt_dur(r->min, lo, sizeof(lo));
+        ct_conf_fmt_dur(r->max, hi, sizeof(hi));
+        snprintf(buf, len, "a duration such as 500ms, 10s, 5m or 1h, from %s to %s%s", lo, hi,
+                 off);
+        break;
+    case CT_ROW_FRAC: snprintf(buf, len, "a number from 0.0 to 1.0"); break;
+    case CT_ROW_STR: snprintf(buf, len, "a string"); break;
+    case CT_ROW_OPTSTR: snprintf(buf, len, "a non-empty string, or \"off\""); break;
+    case CT_ROW_ENUM: expect_enum(r->enums, buf, len); break;
+    case CT_ROW_ADDR:
+        snprintf(buf, len, "\"IP:PORT\" such as \"127.0.0.1:8080\" or \"[::1]:8080\"%s", off);
+        break;
+    case CT_ROW_HOSTPORT:
+        snprintf(buf, len, "\"HOST:PORT\" such as \"127.0.0.1:8081\" or \"origin.example:80\"");
+        break;
+    case CT_ROW_STRLIST:
+        snprintf(buf, len, "server names such as [\"example.com\", \"*.example.com\"]");
+        break;
+    case CT_ROW_CIDRLIST:
+        snprintf(buf, len, "address prefixes such as [\"127.0.0.0/8\", \"::1/128\"]");
+        break;
+    case CT_ROW_GROUP: snprintf(buf, len, "a group { ... }"); break;
+    case CT_ROW_LIST: snprintf(buf, len, "a list of groups ( { ... }, ... )"); break;
+    }
+}
