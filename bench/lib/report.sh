@@ -1,0 +1,107 @@
+# bench/lib/report.sh: turn the per-round CSV into the summary CSV, the
+# markdown table (with derived figures) and the PNG chart.
+
+SUMMARY_HEADER="workload,system,rps_median,rps_min,rps_max,p50_ms,p99_ms,cpu_s_per_100k,client_cpu_s,max_listen_q,origin_reqs,check"
+
+# r_summarize RUNS_CSV > SUMMARY_CSV: medians over rounds, cells in the
+# order they were first measured. A row with round "na" marks a cell that
+# could not run; its fourth field says why.
+r_summarize() {
+    echo "$SUMMARY_HEADER"
+    awk -F, '
+        function med(s,   a, n, t, i, j) {
+            n = split(s, a, " ")
+            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+                if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+            if (n == 0) return "-"
+            if (a[1] == "-") return "-"
+            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+        }
+        function fmt(f, v) { return v == "-" ? v : sprintf(f, v) }
+        function lo(s,   a, n, i, m) { n = split(s, a, " "); m = a[1]; for (i = 2; i <= n; i++) if (a[i] + 0 < m + 0) m = a[i]; return m }
+        function hi(s,   a, n, i, m) { n = split(s, a, " "); m = a[1]; for (i = 2; i <= n; i++) if (a[i] + 0 > m + 0) m = a[i]; return m }
+        FNR == 1 { next }
+        $3 == "na" { key = $1 "," $2; if (!(key in seen)) { seen[key] = 1; order[++n] = key }; na[key] = $4; next }
+        {
+            key = $1 "," $2
+            if (!(key in seen)) { seen[key] = 1; order[++n] = key }
+            rps[key] = rps[key] " " $4; p50[key] = p50[key] " " $5; p99[key] = p99[key] " " $6
+            cpu[key] = cpu[key] " " $11; ccpu[key] = ccpu[key] " " $12
+            if (!(key in q) || $13 + 0 > q[key] + 0) q[key] = $13 + 0
+            org[key] = org[key] (org[key] == "" ? "" : "/") ($14 == "" ? "-" : $14)
+            chk = $15; for (i = 16; i <= NF; i++) chk = chk ";" $i
+            if (chk !~ /^ok/) bad[key] = bad[key] (bad[key] == "" ? "" : "; ") "r" $3 ": " chk
+            else if (!(key in good) || chk != "ok") good[key] = chk
+        }
+        END {
+            for (i = 1; i <= n; i++) {
+                k = order[i]
+                if (k in na) { printf "%s,-,-,-,-,-,-,-,-,-,%s\n", k, na[k]; continue }
+                o = org[k]; if (o ~ /^[-\/]*$/) o = "-"
+                printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", k, fmt("%.0f", med(rps[k])), lo(rps[k]), hi(rps[k]),
+                    fmt("%.3f", med(p50[k])), fmt("%.3f", med(p99[k])), fmt("%.3f", med(cpu[k])),
+                    fmt("%.2f", med(ccpu[k])), q[k], o, (k in bad) ? bad[k] : good[k]
+            }
+        }' "$1"
+}
+
+# r_markdown SUMMARY_CSV: the table, then the derived figures.
+r_markdown() {
+    awk -F, '
+        NR == 1 { next }
+        {
+            w = $1; s = $2; key = w "," s
+            if ($3 == "-") {
+                printf "| %s | %s | %s | | | | | | |\n", w, s, $12
+                next
+            }
+            rng = ($4 == $5) ? "" : sprintf(" (%s–%s)", $4, $5)
+            printf "| %s | %s | %s%s | %s | %s | %s | %s | %s | %s |\n", w, s, $3, rng, $6, $7, $8, $10, $11, $12
+            rps[key] = $3; cpu[key] = $8; org[key] = $11
+        }
+        BEGIN {
+            print "| workload | system | req/s median (min–max) | p50 ms | p99 ms | server CPU s / 100k req | max listen Q | origin reqs (per round) | check |"
+            print "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+        }
+        function ratio(a, b) { return (a + 0 > 0 && b + 0 > 0) ? sprintf("%.2f", a / b) : "-" }
+        END {
+            print ""
+            print "Derived figures (medians; ratios computed within this run):"
+            print ""
+            print "| figure | system | value |"
+            print "| --- | --- | ---: |"
+            n = split("nginx haproxy stack cachet cachet-w2", S, " ")
+            for (i = 1; i <= n; i++) {
+                s = S[i]
+                h = rps["hit-1k/http," s]; t = rps["hit-1k/https," s]
+                if (h != "" && t != "") printf "| TLS overhead, keep-alive hit (HTTPS/HTTP req/s) | %s | %s |\n", s, ratio(t, h)
+                h = cpu["newconn/http," s]; t = cpu["tls-full/https," s]
+                if (h != "" && t != "") printf "| full TLS handshake vs plain connection (CPU per request, x) | %s | %s |\n", s, ratio(t, h)
+                h = cpu["tls-resumed/https," s]
+                if (h != "" && t != "") printf "| full vs resumed handshake (CPU per request, x) | %s | %s |\n", s, ratio(t, h)
+            }
+            n = split("nginx varnish haproxy stack cachet", S, " ")
+            for (i = 1; i <= n; i++) {
+                s = S[i]; o = (s == "stack") ? "lt" : "co"
+                if (cpu["pass-1k/http," s] != "" && rps["pass-1k/http," o] != "")
+                    printf "| proxy-hop price: pass req/s vs %s direct (x); proxy CPU µs/req | %s | %s; %.1f |\n", o, s,
+                        ratio(rps["pass-1k/http," s], rps["pass-1k/http," o]), cpu["pass-1k/http," s] * 10
+                if (rps["slow-100ms/http," s] != "" && rps["slow-100ms/http,co"] != "")
+                    printf "| cache gain, 100 ms origin (req/s vs origin direct, x); origin fetches | %s | %s; %s |\n", s,
+                        ratio(rps["slow-100ms/http," s], rps["slow-100ms/http,co"]), org["slow-100ms/http," s]
+            }
+            if (rps["hit-1k/http,cachet-w2"] != "" && rps["hit-1k/http,cachet"] != "")
+                printf "| scaling: --workers 2 vs 1, hit-1k HTTP (x) | cachet | %s |\n",
+                    ratio(rps["hit-1k/http,cachet-w2"], rps["hit-1k/http,cachet"])
+        }' "$1"
+}
+
+# r_plot SUMMARY_CSV PNG: req/s and p99 per cell (measured cells only).
+r_plot() {
+    local dat=$B_TMP/plot.dat here
+    here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    awk -F, 'NR > 1 && $3 != "-" { printf "\"%s %s\" %s %s\n", $1, $2, $3, ($7 == "-" ? "NaN" : $7) }' "$1" >"$dat"
+    [ -s "$dat" ] || return 0
+    command -v gnuplot >/dev/null || { echo "gnuplot not installed: no chart" >&2; return 0; }
+    gnuplot -e "datafile='$dat'; outfile='$2'; rows=$(wc -l <"$dat")" "$here/plot.gp"
+}
