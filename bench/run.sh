@@ -13,6 +13,7 @@ usage: bench/run.sh [--quick | --full] [--only LIST] [--bin DIR] [--out DIR]
   --full           10 s cells and the whole grid (every system on every row)
   --only LIST      comma-separated workloads or systems to run, globs allowed:
                    --only 'origin-*'   --only nginx,cachet   --only hit-1k/https
+                   --only origin-1k:co (WORKLOAD:SYSTEM, one cell)
   --bin DIR        where cachet and cachet-origin are (default: build/bin)
   --out DIR        where latest.{md,csv,png} go (default: bench/results)
   --duration SECS  seconds per cell, overriding the mode
@@ -89,7 +90,12 @@ selected() {
     [ -z "$ONLY" ] && return 0
     IFS=, read -ra pats <<<"$ONLY"
     for pat in "${pats[@]}"; do
+        # WORKLOAD:SYSTEM selects one cell; otherwise either may match.
         # shellcheck disable=SC2053
+        if [[ $pat == *:* ]]; then
+            [[ ($label == ${pat%%:*} || ${label%/*} == ${pat%%:*}) && $s == ${pat#*:} ]] && return 0
+            continue
+        fi
         [[ $label == $pat || ${label%/*} == $pat || $s == $pat ]] && return 0
     done
     return 1

@@ -55,7 +55,7 @@ c_origin_delta() {
 c_ports() {
     local s=$1 n p out=""
     for n in $s $s-varnish $s-lt; do
-        for p in ${SYS_HTTP[$n]:-} ${SYS_HTTPS[$n]:-} ${SYS_TLSR[$n]:-}; do out+="$p "; done
+        for p in ${SYS_HTTP[$n]:-} ${SYS_HTTPS[$n]:-} ${SYS_TLSR[$n]:-} ${SYS_SLOW[$n]:-}; do out+="$p "; done
     done
     echo "$out" | tr ' ' '\n' | sort -u | tr '\n' ' '
 }
@@ -93,7 +93,8 @@ c_run() {
     local port path url pids t0 t1 o0 o1 q out parsed check origin self=0 kind=$object
     local rps p50 p99 reqs err non2xx reused=0 ccpu
     case $proto in
-        http) port=${SYS_HTTP[$s]} ;;
+        http) port=${SYS_HTTP[$s]}
+              [ "$object" = slow ] && port=${SYS_SLOW[$s]:-$port} ;;
         https) if [ "$client" = s_reuse ]; then port=${SYS_TLSR[$s]}; else port=${SYS_HTTPS[$s]}; fi ;;
     esac
     path=$(c_path "${SYS_ORIGIN[$s]}" "$object" "$s-$round-$RUN_ID") || return 1

@@ -8,7 +8,9 @@
 # and returns non-zero, with the reason in SYS_WHY[S], if it cannot run.
 
 B_PEERS=${B_PEERS:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../peers" && pwd)}
-declare -A SYS_HTTP=() SYS_HTTPS=() SYS_TLSR=() SYS_PROCS=() SYS_ORIGIN=() SYS_WHY=()
+#   SYS_SLOW[S]                            port for the slow-origin cell, if
+#                                          not SYS_HTTP (nginx: with its lock)
+declare -A SYS_HTTP=() SYS_HTTPS=() SYS_TLSR=() SYS_SLOW=() SYS_PROCS=() SYS_ORIGIN=() SYS_WHY=()
 SERVER_CPU=${SERVER_CPU:-1}
 
 # A self-signed EC P-256 certificate, made fresh in the results temp dir.
@@ -52,17 +54,18 @@ p_start_lt() {
 
 # p_start_nginx S ORIGIN_PORT CACHE(bench|off)
 p_start_nginx() {
-    local s=$1 oport=$2 cache=$3 dir=$B_TMP/$1 port tport rport
+    local s=$1 oport=$2 cache=$3 dir=$B_TMP/$1 port tport rport lport
     p_have nginx || { SYS_WHY[$s]="nginx not installed"; return 1; }
     mkdir -p "$dir"
-    b_free_port port && b_free_port tport && b_free_port rport || return 1
-    p_render "$B_PEERS/nginx-proxy.inc" "$dir/proxy.inc" CACHE="$cache"
+    b_free_port port && b_free_port tport && b_free_port rport && b_free_port lport || return 1
+    p_render "$B_PEERS/nginx-proxy.inc" "$dir/proxy.inc" CACHE="$cache" LOCK=off
+    p_render "$B_PEERS/nginx-proxy.inc" "$dir/proxy-lock.inc" CACHE="$cache" LOCK=on
     p_render "$B_PEERS/nginx.conf" "$dir/nginx.conf" DIR="$dir" PORT="$port" \
-        TLS_PORT="$tport" TLS_RESUME_PORT="$rport" ORIGIN_PORT="$oport" \
+        TLS_PORT="$tport" TLS_RESUME_PORT="$rport" LOCK_PORT="$lport" ORIGIN_PORT="$oport" \
         CERT="$B_TMP/cert.pem" KEY="$B_TMP/key.pem"
     b_start "$s" "$SERVER_CPU" nginx -p "$dir" -e "$dir/nginx.err" -c "$dir/nginx.conf"
     b_wait_port "$s" "$port" || { SYS_WHY[$s]="nginx did not start"; return 1; }
-    SYS_HTTP[$s]=$port SYS_HTTPS[$s]=$tport SYS_TLSR[$s]=$rport SYS_PROCS[$s]=$s
+    SYS_HTTP[$s]=$port SYS_HTTPS[$s]=$tport SYS_TLSR[$s]=$rport SYS_SLOW[$s]=$lport SYS_PROCS[$s]=$s
 }
 
 p_start_varnish() {
