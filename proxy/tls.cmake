@@ -6,3 +6,8 @@ add_library(ct_tls STATIC
   ${CMAKE_CURRENT_LIST_DIR}/tls_tickets.c
   ${CMAKE_CURRENT_LIST_DIR}/tls_selfsigned.c)
 target_link_libraries(ct_tls PUBLIC ct_common OpenSSL::SSL OpenSSL::Crypto Threads::Threads)
+# The bridge from conf/'s listener settings; conf/ is added before proxy/.
+if(TARGET ct_conf)
+  target_sources(ct_tls PRIVATE ${CMAKE_CURRENT_LIST_DIR}/tls_conf.c)
+  target_link_libraries(ct_tls PUBLIC ct_conf)
+endif()

@@ -138,6 +138,15 @@ struct ct_tls_ctx *ct_tls_ctx_new(const struct ct_tls_listener_conf *cf,
  * it only after its connections are closed. */
 void ct_tls_ctx_free(struct ct_tls_ctx **ctxp);
 
+/* The same from conf/'s view of one HTTPS listener (conf/conf.h): the
+ * listener's certificates (or self_signed), versions, ciphers, tickets,
+ * cache, kTLS and client verification. Only in ct_tls when conf/ is built.
+ * Create one struct ct_tls_shared per process (rotation from the first HTTPS
+ * listener's ticket_key_rotation_ms) and pass it to every listener. */
+struct ct_conf_tls;
+struct ct_tls_ctx *ct_tls_ctx_from_conf(const struct ct_conf_tls *t, struct ct_tls_shared *sh,
+                                        char *err, size_t errlen);
+
 /* A new server-side SSL for one accepted connection (owned by the caller,
  * which normally hands it to bufferevent_openssl). NULL on allocation
  * failure (OpenSSL's queue says why). */
