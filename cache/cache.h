@@ -1,0 +1,397 @@
+/*
+ * cache/cache.h: the shared object store (Varnish-style), for all worker threads.
+ *
+ * What it is: a sharded hash table of keys ("objheads"), each holding a list of
+ * variants (Vary), each variant a refcounted object (struct ct_obj). No sockets,
+ * no libevent, no logging, no clock: time is passed in (`now`), decisions
+ * (ttl, grace, keep, the Vary secondary key bytes, whether to store at all)
+ * come from the caller (cache/cache_policy.h makes them).
+ *
+ * Object life (forward only):
+ *
+ *     BUSY ──set_head──▶ STREAMING ──complete──▶ COMPLETE
+ *       │                    │
+ *       └──────┬─────────────┘
+ *              ├──fail────▶ FAILED     (never served as complete, unlinked)
+ *              └──abandon─▶ ABANDONED  (uncacheable: waiters fetch on their own,
+ *                                       optional hit-for-miss marker left behind)
+ *
+ * A COMPLETE object is immutable: readers take no lock to read its head or body.
+ *
+ * References. The table holds one reference on every linked object. Every
+ * function that hands out a `struct ct_obj *` hands out a NEW reference that
+ * the caller drops with ct_obj_release(&obj). Removal from the table (eviction,
+ * purge, expiry, replacement) drops the table's reference only; memory goes at
+ * the last release, so a reader is never freed under its feet.
+ *
+ * Memory. A hard cap on bytes: the objects (struct, header block, validators,
+ * Vary key, body segments), the key entries and the table buckets are all
+ * counted, and bytes are reserved BEFORE they are allocated, so the count never
+ * exceeds the cap. Bytes are given back when memory is really freed (at the
+ * last release), so an evicted object still held by a slow reader still counts.
+ * Eviction: SIEVE (NSDI'24) per shard, see cache_evict.c for why.
+ *
+ * Threads. Every function is safe to call from any thread unless it says
+ * otherwise. Each shard has a mutex; a lookup locks one shard only. Object
+ * refcounts and states are C11 atomics. The fetcher (the caller that got the
+ * BUSY object from a MISS) is the only thread that may call ct_obj_set_head /
+ * ct_obj_append / ct_obj_complete / ct_obj_fail / ct_obj_abandon on it.
+ *
+ * Errors: functions return CT_OK or a negative enum ct_err (common/common.h).
+ */
+#ifndef CT_CACHE_H
+#define CT_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cache/cache_policy.h" /* the RFC 9111 decisions the store takes as inputs */
+#include "common/common.h"
+
+struct ct_cache; /* opaque: the store */
+struct ct_obj;   /* opaque: one stored (or being stored) response; refcounted */
+
+/* ---- keys (cache_key.c) ---------------------------------------------- */
+
+/* The method class of a key: GET and HEAD share one (HEAD is answered from a
+ * stored GET response); anything else is never stored but may be purged. */
+enum ct_cache_mclass { CT_CACHE_MCLASS_GET = 'G', CT_CACHE_MCLASS_OTHER = 'O' };
+
+enum ct_cache_query {
+    CT_CACHE_QUERY_KEEP = 0, /* query string kept byte for byte */
+    CT_CACHE_QUERY_DROP,     /* everything from the first '?' dropped */
+    CT_CACHE_QUERY_SORT,     /* '&'-separated parameters sorted bytewise */
+};
+
+/* Key options, fixed per listener/config. HEADER_NAME (may be empty) names a
+ * request header whose value joins the key (e.g. "X-Device"). */
+struct ct_cache_key_opts {
+    enum ct_cache_query query;
+    struct ct_str header_name;
+};
+
+/* What a request contributes. HOST is the Host header (or authority) as
+ * received: it is lower-cased, and ":DEFAULT_PORT" is dropped when it matches
+ * (so "Example.COM:80" and "example.com" are one key for HTTP). TARGET is the
+ * request target (origin-form). HEADER_VALUE is the value of opts.header_name
+ * or {NULL, 0} when the request has no such header (absent and empty differ). */
+struct ct_cache_key_in {
+    enum ct_cache_mclass mclass;
+    struct ct_str host;
+    unsigned default_port;
+    struct ct_str target;
+    struct ct_str header_value;
+};
+
+/* A built key: bytes compared exactly, hash used for sharding and buckets.
+ * The bytes live in the caller's buffer (an arena, a stack array); the store
+ * copies them when it inserts. */
+struct ct_cache_key {
+    uint64_t hash;
+    struct ct_str bytes;
+};
+
+/* Up to this many query parameters are sorted with CT_CACHE_QUERY_SORT; a
+ * target with more keeps its order (only costs hit ratio, never correctness). */
+#define CT_CACHE_KEY_MAX_SORT 128
+
+/* Bytes of buffer ct_cache_key_build() needs at most for IN. */
+size_t ct_cache_key_size(const struct ct_cache_key_in *in);
+
+/* Build the key of IN under OPTS into BUF[0..CAP) and set *KEY (its bytes
+ * point into BUF). Returns CT_OK, or CT_ELIMIT if CAP is too small (use
+ * ct_cache_key_size()). Pure; any thread. */
+int ct_cache_key_build(const struct ct_cache_key_opts *opts, const struct ct_cache_key_in *in,
+                       char *buf, size_t cap, struct ct_cache_key *key);
+
+/* The prefix of every key of HOST whose target starts with PATH_PREFIX (method
+ * class GET), for ct_cache_purge_prefix(). Query options do not apply: the
+ * prefix is raw bytes. Returns CT_OK or CT_ELIMIT (CAP too small). */
+int ct_cache_key_prefix(struct ct_str host, unsigned default_port, struct ct_str path_prefix,
+                        char *buf, size_t cap, struct ct_str *prefix);
+
+/* Wrap raw BYTES (already a key) into *KEY with its hash. */
+void ct_cache_key_from_bytes(struct ct_str bytes, struct ct_cache_key *key);
+
+/* XXH64 (xxHash, 64-bit variant) of DATA[0..LEN) with SEED. */
+uint64_t ct_cache_hash64(const void *data, size_t len, uint64_t seed);
+
+/* ---- the store -------------------------------------------------------- */
+
+struct ct_cache_config {
+    size_t max_bytes;       /* hard cap on all counted bytes (e.g. 256 MiB) */
+    size_t max_object_size; /* head + body of one object; larger: CT_ELIMIT */
+    unsigned shards;        /* power of two, 1..4096; 0: 64 */
+};
+
+/* A new empty store. Returns NULL (and sets nothing) on an invalid config:
+ * max_bytes too small to hold anything (< 4 KiB), shards not a power of two,
+ * max_object_size 0 or above max_bytes. The caller owns it (ct_cache_free). */
+struct ct_cache *ct_cache_new(const struct ct_cache_config *cfg);
+
+/* Free the store and every object in it. No other thread may use it any more
+ * and every reference handed out must have been released (asserted: an object
+ * outliving its store would give its bytes back to freed memory). */
+void ct_cache_free(struct ct_cache **cachep);
+
+/* ---- lookup ----------------------------------------------------------- */
+
+enum ct_cache_lookup {
+    CT_CACHE_MISS,  /* nothing usable; res.fetch is yours to fill (if non-NULL) */
+    CT_CACHE_HIT,   /* res.obj is a fresh complete object */
+    CT_CACHE_STALE, /* res.obj is complete but past its ttl (still within
+                       grace + keep); res.fetch is yours to refresh it, or
+                       res.busy is someone else's refresh in progress */
+    CT_CACHE_BUSY,  /* res.busy is being fetched by someone else: wait on it
+                       (ct_obj_wait) and look up again, or stream from it */
+    CT_CACHE_PASS,  /* hit-for-miss: fetch on your own, do not store, do not wait */
+};
+
+/* Does a stored object's Vary key STORED (the bytes given to ct_obj_set_head)
+ * match this request? REQ is the bytes the caller gave to lookup. Called under
+ * the shard lock: must be quick and must not call into the cache. */
+typedef bool ct_cache_vary_match_fn(struct ct_str stored, struct ct_str req, void *arg);
+
+struct ct_cache_lookup_req {
+    const struct ct_cache_key *key;
+    struct ct_str vary;            /* request's variant bytes (opaque to the store) */
+    ct_cache_vary_match_fn *match; /* NULL: stored and request bytes compared exactly */
+    void *match_arg;
+    bool no_insert;                /* never create a BUSY object (e.g. only-if-cached, HEAD
+                                      you will not store) */
+};
+
+/* Each pointer here is a new reference owned by the caller (or NULL). */
+struct ct_cache_lookup_res {
+    struct ct_obj *obj;   /* HIT, STALE: the stored object */
+    struct ct_obj *busy;  /* BUSY, STALE: another caller's BUSY/STREAMING object */
+    struct ct_obj *fetch; /* MISS, STALE: a new BUSY object, now linked, that makes the
+                             caller THE fetcher: it must end it with ct_obj_complete,
+                             ct_obj_fail or ct_obj_abandon, then release it. NULL when
+                             no_insert, or when not even the entry fits in memory
+                             (then fetch on your own and do not store). */
+};
+
+/* Look REQ up at time NOW, atomically with creating the BUSY object on a miss,
+ * so concurrent misses on one key coalesce to one fetch. Lazily reclaims
+ * expired variants met on the way (past ttl + grace + keep) and expired
+ * hit-for-miss markers. Matching picks the newest variant that matches.
+ * A BUSY object whose head has not arrived yet has no Vary key: it makes
+ * requests with no fresh variant wait (Varnish does the same). */
+enum ct_cache_lookup ct_cache_lookup(struct ct_cache *cache, const struct ct_cache_lookup_req *req,
+                                     ct_time_t now, struct ct_cache_lookup_res *res);
+
+/* Release every reference in RES (the NULL ones are skipped). */
+void ct_cache_lookup_res_release(struct ct_cache_lookup_res *res);
+
+/* ---- purge and expiry -------------------------------------------------- */
+
+/* Remove KEY with all its variants, BUSY ones included (a BUSY object purged
+ * mid-fetch is never found by later lookups; the fetcher and its streaming
+ * readers keep their references). Returns the number of objects removed
+ * (0: nothing was stored under KEY). */
+size_t ct_cache_purge(struct ct_cache *cache, const struct ct_cache_key *key);
+
+/* Remove every key whose bytes start with PREFIX (see ct_cache_key_prefix).
+ * Cost: a scan of the whole table, O(keys), one shard locked at a time (a
+ * lookup waits at most for the scan of one shard, 1/shards of the table).
+ * Returns the number of objects removed. */
+size_t ct_cache_purge_prefix(struct ct_cache *cache, struct ct_str prefix);
+
+/* Incremental sweep, for a periodic timer: examine at most BUDGET objects
+ * (continuing where the last call stopped) and reclaim those past
+ * ttl + grace + keep, and expired hit-for-miss markers. Returns the number
+ * reclaimed. */
+size_t ct_cache_expire_some(struct ct_cache *cache, ct_time_t now, size_t budget);
+
+/* Would an object of BYTES (head + body) be accepted? (max_object_size only;
+ * memory is reserved later and may still fail.) Lets the proxy pass large
+ * responses through without trying. */
+bool ct_cache_fits(const struct ct_cache *cache, uint64_t bytes);
+
+/* ---- stats --------------------------------------------------------------- */
+
+/* Counters, summed over shards with relaxed loads: cheap, never stops workers,
+ * each counter exact but the set not a snapshot of one instant. */
+#define CT_CACHE_STATS_TABLE(X)                                                \
+    X(lookups, "lookups")                                                      \
+    X(hits, "fresh hits")                                                      \
+    X(stale, "stale objects found")                                            \
+    X(misses, "misses (fetch created or not)")                                 \
+    X(busy, "lookups told to wait on a busy object")                           \
+    X(pass, "hit-for-miss answers")                                            \
+    X(inserts, "objects completed and made visible")                           \
+    X(failed, "fetches failed")                                                \
+    X(abandoned, "fetches abandoned as uncacheable")                           \
+    X(evictions, "objects evicted for memory")                                 \
+    X(expired, "objects reclaimed past ttl+grace+keep")                        \
+    X(purged, "objects removed by purge")                                      \
+    X(replaced, "objects replaced by a newer variant")                         \
+    X(nomem, "reservations refused (cap reached, nothing evictable)")
+
+struct ct_cache_stats {
+#define CT_CACHE_STAT_FIELD(name, text) uint64_t name;
+    CT_CACHE_STATS_TABLE(CT_CACHE_STAT_FIELD)
+#undef CT_CACHE_STAT_FIELD
+    uint64_t bytes;       /* counted bytes in use now */
+    uint64_t max_bytes;   /* the cap */
+    uint64_t objects;     /* objects alive (linked or still referenced) */
+    uint64_t keys;        /* objheads in the table */
+};
+
+void ct_cache_stats(const struct ct_cache *cache, struct ct_cache_stats *st);
+
+/* ---- objects ------------------------------------------------------------ */
+
+enum ct_obj_state {
+    CT_OBJ_BUSY = 0,  /* created by a miss, no head yet */
+    CT_OBJ_STREAMING, /* head set, body filling */
+    CT_OBJ_COMPLETE,  /* immutable, visible to lookups */
+    CT_OBJ_FAILED,    /* fetch failed: never complete; body may be truncated */
+    CT_OBJ_ABANDONED, /* uncacheable: waiters fetch on their own */
+};
+
+/* What the fetcher knows once the response head is in (from cache_policy). */
+struct ct_obj_meta {
+    unsigned status;
+    struct ct_str head;  /* the header block, rendered once, without the per-hit
+                            fields (Date, Age, Cache-Status, Connection) */
+    struct ct_str etag;  /* validators, empty if none */
+    struct ct_str last_modified;
+    struct ct_str vary;  /* Vary secondary key bytes, matched at lookup */
+    ct_time_t response_time; /* RFC 9111 §4.2.3 response_time */
+    double initial_age;      /* corrected_initial_age, seconds (>= 0) */
+    double ttl;              /* freshness_lifetime, seconds */
+    double grace;            /* stale-while-revalidate / operator grace, seconds
+                                (stored as float: ~1 s precision up to 190 days) */
+    double keep;             /* kept past grace for revalidation only, seconds */
+    uint64_t body_hint;      /* Content-Length if known (one contiguous segment), else 0 */
+    struct ct_obj *body_src; /* NULL, or a COMPLETE object whose body this one shares by
+                                reference instead of its own (a 304 revalidation updates
+                                the head and keeps the body, RFC 9111 §4.3.4); the new
+                                object takes its own reference on it; no ct_obj_append */
+};
+
+/* New reference on OBJ; returns OBJ. */
+struct ct_obj *ct_obj_ref(struct ct_obj *obj);
+
+/* Drop the reference *OBJP and set *OBJP = NULL (NULL *OBJP: no-op). The last
+ * release frees the object and gives its bytes back to the cap. */
+void ct_obj_release(struct ct_obj **objp);
+
+/* Same, with the signature of libevent's evbuffer_ref_cleanup_cb, so the proxy
+ * can pass it directly to evbuffer_add_reference(buf, ptr, len, ct_obj_release_cb,
+ * ct_obj_ref(obj)): the evbuffer then owns one reference per handed-out chunk. */
+void ct_obj_release_cb(const void *data, size_t len, void *obj);
+
+enum ct_obj_state ct_obj_state(const struct ct_obj *obj); /* acquire load */
+
+/* Fetcher only, on a BUSY object: set the head and metadata (copied) and go
+ * STREAMING; wakes the waiters. Reserves head bytes and, if body_hint is set,
+ * one contiguous body segment of that size. Returns CT_OK, CT_ELIMIT (object
+ * over max_object_size, or memory not available even after eviction: the
+ * object stays BUSY; the fetcher should ct_obj_abandon it). */
+int ct_obj_set_head(struct ct_obj *obj, const struct ct_obj_meta *meta);
+
+/* Fetcher only, on a STREAMING object: append DATA[0..LEN) (copied) to the
+ * body and wake the waiters. Returns CT_OK or CT_ELIMIT (over max_object_size
+ * or no memory; nothing appended: the fetcher should ct_obj_fail it, streaming
+ * readers will see a truncated body). */
+int ct_obj_append(struct ct_obj *obj, const void *data, size_t len);
+
+/* Fetcher only: STREAMING -> COMPLETE at NOW. The object becomes visible to
+ * later lookups (unless purged meanwhile), replaces older COMPLETE variants of
+ * the same key with the same Vary bytes and any hit-for-miss marker, and wakes
+ * the waiters. */
+void ct_obj_complete(struct ct_obj *obj, ct_time_t now);
+
+/* Fetcher only: BUSY/STREAMING -> FAILED. Unlinked at once, waiters woken; it
+ * is never served as complete (streaming readers see CT_OBJ_BODY_FAILED). */
+void ct_obj_fail(struct ct_obj *obj);
+
+/* Fetcher only: BUSY/STREAMING -> ABANDONED (the response is not storable).
+ * Unlinked, waiters woken (they fetch on their own). With HFM_TTL > 0 a
+ * hit-for-miss marker valid until NOW + HFM_TTL makes later lookups of this key
+ * answer CT_CACHE_PASS instead of queueing behind a fetch. */
+void ct_obj_abandon(struct ct_obj *obj, ct_time_t now, double hfm_ttl);
+
+/* Accessors. Valid once the head is set (STREAMING or later); immutable then.
+ * The views point into the object and live as long as a reference does. */
+unsigned ct_obj_status(const struct ct_obj *obj);
+struct ct_str ct_obj_head(const struct ct_obj *obj);
+struct ct_str ct_obj_etag(const struct ct_obj *obj);
+struct ct_str ct_obj_last_modified(const struct ct_obj *obj);
+struct ct_str ct_obj_vary(const struct ct_obj *obj);
+/* RFC 9111 §4.2.3 current_age = corrected_initial_age + (now - response_time). */
+double ct_obj_age(const struct ct_obj *obj, ct_time_t now);
+/* ttl - age: > 0 while fresh. */
+double ct_obj_ttl_left(const struct ct_obj *obj, ct_time_t now);
+bool ct_obj_is_fresh(const struct ct_obj *obj, ct_time_t now);
+bool ct_obj_in_grace(const struct ct_obj *obj, ct_time_t now); /* stale, within grace */
+/* Counted bytes of this object (struct, head, validators, body capacity). */
+size_t ct_obj_size(const struct ct_obj *obj);
+
+/* ---- body ----------------------------------------------------------------- */
+
+/* A reader's position in a body; caller-owned, start with CT_OBJ_BODY_POS_INIT. */
+struct ct_obj_body_pos {
+    const void *_seg;  /* current segment (private) */
+    size_t _seg_off;   /* offset inside it (private) */
+    uint64_t off;      /* bytes of body consumed so far */
+};
+#define CT_OBJ_BODY_POS_INIT {NULL, 0, 0}
+
+enum ct_obj_body {
+    CT_OBJ_BODY_DATA,   /* *chunk holds the next bytes; pos advanced */
+    CT_OBJ_BODY_WAIT,   /* no more bytes yet (BUSY/STREAMING): ct_obj_wait */
+    CT_OBJ_BODY_END,    /* COMPLETE and all read */
+    CT_OBJ_BODY_FAILED, /* FAILED or ABANDONED: what was read is a truncated body
+                           (the fetcher itself keeps streaming from its origin) */
+};
+
+/* Next chunk of OBJ's body after POS, without a lock. CHUNK points into the
+ * object's memory and never moves: hand it out by reference with one
+ * ct_obj_ref() per chunk released by ct_obj_release_cb. MAX (0: no limit)
+ * caps the chunk length. Any thread; one POS per reader. */
+enum ct_obj_body ct_obj_body_next(const struct ct_obj *obj, struct ct_obj_body_pos *pos,
+                                  size_t max, struct ct_str *chunk);
+
+/* Move POS to body offset OFF (for Range); returns CT_OK or CT_ELIMIT if the
+ * body is not that long yet. */
+int ct_obj_body_seek(const struct ct_obj *obj, struct ct_obj_body_pos *pos, uint64_t off);
+
+/* Body bytes available now (final once COMPLETE). */
+uint64_t ct_obj_body_len(const struct ct_obj *obj);
+
+/* ---- waiting on a busy object --------------------------------------------- */
+
+/* A one-shot wake-up registration, embedded in the caller's struct (e.g. the
+ * client connection). WAKE runs on the fetcher's thread, under the shard lock:
+ * it must be quick, must not block and must not call into the cache (write an
+ * eventfd, event_active(), signal a condvar). */
+struct ct_cache_waiter {
+    unsigned magic; /* CT_CACHE_WAITER_MAGIC, set by ct_cache_waiter_init */
+    void (*wake)(void *arg);
+    void *arg;
+    struct ct_cache_waiter *_next, *_prev; /* private: the object's list */
+    struct ct_obj *_obj;                   /* private: registered on (no reference) */
+    void *_shard;                          /* private: lock guarding the above */
+};
+#define CT_CACHE_WAITER_MAGIC 0x57a17e25u
+
+void ct_cache_waiter_init(struct ct_cache_waiter *w, void (*wake)(void *), void *arg);
+
+/* Register W on OBJ, to be woken once on the next change (head set, bytes
+ * appended, complete, failed, abandoned). Returns true if registered; false if
+ * there is already something new for a reader that has HAVE_BYTES of the body
+ * and saw STATE_SEEN (so the caller reads now instead of waiting: no lost
+ * wake-up). Registering twice is a programming error (asserted). */
+bool ct_obj_wait(struct ct_obj *obj, struct ct_cache_waiter *w, enum ct_obj_state state_seen,
+                 uint64_t have_bytes);
+
+/* Unregister W if still registered (timeout, client gone). After it returns,
+ * WAKE is not running and will not run. Safe if W already fired. */
+void ct_obj_unwait(struct ct_cache_waiter *w);
+
+#endif /* CT_CACHE_H */

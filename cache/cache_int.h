@@ -1,0 +1,139 @@
+/*
+ * cache/cache_int.h: what the files of cache/ share. Never included from
+ * outside cache/ (tests and the proxy use cache/cache.h).
+ *
+ * Locking, in one place:
+ * - shard->mtx guards the shard's table (buckets, objheads, variant lists),
+ *   its SIEVE queue and hand, its sweep cursor, and the waiter lists of the
+ *   objects of that shard. One shard lock at a time, never two.
+ * - obj->refcnt, obj->state, obj->visited, segment lengths and links, and
+ *   cache->bytes are atomics; everything else in an object is written by the
+ *   fetcher before the release store of the state that publishes it
+ *   (STREAMING publishes the head, COMPLETE the body) and immutable after.
+ */
+#ifndef CT_CACHE_INT_H
+#define CT_CACHE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "cache/cache.h"
+
+#define CT_OBJ_MAGIC 0x0b1ec7edu
+#define CT_OH_MAGIC 0x0b7eadedu
+#define CT_CACHE_MAGIC 0xcace57e5u
+
+/* What one malloc costs beyond what was asked (glibc chunk header, rounding):
+ * counted per allocation so the cap bounds real memory, not just payload. */
+#define CT_CACHE_MALLOC_OVERHEAD 16
+
+/* Body segments grow by this much when no body_hint was given. */
+#define CT_CACHE_SEG_SIZE (16 * 1024)
+
+/* Object flags (written under the shard lock; read under it too). */
+#define OBJ_F_LINKED 0x01 /* in an objhead's variant list and the SIEVE queue */
+#define OBJ_F_HFM 0x02    /* a hit-for-miss marker, not a response */
+#define OBJ_F_PURGED 0x04 /* removed while BUSY: never linked again */
+
+struct ct_cache_seg {
+    _Atomic(struct ct_cache_seg *) next; /* published with release */
+    _Atomic size_t len;                  /* bytes written, published with release */
+    size_t cap;
+    char data[];
+};
+
+struct ct_cache_shard;
+struct ct_cache_oh;
+
+struct ct_obj {
+    unsigned magic;
+    _Atomic unsigned refcnt;
+    _Atomic unsigned char state;   /* enum ct_obj_state, forward only */
+    _Atomic unsigned char visited; /* SIEVE bit, set on hit without the lock */
+    unsigned char flags;           /* OBJ_F_*, shard lock */
+    unsigned char _pad;
+    uint16_t status;               /* fetcher, published by STREAMING */
+    uint16_t _pad2;
+    uint32_t head_len, etag_len, lm_len, vary_len; /* blob layout, ditto */
+    /* shared, under shard->mtx */
+    struct ct_cache_oh *oh;        /* while linked */
+    struct ct_obj *vnext;          /* variant list of oh, newest first */
+    struct ct_obj *qprev, *qnext;  /* SIEVE queue: qnext toward the tail (older) */
+    struct ct_cache_waiter *waiters;
+    /* set once at creation */
+    struct ct_cache_shard *shard;
+    /* written by the fetcher, published by the state store. The first segment
+     * also carries the blob (head, etag, last-modified, vary) after its data
+     * capacity: one allocation for head and a Content-Length body. */
+    struct ct_cache_seg *seg_first, *seg_last;
+    struct ct_obj *body_src;       /* shared body (304 revalidation), holds a ref */
+    ct_time_t t_origin;            /* when age was 0: response_time - initial_age */
+    ct_time_t expires;             /* fresh before; hit-for-miss: valid before */
+    float grace, keep;             /* seconds past expires: serve stale / keep */
+    size_t size;                   /* counted bytes, given back at free */
+};
+
+
+/* One key: its variants (newest first), chained in a bucket. */
+struct ct_cache_oh {
+    struct ct_cache_oh *next; /* bucket chain */
+    uint64_t hash;
+    struct ct_obj *variants;
+    uint32_t key_len;
+    char key[];
+};
+
+struct ct_cache_counters {
+#define CT_CACHE_STAT_FIELD(name, text) _Atomic uint64_t name;
+    CT_CACHE_STATS_TABLE(CT_CACHE_STAT_FIELD)
+#undef CT_CACHE_STAT_FIELD
+};
+
+struct ct_cache_shard {
+    pthread_mutex_t mtx;
+    struct ct_cache *cache;
+    struct ct_cache_oh **buckets;
+    size_t nbuckets; /* power of two */
+    _Atomic size_t nkeys; /* written under mtx, read relaxed by stats */
+    /* SIEVE queue: head = newest, tail = oldest; hand walks tail -> head */
+    struct ct_obj *qhead, *qtail, *hand;
+    size_t qlen;
+    struct ct_obj *sweep; /* expiry sweep cursor, walks like the hand */
+    struct ct_cache_counters st; /* written under mtx, read relaxed anywhere */
+} __attribute__((aligned(64)));
+
+struct ct_cache {
+    unsigned magic;
+    struct ct_cache_config cfg;
+    unsigned shard_bits;
+    struct ct_cache_shard *shards;
+    _Atomic size_t bytes;   /* counted bytes in use */
+    _Atomic size_t objects; /* objects allocated and not yet freed */
+    _Atomic unsigned evict_cursor;
+    _Atomic unsigned sweep_cursor;
+};
+
+/* Relaxed increment by the only writer (the shard lock holder): a plain
+ * load+store, no locked instruction, still race-free for relaxed readers. */
+#define CT_STAT_INC(sh, name)                                                  \
+    atomic_store_explicit(&(sh)->st.name,                                      \
+                          atomic_load_explicit(&(sh)->st.name, memory_order_relaxed) + 1, \
+                          memory_order_relaxed)
+
+/* cache_store.c */
+int ct_cache_reserve(struct ct_cache *cache, size_t n);
+void ct_cache_unreserve(struct ct_cache *cache, size_t n);
+void ct_cache_unlink_obj(struct ct_cache_shard *sh, struct ct_obj *obj);
+
+/* cache_evict.c (shard lock held) */
+void ct_cache_q_push(struct ct_cache_shard *sh, struct ct_obj *obj);
+void ct_cache_q_remove(struct ct_cache_shard *sh, struct ct_obj *obj);
+struct ct_obj *ct_cache_q_victim(struct ct_cache_shard *sh);
+
+/* cache_obj.c */
+struct ct_obj *ct_cache_obj_new(struct ct_cache_shard *sh, unsigned flags);
+size_t ct_cache_obj_base_size(void);
+void ct_cache_obj_wake_all(struct ct_obj *obj); /* shard lock held */
+bool ct_cache_obj_is_expired(const struct ct_obj *obj, ct_time_t now);
+
+#endif /* CT_CACHE_INT_H */

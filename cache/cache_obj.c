@@ -1,0 +1,444 @@
+/*
+ * cache/cache_obj.c: one object's life: creation, head, body, state changes,
+ * waiters, references, free.
+ *
+ * Memory of an object, counted against the cap when reserved:
+ *   - the struct itself (+ malloc overhead), reserved by the lookup that creates it;
+ *   - the first segment, one allocation holding [segment header][body capacity]
+ *     [head | etag | last-modified | vary], reserved by ct_obj_set_head: with a
+ *     Content-Length (body_hint) the whole response is this one block;
+ *   - further segments appended while STREAMING (1 KiB, doubling up to 16 KiB,
+ *     or the size of the append if larger), reserved by ct_obj_append.
+ * Segments never move or shrink, so readers hand (pointer, length) out by
+ * reference; the bytes go back to the cap at the last ct_obj_release().
+ *
+ * Publication: the fetcher writes the head fields, then stores state
+ * STREAMING with release; it writes body bytes, then stores the segment
+ * length (or the next-segment link) with release; COMPLETE is stored after
+ * the last length. Readers load the state first (acquire), then lengths: a
+ * reader that saw COMPLETE sees final lengths, so it never mistakes a
+ * filling body for a finished one.
+ *
+ * Waiters sit on the object's list under its shard's lock; every state change
+ * and every append wakes them all (one-shot), under that lock, so a waiter
+ * that checked "nothing new" under the lock cannot miss the next wake-up.
+ */
+#include <stdlib.h>
+
+#include "cache/cache_int.h"
+
+static size_t alloc_cost(size_t n)
+{
+    return n + CT_CACHE_MALLOC_OVERHEAD;
+}
+
+size_t ct_cache_obj_base_size(void)
+{
+    return alloc_cost(sizeof(struct ct_obj));
+}
+
+/* A new object with two references (table + caller) or one (HFM marker:
+ * table only, caller sets). Its base size must already be reserved. */
+struct ct_obj *ct_cache_obj_new(struct ct_cache_shard *sh, unsigned flags)
+{
+    struct ct_obj *obj = ct_xcalloc(1, sizeof(*obj));
+    obj->magic = CT_OBJ_MAGIC;
+    atomic_init(&obj->refcnt, 1);
+    atomic_init(&obj->state, CT_OBJ_BUSY);
+    atomic_init(&obj->visited, 0);
+    obj->flags = (unsigned char)flags;
+    obj->shard = sh;
+    obj->size = ct_cache_obj_base_size();
+    atomic_fetch_add_explicit(&sh->cache->objects, 1, memory_order_relaxed);
+    return obj;
+}
+
+static void obj_free(struct ct_obj *obj)
+{
+    struct ct_cache *cache = obj->shard->cache;
+
+    CT_ASSERT(!(obj->flags & OBJ_F_LINKED));
+    CT_ASSERT(obj->waiters == NULL);
+    struct ct_cache_seg *seg = obj->seg_first;
+    while (seg) {
+        struct ct_cache_seg *next = atomic_load_explicit(&seg->next, memory_order_relaxed);
+        free(seg);
+        seg = next;
+    }
+    if (obj->body_src)
+        ct_obj_release(&obj->body_src);
+    size_t size = obj->size;
+    obj->magic = 0;
+    free(obj);
+    ct_cache_unreserve(cache, size);
+    atomic_fetch_sub_explicit(&cache->objects, 1, memory_order_relaxed);
+}
+
+struct ct_obj *ct_obj_ref(struct ct_obj *obj)
+{
+    CT_CHECK_OBJ(obj, CT_OBJ_MAGIC);
+    unsigned old = atomic_fetch_add_explicit(&obj->refcnt, 1, memory_order_relaxed);
+    CT_ASSERT(old > 0);
+    return obj;
+}
+
+void ct_obj_release(struct ct_obj **objp)
+{
+    struct ct_obj *obj = *objp;
+    if (!obj)
+        return;
+    *objp = NULL;
+    CT_CHECK_OBJ(obj, CT_OBJ_MAGIC);
+    /* acq_rel: every write by other holders happens before the free. */
+    unsigned old = atomic_fetch_sub_explicit(&obj->refcnt, 1, memory_order_acq_rel);
+    CT_ASSERT(old > 0);
+    if (old == 1)
+        obj_free(obj);
+}
+
+void ct_obj_release_cb(const void *data, size_t len, void *arg)
+{
+    struct ct_obj *obj = arg;
+    ct_obj_release(&obj);
+}
+
+enum ct_obj_state ct_obj_state(const struct ct_obj *obj)
+{
+    return (enum ct_obj_state)atomic_load_explicit(&obj->state, memory_order_acquire);
+}
+
+/* ---- waiters (shard lock) -------------------------------------------------- */
+
+void ct_cache_waiter_init(struct ct_cache_waiter *w, void (*wake)(void *), void *arg)
+{
+    memset(w, 0, sizeof(*w));
+    w->magic = CT_CACHE_WAITER_MAGIC;
+    w->wake = wake;
+    w->arg = arg;
+}
+
+void ct_cache_obj_wake_all(struct ct_obj *obj)
+{
+    struct ct_cache_waiter *w = obj->waiters;
+    obj->waiters = NULL;
+    while (w) {
+        struct ct_cache_waiter *next = w->_next;
+        CT_CHECK_OBJ(w, CT_CACHE_WAITER_MAGIC);
+        w->_next = w->_prev = NULL;
+        w->_obj = NULL;
+        w->wake(w->arg);
+        w = next;
+    }
+}
+
+static uint64_t body_len_of(const struct ct_obj *obj);
+
+bool ct_obj_wait(struct ct_obj *obj, struct ct_cache_waiter *w, enum ct_obj_state state_seen,
+                 uint64_t have_bytes)
+{
+    CT_CHECK_OBJ(obj, CT_OBJ_MAGIC);
+    CT_CHECK_OBJ(w, CT_CACHE_WAITER_MAGIC);
+    struct ct_cache_shard *sh = obj->shard;
+    bool registered = false;
+
+    pthread_mutex_lock(&sh->mtx);
+    CT_ASSERT(w->_obj == NULL);
+    enum ct_obj_state st = ct_obj_state(obj);
+    bool news = st != state_seen || st > CT_OBJ_STREAMING ||
+                (st == CT_OBJ_STREAMING && body_len_of(obj) != have_bytes);
+    if (!news) {
+        w->_prev = NULL;
+        w->_next = obj->waiters;
+        if (obj->waiters)
+            obj->waiters->_prev = w;
+        obj->waiters = w;
+        w->_obj = obj;
+        w->_shard = sh;
+        registered = true;
+    }
+    pthread_mutex_unlock(&sh->mtx);
+    return registered;
+}
+
+void ct_obj_unwait(struct ct_cache_waiter *w)
+{
+    CT_CHECK_OBJ(w, CT_CACHE_WAITER_MAGIC);
+    struct ct_cache_shard *sh = w->_shard;
+    if (!sh)
+        return; /* never registered */
+    pthread_mutex_lock(&sh->mtx);
+    struct ct_obj *obj = w->_obj;
+    if (obj) {
+        if (w->_prev)
+            w->_prev->_next = w->_next;
+        else
+            obj->waiters = w->_next;
+        if (w->_next)
+            w->_next->_prev = w->_prev;
+        w->_next = w->_prev = NULL;
+        w->_obj = NULL;
+    }
+    pthread_mutex_unlock(&sh->mtx);
+}
+
+/* ---- the fetcher's side -------------------------------------------------- */
+
+static struct ct_cache_seg *seg_alloc(size_t cap, size_t extra)
+{
+    struct ct_cache_seg *seg = ct_xmalloc(sizeof(*seg) + cap + extra);
+    atomic_init(&seg->next, NULL);
+    atomic_init(&seg->len, 0);
+    seg->cap = cap;
+    return seg;
+}
+
+static char *blob_of(const struct ct_obj *obj)
+{
+    return obj->seg_first->data + obj->seg_first->cap;
+}
+
+int ct_obj_set_head(struct ct_obj *obj, const struct ct_obj_meta *m)
+{
+    CT_CHECK_OBJ(obj, CT_OBJ_MAGIC);
+    CT_ASSERT(ct_obj_state(obj) == CT_OBJ_BUSY);
+    struct ct_cache *cache = obj->shard->cache;
+    size_t blob = m->head.len + m->etag.len + m->last_modified.len + m->vary.len;
+    uint64_t body = m->body_src ? 0 : m->body_hint;
+
+    if (blob > UINT32_MAX / 2 || body > cache->cfg.max_object_size ||
+        blob + body > cache->cfg.max_object_size)
+        return CT_ELIMIT;
+    size_t cost = alloc_cost(sizeof(struct ct_cache_seg) + (size_t)body + blob);
+    if (ct_cache_reserve(cache, cost) != CT_OK)
+        return CT_ELIMIT;
+    obj->size += cost;
+    obj->seg_first = obj->seg_last = seg_alloc((size_t)body, blob);
+
+    char *p = blob_of(obj);
+    const struct ct_str parts[] = {m->head, m->etag, m->last_modified, m->vary};
+    for (size_t i = 0; i < CT_ARRAY_LEN(parts); i++) {
+        if (parts[i].len)
+            memcpy(p, parts[i].p, parts[i].len);
+        p += parts[i].len;
+    }
+    obj->head_len = (uint32_t)m->head.len;
+    obj->etag_len = (uint32_t)m->etag.len;
+    obj->lm_len = (uint32_t)m->last_modified.len;
+    obj->vary_len = (uint32_t)m->vary.len;
+    obj->status = (uint16_t)m->status;
+    obj->t_origin = m->response_time - CT_MAX(m->initial_age, 0.0);
+    obj->expires = obj->t_origin + CT_MAX(m->ttl, 0.0);
+    obj->grace = (float)CT_MAX(m->grace, 0.0);
+    obj->keep = (float)CT_MAX(m->keep, 0.0);
+    if (m->body_src) {
+        CT_ASSERT(ct_obj_state(m->body_src) == CT_OBJ_COMPLETE);
+        obj->body_src = ct_obj_ref(m->body_src);
+    }
+
+    struct ct_cache_shard *sh = obj->shard;
+    pthread_mutex_lock(&sh->mtx);
+    atomic_store_explicit(&obj->state, CT_OBJ_STREAMING, memory_order_release);
+    ct_cache_obj_wake_all(obj);
+    pthread_mutex_unlock(&sh->mtx);
+    return CT_OK;
+}
+
+/* Capacity of the segment after LAST for an append needing NEED more bytes:
+ * geometric from 1 KiB to CT_CACHE_SEG_SIZE, so a small chunked body wastes
+ * little and a large one takes few segments. */
+static size_t next_seg_cap(const struct ct_cache_seg *last, size_t need)
+{
+    size_t cap = last->cap ? CT_MIN(last->cap * 2, (size_t)CT_CACHE_SEG_SIZE) : 1024;
+    return CT_MAX(cap, need);
+}
+
+int ct_obj_append(struct ct_obj *obj, const void *data, size_t len)
+{
+    CT_CHECK_OBJ(obj, CT_OBJ_MAGIC);
+    CT_ASSERT(ct_obj_state(obj) == CT_OBJ_STREAMING);
+    CT_ASSERT(obj->body_src == NULL);
+    struct ct_cache *cache = obj->shard->cache;
+    struct ct_cache_seg *last = obj->seg_last;
+    size_t used = atomic_load_explicit(&last->len, memory_order_relaxed);
+    size_t room = last->cap - used, first = CT_MIN(room, len), rest = len - first;
+    struct ct_cache_seg *seg = NULL;
+
+    if (len == 0)
+        return CT_OK;
+    if (rest) {
+        /* Check and reserve before copying anything: on error nothing changed. */
+        size_t cap = next_seg_cap(last, rest);
+        size_t cost = alloc_cost(sizeof(*seg) + cap);
+        size_t obj_bytes = obj->size - ct_cache_obj_base_size();
+        if (obj_bytes + cost > cache->cfg.max_object_size) {
+            cap = rest; /* the last segment may be exact when the limit is near */
+            cost = alloc_cost(sizeof(*seg) + cap);
+            if (obj_bytes + cost > cache->cfg.max_object_size)
+                return CT_ELIMIT;
+        }
+        if (ct_cache_reserve(cache, cost) != CT_OK)
+            return CT_ELIMIT;
+        obj->size += cost;
+        seg = seg_alloc(cap, 0);
+    }
+    if (first) {
+        memcpy(last->data + used, data, first);
+        atomic_store_explicit(&last->len, used + first, memory_order_release);
+    }
+    if (seg) {
+        memcpy(seg->data, (const char *)data + first, rest);
+        atomic_store_explicit(&seg->len, rest, memory_order_relaxed);
+        atomic_store_explicit(&last->next, seg, memory_order_release);
+        obj->seg_last = seg;
+    }
+    struct ct_cache_shard *sh = obj->shard;
+    pthread_mutex_lock(&sh->mtx);
+    ct_cache_obj_wake_all(obj);
+    pthread_mutex_unlock(&sh->mtx);
+    return CT_OK;
+}
+
+/* ---- accessors --------------------------------------------------------------- */
+
+unsigned ct_obj_status(const struct ct_obj *obj)
+{
+    return obj->status;
+}
+
+static struct ct_str blob_part(const struct ct_obj *obj, size_t off, size_t len)
+{
+    if (!obj->seg_first)
+        return CT_STR_NULL;
+    return ct_str_make(blob_of(obj) + off, len);
+}
+
+struct ct_str ct_obj_head(const struct ct_obj *obj)
+{
+    return blob_part(obj, 0, obj->head_len);
+}
+
+struct ct_str ct_obj_etag(const struct ct_obj *obj)
+{
+    return blob_part(obj, obj->head_len, obj->etag_len);
+}
+
+struct ct_str ct_obj_last_modified(const struct ct_obj *obj)
+{
+    return blob_part(obj, obj->head_len + obj->etag_len, obj->lm_len);
+}
+
+struct ct_str ct_obj_vary(const struct ct_obj *obj)
+{
+    return blob_part(obj, (size_t)obj->head_len + obj->etag_len + obj->lm_len, obj->vary_len);
+}
+
+double ct_obj_age(const struct ct_obj *obj, ct_time_t now)
+{
+    return CT_MAX(now - obj->t_origin, 0.0);
+}
+
+double ct_obj_ttl_left(const struct ct_obj *obj, ct_time_t now)
+{
+    return obj->expires - now;
+}
+
+bool ct_obj_is_fresh(const struct ct_obj *obj, ct_time_t now)
+{
+    return now < obj->expires;
+}
+
+bool ct_obj_in_grace(const struct ct_obj *obj, ct_time_t now)
+{
+    return now >= obj->expires && now < obj->expires + obj->grace;
+}
+
+bool ct_cache_obj_is_expired(const struct ct_obj *obj, ct_time_t now)
+{
+    if (obj->flags & OBJ_F_HFM)
+        return now >= obj->expires;
+    return now >= obj->expires + (double)obj->grace + (double)obj->keep;
+}
+
+size_t ct_obj_size(const struct ct_obj *obj)
+{
+    return obj->size;
+}
+
+/* ---- body ------------------------------------------------------------------------ */
+
+static const struct ct_obj *body_owner(const struct ct_obj *obj)
+{
+    return obj->body_src ? obj->body_src : obj;
+}
+
+static uint64_t body_len_of(const struct ct_obj *obj)
+{
+    uint64_t n = 0;
+    if (ct_obj_state(obj) == CT_OBJ_BUSY)
+        return 0;
+    const struct ct_cache_seg *seg = body_owner(obj)->seg_first;
+    while (seg) {
+        n += atomic_load_explicit(&seg->len, memory_order_acquire);
+        seg = atomic_load_explicit(&seg->next, memory_order_acquire);
+    }
+    return n;
+}
+
+uint64_t ct_obj_body_len(const struct ct_obj *obj)
+{
+    return body_len_of(obj);
+}
+
+enum ct_obj_body ct_obj_body_next(const struct ct_obj *obj, struct ct_obj_body_pos *pos,
+                                  size_t max, struct ct_str *chunk)
+{
+    /* The state first: if it says COMPLETE, the lengths read below are final. */
+    enum ct_obj_state st = ct_obj_state(obj);
+    if (st == CT_OBJ_BUSY)
+        return CT_OBJ_BODY_WAIT;
+    if (st == CT_OBJ_FAILED || st == CT_OBJ_ABANDONED)
+        return CT_OBJ_BODY_FAILED;
+    const struct ct_cache_seg *seg = pos->_seg ? pos->_seg : body_owner(obj)->seg_first;
+    while (seg) {
+        size_t len = atomic_load_explicit(&seg->len, memory_order_acquire);
+        if (pos->_seg_off < len) {
+            size_t n = len - pos->_seg_off;
+            if (max && n > max)
+                n = max;
+            *chunk = ct_str_make(seg->data + pos->_seg_off, n);
+            pos->_seg = seg;
+            pos->_seg_off += n;
+            pos->off += n;
+            return CT_OBJ_BODY_DATA;
+        }
+        const struct ct_cache_seg *next = atomic_load_explicit(&seg->next, memory_order_acquire);
+        if (!next)
+            break;
+        seg = next;
+        pos->_seg = seg;
+        pos->_seg_off = 0;
+    }
+    return st == CT_OBJ_COMPLETE ? CT_OBJ_BODY_END : CT_OBJ_BODY_WAIT;
+}
+
+int ct_obj_body_seek(const struct ct_obj *obj, struct ct_obj_body_pos *pos, uint64_t off)
+{
+    if (ct_obj_state(obj) == CT_OBJ_BUSY)
+        return off == 0 ? CT_OK : CT_ELIMIT;
+    const struct ct_cache_seg *seg = body_owner(obj)->seg_first;
+    uint64_t skipped = 0;
+    while (seg) {
+        size_t len = atomic_load_explicit(&seg->len, memory_order_acquire);
+        const struct ct_cache_seg *next = atomic_load_explicit(&seg->next, memory_order_acquire);
+        /* Stop in this segment if OFF is inside it, or at its end with none after. */
+        if (off - skipped < len || (off - skipped == len && !next)) {
+            pos->_seg = seg;
+            pos->_seg_off = (size_t)(off - skipped);
+            pos->off = off;
+            return CT_OK;
+        }
+        skipped += len;
+        seg = next;
+    }
+    return CT_ELIMIT;
+}

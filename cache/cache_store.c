@@ -1,0 +1,598 @@
+/*
+ * cache/cache_store.c: the table. Shards, keys (objheads) and their variant
+ * lists, lookup-or-insert, the fetcher's end states, purge, expiry, memory.
+ *
+ *   cache ─┬─ shard[hash >> (64 - bits)] ── mutex
+ *          │     ├─ buckets[hash & mask] ─▶ oh ─▶ oh ...  (chained)
+ *          │     │                          └─ variants: obj ─▶ obj ... (newest first)
+ *          │     └─ SIEVE queue of the shard's objects (cache_evict.c)
+ *          └─ bytes (atomic): every counted byte, reserved before allocation
+ *
+ * Locking: one shard mutex at a time, never two; a reservation that must
+ * evict is made with no shard lock held (eviction locks shards one by one),
+ * so the lookup that needs to create an object drops its lock, reserves, and
+ * looks again. References: the table holds one per linked object; unlinking
+ * drops it (under the shard lock; a free under the lock takes no lock).
+ */
+#include <stdlib.h>
+
+#include "cache/cache_int.h"
+
+#define INITIAL_BUCKETS 64
+
+static size_t oh_cost(size_t key_len)
+{
+    return sizeof(struct ct_cache_oh) + key_len + CT_CACHE_MALLOC_OVERHEAD;
+}
+
+static struct ct_cache_shard *shard_of(struct ct_cache *cache, uint64_t hash)
+{
+    return &cache->shards[cache->shard_bits ? hash >> (64 - cache->shard_bits) : 0];
+}
+
+/* ---- memory ---------------------------------------------------------------- */
+
+static bool try_reserve(struct ct_cache *cache, size_t n)
+{
+    size_t cur = atomic_load_explicit(&cache->bytes, memory_order_relaxed);
+    do {
+        if (n > cache->cfg.max_bytes || cur > cache->cfg.max_bytes - n)
+            return false;
+    } while (!atomic_compare_exchange_weak_explicit(&cache->bytes, &cur, cur + n,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    return true;
+}
+
+void ct_cache_unreserve(struct ct_cache *cache, size_t n)
+{
+    size_t old = atomic_fetch_sub_explicit(&cache->bytes, n, memory_order_relaxed);
+    CT_ASSERT(old >= n);
+}
+
+/* Evict one object, taking shards round-robin so pressure spreads like one
+ * global queue. Keys land on shards at random, so shard sizes drift: the first
+ * round skips shards holding less than half the average, so a small shard is
+ * not drained down to its hottest objects while big ones keep cold ones. Later
+ * rounds take any shard (a round may only clear visited bits). False if
+ * nothing is evictable (everything busy, or the table empty). No lock held on
+ * entry; one shard lock at a time. */
+static bool evict_one(struct ct_cache *cache)
+{
+    unsigned nshards = cache->cfg.shards;
+    size_t avg = atomic_load_explicit(&cache->objects, memory_order_relaxed) / nshards;
+    for (unsigned round = 0; round < 3; round++) {
+        for (unsigned i = 0; i < nshards; i++) {
+            unsigned idx = atomic_fetch_add_explicit(&cache->evict_cursor, 1, memory_order_relaxed);
+            struct ct_cache_shard *sh = &cache->shards[idx & (nshards - 1)];
+            pthread_mutex_lock(&sh->mtx);
+            struct ct_obj *victim = NULL;
+            if (round > 0 || sh->qlen * 2 >= avg)
+                victim = ct_cache_q_victim(sh);
+            if (victim) {
+                CT_STAT_INC(sh, evictions);
+                ct_cache_unlink_obj(sh, victim);
+            }
+            pthread_mutex_unlock(&sh->mtx);
+            if (victim)
+                return true;
+        }
+    }
+    return false;
+}
+
+/* Reserve N bytes, evicting as needed. No shard lock may be held. An evicted
+ * object still referenced elsewhere frees nothing until its last release, so
+ * this may evict several; it stops when the table has nothing evictable. */
+int ct_cache_reserve(struct ct_cache *cache, size_t n)
+{
+    while (!try_reserve(cache, n)) {
+        if (n > cache->cfg.max_bytes || !evict_one(cache)) {
+            atomic_fetch_add_explicit(&cache->shards[0].st.nomem, 1, memory_order_relaxed);
+            return CT_ELIMIT;
+        }
+    }
+    return CT_OK;
+}
+
+/* ---- the table (shard lock held) ---------------------------------------------- */
+
+static struct ct_cache_oh *oh_find(struct ct_cache_shard *sh, const struct ct_cache_key *key)
+{
+    struct ct_cache_oh *oh = sh->buckets[key->hash & (sh->nbuckets - 1)];
+    for (; oh; oh = oh->next)
+        if (oh->hash == key->hash && oh->key_len == key->bytes.len &&
+            memcmp(oh->key, key->bytes.p, key->bytes.len) == 0)
+            return oh;
+    return NULL;
+}
+
+/* Double the buckets when keys outnumber them, if the memory is there without
+ * evicting (we hold a shard lock): otherwise chains just get longer. */
+static void maybe_grow(struct ct_cache_shard *sh)
+{
+    size_t n = sh->nbuckets * 2;
+    if (atomic_load_explicit(&sh->nkeys, memory_order_relaxed) <= sh->nbuckets ||
+        !try_reserve(sh->cache, n * sizeof(void *)))
+        return;
+    struct ct_cache_oh **nb = ct_xcalloc(n, sizeof(*nb));
+    for (size_t i = 0; i < sh->nbuckets; i++) {
+        struct ct_cache_oh *oh = sh->buckets[i], *next;
+        for (; oh; oh = next) {
+            next = oh->next;
+            oh->next = nb[oh->hash & (n - 1)];
+            nb[oh->hash & (n - 1)] = oh;
+        }
+    }
+    free(sh->buckets);
+    ct_cache_unreserve(sh->cache, sh->nbuckets * sizeof(void *));
+    sh->buckets = nb;
+    sh->nbuckets = n;
+}
+
+/* A new objhead for KEY; its oh_cost() must be reserved. */
+static struct ct_cache_oh *oh_insert(struct ct_cache_shard *sh, const struct ct_cache_key *key)
+{
+    struct ct_cache_oh *oh = ct_xmalloc(sizeof(*oh) + key->bytes.len);
+    oh->hash = key->hash;
+    oh->variants = NULL;
+    oh->key_len = (uint32_t)key->bytes.len;
+    memcpy(oh->key, key->bytes.p, key->bytes.len);
+    struct ct_cache_oh **b = &sh->buckets[key->hash & (sh->nbuckets - 1)];
+    oh->next = *b;
+    *b = oh;
+    atomic_store_explicit(&sh->nkeys, atomic_load_explicit(&sh->nkeys, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    maybe_grow(sh);
+    return oh;
+}
+
+static void oh_remove(struct ct_cache_shard *sh, struct ct_cache_oh *oh)
+{
+    struct ct_cache_oh **pp = &sh->buckets[oh->hash & (sh->nbuckets - 1)];
+    while (*pp != oh)
+        pp = &(*pp)->next;
+    *pp = oh->next;
+    atomic_store_explicit(&sh->nkeys, atomic_load_explicit(&sh->nkeys, memory_order_relaxed) - 1,
+                          memory_order_relaxed);
+    size_t cost = oh_cost(oh->key_len);
+    free(oh);
+    ct_cache_unreserve(sh->cache, cost);
+}
+
+static void link_obj(struct ct_cache_shard *sh, struct ct_cache_oh *oh, struct ct_obj *obj)
+{
+    obj->oh = oh;
+    obj->vnext = oh->variants;
+    oh->variants = obj;
+    obj->flags |= OBJ_F_LINKED;
+    ct_cache_q_push(sh, obj);
+}
+
+/* Take OBJ out of the table and drop the table's reference (which may free
+ * it, and its objhead when it was the last variant). */
+void ct_cache_unlink_obj(struct ct_cache_shard *sh, struct ct_obj *obj)
+{
+    struct ct_cache_oh *oh = obj->oh;
+    CT_ASSERT(obj->flags & OBJ_F_LINKED);
+    struct ct_obj **pp = &oh->variants;
+    while (*pp != obj)
+        pp = &(*pp)->vnext;
+    *pp = obj->vnext;
+    obj->vnext = NULL;
+    obj->oh = NULL;
+    obj->flags &= (unsigned char)~OBJ_F_LINKED;
+    ct_cache_q_remove(sh, obj);
+    if (!oh->variants)
+        oh_remove(sh, oh);
+    ct_obj_release(&obj);
+}
+
+/* ---- lookup ----------------------------------------------------------------------- */
+
+struct scan {
+    struct ct_obj *fresh, *stale, *busy, *busy_match, *hfm;
+};
+
+static bool vary_matches(const struct ct_cache_lookup_req *req, const struct ct_obj *obj)
+{
+    struct ct_str stored = ct_obj_vary(obj);
+    if (req->match)
+        return req->match(stored, req->vary, req->match_arg);
+    return ct_str_eq(stored, req->vary);
+}
+
+/* Walk OH's variants: reap the expired, remember the first fresh match, the
+ * first stale match, busy objects and an active hit-for-miss marker. Returns
+ * false if reaping freed OH (its last variant went). */
+static bool scan_variants(struct ct_cache_shard *sh, struct ct_cache_oh *oh,
+                          const struct ct_cache_lookup_req *req, ct_time_t now, struct scan *sc)
+{
+    struct ct_obj *obj = oh->variants, *next;
+    for (; obj; obj = next) {
+        next = obj->vnext;
+        enum ct_obj_state st = ct_obj_state(obj);
+        bool hfm = obj->flags & OBJ_F_HFM;
+        if ((hfm || st == CT_OBJ_COMPLETE) && ct_cache_obj_is_expired(obj, now)) {
+            CT_STAT_INC(sh, expired);
+            bool last = obj == oh->variants && !next;
+            ct_cache_unlink_obj(sh, obj); /* may free oh when it was the last */
+            if (last)
+                return false;
+            continue;
+        }
+        if (hfm) {
+            sc->hfm = sc->hfm ? sc->hfm : obj;
+        } else if (st == CT_OBJ_BUSY) {
+            sc->busy = sc->busy ? sc->busy : obj;
+        } else if (!vary_matches(req, obj)) {
+            continue;
+        } else if (st == CT_OBJ_STREAMING) {
+            sc->busy_match = sc->busy_match ? sc->busy_match : obj;
+        } else if (ct_obj_is_fresh(obj, now)) {
+            sc->fresh = obj;
+            return true; /* newest fresh match wins */
+        } else if (!sc->stale) {
+            sc->stale = obj;
+        }
+    }
+    return true;
+}
+
+/* Create the BUSY object for a miss (reservation made by the caller). */
+static struct ct_obj *new_fetch(struct ct_cache_shard *sh, struct ct_cache_oh *oh,
+                                const struct ct_cache_key *key, size_t *reserved)
+{
+    if (!oh) {
+        oh = oh_insert(sh, key);
+        *reserved -= oh_cost(key->bytes.len);
+    }
+    struct ct_obj *obj = ct_cache_obj_new(sh, 0);
+    *reserved -= obj->size;
+    link_obj(sh, oh, obj);
+    return ct_obj_ref(obj); /* one for the table, one for the fetcher */
+}
+
+static enum ct_cache_lookup decide(struct ct_cache_shard *sh, struct scan *sc,
+                                   struct ct_cache_lookup_res *res, bool *need_fetch)
+{
+    *need_fetch = false;
+    if (sc->fresh) {
+        if (!atomic_load_explicit(&sc->fresh->visited, memory_order_relaxed))
+            atomic_store_explicit(&sc->fresh->visited, 1, memory_order_relaxed);
+        res->obj = ct_obj_ref(sc->fresh);
+        return CT_CACHE_HIT;
+    }
+    if (sc->hfm) {
+        return CT_CACHE_PASS;
+    }
+    struct ct_obj *busy = sc->busy_match ? sc->busy_match : sc->busy;
+    if (sc->stale) {
+        atomic_store_explicit(&sc->stale->visited, 1, memory_order_relaxed);
+        res->obj = ct_obj_ref(sc->stale);
+        if (busy)
+            res->busy = ct_obj_ref(busy);
+        *need_fetch = !busy;
+        return CT_CACHE_STALE;
+    }
+    if (busy) {
+        res->busy = ct_obj_ref(busy);
+        return CT_CACHE_BUSY;
+    }
+    *need_fetch = true;
+    return CT_CACHE_MISS;
+}
+
+/* Counted once per lookup, after any retry (shard lock held). */
+static void count_lookup(struct ct_cache_shard *sh, enum ct_cache_lookup kind)
+{
+    switch (kind) {
+    case CT_CACHE_HIT: CT_STAT_INC(sh, hits); break;
+    case CT_CACHE_STALE: CT_STAT_INC(sh, stale); break;
+    case CT_CACHE_BUSY: CT_STAT_INC(sh, busy); break;
+    case CT_CACHE_PASS: CT_STAT_INC(sh, pass); break;
+    case CT_CACHE_MISS: CT_STAT_INC(sh, misses); break;
+    }
+}
+
+enum ct_cache_lookup ct_cache_lookup(struct ct_cache *cache, const struct ct_cache_lookup_req *req,
+                                     ct_time_t now, struct ct_cache_lookup_res *res)
+{
+    CT_CHECK_OBJ(cache, CT_CACHE_MAGIC);
+    const struct ct_cache_key *key = req->key;
+    struct ct_cache_shard *sh = shard_of(cache, key->hash);
+    size_t need = ct_cache_obj_base_size() + oh_cost(key->bytes.len), reserved = 0;
+    enum ct_cache_lookup kind;
+    bool need_fetch;
+
+    memset(res, 0, sizeof(*res));
+    pthread_mutex_lock(&sh->mtx);
+    CT_STAT_INC(sh, lookups);
+    for (;;) {
+        struct ct_cache_oh *oh = oh_find(sh, key);
+        struct scan sc = {0};
+        if (oh && !scan_variants(sh, oh, req, now, &sc))
+            oh = NULL; /* the scan reaped its last variant */
+        kind = decide(sh, &sc, res, &need_fetch);
+        if (!need_fetch || req->no_insert)
+            break;
+        if (reserved || try_reserve(cache, need)) {
+            reserved = need;
+            res->fetch = new_fetch(sh, oh, key, &reserved);
+            break;
+        }
+        /* Reserving may evict, which locks shards: drop ours and look again,
+         * since someone may have inserted the key meanwhile. */
+        pthread_mutex_unlock(&sh->mtx);
+        bool ok = ct_cache_reserve(cache, need) == CT_OK;
+        pthread_mutex_lock(&sh->mtx);
+        if (!ok)
+            break; /* no fetch object: the caller fetches on its own */
+        reserved = need;
+        ct_cache_lookup_res_release(res);
+    }
+    count_lookup(sh, kind);
+    pthread_mutex_unlock(&sh->mtx);
+    if (reserved)
+        ct_cache_unreserve(cache, reserved);
+    return kind;
+}
+
+void ct_cache_lookup_res_release(struct ct_cache_lookup_res *res)
+{
+    ct_obj_release(&res->obj);
+    ct_obj_release(&res->busy);
+    ct_obj_release(&res->fetch);
+}
+
+/* ---- the fetcher's end states ------------------------------------------------------ */
+
+void ct_obj_complete(struct ct_obj *obj, ct_time_t now)
+{
+    CT_CHECK_OBJ(obj, CT_OBJ_MAGIC);
+    CT_ASSERT(ct_obj_state(obj) == CT_OBJ_STREAMING);
+    struct ct_cache_shard *sh = obj->shard;
+
+    pthread_mutex_lock(&sh->mtx);
+    atomic_store_explicit(&obj->state, CT_OBJ_COMPLETE, memory_order_release);
+    if (obj->flags & OBJ_F_LINKED) {
+        /* Older copies of this variant, and a hit-for-miss marker, are replaced. */
+        struct ct_str vary = ct_obj_vary(obj);
+        struct ct_obj *o = obj->oh->variants, *next;
+        for (; o; o = next) {
+            next = o->vnext;
+            if (o == obj)
+                continue;
+            bool old_copy = ct_obj_state(o) == CT_OBJ_COMPLETE && !(o->flags & OBJ_F_HFM) &&
+                            ct_str_eq(ct_obj_vary(o), vary);
+            if (old_copy || (o->flags & OBJ_F_HFM)) {
+                CT_STAT_INC(sh, replaced);
+                ct_cache_unlink_obj(sh, o);
+            }
+        }
+        CT_STAT_INC(sh, inserts);
+    }
+    ct_cache_obj_wake_all(obj);
+    pthread_mutex_unlock(&sh->mtx);
+}
+
+void ct_obj_fail(struct ct_obj *obj)
+{
+    CT_CHECK_OBJ(obj, CT_OBJ_MAGIC);
+    CT_ASSERT(ct_obj_state(obj) <= CT_OBJ_STREAMING);
+    struct ct_cache_shard *sh = obj->shard;
+
+    pthread_mutex_lock(&sh->mtx);
+    atomic_store_explicit(&obj->state, CT_OBJ_FAILED, memory_order_release);
+    if (obj->flags & OBJ_F_LINKED)
+        ct_cache_unlink_obj(sh, obj); /* the fetcher still holds its reference */
+    CT_STAT_INC(sh, failed);
+    ct_cache_obj_wake_all(obj);
+    pthread_mutex_unlock(&sh->mtx);
+}
+
+void ct_obj_abandon(struct ct_obj *obj, ct_time_t now, double hfm_ttl)
+{
+    CT_CHECK_OBJ(obj, CT_OBJ_MAGIC);
+    CT_ASSERT(ct_obj_state(obj) <= CT_OBJ_STREAMING);
+    struct ct_cache_shard *sh = obj->shard;
+    struct ct_obj *marker = NULL;
+
+    if (hfm_ttl > 0 && ct_cache_reserve(sh->cache, ct_cache_obj_base_size()) == CT_OK) {
+        marker = ct_cache_obj_new(sh, OBJ_F_HFM);
+        marker->expires = now + hfm_ttl;
+    }
+    pthread_mutex_lock(&sh->mtx);
+    atomic_store_explicit(&obj->state, CT_OBJ_ABANDONED, memory_order_release);
+    if (obj->flags & OBJ_F_LINKED) {
+        struct ct_cache_oh *oh = obj->oh;
+        if (marker) {
+            /* One marker per key: an older one is replaced. Link the new one
+             * before unlinking OBJ so the objhead survives. */
+            for (struct ct_obj *o = oh->variants, *next; o; o = next) {
+                next = o->vnext;
+                if (o->flags & OBJ_F_HFM)
+                    ct_cache_unlink_obj(sh, o);
+            }
+            link_obj(sh, oh, marker); /* the table takes the marker's only reference */
+            marker = NULL;
+        }
+        ct_cache_unlink_obj(sh, obj);
+    }
+    CT_STAT_INC(sh, abandoned);
+    ct_cache_obj_wake_all(obj);
+    pthread_mutex_unlock(&sh->mtx);
+    ct_obj_release(&marker); /* unused: OBJ was purged meanwhile */
+}
+
+/* ---- purge and expiry ------------------------------------------------------------------ */
+
+/* Unlink every variant of OH (which frees OH). BUSY ones are marked so that
+ * their fetcher's complete cannot make them visible again. */
+static size_t purge_oh(struct ct_cache_shard *sh, struct ct_cache_oh *oh)
+{
+    size_t n = 0;
+    bool more = true;
+    while (more) {
+        struct ct_obj *obj = oh->variants;
+        more = obj->vnext != NULL; /* after the last unlink OH is gone */
+        obj->flags |= OBJ_F_PURGED;
+        CT_STAT_INC(sh, purged);
+        ct_cache_unlink_obj(sh, obj);
+        n++;
+    }
+    return n;
+}
+
+size_t ct_cache_purge(struct ct_cache *cache, const struct ct_cache_key *key)
+{
+    CT_CHECK_OBJ(cache, CT_CACHE_MAGIC);
+    struct ct_cache_shard *sh = shard_of(cache, key->hash);
+    size_t n = 0;
+
+    pthread_mutex_lock(&sh->mtx);
+    struct ct_cache_oh *oh = oh_find(sh, key);
+    if (oh)
+        n = purge_oh(sh, oh);
+    pthread_mutex_unlock(&sh->mtx);
+    return n;
+}
+
+size_t ct_cache_purge_prefix(struct ct_cache *cache, struct ct_str prefix)
+{
+    CT_CHECK_OBJ(cache, CT_CACHE_MAGIC);
+    size_t n = 0;
+
+    for (unsigned s = 0; s < cache->cfg.shards; s++) {
+        struct ct_cache_shard *sh = &cache->shards[s];
+        pthread_mutex_lock(&sh->mtx);
+        for (size_t b = 0; b < sh->nbuckets; b++) {
+            struct ct_cache_oh *oh = sh->buckets[b], *next;
+            for (; oh; oh = next) {
+                next = oh->next;
+                if (oh->key_len >= prefix.len &&
+                    (prefix.len == 0 || memcmp(oh->key, prefix.p, prefix.len) == 0))
+                    n += purge_oh(sh, oh);
+            }
+        }
+        pthread_mutex_unlock(&sh->mtx);
+    }
+    return n;
+}
+
+/* Examine up to QUOTA objects of SH from its sweep cursor toward the newest. */
+static size_t sweep_shard(struct ct_cache_shard *sh, ct_time_t now, size_t quota,
+                          size_t *examined)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&sh->mtx);
+    struct ct_obj *obj = sh->sweep ? sh->sweep : sh->qtail;
+    quota = CT_MIN(quota, sh->qlen);
+    while (obj && quota--) {
+        struct ct_obj *next = obj->qprev;
+        bool done = (obj->flags & OBJ_F_HFM) || ct_obj_state(obj) == CT_OBJ_COMPLETE;
+        (*examined)++;
+        if (done && ct_cache_obj_is_expired(obj, now)) {
+            CT_STAT_INC(sh, expired);
+            ct_cache_unlink_obj(sh, obj);
+            n++;
+        }
+        obj = next;
+    }
+    sh->sweep = obj; /* NULL: start again from the oldest next time */
+    pthread_mutex_unlock(&sh->mtx);
+    return n;
+}
+
+size_t ct_cache_expire_some(struct ct_cache *cache, ct_time_t now, size_t budget)
+{
+    CT_CHECK_OBJ(cache, CT_CACHE_MAGIC);
+    unsigned nshards = cache->cfg.shards;
+    size_t quota = CT_MAX(budget / nshards, (size_t)8), examined = 0, n = 0;
+
+    for (unsigned i = 0; i < nshards && examined < budget; i++) {
+        unsigned idx = atomic_fetch_add_explicit(&cache->sweep_cursor, 1, memory_order_relaxed);
+        n += sweep_shard(&cache->shards[idx & (nshards - 1)], now,
+                         CT_MIN(quota, budget - examined), &examined);
+    }
+    return n;
+}
+
+/* ---- the store ------------------------------------------------------------------------- */
+
+bool ct_cache_fits(const struct ct_cache *cache, uint64_t bytes)
+{
+    return bytes <= cache->cfg.max_object_size;
+}
+
+void ct_cache_stats(const struct ct_cache *cache, struct ct_cache_stats *st)
+{
+    memset(st, 0, sizeof(*st));
+    for (unsigned s = 0; s < cache->cfg.shards; s++) {
+        const struct ct_cache_shard *sh = &cache->shards[s];
+#define CT_CACHE_STAT_SUM(name, text)                                          \
+    st->name += atomic_load_explicit(&sh->st.name, memory_order_relaxed);
+        CT_CACHE_STATS_TABLE(CT_CACHE_STAT_SUM)
+#undef CT_CACHE_STAT_SUM
+        st->keys += atomic_load_explicit(&sh->nkeys, memory_order_relaxed);
+    }
+    st->bytes = atomic_load_explicit(&cache->bytes, memory_order_relaxed);
+    st->max_bytes = cache->cfg.max_bytes;
+    st->objects = atomic_load_explicit(&cache->objects, memory_order_relaxed);
+}
+
+struct ct_cache *ct_cache_new(const struct ct_cache_config *cfg)
+{
+    struct ct_cache_config c = *cfg;
+    if (c.shards == 0)
+        c.shards = 64;
+    if (c.shards > 4096 || (c.shards & (c.shards - 1)) || c.max_bytes < 4096 ||
+        c.max_object_size == 0 || c.max_object_size > c.max_bytes)
+        return NULL;
+    size_t table = (size_t)c.shards * INITIAL_BUCKETS * sizeof(void *);
+    if (table >= c.max_bytes / 2)
+        return NULL; /* the empty table alone would eat the cap */
+
+    struct ct_cache *cache = ct_xcalloc(1, sizeof(*cache));
+    cache->magic = CT_CACHE_MAGIC;
+    cache->cfg = c;
+    while ((1u << cache->shard_bits) < c.shards)
+        cache->shard_bits++;
+    cache->shards = aligned_alloc(64, sizeof(struct ct_cache_shard) * c.shards);
+    CT_ASSERT(cache->shards != NULL);
+    memset(cache->shards, 0, sizeof(struct ct_cache_shard) * c.shards);
+    for (unsigned s = 0; s < c.shards; s++) {
+        struct ct_cache_shard *sh = &cache->shards[s];
+        CT_ASSERT(pthread_mutex_init(&sh->mtx, NULL) == 0);
+        sh->cache = cache;
+        sh->nbuckets = INITIAL_BUCKETS;
+        sh->buckets = ct_xcalloc(INITIAL_BUCKETS, sizeof(*sh->buckets));
+    }
+    atomic_init(&cache->bytes, table);
+    return cache;
+}
+
+void ct_cache_free(struct ct_cache **cachep)
+{
+    struct ct_cache *cache = *cachep;
+    if (!cache)
+        return;
+    *cachep = NULL;
+    CT_CHECK_OBJ(cache, CT_CACHE_MAGIC);
+    for (unsigned s = 0; s < cache->cfg.shards; s++) {
+        struct ct_cache_shard *sh = &cache->shards[s];
+        pthread_mutex_lock(&sh->mtx);
+        for (size_t b = 0; b < sh->nbuckets; b++)
+            while (sh->buckets[b])
+                purge_oh(sh, sh->buckets[b]);
+        pthread_mutex_unlock(&sh->mtx);
+    }
+    /* Every reference handed out must be back: objects would outlive us. */
+    CT_ASSERT(atomic_load_explicit(&cache->objects, memory_order_relaxed) == 0);
+    for (unsigned s = 0; s < cache->cfg.shards; s++) {
+        free(cache->shards[s].buckets);
+        pthread_mutex_destroy(&cache->shards[s].mtx);
+    }
+    free(cache->shards);
+    cache->magic = 0;
+    free(cache);
+}

@@ -1,0 +1,953 @@
+/*
+ * tests/unit/test_cache_store.c: the store through cache/cache.h only.
+ * Time is moved, never slept; threads run bounded loops.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cache/cache.h"
+#include "tests/unit/ct_test.h"
+
+#define T0 1000000.0
+
+struct tkey {
+    char buf[128];
+    struct ct_cache_key key;
+};
+
+static void mk_key(struct tkey *k, const char *host, const char *target)
+{
+    struct ct_cache_key_opts o = {CT_CACHE_QUERY_KEEP, {NULL, 0}};
+    struct ct_cache_key_in in = {CT_CACHE_MCLASS_GET, ct_str_c(host), 80, ct_str_c(target),
+                                 {NULL, 0}};
+    CU_ASSERT_EQUAL_FATAL(ct_cache_key_build(&o, &in, k->buf, sizeof(k->buf), &k->key), CT_OK);
+}
+
+static struct ct_cache *mk_cache(size_t max_bytes, size_t max_obj, unsigned shards)
+{
+    struct ct_cache_config cfg = {max_bytes, max_obj, shards};
+    struct ct_cache *c = ct_cache_new(&cfg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    return c;
+}
+
+static enum ct_cache_lookup lookup_v(struct ct_cache *c, struct tkey *k, const char *vary,
+                                     ct_time_t now, struct ct_cache_lookup_res *res)
+{
+    struct ct_cache_lookup_req req = {&k->key, ct_str_c(vary), NULL, NULL, false};
+    return ct_cache_lookup(c, &req, now, res);
+}
+
+static enum ct_cache_lookup lookup(struct ct_cache *c, struct tkey *k, ct_time_t now,
+                                   struct ct_cache_lookup_res *res)
+{
+    return lookup_v(c, k, "", now, res);
+}
+
+struct fill {
+    const char *body;
+    const char *vary;
+    double ttl, grace, keep;
+    bool hint;
+};
+
+static void set_head(struct ct_obj *obj, const struct fill *f, ct_time_t now)
+{
+    struct ct_obj_meta m = {0};
+    m.status = 200;
+    m.head = CT_STR("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n");
+    m.etag = CT_STR("\"v1\"");
+    m.last_modified = CT_STR("Sun, 06 Nov 1994 08:49:37 GMT");
+    m.vary = ct_str_c(f->vary ? f->vary : "");
+    m.response_time = now;
+    m.ttl = f->ttl;
+    m.grace = f->grace;
+    m.keep = f->keep;
+    m.body_hint = f->hint ? strlen(f->body) : 0;
+    CU_ASSERT_EQUAL_FATAL(ct_obj_set_head(obj, &m), CT_OK);
+}
+
+static void fill_obj(struct ct_obj *obj, const struct fill *f, ct_time_t now)
+{
+    set_head(obj, f, now);
+    CU_ASSERT_EQUAL_FATAL(ct_obj_append(obj, f->body, strlen(f->body)), CT_OK);
+    ct_obj_complete(obj, now);
+}
+
+/* Miss, fill, release: the common "store this" step. */
+static void store(struct ct_cache *c, struct tkey *k, const struct fill *f, ct_time_t now)
+{
+    struct ct_cache_lookup_res res;
+    CU_ASSERT_EQUAL_FATAL(lookup_v(c, k, f->vary ? f->vary : "", now, &res), CT_CACHE_MISS);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(res.fetch);
+    fill_obj(res.fetch, f, now);
+    ct_cache_lookup_res_release(&res);
+}
+
+/* The whole body as one string (test bodies are small). */
+static bool body_is(const struct ct_obj *obj, const char *want)
+{
+    struct ct_obj_body_pos pos = CT_OBJ_BODY_POS_INIT;
+    struct ct_str chunk;
+    char buf[4096];
+    size_t n = 0;
+    enum ct_obj_body r;
+    while ((r = ct_obj_body_next(obj, &pos, 0, &chunk)) == CT_OBJ_BODY_DATA) {
+        if (n + chunk.len > sizeof(buf))
+            return false;
+        memcpy(buf + n, chunk.p, chunk.len);
+        n += chunk.len;
+    }
+    return r == CT_OBJ_BODY_END && n == strlen(want) && memcmp(buf, want, n) == 0;
+}
+
+static size_t idle_bytes(struct ct_cache *c)
+{
+    struct ct_cache_stats st;
+    ct_cache_stats(c, &st);
+    return st.bytes;
+}
+
+static void test_config(void)
+{
+    struct ct_cache_config bad[] = {
+        {1 << 20, 1 << 10, 3},       /* shards not a power of two */
+        {1 << 20, 0, 4},             /* no object could fit */
+        {1 << 20, 2 << 20, 4},       /* object bigger than the cache */
+        {1000, 100, 1},              /* too small */
+        {64 << 10, 1 << 10, 4096},   /* the empty table would eat the cap */
+    };
+    for (size_t i = 0; i < CT_ARRAY_LEN(bad); i++)
+        CU_ASSERT_PTR_NULL(ct_cache_new(&bad[i]));
+    struct ct_cache *c = mk_cache(1 << 20, 1 << 10, 0); /* 0 shards: default */
+    struct ct_cache_stats st;
+    ct_cache_stats(c, &st);
+    CU_ASSERT_TRUE(st.bytes > 0 && st.bytes < st.max_bytes); /* the table is counted */
+    CU_ASSERT_TRUE(ct_cache_fits(c, 1024));
+    CU_ASSERT_FALSE(ct_cache_fits(c, 1025));
+    ct_cache_free(&c);
+    CU_ASSERT_PTR_NULL(c);
+}
+
+static void test_insert_hit(void)
+{
+    struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 4);
+    size_t idle = idle_bytes(c);
+    struct tkey k;
+    mk_key(&k, "example.com", "/a");
+    struct ct_cache_lookup_res res;
+
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &res), CT_CACHE_MISS);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(res.fetch);
+    CU_ASSERT_PTR_NULL(res.obj);
+    CU_ASSERT_EQUAL(ct_obj_state(res.fetch), CT_OBJ_BUSY);
+    struct fill f = {"hello world", NULL, 60, 0, 0, true};
+    fill_obj(res.fetch, &f, T0);
+    CU_ASSERT_EQUAL(ct_obj_state(res.fetch), CT_OBJ_COMPLETE);
+    ct_cache_lookup_res_release(&res);
+    CU_ASSERT_PTR_NULL(res.fetch);
+
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 1, &res), CT_CACHE_HIT);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(res.obj);
+    CU_ASSERT_PTR_NULL(res.fetch);
+    CU_ASSERT_EQUAL(ct_obj_status(res.obj), 200);
+    CU_ASSERT_TRUE(ct_str_eq(ct_obj_head(res.obj),
+                             CT_STR("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n")));
+    CU_ASSERT_TRUE(ct_str_eq(ct_obj_etag(res.obj), CT_STR("\"v1\"")));
+    CU_ASSERT_TRUE(ct_str_eq(ct_obj_last_modified(res.obj),
+                             CT_STR("Sun, 06 Nov 1994 08:49:37 GMT")));
+    CU_ASSERT_TRUE(body_is(res.obj, "hello world"));
+    CU_ASSERT_EQUAL(ct_obj_body_len(res.obj), 11);
+    CU_ASSERT_DOUBLE_EQUAL(ct_obj_age(res.obj, T0 + 1), 1.0, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(ct_obj_ttl_left(res.obj, T0 + 1), 59.0, 1e-9);
+    ct_cache_lookup_res_release(&res);
+
+    /* another key is a miss; HEAD-class keys are the same as GET */
+    struct tkey k2;
+    mk_key(&k2, "example.com", "/b");
+    CU_ASSERT_EQUAL(lookup(c, &k2, T0, &res), CT_CACHE_MISS);
+    ct_obj_fail(res.fetch);
+    ct_cache_lookup_res_release(&res);
+
+    struct ct_cache_stats st;
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.lookups, 3);
+    CU_ASSERT_EQUAL(st.hits, 1);
+    CU_ASSERT_EQUAL(st.misses, 2);
+    CU_ASSERT_EQUAL(st.inserts, 1);
+    CU_ASSERT_EQUAL(st.failed, 1);
+    CU_ASSERT_EQUAL(st.objects, 1);
+    CU_ASSERT_EQUAL(st.keys, 1);
+    ct_cache_free(&c);
+    (void)idle;
+}
+
+/* The header block can be given back whole, and the body comes in chunks
+ * of at most MAX; seek lands on any offset (Range). */
+static void test_body_chunks_and_seek(void)
+{
+    struct ct_cache *c = mk_cache(1 << 20, 256 << 10, 1);
+    struct tkey k;
+    mk_key(&k, "h", "/big");
+    struct ct_cache_lookup_res res;
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &res), CT_CACHE_MISS);
+    struct fill f = {"", NULL, 60, 0, 0, false};
+    set_head(res.fetch, &f, T0);
+    /* 100 KiB appended in odd pieces, no hint: several segments */
+    static char big[100 * 1024];
+    for (size_t i = 0; i < sizeof(big); i++)
+        big[i] = (char)('a' + i % 23);
+    for (size_t off = 0; off < sizeof(big); off += 777)
+        CU_ASSERT_EQUAL(ct_obj_append(res.fetch, big + off, CT_MIN(777, sizeof(big) - off)),
+                        CT_OK);
+    ct_obj_complete(res.fetch, T0);
+    CU_ASSERT_EQUAL(ct_obj_body_len(res.fetch), sizeof(big));
+
+    struct ct_obj_body_pos pos = CT_OBJ_BODY_POS_INIT;
+    struct ct_str ch;
+    size_t n = 0, chunks = 0;
+    bool same = true;
+    while (ct_obj_body_next(res.fetch, &pos, 4000, &ch) == CT_OBJ_BODY_DATA) {
+        CU_ASSERT_TRUE(ch.len <= 4000);
+        same = same && memcmp(ch.p, big + n, ch.len) == 0;
+        n += ch.len;
+        chunks++;
+    }
+    CU_ASSERT_TRUE(same);
+    CU_ASSERT_EQUAL(n, sizeof(big));
+    CU_ASSERT_TRUE(chunks > 25);
+
+    struct ct_obj_body_pos p2 = CT_OBJ_BODY_POS_INIT;
+    CU_ASSERT_EQUAL(ct_obj_body_seek(res.fetch, &p2, 50000), CT_OK);
+    CU_ASSERT_EQUAL(ct_obj_body_next(res.fetch, &p2, 10, &ch), CT_OBJ_BODY_DATA);
+    CU_ASSERT_EQUAL(memcmp(ch.p, big + 50000, 10), 0);
+    CU_ASSERT_EQUAL(ct_obj_body_seek(res.fetch, &p2, sizeof(big)), CT_OK);
+    CU_ASSERT_EQUAL(ct_obj_body_next(res.fetch, &p2, 0, &ch), CT_OBJ_BODY_END);
+    CU_ASSERT_EQUAL(ct_obj_body_seek(res.fetch, &p2, sizeof(big) + 1), CT_ELIMIT);
+    ct_cache_lookup_res_release(&res);
+    ct_cache_free(&c);
+}
+
+static bool match_ci(struct ct_str stored, struct ct_str req, void *arg)
+{
+    (*(int *)arg)++;
+    return ct_str_eq_ci(stored, req);
+}
+
+static void test_variants(void)
+{
+    struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 4);
+    struct tkey k;
+    mk_key(&k, "h", "/v");
+    struct fill gz = {"gzip body", "gzip", 60, 0, 0, true};
+    struct fill br = {"br body", "br", 60, 0, 0, true};
+    store(c, &k, &gz, T0);
+    store(c, &k, &br, T0); /* "br" finds no match: a miss, a second variant */
+
+    struct ct_cache_lookup_res res;
+    CU_ASSERT_EQUAL(lookup_v(c, &k, "gzip", T0, &res), CT_CACHE_HIT);
+    CU_ASSERT_TRUE(body_is(res.obj, "gzip body"));
+    ct_cache_lookup_res_release(&res);
+    CU_ASSERT_EQUAL(lookup_v(c, &k, "br", T0, &res), CT_CACHE_HIT);
+    CU_ASSERT_TRUE(body_is(res.obj, "br body"));
+    ct_cache_lookup_res_release(&res);
+
+    /* a caller-supplied matcher decides */
+    int calls = 0;
+    struct ct_cache_lookup_req req = {&k.key, CT_STR("GZIP"), match_ci, &calls, false};
+    CU_ASSERT_EQUAL(ct_cache_lookup(c, &req, T0, &res), CT_CACHE_HIT);
+    CU_ASSERT_TRUE(body_is(res.obj, "gzip body"));
+    CU_ASSERT_TRUE(calls >= 1);
+    ct_cache_lookup_res_release(&res);
+
+    /* a newer copy of one variant replaces the older, the other stays */
+    struct fill gz2 = {"gzip v2", "gzip", 60, 0, 0, true};
+    req.vary = CT_STR("gzip");
+    req.match = NULL;
+    CU_ASSERT_EQUAL(ct_cache_lookup(c, &req, T0 + 100, &res), CT_CACHE_MISS); /* expired */
+    fill_obj(res.fetch, &gz2, T0 + 100);
+    ct_cache_lookup_res_release(&res);
+    CU_ASSERT_EQUAL(lookup_v(c, &k, "gzip", T0 + 101, &res), CT_CACHE_HIT);
+    CU_ASSERT_TRUE(body_is(res.obj, "gzip v2"));
+    ct_cache_lookup_res_release(&res);
+
+    /* purge removes every variant */
+    CU_ASSERT_TRUE(ct_cache_purge(c, &k.key) >= 1);
+    CU_ASSERT_EQUAL(lookup_v(c, &k, "br", T0 + 101, &res), CT_CACHE_MISS);
+    ct_obj_fail(res.fetch);
+    ct_cache_lookup_res_release(&res);
+    ct_cache_free(&c);
+}
+
+struct wake_count {
+    int n;
+};
+
+static void on_wake(void *arg)
+{
+    ((struct wake_count *)arg)->n++;
+}
+
+static void test_busy_coalescing(void)
+{
+    struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 4);
+    struct tkey k;
+    mk_key(&k, "h", "/slow");
+    struct ct_cache_lookup_res a, b, b2;
+    struct wake_count wc = {0};
+    struct ct_cache_waiter w;
+    ct_cache_waiter_init(&w, on_wake, &wc);
+
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &a), CT_CACHE_MISS);
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &b), CT_CACHE_BUSY); /* coalesced: no second fetch */
+    CU_ASSERT_PTR_NULL(b.fetch);
+    CU_ASSERT_PTR_EQUAL(b.busy, a.fetch);
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &b2), CT_CACHE_BUSY);
+    ct_cache_lookup_res_release(&b2);
+
+    CU_ASSERT_TRUE(ct_obj_wait(b.busy, &w, CT_OBJ_BUSY, 0));
+    struct fill f = {"0123456789", NULL, 60, 0, 0, false};
+    set_head(a.fetch, &f, T0);
+    CU_ASSERT_EQUAL(wc.n, 1); /* head arrived */
+    /* nothing new since STREAMING with 0 bytes: registers; state changed: doesn't */
+    CU_ASSERT_FALSE(ct_obj_wait(b.busy, &w, CT_OBJ_BUSY, 0));
+    CU_ASSERT_TRUE(ct_obj_wait(b.busy, &w, CT_OBJ_STREAMING, 0));
+    CU_ASSERT_EQUAL(ct_obj_append(a.fetch, "01234", 5), CT_OK);
+    CU_ASSERT_EQUAL(wc.n, 2);
+
+    /* the waiter streams what is there, then waits for more */
+    struct ct_obj_body_pos pos = CT_OBJ_BODY_POS_INIT;
+    struct ct_str ch;
+    CU_ASSERT_EQUAL(ct_obj_body_next(b.busy, &pos, 0, &ch), CT_OBJ_BODY_DATA);
+    CU_ASSERT_TRUE(ct_str_eq(ch, CT_STR("01234")));
+    CU_ASSERT_EQUAL(ct_obj_body_next(b.busy, &pos, 0, &ch), CT_OBJ_BODY_WAIT);
+    CU_ASSERT_FALSE(ct_obj_wait(b.busy, &w, CT_OBJ_STREAMING, 4)); /* stale view: read now */
+    CU_ASSERT_TRUE(ct_obj_wait(b.busy, &w, CT_OBJ_STREAMING, pos.off));
+    CU_ASSERT_EQUAL(ct_obj_append(a.fetch, "56789", 5), CT_OK);
+    CU_ASSERT_EQUAL(wc.n, 3);
+    CU_ASSERT_EQUAL(ct_obj_body_next(b.busy, &pos, 0, &ch), CT_OBJ_BODY_DATA);
+    CU_ASSERT_TRUE(ct_str_eq(ch, CT_STR("56789")));
+    CU_ASSERT_TRUE(ct_obj_wait(b.busy, &w, CT_OBJ_STREAMING, pos.off));
+    ct_obj_complete(a.fetch, T0);
+    CU_ASSERT_EQUAL(wc.n, 4);
+    CU_ASSERT_EQUAL(ct_obj_body_next(b.busy, &pos, 0, &ch), CT_OBJ_BODY_END);
+    CU_ASSERT_FALSE(ct_obj_wait(b.busy, &w, CT_OBJ_COMPLETE, pos.off)); /* terminal */
+    ct_cache_lookup_res_release(&a);
+    ct_cache_lookup_res_release(&b);
+
+    /* later lookups hit */
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 1, &b), CT_CACHE_HIT);
+    CU_ASSERT_TRUE(body_is(b.obj, "0123456789"));
+    ct_cache_lookup_res_release(&b);
+    struct ct_cache_stats st;
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.misses, 1);
+    CU_ASSERT_EQUAL(st.busy, 2);
+    ct_cache_free(&c);
+}
+
+static void test_unwait(void)
+{
+    struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 4);
+    struct tkey k;
+    mk_key(&k, "h", "/u");
+    struct ct_cache_lookup_res a, b;
+    struct wake_count w1c = {0}, w2c = {0}, w3c = {0};
+    struct ct_cache_waiter w1, w2, w3;
+    ct_cache_waiter_init(&w1, on_wake, &w1c);
+    ct_cache_waiter_init(&w2, on_wake, &w2c);
+    ct_cache_waiter_init(&w3, on_wake, &w3c);
+    ct_obj_unwait(&w3); /* never registered: no-op */
+
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &a), CT_CACHE_MISS);
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &b), CT_CACHE_BUSY);
+    CU_ASSERT_TRUE(ct_obj_wait(b.busy, &w1, CT_OBJ_BUSY, 0));
+    CU_ASSERT_TRUE(ct_obj_wait(b.busy, &w2, CT_OBJ_BUSY, 0));
+    CU_ASSERT_TRUE(ct_obj_wait(b.busy, &w3, CT_OBJ_BUSY, 0));
+    ct_obj_unwait(&w2); /* the middle one leaves (timeout) */
+    ct_obj_unwait(&w2); /* idempotent */
+    ct_obj_fail(a.fetch);
+    CU_ASSERT_EQUAL(w1c.n, 1);
+    CU_ASSERT_EQUAL(w2c.n, 0);
+    CU_ASSERT_EQUAL(w3c.n, 1);
+    ct_obj_unwait(&w1); /* after firing: no-op */
+    ct_cache_lookup_res_release(&a);
+    ct_cache_lookup_res_release(&b);
+    ct_cache_free(&c);
+}
+
+static void test_failed_never_served(void)
+{
+    struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 4);
+    struct tkey k;
+    mk_key(&k, "h", "/dies");
+    struct ct_cache_lookup_res a, b;
+    struct wake_count wc = {0};
+    struct ct_cache_waiter w;
+    ct_cache_waiter_init(&w, on_wake, &wc);
+
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &a), CT_CACHE_MISS);
+    struct fill f = {"", NULL, 60, 0, 0, false};
+    set_head(a.fetch, &f, T0);
+    CU_ASSERT_EQUAL(ct_obj_append(a.fetch, "partial", 7), CT_OK);
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &b), CT_CACHE_BUSY); /* streaming variant matches */
+    CU_ASSERT_TRUE(ct_obj_wait(b.busy, &w, CT_OBJ_STREAMING, 0) == false); /* 7 bytes there */
+    CU_ASSERT_TRUE(ct_obj_wait(b.busy, &w, CT_OBJ_STREAMING, 7));
+    ct_obj_fail(a.fetch); /* the origin died mid-body */
+    CU_ASSERT_EQUAL(wc.n, 1);
+    CU_ASSERT_EQUAL(ct_obj_state(b.busy), CT_OBJ_FAILED);
+    struct ct_obj_body_pos pos = CT_OBJ_BODY_POS_INIT;
+    struct ct_str ch;
+    CU_ASSERT_EQUAL(ct_obj_body_next(b.busy, &pos, 0, &ch), CT_OBJ_BODY_FAILED);
+    ct_cache_lookup_res_release(&b);
+    ct_cache_lookup_res_release(&a);
+
+    /* the next request starts a new fetch; nothing stale to serve */
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 1, &b), CT_CACHE_MISS);
+    CU_ASSERT_PTR_NOT_NULL(b.fetch);
+    CU_ASSERT_PTR_NULL(b.obj);
+    ct_obj_fail(b.fetch);
+    ct_cache_lookup_res_release(&b);
+    struct ct_cache_stats st;
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.objects, 0);
+    CU_ASSERT_EQUAL(st.keys, 0);
+    ct_cache_free(&c);
+}
+
+static void test_abandon_hit_for_miss(void)
+{
+    struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 4);
+    struct tkey k;
+    mk_key(&k, "h", "/private");
+    struct ct_cache_lookup_res a, b;
+    struct wake_count wc = {0};
+    struct ct_cache_waiter w;
+    ct_cache_waiter_init(&w, on_wake, &wc);
+
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &a), CT_CACHE_MISS);
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &b), CT_CACHE_BUSY);
+    CU_ASSERT_TRUE(ct_obj_wait(b.busy, &w, CT_OBJ_BUSY, 0));
+    ct_obj_abandon(a.fetch, T0, 30); /* not storable: hit-for-miss for 30 s */
+    CU_ASSERT_EQUAL(wc.n, 1);
+    CU_ASSERT_EQUAL(ct_obj_state(b.busy), CT_OBJ_ABANDONED); /* waiter: fetch on your own */
+    ct_cache_lookup_res_release(&a);
+    ct_cache_lookup_res_release(&b);
+
+    for (int i = 0; i < 3; i++) { /* later requests pass without queueing */
+        CU_ASSERT_EQUAL(lookup(c, &k, T0 + 29, &b), CT_CACHE_PASS);
+        CU_ASSERT_PTR_NULL(b.fetch);
+        CU_ASSERT_PTR_NULL(b.busy);
+    }
+    /* the marker expires: a miss again, and a cacheable answer replaces it */
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 31, &a), CT_CACHE_MISS);
+    struct fill f = {"now public", NULL, 60, 0, 0, true};
+    fill_obj(a.fetch, &f, T0 + 31);
+    ct_cache_lookup_res_release(&a);
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 32, &b), CT_CACHE_HIT);
+    ct_cache_lookup_res_release(&b);
+
+    /* abandon without a marker: the next lookup is a plain miss */
+    struct tkey k2;
+    mk_key(&k2, "h", "/once");
+    CU_ASSERT_EQUAL(lookup(c, &k2, T0, &a), CT_CACHE_MISS);
+    ct_obj_abandon(a.fetch, T0, 0);
+    ct_cache_lookup_res_release(&a);
+    CU_ASSERT_EQUAL(lookup(c, &k2, T0, &a), CT_CACHE_MISS);
+    ct_obj_fail(a.fetch);
+    ct_cache_lookup_res_release(&a);
+
+    struct ct_cache_stats st;
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.pass, 3);
+    CU_ASSERT_EQUAL(st.abandoned, 2);
+    ct_cache_free(&c);
+}
+
+static void test_fresh_stale_expired(void)
+{
+    struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 4);
+    struct tkey k;
+    mk_key(&k, "h", "/t");
+    struct ct_cache_lookup_res r1, r2;
+    struct fill f = {"v1", NULL, 10, 5, 20, true};
+    store(c, &k, &f, T0);
+
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 9.9, &r1), CT_CACHE_HIT);
+    CU_ASSERT_TRUE(ct_obj_is_fresh(r1.obj, T0 + 9.9));
+    ct_cache_lookup_res_release(&r1);
+
+    /* stale within grace: the first caller gets the stale object AND the refresh */
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 12, &r1), CT_CACHE_STALE);
+    CU_ASSERT_PTR_NOT_NULL(r1.obj);
+    CU_ASSERT_PTR_NOT_NULL(r1.fetch);
+    CU_ASSERT_PTR_NULL(r1.busy);
+    CU_ASSERT_TRUE(ct_obj_in_grace(r1.obj, T0 + 12));
+    CU_ASSERT_FALSE(ct_obj_is_fresh(r1.obj, T0 + 12));
+    /* the second gets the stale object and the refresh in progress, no new fetch */
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 12, &r2), CT_CACHE_STALE);
+    CU_ASSERT_PTR_EQUAL(r2.obj, r1.obj);
+    CU_ASSERT_PTR_EQUAL(r2.busy, r1.fetch);
+    CU_ASSERT_PTR_NULL(r2.fetch);
+    ct_cache_lookup_res_release(&r2);
+    /* past grace, within keep: still STALE (for revalidation), not in grace */
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 20, &r2), CT_CACHE_STALE);
+    CU_ASSERT_FALSE(ct_obj_in_grace(r2.obj, T0 + 20));
+    ct_cache_lookup_res_release(&r2);
+    /* the refresh completes: it replaces the stale copy */
+    struct fill f2 = {"v2", NULL, 10, 5, 20, true};
+    fill_obj(r1.fetch, &f2, T0 + 12);
+    ct_cache_lookup_res_release(&r1);
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 13, &r1), CT_CACHE_HIT);
+    CU_ASSERT_TRUE(body_is(r1.obj, "v2"));
+    ct_cache_lookup_res_release(&r1);
+
+    /* past ttl + grace + keep: reclaimed on lookup, a plain miss */
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 12 + 35, &r1), CT_CACHE_MISS);
+    CU_ASSERT_PTR_NULL(r1.obj);
+    ct_obj_fail(r1.fetch);
+    ct_cache_lookup_res_release(&r1);
+    struct ct_cache_stats st;
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.expired, 1);
+    CU_ASSERT_EQUAL(st.replaced, 1);
+    CU_ASSERT_EQUAL(st.stale, 3);
+    CU_ASSERT_EQUAL(st.objects, 0);
+
+    /* an upstream Age counts: initial_age 8 of ttl 10 leaves 2 s of freshness */
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &r1), CT_CACHE_MISS);
+    struct ct_obj_meta m = {.status = 200, .response_time = T0, .initial_age = 8, .ttl = 10};
+    CU_ASSERT_EQUAL(ct_obj_set_head(r1.fetch, &m), CT_OK);
+    ct_obj_complete(r1.fetch, T0);
+    ct_cache_lookup_res_release(&r1);
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 1.5, &r1), CT_CACHE_HIT);
+    CU_ASSERT_DOUBLE_EQUAL(ct_obj_age(r1.obj, T0 + 1.5), 9.5, 1e-9);
+    ct_cache_lookup_res_release(&r1);
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 2.5, &r1), CT_CACHE_MISS); /* no grace, no keep */
+    ct_obj_fail(r1.fetch);
+    ct_cache_lookup_res_release(&r1);
+    ct_cache_free(&c);
+}
+
+static void test_no_insert(void)
+{
+    struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 4);
+    struct tkey k;
+    mk_key(&k, "h", "/oic");
+    struct ct_cache_lookup_req req = {&k.key, CT_STR(""), NULL, NULL, true};
+    struct ct_cache_lookup_res r;
+    CU_ASSERT_EQUAL(ct_cache_lookup(c, &req, T0, &r), CT_CACHE_MISS);
+    CU_ASSERT_PTR_NULL(r.fetch);
+    struct ct_cache_stats st;
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.keys, 0);
+    CU_ASSERT_EQUAL(st.objects, 0);
+    ct_cache_free(&c);
+}
+
+static void test_revalidate_shares_body(void)
+{
+    struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 4);
+    struct tkey k;
+    mk_key(&k, "h", "/304");
+    struct fill f = {"the body", NULL, 10, 0, 100, true};
+    store(c, &k, &f, T0);
+    struct ct_cache_lookup_res r;
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 20, &r), CT_CACHE_STALE);
+    /* 304: new head, same body by reference */
+    struct ct_obj_meta m = {.status = 200, .head = CT_STR("HTTP/1.1 200 OK\r\nX-New: 1\r\n"),
+                            .response_time = T0 + 20, .ttl = 10, .body_src = r.obj};
+    CU_ASSERT_EQUAL(ct_obj_set_head(r.fetch, &m), CT_OK);
+    ct_obj_complete(r.fetch, T0 + 20);
+    ct_cache_lookup_res_release(&r); /* the old object is now held by the new one only */
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 21, &r), CT_CACHE_HIT);
+    CU_ASSERT_TRUE(ct_str_eq(ct_obj_head(r.obj), CT_STR("HTTP/1.1 200 OK\r\nX-New: 1\r\n")));
+    CU_ASSERT_TRUE(body_is(r.obj, "the body"));
+    ct_cache_lookup_res_release(&r);
+    struct ct_cache_stats st;
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.objects, 2); /* old body kept alive by the new head */
+    ct_cache_free(&c);
+}
+
+static void test_purge_exact_prefix_busy(void)
+{
+    struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 8);
+    struct tkey ka, kb, kc, kd;
+    mk_key(&ka, "h", "/img/a.png");
+    mk_key(&kb, "h", "/img/b.png");
+    mk_key(&kc, "h", "/css/c.css");
+    mk_key(&kd, "other", "/img/a.png");
+    struct fill f = {"x", NULL, 60, 0, 0, true};
+    store(c, &ka, &f, T0);
+    store(c, &kb, &f, T0);
+    store(c, &kc, &f, T0);
+    store(c, &kd, &f, T0);
+
+    CU_ASSERT_EQUAL(ct_cache_purge(c, &kc.key), 1);
+    CU_ASSERT_EQUAL(ct_cache_purge(c, &kc.key), 0); /* 404 for the proxy */
+    char pb[64];
+    struct ct_str prefix;
+    CU_ASSERT_EQUAL(ct_cache_key_prefix(CT_STR("H"), 80, CT_STR("/img/"), pb, sizeof(pb),
+                                        &prefix),
+                    CT_OK);
+    CU_ASSERT_EQUAL(ct_cache_purge_prefix(c, prefix), 2);
+    struct ct_cache_lookup_res r;
+    CU_ASSERT_EQUAL(lookup(c, &kd, T0, &r), CT_CACHE_HIT); /* other host untouched */
+    ct_cache_lookup_res_release(&r);
+
+    /* a purge during the fetch: the fetcher finishes, later clients never see it */
+    struct ct_cache_lookup_res a, b;
+    struct wake_count wc = {0};
+    struct ct_cache_waiter w;
+    ct_cache_waiter_init(&w, on_wake, &wc);
+    CU_ASSERT_EQUAL(lookup(c, &ka, T0, &a), CT_CACHE_MISS);
+    CU_ASSERT_EQUAL(lookup(c, &ka, T0, &b), CT_CACHE_BUSY);
+    CU_ASSERT_TRUE(ct_obj_wait(b.busy, &w, CT_OBJ_BUSY, 0));
+    CU_ASSERT_EQUAL(ct_cache_purge_prefix(c, prefix), 1);
+    struct fill f2 = {"purged content", NULL, 60, 0, 0, true};
+    fill_obj(a.fetch, &f2, T0);
+    CU_ASSERT_TRUE(wc.n >= 1); /* the waiter is not left hanging */
+    CU_ASSERT_TRUE(body_is(a.fetch, "purged content")); /* its own client gets it */
+    ct_cache_lookup_res_release(&a);
+    ct_cache_lookup_res_release(&b);
+    CU_ASSERT_EQUAL(lookup(c, &ka, T0 + 1, &r), CT_CACHE_MISS);
+    ct_obj_fail(r.fetch);
+    ct_cache_lookup_res_release(&r);
+
+    struct ct_cache_stats st;
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.purged, 4);
+    CU_ASSERT_EQUAL(st.objects, 1);
+    ct_cache_free(&c);
+}
+
+static void test_eviction_under_cap(void)
+{
+    const size_t cap = 256 << 10;
+    struct ct_cache *c = mk_cache(cap, 8 << 10, 4);
+    static char body[1024];
+    memset(body, 'e', sizeof(body) - 1);
+    struct ct_cache_stats st;
+    size_t max_seen = 0;
+
+    for (int i = 0; i < 2000; i++) {
+        struct tkey k;
+        char path[32];
+        snprintf(path, sizeof(path), "/obj/%d", i);
+        mk_key(&k, "h", path);
+        struct fill f = {body, NULL, 600, 0, 0, true};
+        store(c, &k, &f, T0);
+        ct_cache_stats(c, &st);
+        max_seen = CT_MAX(max_seen, st.bytes);
+        CU_ASSERT_TRUE_FATAL(st.bytes <= cap);
+    }
+    ct_cache_stats(c, &st);
+    CU_ASSERT_TRUE(st.evictions > 1500);
+    CU_ASSERT_TRUE(max_seen > cap - 4096); /* it did fill up to the cap */
+    CU_ASSERT_EQUAL(st.objects, st.keys);
+
+    /* a popular object (hit often) survives a flood of one-hit wonders */
+    struct tkey hot;
+    mk_key(&hot, "h", "/hot");
+    struct fill f = {body, NULL, 600, 0, 0, true};
+    store(c, &hot, &f, T0);
+    int hot_hits = 0;
+    for (int i = 0; i < 1000; i++) {
+        struct ct_cache_lookup_res r;
+        if (lookup(c, &hot, T0, &r) == CT_CACHE_HIT)
+            hot_hits++;
+        if (r.fetch)
+            ct_obj_fail(r.fetch);
+        ct_cache_lookup_res_release(&r);
+        struct tkey k;
+        char path[32];
+        snprintf(path, sizeof(path), "/flood/%d", i);
+        mk_key(&k, "h", path);
+        store(c, &k, &f, T0);
+    }
+    CU_ASSERT_EQUAL(hot_hits, 1000);
+    ct_cache_free(&c);
+}
+
+static void test_reader_survives_eviction_and_purge(void)
+{
+    const size_t cap = 128 << 10;
+    struct ct_cache *c = mk_cache(cap, 8 << 10, 1);
+    size_t idle = idle_bytes(c);
+    struct tkey k;
+    mk_key(&k, "h", "/held");
+    struct fill f = {"still here", NULL, 600, 0, 0, true};
+    store(c, &k, &f, T0);
+    struct ct_cache_lookup_res held, r;
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &held), CT_CACHE_HIT);
+    size_t held_size = ct_obj_size(held.obj);
+
+    /* Flood until the held object is evicted from the table. Each flood
+     * object is hit once: with one-hit wonders only, SIEVE would keep the
+     * (once visited) held object behind its hand for ever, by design. */
+    static char body[2048];
+    memset(body, 'f', sizeof(body) - 1);
+    for (int i = 0; i < 500; i++) {
+        struct tkey kf;
+        char path[32];
+        snprintf(path, sizeof(path), "/f/%d", i);
+        mk_key(&kf, "h", path);
+        struct fill ff = {body, NULL, 600, 0, 0, true};
+        store(c, &kf, &ff, T0);
+        CU_ASSERT_EQUAL(lookup(c, &kf, T0, &r), CT_CACHE_HIT);
+        ct_cache_lookup_res_release(&r);
+    }
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &r), CT_CACHE_MISS); /* gone from the table */
+    ct_obj_fail(r.fetch);
+    ct_cache_lookup_res_release(&r);
+    CU_ASSERT_TRUE(body_is(held.obj, "still here"));   /* but readable */
+    CU_ASSERT_TRUE(idle_bytes(c) <= cap);
+
+    ct_cache_purge_prefix(c, CT_STR_NULL); /* empty everything */
+    struct ct_cache_stats st;
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.objects, 1);                /* only the held one */
+    CU_ASSERT_EQUAL(st.bytes, idle + held_size);   /* still counted */
+    CU_ASSERT_TRUE(body_is(held.obj, "still here"));
+    ct_cache_lookup_res_release(&held);            /* the last release frees */
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.objects, 0);
+    CU_ASSERT_TRUE(st.bytes <= idle + 64 * sizeof(void *) * 8); /* grown buckets stay */
+    ct_cache_free(&c);
+}
+
+static void test_max_object_size(void)
+{
+    struct ct_cache *c = mk_cache(1 << 20, 4096, 1);
+    struct tkey k;
+    mk_key(&k, "h", "/huge");
+    struct ct_cache_lookup_res r;
+    CU_ASSERT_FALSE(ct_cache_fits(c, 5000));
+
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &r), CT_CACHE_MISS);
+    struct ct_obj_meta m = {.status = 200, .head = CT_STR("H"), .response_time = T0, .ttl = 60,
+                            .body_hint = 5000};
+    CU_ASSERT_EQUAL(ct_obj_set_head(r.fetch, &m), CT_ELIMIT); /* Content-Length too big */
+    CU_ASSERT_EQUAL(ct_obj_state(r.fetch), CT_OBJ_BUSY);
+    ct_obj_abandon(r.fetch, T0, 0);
+    ct_cache_lookup_res_release(&r);
+
+    /* no Content-Length: appends stop at the limit, nothing partial appended */
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &r), CT_CACHE_MISS);
+    m.body_hint = 0;
+    CU_ASSERT_EQUAL(ct_obj_set_head(r.fetch, &m), CT_OK);
+    static char chunk[1000];
+    int ok = 0;
+    while (ok < 10 && ct_obj_append(r.fetch, chunk, sizeof(chunk)) == CT_OK)
+        ok++;
+    CU_ASSERT_TRUE(ok >= 2 && ok < 5);
+    CU_ASSERT_EQUAL(ct_obj_body_len(r.fetch), (uint64_t)ok * sizeof(chunk));
+    CU_ASSERT_TRUE(ct_obj_size(r.fetch) <= 4096 + 200);
+    ct_obj_fail(r.fetch);
+    ct_cache_lookup_res_release(&r);
+    ct_cache_free(&c);
+}
+
+static void test_expire_sweep(void)
+{
+    struct ct_cache *c = mk_cache(4 << 20, 64 << 10, 16);
+    struct fill shortf = {"s", NULL, 10, 0, 0, true};
+    struct fill longf = {"l", NULL, 1000, 0, 0, true};
+    for (int i = 0; i < 300; i++) {
+        struct tkey k;
+        char path[32];
+        snprintf(path, sizeof(path), "/%d", i);
+        mk_key(&k, "h", path);
+        store(c, &k, i % 3 ? &shortf : &longf, T0);
+    }
+    CU_ASSERT_EQUAL(ct_cache_expire_some(c, T0 + 5, 1000), 0); /* nothing expired yet */
+    size_t total = 0;
+    for (int round = 0; round < 100 && total < 200; round++) {
+        size_t n = ct_cache_expire_some(c, T0 + 11, 50);
+        CU_ASSERT_TRUE(n <= 50);
+        total += n;
+    }
+    CU_ASSERT_EQUAL(total, 200);
+    struct ct_cache_stats st;
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.objects, 100);
+    CU_ASSERT_EQUAL(st.expired, 200);
+    ct_cache_free(&c);
+}
+
+/* ---- threads ----------------------------------------------------------------- */
+
+#define NTHREADS 4
+#define NKEYS 300
+#define ITERS 40000
+
+struct worker {
+    struct ct_cache *c;
+    unsigned seed;
+    unsigned long hits, bad;
+};
+
+static void key_body(int i, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "body of key %d, repeated: %d %d %d %d", i, i, i, i, i);
+}
+
+static void thread_fetch(struct worker *wk, struct ct_obj *fetch, int i, unsigned r, double now)
+{
+    char body[128];
+    key_body(i, body, sizeof(body));
+    if (r % 17 == 0) {
+        ct_obj_abandon(fetch, now, 0.01);
+        return;
+    }
+    struct ct_obj_meta m = {.status = 200, .head = CT_STR("HTTP/1.1 200 OK\r\n"),
+                            .response_time = now, .ttl = 0.05, .grace = 0.02,
+                            .body_hint = (r & 1) ? strlen(body) : 0};
+    if (ct_obj_set_head(fetch, &m) != CT_OK) {
+        ct_obj_abandon(fetch, now, 0);
+        return;
+    }
+    size_t half = strlen(body) / 2;
+    if (ct_obj_append(fetch, body, half) != CT_OK || r % 13 == 0 ||
+        ct_obj_append(fetch, body + half, strlen(body) - half) != CT_OK) {
+        ct_obj_fail(fetch);
+        return;
+    }
+    ct_obj_complete(fetch, now);
+}
+
+static void thread_read(struct worker *wk, struct ct_obj *obj, int i)
+{
+    char want[128];
+    key_body(i, want, sizeof(want));
+    if (!body_is(obj, want))
+        wk->bad++;
+}
+
+static atomic_int thread_wakes;
+
+static void on_thread_wake(void *arg)
+{
+    atomic_fetch_add(&thread_wakes, 1);
+}
+
+/* Stream what a busy object holds so far (lock-free read against the
+ * fetcher's appends), check it is a prefix of the right body, and wait/unwait
+ * like a client that times out. */
+static void thread_stream(struct worker *wk, struct ct_obj *busy, int i)
+{
+    char want[128];
+    key_body(i, want, sizeof(want));
+    struct ct_obj_body_pos pos = CT_OBJ_BODY_POS_INIT;
+    struct ct_str ch;
+    enum ct_obj_state st = ct_obj_state(busy);
+    enum ct_obj_body r;
+    while ((r = ct_obj_body_next(busy, &pos, 7, &ch)) == CT_OBJ_BODY_DATA) {
+        if (pos.off > strlen(want) || memcmp(ch.p, want + pos.off - ch.len, ch.len) != 0) {
+            wk->bad++;
+            return;
+        }
+    }
+    if (r == CT_OBJ_BODY_END && pos.off != strlen(want))
+        wk->bad++;
+    struct ct_cache_waiter w;
+    ct_cache_waiter_init(&w, on_thread_wake, NULL);
+    if (ct_obj_wait(busy, &w, st, pos.off))
+        ct_obj_unwait(&w);
+}
+
+static void *thread_main(void *arg)
+{
+    struct worker *wk = arg;
+    for (int it = 0; it < ITERS; it++) {
+        unsigned r = (unsigned)rand_r(&wk->seed);
+        int i = (int)(r % NKEYS);
+        double now = T0 + it * 0.0005; /* each thread's clock moves on */
+        struct tkey k;
+        char path[32];
+        snprintf(path, sizeof(path), "/k/%d", i);
+        struct ct_cache_key_opts o = {CT_CACHE_QUERY_KEEP, {NULL, 0}};
+        struct ct_cache_key_in in = {CT_CACHE_MCLASS_GET, CT_STR("h"), 80, ct_str_c(path),
+                                     {NULL, 0}};
+        if (ct_cache_key_build(&o, &in, k.buf, sizeof(k.buf), &k.key) != CT_OK)
+            abort();
+        if (r % 997 == 0) {
+            ct_cache_purge(wk->c, &k.key);
+            continue;
+        }
+        if (r % 1999 == 0) {
+            ct_cache_expire_some(wk->c, now, 64);
+            continue;
+        }
+        struct ct_cache_lookup_res res;
+        struct ct_cache_lookup_req req = {&k.key, CT_STR(""), NULL, NULL, false};
+        enum ct_cache_lookup kind = ct_cache_lookup(wk->c, &req, now, &res);
+        if (res.obj) {
+            thread_read(wk, res.obj, i);
+            wk->hits += kind == CT_CACHE_HIT;
+        }
+        if (res.busy)
+            thread_stream(wk, res.busy, i);
+        if (res.fetch)
+            thread_fetch(wk, res.fetch, i, r >> 8, now);
+        ct_cache_lookup_res_release(&res);
+    }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    const size_t cap = 96 << 10; /* small: eviction runs all the time */
+    struct ct_cache *c = mk_cache(cap, 4 << 10, 8);
+    pthread_t th[NTHREADS];
+    struct worker wk[NTHREADS];
+    for (int t = 0; t < NTHREADS; t++) {
+        wk[t] = (struct worker){c, (unsigned)t * 7919 + 1, 0, 0};
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&th[t], NULL, thread_main, &wk[t]), 0);
+    }
+    unsigned long hits = 0, bad = 0;
+    struct ct_cache_stats st;
+    for (int t = 0; t < NTHREADS; t++) {
+        ct_cache_stats(c, &st); /* readable while they run */
+        CU_ASSERT_TRUE(st.bytes <= cap);
+        pthread_join(th[t], NULL);
+        hits += wk[t].hits;
+        bad += wk[t].bad;
+    }
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_TRUE(hits > 0);
+    if (getenv("CT_TEST_VERBOSE"))
+        fprintf(stderr, "threads: hits %lu busy %lu stale %lu miss %lu pass %lu ev %lu wakes %d\n",
+                (unsigned long)st.hits, (unsigned long)st.busy, (unsigned long)st.stale,
+                (unsigned long)st.misses, (unsigned long)st.pass, (unsigned long)st.evictions,
+                atomic_load(&thread_wakes));
+    CU_ASSERT_TRUE(st.evictions > 0);
+    CU_ASSERT_TRUE(st.bytes <= cap);
+    CU_ASSERT_EQUAL(st.lookups, st.hits + st.misses + st.stale + st.busy + st.pass);
+    ct_cache_free(&c); /* asserts every object came back */
+}
+
+void ct_test_register(void)
+{
+    CT_SUITE("cache_store", {"config validation", test_config},
+             {"insert, lookup, hit", test_insert_hit},
+             {"body chunks and seek", test_body_chunks_and_seek},
+             {"variants (Vary)", test_variants},
+             {"busy coalescing and streaming", test_busy_coalescing},
+             {"unwait", test_unwait},
+             {"failed fetch never served", test_failed_never_served},
+             {"abandon and hit-for-miss", test_abandon_hit_for_miss},
+             {"fresh, stale, expired", test_fresh_stale_expired},
+             {"no_insert lookups", test_no_insert},
+             {"304 shares the body", test_revalidate_shares_body},
+             {"purge exact, prefix, during busy", test_purge_exact_prefix_busy},
+             {"eviction under the cap", test_eviction_under_cap},
+             {"reader survives eviction and purge", test_reader_survives_eviction_and_purge},
+             {"max_object_size", test_max_object_size},
+             {"incremental expiry sweep", test_expire_sweep},
+             {"4 threads insert/lookup/release", test_threads});
+}
