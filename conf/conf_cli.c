@@ -271,7 +271,7 @@ static int cli_set(struct apply *ap, const struct ct_conf_section *sec, const ch
         config_setting_set_string(s, value);
     char where[64];
     snprintf(where, sizeof(where), "command line (%s)", opt);
-    struct ct_conf_loadctx lc = {ap->errs, ap->cf->_locs, where, true};
+    struct ct_conf_loadctx lc = {ap->errs, ap->cf->_locs, where, true, NULL};
     int rc = ct_conf_row_parse(&lc, r, s, base, path);
     config_destroy(&cfg);
     return rc;

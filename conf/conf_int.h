@@ -139,6 +139,7 @@ struct ct_conf_loadctx {
     struct ct_conf_locs *locs;
     const char *name; /* file name for errors */
     bool no_line;     /* values from the command line: NAME alone locates them */
+    const char *incdir; /* where @include'd files are looked up, or NULL */
 };
 int ct_conf_row_parse(struct ct_conf_loadctx *lc, const struct ct_conf_row *r,
                       const struct config_setting_t *s, void *base, const char *path);

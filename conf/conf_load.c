@@ -21,6 +21,9 @@ void ct_conf_setting_where(const struct ct_conf_loadctx *lc, const config_settin
     const char *file = config_setting_source_file(s);
     if (lc->no_line) /* a value from the command line: the name says where */
         snprintf(buf, len, "%s", lc->name);
+    else if (file && lc->incdir && file[0] != '/' && strcmp(file, lc->name) != 0)
+        /* libconfig names an @include'd file as written: make it findable */
+        snprintf(buf, len, "%s/%s:%u", lc->incdir, file, (unsigned)config_setting_source_line(s));
     else
         snprintf(buf, len, "%s:%u", file ? file : lc->name,
                  (unsigned)config_setting_source_line(s));
@@ -288,7 +291,10 @@ static void unknown_key(struct ct_conf_loadctx *lc, const struct ct_conf_section
     const char *name = config_setting_name(s);
     for (size_t i = 0; i < sec->nrows; i++) {
         unsigned d = ct_conf_edit_distance(name, sec->rows[i].name);
-        if (d < best_d || (d <= 4 && strstr(sec->rows[i].name, name))) {
+        /* a typo, or one name inside the other ("listen_address", "max_object") */
+        bool inside = strlen(name) >= 4 && (strstr(sec->rows[i].name, name) ||
+                                            strstr(name, sec->rows[i].name));
+        if (d < best_d || (inside && !best)) {
             best_d = CT_MIN(d, best_d);
             best = sec->rows[i].name;
         }
@@ -365,9 +371,10 @@ void ct_conf_free(struct ct_conf **cfp)
 static int load(config_t *cfg, const char *name, struct ct_conf **out, struct ct_conf_errors *errs,
                 bool finish)
 {
+    const char *incdir = config_get_include_dir(cfg);
     size_t before = errs->n + errs->dropped;
     struct ct_conf *cf = ct_conf_new_empty(name);
-    struct ct_conf_loadctx lc = {errs, cf->_locs, name, false};
+    struct ct_conf_loadctx lc = {errs, cf->_locs, name, false, incdir};
     ct_conf_section_load(&lc, &ct_conf_root_section, config_root_setting(cfg), cf, "");
     /* Cross-checks only on a structurally valid file: on a broken one they
      * would mostly repeat the same mistakes in other words. */

@@ -333,7 +333,7 @@ static void default_row(const struct ct_conf_row *r, void *base)
     CT_ASSERT(ok == CONFIG_TRUE); /* a default that doesn't parse is our bug */
     struct ct_conf_errors errs;
     struct ct_conf_locs locs = {0};
-    struct ct_conf_loadctx lc = {&errs, &locs, "<default>", false};
+    struct ct_conf_loadctx lc = {&errs, &locs, "<default>", false, NULL};
     ct_conf_errors_init(&errs);
     int rc = ct_conf_row_parse(&lc, r, config_lookup(&cfg, "v"), base, r->name);
     if (rc != CT_OK)

@@ -1,0 +1,380 @@
+/* tests/unit/test_conf_check.c: the cross-checks run after every field is
+ * read, one test per message, each with its FILE:LINE; certificate files are
+ * generated here with OpenSSL (EC P-256, self-signed) in a temp directory. */
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "tests/unit/test_conf_helpers.h"
+
+static char dir[64];
+static char cert_a[128], key_a[128], cert_b[128], key_b[128];
+
+/* Runs in the suite's setup: no CU_ASSERT here, failure is the return. */
+static int write_pair(const char *cert_path, const char *key_path, const char *cn)
+{
+    EVP_PKEY *pk = EVP_EC_gen("P-256");
+    X509 *x = X509_new();
+    if (!pk || !x)
+        return 1;
+    X509_set_version(x, 2);
+    ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+    X509_gmtime_adj(X509_getm_notBefore(x), 0);
+    X509_gmtime_adj(X509_getm_notAfter(x), 86400);
+    X509_set_pubkey(x, pk);
+    X509_NAME *name = X509_get_subject_name(x);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
+    X509_set_issuer_name(x, name);
+    X509_sign(x, pk, EVP_sha256());
+    int bad = 0;
+    FILE *fp = fopen(cert_path, "w");
+    bad |= !fp || PEM_write_X509(fp, x) != 1;
+    if (fp)
+        fclose(fp);
+    fp = fopen(key_path, "w");
+    bad |= !fp || PEM_write_PrivateKey(fp, pk, NULL, NULL, 0, NULL, NULL) != 1;
+    if (fp)
+        fclose(fp);
+    X509_free(x);
+    EVP_PKEY_free(pk);
+    return bad;
+}
+
+static int setup(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/ct_conf_certsXXXXXX");
+    if (!mkdtemp(dir))
+        return 1;
+    snprintf(cert_a, sizeof(cert_a), "%s/a.crt", dir);
+    snprintf(key_a, sizeof(key_a), "%s/a.key", dir);
+    snprintf(cert_b, sizeof(cert_b), "%s/b.crt", dir);
+    snprintf(key_b, sizeof(key_b), "%s/b.key", dir);
+    return write_pair(cert_a, key_a, "a.example") || write_pair(cert_b, key_b, "b.example");
+}
+
+static int teardown(void)
+{
+    unlink(cert_a), unlink(key_a), unlink(cert_b), unlink(key_b);
+    rmdir(dir);
+    return 0;
+}
+
+/* A file whose line 3 is an https listener with TLS group body TLS. */
+static const char *https_conf(const char *tls)
+{
+    static char text[4096];
+    snprintf(text, sizeof(text),
+             "backends = ( { address = \"127.0.0.1:8081\"; } );\n"
+             "listen = (\n"
+             "  { kind = \"https\"; address = \"127.0.0.1:8443\"; tls = { %s }; }\n"
+             ");\n",
+             tls);
+    return text;
+}
+
+static const char *cert_entry(const char *cert, const char *key, const char *extra)
+{
+    static char text[1024];
+    snprintf(text, sizeof(text), "certificates = ( { cert = \"%s\"; key = \"%s\"; %s } );", cert,
+             key, extra);
+    return text;
+}
+
+/* ---- TLS files ------------------------------------------------------------ */
+
+static void test_cert_ok(void)
+{
+    struct ct_conf *cf;
+    char tls[1024];
+    snprintf(tls, sizeof(tls),
+             "certificates = ( { cert = \"%s\"; key = \"%s\"; server_names = [\"A.example\"]; },"
+             " { cert = \"%s\"; key = \"%s\"; server_names = [\"*.b.example\", \"b.example\"]; } );"
+             " client_verify = \"required\"; client_ca = \"%s\"; client_subject_header = "
+             "\"X-Client-Subject\"; min_version = \"1.3\";",
+             cert_a, key_a, cert_b, key_b, cert_b);
+    EXPECT_OK(https_conf(tls), &cf);
+    const struct ct_conf_tls *t = &cf->listeners[0].tls;
+    CU_ASSERT_EQUAL_FATAL(t->ncerts, 2);
+    CU_ASSERT_STRING_EQUAL(t->certs[0].cert_file, cert_a);
+    CU_ASSERT_TRUE(t->certs[0].is_default); /* the first, when none is marked */
+    CU_ASSERT_FALSE(t->certs[1].is_default);
+    CU_ASSERT_STRING_EQUAL(t->certs[0].server_names[0], "a.example");
+    CU_ASSERT_EQUAL(t->certs[1].n_server_names, 2);
+    CU_ASSERT_STRING_EQUAL(t->certs[1].server_names[0], "*.b.example");
+    CU_ASSERT_EQUAL(t->client_verify, CT_CONF_VERIFY_REQUIRED);
+    CU_ASSERT_STRING_EQUAL(t->client_subject_header, "X-Client-Subject");
+    CU_ASSERT_FALSE(t->self_signed);
+    ct_conf_free(&cf);
+}
+
+static void test_err_cert_unreadable(void)
+{
+    EXPECT_ERR(https_conf(cert_entry("/nonexistent.crt", key_a, "")),
+               "t.conf:3: listen[0].tls.certificates[0].cert: cannot read "
+               "\"/nonexistent.crt\": No such file or directory (expected a readable PEM file)");
+}
+
+static void test_err_no_cert_in_file(void)
+{
+    char want[512];
+    snprintf(want, sizeof(want),
+             "t.conf:3: listen[0].tls.certificates[0].cert: no certificate in \"%s\" (expected "
+             "a PEM certificate)", key_a);
+    EXPECT_ERR(https_conf(cert_entry(key_a, key_a, "")), want);
+}
+
+static void test_err_no_key_in_file(void)
+{
+    char want[512];
+    snprintf(want, sizeof(want),
+             "t.conf:3: listen[0].tls.certificates[0].key: no usable private key in \"%s\" "
+             "(expected an unencrypted PEM private key)", cert_a);
+    EXPECT_ERR(https_conf(cert_entry(cert_a, cert_a, "")), want);
+}
+
+static void test_err_key_mismatch(void)
+{
+    char want[512];
+    snprintf(want, sizeof(want),
+             "t.conf:3: listen[0].tls.certificates[0].key: key \"%s\" does not match "
+             "certificate \"%s\" (expected the private key of that certificate)", key_b, cert_a);
+    EXPECT_ERR(https_conf(cert_entry(cert_a, key_b, "")), want);
+}
+
+static void test_err_client_ca_no_cert(void)
+{
+    char tls[1024], want[512];
+    snprintf(tls, sizeof(tls), "self_signed = true; client_verify = \"optional\"; "
+                               "client_ca = \"%s\";", key_a);
+    snprintf(want, sizeof(want), "t.conf:3: listen[0].tls.client_ca: no certificate in \"%s\" "
+                                 "(expected a PEM certificate)", key_a);
+    EXPECT_ERR(https_conf(tls), want);
+}
+
+static void test_err_cipher_lists(void)
+{
+    EXPECT_ERR(https_conf("self_signed = true; ciphers = \"NOPE-CIPHER\";"),
+               "t.conf:3: listen[0].tls.ciphers: no usable cipher in \"NOPE-CIPHER\" (expected "
+               "an OpenSSL cipher list such as ECDHE-ECDSA-AES128-GCM-SHA256:...)");
+    EXPECT_ERR(https_conf("self_signed = true; ciphersuites = \"TLS_NOPE\";"),
+               "t.conf:3: listen[0].tls.ciphersuites: invalid TLS 1.3 suites \"TLS_NOPE\" "
+               "(expected a list such as TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384)");
+    EXPECT_ERR(https_conf("self_signed = true; groups = \"X25519:P-999\";"),
+               "t.conf:3: listen[0].tls.groups: invalid groups \"X25519:P-999\" (expected a "
+               "list such as X25519:P-256)");
+}
+
+/* ---- TLS settings that need each other --------------------------------------- */
+
+static void test_err_https_without_cert(void)
+{
+    EXPECT_ERR(https_conf("min_version = \"1.2\";"),
+               "t.conf:3: listen[0].tls.certificates: https listener without a certificate "
+               "(expected certificates = ( { cert = \"...\"; key = \"...\"; } ), or "
+               "self_signed = true)");
+    /* no tls group at all: located at the listener */
+    EXPECT_ERR("backends = ( { address = \"127.0.0.1:8081\"; } );\n"
+               "listen = ( { kind = \"https\";\n address = \"127.0.0.1:8443\"; } );\n",
+               "t.conf:2: listen[0].tls.certificates: https listener without a certificate "
+               "(expected certificates = ( { cert = \"...\"; key = \"...\"; } ), or "
+               "self_signed = true)");
+}
+
+static void test_err_self_signed_and_certs(void)
+{
+    char tls[1024];
+    snprintf(tls, sizeof(tls), "%s self_signed = true;", cert_entry(cert_a, key_a, ""));
+    EXPECT_ERR(https_conf(tls), "t.conf:3: listen[0].tls.self_signed: set together with "
+                                "certificates (expected one or the other)");
+}
+
+static void test_err_two_defaults(void)
+{
+    char tls[1024];
+    snprintf(tls, sizeof(tls),
+             "certificates = ( { cert = \"%s\"; key = \"%s\"; default = true; },\n"
+             "{ cert = \"%s\"; key = \"%s\"; default = true; } );",
+             cert_a, key_a, cert_b, key_b);
+    EXPECT_ERR(https_conf(tls), "t.conf:4: listen[0].tls.certificates[1].default: a second "
+                                "default certificate (expected at most one)");
+}
+
+static void test_err_mtls(void)
+{
+    EXPECT_ERR(https_conf("self_signed = true; client_verify = \"required\";"),
+               "t.conf:3: listen[0].tls.client_verify: client certificates verified against "
+               "nothing (expected client_ca = \"FILE\" with it)");
+    char tls[512], want[512];
+    snprintf(tls, sizeof(tls), "self_signed = true; client_ca = \"%s\";", cert_a);
+    EXPECT_ERR(https_conf(tls), "t.conf:3: listen[0].tls.client_ca: set while client_verify is "
+                                "\"off\" (expected client_verify = \"optional\" or \"required\")");
+    EXPECT_ERR(https_conf("self_signed = true; client_subject_header = \"X-S\";"),
+               "t.conf:3: listen[0].tls.client_subject_header: set while client_verify is "
+               "\"off\" (expected client_verify = \"optional\" or \"required\")");
+    snprintf(tls, sizeof(tls), "self_signed = true; client_ca = \"%s\"; client_verify = "
+                               "\"optional\"; client_subject_header = \"X Subject\";", cert_a);
+    snprintf(want, sizeof(want), "t.conf:3: listen[0].tls.client_subject_header: invalid header "
+                                 "name \"X Subject\" (expected a token such as X-Name)");
+    EXPECT_ERR(https_conf(tls), want);
+}
+
+/* ---- listeners ------------------------------------------------------------------ */
+
+static void test_err_no_listener(void)
+{
+    EXPECT_ERR("backends = ( { address = \"127.0.0.1:8081\"; } );\nlisten = ( );\n",
+               "t.conf:2: listen: no listener (expected at least one { kind = \"http\"; address "
+               "= \"IP:PORT\"; })");
+    EXPECT_ERR("backends = ( { address = \"127.0.0.1:8081\"; } );\n",
+               "t.conf: listen: no listener (expected at least one { kind = \"http\"; address "
+               "= \"IP:PORT\"; })");
+}
+
+static void test_err_address_in_use(void)
+{
+    EXPECT_ERR(BASE "admin = {\n  listen = \"127.0.0.1:8080\";\n};\n",
+               "t.conf:4: admin.listen: address 127.0.0.1:8080 is already used by "
+               "listen[0].address at t.conf:1 (expected a distinct IP:PORT)");
+    EXPECT_ERR("backends = ( { address = \"127.0.0.1:8081\"; } );\n"
+               "listen = ( { kind = \"http\"; address = \"*:80\"; },\n"
+               "  { kind = \"http\"; address = \"127.0.0.1:80\"; } );\n",
+               "t.conf:3: listen[1].address: address 127.0.0.1:80 is already used by "
+               "listen[0].address at t.conf:2 (expected a distinct IP:PORT)");
+    EXPECT_ERR("backends = ( { address = \"127.0.0.1:8081\"; } );\n"
+               "listen = ( { kind = \"http\"; address = \"[::1]:80\"; },\n"
+               "  { kind = \"https\"; address = \"[::1]:80\"; tls = { self_signed = true; }; } );\n",
+               "t.conf:3: listen[1].address: address [::1]:80 is already used by "
+               "listen[0].address at t.conf:2 (expected a distinct IP:PORT)");
+}
+
+static void test_addresses_that_do_not_clash(void)
+{
+    struct ct_conf *cf;
+    /* port 0 twice (each bind gets its own port), v4 and v6 on one port,
+     * two IPs on one port */
+    EXPECT_OK("backends = ( { address = \"127.0.0.1:8081\"; } );\n"
+              "listen = ( { kind = \"http\"; address = \"127.0.0.1:0\"; },\n"
+              "  { kind = \"http\"; address = \"127.0.0.1:0\"; },\n"
+              "  { kind = \"http\"; address = \"[::1]:80\"; },\n"
+              "  { kind = \"http\"; address = \"127.0.0.1:80\"; },\n"
+              "  { kind = \"http\"; address = \"127.0.0.2:80\"; } );\n"
+              "admin = { listen = \"off\"; };\n",
+              &cf);
+    CU_ASSERT_EQUAL(cf->nlisteners, 5);
+    CU_ASSERT_FALSE(cf->admin.enabled);
+    CU_ASSERT_PTR_NULL(cf->admin.addr.host);
+    ct_conf_free(&cf);
+}
+
+static void test_err_redirect_without_https(void)
+{
+    EXPECT_ERR("backends = ( { address = \"127.0.0.1:8081\"; } );\n"
+               "listen = ( { kind = \"http\"; address = \"127.0.0.1:80\";\n"
+               "  redirect_to_https = true; } );\n",
+               "t.conf:3: listen[0].redirect_to_https: no https listener to redirect to "
+               "(expected an https listener, or redirect_port)");
+    struct ct_conf *cf;
+    EXPECT_OK("backends = ( { address = \"127.0.0.1:8081\"; } );\n"
+              "listen = ( { kind = \"http\"; address = \"127.0.0.1:80\";\n"
+              "  redirect_to_https = true; redirect_port = 443; } );\n",
+              &cf);
+    CU_ASSERT_TRUE(cf->listeners[0].redirect_to_https);
+    CU_ASSERT_EQUAL(cf->listeners[0].redirect_port, 443);
+    ct_conf_free(&cf);
+}
+
+/* ---- backends, cache, logs --------------------------------------------------------- */
+
+static void test_err_no_backend(void)
+{
+    EXPECT_ERR("listen = ( { kind = \"http\"; address = \"127.0.0.1:8080\"; } );\n"
+               "backends = ( );\n",
+               "t.conf:2: backends: no backend (expected at least one { address = "
+               "\"HOST:PORT\"; })");
+    EXPECT_ERR("listen = ( { kind = \"http\"; address = \"127.0.0.1:8080\"; } );\n",
+               "t.conf: backends: no backend (expected at least one { address = "
+               "\"HOST:PORT\"; })");
+}
+
+static void test_err_backend_names(void)
+{
+    EXPECT_ERR("listen = ( { kind = \"http\"; address = \"127.0.0.1:8080\"; } );\n"
+               "backends = ( { address = \"127.0.0.1:8081\"; },\n"
+               "  { address = \"127.0.0.1:8082\"; name = \"127.0.0.1:8081\"; } );\n",
+               "t.conf:3: backends[1].name: \"127.0.0.1:8081\" is already the name of "
+               "backends[0] (expected a distinct name)");
+    EXPECT_ERR("listen = ( { kind = \"http\"; address = \"127.0.0.1:8080\"; } );\n"
+               "backends = ( { address = \"o.example:80\";\n"
+               "  health_check = { enabled = true; path = \"health\"; }; } );\n",
+               "t.conf:3: backends[0].health_check.path: invalid request target \"health\" "
+               "(expected a path starting with /)");
+}
+
+static void test_backend_settings(void)
+{
+    struct ct_conf *cf;
+    EXPECT_OK("listen = ( { kind = \"http\"; address = \"127.0.0.1:8080\"; } );\n"
+              "backends = ( { name = \"origin\"; address = \"origin.example:8081\"; weight = 3;\n"
+              "  connect_timeout = \"1s\"; max_fails = 0;\n"
+              "  health_check = { enabled = true; interval = \"2s\"; path = \"/health\";\n"
+              "    expect_status = 204; rise = 1; fall = 5; }; },\n"
+              "  { address = \"[::1]:81\"; } );\n",
+              &cf);
+    CU_ASSERT_EQUAL_FATAL(cf->nbackends, 2);
+    CU_ASSERT_STRING_EQUAL(cf->backends[0].name, "origin");
+    CU_ASSERT_STRING_EQUAL(cf->backends[0].host, "origin.example");
+    CU_ASSERT_EQUAL(cf->backends[0].weight, 3);
+    CU_ASSERT_EQUAL(cf->backends[0].connect_timeout_ms, 1000);
+    CU_ASSERT_EQUAL(cf->backends[0].max_fails, 0);
+    CU_ASSERT_TRUE(cf->backends[0].health.enabled);
+    CU_ASSERT_EQUAL(cf->backends[0].health.interval_ms, 2000);
+    CU_ASSERT_EQUAL(cf->backends[0].health.expect_status, 204);
+    CU_ASSERT_EQUAL(cf->backends[0].health.fall, 5);
+    CU_ASSERT_STRING_EQUAL(cf->backends[1].name, "[::1]:81");
+    CU_ASSERT_STRING_EQUAL(cf->backends[1].host, "::1");
+    ct_conf_free(&cf);
+}
+
+static void test_err_cache(void)
+{
+    EXPECT_ERR(BASE "cache = { size = \"1M\";\n  max_object_size = \"2M\"; };\n",
+               "t.conf:4: cache.max_object_size: 2M is larger than the whole cache, cache.size "
+               "= 1M (expected at most cache.size)");
+    EXPECT_ERR(BASE "cache = { key_header = \"Accept Language\"; };\n",
+               "t.conf:3: cache.key_header: invalid header name \"Accept Language\" (expected a "
+               "token such as X-Name)");
+    EXPECT_ERR(BASE "cache = { targeted_cache_control = \"X:Y\"; };\n",
+               "t.conf:3: cache.targeted_cache_control: invalid header name \"X:Y\" (expected "
+               "a token such as X-Name)");
+}
+
+static void test_err_logs(void)
+{
+    EXPECT_ERR(BASE "logs = { error_log = \"\"; };\n",
+               "t.conf:3: logs.error_log: empty (expected a file name, or \"-\")");
+}
+
+void ct_test_register(void)
+{
+    CU_pSuite s = CU_add_suite("conf TLS files", setup, teardown);
+    CU_add_test(s, "certificates load", test_cert_ok);
+    CU_add_test(s, "cert unreadable", test_err_cert_unreadable);
+    CU_add_test(s, "no certificate in file", test_err_no_cert_in_file);
+    CU_add_test(s, "no key in file", test_err_no_key_in_file);
+    CU_add_test(s, "key does not match", test_err_key_mismatch);
+    CU_add_test(s, "client CA without certificates", test_err_client_ca_no_cert);
+    CU_add_test(s, "cipher, suite, group lists", test_err_cipher_lists);
+    CU_add_test(s, "https without certificate", test_err_https_without_cert);
+    CU_add_test(s, "self_signed and certificates", test_err_self_signed_and_certs);
+    CU_add_test(s, "two default certificates", test_err_two_defaults);
+    CU_add_test(s, "mTLS settings", test_err_mtls);
+    CT_SUITE("conf cross-checks", {"no listener", test_err_no_listener},
+             {"address in use", test_err_address_in_use},
+             {"addresses that don't clash", test_addresses_that_do_not_clash},
+             {"redirect without https", test_err_redirect_without_https},
+             {"no backend", test_err_no_backend}, {"backend names, health path", test_err_backend_names},
+             {"backend settings", test_backend_settings}, {"cache", test_err_cache},
+             {"logs", test_err_logs});
+}
