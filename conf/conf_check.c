@@ -207,9 +207,14 @@ static void check_cache(const struct ct_conf *cf, struct ct_conf_errors *errs)
         char a[32], b[32];
         ct_conf_fmt_size(c->max_object_bytes, a, sizeof(a));
         ct_conf_fmt_size(c->size_bytes, b, sizeof(b));
-        CHECK_ERR(cf, errs, "cache.max_object_size",
-                  "%s is larger than the whole cache, cache.size = %s (expected at most "
-                  "cache.size)", a, b);
+        /* blame whichever of the two was written; the object cap first */
+        const char *where = ct_conf_locs_exact(cf->_locs, "cache.max_object_size");
+        if (!where)
+            where = ct_conf_locs_exact(cf->_locs, "cache.size");
+        ct_conf_err(errs, where ? where : loc(cf, "cache.max_object_size"),
+                    "cache.max_object_size",
+                    "%s is larger than the whole cache, cache.size = %s (expected at most "
+                    "cache.size)", a, b);
     }
     check_token(cf, errs, "cache.key_header", c->key_header);
     check_token(cf, errs, "cache.targeted_cache_control", c->targeted_cc);

@@ -92,6 +92,8 @@ void ct_conf_locs_set(struct ct_conf_locs *locs, const char *path, const char *w
 /* The location recorded for PATH or its nearest ancestor, else FALLBACK. */
 const char *ct_conf_locs_find(const struct ct_conf_locs *locs, const char *path,
                               const char *fallback);
+/* The location recorded for exactly PATH, or NULL. */
+const char *ct_conf_locs_exact(const struct ct_conf_locs *locs, const char *path);
 void ct_conf_locs_free(struct ct_conf_locs *locs);
 /* Copy every entry under OLD_PREFIX into DST, renamed under NEW_PREFIX. */
 void ct_conf_locs_copy_prefix(struct ct_conf_locs *dst, const struct ct_conf_locs *src,

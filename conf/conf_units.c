@@ -85,6 +85,11 @@ static const char *locs_exact(const struct ct_conf_locs *locs, const char *path,
     return NULL;
 }
 
+const char *ct_conf_locs_exact(const struct ct_conf_locs *locs, const char *path)
+{
+    return locs_exact(locs, path, strlen(path));
+}
+
 const char *ct_conf_locs_find(const struct ct_conf_locs *locs, const char *path,
                               const char *fallback)
 {

@@ -18,7 +18,7 @@
 
 static struct ct_conf_errors errs;
 
-static struct ct_conf *load(const char *text)
+static inline struct ct_conf *load(const char *text)
 {
     struct ct_conf *cf = NULL;
     ct_conf_errors_init(&errs);
@@ -28,7 +28,7 @@ static struct ct_conf *load(const char *text)
     return cf;
 }
 
-static int has_err(const char *exact)
+static inline int has_err(const char *exact)
 {
     for (size_t i = 0; i < errs.n; i++)
         if (strcmp(errs.msg[i], exact) == 0)
