@@ -193,7 +193,11 @@ size_t ct_cache_policy_merge_304(const struct ct_http_field *stored, size_t n,
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         if (!in_304(resp304, opts, stored[i].name)) {
-            o[k++] = stored[i];
+            /* Age and Date describe the old exchange: the freshened response's
+             * age comes from the 304 alone (§4.2.3), and a 304 without Date
+             * was received now (RFC 9110 §6.6.1), which a missing Date means */
+            if (stored[i].id != CT_HDR_AGE && stored[i].id != CT_HDR_DATE)
+                o[k++] = stored[i];
             continue;
         }
         if (seen_before(stored, i))

@@ -298,6 +298,9 @@ bool ct_cache_policy_304_selects(const struct ct_cache_validators *v,
  * one's position; new names are appended), except Content-Length,
  * Content-Encoding and Transfer-Encoding (they describe the stored body),
  * hop-by-hop fields and fields not storable (ct_cache_policy_field_storable).
+ * Stored Age and Date lines are dropped when the 304 has none: they belong to
+ * the old exchange (recompute ct_cache_policy_fresh on the result with the
+ * 304's request and response times).
  * *OUT is allocated (caller frees the array; its views point into STORED and
  * RESP304). Returns the count. */
 size_t ct_cache_policy_merge_304(const struct ct_http_field *stored, size_t n,

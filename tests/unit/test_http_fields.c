@@ -1,6 +1,7 @@
 /* tests/unit/test_http_fields.c: list tokens, HTTP dates and Cache-Control,
  * with the RFCs' own examples (RFC 9110 §5.6, RFC 9111 §5.2). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "http/http.h"
@@ -448,6 +449,61 @@ static void test_cc_from_msg(void)
     CU_ASSERT_EQUAL(cc.flags, 0);
 }
 
+
+/* ---- robustness: random inputs ----------------------------------------- */
+
+/* A deterministic generator (xorshift) over an alphabet full of the bytes the
+ * parsers branch on; each string is an exact-size heap copy so ASan sees any
+ * read past the view. */
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+static unsigned rnd(unsigned n)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (unsigned)(rng_state % n);
+}
+
+static char *rnd_str(size_t *len)
+{
+    static const char alpha[] = " \t,;=\"\\*-aAzZ09:/.?#W(nN)GMTSu\x7f\x80";
+    *len = rnd(40);
+    char *s = malloc(*len ? *len : 1);
+    for (size_t i = 0; i < *len; i++)
+        s[i] = alpha[rnd(sizeof alpha - 1)];
+    return s;
+}
+
+static void test_random_inputs(void)
+{
+    int bad = 0;
+    for (int iter = 0; iter < 50000; iter++) {
+        size_t len;
+        char *s = rnd_str(&len);
+        struct ct_str v = ct_str_make(s, len), rest = v, e;
+        unsigned n = 0;
+        while (ct_http_list_next(&rest, &e) && n++ < 100) {
+            /* elements are inside the input, non-empty and OWS-trimmed */
+            if (e.len == 0 || e.p < s || e.p + e.len > s + len || e.p[0] == ' ' ||
+                e.p[e.len - 1] == ' ' || e.p[0] == ',')
+                bad++;
+        }
+        if (n > 100)
+            bad++;
+        struct ct_cc cc;
+        ct_cc_init(&cc);
+        (void)ct_cc_parse(&cc, v);
+        if (cc.max_age < CT_CC_UNSET || cc.max_age > 2147483648LL)
+            bad++;
+        time_t t;
+        (void)ct_http_date_parse_at(v, NOW_2026, &t);
+        (void)ct_http_list_has(v, CT_STR("a"));
+        (void)ct_http_is_token(v);
+        free(s);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+}
+
 void ct_test_register(void)
 {
     CT_SUITE("http lists", {"RFC 9110 5.6.1.2 examples", test_list_rfc_examples},
@@ -463,4 +519,5 @@ void ct_test_register(void)
              {"duplicates", test_cc_duplicates}, {"qualified no-cache/private", test_cc_qualified},
              {"flags with arguments", test_cc_flags_with_args},
              {"extensions ignored", test_cc_extensions}, {"from message", test_cc_from_msg});
+    CT_SUITE("robustness", {"random inputs", test_random_inputs});
 }
