@@ -485,8 +485,12 @@ static void print_rows(const struct ct_conf_section *sec, const char *prefix, FI
         snprintf(key, sizeof(key), "%s%s%s", prefix, *prefix ? "." : "", r->name);
         ct_conf_row_expect(r, expect, sizeof(expect));
         const char *def = r->def ? r->def : (r->flags & CT_ROW_REQUIRED) ? "required" : "";
-        fprintf(fp, "| `%s` | %s | %s%s%s | %s Expected: %s. |\n", key, type_name(r),
-                r->def ? "`" : "", def, r->def ? "`" : "", r->help, expect);
+        /* "Expected" only where it says more than the type column */
+        bool say = r->type != CT_ROW_STR && r->type != CT_ROW_GROUP && r->type != CT_ROW_LIST &&
+                   r->type != CT_ROW_BOOL;
+        fprintf(fp, "| `%s` | %s | %s%s%s | %s%s%s%s |\n", key, type_name(r), r->def ? "`" : "",
+                def, r->def ? "`" : "", r->help, say ? " Expected: " : "", say ? expect : "",
+                say ? "." : "");
         if (r->type == CT_ROW_GROUP)
             print_rows(r->sub, key, fp);
         if (r->type == CT_ROW_LIST) {

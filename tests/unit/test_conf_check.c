@@ -1,9 +1,6 @@
 /* tests/unit/test_conf_check.c: the cross-checks run after every field is
  * read, one test per message, each with its FILE:LINE; certificate files are
  * generated here with OpenSSL (EC P-256, self-signed) in a temp directory. */
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -11,36 +8,6 @@
 
 static char dir[64];
 static char cert_a[128], key_a[128], cert_b[128], key_b[128];
-
-/* Runs in the suite's setup: no CU_ASSERT here, failure is the return. */
-static int write_pair(const char *cert_path, const char *key_path, const char *cn)
-{
-    EVP_PKEY *pk = EVP_EC_gen("P-256");
-    X509 *x = X509_new();
-    if (!pk || !x)
-        return 1;
-    X509_set_version(x, 2);
-    ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
-    X509_gmtime_adj(X509_getm_notBefore(x), 0);
-    X509_gmtime_adj(X509_getm_notAfter(x), 86400);
-    X509_set_pubkey(x, pk);
-    X509_NAME *name = X509_get_subject_name(x);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
-    X509_set_issuer_name(x, name);
-    X509_sign(x, pk, EVP_sha256());
-    int bad = 0;
-    FILE *fp = fopen(cert_path, "w");
-    bad |= !fp || PEM_write_X509(fp, x) != 1;
-    if (fp)
-        fclose(fp);
-    fp = fopen(key_path, "w");
-    bad |= !fp || PEM_write_PrivateKey(fp, pk, NULL, NULL, 0, NULL, NULL) != 1;
-    if (fp)
-        fclose(fp);
-    X509_free(x);
-    EVP_PKEY_free(pk);
-    return bad;
-}
 
 static int setup(void)
 {
