@@ -195,6 +195,14 @@ const char *ct_http_parser_error_reason(const struct ct_http_parser *p);
 /* True between HEAD and END: some of the message has been consumed. */
 bool ct_http_parser_in_message(const struct ct_http_parser *p);
 
+/* True once any byte of a message other than leading empty lines has been
+ * consumed, until its END (a client that sent half a head is not idle). */
+bool ct_http_parser_started(const struct ct_http_parser *p);
+
+/* True once a response parser reported the END of a 101 or of a 2xx to
+ * CONNECT: the rest of the stream is a tunnel and feed() consumes nothing. */
+bool ct_http_parser_is_tunnel(const struct ct_http_parser *p);
+
 /* ---- list tokens (RFC 9110 §5.6.1) ------------------------------------ */
 
 /* Take the next non-empty element of a comma-separated list from *REST,

@@ -1,0 +1,173 @@
+/*
+ * http/http_hdr.c: the method table, the header table and the helpers that
+ * look fields up in a parsed message.
+ *
+ * Both tables are generated from X-macros (CT_METHOD_TABLE in http.h,
+ * CT_HDR_TABLE in http_hdr_tbl.h), so ids, names and flags cannot drift.
+ *
+ * Header name lookup runs once per received field, so it is a hash lookup,
+ * not a scan: an open-addressing table of the ids, keyed by a
+ * case-insensitive FNV-1a hash of the name, built once (pthread_once) and
+ * read-only afterwards, so any thread may call it.
+ */
+#include "http/http.h"
+
+#include <pthread.h>
+
+/* ---- methods --------------------------------------------------------- */
+
+static const struct {
+    struct ct_str name;
+    unsigned flags;
+} method_tbl[CT_METHOD__COUNT] = {[CT_METHOD_OTHER] = {{"OTHER", 5}, 0},
+#define CT_METHOD_ROW(id, name, flags) [CT_METHOD_##id] = {{name, sizeof(name) - 1}, flags},
+                                  CT_METHOD_TABLE(CT_METHOD_ROW)
+#undef CT_METHOD_ROW
+};
+
+enum ct_http_method ct_http_method_lookup(struct ct_str name)
+{
+    /* Method names are case-sensitive (RFC 9110 §9.1): "get" is not GET. */
+    for (int m = CT_METHOD_OTHER + 1; m < CT_METHOD__COUNT; m++)
+        if (ct_str_eq(method_tbl[m].name, name))
+            return (enum ct_http_method)m;
+    return CT_METHOD_OTHER;
+}
+
+const char *ct_http_method_name(enum ct_http_method m)
+{
+    if ((unsigned)m >= CT_METHOD__COUNT)
+        return "OTHER";
+    return method_tbl[m].name.p;
+}
+
+unsigned ct_http_method_flags(enum ct_http_method m)
+{
+    if ((unsigned)m >= CT_METHOD__COUNT)
+        return 0;
+    return method_tbl[m].flags;
+}
+
+/* ---- the header table ------------------------------------------------ */
+
+static const struct {
+    struct ct_str name;
+    unsigned flags;
+} hdr_tbl[CT_HDR__COUNT] = {[CT_HDR_UNKNOWN] = {{NULL, 0}, 0},
+#define CT_HDR_ROW(id, name, flags) [CT_HDR_##id] = {{name, sizeof(name) - 1}, flags},
+                            CT_HDR_TABLE(CT_HDR_ROW)
+#undef CT_HDR_ROW
+};
+
+/* Power of two, at least 2x the number of rows so probe chains stay short. */
+#define HDR_SLOTS 256
+_Static_assert(CT_HDR__COUNT * 2 <= HDR_SLOTS, "grow HDR_SLOTS with the header table");
+
+static uint8_t hdr_slot[HDR_SLOTS]; /* an enum ct_hdr_id; 0 (UNKNOWN) = empty */
+static pthread_once_t hdr_once = PTHREAD_ONCE_INIT;
+
+static uint32_t hash_ci(struct ct_str s)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < s.len; i++) {
+        h ^= (uint8_t)ct_ascii_lower(s.p[i]);
+        h *= 16777619u;
+    }
+    return h;
+}
+
+static void hdr_build(void)
+{
+    for (int id = 1; id < CT_HDR__COUNT; id++) {
+        uint32_t i = hash_ci(hdr_tbl[id].name) & (HDR_SLOTS - 1);
+        while (hdr_slot[i] != CT_HDR_UNKNOWN)
+            i = (i + 1) & (HDR_SLOTS - 1);
+        hdr_slot[i] = (uint8_t)id;
+    }
+}
+
+enum ct_hdr_id ct_hdr_lookup(struct ct_str name)
+{
+    if (name.len == 0)
+        return CT_HDR_UNKNOWN;
+    pthread_once(&hdr_once, hdr_build);
+    uint32_t i = hash_ci(name) & (HDR_SLOTS - 1);
+    for (unsigned probes = 0; probes < HDR_SLOTS; probes++) {
+        unsigned id = hdr_slot[i];
+        if (id == CT_HDR_UNKNOWN)
+            return CT_HDR_UNKNOWN;
+        if (ct_str_eq_ci(hdr_tbl[id].name, name))
+            return (enum ct_hdr_id)id;
+        i = (i + 1) & (HDR_SLOTS - 1);
+    }
+    return CT_HDR_UNKNOWN;
+}
+
+const char *ct_hdr_name(enum ct_hdr_id id)
+{
+    if ((unsigned)id >= CT_HDR__COUNT)
+        return NULL;
+    return hdr_tbl[id].name.p;
+}
+
+unsigned ct_hdr_flags(enum ct_hdr_id id)
+{
+    if ((unsigned)id >= CT_HDR__COUNT)
+        return 0;
+    return hdr_tbl[id].flags;
+}
+
+/* ---- looking fields up in a message ---------------------------------- */
+
+/* Index of the field after AFTER (0 when AFTER is NULL). AFTER must be one of
+ * MSG's own fields: anything else is a caller bug. */
+static size_t next_index(const struct ct_http_msg *msg, const struct ct_http_field *after)
+{
+    if (after == NULL)
+        return 0;
+    CT_ASSERT(after >= msg->fields && after < msg->fields + msg->nfields);
+    return (size_t)(after - msg->fields) + 1;
+}
+
+const struct ct_http_field *ct_http_msg_find(const struct ct_http_msg *msg, enum ct_hdr_id id,
+                                             const struct ct_http_field *after)
+{
+    for (size_t i = next_index(msg, after); i < msg->nfields; i++)
+        if (msg->fields[i].id == id)
+            return &msg->fields[i];
+    return NULL;
+}
+
+const struct ct_http_field *ct_http_msg_find_name(const struct ct_http_msg *msg, struct ct_str name,
+                                                  const struct ct_http_field *after)
+{
+    for (size_t i = next_index(msg, after); i < msg->nfields; i++)
+        if (ct_str_eq_ci(msg->fields[i].name, name))
+            return &msg->fields[i];
+    return NULL;
+}
+
+bool ct_http_msg_has_token(const struct ct_http_msg *msg, enum ct_hdr_id id, struct ct_str token)
+{
+    for (const struct ct_http_field *f = ct_http_msg_find(msg, id, NULL); f;
+         f = ct_http_msg_find(msg, id, f))
+        if (ct_http_list_has(f->value, token))
+            return true;
+    return false;
+}
+
+bool ct_http_msg_field_is_hop(const struct ct_http_msg *msg, const struct ct_http_field *f)
+{
+    if (ct_hdr_flags(f->id) & CT_HDRF_HOP)
+        return true;
+    /* RFC 9110 §7.6.1: every field named in Connection is hop-by-hop too
+     * ("Connection: X-Trace" makes X-Trace hop-by-hop), whatever its name. */
+    for (const struct ct_http_field *c = ct_http_msg_find(msg, CT_HDR_CONNECTION, NULL); c;
+         c = ct_http_msg_find(msg, CT_HDR_CONNECTION, c)) {
+        struct ct_str rest = c->value, tok;
+        while (ct_http_list_next(&rest, &tok))
+            if (ct_str_eq_ci(tok, f->name))
+                return true;
+    }
+    return false;
+}

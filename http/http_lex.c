@@ -1,0 +1,383 @@
+/*
+ * http/http_lex.c: byte-exact validation beside http-parser.
+ *
+ * The Debian libhttp-parser is built without HTTP_PARSER_STRICT, so it takes
+ * obs-fold, bare LF, "Host : x", any version digits, junk after a chunk
+ * size and chunk data not followed by CRLF. These two scanners hold every
+ * byte to RFC 9112 instead:
+ *
+ *   the head lexer    request/status line and field lines (also the chunked
+ *                     trailer section), with the line, head and field-count
+ *                     limits; it reports the exact byte of the first offence;
+ *   the chunk shadow  the chunked framing bytes http-parser consumed (sizes,
+ *                     extensions, the CRLF after data, last chunk, trailers).
+ *
+ * Both are resumable byte state machines: any split of the input gives the
+ * same verdict at the same byte. Pure; no allocation.
+ */
+#include "http/http_int.h"
+
+#include <pthread.h>
+
+uint8_t ct_http_cls[256];
+static pthread_once_t cls_once = PTHREAD_ONCE_INIT;
+
+static void cls_build(void)
+{
+    static const char tchar_punct[] = "!#$%&'*+-.^_`|~";
+    for (int c = 0; c < 256; c++) {
+        uint8_t k = 0;
+        if (c >= 0x21 && c <= 0x7e)
+            k |= CT_CH_VCHAR;
+        if (c >= 0x80)
+            k |= CT_CH_OBS;
+        if (c == ' ' || c == '\t')
+            k |= CT_CH_WS;
+        if (c >= '0' && c <= '9')
+            k |= CT_CH_DIGIT | CT_CH_HEX | CT_CH_TCHAR;
+        if ((c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))
+            k |= CT_CH_HEX;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+            k |= CT_CH_TCHAR;
+        if (c != 0 && memchr(tchar_punct, c, sizeof(tchar_punct) - 1))
+            k |= CT_CH_TCHAR;
+        ct_http_cls[c] = k;
+    }
+}
+
+void ct_http_cls_init(void)
+{
+    pthread_once(&cls_once, cls_build);
+}
+
+static void lex_fail(struct ct_http_lex *L, unsigned status, const char *reason)
+{
+    if (L->err_status == 0) {
+        L->err_status = status;
+        L->err_reason = reason;
+    }
+}
+
+/* Request or status line byte C. Returns false on error (L->err set). */
+static bool lex_start_line(struct ct_http_lex *L, unsigned char c)
+{
+    static const char http[] = "HTTP/";
+    switch (L->st) {
+    case CT_LX_METHOD:
+        if (ct_http_cls[c] & CT_CH_TCHAR)
+            return true;
+        if (c == ' ' && L->total > L->line_start) {
+            L->method_done = true;
+            L->st = CT_LX_TARGET_START;
+            return true;
+        }
+        lex_fail(L, 400, "invalid method token");
+        return false;
+    case CT_LX_TARGET_START:
+    case CT_LX_TARGET:
+        if (ct_http_cls[c] & CT_CH_VCHAR) {
+            L->st = CT_LX_TARGET;
+            return true;
+        }
+        if (c == ' ' && L->st == CT_LX_TARGET) {
+            L->st = CT_LX_VERSION;
+            return true;
+        }
+        lex_fail(L, 400, "invalid request target");
+        return false;
+    case CT_LX_VERSION:
+        if (L->ver_idx < 5    ? c == (unsigned char)http[L->ver_idx]
+            : L->ver_idx == 6 ? c == '.'
+                              : (ct_http_cls[c] & CT_CH_DIGIT) != 0) {
+            if (L->ver_idx == 5)
+                L->major = (uint8_t)(c - '0');
+            if (L->ver_idx == 7)
+                L->minor = (uint8_t)(c - '0');
+            if (++L->ver_idx == 8) {
+                if (L->major != 1 || L->minor > 1) {
+                    lex_fail(L, 505, "HTTP version not supported");
+                    return false;
+                }
+                L->st = L->request ? CT_LX_LINE_CR : CT_LX_STATUS_SP;
+            }
+            return true;
+        }
+        lex_fail(L, 400, "malformed HTTP version");
+        return false;
+    case CT_LX_STATUS_SP:
+        L->st = CT_LX_STATUS;
+        if (c == ' ')
+            return true;
+        lex_fail(L, 400, "malformed status line");
+        return false;
+    case CT_LX_STATUS:
+        if (L->status_digits < 3 && (ct_http_cls[c] & CT_CH_DIGIT)) {
+            L->status_digits++;
+            return true;
+        }
+        if (L->status_digits == 3 && (c == ' ' || c == '\r')) {
+            L->st = c == ' ' ? CT_LX_REASON : CT_LX_LINE_LF;
+            return true;
+        }
+        lex_fail(L, 400, "malformed status code");
+        return false;
+    case CT_LX_REASON:
+        if (ct_http_cls[c] & CT_CH_FV)
+            return true;
+        if (c == '\r') {
+            L->st = CT_LX_LINE_LF;
+            return true;
+        }
+        lex_fail(L, 400, "invalid character in reason phrase");
+        return false;
+    case CT_LX_LINE_CR:
+        if (c == '\r') {
+            L->st = CT_LX_LINE_LF;
+            return true;
+        }
+        lex_fail(L, 400, "malformed request line");
+        return false;
+    default: CT_WRONG("lexer state");
+    }
+}
+
+/* Field-line byte C (also used for the chunked trailer section). */
+static bool lex_field(struct ct_http_lex *L, const struct ct_http_limits *lim, unsigned char c)
+{
+    switch (L->st) {
+    case CT_LX_LINE_LF:
+    case CT_LX_VALUE_LF:
+        if (c != '\n') {
+            lex_fail(L, 400, "bare CR");
+            return false;
+        }
+        L->st = CT_LX_FIELD_START;
+        return true;
+    case CT_LX_FIELD_START:
+        if (c == '\r') {
+            L->st = CT_LX_END_LF;
+            return true;
+        }
+        if (ct_http_cls[c] & CT_CH_TCHAR) {
+            if (++L->nfields > lim->max_fields) {
+                lex_fail(L, 431, "too many header fields");
+                return false;
+            }
+            L->st = CT_LX_NAME;
+            return true;
+        }
+        /* RFC 9112 §5.2: obs-fold is refused, never unfolded; a line
+         * starting with whitespace is one whatever precedes it. */
+        lex_fail(L, 400,
+                 (ct_http_cls[c] & CT_CH_WS) ? "obsolete line folding"
+                 : c == '\n'                 ? "bare LF"
+                                             : "invalid header field name");
+        return false;
+    case CT_LX_NAME:
+        if (ct_http_cls[c] & CT_CH_TCHAR)
+            return true;
+        if (c == ':') {
+            L->st = CT_LX_VALUE;
+            return true;
+        }
+        lex_fail(L, 400,
+                 (ct_http_cls[c] & CT_CH_WS) ? "whitespace between header name and colon"
+                                             : "invalid header field name");
+        return false;
+    case CT_LX_VALUE:
+        if (ct_http_cls[c] & CT_CH_FV)
+            return true;
+        if (c == '\r') {
+            L->st = CT_LX_VALUE_LF;
+            return true;
+        }
+        lex_fail(L, 400, c == '\n' ? "bare LF" : "control character in header value");
+        return false;
+    case CT_LX_END_LF:
+        if (c != '\n') {
+            lex_fail(L, 400, "bare CR");
+            return false;
+        }
+        L->st = CT_LX_DONE;
+        return true;
+    default: CT_WRONG("lexer state");
+    }
+}
+
+size_t ct_http_lex_scan(struct ct_http_lex *L, const struct ct_http_limits *lim, const char *buf,
+                        size_t len)
+{
+    size_t i = 0;
+    for (; i < len && L->st != CT_LX_DONE; i++) {
+        unsigned char c = (unsigned char)buf[i];
+        if (L->total >= lim->max_head) {
+            lex_fail(L, 431, L->trailer ? "trailer section too large" : "header section too large");
+            return i;
+        }
+        /* Field values and names are most of a head: take them in a tight loop. */
+        if (L->st == CT_LX_VALUE || L->st == CT_LX_NAME) {
+            uint8_t want = L->st == CT_LX_VALUE ? CT_CH_FV : CT_CH_TCHAR;
+            size_t stop = i + CT_MIN(len - i, lim->max_head - L->total);
+            size_t j = i;
+            while (j < stop && (ct_http_cls[(unsigned char)buf[j]] & want))
+                j++;
+            L->total += j - i;
+            i = j;
+            if (i == len)
+                break;
+            if (L->total >= lim->max_head) {
+                lex_fail(L, 431,
+                         L->trailer ? "trailer section too large" : "header section too large");
+                return i;
+            }
+            c = (unsigned char)buf[i];
+        }
+        bool ok;
+        switch (L->st) {
+        case CT_LX_START:
+            if (c == '\r') {
+                L->st = CT_LX_START_LF;
+                ok = true;
+                break;
+            }
+            L->line_start = L->total;
+            L->st = L->request ? CT_LX_METHOD : CT_LX_VERSION;
+            ok = lex_start_line(L, c);
+            break;
+        case CT_LX_START_LF:
+            L->st = CT_LX_START;
+            ok = c == '\n';
+            if (!ok)
+                lex_fail(L, 400, "bare CR");
+            break;
+        case CT_LX_METHOD:
+        case CT_LX_TARGET_START:
+        case CT_LX_TARGET:
+        case CT_LX_VERSION:
+        case CT_LX_STATUS_SP:
+        case CT_LX_STATUS:
+        case CT_LX_REASON:
+        case CT_LX_LINE_CR:
+            /* max_line counts the line without its CRLF */
+            if (c != '\r' && L->total - L->line_start >= lim->max_line) {
+                lex_fail(L, 414, L->request ? "request line too long" : "status line too long");
+                return i;
+            }
+            ok = lex_start_line(L, c);
+            break;
+        default: ok = lex_field(L, lim, c); break;
+        }
+        if (!ok)
+            return i;
+        L->total++;
+    }
+    return i;
+}
+
+#define CHUNK_LINE_MAX 4096 /* size and extensions; nginx allows less */
+
+/* One framing byte C; returns the next state, or -1 if C is not allowed. */
+static int chunk_step(struct ct_http_chunk *cs, unsigned char c)
+{
+    uint8_t k = ct_http_cls[c];
+    switch (cs->st) {
+    case CT_CK_SIZE_START:
+    case CT_CK_SIZE:
+        if (k & CT_CH_HEX) {
+            if (cs->size > (UINT64_MAX >> 4))
+                return -1;
+            cs->size =
+                cs->size * 16 + (uint64_t)(k & CT_CH_DIGIT ? c - '0' : (c | 0x20) - 'a' + 10);
+            return CT_CK_SIZE;
+        }
+        if (cs->st == CT_CK_SIZE_START)
+            return -1;
+        __attribute__((fallthrough)); /* what may follow the digits */
+    case CT_CK_SIZE_WS:
+        return (k & CT_CH_WS)                      ? CT_CK_SIZE_WS
+               : c == ';'                          ? CT_CK_EXT_NAME_START
+               : c == '\r' && cs->st == CT_CK_SIZE ? CT_CK_SIZE_LF
+                                                   : -1;
+    case CT_CK_EXT_NAME_START:
+        return (k & CT_CH_WS) ? CT_CK_EXT_NAME_START : (k & CT_CH_TCHAR) ? CT_CK_EXT_NAME : -1;
+    case CT_CK_EXT_NAME:
+    case CT_CK_EXT_VAL_TOKEN:
+        if (k & CT_CH_TCHAR)
+            return cs->st;
+        __attribute__((fallthrough));
+    case CT_CK_EXT_AFTER_NAME:
+    case CT_CK_EXT_AFTER_VAL:
+        if (k & CT_CH_WS)
+            return cs->st == CT_CK_EXT_NAME || cs->st == CT_CK_EXT_AFTER_NAME ? CT_CK_EXT_AFTER_NAME
+                                                                              : CT_CK_EXT_AFTER_VAL;
+        if (c == '=' && (cs->st == CT_CK_EXT_NAME || cs->st == CT_CK_EXT_AFTER_NAME))
+            return CT_CK_EXT_VAL_START;
+        return c == ';' ? CT_CK_EXT_NAME_START : c == '\r' ? CT_CK_SIZE_LF : -1;
+    case CT_CK_EXT_VAL_START:
+        return (k & CT_CH_WS)      ? CT_CK_EXT_VAL_START
+               : c == '"'          ? CT_CK_EXT_VAL_QUOTED
+               : (k & CT_CH_TCHAR) ? CT_CK_EXT_VAL_TOKEN
+                                   : -1;
+    case CT_CK_EXT_VAL_QUOTED:
+        return c == '"'         ? CT_CK_EXT_AFTER_VAL
+               : c == '\\'      ? CT_CK_EXT_VAL_QESC
+               : (k & CT_CH_FV) ? CT_CK_EXT_VAL_QUOTED
+                                : -1;
+    case CT_CK_EXT_VAL_QESC: return (k & CT_CH_FV) ? CT_CK_EXT_VAL_QUOTED : -1;
+    case CT_CK_SIZE_LF:
+        if (c != '\n')
+            return -1;
+        if (cs->size == 0) {
+            cs->trailer = (struct ct_http_lex){.st = CT_LX_FIELD_START, .trailer = true};
+            return CT_CK_TRAILER;
+        }
+        cs->remaining = cs->size;
+        return CT_CK_DATA;
+    case CT_CK_DATA: /* a framing byte after data: the data must be complete */
+        return cs->remaining == 0 && c == '\r' ? CT_CK_DATA_LF : -1;
+    case CT_CK_DATA_LF:
+        if (c != '\n')
+            return -1;
+        cs->size = 0;
+        cs->line_len = 0;
+        return CT_CK_SIZE_START;
+    default: return -1;
+    }
+}
+
+static bool chunk_fail(struct ct_http_chunk *cs, unsigned status, const char *reason)
+{
+    if (cs->err_status == 0) {
+        cs->err_status = status;
+        cs->err_reason = reason;
+    }
+    return false;
+}
+
+bool ct_http_chunk_scan(struct ct_http_chunk *cs, const struct ct_http_limits *lim, const char *buf,
+                        size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (cs->st == CT_CK_TRAILER) {
+            struct ct_http_lex *T = &cs->trailer;
+            i += ct_http_lex_scan(T, lim, buf + i, len - i);
+            if (T->err_status)
+                return chunk_fail(cs, T->err_status, T->err_reason);
+            if (T->st != CT_LX_DONE)
+                return true;
+            cs->st = CT_CK_DONE;
+            i--; /* the loop's i++ moves past the trailer section */
+            continue;
+        }
+        int next = chunk_step(cs, (unsigned char)buf[i]);
+        if (next < 0)
+            return chunk_fail(cs, 400,
+                              cs->st == CT_CK_DATA || cs->st == CT_CK_DATA_LF
+                                  ? "chunk data not followed by CRLF"
+                                  : "malformed chunk size line");
+        if (next < CT_CK_SIZE_LF && ++cs->line_len > CHUNK_LINE_MAX)
+            return chunk_fail(cs, 400, "chunk size line too long");
+        cs->st = (uint8_t)next;
+    }
+    return true;
+}
