@@ -113,7 +113,7 @@ struct ct_conf_tls {
 struct ct_conf_listener {
     enum ct_conf_listen_kind kind;
     struct ct_conf_addr addr;
-    struct ct_conf_tls tls; /* HTTPS only; zeroed for HTTP */
+    struct ct_conf_tls tls; /* HTTPS only (holds unused defaults for HTTP) */
     bool redirect_to_https; /* HTTP only: 301 to https://host/target */
     uint16_t redirect_port; /* port in the Location; 0 = first HTTPS listener's */
     bool honour_client_cc;  /* obey request Cache-Control (no-cache, max-age...) */
@@ -222,8 +222,9 @@ struct ct_conf {
  * admin 127.0.0.1:8082. *out is new, owned by the caller. Returns CT_OK. */
 int ct_conf_default(struct ct_conf **out);
 
-/* Parse and validate a file (or a string; NAME is used as FILE in errors),
- * including cross-checks (duplicate addresses, certificate files readable and
+/* Parse and validate a file (or a string; NAME is used as FILE in errors;
+ * `@include "f"` resolves next to the file, or from the working directory
+ * for a string), including cross-checks (duplicate addresses, certificate files readable and
  * matching their keys, ...). On CT_OK *out is new and owned by the caller; on
  * CT_ECONF *out = NULL and ERRS holds every error found. */
 int ct_conf_load_file(const char *path, struct ct_conf **out, struct ct_conf_errors *errs);
@@ -283,8 +284,8 @@ int ct_conf_cli_parse(int argc, char **argv, struct ct_cli *cli, char *err, size
 void ct_conf_cli_usage(const char *prog, FILE *fp);
 
 /* Apply CLI's overrides to CF (they win over the file), then re-run the
- * cross-checks. Meant to be called only by the builder of CF, before CF is
- * shared. Rules: --http/--https replace the listeners of that kind (if the
+ * cross-checks. Only by the owner of CF, before CF is shared: it writes CF.
+ * "off" for --http/--https/--admin removes those listeners. Rules: --http/--https replace the listeners of that kind (if the
  * file had exactly one of that kind, its other settings are kept and only the
  * address changes); --cert/--key replace the certificates of every HTTPS
  * listener; --backend replaces the backend list (settings copied from the

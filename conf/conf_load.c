@@ -12,6 +12,7 @@
 #include <libconfig.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "conf/conf_int.h"
 
@@ -394,17 +395,35 @@ static int syntax_error(config_t *cfg, const char *name, struct ct_conf_errors *
     char where[300];
     const char *file = config_error_file(cfg);
     snprintf(where, sizeof(where), "%s:%d", file ? file : name, config_error_line(cfg));
-    ct_conf_err(errs, where, NULL, "%s (expected libconfig syntax: name = value;)",
-                config_error_text(cfg));
+    /* libconfig's texts are terse; add what was expected where we know it */
+    static const struct {
+        const char *text, *expect;
+    } hints[] = {
+        {"syntax error", " (expected libconfig syntax: name = value;)"},
+        {"duplicate setting name", " (expected each setting once per group)"},
+        {"cannot open include file", " (expected a readable file, relative to the including one)"},
+    };
+    const char *text = config_error_text(cfg), *expect = "";
+    for (size_t i = 0; text && i < CT_ARRAY_LEN(hints); i++)
+        if (strcmp(text, hints[i].text) == 0)
+            expect = hints[i].expect;
+    ct_conf_err(errs, where, NULL, "%s%s", text ? text : "parse error", expect);
     config_destroy(cfg);
     return CT_ECONF;
 }
+
+static void check_includes(const char *text, const char *name, const char *incdir,
+                           struct ct_conf_errors *errs, int depth);
 
 int ct_conf_read_string(const char *text, const char *name, struct ct_conf **out,
                         struct ct_conf_errors *errs, bool finish)
 {
     config_t cfg;
     *out = NULL;
+    size_t before = errs->n + errs->dropped;
+    check_includes(text, name, NULL, errs, 0);
+    if (errs->n + errs->dropped != before)
+        return CT_ECONF;
     config_init(&cfg);
     if (config_read_string(&cfg, text) != CONFIG_TRUE)
         return syntax_error(&cfg, name, errs);
@@ -413,24 +432,99 @@ int ct_conf_read_string(const char *text, const char *name, struct ct_conf **out
     return rc;
 }
 
+/* Read a whole file (bounded: a config past 16 MiB is a mistake). */
+static char *slurp(const char *path, struct ct_conf_errors *errs)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        ct_conf_err(errs, path, NULL, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, len = 0, n;
+    char *buf = ct_xmalloc(cap);
+    while ((n = fread(buf + len, 1, cap - len - 1, fp)) > 0) {
+        len += n;
+        if (len + 1 == cap && cap < (16u << 20))
+            buf = ct_xrealloc(buf, cap *= 2);
+        else if (len + 1 == cap)
+            break;
+    }
+    int bad = ferror(fp), eno = errno, big = len + 1 == cap && fgetc(fp) != EOF;
+    fclose(fp);
+    if (bad || big) {
+        ct_conf_err(errs, path, NULL, bad ? "cannot read: %s" : "larger than 16M (expected %s)",
+                    bad ? strerror(eno) : "a configuration file");
+        free(buf);
+        return NULL;
+    }
+    buf[len] = '\0';
+    return buf;
+}
+
+/* libconfig 1.5 calls exit() from its scanner when an @include names
+ * something that opens but can't be read as a file, such as a directory
+ * (libconfig issue #292): a reload would kill the running proxy. So look at
+ * every @include line first and refuse anything but a regular file. Nested
+ * includes are followed to libconfig's own depth limit. */
+static void check_includes(const char *text, const char *name, const char *incdir,
+                           struct ct_conf_errors *errs, int depth)
+{
+    unsigned line = 1;
+    for (const char *p = text; *p; line++) {
+        const char *eol = strchr(p, '\n');
+        size_t llen = eol ? (size_t)(eol - p) : strlen(p);
+        const char *q = p + strspn(p, " \t");
+        if (strncmp(q, "@include", 8) == 0 && (q[8] == ' ' || q[8] == '\t')) {
+            q += 8 + strspn(q + 8, " \t");
+            const char *close = *q == '"' ? memchr(q + 1, '"', llen - (size_t)(q + 1 - p)) : NULL;
+            char file[4096];
+            struct stat st;
+            if (close && (size_t)(close - q) < 2000) {
+                int k = (int)(close - q - 1);
+                if (q[1] == '/' || !incdir)
+                    snprintf(file, sizeof(file), "%.*s", k, q + 1);
+                else
+                    snprintf(file, sizeof(file), "%s/%.*s", incdir, k, q + 1);
+                if (stat(file, &st) == 0 && !S_ISREG(st.st_mode)) {
+                    char where[300];
+                    snprintf(where, sizeof(where), "%s:%u", name, line);
+                    ct_conf_err(errs, where, NULL, "@include \"%s\": not a regular file "
+                                                   "(expected a configuration file)", file);
+                } else if (stat(file, &st) == 0 && depth < 10) {
+                    struct ct_conf_errors ignored; /* libconfig reports those itself */
+                    char *sub = slurp(file, &ignored);
+                    if (sub)
+                        check_includes(sub, file, incdir, errs, depth + 1);
+                    free(sub);
+                }
+            }
+        }
+        p += llen + (eol ? 1 : 0);
+    }
+}
+
 int ct_conf_read_file(const char *path, struct ct_conf **out, struct ct_conf_errors *errs,
                       bool finish)
 {
     config_t cfg;
     *out = NULL;
-    FILE *fp = fopen(path, "r");
-    if (!fp) {
-        ct_conf_err(errs, path, NULL, "cannot open: %s", strerror(errno));
+    char *text = slurp(path, errs);
+    if (!text)
         return CT_ECONF;
-    }
-    config_init(&cfg);
     /* @include "x.conf" resolves next to the file, not the working directory */
     char dir[4096];
     const char *slash = strrchr(path, '/');
     snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    size_t before = errs->n + errs->dropped;
+    check_includes(text, path, dir, errs, 0);
+    if (errs->n + errs->dropped != before) {
+        free(text);
+        return CT_ECONF;
+    }
+    config_init(&cfg);
     config_set_include_dir(&cfg, dir);
-    int ok = config_read(&cfg, fp);
-    fclose(fp);
+    int ok = config_read_string(&cfg, text);
+    free(text);
     if (ok != CONFIG_TRUE)
         return syntax_error(&cfg, path, errs);
     int rc = load(&cfg, path, out, errs, finish);
@@ -438,7 +532,6 @@ int ct_conf_read_file(const char *path, struct ct_conf **out, struct ct_conf_err
     return rc;
 }
 
-/* DESIGN.md's embedded default; everything not named here is the schema's. */
 int ct_conf_load_string(const char *text, const char *name, struct ct_conf **out,
                         struct ct_conf_errors *errs)
 {

@@ -1,8 +1,7 @@
 /* tests/unit/test_conf_dump.c: `cachet -T` output loads back identically;
  * the example conf/cachet.conf loads without errors; README.md's
  * configuration reference is the one generated from the schema table.
- * Source files are found next to this file (__FILE__ is absolute under
- * CMake), or under $CT_SRC. */
+ * Source files are found with src_path(). */
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -29,18 +28,6 @@ static char *slurp(const char *path)
         buf = calloc(1, 1);
     buf[len] = '\0';
     return buf;
-}
-
-static void src_path(const char *rel, char *out, size_t len)
-{
-    const char *env = getenv("CT_SRC");
-    const char *me = __FILE__, *tail = strstr(me, "tests/unit/test_conf_dump.c");
-    if (env)
-        snprintf(out, len, "%s/%s", env, rel);
-    else if (tail && tail != me)
-        snprintf(out, len, "%.*s%s", (int)(tail - me), me, rel);
-    else
-        snprintf(out, len, "%s", rel);
 }
 
 static char *dump_text(const struct ct_conf *cf)

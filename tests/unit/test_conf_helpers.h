@@ -9,6 +9,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "conf/conf.h"
@@ -58,6 +59,20 @@ static inline int has_err(const char *exact)
             ct_conf_errors_print(&errs, stderr);                               \
         CU_ASSERT_PTR_NOT_NULL_FATAL(*(cfp));                                  \
     } while (0)
+
+/* PATH of a source file (REL from the top of the tree): under $CT_SRC, else
+ * next to this test (__FILE__ is absolute under CMake), else relative. */
+static inline void src_path(const char *rel, char *out, size_t len)
+{
+    const char *env = getenv("CT_SRC");
+    const char *me = __FILE__, *tail = strstr(me, "tests/unit/");
+    if (env)
+        snprintf(out, len, "%s/%s", env, rel);
+    else if (tail && tail != me)
+        snprintf(out, len, "%.*s%s", (int)(tail - me), me, rel);
+    else
+        snprintf(out, len, "%s", rel);
+}
 
 /* A self-signed EC P-256 certificate for CN and its key, as PEM files.
  * Runs in the suite's setup: no CU_ASSERT here, failure is the return. */
