@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# needs: cachet
+# tests/integration/conf_example.sh: the configuration through the real
+# binary: `-t` on the example and on a broken file (exit code, FILE:LINE
+# messages), `-T` output that `-t` accepts and that dumps identically, the
+# command-line overrides in `-T`, and the example actually running (on
+# ephemeral ports, moved there by overrides).
+source "$(dirname "$0")/lib.sh"
+
+CACHET="$CT_BIN/cachet"
+EXAMPLE="$CT_SRC/conf/cachet.conf"
+
+out=$("$CACHET" -t -c "$EXAMPLE" 2>&1)
+ct_check "-t on conf/cachet.conf exits 0" "$?" 0
+ct_check "-t on conf/cachet.conf says ok" "$out" "configuration ok"
+
+cat >"$CT_TMP/bad.conf" <<'EOF'
+listen = (
+  { kind = "http"; address = "127.0.0.1:8080"; },
+  { kind = "https"; address = "127.0.0.1:8080"; }
+);
+backends = ( { address = "127.0.0.1:8081"; } );
+cache = { sise = "1G"; };
+EOF
+"$CACHET" -t -c "$CT_TMP/bad.conf" >"$CT_TMP/bad.out" 2>"$CT_TMP/bad.err"
+ct_check "-t on a bad file exits 1" "$?" 1
+ct_check "-t on a bad file prints nothing on stdout" "$(cat "$CT_TMP/bad.out")" ""
+ct_check "unknown key located" "$(sed -n 1p "$CT_TMP/bad.err")" \
+    "$CT_TMP/bad.conf:6: cache.sise: unknown setting (did you mean \"size\"?)"
+
+# Cross-checks run once the file is structurally valid.
+sed -i 's/sise/size/' "$CT_TMP/bad.conf"
+"$CACHET" -t -c "$CT_TMP/bad.conf" >/dev/null 2>"$CT_TMP/bad.err"
+ct_check "-t on a file failing cross-checks exits 1" "$?" 1
+ct_check_match "duplicate address located" "$(cat "$CT_TMP/bad.err")" \
+    "bad\\.conf:3: listen\\[1\\]\\.address: address 127\\.0\\.0\\.1:8080 is already used by listen\\[0\\]\\.address at [^ ]*bad\\.conf:2"
+ct_check_match "https without certificate located" "$(cat "$CT_TMP/bad.err")" \
+    "bad\\.conf:3: listen\\[1\\]\\.tls\\.certificates: https listener without a certificate"
+
+"$CACHET" -t -c "$CT_TMP/missing.conf" >/dev/null 2>"$CT_TMP/missing.err"
+ct_check "-t on a missing file exits 1" "$?" 1
+ct_check "missing file named" "$(cat "$CT_TMP/missing.err")" \
+    "$CT_TMP/missing.conf: cannot open: No such file or directory"
+
+# -T prints everything; its output is a valid file that dumps the same.
+"$CACHET" -T -c "$EXAMPLE" >"$CT_TMP/dump1.conf"
+ct_check "-T exits 0" "$?" 0
+out=$("$CACHET" -t -c "$CT_TMP/dump1.conf" 2>&1)
+ct_check "-t accepts -T output" "$out" "configuration ok"
+"$CACHET" -T -c "$CT_TMP/dump1.conf" >"$CT_TMP/dump2.conf"
+ct_check "-T output round-trips" "$(tail -n +2 "$CT_TMP/dump1.conf")" "$(tail -n +2 "$CT_TMP/dump2.conf")"
+ct_check_match "-T fills defaults the example leaves out" "$(cat "$CT_TMP/dump1.conf")" \
+    'ciphersuites = "TLS_AES_128_GCM_SHA256'
+
+# Overrides win over the file.
+"$CACHET" -T -c "$EXAMPLE" --cache-size 1G --workers 3 --backend 127.0.0.1:9001 \
+    --admin off >"$CT_TMP/dump3.conf"
+dump3=$(cat "$CT_TMP/dump3.conf")
+ct_check_match "--cache-size wins" "$dump3" $'cache = \\{\n  size = "1G";'
+ct_check_match "--workers wins" "$dump3" $'\nworkers = 3;'
+ct_check_match "--backend replaces the backends" "$dump3" 'address = "127\.0\.0\.1:9001";'
+ct_check_match "--admin off" "$dump3" $'admin = \\{\n  listen = "off";'
+"$CACHET" -t --cache-size 2T >/dev/null 2>"$CT_TMP/over.err"
+ct_check "out-of-range override exits 1" "$?" 1
+ct_check_match "out-of-range override located on the command line" "$(cat "$CT_TMP/over.err")" \
+    '^command line \(--cache-size\): cache\.size: out of range: "2T"'
+"$CACHET" --cache-sise 1G >/dev/null 2>"$CT_TMP/opt.err"
+ct_check "unknown option exits 2" "$?" 2
+ct_check "unknown option suggests" "$(sed -n 1p "$CT_TMP/opt.err")" \
+    'cachet: unknown option "--cache-sise" (did you mean --cache-size?)'
+
+# The example runs: moved to ephemeral ports, its listeners come up.
+ct_start ex "$CACHET" -c "$EXAMPLE" --http 127.0.0.1:0 --https 127.0.0.1:0 --admin 127.0.0.1:0 \
+    --workers 1
+https_port=$(ct_wait_listen ex https)
+ct_check_match "example's https listener is up" "$https_port" '^[0-9]+$'
+http_port=$(ct_wait_listen ex http)
+ct_check_match "example's http listener is up" "$http_port" '^[0-9]+$'
+ct_stop ex
+ct_check "example stops cleanly on SIGTERM" "$?" 0
+
+ct_done
