@@ -3,7 +3,7 @@
  * outside cache/ (tests and the proxy use cache/cache.h).
  *
  * Locking, in one place:
- * - shard->mtx guards the shard's table (buckets, objheads, variant lists),
+ * - shard->mtx guards the shard's table (slots, objheads, variant lists),
  *   its SIEVE queue and hand, its sweep cursor, and the waiter lists of the
  *   objects of that shard. One shard lock at a time, never two.
  * - obj->refcnt, obj->state, obj->visited, segment lengths and links, and
@@ -74,9 +74,8 @@ struct ct_obj {
 };
 
 
-/* One key: its variants (newest first), chained in a bucket. */
+/* One key: its variants (newest first). */
 struct ct_cache_oh {
-    struct ct_cache_oh *next; /* bucket chain */
     uint64_t hash;
     struct ct_obj *variants;
     uint32_t key_len;
@@ -92,8 +91,8 @@ struct ct_cache_counters {
 struct ct_cache_shard {
     pthread_mutex_t mtx;
     struct ct_cache *cache;
-    struct ct_cache_oh **buckets;
-    size_t nbuckets; /* power of two */
+    uint64_t *slots; /* tagged objhead pointers, open addressing (cache_table.c) */
+    size_t nslots;   /* power of two */
     _Atomic size_t nkeys; /* written under mtx, read relaxed by stats */
     /* SIEVE queue: head = newest, tail = oldest; hand walks tail -> head */
     struct ct_obj *qhead, *qtail, *hand;
@@ -122,8 +121,23 @@ struct ct_cache {
 
 /* cache_store.c */
 int ct_cache_reserve(struct ct_cache *cache, size_t n);
+bool ct_cache_try_reserve(struct ct_cache *cache, size_t n); /* never evicts */
 void ct_cache_unreserve(struct ct_cache *cache, size_t n);
 void ct_cache_unlink_obj(struct ct_cache_shard *sh, struct ct_obj *obj);
+
+/* cache_table.c (shard lock held) */
+static inline size_t ct_cache_oh_cost(size_t key_len)
+{
+    return sizeof(struct ct_cache_oh) + key_len + CT_CACHE_MALLOC_OVERHEAD;
+}
+typedef size_t ct_cache_oh_fn(struct ct_cache_shard *sh, struct ct_cache_oh *oh, void *arg);
+void ct_cache_table_init(struct ct_cache_shard *sh, size_t nslots);
+void ct_cache_table_fini(struct ct_cache_shard *sh);
+struct ct_cache_oh *ct_cache_oh_find(struct ct_cache_shard *sh, const struct ct_cache_key *key);
+struct ct_cache_oh *ct_cache_oh_insert(struct ct_cache_shard *sh, const struct ct_cache_key *key);
+void ct_cache_oh_remove(struct ct_cache_shard *sh, struct ct_cache_oh *oh);
+/* Call FN on every objhead (FN may remove it); returns the sum of FN's results. */
+size_t ct_cache_table_each(struct ct_cache_shard *sh, ct_cache_oh_fn *fn, void *arg);
 
 /* cache_evict.c (shard lock held) */
 void ct_cache_q_push(struct ct_cache_shard *sh, struct ct_obj *obj);

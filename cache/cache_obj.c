@@ -27,6 +27,12 @@
 
 #include "cache/cache_int.h"
 
+/* Per-object overhead budget (issue 5: <= 256 bytes beyond key, head, body):
+ * object 136 + objhead 24 + first segment header 24 + 3 x 16 malloc overhead
+ * + ~8-16 of slot array = ~245. Keep the structs from creeping. */
+_Static_assert(sizeof(struct ct_obj) <= 136, "struct ct_obj grew past its budget");
+_Static_assert(sizeof(struct ct_cache_seg) <= 24, "segment header grew");
+
 static size_t alloc_cost(size_t n)
 {
     return n + CT_CACHE_MALLOC_OVERHEAD;

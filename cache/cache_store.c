@@ -3,8 +3,8 @@
  * lists, lookup-or-insert, the fetcher's end states, purge, expiry, memory.
  *
  *   cache ─┬─ shard[hash >> (64 - bits)] ── mutex
- *          │     ├─ buckets[hash & mask] ─▶ oh ─▶ oh ...  (chained)
- *          │     │                          └─ variants: obj ─▶ obj ... (newest first)
+ *          │     ├─ slots[hash & mask ...] ─▶ oh  (open addressing, cache_table.c)
+ *          │     │                             └─ variants: obj ─▶ obj ... (newest first)
  *          │     └─ SIEVE queue of the shard's objects (cache_evict.c)
  *          └─ bytes (atomic): every counted byte, reserved before allocation
  *
@@ -18,12 +18,7 @@
 
 #include "cache/cache_int.h"
 
-#define INITIAL_BUCKETS 64
-
-static size_t oh_cost(size_t key_len)
-{
-    return sizeof(struct ct_cache_oh) + key_len + CT_CACHE_MALLOC_OVERHEAD;
-}
+#define INITIAL_SLOTS 64
 
 static struct ct_cache_shard *shard_of(struct ct_cache *cache, uint64_t hash)
 {
@@ -32,7 +27,7 @@ static struct ct_cache_shard *shard_of(struct ct_cache *cache, uint64_t hash)
 
 /* ---- memory ---------------------------------------------------------------- */
 
-static bool try_reserve(struct ct_cache *cache, size_t n)
+bool ct_cache_try_reserve(struct ct_cache *cache, size_t n)
 {
     size_t cur = atomic_load_explicit(&cache->bytes, memory_order_relaxed);
     do {
@@ -85,7 +80,7 @@ static bool evict_one(struct ct_cache *cache)
  * this may evict several; it stops when the table has nothing evictable. */
 int ct_cache_reserve(struct ct_cache *cache, size_t n)
 {
-    while (!try_reserve(cache, n)) {
+    while (!ct_cache_try_reserve(cache, n)) {
         if (n > cache->cfg.max_bytes || !evict_one(cache)) {
             atomic_fetch_add_explicit(&cache->shards[0].st.nomem, 1, memory_order_relaxed);
             return CT_ELIMIT;
@@ -95,69 +90,6 @@ int ct_cache_reserve(struct ct_cache *cache, size_t n)
 }
 
 /* ---- the table (shard lock held) ---------------------------------------------- */
-
-static struct ct_cache_oh *oh_find(struct ct_cache_shard *sh, const struct ct_cache_key *key)
-{
-    struct ct_cache_oh *oh = sh->buckets[key->hash & (sh->nbuckets - 1)];
-    for (; oh; oh = oh->next)
-        if (oh->hash == key->hash && oh->key_len == key->bytes.len &&
-            memcmp(oh->key, key->bytes.p, key->bytes.len) == 0)
-            return oh;
-    return NULL;
-}
-
-/* Double the buckets when keys outnumber them, if the memory is there without
- * evicting (we hold a shard lock): otherwise chains just get longer. */
-static void maybe_grow(struct ct_cache_shard *sh)
-{
-    size_t n = sh->nbuckets * 2;
-    if (atomic_load_explicit(&sh->nkeys, memory_order_relaxed) <= sh->nbuckets ||
-        !try_reserve(sh->cache, n * sizeof(void *)))
-        return;
-    struct ct_cache_oh **nb = ct_xcalloc(n, sizeof(*nb));
-    for (size_t i = 0; i < sh->nbuckets; i++) {
-        struct ct_cache_oh *oh = sh->buckets[i], *next;
-        for (; oh; oh = next) {
-            next = oh->next;
-            oh->next = nb[oh->hash & (n - 1)];
-            nb[oh->hash & (n - 1)] = oh;
-        }
-    }
-    free(sh->buckets);
-    ct_cache_unreserve(sh->cache, sh->nbuckets * sizeof(void *));
-    sh->buckets = nb;
-    sh->nbuckets = n;
-}
-
-/* A new objhead for KEY; its oh_cost() must be reserved. */
-static struct ct_cache_oh *oh_insert(struct ct_cache_shard *sh, const struct ct_cache_key *key)
-{
-    struct ct_cache_oh *oh = ct_xmalloc(sizeof(*oh) + key->bytes.len);
-    oh->hash = key->hash;
-    oh->variants = NULL;
-    oh->key_len = (uint32_t)key->bytes.len;
-    memcpy(oh->key, key->bytes.p, key->bytes.len);
-    struct ct_cache_oh **b = &sh->buckets[key->hash & (sh->nbuckets - 1)];
-    oh->next = *b;
-    *b = oh;
-    atomic_store_explicit(&sh->nkeys, atomic_load_explicit(&sh->nkeys, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-    maybe_grow(sh);
-    return oh;
-}
-
-static void oh_remove(struct ct_cache_shard *sh, struct ct_cache_oh *oh)
-{
-    struct ct_cache_oh **pp = &sh->buckets[oh->hash & (sh->nbuckets - 1)];
-    while (*pp != oh)
-        pp = &(*pp)->next;
-    *pp = oh->next;
-    atomic_store_explicit(&sh->nkeys, atomic_load_explicit(&sh->nkeys, memory_order_relaxed) - 1,
-                          memory_order_relaxed);
-    size_t cost = oh_cost(oh->key_len);
-    free(oh);
-    ct_cache_unreserve(sh->cache, cost);
-}
 
 static void link_obj(struct ct_cache_shard *sh, struct ct_cache_oh *oh, struct ct_obj *obj)
 {
@@ -183,7 +115,7 @@ void ct_cache_unlink_obj(struct ct_cache_shard *sh, struct ct_obj *obj)
     obj->flags &= (unsigned char)~OBJ_F_LINKED;
     ct_cache_q_remove(sh, obj);
     if (!oh->variants)
-        oh_remove(sh, oh);
+        ct_cache_oh_remove(sh, oh);
     ct_obj_release(&obj);
 }
 
@@ -193,8 +125,13 @@ struct scan {
     struct ct_obj *fresh, *stale, *busy, *busy_match, *hfm;
 };
 
+/* A response stored without Vary bytes answers every request (RFC 9111
+ * §4.1: only a Vary header makes the selecting fields matter); checking that
+ * first also spares the hit path a cache miss on the blob. */
 static bool vary_matches(const struct ct_cache_lookup_req *req, const struct ct_obj *obj)
 {
+    if (obj->vary_len == 0)
+        return true;
     struct ct_str stored = ct_obj_vary(obj);
     if (req->match)
         return req->match(stored, req->vary, req->match_arg);
@@ -238,13 +175,16 @@ static bool scan_variants(struct ct_cache_shard *sh, struct ct_cache_oh *oh,
     return true;
 }
 
-/* Create the BUSY object for a miss (reservation made by the caller). */
+/* Create the BUSY object for a miss (reservation made by the caller, what
+ * is used is taken off *RESERVED). NULL if the table is full. */
 static struct ct_obj *new_fetch(struct ct_cache_shard *sh, struct ct_cache_oh *oh,
                                 const struct ct_cache_key *key, size_t *reserved)
 {
     if (!oh) {
-        oh = oh_insert(sh, key);
-        *reserved -= oh_cost(key->bytes.len);
+        oh = ct_cache_oh_insert(sh, key);
+        if (!oh)
+            return NULL;
+        *reserved -= ct_cache_oh_cost(key->bytes.len);
     }
     struct ct_obj *obj = ct_cache_obj_new(sh, 0);
     *reserved -= obj->size;
@@ -300,7 +240,7 @@ enum ct_cache_lookup ct_cache_lookup(struct ct_cache *cache, const struct ct_cac
     CT_CHECK_OBJ(cache, CT_CACHE_MAGIC);
     const struct ct_cache_key *key = req->key;
     struct ct_cache_shard *sh = shard_of(cache, key->hash);
-    size_t need = ct_cache_obj_base_size() + oh_cost(key->bytes.len), reserved = 0;
+    size_t need = ct_cache_obj_base_size() + ct_cache_oh_cost(key->bytes.len), reserved = 0;
     enum ct_cache_lookup kind;
     bool need_fetch;
 
@@ -308,14 +248,14 @@ enum ct_cache_lookup ct_cache_lookup(struct ct_cache *cache, const struct ct_cac
     pthread_mutex_lock(&sh->mtx);
     CT_STAT_INC(sh, lookups);
     for (;;) {
-        struct ct_cache_oh *oh = oh_find(sh, key);
+        struct ct_cache_oh *oh = ct_cache_oh_find(sh, key);
         struct scan sc = {0};
         if (oh && !scan_variants(sh, oh, req, now, &sc))
             oh = NULL; /* the scan reaped its last variant */
         kind = decide(sh, &sc, res, &need_fetch);
         if (!need_fetch || req->no_insert)
             break;
-        if (reserved || try_reserve(cache, need)) {
+        if (reserved || ct_cache_try_reserve(cache, need)) {
             reserved = need;
             res->fetch = new_fetch(sh, oh, key, &reserved);
             break;
@@ -428,7 +368,7 @@ void ct_obj_abandon(struct ct_obj *obj, ct_time_t now, double hfm_ttl)
 
 /* Unlink every variant of OH (which frees OH). BUSY ones are marked so that
  * their fetcher's complete cannot make them visible again. */
-static size_t purge_oh(struct ct_cache_shard *sh, struct ct_cache_oh *oh)
+static size_t purge_oh(struct ct_cache_shard *sh, struct ct_cache_oh *oh, void *unused)
 {
     size_t n = 0;
     bool more = true;
@@ -450,11 +390,20 @@ size_t ct_cache_purge(struct ct_cache *cache, const struct ct_cache_key *key)
     size_t n = 0;
 
     pthread_mutex_lock(&sh->mtx);
-    struct ct_cache_oh *oh = oh_find(sh, key);
+    struct ct_cache_oh *oh = ct_cache_oh_find(sh, key);
     if (oh)
-        n = purge_oh(sh, oh);
+        n = purge_oh(sh, oh, NULL);
     pthread_mutex_unlock(&sh->mtx);
     return n;
+}
+
+static size_t purge_if_prefix(struct ct_cache_shard *sh, struct ct_cache_oh *oh, void *arg)
+{
+    const struct ct_str *prefix = arg;
+    if (oh->key_len < prefix->len ||
+        (prefix->len && memcmp(oh->key, prefix->p, prefix->len) != 0))
+        return 0;
+    return purge_oh(sh, oh, NULL);
 }
 
 size_t ct_cache_purge_prefix(struct ct_cache *cache, struct ct_str prefix)
@@ -465,15 +414,7 @@ size_t ct_cache_purge_prefix(struct ct_cache *cache, struct ct_str prefix)
     for (unsigned s = 0; s < cache->cfg.shards; s++) {
         struct ct_cache_shard *sh = &cache->shards[s];
         pthread_mutex_lock(&sh->mtx);
-        for (size_t b = 0; b < sh->nbuckets; b++) {
-            struct ct_cache_oh *oh = sh->buckets[b], *next;
-            for (; oh; oh = next) {
-                next = oh->next;
-                if (oh->key_len >= prefix.len &&
-                    (prefix.len == 0 || memcmp(oh->key, prefix.p, prefix.len) == 0))
-                    n += purge_oh(sh, oh);
-            }
-        }
+        n += ct_cache_table_each(sh, purge_if_prefix, &prefix);
         pthread_mutex_unlock(&sh->mtx);
     }
     return n;
@@ -548,7 +489,7 @@ struct ct_cache *ct_cache_new(const struct ct_cache_config *cfg)
     if (c.shards > 4096 || (c.shards & (c.shards - 1)) || c.max_bytes < 4096 ||
         c.max_object_size == 0 || c.max_object_size > c.max_bytes)
         return NULL;
-    size_t table = (size_t)c.shards * INITIAL_BUCKETS * sizeof(void *);
+    size_t table = (size_t)c.shards * INITIAL_SLOTS * sizeof(uint64_t);
     if (table >= c.max_bytes / 2)
         return NULL; /* the empty table alone would eat the cap */
 
@@ -564,8 +505,7 @@ struct ct_cache *ct_cache_new(const struct ct_cache_config *cfg)
         struct ct_cache_shard *sh = &cache->shards[s];
         CT_ASSERT(pthread_mutex_init(&sh->mtx, NULL) == 0);
         sh->cache = cache;
-        sh->nbuckets = INITIAL_BUCKETS;
-        sh->buckets = ct_xcalloc(INITIAL_BUCKETS, sizeof(*sh->buckets));
+        ct_cache_table_init(sh, INITIAL_SLOTS);
     }
     atomic_init(&cache->bytes, table);
     return cache;
@@ -581,15 +521,13 @@ void ct_cache_free(struct ct_cache **cachep)
     for (unsigned s = 0; s < cache->cfg.shards; s++) {
         struct ct_cache_shard *sh = &cache->shards[s];
         pthread_mutex_lock(&sh->mtx);
-        for (size_t b = 0; b < sh->nbuckets; b++)
-            while (sh->buckets[b])
-                purge_oh(sh, sh->buckets[b]);
+        ct_cache_table_each(sh, purge_oh, NULL);
         pthread_mutex_unlock(&sh->mtx);
     }
     /* Every reference handed out must be back: objects would outlive us. */
     CT_ASSERT(atomic_load_explicit(&cache->objects, memory_order_relaxed) == 0);
     for (unsigned s = 0; s < cache->cfg.shards; s++) {
-        free(cache->shards[s].buckets);
+        ct_cache_table_fini(&cache->shards[s]);
         pthread_mutex_destroy(&cache->shards[s].mtx);
     }
     free(cache->shards);

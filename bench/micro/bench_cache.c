@@ -1,1 +1,422 @@
-int main(void){return 0;}
+/*
+ * bench/micro/bench_cache.c: micro-benchmark of the cache store (one thread
+ * unless said), through cache/cache.h only.
+ *
+ *   1. insert/s: lookup-miss + set_head + append + complete + release, 1 M keys
+ *   2. counted bytes per object, and the overhead beyond key + head + body
+ *   3. lookup/s on those 1 M keys (hit + release), uniform and Zipf order,
+ *      with the key hash precomputed (as the proxy does once per request) and
+ *      with hashing included
+ *   4. hit ratio on a Zipf trace (default 1 M requests over 100 k keys, cache
+ *      ~10 % of the keys, alpha 0.9 and 1.0): the store (sharded SIEVE) vs an
+ *      exact LRU and an exact single-queue SIEVE of the same object capacity
+ *
+ * Usage: bench_cache [--keys N] [--quick]. Prints a plain-text table.
+ * It is a CPU hog for a few seconds: run it alone (BENCH-NOTES.md).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache/cache.h"
+
+#define T0 1000000.0
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* xorshift64*: fast, good enough for traces */
+static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 2685821657736338717ULL;
+}
+
+static double rng01(void)
+{
+    return (double)(rng() >> 11) / (double)(1ULL << 53);
+}
+
+/* ---- keys ----------------------------------------------------------------- */
+
+struct keyset {
+    size_t n;
+    char *bytes; /* n keys, KEY_STRIDE each */
+    struct ct_cache_key *keys;
+};
+#define KEY_STRIDE 48
+
+static void keyset_init(struct keyset *ks, size_t n)
+{
+    ks->n = n;
+    ks->bytes = malloc(n * KEY_STRIDE);
+    ks->keys = malloc(n * sizeof(*ks->keys));
+    struct ct_cache_key_opts o = {CT_CACHE_QUERY_KEEP, {NULL, 0}};
+    for (size_t i = 0; i < n; i++) {
+        char target[32];
+        snprintf(target, sizeof(target), "/obj/%zu", i);
+        struct ct_cache_key_in in = {CT_CACHE_MCLASS_GET, CT_STR("bench.example"), 80,
+                                     ct_str_c(target), {NULL, 0}};
+        if (ct_cache_key_build(&o, &in, ks->bytes + i * KEY_STRIDE, KEY_STRIDE, &ks->keys[i]))
+            abort();
+    }
+}
+
+static void keyset_free(struct keyset *ks)
+{
+    free(ks->bytes);
+    free(ks->keys);
+}
+
+/* ---- store helpers ---------------------------------------------------------- */
+
+static const char HEAD[] = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 64\r\n";
+static char BODY[64];
+
+static bool fill(struct ct_obj *obj)
+{
+    struct ct_obj_meta m = {.status = 200, .head = CT_STR(HEAD), .response_time = T0,
+                            .ttl = 1e6, .body_hint = sizeof(BODY)};
+    if (ct_obj_set_head(obj, &m) != CT_OK || ct_obj_append(obj, BODY, sizeof(BODY)) != CT_OK) {
+        ct_obj_abandon(obj, T0, 0);
+        return false;
+    }
+    ct_obj_complete(obj, T0);
+    return true;
+}
+
+static enum ct_cache_lookup get(struct ct_cache *c, const struct ct_cache_key *k, bool insert)
+{
+    struct ct_cache_lookup_req req = {k, {"", 0}, NULL, NULL, !insert};
+    struct ct_cache_lookup_res res;
+    enum ct_cache_lookup kind = ct_cache_lookup(c, &req, T0, &res);
+    if (res.fetch)
+        fill(res.fetch);
+    ct_cache_lookup_res_release(&res);
+    return kind;
+}
+
+/* The proxy calls lookup with a key it has just built from the request, so
+ * the key is in L1; a table of 1 M keys here is not. Prefetching the bench's
+ * own key a few requests ahead gives the store the same starting point
+ * (nothing of the store's memory is prefetched). */
+static inline void prefetch_key(const struct keyset *ks, const uint32_t *order, size_t i, size_t n)
+{
+    if (i < n) {
+        __builtin_prefetch(&ks->keys[order[i]]);
+        __builtin_prefetch(ks->bytes + (size_t)order[i] * KEY_STRIDE);
+    }
+}
+
+/* ---- 1-3: throughput and memory ----------------------------------------------- */
+
+static void bench_throughput(size_t nkeys)
+{
+    struct keyset ks;
+    keyset_init(&ks, nkeys);
+    struct ct_cache_config cfg = {(size_t)8 << 30, 1 << 20, 64};
+    struct ct_cache *c = ct_cache_new(&cfg);
+    struct ct_cache_stats st0, st;
+    ct_cache_stats(c, &st0);
+
+    double t = now_s();
+    for (size_t i = 0; i < nkeys; i++)
+        get(c, &ks.keys[i], true);
+    double dt_ins = now_s() - t;
+    ct_cache_stats(c, &st);
+    printf("insert (miss+head+body+complete), %zu keys: %.2f M/s\n", nkeys,
+           nkeys / dt_ins / 1e6);
+
+    double per_obj = (double)st.bytes / st.objects;
+    double payload = (double)(ks.keys[0].bytes.len + strlen(HEAD) + sizeof(BODY));
+    printf("counted bytes per object: %.0f (key %zu + head %zu + body %zu = %.0f payload; "
+           "overhead %.0f incl. buckets)\n",
+           per_obj, ks.keys[0].bytes.len, strlen(HEAD), sizeof(BODY), payload, per_obj - payload);
+    printf("  objects %llu keys %llu bytes %llu (of which empty table %llu)\n",
+           (unsigned long long)st.objects, (unsigned long long)st.keys,
+           (unsigned long long)st.bytes, (unsigned long long)st0.bytes);
+
+    size_t nlook = CT_MAX(nkeys * 4, (size_t)4000000);
+    uint32_t *order = malloc(nlook * sizeof(*order));
+    for (size_t i = 0; i < nlook; i++)
+        order[i] = (uint32_t)(rng() % nkeys);
+    size_t hits = 0;
+    t = now_s();
+    for (size_t i = 0; i < nlook; i++) {
+        prefetch_key(&ks, order, i + 8, nlook);
+        hits += get(c, &ks.keys[order[i]], false) == CT_CACHE_HIT;
+    }
+    double dt = now_s() - t;
+    printf("lookup hit+release, uniform over %zu keys: %.2f M/s (%zu/%zu hits)\n", nkeys,
+           nlook / dt / 1e6, hits, nlook);
+
+    t = now_s();
+    hits = 0;
+    for (size_t i = 0; i < nlook; i++) {
+        prefetch_key(&ks, order, i + 8, nlook);
+        struct ct_cache_key k;
+        ct_cache_key_from_bytes(ks.keys[order[i]].bytes, &k);
+        hits += get(c, &k, false) == CT_CACHE_HIT;
+    }
+    dt = now_s() - t;
+    printf("lookup incl. XXH64 of the key, uniform: %.2f M/s\n", nlook / dt / 1e6);
+
+    /* Zipf order: real traffic is skewed, so the hot part stays in CPU caches. */
+    const double alphas[] = {0.9, 0.99, 1.2};
+    double *cdf = malloc(nkeys * sizeof(*cdf));
+    for (size_t a = 0; a < CT_ARRAY_LEN(alphas); a++) {
+        double sum = 0;
+        for (size_t i = 0; i < nkeys; i++)
+            cdf[i] = (sum += 1.0 / pow((double)(i + 1), alphas[a]));
+        for (size_t i = 0; i < nlook; i++) {
+            double u = rng01() * sum;
+            size_t lo = 0, hi = nkeys - 1;
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (cdf[mid] < u)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            order[i] = (uint32_t)((lo * 2654435761u) % nkeys); /* rank -> scattered key */
+        }
+        t = now_s();
+        for (size_t i = 0; i < nlook; i++) {
+            prefetch_key(&ks, order, i + 8, nlook);
+            get(c, &ks.keys[order[i]], false);
+        }
+        dt = now_s() - t;
+        printf("lookup hit+release, Zipf %.2f over %zu keys: %.2f M/s\n", alphas[a], nkeys,
+               nlook / dt / 1e6);
+    }
+    free(cdf);
+    free(order);
+    ct_cache_free(&c);
+    keyset_free(&ks);
+}
+
+/* ---- 4: hit ratio --------------------------------------------------------------- */
+
+/* Exact LRU over object ids, capacity CAP: arrays, O(1) per request. */
+static double sim_lru(const uint32_t *trace, size_t n, size_t nkeys, size_t cap)
+{
+    int32_t *prev = malloc(nkeys * 4), *next = malloc(nkeys * 4);
+    char *in = calloc(nkeys, 1);
+    int32_t head = -1, tail = -1;
+    size_t size = 0, hits = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t k = (int32_t)trace[i];
+        if (in[k]) {
+            hits++;
+            if (head == k)
+                continue;
+            next[prev[k]] = next[k]; /* unlink */
+            if (next[k] >= 0)
+                prev[next[k]] = prev[k];
+            else
+                tail = prev[k];
+        } else if (size == cap) {
+            int32_t v = tail; /* evict the least recently used */
+            tail = prev[v];
+            if (tail >= 0)
+                next[tail] = -1;
+            else
+                head = -1;
+            in[v] = 0;
+        } else {
+            size++;
+        }
+        in[k] = 1;
+        prev[k] = -1;
+        next[k] = head;
+        if (head >= 0)
+            prev[head] = k;
+        head = k;
+        if (tail < 0)
+            tail = k;
+    }
+    free(prev);
+    free(next);
+    free(in);
+    return (double)hits / n;
+}
+
+/* Exact single-queue SIEVE (the paper's algorithm), same capacity. */
+static double sim_sieve(const uint32_t *trace, size_t n, size_t nkeys, size_t cap)
+{
+    int32_t *prev = malloc(nkeys * 4), *next = malloc(nkeys * 4); /* next: toward tail */
+    char *in = calloc(nkeys, 1), *vis = calloc(nkeys, 1);
+    int32_t head = -1, tail = -1, hand = -1;
+    size_t size = 0, hits = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t k = (int32_t)trace[i];
+        if (in[k]) {
+            hits++;
+            vis[k] = 1;
+            continue;
+        }
+        if (size == cap) {
+            int32_t o = hand >= 0 ? hand : tail;
+            while (vis[o]) {
+                vis[o] = 0;
+                o = prev[o] >= 0 ? prev[o] : tail;
+            }
+            hand = prev[o];
+            if (prev[o] >= 0)
+                next[prev[o]] = next[o];
+            else
+                head = next[o];
+            if (next[o] >= 0)
+                prev[next[o]] = prev[o];
+            else
+                tail = prev[o];
+            in[o] = 0;
+            size--;
+        }
+        in[k] = 1;
+        vis[k] = 0;
+        prev[k] = -1;
+        next[k] = head;
+        if (head >= 0)
+            prev[head] = k;
+        head = k;
+        if (tail < 0)
+            tail = k;
+        size++;
+    }
+    free(prev);
+    free(next);
+    free(in);
+    free(vis);
+    return (double)hits / n;
+}
+
+static uint32_t *zipf_trace(size_t n, size_t nkeys, double alpha)
+{
+    double *cdf = malloc(nkeys * sizeof(*cdf)), sum = 0;
+    for (size_t i = 0; i < nkeys; i++)
+        cdf[i] = (sum += 1.0 / pow((double)(i + 1), alpha));
+    /* rank -> a random key id, so popularity is not correlated with id */
+    uint32_t *perm = malloc(nkeys * sizeof(*perm));
+    for (size_t i = 0; i < nkeys; i++)
+        perm[i] = (uint32_t)i;
+    for (size_t i = nkeys - 1; i > 0; i--) {
+        size_t j = rng() % (i + 1);
+        uint32_t x = perm[i];
+        perm[i] = perm[j];
+        perm[j] = x;
+    }
+    uint32_t *trace = malloc(n * sizeof(*trace));
+    for (size_t i = 0; i < n; i++) {
+        double u = rng01() * sum;
+        size_t lo = 0, hi = nkeys - 1;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (cdf[mid] < u)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        trace[i] = perm[lo];
+    }
+    free(cdf);
+    free(perm);
+    return trace;
+}
+
+/* Run TRACE through a store whose cap holds about CAP_OBJS objects. Returns
+ * the hit ratio; *HELD receives the mean number of objects held in the second
+ * half (the capacity the exact simulations then get, for a fair comparison:
+ * bucket growth and shard imbalance are the store's to pay). */
+static double run_store(const uint32_t *trace, size_t n, const struct keyset *ks,
+                        size_t cap_objs, unsigned shards, double *held)
+{
+    /* measure one object's counted size in a scratch store */
+    struct ct_cache_config cfg = {64 << 20, 64 << 10, shards};
+    struct ct_cache *c = ct_cache_new(&cfg);
+    struct ct_cache_stats st0, st;
+    ct_cache_stats(c, &st0);
+    get(c, &ks->keys[0], true);
+    ct_cache_stats(c, &st);
+    size_t obj_bytes = st.bytes - st0.bytes;
+    ct_cache_free(&c);
+
+    /* bucket arrays grow to ~ objects per shard, 8 bytes each: budget them */
+    cfg.max_bytes = st0.bytes + cap_objs * (obj_bytes + 8);
+    c = ct_cache_new(&cfg);
+    size_t hits = 0;
+    double held_sum = 0;
+    size_t held_n = 0;
+    for (size_t i = 0; i < n; i++) {
+        hits += get(c, &ks->keys[trace[i]], true) == CT_CACHE_HIT;
+        if (i >= n / 2 && i % 1000 == 0) {
+            ct_cache_stats(c, &st);
+            held_sum += (double)st.objects;
+            held_n++;
+        }
+    }
+    *held = held_sum / (double)held_n;
+    ct_cache_free(&c);
+    return (double)hits / n;
+}
+
+static void bench_hit_ratio(size_t nreq, size_t nkeys, double cache_frac)
+{
+    struct keyset ks;
+    keyset_init(&ks, nkeys);
+    size_t cap = (size_t)(nkeys * cache_frac);
+    printf("\nhit ratio, Zipf trace: %zu requests over %zu keys, cache ~%zu objects (%.0f %%)\n",
+           nreq, nkeys, cap, cache_frac * 100);
+    printf("  %-6s %-22s %-10s %-14s %-10s %s\n", "alpha", "store (SIEVE, shards)", "held",
+           "exact SIEVE", "exact LRU", "store vs LRU (miss ratio)");
+    const double alphas[] = {0.8, 0.9, 1.0, 1.1};
+    for (size_t a = 0; a < CT_ARRAY_LEN(alphas); a++) {
+        uint32_t *trace = zipf_trace(nreq, nkeys, alphas[a]);
+        const unsigned shard_opts[] = {64, 1};
+        for (size_t s = 0; s < CT_ARRAY_LEN(shard_opts); s++) {
+            double held;
+            double h_store = run_store(trace, nreq, &ks, cap, shard_opts[s], &held);
+            size_t c2 = (size_t)held;
+            double h_sieve = sim_sieve(trace, nreq, nkeys, c2);
+            double h_lru = sim_lru(trace, nreq, nkeys, c2);
+            printf("  %-6.2f %6.4f (%2u shards)     %-10zu %-14.4f %-10.4f %+.1f %%\n",
+                   alphas[a], h_store, shard_opts[s], c2, h_sieve, h_lru,
+                   100.0 * ((1 - h_store) - (1 - h_lru)) / (1 - h_lru));
+        }
+        free(trace);
+    }
+    keyset_free(&ks);
+}
+
+int main(int argc, char **argv)
+{
+    size_t nkeys = 1000000, nreq = 1000000, hr_keys = 100000;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--keys") && i + 1 < argc) {
+            nkeys = strtoul(argv[++i], NULL, 10);
+        } else if (!strcmp(argv[i], "--quick")) {
+            nkeys = 100000;
+            nreq = 200000;
+            hr_keys = 20000;
+        } else {
+            fprintf(stderr, "usage: %s [--keys N] [--quick]\n", argv[0]);
+            return 2;
+        }
+    }
+    memset(BODY, 'b', sizeof(BODY));
+    printf("cachet cache store micro-benchmark (one thread)\n");
+    printf("sizeof(struct ct_cache_waiter) %zu, ct_cache_obj_base counted in 'per object'\n",
+           sizeof(struct ct_cache_waiter));
+    bench_throughput(nkeys);
+    bench_hit_ratio(nreq, hr_keys, 0.10);
+    return 0;
+}
