@@ -779,6 +779,100 @@ static void test_expire_sweep(void)
     ct_cache_free(&c);
 }
 
+/* Open addressing with backward-shift deletion: after many random removals
+ * every remaining key is still found and no removed key is. */
+static void test_table_churn(void)
+{
+    enum { N = 3000 };
+    struct ct_cache *c = mk_cache(64 << 20, 4096, 1);
+    static struct tkey keys[N];
+    static bool present[N];
+    struct fill f = {"t", NULL, 600, 0, 0, true};
+    for (int i = 0; i < N; i++) {
+        char path[32];
+        snprintf(path, sizeof(path), "/churn/%d", i);
+        mk_key(&keys[i], "h", path);
+        store(c, &keys[i], &f, T0);
+        present[i] = true;
+    }
+    unsigned seed = 12345;
+    for (int round = 0; round < 4; round++) {
+        for (int n = 0; n < N / 3; n++) {
+            int i = rand_r(&seed) % N;
+            CU_ASSERT_EQUAL(ct_cache_purge(c, &keys[i].key), present[i] ? 1u : 0u);
+            present[i] = false;
+        }
+        for (int i = 0; i < N; i++) {
+            struct ct_cache_lookup_req req = {&keys[i].key, CT_STR(""), NULL, NULL, true};
+            struct ct_cache_lookup_res r;
+            enum ct_cache_lookup kind = ct_cache_lookup(c, &req, T0, &r);
+            CU_ASSERT_EQUAL(kind, present[i] ? CT_CACHE_HIT : CT_CACHE_MISS);
+            ct_cache_lookup_res_release(&r);
+        }
+        for (int i = 0; i < N; i += 7) /* put some back */
+            if (!present[i]) {
+                store(c, &keys[i], &f, T0);
+                present[i] = true;
+            }
+    }
+    size_t left = 0;
+    for (int i = 0; i < N; i++)
+        left += present[i];
+    struct ct_cache_stats st;
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.keys, left);
+    CU_ASSERT_EQUAL(ct_cache_purge_prefix(c, CT_STR_NULL), left); /* the scan sees each once */
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.keys, 0);
+    ct_cache_free(&c);
+}
+
+/* When every stored object is held by a reader, nothing can be freed: the
+ * cap holds and a new miss gets no fetch object (the caller passes). */
+static void test_cap_is_hard(void)
+{
+    const size_t cap = 64 << 10;
+    struct ct_cache *c = mk_cache(cap, 8 << 10, 1);
+    static char body[4000];
+    memset(body, 'h', sizeof(body) - 1);
+    struct fill f = {body, NULL, 600, 0, 0, true};
+    struct ct_cache_lookup_res held[64];
+    int nheld = 0;
+    for (int i = 0; i < 64; i++) {
+        struct tkey k;
+        char path[32];
+        snprintf(path, sizeof(path), "/held/%d", i);
+        mk_key(&k, "h", path);
+        struct ct_cache_lookup_res r;
+        if (lookup(c, &k, T0, &r) != CT_CACHE_MISS || !r.fetch) {
+            ct_cache_lookup_res_release(&r);
+            break;
+        }
+        struct ct_obj_meta m = {.status = 200, .head = CT_STR("H"), .response_time = T0,
+                                .ttl = 600, .body_hint = sizeof(body)};
+        if (ct_obj_set_head(r.fetch, &m) != CT_OK) {
+            ct_obj_abandon(r.fetch, T0, 0);
+            ct_cache_lookup_res_release(&r);
+            break;
+        }
+        CU_ASSERT_EQUAL(ct_obj_append(r.fetch, body, sizeof(body)), CT_OK);
+        ct_obj_complete(r.fetch, T0);
+        held[nheld++] = r; /* keep the fetcher's reference */
+        struct ct_cache_stats st;
+        ct_cache_stats(c, &st);
+        CU_ASSERT_TRUE_FATAL(st.bytes <= cap);
+    }
+    CU_ASSERT_TRUE(nheld >= 10 && nheld < 17);
+    struct ct_cache_stats st;
+    ct_cache_stats(c, &st);
+    CU_ASSERT_TRUE(st.nomem > 0);
+    CU_ASSERT_TRUE(st.bytes <= cap);
+    for (int i = 0; i < nheld; i++)
+        ct_cache_lookup_res_release(&held[i]);
+    ct_cache_free(&c);
+    (void)f;
+}
+
 /* ---- threads ----------------------------------------------------------------- */
 
 #define NTHREADS 4
@@ -950,5 +1044,7 @@ void ct_test_register(void)
              {"reader survives eviction and purge", test_reader_survives_eviction_and_purge},
              {"max_object_size", test_max_object_size},
              {"incremental expiry sweep", test_expire_sweep},
+             {"table churn (open addressing)", test_table_churn},
+             {"cap is hard when all is held", test_cap_is_hard},
              {"4 threads insert/lookup/release", test_threads});
 }
