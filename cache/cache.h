@@ -28,7 +28,9 @@
  * Vary key, body segments), the key entries and the table buckets are all
  * counted, and bytes are reserved BEFORE they are allocated, so the count never
  * exceeds the cap. Bytes are given back when memory is really freed (at the
- * last release), so an evicted object still held by a slow reader still counts.
+ * last release), so an evicted object still held by a slow reader still counts;
+ * when readers hold everything, reservations fail (CT_ELIMIT, stats.nomem)
+ * rather than exceed the cap, and the proxy passes.
  * Eviction: SIEVE (NSDI'24) per shard, see cache_evict.c for why.
  *
  * Threads. Every function is safe to call from any thread unless it says
@@ -333,7 +335,8 @@ double ct_obj_age(const struct ct_obj *obj, ct_time_t now);
 double ct_obj_ttl_left(const struct ct_obj *obj, ct_time_t now);
 bool ct_obj_is_fresh(const struct ct_obj *obj, ct_time_t now);
 bool ct_obj_in_grace(const struct ct_obj *obj, ct_time_t now); /* stale, within grace */
-/* Counted bytes of this object (struct, head, validators, body capacity). */
+/* Counted bytes of this object (struct, head, validators, body capacity);
+ * final once COMPLETE (read it from other threads only then). */
 size_t ct_obj_size(const struct ct_obj *obj);
 
 /* ---- body ----------------------------------------------------------------- */
