@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# tests/fuzz/run.sh BIN_DIR SECONDS: run every libFuzzer target found in
+# BIN_DIR (fuzz_*) for about SECONDS in total, split evenly, each starting
+# from its seed corpus tests/fuzz/corpus/<target without fuzz_>/. The seed
+# corpus is copied to a scratch dir, so the repository is never written.
+# Exits non-zero if any target crashes, leaks, times out or breaks one of
+# its checks; the reproducer is kept in $FUZZ_ARTIFACTS (default: a
+# fuzz-artifacts folder beside BIN_DIR) and its path printed.
+set -u
+BIN_DIR=${1:?usage: run.sh BIN_DIR SECONDS}
+SECONDS_TOTAL=${2:?usage: run.sh BIN_DIR SECONDS}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ARTIFACTS=${FUZZ_ARTIFACTS:-$(cd "$BIN_DIR/.." && pwd)/fuzz-artifacts}
+mkdir -p "$ARTIFACTS"
+
+targets=()
+for t in "$BIN_DIR"/fuzz_*; do
+    [ -x "$t" ] && targets+=("$t")
+done
+if [ ${#targets[@]} -eq 0 ]; then
+    echo "run.sh: no fuzz_* targets in $BIN_DIR (build with CC=clang -DCT_FUZZ=ON)" >&2
+    exit 2
+fi
+per=$(( SECONDS_TOTAL / ${#targets[@]} ))
+[ "$per" -lt 1 ] && per=1
+
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/ct-fuzz.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+failed=0
+for t in "${targets[@]}"; do
+    name=$(basename "$t")
+    corpus="$scratch/$name"
+    mkdir -p "$corpus"
+    seeds="$HERE/corpus/${name#fuzz_}"
+    [ -d "$seeds" ] && cp "$seeds"/* "$corpus"/ 2>/dev/null
+    echo "== $name: ${per}s, $(ls "$corpus" | wc -l) seeds"
+    # -timeout: one input may not take a second; -rss_limit_mb bounds memory.
+    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+    "$t" "$corpus" -max_total_time="$per" -timeout=5 -rss_limit_mb=1024 \
+        -max_len=8192 -print_final_stats=1 \
+        -artifact_prefix="$ARTIFACTS/$name-" >"$scratch/$name.log" 2>&1
+    rc=$?
+    grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added)' \
+        "$scratch/$name.log" | sed "s/^/   /"
+    if [ $rc -ne 0 ]; then
+        failed=1
+        echo "!! $name FAILED (exit $rc); last lines:"
+        tail -n 30 "$scratch/$name.log" | sed "s/^/   /"
+        ls -1 "$ARTIFACTS"/"$name"-* 2>/dev/null | sed "s/^/   reproducer: /"
+    else
+        echo "   $name: clean"
+    fi
+done
+exit $failed
