@@ -601,7 +601,8 @@ size_t ct_cache_policy_invalidate(const struct ct_http_msg *req, const struct ct
         host = ct_str_make(a, (size_t)(e - a));
         target = ct_str_make(e, (size_t)(end - e));
     }
-    add_target(out, &n, resolve(target, CT_STR("/"), host));
+    /* the target as the request sent it: that is what was stored under */
+    add_target(out, &n, ct_xstrndup(target.len ? target.p : "/", target.len ? target.len : 1));
     char *base = n ? out[0] : NULL;
     static const enum ct_hdr_id ids[] = {CT_HDR_LOCATION, CT_HDR_CONTENT_LOCATION};
     for (size_t i = 0; base && i < CT_ARRAY_LEN(ids); i++) {

@@ -313,10 +313,12 @@ size_t ct_cache_policy_merge_304(const struct ct_http_field *stored, size_t n,
 
 /* The request targets to invalidate after RESP answered the unsafe REQ: none
  * for a safe method or a response outside 2xx/3xx; otherwise REQ's target
- * and the Location and Content-Location values that resolve (RFC 3986 §5.2,
- * against the target) to the same host as REQ's Host (case-insensitive,
- * default port ignored). Each OUT[i] is an allocated NUL-terminated
- * origin-form target ("/path?query", fragment dropped; caller frees).
+ * (as sent: that is the key it was stored under; the path of an
+ * absolute-form target) and the Location and Content-Location values that
+ * resolve (RFC 3986 §5.2, against the target, dot segments removed) to the
+ * same host as REQ's Host (case-insensitive, default port ignored). Each
+ * OUT[i] is an allocated NUL-terminated origin-form target ("/path?query",
+ * fragment dropped; caller frees).
  * Duplicates are dropped. Returns the count (0-3). */
 size_t ct_cache_policy_invalidate(const struct ct_http_msg *req, const struct ct_http_msg *resp,
                                   char *out[3]);

@@ -209,7 +209,7 @@ static bool in_range(const struct civil *cv)
 /* Sun, 06 Nov 1994 08:49:37 GMT */
 static bool parse_imf(struct cur *c, struct civil *cv)
 {
-    int y;
+    int y = 0;
     bool ok = day_name(c) && lit(c, ", ") && digits(c, 2, &cv->day) && lit(c, " ") &&
               month(c, &cv->month) && lit(c, " ") && digits(c, 4, &y) && lit(c, " ") &&
               time_of_day(c, cv) && lit(c, " GMT");
@@ -257,7 +257,7 @@ static bool parse_rfc850(struct cur *c, struct civil *cv, time_t now)
 /* Sun Nov  6 08:49:37 1994  (date3 = month SP ( 2DIGIT / ( SP DIGIT ) )) */
 static bool parse_asctime(struct cur *c, struct civil *cv)
 {
-    int y;
+    int y = 0;
     if (!(day_name(c) && lit(c, " ") && month(c, &cv->month) && lit(c, " ")))
         return false;
     if (lit(c, " ")) {

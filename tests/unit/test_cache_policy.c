@@ -878,6 +878,15 @@ static void test_invalidate_basic(void)
     if (n == 1)
         CU_ASSERT_STRING_EQUAL(out[0], "/abs?q");
     free_all(out, n);
+    /* the target is kept as sent (the key it is stored under) */
+    n = inval(req(&a, CT_METHOD_POST, "/a/../b", "Host: h", NULL),
+              resp(&b, 200, "Content-Location: c", NULL), out);
+    CU_ASSERT_EQUAL(n, 2);
+    if (n == 2) {
+        CU_ASSERT_STRING_EQUAL(out[0], "/a/../b");
+        CU_ASSERT_STRING_EQUAL(out[1], "/c");
+    }
+    free_all(out, n);
     CU_ASSERT_EQUAL(inval(req(&a, CT_METHOD_OTHER, "*", "Host: h", NULL), resp(&b, 200, NULL), out),
                     0);
     /* other schemes are not ours */
