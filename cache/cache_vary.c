@@ -53,12 +53,23 @@ static void put(struct sink *s, const char *p, size_t n)
     s->buf[s->len] = '\0';
 }
 
+/* NAME lower-cased; on the lookup path this is a plain compare loop. */
 static void put_lower(struct sink *s, struct ct_str name)
 {
-    for (size_t i = 0; i < name.len; i++) {
-        char c = ct_ascii_lower(name.p[i]);
-        put(s, &c, 1);
+    if (!s->ok)
+        return;
+    if (s->cmp) {
+        if (s->len + name.len > s->cmp_len)
+            s->ok = false;
+        for (size_t i = 0; s->ok && i < name.len; i++)
+            s->ok = ct_ascii_lower(name.p[i]) == s->cmp[s->len + i];
+        s->len += name.len;
+        return;
     }
+    size_t at = s->len;
+    put(s, name.p, name.len);
+    for (size_t i = 0; i < name.len; i++)
+        s->buf[at + i] = ct_ascii_lower(s->buf[at + i]);
 }
 
 /* "name:value\n" or "name\n" for the request's lines of field NAME. */
