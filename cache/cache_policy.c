@@ -303,9 +303,33 @@ static bool element_lists(struct ct_str e, struct ct_str name)
     return false;
 }
 
+/* Does V contain NEEDLE (ASCII case-insensitive)? */
+static bool contains_ci(struct ct_str v, struct ct_str needle)
+{
+    for (size_t i = 0; i + needle.len <= v.len; i++)
+        if (ct_str_eq_ci(ct_str_make(v.p + i, needle.len), needle))
+            return true;
+    return false;
+}
+
+/* Cheap pre-check: could any cache-control line hold a qualified list? Keeps
+ * the per-field check linear for the usual response without one. */
+static bool may_list_fields(const struct ct_http_msg *resp, const struct ct_cache_policy_opts *opts)
+{
+    for (size_t i = 0; i < resp->nfields; i++) {
+        const struct ct_http_field *f = &resp->fields[i];
+        if ((f->id == CT_HDR_CACHE_CONTROL || ct_cache_policy_field_targeted(f, opts)) &&
+            (contains_ci(f->value, CT_STR("private=")) || contains_ci(f->value, CT_STR("no-cache="))))
+            return true;
+    }
+    return false;
+}
+
 static bool field_excluded(const struct ct_http_msg *resp, const struct ct_cache_policy_opts *opts,
                            struct ct_str name)
 {
+    if (!may_list_fields(resp, opts))
+        return false;
     struct ct_cc cc;
     enum ct_cache_cc_src src = ct_cache_policy_resp_cc(resp, opts, &cc);
     if (!(cc.flags & (CT_CC_PRIVATE_FIELDS | CT_CC_NO_CACHE_FIELDS)))
