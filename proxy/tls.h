@@ -177,6 +177,15 @@ int ct_tls_peer_subject(SSL *ssl, char *buf, size_t len);
  * access logs; BUF is always NUL-terminated. */
 void ct_tls_conn_describe(SSL *ssl, char *buf, size_t len);
 
+/* Send close_notify (RFC 8446 §6.1) before freeing a connection that ends
+ * normally, without waiting for the peer's. It also keeps the session
+ * resumable: OpenSSL removes the cached session of a connection freed without
+ * one (TLS 1.2 session ids; tickets are unaffected). Nonblocking; with
+ * bufferevent_openssl the SSL writes straight to the socket, so call it once
+ * the output buffer is empty, then bufferevent_free(). No-op before the
+ * handshake completed or when already sent; leaves no OpenSSL errors. */
+void ct_tls_close_notify(SSL *ssl);
+
 /* Whether kernel TLS took over sending / receiving on this connection. */
 bool ct_tls_ktls_send(SSL *ssl);
 bool ct_tls_ktls_recv(SSL *ssl);

@@ -51,6 +51,15 @@ void ct_tls_conn_describe(SSL *ssl, char *buf, size_t len)
              alpn_len ? " alpn=" : "", (int)alpn_len, alpn ? (const char *)alpn : "");
 }
 
+void ct_tls_close_notify(SSL *ssl)
+{
+    /* SSL_shutdown() sets SSL_SENT_SHUTDOWN before trying to write, so the
+     * session survives SSL_free() even if the socket cannot take the alert. */
+    if (SSL_is_init_finished(ssl) && !(SSL_get_shutdown(ssl) & SSL_SENT_SHUTDOWN))
+        SSL_shutdown(ssl);
+    ERR_clear_error();
+}
+
 bool ct_tls_ktls_send(SSL *ssl)
 {
     BIO *w = SSL_get_wbio(ssl);

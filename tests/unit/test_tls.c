@@ -373,6 +373,39 @@ static void test_resume_cache(void)
     ct_tls_ctx_free(&lc);
 }
 
+/* TLS 1.2 session ids: a connection freed without close_notify loses its
+ * cached session (OpenSSL's rule); ct_tls_close_notify() keeps it. */
+static void test_close_notify(void)
+{
+    struct ct_tls_listener_conf cf = conf_sni();
+    cf.disable_tickets = true;
+    struct ct_tls_ctx *lc = ctx_or_fail(&cf, NULL);
+    SSL_CTX *cctx = tt_client_ctx(TLS1_2_VERSION, TLS1_2_VERSION);
+    for (int clean = 0; clean <= 1; clean++) {
+        struct tt_conn t = tt_pair(cctx, lc, NULL);
+        CU_ASSERT_FATAL(tt_drive(&t) == 1);
+        SSL_SESSION *sess = tt_take_session(&t);
+        SSL_shutdown(t.c); /* the client side always closes cleanly */
+        if (clean) {
+            ct_tls_close_notify(t.s);
+            CU_ASSERT(SSL_get_shutdown(t.s) & SSL_SENT_SHUTDOWN);
+            ct_tls_close_notify(t.s); /* idempotent */
+        }
+        SSL_free(t.c);
+        SSL_free(t.s);
+        CU_ASSERT_EQUAL(resumes(cctx, lc, sess), clean == 1);
+        SSL_SESSION_free(sess);
+    }
+    /* Before the handshake it does nothing (no alert, no error). */
+    SSL *s = ct_tls_new_ssl(lc);
+    ct_tls_close_notify(s);
+    CU_ASSERT_FALSE(SSL_get_shutdown(s) & SSL_SENT_SHUTDOWN);
+    CU_ASSERT_EQUAL(ERR_peek_error(), 0);
+    SSL_free(s);
+    SSL_CTX_free(cctx);
+    ct_tls_ctx_free(&lc);
+}
+
 static void test_resume_disabled(void)
 {
     struct ct_tls_shared *sh = ct_tls_shared_new(0, 0, NULL, 0);
@@ -686,6 +719,7 @@ void ct_test_register(void)
              {"ECDSA or RSA by client capabilities", test_ecdsa_rsa}, {"ALPN http/1.1", test_alpn},
              {"resumption by ticket across contexts", test_resume_tickets},
              {"resumption by session cache", test_resume_cache},
+             {"close_notify keeps the cached session", test_close_notify},
              {"resumption disabled", test_resume_disabled},
              {"ticket key rotation", test_rotation}, {"client certificates", test_mtls},
              {"client certificates and resumption", test_mtls_resume},
