@@ -1,0 +1,505 @@
+/*
+ * proxy/stats.c: counter blocks, summation and the two renderings.
+ *
+ * Rendering walks a descriptor table generated from CT_STATS_TABLE (name,
+ * kind, label set, offset of the field), so adding a row to the table adds it
+ * to the struct, /stats and /metrics at once. Writers and readers never lock:
+ * see stats.h for the single-writer rule.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cache/cache.h"
+#include "proxy/stats.h"
+
+/* ---- blocks -------------------------------------------------------------- */
+
+struct ct_stats *ct_stats_new(size_t nbackends)
+{
+    struct ct_stats *s = ct_xcalloc(1, sizeof(*s));
+    s->magic = CT_STATS_MAGIC;
+    s->nbackends = nbackends;
+    s->be = ct_xcalloc(nbackends ? nbackends : 1, sizeof(*s->be));
+    return s;
+}
+
+void ct_stats_free(struct ct_stats **sp)
+{
+    struct ct_stats *s = *sp;
+    *sp = NULL;
+    if (s == NULL)
+        return;
+    CT_CHECK_OBJ(s, CT_STATS_MAGIC);
+    free(s->be);
+    s->magic = 0;
+    free(s);
+}
+
+void ct_stats_conn_open(struct ct_stats *s)
+{
+    ct_stats_add(&s->connections_accepted[0], 1);
+    ct_stats_add(&s->connections_open[0], 1);
+}
+
+void ct_stats_conn_close(struct ct_stats *s, unsigned why)
+{
+    ct_stats_sub(&s->connections_open[0], 1);
+    if (why < CT_STATS_CLOSE__COUNT)
+        ct_stats_add(&s->connections_closed[why], 1);
+}
+
+static const uint64_t lat_bounds_us[CT_STATS_LAT_N] = {
+#define CT_STATS_LAT_VAL(us) us,
+    CT_STATS_LAT_BUCKETS(CT_STATS_LAT_VAL)
+#undef CT_STATS_LAT_VAL
+};
+
+void ct_stats_req_done(struct ct_stats *s, unsigned status, uint64_t latency_us,
+                       enum ct_stats_cs cs)
+{
+    unsigned cls = (status >= 100 && status <= 599) ? status / 100 - 1 : CT_STATS_NL_CLASS - 1;
+    ct_stats_add(&s->requests[cls], 1);
+    ct_stats_add(&s->cache_requests[(unsigned)cs < CT_STATS_CS__COUNT ? cs : 0], 1);
+    size_t b = 0;
+    while (b < CT_STATS_LAT_N && latency_us > lat_bounds_us[b])
+        b++;
+    ct_stats_add(&s->lat_bucket[b], 1);
+    ct_stats_add(&s->lat_sum_us, latency_us);
+}
+
+void ct_stats_backend(struct ct_stats *s, size_t backend, enum ct_stats_be what)
+{
+    if (backend < s->nbackends && (unsigned)what < CT_STATS_BE__COUNT)
+        ct_stats_add(&s->be[backend][what], 1);
+}
+
+static void sum_array(_Atomic uint64_t *dst, const _Atomic uint64_t *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        ct_stats_add(&dst[i], ct_stats_get(&src[i]));
+}
+
+void ct_stats_sum(struct ct_stats *sum, const struct ct_stats *src)
+{
+    CT_CHECK_OBJ(sum, CT_STATS_MAGIC);
+    CT_CHECK_OBJ(src, CT_STATS_MAGIC);
+#define CT_STATS_SUM(id, kind, labels, help) sum_array(sum->id, src->id, CT_STATS_NL_##labels);
+    CT_STATS_TABLE(CT_STATS_SUM)
+#undef CT_STATS_SUM
+    sum_array(sum->lat_bucket, src->lat_bucket, CT_STATS_LAT_N + 1);
+    ct_stats_add(&sum->lat_sum_us, ct_stats_get(&src->lat_sum_us));
+    size_t nb = CT_MIN(sum->nbackends, src->nbackends);
+    for (size_t i = 0; i < nb; i++)
+        sum_array(sum->be[i], src->be[i], CT_STATS_BE__COUNT);
+}
+
+/* ---- output buffer ---------------------------------------------------------- */
+
+static void out_reserve(struct ct_stats_out *o, size_t more)
+{
+    if (o->len + more + 1 <= o->cap)
+        return;
+    size_t cap = o->cap ? o->cap : 4096;
+    while (cap < o->len + more + 1)
+        cap *= 2;
+    o->p = ct_xrealloc(o->p, cap);
+    o->cap = cap;
+}
+
+void ct_stats_out_free(struct ct_stats_out *o)
+{
+    CT_FREE(&o->p);
+    o->len = o->cap = 0;
+}
+
+void ct_stats_out_mem(struct ct_stats_out *o, const char *p, size_t len)
+{
+    out_reserve(o, len);
+    memcpy(o->p + o->len, p, len);
+    o->len += len;
+    o->p[o->len] = '\0';
+}
+
+void ct_stats_out_printf(struct ct_stats_out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    CT_ASSERT(n >= 0);
+    out_reserve(o, (size_t)n);
+    va_start(ap, fmt);
+    vsnprintf(o->p + o->len, o->cap - o->len, fmt, ap);
+    va_end(ap);
+    o->len += (size_t)n;
+}
+
+#define OUT_LIT(o, lit) ct_stats_out_mem((o), (lit), sizeof(lit) - 1)
+
+/* Length of the valid UTF-8 sequence at P (at most N bytes), 0 if invalid. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+    size_t len;
+    uint32_t cp;
+    if (p[0] < 0xc2)
+        return 0; /* continuation byte or overlong 2-byte lead */
+    if (p[0] < 0xe0)
+        len = 2, cp = p[0] & 0x1f;
+    else if (p[0] < 0xf0)
+        len = 3, cp = p[0] & 0x0f;
+    else if (p[0] < 0xf5)
+        len = 4, cp = p[0] & 0x07;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+        (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+        return 0;
+    return len;
+}
+
+void ct_stats_json_escape(struct ct_stats_out *o, struct ct_str s)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s.p;
+    for (size_t i = 0; i < s.len;) {
+        unsigned char ch = p[i];
+        size_t run = 0;
+        if (ch >= 0x80)
+            run = utf8_len(p + i, s.len - i);
+        else if (ch >= 0x20 && ch != '"' && ch != '\\' && ch != 0x7f)
+            run = 1;
+        if (run) {
+            ct_stats_out_mem(o, s.p + i, run);
+            i += run;
+            continue;
+        }
+        /* Control bytes, quote, backslash and bytes that are not UTF-8: the
+         * output must stay valid JSON whatever a client sent us. Invalid
+         * bytes are shown as the Latin-1 code point of the byte. */
+        if (ch == '"' || ch == '\\') {
+            char esc[2] = {'\\', (char)ch};
+            ct_stats_out_mem(o, esc, 2);
+        } else {
+            char esc[6] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15]};
+            ct_stats_out_mem(o, esc, 6);
+        }
+        i++;
+    }
+}
+
+/* Prometheus label value: backslash, double quote and line feed escaped. */
+static void prom_label_escape(struct ct_stats_out *o, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\')
+            OUT_LIT(o, "\\\\");
+        else if (*s == '"')
+            OUT_LIT(o, "\\\"");
+        else if (*s == '\n')
+            OUT_LIT(o, "\\n");
+        else
+            ct_stats_out_mem(o, s, 1);
+    }
+}
+
+/* ---- descriptors ------------------------------------------------------------- */
+
+enum kind { COUNTER, GAUGE };
+enum labels { NONE, CLASS, CACHE, CLOSE };
+
+struct desc {
+    const char *name;
+    enum kind kind;
+    enum labels labels;
+    const char *help;
+    size_t off;
+    size_t n;
+};
+
+static const struct desc descs[] = {
+#define CT_STATS_DESC(id, k, l, h)                                             \
+    {#id, k, l, h, offsetof(struct ct_stats, id), CT_STATS_NL_##l},
+    CT_STATS_TABLE(CT_STATS_DESC)
+#undef CT_STATS_DESC
+};
+
+static const char *const class_names[] = {
+#define CT_STATS_CLASS_NAME(c) #c,
+    CT_STATS_CLASS_TABLE(CT_STATS_CLASS_NAME)
+#undef CT_STATS_CLASS_NAME
+};
+static const char *const cs_names[] = {
+#define CT_STATS_CS_NAME(id, name) name,
+    CT_STATS_CS_TABLE(CT_STATS_CS_NAME)
+#undef CT_STATS_CS_NAME
+};
+/* Close reasons in lower case, as label values ("rem_close"). */
+static const char *const close_names[] = {
+#define CT_CLOSE(name, is_err, status, text) #name,
+#include "common/close_tbl.h"
+#undef CT_CLOSE
+};
+
+static const char *const be_names[] = {
+#define CT_STATS_BE_NAME(id, help) #id,
+    CT_STATS_BE_TABLE(CT_STATS_BE_NAME)
+#undef CT_STATS_BE_NAME
+};
+static const char *const be_helps[] = {
+#define CT_STATS_BE_HELP(id, help) help,
+    CT_STATS_BE_TABLE(CT_STATS_BE_HELP)
+#undef CT_STATS_BE_HELP
+};
+
+static const char *label_name(enum labels l)
+{
+    switch (l) {
+    case CLASS: return "class";
+    case CACHE: return "cache_status";
+    case CLOSE: return "reason";
+    default: return "";
+    }
+}
+
+static const char *label_value(enum labels l, size_t i)
+{
+    switch (l) {
+    case CLASS: return class_names[i];
+    case CACHE: return cs_names[i];
+    case CLOSE: return close_names[i];
+    default: return "";
+    }
+}
+
+/* Close reason labels are the table's names lower-cased. */
+static void out_lower(struct ct_stats_out *o, const char *s)
+{
+    for (; *s; s++) {
+        char ch = ct_ascii_lower(*s);
+        ct_stats_out_mem(o, &ch, 1);
+    }
+}
+
+static const _Atomic uint64_t *field(const struct ct_stats *s, const struct desc *d)
+{
+    return (const _Atomic uint64_t *)((const char *)s + d->off);
+}
+
+/* ---- JSON --------------------------------------------------------------------- */
+
+static void json_str(struct ct_stats_out *o, const char *s)
+{
+    OUT_LIT(o, "\"");
+    ct_stats_json_escape(o, ct_str_c(s));
+    OUT_LIT(o, "\"");
+}
+
+static void json_desc(struct ct_stats_out *o, const struct ct_stats *s, const struct desc *d)
+{
+    const _Atomic uint64_t *v = field(s, d);
+    ct_stats_out_printf(o, "\"%s\":", d->name);
+    if (d->labels == NONE) {
+        ct_stats_out_printf(o, "%llu", (unsigned long long)ct_stats_get(&v[0]));
+        return;
+    }
+    OUT_LIT(o, "{");
+    for (size_t i = 0; i < d->n; i++) {
+        ct_stats_out_printf(o, "%s\"", i ? "," : "");
+        if (d->labels == CLOSE)
+            out_lower(o, label_value(d->labels, i));
+        else
+            ct_stats_out_printf(o, "%s", label_value(d->labels, i));
+        ct_stats_out_printf(o, "\":%llu", (unsigned long long)ct_stats_get(&v[i]));
+    }
+    OUT_LIT(o, "}");
+}
+
+static void json_latency(struct ct_stats_out *o, const struct ct_stats *s)
+{
+    uint64_t cum = 0;
+    OUT_LIT(o, "\"latency_seconds\":{\"buckets\":{");
+    for (size_t b = 0; b <= CT_STATS_LAT_N; b++) {
+        cum += ct_stats_get(&s->lat_bucket[b]);
+        if (b < CT_STATS_LAT_N)
+            ct_stats_out_printf(o, "\"%g\":%llu,", (double)lat_bounds_us[b] / 1e6,
+                                (unsigned long long)cum);
+        else
+            ct_stats_out_printf(o, "\"+Inf\":%llu", (unsigned long long)cum);
+    }
+    ct_stats_out_printf(o, "},\"sum\":%.6f,\"count\":%llu}",
+                        (double)ct_stats_get(&s->lat_sum_us) / 1e6, (unsigned long long)cum);
+}
+
+static void json_backends(struct ct_stats_out *o, const struct ct_stats_view *v)
+{
+    const struct ct_stats *s = v->sum;
+    OUT_LIT(o, "\"backends\":[");
+    for (size_t i = 0; i < s->nbackends; i++) {
+        if (i)
+            OUT_LIT(o, ",");
+        OUT_LIT(o, "{\"name\":");
+        json_str(o, v->backend_names ? v->backend_names[i] : "");
+        if (v->backend_up)
+            ct_stats_out_printf(o, ",\"up\":%s", v->backend_up[i] ? "true" : "false");
+        for (size_t k = 0; k < CT_STATS_BE__COUNT; k++)
+            ct_stats_out_printf(o, ",\"%s\":%llu", be_names[k],
+                                (unsigned long long)ct_stats_get(&s->be[i][k]));
+        OUT_LIT(o, "}");
+    }
+    OUT_LIT(o, "]");
+}
+
+static void json_cache(struct ct_stats_out *o, const struct ct_cache_stats *c)
+{
+    if (c == NULL) {
+        OUT_LIT(o, "\"cache\":null");
+        return;
+    }
+    OUT_LIT(o, "\"cache\":{");
+#define CT_STATS_JCACHE(name, text) ct_stats_out_printf(o, "\"%s\":%llu,", #name, (unsigned long long)c->name);
+    CT_CACHE_STATS_TABLE(CT_STATS_JCACHE)
+#undef CT_STATS_JCACHE
+    ct_stats_out_printf(o, "\"bytes\":%llu,\"max_bytes\":%llu,\"objects\":%llu,\"keys\":%llu}",
+                        (unsigned long long)c->bytes, (unsigned long long)c->max_bytes,
+                        (unsigned long long)c->objects, (unsigned long long)c->keys);
+}
+
+void ct_stats_render_json(const struct ct_stats_view *v, struct ct_stats_out *o)
+{
+    CT_CHECK_OBJ(v->sum, CT_STATS_MAGIC);
+    ct_stats_out_printf(o, "{\"uptime_s\":%.3f", v->uptime_s);
+    for (size_t i = 0; i < CT_ARRAY_LEN(descs); i++) {
+        OUT_LIT(o, ",");
+        json_desc(o, v->sum, &descs[i]);
+    }
+    OUT_LIT(o, ",");
+    json_latency(o, v->sum);
+    OUT_LIT(o, ",");
+    json_backends(o, v);
+    OUT_LIT(o, ",");
+    json_cache(o, v->cache);
+    if (v->tls)
+        ct_stats_out_printf(o, ",\"tls\":{\"handshakes_full\":%llu,\"handshakes_resumed\":%llu}}\n",
+                            (unsigned long long)v->tls_full, (unsigned long long)v->tls_resumed);
+    else
+        OUT_LIT(o, ",\"tls\":null}\n");
+}
+
+/* ---- Prometheus text format 0.0.4 ------------------------------------------------ */
+
+static void prom_head(struct ct_stats_out *o, const char *name, const char *suffix,
+                      const char *type, const char *help)
+{
+    ct_stats_out_printf(o, "# HELP cachet_%s%s %s\n# TYPE cachet_%s%s %s\n", name, suffix, help,
+                        name, suffix, type);
+}
+
+static void prom_desc(struct ct_stats_out *o, const struct ct_stats *s, const struct desc *d)
+{
+    const char *suffix = d->kind == COUNTER ? "_total" : "";
+    const _Atomic uint64_t *v = field(s, d);
+    prom_head(o, d->name, suffix, d->kind == COUNTER ? "counter" : "gauge", d->help);
+    for (size_t i = 0; i < d->n; i++) {
+        ct_stats_out_printf(o, "cachet_%s%s", d->name, suffix);
+        if (d->labels != NONE) {
+            ct_stats_out_printf(o, "{%s=\"", label_name(d->labels));
+            if (d->labels == CLOSE)
+                out_lower(o, label_value(d->labels, i));
+            else
+                prom_label_escape(o, label_value(d->labels, i));
+            OUT_LIT(o, "\"}");
+        }
+        ct_stats_out_printf(o, " %llu\n", (unsigned long long)ct_stats_get(&v[i]));
+    }
+}
+
+static void prom_latency(struct ct_stats_out *o, const struct ct_stats *s)
+{
+    static const char name[] = "cachet_request_duration_seconds";
+    ct_stats_out_printf(o, "# HELP %s Client request latency, head received to response "
+                           "complete.\n# TYPE %s histogram\n", name, name);
+    uint64_t cum = 0;
+    for (size_t b = 0; b <= CT_STATS_LAT_N; b++) {
+        cum += ct_stats_get(&s->lat_bucket[b]);
+        if (b < CT_STATS_LAT_N)
+            ct_stats_out_printf(o, "%s_bucket{le=\"%g\"} %llu\n", name,
+                                (double)lat_bounds_us[b] / 1e6, (unsigned long long)cum);
+        else
+            ct_stats_out_printf(o, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cum);
+    }
+    ct_stats_out_printf(o, "%s_sum %.6f\n%s_count %llu\n", name,
+                        (double)ct_stats_get(&s->lat_sum_us) / 1e6, name, (unsigned long long)cum);
+}
+
+static void prom_backend_line(struct ct_stats_out *o, const char *metric, const char *bname,
+                              uint64_t val)
+{
+    ct_stats_out_printf(o, "cachet_%s{backend=\"", metric);
+    prom_label_escape(o, bname ? bname : "");
+    ct_stats_out_printf(o, "\"} %llu\n", (unsigned long long)val);
+}
+
+static void prom_backends(struct ct_stats_out *o, const struct ct_stats_view *v)
+{
+    const struct ct_stats *s = v->sum;
+    char name[64];
+    for (size_t k = 0; k < CT_STATS_BE__COUNT; k++) {
+        snprintf(name, sizeof(name), "%s_total", be_names[k]);
+        prom_head(o, be_names[k], "_total", "counter", be_helps[k]);
+        for (size_t i = 0; i < s->nbackends; i++)
+            prom_backend_line(o, name, v->backend_names ? v->backend_names[i] : "",
+                              ct_stats_get(&s->be[i][k]));
+    }
+    if (v->backend_up == NULL)
+        return;
+    prom_head(o, "backend_up", "", "gauge", "1 if active health checks see the backend up.");
+    for (size_t i = 0; i < s->nbackends; i++)
+        prom_backend_line(o, "backend_up", v->backend_names ? v->backend_names[i] : "",
+                          v->backend_up[i] ? 1 : 0);
+}
+
+static void prom_gauge(struct ct_stats_out *o, const char *name, const char *help, uint64_t val)
+{
+    prom_head(o, name, "", "gauge", help);
+    ct_stats_out_printf(o, "cachet_%s %llu\n", name, (unsigned long long)val);
+}
+
+static void prom_cache(struct ct_stats_out *o, const struct ct_cache_stats *c)
+{
+#define CT_STATS_PCACHE(nm, text)                                              \
+    prom_head(o, "cache_" #nm, "_total", "counter", "Cache store: " text ".");  \
+    ct_stats_out_printf(o, "cachet_cache_" #nm "_total %llu\n", (unsigned long long)c->nm);
+    CT_CACHE_STATS_TABLE(CT_STATS_PCACHE)
+#undef CT_STATS_PCACHE
+    prom_gauge(o, "cache_bytes", "Cache store: bytes in use (objects and bookkeeping).", c->bytes);
+    prom_gauge(o, "cache_max_bytes", "Cache store: the memory cap.", c->max_bytes);
+    prom_gauge(o, "cache_objects", "Cache store: objects alive.", c->objects);
+    prom_gauge(o, "cache_keys", "Cache store: keys in the table.", c->keys);
+}
+
+void ct_stats_render_prom(const struct ct_stats_view *v, struct ct_stats_out *o)
+{
+    CT_CHECK_OBJ(v->sum, CT_STATS_MAGIC);
+    prom_head(o, "uptime_seconds", "", "gauge", "Seconds since cachet started.");
+    ct_stats_out_printf(o, "cachet_uptime_seconds %.3f\n", v->uptime_s);
+    for (size_t i = 0; i < CT_ARRAY_LEN(descs); i++)
+        prom_desc(o, v->sum, &descs[i]);
+    prom_latency(o, v->sum);
+    prom_backends(o, v);
+    if (v->cache)
+        prom_cache(o, v->cache);
+    if (v->tls) {
+        prom_head(o, "tls_handshakes", "_total", "counter", "Completed TLS handshakes, by type.");
+        ct_stats_out_printf(o, "cachet_tls_handshakes_total{type=\"full\"} %llu\n"
+                               "cachet_tls_handshakes_total{type=\"resumed\"} %llu\n",
+                            (unsigned long long)v->tls_full, (unsigned long long)v->tls_resumed);
+    }
+}

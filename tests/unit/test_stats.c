@@ -1,0 +1,435 @@
+/*
+ * tests/unit/test_stats.c: proxy/stats.h. Every counter of the table shows in
+ * the JSON and in the Prometheus text; the JSON is valid (a small strict
+ * parser below); the Prometheus text follows format 0.0.4 (HELP/TYPE before
+ * samples, label escaping, cumulative buckets, +Inf == count); summation over
+ * worker blocks.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache.h"
+#include "proxy/stats.h"
+#include "tests/unit/ct_test.h"
+
+/* ---- a strict JSON validator (RFC 8259) ------------------------------------ */
+
+struct jp {
+    const char *p, *end;
+    int depth;
+};
+
+static void jws(struct jp *j)
+{
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\n' || *j->p == '\t' || *j->p == '\r'))
+        j->p++;
+}
+
+static bool jvalue(struct jp *j);
+
+static bool jstring(struct jp *j)
+{
+    if (j->p >= j->end || *j->p != '"')
+        return false;
+    for (j->p++; j->p < j->end; j->p++) {
+        unsigned char ch = (unsigned char)*j->p;
+        if (ch == '"') {
+            j->p++;
+            return true;
+        }
+        if (ch < 0x20)
+            return false;
+        if (ch == '\\') {
+            j->p++;
+            if (j->p >= j->end)
+                return false;
+            if (*j->p == 'u') {
+                for (int i = 0; i < 4; i++)
+                    if (++j->p >= j->end || !strchr("0123456789abcdefABCDEF", *j->p))
+                        return false;
+            } else if (!strchr("\"\\/bfnrt", *j->p)) {
+                return false;
+            }
+        }
+    }
+    return false;
+}
+
+static bool jnumber(struct jp *j)
+{
+    const char *s = j->p;
+    if (j->p < j->end && *j->p == '-')
+        j->p++;
+    if (j->p >= j->end || *j->p < '0' || *j->p > '9')
+        return false;
+    if (*j->p == '0')
+        j->p++;
+    else
+        while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
+            j->p++;
+    if (j->p < j->end && *j->p == '.') {
+        j->p++;
+        if (j->p >= j->end || *j->p < '0' || *j->p > '9')
+            return false;
+        while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
+            j->p++;
+    }
+    return j->p > s;
+}
+
+static bool jlit(struct jp *j, const char *lit)
+{
+    size_t n = strlen(lit);
+    if ((size_t)(j->end - j->p) < n || memcmp(j->p, lit, n) != 0)
+        return false;
+    j->p += n;
+    return true;
+}
+
+static bool jseq(struct jp *j, char close, bool obj)
+{
+    j->p++;
+    jws(j);
+    if (j->p < j->end && *j->p == close) {
+        j->p++;
+        return true;
+    }
+    for (;;) {
+        jws(j);
+        if (obj) {
+            if (!jstring(j))
+                return false;
+            jws(j);
+            if (j->p >= j->end || *j->p++ != ':')
+                return false;
+        }
+        if (!jvalue(j))
+            return false;
+        jws(j);
+        if (j->p >= j->end)
+            return false;
+        if (*j->p == close) {
+            j->p++;
+            return true;
+        }
+        if (*j->p++ != ',')
+            return false;
+    }
+}
+
+static bool jvalue(struct jp *j)
+{
+    jws(j);
+    if (j->p >= j->end || ++j->depth > 64)
+        return false;
+    bool ok;
+    switch (*j->p) {
+    case '{': ok = jseq(j, '}', true); break;
+    case '[': ok = jseq(j, ']', false); break;
+    case '"': ok = jstring(j); break;
+    case 't': ok = jlit(j, "true"); break;
+    case 'f': ok = jlit(j, "false"); break;
+    case 'n': ok = jlit(j, "null"); break;
+    default: ok = jnumber(j); break;
+    }
+    j->depth--;
+    return ok;
+}
+
+static bool json_valid(const char *s, size_t len)
+{
+    struct jp j = {s, s + len, 0};
+    if (!jvalue(&j))
+        return false;
+    jws(&j);
+    return j.p == j.end;
+}
+
+/* ---- fixtures ----------------------------------------------------------------- */
+
+static const char *const names[] = {"origin-a", "we\"ird\\name\n"};
+
+static void view_of(struct ct_stats_view *v, const struct ct_stats *sum)
+{
+    memset(v, 0, sizeof(*v));
+    v->sum = sum;
+    v->backend_names = names;
+    v->uptime_s = 12.5;
+}
+
+static char *render(const struct ct_stats_view *v, bool json)
+{
+    struct ct_stats_out o = {0};
+    if (json)
+        ct_stats_render_json(v, &o);
+    else
+        ct_stats_render_prom(v, &o);
+    return o.p; /* the caller frees */
+}
+
+/* Value of the sample line starting with PREFIX followed by a space. */
+static long long sample(const char *text, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        if (strncmp(l, prefix, n) == 0 && l[n] == ' ')
+            return atoll(l + n + 1);
+    return -1;
+}
+
+/* ---- tests -------------------------------------------------------------------- */
+
+static void test_json_valid_every_counter(void)
+{
+    struct ct_stats *s = ct_stats_new(2);
+    ct_stats_conn_open(s);
+    ct_stats_req_done(s, 200, 700, CT_STATS_CS_HIT);
+    ct_stats_backend(s, 1, CT_STATS_BE_upstream_errors);
+    struct ct_stats_view v;
+    view_of(&v, s);
+    int up[2] = {1, 0};
+    struct ct_cache_stats cs = {.hits = 3, .bytes = 4096, .objects = 2};
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) {
+            v.backend_up = up;
+            v.cache = &cs;
+            v.tls = true;
+            v.tls_full = 5;
+        }
+        char *js = render(&v, true);
+        CU_ASSERT_TRUE(json_valid(js, strlen(js)));
+#define CHECK_KEY(id, k, l, h) CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"" #id "\":"));
+        CT_STATS_TABLE(CHECK_KEY)
+#undef CHECK_KEY
+#define CHECK_BE(id, h) CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"" #id "\":"));
+        CT_STATS_BE_TABLE(CHECK_BE)
+#undef CHECK_BE
+        CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"2xx\":1"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"hit\":1"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"rem_close\":0"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"name\":\"we\\\"ird\\\\name\\u000a\""));
+        CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"+Inf\":1"));
+        if (round == 0) {
+            CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"cache\":null"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"tls\":null"));
+        } else {
+#define CHECK_CACHE(nm, t) CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"" #nm "\":"));
+            CT_CACHE_STATS_TABLE(CHECK_CACHE)
+#undef CHECK_CACHE
+            CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"hits\":3"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"up\":false"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"handshakes_full\":5"));
+        }
+        free(js);
+    }
+    ct_stats_free(&s);
+    CU_ASSERT_PTR_NULL(s);
+}
+
+static void test_json_escape(void)
+{
+    struct ct_stats_out o = {0};
+    /* quote, backslash, control, DEL, valid UTF-8 (é, €), invalid bytes */
+    static const char in[] = "a\"b\\c\x01\x7f\xc3\xa9\xe2\x82\xac\xff\xc3(\xed\xa0\x80";
+    ct_stats_json_escape(&o, ct_str_make(in, sizeof(in) - 1));
+    CU_ASSERT_STRING_EQUAL(o.p, "a\\\"b\\\\c\\u0001\\u007f\xc3\xa9\xe2\x82\xac\\u00ff\\u00c3("
+                                "\\u00ed\\u00a0\\u0080");
+    char wrapped[256];
+    snprintf(wrapped, sizeof(wrapped), "\"%s\"", o.p);
+    CU_ASSERT_TRUE(json_valid(wrapped, strlen(wrapped)));
+    ct_stats_out_free(&o);
+    CU_ASSERT_PTR_NULL(o.p);
+}
+
+/* Prometheus 0.0.4: every sample's family has HELP then TYPE before it, the
+ * lines are well formed, label values escaped. */
+static void check_prom_format(const char *text)
+{
+    char fam[128] = "";
+    char type[16] = "";
+    bool help_seen = false;
+    int samples = 0;
+    for (const char *l = text; *l;) {
+        const char *nl = strchr(l, '\n');
+        CU_ASSERT_PTR_NOT_NULL_FATAL(nl); /* every line ends with \n */
+        char line[512];
+        size_t n = (size_t)(nl - l);
+        CU_ASSERT_FATAL(n < sizeof(line));
+        memcpy(line, l, n);
+        line[n] = '\0';
+        if (strncmp(line, "# HELP ", 7) == 0) {
+            CU_ASSERT_EQUAL(sscanf(line + 7, "%127s", fam), 1);
+            help_seen = true;
+            type[0] = '\0';
+        } else if (strncmp(line, "# TYPE ", 7) == 0) {
+            char f2[128];
+            CU_ASSERT_EQUAL(sscanf(line + 7, "%127s %15s", f2, type), 2);
+            CU_ASSERT_STRING_EQUAL(f2, fam);
+            CU_ASSERT_TRUE(help_seen);
+            CU_ASSERT_TRUE(strcmp(type, "counter") == 0 || strcmp(type, "gauge") == 0 ||
+                           strcmp(type, "histogram") == 0);
+        } else {
+            /* name[{k="v",...}] value */
+            size_t fl = strlen(fam);
+            CU_ASSERT_EQUAL(strncmp(line, fam, fl), 0);
+            CU_ASSERT_TRUE(type[0] != '\0');
+            const char *p = line + fl;
+            if (strcmp(type, "histogram") == 0 && *p == '_') /* _bucket / _sum / _count */
+                for (p++; *p >= 'a' && *p <= 'z'; p++)
+                    ;
+            if (*p == '{') {
+                p++;
+                while (*p != '}') {
+                    while ((*p >= 'a' && *p <= 'z') || *p == '_')
+                        p++;
+                    CU_ASSERT_FATAL(*p == '=' && p[1] == '"');
+                    for (p += 2; *p != '"'; p++) {
+                        CU_ASSERT_FATAL(*p != '\0' && *p != '\n');
+                        if (*p == '\\') {
+                            CU_ASSERT_TRUE(p[1] == '\\' || p[1] == '"' || p[1] == 'n');
+                            p++;
+                        }
+                    }
+                    p++;
+                    if (*p == ',')
+                        p++;
+                }
+                p++;
+            }
+            CU_ASSERT_EQUAL(*p, ' ');
+            char *end;
+            strtod(p + 1, &end);
+            CU_ASSERT_TRUE(end > p + 1 && *end == '\0');
+            samples++;
+        }
+        l = nl + 1;
+    }
+    CU_ASSERT_TRUE(samples > 20);
+}
+
+static void test_prom_format(void)
+{
+    struct ct_stats *s = ct_stats_new(2);
+    ct_stats_conn_open(s);
+    ct_stats_conn_open(s);
+    ct_stats_conn_close(s, CT_STATS_CLOSE_RX_BAD);
+    ct_stats_req_done(s, 404, 100, CT_STATS_CS_MISS);
+    ct_stats_backend(s, 0, CT_STATS_BE_upstream_requests);
+    struct ct_stats_view v;
+    view_of(&v, s);
+    int up[2] = {0, 1};
+    struct ct_cache_stats cs = {.misses = 7, .evictions = 2};
+    v.backend_up = up;
+    v.cache = &cs;
+    v.tls = true;
+    v.tls_resumed = 9;
+    char *t = render(&v, false);
+    check_prom_format(t);
+#define CHECK_P(id, k, l, h) CU_ASSERT_PTR_NOT_NULL(strstr(t, "# TYPE cachet_" #id));
+    CT_STATS_TABLE(CHECK_P)
+#undef CHECK_P
+    CU_ASSERT_EQUAL(sample(t, "cachet_connections_accepted_total"), 2);
+    CU_ASSERT_EQUAL(sample(t, "cachet_connections_open"), 1);
+    CU_ASSERT_EQUAL(sample(t, "cachet_connections_closed_total{reason=\"rx_bad\"}"), 1);
+    CU_ASSERT_EQUAL(sample(t, "cachet_requests_total{class=\"4xx\"}"), 1);
+    CU_ASSERT_EQUAL(sample(t, "cachet_cache_requests_total{cache_status=\"miss\"}"), 1);
+    CU_ASSERT_EQUAL(sample(t, "cachet_upstream_requests_total{backend=\"origin-a\"}"), 1);
+    CU_ASSERT_EQUAL(
+        sample(t, "cachet_upstream_requests_total{backend=\"we\\\"ird\\\\name\\n\"}"), 0);
+    CU_ASSERT_EQUAL(sample(t, "cachet_backend_up{backend=\"origin-a\"}"), 0);
+    CU_ASSERT_EQUAL(sample(t, "cachet_cache_misses_total"), 7);
+    CU_ASSERT_EQUAL(sample(t, "cachet_cache_evictions_total"), 2);
+    CU_ASSERT_EQUAL(sample(t, "cachet_tls_handshakes_total{type=\"resumed\"}"), 9);
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "# TYPE cachet_tls_handshakes_total counter\n"));
+    free(t);
+    ct_stats_free(&s);
+}
+
+static void test_histogram(void)
+{
+    struct ct_stats *s = ct_stats_new(0);
+    /* on a bound goes into that bucket (le = less or equal) */
+    uint64_t lat[] = {0, 500, 501, 1000, 99999, 100000, 20000000, 20000001};
+    for (size_t i = 0; i < CT_ARRAY_LEN(lat); i++)
+        ct_stats_req_done(s, 200, lat[i], CT_STATS_CS_NONE);
+    struct ct_stats_view v;
+    view_of(&v, s);
+    char *t = render(&v, false);
+    check_prom_format(t);
+    const char *h = "cachet_request_duration_seconds";
+    char key[128];
+    snprintf(key, sizeof(key), "%s_bucket{le=\"0.0005\"}", h);
+    CU_ASSERT_EQUAL(sample(t, key), 2);
+    snprintf(key, sizeof(key), "%s_bucket{le=\"0.001\"}", h);
+    CU_ASSERT_EQUAL(sample(t, key), 4);
+    snprintf(key, sizeof(key), "%s_bucket{le=\"0.1\"}", h);
+    CU_ASSERT_EQUAL(sample(t, key), 6);
+    snprintf(key, sizeof(key), "%s_bucket{le=\"10\"}", h);
+    CU_ASSERT_EQUAL(sample(t, key), 6);
+    snprintf(key, sizeof(key), "%s_bucket{le=\"+Inf\"}", h);
+    long long inf = sample(t, key);
+    snprintf(key, sizeof(key), "%s_count", h);
+    CU_ASSERT_EQUAL(inf, 8);
+    CU_ASSERT_EQUAL(sample(t, key), inf);
+    /* cumulative: never decreasing */
+    long long prev = -1;
+    int nb = 0;
+    for (const char *p = strstr(t, "_bucket{"); p; p = strstr(p + 1, "_bucket{")) {
+        long long val = atoll(strchr(p, ' ') + 1);
+        CU_ASSERT_TRUE(val >= prev);
+        prev = val;
+        nb++;
+    }
+    CU_ASSERT_EQUAL(nb, CT_STATS_LAT_N + 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "cachet_request_duration_seconds_sum 40.202001\n"));
+    free(t);
+    ct_stats_free(&s);
+}
+
+static void test_sum_workers(void)
+{
+    struct ct_stats *w[3];
+    for (int i = 0; i < 3; i++) {
+        w[i] = ct_stats_new(2);
+        for (int k = 0; k <= i; k++) {
+            ct_stats_conn_open(w[i]);
+            ct_stats_req_done(w[i], 503, 2000, CT_STATS_CS_PASS);
+            ct_stats_backend(w[i], 1, CT_STATS_BE_upstream_timeouts);
+        }
+        ct_stats_conn_close(w[i], CT_STATS_CLOSE_REM_CLOSE);
+    }
+    ct_stats_req_done(w[0], 0, 1, CT_STATS_CS_NONE);     /* no response */
+    ct_stats_req_done(w[0], 99, 1, CT_STATS_CS__COUNT);  /* out of range: clamped */
+    ct_stats_backend(w[0], 7, CT_STATS_BE_upstream_errors); /* unknown backend: ignored */
+    struct ct_stats *sum = ct_stats_new(2);
+    for (int i = 0; i < 3; i++)
+        ct_stats_sum(sum, w[i]);
+    CU_ASSERT_EQUAL(ct_stats_get(&sum->connections_accepted[0]), 6);
+    CU_ASSERT_EQUAL(ct_stats_get(&sum->connections_open[0]), 3);
+    CU_ASSERT_EQUAL(ct_stats_get(&sum->connections_closed[CT_STATS_CLOSE_REM_CLOSE]), 3);
+    CU_ASSERT_EQUAL(ct_stats_get(&sum->requests[4]), 6);
+    CU_ASSERT_EQUAL(ct_stats_get(&sum->requests[5]), 2);
+    CU_ASSERT_EQUAL(ct_stats_get(&sum->cache_requests[CT_STATS_CS_PASS]), 6);
+    CU_ASSERT_EQUAL(ct_stats_get(&sum->cache_requests[CT_STATS_CS_NONE]), 2);
+    CU_ASSERT_EQUAL(ct_stats_get(&sum->be[1][CT_STATS_BE_upstream_timeouts]), 6);
+    CU_ASSERT_EQUAL(ct_stats_get(&sum->be[0][CT_STATS_BE_upstream_errors]), 0);
+    CU_ASSERT_EQUAL(ct_stats_get(&sum->lat_sum_us), 6 * 2000 + 2);
+    /* a sum into a block with fewer backends ignores the rest */
+    struct ct_stats *small = ct_stats_new(1);
+    ct_stats_sum(small, w[2]);
+    CU_ASSERT_EQUAL(ct_stats_get(&small->connections_accepted[0]), 3);
+    ct_stats_free(&small);
+    for (int i = 0; i < 3; i++)
+        ct_stats_free(&w[i]);
+    ct_stats_free(&sum);
+}
+
+void ct_test_register(void)
+{
+    CT_SUITE("stats", {"JSON is valid and has every counter", test_json_valid_every_counter},
+             {"JSON escaping of quotes, controls and non-UTF-8", test_json_escape},
+             {"Prometheus text format, labels escaped", test_prom_format},
+             {"latency histogram: le buckets cumulative, +Inf == count", test_histogram},
+             {"worker blocks sum", test_sum_workers});
+}
