@@ -1,0 +1,516 @@
+/*
+ * proxy/client.c: the client connection FSM (drawn in docs/client_fsm.dot).
+ *
+ *   accept -> [TLS_HANDSHAKE] -> READ_HEAD -> FETCH -> SEND -> READ_HEAD ...
+ *                                    |          |       |
+ *                                    |          +-------+--> TUNNEL (101)
+ *                                    +--- any failure ----> LINGER -> CLOSED
+ *
+ * A struct ct_client owns its bufferevent (made with BEV_OPT_CLOSE_ON_FREE)
+ * and its request parser (one per connection, reused for every request: no
+ * per-request allocation). Only client_close() frees it; everything else
+ * that wants it gone goes through ct_client_fail() (idempotent: first reason
+ * wins, one log line, one counter) or client_finish() (flush, then close).
+ *
+ * Pipelining: after a head is read, reading stops; the next request is parsed
+ * only once the current response is done, from the bytes still in the input
+ * buffer. Responses therefore go out strictly in order.
+ *
+ * Timeouts: one timer per connection holds the phase deadline: keep-alive
+ * idle (no byte of the next request yet), header (from the first byte of a
+ * head; absolute, so a slowloris trickle cannot extend it -> 408), linger.
+ * Body reads and sends use the bufferevent's own read/write timeouts.
+ */
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/ssl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "proxy/proxy_int.h"
+#include "proxy/tls.h"
+
+#define LINGER_MS 5000
+
+static void on_read(struct bufferevent *bev, void *arg);
+static void on_write(struct bufferevent *bev, void *arg);
+static void on_event(struct bufferevent *bev, short what, void *arg);
+static void on_timer(evutil_socket_t fd, short what, void *arg);
+static void read_head(struct ct_client *c);
+
+/* ---- close-reason table ---------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    bool is_err;
+    unsigned status;
+    const char *text;
+} close_tbl[] = {
+#define CT_CLOSE(name, is_err, status, text) {#name, is_err, status, text},
+#include "common/close_tbl.h"
+#undef CT_CLOSE
+};
+
+const char *ct_close_name(enum ct_close why) { return close_tbl[why].name; }
+const char *ct_close_text(enum ct_close why) { return close_tbl[why].text; }
+bool ct_close_is_err(enum ct_close why) { return close_tbl[why].is_err; }
+unsigned ct_close_status(enum ct_close why) { return close_tbl[why].status; }
+
+/* ---- states ----------------------------------------------------------------- */
+
+static const char *const state_names[] = {
+#define CT_CS_NAME(id, name) name,
+    CT_CLIENT_STATES(CT_CS_NAME)
+#undef CT_CS_NAME
+};
+
+const char *ct_client_state_name(enum ct_client_state s)
+{
+    CT_ASSERT(s < CT_CS__COUNT);
+    return state_names[s];
+}
+
+/* Legal transitions, as drawn in docs/client_fsm.dot. */
+static bool transition_ok(enum ct_client_state from, enum ct_client_state to)
+{
+    if (to == CT_CS_LINGER || to == CT_CS_CLOSED)
+        return from != CT_CS_CLOSED;
+    switch (from) {
+    case CT_CS_TLS_HANDSHAKE: return to == CT_CS_READ_HEAD;
+    case CT_CS_READ_HEAD: return to == CT_CS_FETCH;
+    case CT_CS_FETCH: return to == CT_CS_SEND || to == CT_CS_TUNNEL;
+    case CT_CS_SEND: return to == CT_CS_READ_HEAD;
+    case CT_CS_TUNNEL:
+    case CT_CS_LINGER:
+    case CT_CS_CLOSED:
+    case CT_CS__COUNT: return false;
+    }
+    return false;
+}
+
+void ct_client_set_state(struct ct_client *c, enum ct_client_state to)
+{
+    if (!transition_ok(c->state, to))
+        ct_panic(__FILE__, __LINE__, "c%llu: illegal transition %s -> %s",
+                 (unsigned long long)c->id, ct_client_state_name(c->state),
+                 ct_client_state_name(to));
+    CT_DEBUG("w%u c%llu r%u %s: %s -> %s", c->w->id, (unsigned long long)c->id, c->nreq,
+             c->peer, ct_client_state_name(c->state), ct_client_state_name(to));
+    c->state = to;
+}
+
+static void timer_arm(struct ct_client *c, uint64_t ms)
+{
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+    evtimer_add(c->timer, &tv);
+}
+
+void ct_flush(struct bufferevent *bev)
+{
+    struct evbuffer *out = bufferevent_get_output(bev);
+    if ((bufferevent_get_enabled(bev) & EV_WRITE) || evbuffer_get_length(out) == 0)
+        return; /* libevent is already on it, or nothing to do */
+    /* A socket bufferevent keeps its output's front frozen so that only it
+     * drains it; its own write callback unfreezes around the write, and so
+     * do we (same public calls, same order). */
+    evbuffer_unfreeze(out, 1);
+    int n = evbuffer_write(out, bufferevent_getfd(bev));
+    evbuffer_freeze(out, 1);
+    /* The rest, or the error, go through libevent: its write timeout and
+     * error event then apply as usual. */
+    if (n < 0 || evbuffer_get_length(out) > 0)
+        bufferevent_enable(bev, EV_WRITE);
+}
+
+void ct_set_timeouts(struct bufferevent *bev, uint64_t read_ms, uint64_t write_ms)
+{
+    struct timeval r = {(time_t)(read_ms / 1000), (suseconds_t)((read_ms % 1000) * 1000)};
+    struct timeval wr = {(time_t)(write_ms / 1000), (suseconds_t)((write_ms % 1000) * 1000)};
+    bufferevent_set_timeouts(bev, read_ms ? &r : NULL, write_ms ? &wr : NULL);
+}
+
+/* ---- accept / close ---------------------------------------------------------- */
+
+static void peer_name(struct ct_client *c, const struct sockaddr *sa)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+        port = ntohs(in->sin_port);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+        port = ntohs(in6->sin6_port);
+    }
+    c->peer_ip_len = strlen(ip);
+    snprintf(c->peer, sizeof(c->peer), "%s:%u", ip, port);
+}
+
+/* With CLOSE_ON_FREE, a failed bufferevent_openssl_socket_new() has already
+ * freed the SSL* and closed the fd (libevent 2.1.12): never free them again. */
+static struct bufferevent *make_bev(struct ct_worker *w, const struct ct_listener_conf *lc,
+                                    int fd)
+{
+    if (lc->kind == CT_LISTEN_HTTP)
+        return bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    SSL *ssl = ct_tls_new_ssl(lc->tls);
+    if (ssl == NULL) {
+        close(fd);
+        return NULL;
+    }
+    return bufferevent_openssl_socket_new(w->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                          BEV_OPT_CLOSE_ON_FREE);
+}
+
+void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int fd,
+                      const struct sockaddr *sa, socklen_t salen)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    struct bufferevent *bev = make_bev(w, lc, fd);
+    if (bev == NULL) {
+        CT_ERR("w%u accept: cannot create a buffer event; connection dropped", w->id);
+        return;
+    }
+    struct ct_client *c = ct_xcalloc(1, sizeof(*c));
+    c->magic = CT_CLIENT_MAGIC;
+    c->w = w;
+    c->lc = lc;
+    c->bev = bev;
+    c->id = ++w->next_conn_id;
+    c->rp = ct_http_parser_new(CT_HTTP_REQUEST, &w->limits);
+    c->timer = evtimer_new(w->base, on_timer, c);
+    peer_name(c, sa);
+    (void)salen;
+    c->next = w->clients;
+    if (w->clients)
+        w->clients->prev = c;
+    w->clients = c;
+    w->nclients++;
+    w->n_accepted++;
+
+    bufferevent_setcb(bev, on_read, on_write, on_event, c);
+    bufferevent_setwatermark(bev, EV_READ, 0, CT_READ_HIGH);
+    bufferevent_setwatermark(bev, EV_WRITE, CT_BP_LOW, 0);
+    ct_set_timeouts(bev, 0, w->cf->limits.send_timeout_ms);
+    if (lc->kind == CT_LISTEN_HTTPS) {
+        c->state = CT_CS_TLS_HANDSHAKE;
+        uint64_t ms = lc->handshake_timeout_ms;
+        timer_arm(c, ms ? ms : 10000);
+    } else {
+        c->state = CT_CS_READ_HEAD;
+        timer_arm(c, w->cf->limits.client_header_timeout_ms);
+    }
+    if (lc->kind == CT_LISTEN_HTTP) {
+        /* Plain TCP: we write directly (ct_flush), libevent only takes over
+         * what the socket did not take. */
+        bufferevent_disable(bev, EV_WRITE);
+        bufferevent_enable(bev, EV_READ);
+    } else {
+        bufferevent_enable(bev, EV_READ | EV_WRITE);
+    }
+}
+
+static void client_unlink(struct ct_client *c)
+{
+    struct ct_worker *w = c->w;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->clients = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->next = c->prev = NULL;
+    w->nclients--;
+}
+
+static void client_free(struct ct_client *c)
+{
+    if (c->u)
+        ct_upstream_release(&c->u, false);
+    bufferevent_free(c->bev);
+    event_free(c->timer);
+    ct_http_parser_free(&c->rp);
+    client_unlink(c);
+    c->magic = 0;
+    free(c);
+}
+
+/* Free C. The caller must not touch C afterwards. */
+static void client_close(struct ct_client *c, enum ct_close why)
+{
+    struct ct_worker *w = c->w;
+    if (!c->failed)
+        c->why = why;
+    w->n_close[c->why]++;
+    CT_DEBUG("w%u c%llu %s: closed (%s)", w->id, (unsigned long long)c->id, c->peer,
+             ct_close_name(c->why));
+    c->state = CT_CS_CLOSED;
+    client_free(c);
+    ct_worker_conn_closed(w);
+}
+
+void ct_client_abort(struct ct_client *c)
+{
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    client_free(c);
+}
+
+/* Flush what is queued, then close: stop parsing, keep draining input so the
+ * kernel does not reset the connection under our last response (nginx's
+ * lingering close), half-close once the output is empty, close at EOF or after
+ * LINGER_MS. */
+void ct_client_finish(struct ct_client *c, enum ct_close why)
+{
+    if (!c->failed)
+        c->why = why;
+    if (c->u)
+        ct_upstream_release(&c->u, false);
+    ct_client_set_state(c, CT_CS_LINGER);
+    bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+    bufferevent_set_timeouts(c->bev, NULL, NULL);
+    evtimer_del(c->timer);
+    timer_arm(c, LINGER_MS);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+        on_write(c->bev, c);
+}
+
+static const char *action(const struct ct_client *c)
+{
+    switch (c->state) {
+    case CT_CS_TLS_HANDSHAKE: return "during the TLS handshake";
+    case CT_CS_READ_HEAD: return "reading the request head";
+    case CT_CS_FETCH: return "forwarding the request";
+    case CT_CS_SEND: return "sending the response";
+    case CT_CS_TUNNEL: return "tunnelling";
+    default: return "closing";
+    }
+}
+
+void ct_client_fail(struct ct_client *c, enum ct_close why)
+{
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    if (c->failed || c->state == CT_CS_LINGER || c->state == CT_CS_CLOSED)
+        return;
+    c->failed = true;
+    c->why = why;
+    unsigned status = ct_close_status(why);
+    const char *detail = "";
+    if (why == CT_CLOSE_RX_BAD) {
+        status = ct_http_parser_error_status(c->rp);
+        detail = ct_http_parser_error_reason(c->rp);
+    }
+    if (ct_close_is_err(why)) {
+        const char *be = c->u ? ct_upstream_backend(c->u)->name : "";
+        CT_ERR("w%u c%llu r%u %s %s%s%s: %s%s%s (status=%u close=%s)", c->w->id,
+               (unsigned long long)c->id, c->nreq, c->peer, action(c), *be ? " via " : "", be,
+               ct_close_text(why), *detail ? ": " : "", detail,
+               c->resp_head_sent ? 0 : status, ct_close_name(why));
+    }
+    if (status == 0 || c->resp_head_sent || c->state == CT_CS_TUNNEL ||
+        c->state == CT_CS_TLS_HANDSHAKE) {
+        /* Nothing to say, or too late to say it: a truncated message must
+         * look truncated, so close without a clean end. */
+        client_close(c, why);
+        return;
+    }
+    bool head_only = c->req && c->req->method == CT_METHOD_HEAD;
+    ct_fwd_error(bufferevent_get_output(c->bev), status, head_only, true);
+    ct_client_finish(c, why);
+}
+
+/* ---- the next request ---------------------------------------------------------- */
+
+static void enter_read_head(struct ct_client *c)
+{
+    struct ct_worker *w = c->w;
+    c->req = NULL;
+    c->req_body_done = c->req_paused = c->sent_continue = false;
+    c->req_body_bytes = 0;
+    c->retries = 0;
+    c->resp_head_sent = c->resp_chunked = c->resp_close = false;
+    c->up_keep_alive = c->up_paused = c->up_got_byte = false;
+    c->status = 0;
+    c->head_started = evbuffer_get_length(bufferevent_get_input(c->bev)) > 0;
+    ct_set_timeouts(c->bev, 0, w->cf->limits.send_timeout_ms);
+    evtimer_del(c->timer);
+    timer_arm(c, c->head_started ? w->cf->limits.client_header_timeout_ms
+                                 : w->cf->limits.keepalive_timeout_ms);
+    bufferevent_enable(c->bev, EV_READ);
+}
+
+void ct_client_response_done(struct ct_client *c)
+{
+    if (c->resp_close || c->w->draining) {
+        ct_client_finish(c, c->w->draining ? CT_CLOSE_DRAIN : CT_CLOSE_RESP_DONE);
+        return;
+    }
+    ct_client_set_state(c, CT_CS_READ_HEAD);
+    enter_read_head(c);
+    /* Pipelined bytes are already in the input buffer: no read event will
+     * come for them. */
+    if (c->head_started)
+        read_head(c);
+}
+
+void ct_client_drain(struct ct_client *c)
+{
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    if ((c->state == CT_CS_READ_HEAD && !c->head_started) || c->state == CT_CS_TLS_HANDSHAKE)
+        client_close(c, CT_CLOSE_DRAIN);
+}
+
+static void read_head(struct ct_client *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    if (evbuffer_get_length(in) > 0 && !c->head_started) {
+        /* First byte of a head: the header clock starts now and is not
+         * extended by later bytes (slowloris gets 408, not infinity). */
+        c->head_started = true;
+        evtimer_del(c->timer);
+        timer_arm(c, c->w->cf->limits.client_header_timeout_ms);
+    }
+    while (evbuffer_get_length(in) > 0) {
+        size_t n;
+        enum ct_http_ev ev = ct_fwd_pump(c->rp, in, NULL, false, &n);
+        switch (ev) {
+        case CT_HTTP_EV_MORE:
+            continue;
+        case CT_HTTP_EV_HEAD:
+            evtimer_del(c->timer);
+            c->req = ct_http_parser_msg(c->rp);
+            c->nreq++;
+            c->w->n_requests++;
+            /* Reading stays on (saves two epoll_ctl per request) but nothing
+             * more is parsed until this response is done: pipelined
+             * requests wait in the input buffer, bounded by CT_READ_HIGH. */
+            ct_client_set_state(c, CT_CS_FETCH);
+            ct_fetch_start(c);
+            return;
+        case CT_HTTP_EV_ERROR:
+            ct_client_fail(c, CT_CLOSE_RX_BAD);
+            return;
+        case CT_HTTP_EV_BODY:
+        case CT_HTTP_EV_END:
+            CT_WRONG("request body before its head");
+        }
+    }
+}
+
+/* ---- callbacks ---------------------------------------------------------------- */
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    struct ct_client *c = arg;
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    switch (c->state) {
+    case CT_CS_READ_HEAD:
+        read_head(c);
+        break;
+    case CT_CS_FETCH:
+    case CT_CS_SEND:
+    case CT_CS_TUNNEL:
+        ct_fetch_client_readable(c);
+        break;
+    case CT_CS_LINGER:
+        evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+        break;
+    case CT_CS_TLS_HANDSHAKE:
+    case CT_CS_CLOSED:
+    case CT_CS__COUNT:
+        CT_WRONG("client read in a state that does not read");
+    }
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    struct ct_client *c = arg;
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    if (c->lc->kind == CT_LISTEN_HTTP && c->state != CT_CS_LINGER &&
+        evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+        bufferevent_disable(bev, EV_WRITE); /* back to direct writes */
+    switch (c->state) {
+    case CT_CS_LINGER:
+        if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+            /* All out. Plain TCP: half-close and wait for the client's EOF
+             * (bounded by the linger timer). TLS: close now. */
+            if (c->lc->kind == CT_LISTEN_HTTPS ||
+                shutdown(bufferevent_getfd(bev), SHUT_WR) != 0)
+                client_close(c, c->why);
+        }
+        break;
+    case CT_CS_SEND:
+    case CT_CS_TUNNEL:
+    case CT_CS_FETCH:
+        ct_fetch_client_drained(c);
+        break;
+    default:
+        break;
+    }
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct ct_client *c = arg;
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    if (what & BEV_EVENT_CONNECTED) {
+        CT_ASSERT(c->state == CT_CS_TLS_HANDSHAKE);
+        ct_client_set_state(c, CT_CS_READ_HEAD);
+        evtimer_del(c->timer);
+        timer_arm(c, c->w->cf->limits.client_header_timeout_ms);
+        return;
+    }
+    if (c->state == CT_CS_LINGER) {
+        client_close(c, c->why);
+        return;
+    }
+    if (what & BEV_EVENT_TIMEOUT) {
+        /* Reading: a request body stalled. Writing: the client stopped reading. */
+        ct_client_fail(c, (what & BEV_EVENT_READING) ? CT_CLOSE_RX_TIMEOUT : CT_CLOSE_TX_TIMEOUT);
+        return;
+    }
+    if (c->state == CT_CS_TLS_HANDSHAKE) {
+        client_close(c, CT_CLOSE_TLS_HANDSHAKE);
+        return;
+    }
+    if (what & BEV_EVENT_EOF) {
+        /* Between requests, a close is the normal end; mid-request the client
+         * gave up, and the origin exchange is abandoned with it. */
+        client_close(c, c->state == CT_CS_TUNNEL ? CT_CLOSE_TUNNEL_DONE : CT_CLOSE_REM_CLOSE);
+        return;
+    }
+    client_close(c, (what & BEV_EVENT_WRITING) ? CT_CLOSE_TX_ERROR : CT_CLOSE_RX_ERROR);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_client *c = arg;
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    switch (c->state) {
+    case CT_CS_READ_HEAD:
+        if (c->head_started)
+            ct_client_fail(c, CT_CLOSE_RX_TIMEOUT);
+        else
+            client_close(c, CT_CLOSE_IDLE_TIMEOUT);
+        break;
+    case CT_CS_TLS_HANDSHAKE:
+        client_close(c, CT_CLOSE_TLS_HANDSHAKE);
+        break;
+    case CT_CS_LINGER:
+        client_close(c, c->why);
+        break;
+    default:
+        CT_WRONG("client timer in a state without a deadline");
+    }
+}

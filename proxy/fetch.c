@@ -1,0 +1,398 @@
+/*
+ * proxy/fetch.c: the request path after a head is read, Varnish's req FSM
+ * in miniature:
+ *
+ *   recv -> lookup -> { hit -> deliver | miss/pass -> fetch -> deliver }
+ *
+ * The cache (#5) slots in at lookup(); until it lands everything is a pass.
+ * fetch: lend an upstream (pooled or new), write the request head, stream the
+ * request body (de-chunked by the parser, re-chunked by us), parse the
+ * response with the response parser, pass 1xx through, write the response
+ * head, stream the body with back-pressure both ways, and hand the upstream
+ * back to the pool when both messages are complete.
+ *
+ * Back-pressure (le-proxy): a source stops being read when the sink's output
+ * passes CT_BP_HIGH; the sink's write callback (fired at CT_BP_LOW) resumes
+ * it and processes what is already buffered (no read event would come for it).
+ *
+ * Expect: 100-continue (RFC 9110 §10.1.1): cachet answers "100 Continue"
+ * itself once the origin connection is ready, i.e. when we are about to read
+ * the body, and does not forward the expectation (nginx does the same). An
+ * origin's own 100 is then not passed on (the client already has one); other
+ * 1xx (102, 103) go to HTTP/1.1 clients and never to HTTP/1.0 ones (§15.2).
+ *
+ * Any call into client.c that can end the client (ct_client_fail,
+ * ct_client_response_done) is the last thing a function here does with C.
+ */
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "common/log.h"
+#include "proxy/proxy_int.h"
+
+static void pump_request(struct ct_client *c);
+static void tunnel_up(struct ct_client *c);
+static void tunnel_down(struct ct_client *c);
+
+static struct evbuffer *cout(struct ct_client *c) { return bufferevent_get_output(c->bev); }
+static struct evbuffer *cin(struct ct_client *c) { return bufferevent_get_input(c->bev); }
+static struct evbuffer *uout(struct ct_client *c)
+{
+    return bufferevent_get_output(ct_upstream_bev(c->u));
+}
+static struct evbuffer *uin(struct ct_client *c)
+{
+    return bufferevent_get_input(ct_upstream_bev(c->u));
+}
+
+static bool body_expected(const struct ct_http_msg *m)
+{
+    return m->framing == CT_FRAME_CHUNKED ||
+           (m->framing == CT_FRAME_LENGTH && m->content_length > 0);
+}
+
+static void fetch_connect(struct ct_client *c, bool fresh)
+{
+    enum ct_close why;
+    if (ct_upstream_acquire(c->w, c, fresh, &c->u, &why) != CT_OK) {
+        ct_client_fail(c, why);
+        return;
+    }
+    if (ct_upstream_is_connected(c->u))
+        ct_fetch_upstream_ready(c);
+}
+
+/* Which step the request takes after its head. */
+enum step { STEP_FETCH, STEP_DELIVER };
+
+static enum step lookup(struct ct_client *c)
+{
+    /* XXX: ct_cache_lookup() goes here (#5): HIT/STALE deliver from the
+     * object, BUSY waits on it, MISS fetches and stores. Until then every
+     * request is a pass. */
+    (void)c;
+    return STEP_FETCH;
+}
+
+void ct_fetch_start(struct ct_client *c)
+{
+    CT_ASSERT(c->state == CT_CS_FETCH && c->req != NULL && c->u == NULL);
+    switch (lookup(c)) {
+    case STEP_FETCH:
+        fetch_connect(c, false);
+        return;
+    case STEP_DELIVER:
+        CT_WRONG("no cache yet");
+    }
+}
+
+void ct_fetch_upstream_ready(struct ct_client *c)
+{
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    const struct ct_http_msg *req = c->req;
+    const struct ct_backend_addr *ba = ct_upstream_backend(c->u);
+    struct ct_fwd_req fr = {
+        .msg = req,
+        .peer_ip = ct_str_make(c->peer, c->peer_ip_len),
+        .https = c->lc->kind == CT_LISTEN_HTTPS,
+        .chunked_body = req->framing == CT_FRAME_CHUNKED,
+        .default_host = ct_str_c(ba->name),
+    };
+    ct_http_parser_set_request_method(ct_upstream_parser(c->u), req->method);
+    ct_fwd_request_head(uout(c), &fr);
+    if (req->expect_continue && req->version == 11 && body_expected(req) && !c->sent_continue) {
+        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        evbuffer_add(cout(c), cont, sizeof(cont) - 1);
+        ct_flush(c->bev);
+        c->sent_continue = true;
+    }
+    if (c->req_body_done) {
+        ct_upstream_request_sent(c->u); /* a retry: the body was empty */
+        ct_flush(ct_upstream_bev(c->u));
+    } else {
+        pump_request(c);
+    }
+}
+
+/* Stream the request body: client input -> parser -> upstream output.
+ * Returns false if the client failed (C may be gone). */
+static bool pump_request_body(struct ct_client *c)
+{
+    struct evbuffer *in = cin(c);
+    struct evbuffer *out = uout(c);
+    bool chunked = c->req->framing == CT_FRAME_CHUNKED;
+    const struct ct_conf_limits *lim = &c->w->cf->limits;
+
+    while (!c->req_body_done) {
+        if (evbuffer_get_length(out) >= CT_BP_HIGH) {
+            c->req_paused = true;
+            bufferevent_disable(c->bev, EV_READ);
+            return true;
+        }
+        size_t n, before = evbuffer_get_length(in);
+        enum ct_http_ev ev = ct_fwd_pump(c->rp, in, out, chunked, &n);
+        switch (ev) {
+        case CT_HTTP_EV_BODY:
+            c->req_body_bytes += n;
+            break;
+        case CT_HTTP_EV_MORE:
+            if (evbuffer_get_length(in) == 0 || evbuffer_get_length(in) == before) {
+                /* Need bytes from the client; a stalled body gets 408. */
+                c->req_paused = false;
+                ct_set_timeouts(c->bev, lim->client_header_timeout_ms, lim->send_timeout_ms);
+                bufferevent_enable(c->bev, EV_READ);
+                return true;
+            }
+            break;
+        case CT_HTTP_EV_END:
+            c->req_body_done = true;
+            if (chunked)
+                ct_fwd_body_end(out);
+            if (body_expected(c->req)) /* the body clock stops */
+                ct_set_timeouts(c->bev, 0, lim->send_timeout_ms);
+            ct_upstream_request_sent(c->u);
+            return true;
+        case CT_HTTP_EV_ERROR:
+            ct_client_fail(c, CT_CLOSE_RX_BAD);
+            return false;
+        case CT_HTTP_EV_HEAD:
+            CT_WRONG("a request head inside a request body");
+        }
+    }
+    return true;
+}
+
+static void pump_request(struct ct_client *c)
+{
+    if (c->u == NULL || !ct_upstream_is_connected(c->u))
+        return; /* the body waits in the client's buffers for the connection */
+    if (pump_request_body(c))
+        ct_flush(ct_upstream_bev(c->u));
+}
+
+void ct_fetch_client_readable(struct ct_client *c)
+{
+    if (c->state == CT_CS_TUNNEL) {
+        tunnel_up(c);
+        return;
+    }
+    if (!c->req_body_done)
+        pump_request(c);
+}
+
+/* ---- the response ------------------------------------------------------------ */
+
+static void interim(struct ct_client *c, const struct ct_http_msg *msg)
+{
+    if (msg->status != 100 && c->req->version == 11)
+        ct_fwd_response_head(cout(c), msg, false, CT_RESP_INTERIM);
+}
+
+static void tunnel_start(struct ct_client *c, const struct ct_http_msg *msg)
+{
+    ct_fwd_response_head(cout(c), msg, false, CT_RESP_UPGRADE);
+    c->resp_head_sent = true;
+    c->status = msg->status;
+    ct_client_set_state(c, CT_CS_TUNNEL);
+    ct_upstream_tunnel(c->u);
+    bufferevent_set_timeouts(c->bev, NULL, NULL);
+    bufferevent_enable(c->bev, EV_READ);
+    tunnel_down(c);
+    tunnel_up(c);
+}
+
+/* A final response head: decide the framing towards the client and send it.
+ * RFC 9112 §6.3: a close-delimited or chunked body goes to an HTTP/1.1 client
+ * chunked (we know its end), to an HTTP/1.0 client close-delimited. */
+static void final_head(struct ct_client *c, const struct ct_http_msg *msg)
+{
+    const struct ct_http_msg *req = c->req;
+    bool no_body = req->method == CT_METHOD_HEAD || msg->framing == CT_FRAME_NONE;
+
+    c->resp_chunked = false;
+    /* A request body still unread would be taken for the next request. */
+    c->resp_close = !req->keep_alive || !c->req_body_done || c->w->draining;
+    if (!no_body && (msg->framing == CT_FRAME_CHUNKED || msg->framing == CT_FRAME_CLOSE)) {
+        if (req->version == 11)
+            c->resp_chunked = true;
+        else
+            c->resp_close = true;
+    }
+    c->up_keep_alive = msg->keep_alive && msg->framing != CT_FRAME_CLOSE;
+    enum ct_resp_conn conn = c->resp_close      ? CT_RESP_CLOSE
+                             : req->version == 10 ? CT_RESP_KEEP_ALIVE_10
+                                                  : CT_RESP_KEEP;
+    ct_fwd_response_head(cout(c), msg, c->resp_chunked, conn);
+    c->resp_head_sent = true;
+    c->status = msg->status;
+    ct_client_set_state(c, CT_CS_SEND);
+    ct_upstream_head_received(c->u);
+}
+
+static void response_end(struct ct_client *c)
+{
+    if (c->resp_chunked)
+        ct_fwd_body_end(cout(c));
+    ct_flush(c->bev);
+    ct_upstream_release(&c->u, c->up_keep_alive && c->req_body_done);
+    ct_client_response_done(c);
+}
+
+void ct_fetch_upstream_readable(struct ct_client *c)
+{
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    if (c->state == CT_CS_TUNNEL) {
+        tunnel_down(c);
+        return;
+    }
+    struct ct_http_parser *p = ct_upstream_parser(c->u);
+    struct evbuffer *in = uin(c);
+    if (evbuffer_get_length(in) > 0)
+        c->up_got_byte = true;
+    for (;;) {
+        if (c->state == CT_CS_SEND && evbuffer_get_length(cout(c)) >= CT_BP_HIGH) {
+            c->up_paused = true;
+            bufferevent_disable(ct_upstream_bev(c->u), EV_READ);
+            ct_flush(c->bev);
+            return;
+        }
+        size_t n, before = evbuffer_get_length(in);
+        enum ct_http_ev ev =
+            ct_fwd_pump(p, in, c->state == CT_CS_SEND ? cout(c) : NULL, c->resp_chunked, &n);
+        switch (ev) {
+        case CT_HTTP_EV_MORE:
+            if (evbuffer_get_length(in) == 0 || evbuffer_get_length(in) == before) {
+                ct_flush(c->bev);
+                return;
+            }
+            break;
+        case CT_HTTP_EV_HEAD: {
+            const struct ct_http_msg *msg = ct_http_parser_msg(p);
+            if (c->state != CT_CS_FETCH) {
+                ct_client_fail(c, CT_CLOSE_ORIGIN_BAD);
+                return;
+            }
+            if (msg->status == 101) {
+                if (!c->req->upgrade) {
+                    ct_upstream_mark_failed(c->u);
+                    ct_client_fail(c, CT_CLOSE_ORIGIN_BAD);
+                    return;
+                }
+                tunnel_start(c, msg);
+                return;
+            }
+            if (msg->status < 200)
+                interim(c, msg);
+            else
+                final_head(c, msg);
+            break;
+        }
+        case CT_HTTP_EV_BODY:
+            break;
+        case CT_HTTP_EV_END:
+            if (c->state == CT_CS_SEND) {
+                response_end(c);
+                return;
+            }
+            break; /* the end of a 1xx: the final response follows */
+        case CT_HTTP_EV_ERROR:
+            if (c->state == CT_CS_FETCH)
+                ct_upstream_mark_failed(c->u);
+            ct_client_fail(c, c->state == CT_CS_FETCH ? CT_CLOSE_ORIGIN_BAD
+                                                      : CT_CLOSE_ORIGIN_TRUNC);
+            return;
+        }
+    }
+}
+
+/* Retry once on a new connection (RFC 9110 §9.2.2): only a reused
+ * connection, only an idempotent method, only if the origin sent nothing and
+ * no request body byte was consumed (we could not replay it). */
+static bool may_retry(const struct ct_client *c)
+{
+    return ct_upstream_is_reused(c->u) && !c->up_got_byte && c->retries == 0 &&
+           c->req_body_bytes == 0 &&
+           (ct_http_method_flags(c->req->method) & CT_METHOD_IDEMPOTENT) != 0;
+}
+
+void ct_fetch_upstream_closed(struct ct_client *c, enum ct_close why)
+{
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    switch (c->state) {
+    case CT_CS_FETCH:
+        if (why == CT_CLOSE_ORIGIN_RESET && may_retry(c)) {
+            ct_upstream_release(&c->u, false);
+            c->retries++;
+            c->w->n_retries++;
+            fetch_connect(c, true);
+            return;
+        }
+        if (why == CT_CLOSE_ORIGIN_RESET)
+            ct_upstream_mark_failed(c->u);
+        ct_client_fail(c, why);
+        return;
+    case CT_CS_SEND:
+        /* A close-delimited body ends here; any other body is truncated. */
+        if (why == CT_CLOSE_ORIGIN_RESET &&
+            ct_http_parser_eof(ct_upstream_parser(c->u)) == CT_HTTP_EV_END) {
+            c->up_keep_alive = false;
+            response_end(c);
+            return;
+        }
+        ct_client_fail(c, why == CT_CLOSE_ORIGIN_TIMEOUT ? why : CT_CLOSE_ORIGIN_TRUNC);
+        return;
+    case CT_CS_TUNNEL:
+        ct_client_finish(c, CT_CLOSE_TUNNEL_DONE); /* flush what the origin sent */
+        return;
+    default:
+        CT_WRONG("upstream event for a client that holds no upstream");
+    }
+}
+
+/* ---- resuming after back-pressure ------------------------------------------------ */
+
+void ct_fetch_client_drained(struct ct_client *c)
+{
+    if (c->u == NULL || !c->up_paused)
+        return;
+    c->up_paused = false;
+    bufferevent_enable(ct_upstream_bev(c->u), EV_READ);
+    ct_fetch_upstream_readable(c);
+}
+
+void ct_fetch_upstream_drained(struct ct_client *c)
+{
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    if (!c->req_paused)
+        return;
+    c->req_paused = false;
+    if (c->state == CT_CS_TUNNEL) {
+        bufferevent_enable(c->bev, EV_READ);
+        tunnel_up(c);
+    } else if (!c->req_body_done) {
+        pump_request(c);
+    }
+}
+
+/* ---- tunnel ------------------------------------------------------------------ */
+
+static void tunnel_up(struct ct_client *c)
+{
+    evbuffer_add_buffer(uout(c), cin(c));
+    ct_flush(ct_upstream_bev(c->u));
+    if (evbuffer_get_length(uout(c)) >= CT_BP_HIGH) {
+        c->req_paused = true;
+        bufferevent_disable(c->bev, EV_READ);
+    }
+}
+
+static void tunnel_down(struct ct_client *c)
+{
+    evbuffer_add_buffer(cout(c), uin(c));
+    ct_flush(c->bev);
+    if (evbuffer_get_length(cout(c)) >= CT_BP_HIGH) {
+        c->up_paused = true;
+        bufferevent_disable(ct_upstream_bev(c->u), EV_READ);
+    }
+}

@@ -1,0 +1,259 @@
+/*
+ * proxy/forward.c: what goes on the wire between the two parsers.
+ *
+ * - Request heads for the origin and response heads for the client, built
+ *   straight into the peer's output evbuffer, one evbuffer_add per piece (no
+ *   intermediate string, no per-request allocation).
+ * - Hop-by-hop fields are dropped by the one rule in http/
+ *   (ct_http_msg_field_is_hop: the table's CT_HDRF_HOP plus the tokens named
+ *   by Connection), plus any Proxy-* field (RFC 9110 §7.6.1 lists Proxy-
+ *   fields as connection-specific; "Proxy:" itself is httpoxy, CVE-2016-5385).
+ * - Bodies move between evbuffers by reference (evbuffer_remove_buffer moves
+ *   whole chains where it can); only chunk-size lines are written by us.
+ * - Error responses: a short plain-text status line, never origin internals.
+ */
+#include <event2/buffer.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "proxy/proxy_int.h"
+
+static const char VIA_US[] = "1.1 cachet";
+
+#define ADD_LIT(out, lit) evbuffer_add((out), (lit), sizeof(lit) - 1)
+
+static void add_str(struct evbuffer *out, struct ct_str s)
+{
+    if (s.len)
+        evbuffer_add(out, s.p, s.len);
+}
+
+static void add_field(struct evbuffer *out, struct ct_str name, struct ct_str value)
+{
+    add_str(out, name);
+    ADD_LIT(out, ": ");
+    add_str(out, value);
+    ADD_LIT(out, "\r\n");
+}
+
+static bool is_proxy_field(const struct ct_http_field *f)
+{
+    static const struct ct_str proxy = {"proxy", 5};
+    if (f->name.len < proxy.len)
+        return false;
+    if (!ct_str_eq_ci(ct_str_make(f->name.p, proxy.len), proxy))
+        return false;
+    return f->name.len == proxy.len || f->name.p[proxy.len] == '-';
+}
+
+static bool drop_field(const struct ct_http_msg *msg, const struct ct_http_field *f)
+{
+    return ct_http_msg_field_is_hop(msg, f) || is_proxy_field(f);
+}
+
+/* Write "NAME: v1, v2, ..., EXTRA" joining every line of header ID with our
+ * value last (RFC 9110 §5.3: a list may be combined in order). */
+static void add_joined(struct evbuffer *out, const struct ct_http_msg *msg, enum ct_hdr_id id,
+                       struct ct_str extra)
+{
+    const char *name = ct_hdr_name(id);
+    evbuffer_add(out, name, strlen(name));
+    ADD_LIT(out, ": ");
+    for (const struct ct_http_field *f = ct_http_msg_find(msg, id, NULL); f;
+         f = ct_http_msg_find(msg, id, f)) {
+        if (f->value.len == 0)
+            continue;
+        add_str(out, f->value);
+        ADD_LIT(out, ", ");
+    }
+    add_str(out, extra);
+    ADD_LIT(out, "\r\n");
+}
+
+static void add_upgrade(struct evbuffer *out, const struct ct_http_msg *msg)
+{
+    ADD_LIT(out, "Connection: upgrade\r\n");
+    for (const struct ct_http_field *f = ct_http_msg_find(msg, CT_HDR_UPGRADE, NULL); f;
+         f = ct_http_msg_find(msg, CT_HDR_UPGRADE, f))
+        add_field(out, CT_STR("Upgrade"), f->value);
+}
+
+void ct_fwd_request_head(struct evbuffer *out, const struct ct_fwd_req *fr)
+{
+    const struct ct_http_msg *msg = fr->msg;
+    const struct ct_http_field *host = NULL;
+
+    add_str(out, msg->method_name);
+    ADD_LIT(out, " ");
+    add_str(out, msg->target);
+    /* We speak HTTP/1.1 to the origin whatever the client spoke (§2.5). */
+    ADD_LIT(out, " HTTP/1.1\r\n");
+    for (size_t i = 0; i < msg->nfields; i++) {
+        const struct ct_http_field *f = &msg->fields[i];
+        switch (f->id) {
+        case CT_HDR_HOST:
+            host = f;
+            break;
+        case CT_HDR_VIA:
+        case CT_HDR_X_FORWARDED_FOR:
+        case CT_HDR_X_FORWARDED_PROTO:
+        case CT_HDR_X_FORWARDED_HOST:
+            continue; /* rewritten below */
+        case CT_HDR_EXPECT:
+            continue; /* we answer 100-continue ourselves (see fetch.c) */
+        default:
+            break;
+        }
+        if (drop_field(msg, f))
+            continue;
+        add_field(out, f->name, f->value);
+    }
+    if (host == NULL && fr->default_host.len)
+        add_field(out, CT_STR("Host"), fr->default_host);
+    add_joined(out, msg, CT_HDR_VIA, CT_STR(VIA_US));
+    add_joined(out, msg, CT_HDR_X_FORWARDED_FOR, fr->peer_ip);
+    add_field(out, CT_STR("X-Forwarded-Proto"), fr->https ? CT_STR("https") : CT_STR("http"));
+    if (host)
+        add_field(out, CT_STR("X-Forwarded-Host"), host->value);
+    if (fr->chunked_body)
+        ADD_LIT(out, "Transfer-Encoding: chunked\r\n");
+    if (msg->upgrade)
+        add_upgrade(out, msg);
+    ADD_LIT(out, "\r\n");
+}
+
+static void add_status_line(struct evbuffer *out, unsigned status, struct ct_str reason)
+{
+    char code[8];
+    int n = snprintf(code, sizeof(code), "%03u ", status % 1000);
+    ADD_LIT(out, "HTTP/1.1 ");
+    evbuffer_add(out, code, (size_t)n);
+    if (reason.len == 0)
+        reason = ct_str_c(ct_fwd_reason(status));
+    add_str(out, reason);
+    ADD_LIT(out, "\r\n");
+}
+
+void ct_fwd_response_head(struct evbuffer *out, const struct ct_http_msg *msg, bool chunked,
+                          enum ct_resp_conn conn)
+{
+    add_status_line(out, msg->status, msg->reason);
+    for (size_t i = 0; i < msg->nfields; i++) {
+        const struct ct_http_field *f = &msg->fields[i];
+        if (f->id == CT_HDR_VIA || drop_field(msg, f))
+            continue;
+        add_field(out, f->name, f->value);
+    }
+    add_joined(out, msg, CT_HDR_VIA, CT_STR(VIA_US));
+    if (chunked)
+        ADD_LIT(out, "Transfer-Encoding: chunked\r\n");
+    switch (conn) {
+    case CT_RESP_KEEP:
+    case CT_RESP_INTERIM:
+        break;
+    case CT_RESP_KEEP_ALIVE_10:
+        ADD_LIT(out, "Connection: keep-alive\r\n");
+        break;
+    case CT_RESP_CLOSE:
+        ADD_LIT(out, "Connection: close\r\n");
+        break;
+    case CT_RESP_UPGRADE:
+        add_upgrade(out, msg);
+        break;
+    }
+    ADD_LIT(out, "\r\n");
+}
+
+void ct_fwd_body(struct evbuffer *out, struct evbuffer *src, size_t n, bool chunked)
+{
+    if (n == 0)
+        return;
+    if (chunked) {
+        char line[24];
+        int k = snprintf(line, sizeof(line), "%zx\r\n", n);
+        evbuffer_add(out, line, (size_t)k);
+    }
+    /* Moves chains by reference; only a partial chain at the end is copied. */
+    int moved = evbuffer_remove_buffer(src, out, n);
+    CT_ASSERT(moved >= 0 && (size_t)moved == n);
+    if (chunked)
+        ADD_LIT(out, "\r\n");
+}
+
+void ct_fwd_body_end(struct evbuffer *out)
+{
+    ADD_LIT(out, "0\r\n\r\n");
+}
+
+const char *ct_fwd_reason(unsigned status)
+{
+    switch (status) {
+    case 100: return "Continue";
+    case 101: return "Switching Protocols";
+    case 200: return "OK";
+    case 204: return "No Content";
+    case 304: return "Not Modified";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 408: return "Request Timeout";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 417: return "Expectation Failed";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    }
+    return "Unknown";
+}
+
+void ct_fwd_error(struct evbuffer *out, unsigned status, bool head_only, bool close)
+{
+    char date[CT_HTTP_DATE_LEN + 1];
+    char body[96];
+    const char *reason = ct_fwd_reason(status);
+    int blen = snprintf(body, sizeof(body), "%u %s\n", status, reason);
+
+    ct_http_date_format(time(NULL), date);
+    evbuffer_add_printf(out,
+                        "HTTP/1.1 %u %s\r\nServer: cachet\r\nDate: %s\r\n"
+                        "Content-Type: text/plain\r\nContent-Length: %d\r\n%s\r\n",
+                        status, reason, date, blen, close ? "Connection: close\r\n" : "");
+    if (!head_only)
+        evbuffer_add(out, body, (size_t)blen);
+}
+
+enum ct_http_ev ct_fwd_pump(struct ct_http_parser *p, struct evbuffer *src, struct evbuffer *dst,
+                            bool chunked, size_t *body_len)
+{
+    struct evbuffer_iovec v;
+    const char *buf = "";
+    size_t len = 0, used = 0;
+    struct ct_str chunk = CT_STR_NULL;
+
+    *body_len = 0;
+    if (evbuffer_peek(src, -1, NULL, &v, 1) >= 1) {
+        buf = v.iov_base;
+        len = v.iov_len;
+    }
+    enum ct_http_ev ev = ct_http_parser_feed(p, buf, len, &used, &chunk);
+    CT_ASSERT(used <= len);
+    if (ev != CT_HTTP_EV_BODY) {
+        evbuffer_drain(src, used);
+        return ev;
+    }
+    /* BUF = [framing][chunk][framing], all within the USED bytes. */
+    CT_ASSERT(chunk.p >= buf && chunk.p + chunk.len <= buf + used);
+    size_t pre = (size_t)(chunk.p - buf);
+    evbuffer_drain(src, pre);
+    if (dst)
+        ct_fwd_body(dst, src, chunk.len, chunked);
+    else
+        evbuffer_drain(src, chunk.len);
+    evbuffer_drain(src, used - pre - chunk.len);
+    *body_len = chunk.len;
+    return ev;
+}

@@ -1,0 +1,304 @@
+/*
+ * proxy/main.c: the `cachet` binary. Main thread only.
+ *
+ *   parse the command line -> load the file or the embedded default ->
+ *   apply the overrides (ct_conf_build) -> -t / -T -> run:
+ *   resolve backends, bind every listener in worker 0 (port 0 becomes a real
+ *   port, then the other workers bind the same one with SO_REUSEPORT),
+ *   announce "listening on KIND ADDR:PORT" (first lines on stdout, flushed),
+ *   start the workers, and wait for SIGINT/SIGTERM on the main event_base.
+ *   A signal tells every worker to drain (through its pipe); main joins them,
+ *   frees everything (ASan's leak check runs at exit) and exits 0.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "conf/conf.h"
+#include "proxy/proxy_int.h"
+#include "proxy/tls.h"
+
+#define CT_VERSION "0.1.0"
+
+static void addr_name(const struct sockaddr *sa, char *out, size_t len)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+    if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+        snprintf(out, len, "[%s]:%u", ip, ntohs(in6->sin6_port));
+    } else {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+        snprintf(out, len, "%s:%u", ip, ntohs(in->sin_port));
+    }
+}
+
+static int resolve_backends(struct ct_proxy *px)
+{
+    const struct ct_conf *cf = px->cf;
+    px->backends = ct_xcalloc(cf->nbackends ? cf->nbackends : 1, sizeof(*px->backends));
+    px->nbackends = cf->nbackends;
+    for (size_t i = 0; i < cf->nbackends; i++) {
+        const struct ct_conf_backend *b = &cf->backends[i];
+        struct ct_backend_addr *ba = &px->backends[i];
+        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                                 .ai_flags = AI_NUMERICSERV};
+        struct addrinfo *res = NULL;
+        char port[8];
+        snprintf(port, sizeof(port), "%u", b->port);
+        int rc = getaddrinfo(b->host, port, &hints, &res);
+        if (rc != 0 || res == NULL) {
+            CT_ERR("backend %s: cannot resolve %s: %s", b->name ? b->name : b->host, b->host,
+                   gai_strerror(rc));
+            return CT_ECONF;
+        }
+        memcpy(&ba->sa, res->ai_addr, res->ai_addrlen);
+        ba->salen = res->ai_addrlen;
+        freeaddrinfo(res);
+        snprintf(ba->name, sizeof(ba->name), "%s:%u", b->host, b->port);
+    }
+    return px->nbackends ? CT_OK : CT_ECONF;
+}
+
+/* The TLS context of one HTTPS listener (proxy/tls.h), from its config. */
+static struct ct_tls_ctx *https_ctx(struct ct_proxy *px, const struct ct_conf_listener *l)
+{
+    const struct ct_conf_tls *t = &l->tls;
+    char err[256];
+    struct ct_tls_cert_conf *certs = ct_xcalloc(t->ncerts ? t->ncerts : 1, sizeof(*certs));
+    for (size_t i = 0; i < t->ncerts; i++) {
+        certs[i].cert_file = t->certs[i].cert_file;
+        certs[i].key_file = t->certs[i].key_file;
+        certs[i].names = (const char *const *)t->certs[i].server_names;
+        certs[i].nnames = t->certs[i].n_server_names;
+        certs[i].is_default = t->certs[i].is_default;
+    }
+    struct ct_tls_listener_conf tc = {
+        .certs = certs,
+        .ncerts = t->ncerts,
+        .min_version = t->min_version,
+        .ciphers = t->ciphers,
+        .ciphersuites = t->ciphersuites,
+        .groups = t->groups,
+        .disable_tickets = !t->session_tickets,
+        .disable_session_cache = !t->session_cache,
+        .session_cache_size = t->session_cache_size,
+        .ktls = t->ktls,
+        .client_ca_file = t->client_ca,
+        .verify = (enum ct_tls_verify)t->client_verify,
+    };
+    if (t->session_tickets && px->tickets == NULL) {
+        px->tickets = ct_tls_shared_new(t->ticket_key_rotation_ms, ct_time_mono(), err,
+                                        sizeof(err));
+        if (px->tickets == NULL) {
+            CT_ERR("TLS session tickets: %s", err);
+            free(certs);
+            return NULL;
+        }
+    }
+    struct ct_tls_ctx *ctx = ct_tls_ctx_new(&tc, t->session_tickets ? px->tickets : NULL, err,
+                                            sizeof(err));
+    free(certs);
+    if (ctx == NULL) {
+        CT_ERR("https listener %s:%u: %s", l->addr.host, l->addr.port, err);
+        return NULL;
+    }
+    CT_INFO("https listener %s:%u: %s", l->addr.host, l->addr.port, ct_tls_ctx_describe(ctx));
+    if (ct_tls_ctx_selfsigned_note(ctx))
+        CT_INFO("%s", ct_tls_ctx_selfsigned_note(ctx));
+    return ctx;
+}
+
+static int setup_listeners(struct ct_proxy *px)
+{
+    const struct ct_conf *cf = px->cf;
+    px->listeners = ct_xcalloc(cf->nlisteners ? cf->nlisteners : 1, sizeof(*px->listeners));
+    for (size_t i = 0; i < cf->nlisteners; i++) {
+        const struct ct_conf_listener *l = &cf->listeners[i];
+        struct ct_tls_ctx *tls = NULL;
+        if (l->kind == CT_CONF_LISTEN_HTTPS && (tls = https_ctx(px, l)) == NULL)
+            return CT_ETLS;
+        struct ct_listener_conf *lc = &px->listeners[px->nlisteners++];
+        lc->kind = tls ? CT_LISTEN_HTTPS : CT_LISTEN_HTTP;
+        lc->tls = tls;
+        lc->handshake_timeout_ms = l->tls.handshake_timeout_ms;
+        memcpy(&lc->sa, &l->addr.sa, l->addr.salen);
+        lc->salen = l->addr.salen;
+        addr_name((struct sockaddr *)&lc->sa, lc->name, sizeof(lc->name));
+    }
+    return CT_OK;
+}
+
+static void on_ticket_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_proxy *px = arg;
+    CT_CHECK_OBJ(px, CT_PROXY_MAGIC);
+    if (ct_tls_shared_tick(px->tickets, ct_time_mono()) < 0)
+        CT_ERR("TLS ticket key rotation failed (RNG); keeping the current keys");
+}
+
+/* Worker 0 bound port 0 to a real port: the others must bind that one. */
+static void learn_ports(struct ct_proxy *px, struct ct_worker *w0)
+{
+    for (size_t i = 0; i < px->nlisteners; i++) {
+        struct ct_listener_conf *lc = &px->listeners[i];
+        socklen_t len = sizeof(lc->sa);
+        getsockname(evconnlistener_get_fd(w0->ls[i].lev), (struct sockaddr *)&lc->sa, &len);
+        lc->salen = len;
+        addr_name((struct sockaddr *)&lc->sa, lc->name, sizeof(lc->name));
+    }
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct ct_proxy *px = arg;
+    CT_CHECK_OBJ(px, CT_PROXY_MAGIC);
+    CT_INFO("signal %d: draining (up to %llu ms) and exiting", (int)sig,
+            (unsigned long long)px->cf->limits.drain_timeout_ms);
+    for (unsigned i = 0; i < px->nworkers; i++)
+        ct_worker_stop(px->workers[i]);
+    event_base_loopexit(px->main_base, NULL);
+}
+
+static void log_totals(struct ct_proxy *px)
+{
+    uint64_t acc = 0, req = 0, fresh = 0, reused = 0, retries = 0;
+    for (unsigned i = 0; i < px->nworkers; i++) {
+        struct ct_worker *w = px->workers[i];
+        acc += w->n_accepted;
+        req += w->n_requests;
+        fresh += w->n_upstream_new;
+        reused += w->n_upstream_reused;
+        retries += w->n_retries;
+    }
+    CT_INFO("exit: %llu connections, %llu requests, upstream %llu new / %llu reused, %llu retries",
+            (unsigned long long)acc, (unsigned long long)req, (unsigned long long)fresh,
+            (unsigned long long)reused, (unsigned long long)retries);
+}
+
+static int start_workers(struct ct_proxy *px, unsigned n)
+{
+    px->workers = ct_xcalloc(n, sizeof(*px->workers));
+    for (unsigned i = 0; i < n; i++) {
+        px->workers[i] = ct_worker_new(px, i);
+        if (px->workers[i] == NULL)
+            return CT_EIO;
+        px->nworkers = i + 1;
+        if (i == 0)
+            learn_ports(px, px->workers[0]);
+    }
+    for (size_t i = 0; i < px->nlisteners; i++)
+        printf("listening on %s %s\n", px->listeners[i].kind == CT_LISTEN_HTTP ? "http" : "https",
+               px->listeners[i].name);
+    fflush(stdout);
+    for (unsigned i = 0; i < n; i++)
+        if (ct_worker_start(px->workers[i]) != CT_OK)
+            return CT_EIO;
+    return CT_OK;
+}
+
+static int run(const struct ct_conf *cf)
+{
+    struct ct_proxy px = {.magic = CT_PROXY_MAGIC, .cf = cf};
+    int rc = 1;
+    struct event_base *base = event_base_new();
+    px.main_base = base;
+    struct event *sigs[2] = {NULL, NULL};
+    struct event *tick = NULL;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned n = cf->workers ? cf->workers : (unsigned)(cores > 0 ? cores : 1);
+
+    signal(SIGPIPE, SIG_IGN);
+    if (setup_listeners(&px) != CT_OK)
+        goto out;
+    if (resolve_backends(&px) != CT_OK || px.nlisteners == 0) {
+        CT_ERR("nothing to do: %zu listeners, %zu backends", px.nlisteners, px.nbackends);
+        goto out;
+    }
+    sigs[0] = evsignal_new(base, SIGINT, on_signal, &px);
+    sigs[1] = evsignal_new(base, SIGTERM, on_signal, &px);
+    evsignal_add(sigs[0], NULL);
+    evsignal_add(sigs[1], NULL);
+    if (px.tickets) {
+        tick = event_new(base, -1, EV_PERSIST, on_ticket_tick, &px);
+        event_add(tick, &(struct timeval){1, 0});
+    }
+    if (start_workers(&px, n) != CT_OK) {
+        for (unsigned i = 0; i < px.nworkers; i++)
+            if (px.workers[i] && px.workers[i]->started)
+                ct_worker_stop(px.workers[i]);
+        goto out;
+    }
+    CT_INFO("cachet %s: %u workers, %zu listeners, %zu backends", CT_VERSION, n, px.nlisteners,
+            px.nbackends);
+    event_base_dispatch(base); /* until a signal */
+    rc = 0;
+out:
+    for (unsigned i = 0; i < px.nworkers; i++)
+        if (px.workers[i])
+            ct_worker_join(px.workers[i]);
+    if (rc == 0)
+        log_totals(&px);
+    for (unsigned i = 0; i < px.nworkers; i++)
+        ct_worker_join_free(&px.workers[i]);
+    for (int i = 0; i < 2; i++)
+        if (sigs[i])
+            event_free(sigs[i]);
+    if (tick)
+        event_free(tick);
+    event_base_free(base);
+    for (size_t i = 0; i < px.nlisteners; i++)
+        ct_tls_ctx_free(&px.listeners[i].tls);
+    ct_tls_shared_release(&px.tickets);
+    free(px.workers);
+    free(px.backends);
+    free(px.listeners);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct ct_cli cli;
+    char err[512];
+    if (ct_conf_cli_parse(argc, argv, &cli, err, sizeof(err)) != CT_OK) {
+        fprintf(stderr, "cachet: %s\n", err);
+        ct_conf_cli_usage(argv[0], stderr);
+        return 2;
+    }
+    if (cli.help) {
+        ct_conf_cli_usage(argv[0], stdout);
+        return 0;
+    }
+    struct ct_conf_errors *errs = ct_xcalloc(1, sizeof(*errs));
+    struct ct_conf *cf = NULL;
+    ct_conf_errors_init(errs);
+    int rc = ct_conf_build(&cli, &cf, errs);
+    if (rc != CT_OK) {
+        ct_conf_errors_print(errs, stderr);
+        free(errs);
+        return 1;
+    }
+    free(errs);
+    if (cli.version) {
+        printf("cachet %s\n", CT_VERSION);
+    } else if (cli.test_only) {
+        printf("configuration ok\n");
+    } else if (cli.dump) {
+        ct_conf_dump(cf, stdout);
+    } else {
+        if (cf->logs.error_log && ct_log_open(cf->logs.error_log) != CT_OK)
+            fprintf(stderr, "cachet: cannot open %s: %s\n", cf->logs.error_log, strerror(errno));
+        ct_log_set_level(cf->logs.level);
+        rc = run(cf);
+    }
+    ct_conf_free(&cf);
+    return rc;
+}

@@ -1,0 +1,327 @@
+/*
+ * proxy/proxy_int.h: declarations shared inside proxy/ only.
+ *
+ * Objects and owners (all confined to one worker thread unless marked):
+ *
+ *   struct ct_proxy      main thread; owns the config, the workers, the
+ *                        resolved backend addresses (read-only once running)
+ *   struct ct_worker     one thread: its event_base, its listeners (one per
+ *                        configured listener, SO_REUSEPORT), its clients, its
+ *                        upstream pools and passive-health state per backend
+ *   struct ct_client     one accepted connection (client.c); owns its
+ *                        bufferevent and request parser; borrows an upstream
+ *   struct ct_upstream   one connection to a backend (upstream.c); owns its
+ *                        bufferevent and response parser; lent to one client
+ *                        at a time, otherwise idle in its backend's pool
+ *
+ * Only client_close() frees a client and only upstream_close() frees an
+ * upstream; each side asks the other's owner to let go, never frees it.
+ */
+#ifndef CT_PROXY_INT_H
+#define CT_PROXY_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "common/common.h"
+#include "conf/conf.h"
+#include "http/http.h"
+
+struct event_base;
+struct event;
+struct evconnlistener;
+struct bufferevent;
+struct evbuffer;
+struct ct_conf;
+struct ct_tls_ctx;
+struct ct_tls_shared;
+
+/* ---- close reasons (common/close_tbl.h) -------------------------------- */
+
+enum ct_close {
+#define CT_CLOSE(name, is_err, status, text) CT_CLOSE_##name,
+#include "common/close_tbl.h"
+#undef CT_CLOSE
+    CT_CLOSE__COUNT
+};
+
+const char *ct_close_name(enum ct_close why);
+const char *ct_close_text(enum ct_close why);
+bool ct_close_is_err(enum ct_close why);
+unsigned ct_close_status(enum ct_close why);
+
+/* ---- tuning that is not configuration ------------------------------------ */
+
+/* Back-pressure: stop reading a source once the sink's output holds HIGH
+ * bytes, resume when it has drained to LOW (le-proxy readcb/drained_writecb).
+ * With 256 KiB per direction a connection pins at most ~0.5 MiB of bodies. */
+#define CT_BP_HIGH (256 * 1024)
+#define CT_BP_LOW (64 * 1024)
+/* libevent stops reading a socket whose input holds this much. */
+#define CT_READ_HIGH (256 * 1024)
+
+/* ---- the proxy (main thread) --------------------------------------------- */
+
+struct ct_backend_addr {
+    struct sockaddr_storage sa;
+    socklen_t salen;
+    char name[80]; /* "host:port" for logs */
+};
+
+struct ct_listener_conf {
+    enum { CT_LISTEN_HTTP, CT_LISTEN_HTTPS } kind;
+    struct sockaddr_storage sa; /* port filled in after the first bind */
+    socklen_t salen;
+    char name[80];                /* "127.0.0.1:8080" as announced */
+    struct ct_tls_ctx *tls;       /* HTTPS: owned (proxy/tls.h); NULL for HTTP */
+    uint64_t handshake_timeout_ms;
+};
+
+struct ct_worker;
+
+struct ct_proxy {
+    unsigned magic;
+#define CT_PROXY_MAGIC 0x9a0c7e11u
+    const struct ct_conf *cf;
+    struct event_base *main_base; /* signals */
+    struct ct_tls_shared *tickets; /* shared ticket keys; NULL without HTTPS */
+    struct ct_backend_addr *backends; /* parallel to cf->backends */
+    size_t nbackends;
+    struct ct_listener_conf *listeners;
+    size_t nlisteners;
+    struct ct_worker **workers;
+    unsigned nworkers;
+};
+
+/* ---- workers (worker.c) -------------------------------------------------- */
+
+/* Per-worker passive health and pool of one backend. */
+struct ct_upstream;
+struct ct_backend_rt {
+    const struct ct_backend_addr *addr;
+    const struct ct_conf_backend *bc;
+    unsigned fails;          /* consecutive failures */
+    ct_time_t down_until;    /* mono; skipped until then */
+    struct ct_upstream *idle; /* pool: idle keep-alive connections */
+    unsigned nidle;
+};
+
+struct ct_client;
+struct ct_worker;
+
+/* One listening socket of one worker (SO_REUSEPORT: each worker has its own). */
+struct ct_wlistener {
+    unsigned magic;
+#define CT_WLISTENER_MAGIC 0x1157e4e5u
+    struct ct_worker *w;
+    const struct ct_listener_conf *lc;
+    struct evconnlistener *lev;
+};
+
+struct ct_worker {
+    unsigned magic;
+#define CT_WORKER_MAGIC 0x3e2c0a17u
+    unsigned id;
+    struct ct_proxy *px;
+    const struct ct_conf *cf; /* snapshot this worker runs on */
+    struct event_base *base;
+    pthread_t thread;
+    bool started;
+    struct ct_wlistener *ls; /* one per px->listeners[i]; NULL once draining */
+    size_t nls;
+    bool accept_paused;
+    bool draining;
+    int wake_fd[2]; /* main -> worker: 'd' drain */
+    struct event *wake_ev;
+    struct event *drain_timer;
+    struct ct_backend_rt *be; /* px->nbackends entries */
+    unsigned rr;              /* round robin cursor */
+    struct ct_client *clients; /* every open client (for drain and exit) */
+    unsigned nclients;
+    struct ct_upstream *busy; /* upstreams lent to a client */
+    uint64_t next_conn_id;
+    struct ct_http_limits limits;
+    /* counters (owned by this thread; summed at exit) */
+    uint64_t n_accepted;
+    uint64_t n_requests;
+    uint64_t n_close[CT_CLOSE__COUNT];
+    uint64_t n_upstream_new;
+    uint64_t n_upstream_reused;
+    uint64_t n_retries;
+};
+
+/* Create worker ID with its base and listeners (listener i binds
+ * px->listeners[i].sa, which must carry a concrete port for ID > 0).
+ * Returns NULL on a bind failure (logged). Main thread, before start. */
+struct ct_worker *ct_worker_new(struct ct_proxy *px, unsigned id);
+int ct_worker_start(struct ct_worker *w);
+/* Ask the worker to drain and exit (any thread: writes to its pipe). */
+void ct_worker_stop(struct ct_worker *w);
+/* Wait for the worker's thread to end (idempotent). */
+void ct_worker_join(struct ct_worker *w);
+void ct_worker_join_free(struct ct_worker **wp);
+/* A client closed: re-enable accepting if we were at the limit; finish a drain. */
+void ct_worker_conn_closed(struct ct_worker *w);
+
+/* ---- clients (client.c, fetch.c) ----------------------------------------- */
+
+/* The client connection FSM (docs/client_fsm.dot). One state, one enum;
+ * transitions only through client_set_state(), which checks them. */
+#define CT_CLIENT_STATES(X)                                                    \
+    X(TLS_HANDSHAKE, "tls-handshake") /* HTTPS only, before the first byte */  \
+    X(READ_HEAD, "read-head")     /* idle or reading a request head */         \
+    X(FETCH, "fetch")             /* request forwarded, waiting for the head */ \
+    X(SEND, "send")               /* streaming the response body */            \
+    X(TUNNEL, "tunnel")           /* after a 101: raw bytes both ways */       \
+    X(LINGER, "linger")           /* last bytes out, draining input, closing */ \
+    X(CLOSED, "closed")
+
+enum ct_client_state {
+#define CT_CS_ENUM(id, name) CT_CS_##id,
+    CT_CLIENT_STATES(CT_CS_ENUM)
+#undef CT_CS_ENUM
+        CT_CS__COUNT
+};
+
+struct ct_client {
+    unsigned magic;
+#define CT_CLIENT_MAGIC 0xc11e0a7bu
+    enum ct_client_state state;
+    struct ct_worker *w;
+    const struct ct_listener_conf *lc;
+    struct bufferevent *bev;    /* owned; BEV_OPT_CLOSE_ON_FREE */
+    struct ct_http_parser *rp;  /* request parser, reused for every request */
+    struct event *timer;        /* head / keep-alive / linger deadline */
+    struct ct_upstream *u;      /* borrowed from the pool during a fetch */
+    struct ct_client *next, *prev; /* w->clients */
+    uint64_t id;
+    unsigned nreq;
+    char peer[64];              /* "ip:port" for logs */
+    size_t peer_ip_len;         /* the "ip" part, for X-Forwarded-For */
+    enum ct_close why;          /* first close reason recorded */
+    bool failed;                /* client_fail() ran for this connection */
+    bool head_started;          /* READ_HEAD: a byte of the next head arrived */
+    /* the request in flight (FETCH..SEND); msg views live in rp */
+    const struct ct_http_msg *req;
+    bool req_body_done;         /* the request parser reached its END */
+    bool req_paused;            /* client reads stopped: upstream output full */
+    bool sent_continue;
+    uint64_t req_body_bytes;
+    unsigned retries;
+    /* the response in flight */
+    bool resp_head_sent;
+    bool resp_chunked;          /* we add chunked framing towards the client */
+    bool resp_close;            /* close after this response */
+    bool up_keep_alive;         /* the origin connection may be reused */
+    bool up_paused;             /* upstream reads stopped: client output full */
+    bool up_got_byte;           /* some response byte came on this upstream */
+    unsigned status;
+};
+
+/* Take over accepted FD from listener LC (owns the fd from now on). */
+void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int fd,
+                      const struct sockaddr *sa, socklen_t salen);
+/* Draining: close the client now if it sits between requests. */
+void ct_client_drain(struct ct_client *c);
+/* Worker exit: free without ceremony. */
+void ct_client_abort(struct ct_client *c);
+
+/* client.c internals used by fetch.c */
+void ct_client_set_state(struct ct_client *c, enum ct_client_state to);
+/* Fail: log once, answer the status of WHY if nothing was sent yet, close. */
+void ct_client_fail(struct ct_client *c, enum ct_close why);
+/* Flush the output, then close (lingering: input drained meanwhile). */
+void ct_client_finish(struct ct_client *c, enum ct_close why);
+/* Plain-TCP bufferevents are kept with EV_WRITE disabled while their output
+ * is empty: ct_flush() writes what was queued at once (no write event, no
+ * epoll_ctl, no extra loop turn) and hands any rest to libevent by enabling
+ * EV_WRITE; the write callback disables it again once the output is empty.
+ * A no-op for bufferevents whose EV_WRITE is enabled (TLS, or pending data). */
+void ct_flush(struct bufferevent *bev);
+/* Read/write timeouts of BEV in ms (0: none). */
+void ct_set_timeouts(struct bufferevent *bev, uint64_t read_ms, uint64_t write_ms);
+/* The response is complete: next request (keep-alive) or close. */
+void ct_client_response_done(struct ct_client *c);
+const char *ct_client_state_name(enum ct_client_state s);
+
+/* fetch.c: the request path after the head (recv -> lookup -> pass/fetch ->
+ * deliver), and the calls the upstream side makes into it. */
+void ct_fetch_start(struct ct_client *c);
+void ct_fetch_client_readable(struct ct_client *c);
+void ct_fetch_client_drained(struct ct_client *c);
+void ct_fetch_upstream_ready(struct ct_client *c);
+void ct_fetch_upstream_readable(struct ct_client *c);
+void ct_fetch_upstream_drained(struct ct_client *c);
+/* The upstream connection failed or closed (WHY: ORIGIN_CONNECT,
+ * ORIGIN_TIMEOUT or ORIGIN_RESET). The upstream is dead; fetch releases it. */
+void ct_fetch_upstream_closed(struct ct_client *c, enum ct_close why);
+
+/* ---- upstreams (upstream.c) ---------------------------------------------- */
+
+/* Pick a backend (round robin, passive health) and lend C a connection: a
+ * pooled one unless FRESH, else a new one. Returns CT_OK with *UP set (ready
+ * now if ct_upstream_is_connected(), else ct_fetch_upstream_ready() follows),
+ * or CT_EIO with *WHY set and nothing lent. */
+int ct_upstream_acquire(struct ct_worker *w, struct ct_client *c, bool fresh,
+                        struct ct_upstream **up, enum ct_close *why);
+/* The client is done with *UP (NULLed). Back to the pool if REUSABLE, else closed. */
+void ct_upstream_release(struct ct_upstream **up, bool reusable);
+bool ct_upstream_is_connected(const struct ct_upstream *u);
+bool ct_upstream_is_reused(const struct ct_upstream *u);
+struct bufferevent *ct_upstream_bev(struct ct_upstream *u);
+struct ct_http_parser *ct_upstream_parser(struct ct_upstream *u);
+const struct ct_backend_addr *ct_upstream_backend(const struct ct_upstream *u);
+/* Phases set the timeouts: request fully sent -> response head clock;
+ * head received -> idle-between-reads clock; tunnel. */
+void ct_upstream_request_sent(struct ct_upstream *u);
+void ct_upstream_head_received(struct ct_upstream *u);
+void ct_upstream_tunnel(struct ct_upstream *u);
+/* Passive health: a failure counts towards max_fails. */
+void ct_upstream_mark_failed(struct ct_upstream *u);
+/* Draining: close the idle pooled connections. */
+void ct_upstream_pool_close_idle(struct ct_worker *w);
+/* Worker exit: close every pooled and lent connection. */
+void ct_upstream_pool_free(struct ct_worker *w);
+
+/* ---- forwarding (forward.c) ---------------------------------------------- */
+
+struct ct_fwd_req {
+    const struct ct_http_msg *msg;
+    struct ct_str peer_ip;   /* appended to X-Forwarded-For */
+    bool https;              /* X-Forwarded-Proto */
+    bool chunked_body;       /* we send Transfer-Encoding: chunked */
+    struct ct_str default_host; /* Host for HTTP/1.0 requests without one */
+};
+
+/* Write the request head for the origin into OUT. */
+void ct_fwd_request_head(struct evbuffer *out, const struct ct_fwd_req *fr);
+
+enum ct_resp_conn {
+    CT_RESP_KEEP,          /* HTTP/1.1 client: nothing to say */
+    CT_RESP_KEEP_ALIVE_10, /* HTTP/1.0 client: Connection: keep-alive */
+    CT_RESP_CLOSE,         /* Connection: close */
+    CT_RESP_UPGRADE,       /* 101: Connection: upgrade + the Upgrade field */
+    CT_RESP_INTERIM,       /* 1xx: no Connection field */
+};
+/* Write the response head for the client into OUT. CHUNKED: we frame the
+ * body with chunked coding. CONN: what our Connection header says. */
+void ct_fwd_response_head(struct evbuffer *out, const struct ct_http_msg *msg, bool chunked,
+                          enum ct_resp_conn conn);
+/* Move N body bytes from SRC to OUT, as one chunk if CHUNKED. */
+void ct_fwd_body(struct evbuffer *out, struct evbuffer *src, size_t n, bool chunked);
+/* The last chunk, no trailers. */
+void ct_fwd_body_end(struct evbuffer *out);
+/* A short plain-text error response; CLOSE adds Connection: close. */
+void ct_fwd_error(struct evbuffer *out, unsigned status, bool head_only, bool close);
+const char *ct_fwd_reason(unsigned status);
+
+/* Feed one event's worth of SRC to parser P: peek the first contiguous
+ * segment, feed it, drain what the parser consumed. With CT_HTTP_EV_BODY the
+ * body bytes are moved (not copied) to DST, framed as a chunk if CHUNKED, or
+ * dropped if DST is NULL; *BODY_LEN says how many. An empty SRC is fed as a
+ * zero-length segment, so a bodiless message still reports its END. */
+enum ct_http_ev ct_fwd_pump(struct ct_http_parser *p, struct evbuffer *src, struct evbuffer *dst,
+                            bool chunked, size_t *body_len);
+
+#endif /* CT_PROXY_INT_H */

@@ -1,0 +1,370 @@
+/*
+ * proxy/upstream.c: connections to backends (drawn in docs/upstream_fsm.dot).
+ *
+ *   CONNECTING -> ACTIVE -> IDLE (pool) -> ACTIVE -> ... ; ACTIVE -> TUNNEL
+ *   any -> CLOSED
+ *
+ * Each worker has, per backend, a keep-alive pool (struct ct_backend_rt:
+ * idle list, max idle, idle timeout) and passive health (consecutive
+ * failures; max_fails of them skip the backend for fail_timeout). Nothing
+ * here is shared between threads.
+ *
+ * A struct ct_upstream owns its bufferevent and its response parser (reused
+ * for every response on the connection). While ACTIVE or TUNNEL it is lent to
+ * one client (u->c), which gets every event through ct_fetch_upstream_*();
+ * the client gives it back with ct_upstream_release(). An IDLE connection
+ * keeps reading so that an origin closing it (or a stray byte) is seen at
+ * once and the connection dropped from the pool, never handed out dead; the
+ * race that remains (origin closes as we send) is covered by fetch.c's retry.
+ *
+ * Timeouts (per backend, from conf): connect; then sending the request
+ * (header timeout as a write timeout); then the response head (read timeout
+ * from the end of the request); then idle between body reads.
+ */
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+
+#include "common/log.h"
+#include "proxy/proxy_int.h"
+
+#define CT_UPSTREAM_STATES(X)                                                  \
+    X(CONNECTING, "connecting")                                               \
+    X(ACTIVE, "active")                                                       \
+    X(IDLE, "idle")                                                           \
+    X(TUNNEL, "tunnel")                                                       \
+    X(CLOSED, "closed")
+
+enum ct_upstream_state {
+#define CT_US_ENUM(id, name) CT_US_##id,
+    CT_UPSTREAM_STATES(CT_US_ENUM)
+#undef CT_US_ENUM
+};
+
+static const char *const state_names[] = {
+#define CT_US_NAME(id, name) name,
+    CT_UPSTREAM_STATES(CT_US_NAME)
+#undef CT_US_NAME
+};
+
+struct ct_upstream {
+    unsigned magic;
+#define CT_UPSTREAM_MAGIC 0x0a57e3a1u
+    enum ct_upstream_state state;
+    struct ct_worker *w;
+    struct ct_backend_rt *be;
+    struct bufferevent *bev;
+    struct ct_http_parser *rp;
+    struct ct_client *c;   /* borrower while ACTIVE/TUNNEL */
+    struct ct_upstream *next, *prev; /* be->idle or w->busy */
+    uint64_t id;
+    unsigned nreq;
+    bool reused;
+    bool head_seen;
+};
+
+static void on_read(struct bufferevent *bev, void *arg);
+static void on_write(struct bufferevent *bev, void *arg);
+static void on_event(struct bufferevent *bev, short what, void *arg);
+
+static bool transition_ok(enum ct_upstream_state from, enum ct_upstream_state to)
+{
+    switch (to) {
+    case CT_US_ACTIVE: return from == CT_US_CONNECTING || from == CT_US_IDLE;
+    case CT_US_IDLE: return from == CT_US_ACTIVE;
+    case CT_US_TUNNEL: return from == CT_US_ACTIVE;
+    case CT_US_CLOSED: return from != CT_US_CLOSED;
+    case CT_US_CONNECTING: return false;
+    }
+    return false;
+}
+
+static void set_state(struct ct_upstream *u, enum ct_upstream_state to)
+{
+    if (!transition_ok(u->state, to))
+        ct_panic(__FILE__, __LINE__, "u%llu: illegal transition %s -> %s",
+                 (unsigned long long)u->id, state_names[u->state], state_names[to]);
+    CT_DEBUG("w%u u%llu %s: %s -> %s", u->w->id, (unsigned long long)u->id, u->be->addr->name,
+             state_names[u->state], state_names[to]);
+    u->state = to;
+}
+
+/* ---- lists -------------------------------------------------------------------- */
+
+static void list_push(struct ct_upstream **head, struct ct_upstream *u)
+{
+    u->prev = NULL;
+    u->next = *head;
+    if (*head)
+        (*head)->prev = u;
+    *head = u;
+}
+
+static void list_del(struct ct_upstream **head, struct ct_upstream *u)
+{
+    if (u->prev)
+        u->prev->next = u->next;
+    else
+        *head = u->next;
+    if (u->next)
+        u->next->prev = u->prev;
+    u->next = u->prev = NULL;
+}
+
+static struct ct_upstream **list_of(struct ct_upstream *u)
+{
+    return u->state == CT_US_IDLE ? &u->be->idle : &u->w->busy;
+}
+
+static void upstream_close(struct ct_upstream *u)
+{
+    list_del(list_of(u), u);
+    if (u->state == CT_US_IDLE)
+        u->be->nidle--;
+    set_state(u, CT_US_CLOSED);
+    bufferevent_free(u->bev);
+    ct_http_parser_free(&u->rp);
+    u->magic = 0;
+    free(u);
+}
+
+/* ---- backends ----------------------------------------------------------------- */
+
+/* Round robin over the backends not marked down. */
+static struct ct_backend_rt *pick_backend(struct ct_worker *w)
+{
+    size_t n = w->px->nbackends;
+    ct_time_t now = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = (w->rr + i) % n;
+        struct ct_backend_rt *be = &w->be[k];
+        if (be->down_until != 0) {
+            if (now == 0)
+                now = ct_time_mono();
+            if (now < be->down_until)
+                continue;
+            be->down_until = 0; /* its time is up: try it again */
+        }
+        w->rr = (unsigned)(k + 1);
+        return be;
+    }
+    return NULL;
+}
+
+void ct_upstream_mark_failed(struct ct_upstream *u)
+{
+    struct ct_backend_rt *be = u->be;
+    be->fails++;
+    if (be->bc->max_fails == 0 || be->fails < be->bc->max_fails)
+        return;
+    be->down_until = ct_time_mono() + (double)be->bc->fail_timeout_ms / 1000.0;
+    CT_WARN("w%u backend %s: %u consecutive failures, skipped for %llu ms", u->w->id,
+            be->addr->name, be->fails, (unsigned long long)be->bc->fail_timeout_ms);
+    be->fails = 0;
+}
+
+/* ---- connecting ------------------------------------------------------------- */
+
+static struct ct_upstream *upstream_new(struct ct_worker *w, struct ct_backend_rt *be)
+{
+    struct bufferevent *bev = bufferevent_socket_new(w->base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (bev == NULL)
+        return NULL;
+    struct ct_upstream *u = ct_xcalloc(1, sizeof(*u));
+    u->magic = CT_UPSTREAM_MAGIC;
+    u->state = CT_US_CONNECTING;
+    u->w = w;
+    u->be = be;
+    u->bev = bev;
+    u->id = ++w->next_conn_id;
+    u->rp = ct_http_parser_new(CT_HTTP_RESPONSE, NULL);
+    list_push(&w->busy, u);
+    bufferevent_setcb(bev, on_read, on_write, on_event, u);
+    bufferevent_setwatermark(bev, EV_READ, 0, CT_READ_HIGH);
+    bufferevent_setwatermark(bev, EV_WRITE, CT_BP_LOW, 0);
+    /* libevent watches a connect with the write event: its timeout is ours. */
+    ct_set_timeouts(bev, 0, be->bc->connect_timeout_ms);
+    if (bufferevent_socket_connect(bev, (struct sockaddr *)&be->addr->sa,
+                                   (int)be->addr->salen) != 0) {
+        upstream_close(u);
+        return NULL;
+    }
+    int one = 1;
+    setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* Writes go out directly (ct_flush); bufferevent_socket_connect() watches
+     * the connect on its own and drops the write event once connected. */
+    bufferevent_disable(bev, EV_WRITE);
+    bufferevent_enable(bev, EV_READ);
+    w->n_upstream_new++;
+    return u;
+}
+
+int ct_upstream_acquire(struct ct_worker *w, struct ct_client *c, bool fresh,
+                        struct ct_upstream **up, enum ct_close *why)
+{
+    struct ct_backend_rt *be = pick_backend(w);
+    if (be == NULL) {
+        *why = CT_CLOSE_NO_BACKEND;
+        return CT_EIO;
+    }
+    struct ct_upstream *u = fresh ? NULL : be->idle;
+    if (u) {
+        list_del(&be->idle, u);
+        be->nidle--;
+        set_state(u, CT_US_ACTIVE);
+        list_push(&w->busy, u);
+        u->reused = true;
+        w->n_upstream_reused++;
+        ct_set_timeouts(u->bev, 0, be->bc->header_timeout_ms);
+    } else {
+        u = upstream_new(w, be);
+        if (u == NULL) {
+            *why = CT_CLOSE_ORIGIN_CONNECT;
+            return CT_EIO;
+        }
+    }
+    u->c = c;
+    u->nreq++;
+    u->head_seen = false;
+    *up = u;
+    return CT_OK;
+}
+
+void ct_upstream_release(struct ct_upstream **up, bool reusable)
+{
+    struct ct_upstream *u = *up;
+    *up = NULL;
+    CT_CHECK_OBJ(u, CT_UPSTREAM_MAGIC);
+    struct ct_backend_rt *be = u->be;
+    u->c = NULL;
+    if (!reusable || u->state != CT_US_ACTIVE || u->w->draining ||
+        be->nidle >= be->bc->pool_max_idle ||
+        evbuffer_get_length(bufferevent_get_input(u->bev)) != 0 ||
+        evbuffer_get_length(bufferevent_get_output(u->bev)) != 0) {
+        upstream_close(u);
+        return;
+    }
+    list_del(&u->w->busy, u);
+    set_state(u, CT_US_IDLE);
+    list_push(&be->idle, u);
+    be->nidle++;
+    ct_set_timeouts(u->bev, be->bc->pool_idle_timeout_ms, 0);
+    bufferevent_enable(u->bev, EV_READ);
+}
+
+/* ---- phases ------------------------------------------------------------------ */
+
+void ct_upstream_request_sent(struct ct_upstream *u)
+{
+    if (!u->head_seen)
+        ct_set_timeouts(u->bev, u->be->bc->header_timeout_ms, u->be->bc->header_timeout_ms);
+}
+
+void ct_upstream_head_received(struct ct_upstream *u)
+{
+    u->head_seen = true;
+    u->be->fails = 0;
+    ct_set_timeouts(u->bev, u->be->bc->read_timeout_ms, u->be->bc->header_timeout_ms);
+}
+
+void ct_upstream_tunnel(struct ct_upstream *u)
+{
+    set_state(u, CT_US_TUNNEL);
+    u->be->fails = 0;
+    ct_set_timeouts(u->bev, u->be->bc->read_timeout_ms, u->be->bc->read_timeout_ms);
+    bufferevent_enable(u->bev, EV_READ);
+}
+
+bool ct_upstream_is_connected(const struct ct_upstream *u) { return u->state == CT_US_ACTIVE; }
+bool ct_upstream_is_reused(const struct ct_upstream *u) { return u->reused; }
+struct bufferevent *ct_upstream_bev(struct ct_upstream *u) { return u->bev; }
+struct ct_http_parser *ct_upstream_parser(struct ct_upstream *u) { return u->rp; }
+const struct ct_backend_addr *ct_upstream_backend(const struct ct_upstream *u)
+{
+    return u->be->addr;
+}
+
+/* ---- callbacks ------------------------------------------------------------------ */
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    struct ct_upstream *u = arg;
+    CT_CHECK_OBJ(u, CT_UPSTREAM_MAGIC);
+    switch (u->state) {
+    case CT_US_ACTIVE:
+    case CT_US_TUNNEL:
+        ct_fetch_upstream_readable(u->c);
+        return;
+    case CT_US_IDLE:
+        /* Nothing may arrive on an idle connection (RFC 9112 §9.3.2 allows
+         * us to close it): drop it rather than hand it out desynchronised. */
+        upstream_close(u);
+        return;
+    case CT_US_CONNECTING:
+    case CT_US_CLOSED:
+        CT_WRONG("upstream read before connect or after close");
+    }
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    struct ct_upstream *u = arg;
+    CT_CHECK_OBJ(u, CT_UPSTREAM_MAGIC);
+    if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+        bufferevent_disable(bev, EV_WRITE); /* back to direct writes */
+    if (u->c && (u->state == CT_US_ACTIVE || u->state == CT_US_TUNNEL))
+        ct_fetch_upstream_drained(u->c);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct ct_upstream *u = arg;
+    CT_CHECK_OBJ(u, CT_UPSTREAM_MAGIC);
+    if (what & BEV_EVENT_CONNECTED) {
+        set_state(u, CT_US_ACTIVE);
+        ct_set_timeouts(bev, 0, u->be->bc->header_timeout_ms);
+        ct_fetch_upstream_ready(u->c);
+        return;
+    }
+    enum ct_close why;
+    switch (u->state) {
+    case CT_US_IDLE:
+        upstream_close(u); /* the origin closed a pooled connection, or it timed out */
+        return;
+    case CT_US_CONNECTING:
+        why = (what & BEV_EVENT_TIMEOUT) ? CT_CLOSE_ORIGIN_TIMEOUT : CT_CLOSE_ORIGIN_CONNECT;
+        ct_upstream_mark_failed(u);
+        break;
+    case CT_US_ACTIVE:
+    case CT_US_TUNNEL:
+        why = (what & BEV_EVENT_TIMEOUT) ? CT_CLOSE_ORIGIN_TIMEOUT : CT_CLOSE_ORIGIN_RESET;
+        if ((what & BEV_EVENT_TIMEOUT) && u->state == CT_US_ACTIVE && !u->head_seen)
+            ct_upstream_mark_failed(u);
+        break;
+    default:
+        CT_WRONG("upstream event after close");
+    }
+    /* libevent hands over the bytes read before an EOF through on_read
+     * first, and reads nothing while we are paused, so no response byte is
+     * left unprocessed here. */
+    struct ct_client *c = u->c;
+    ct_fetch_upstream_closed(c, why);
+}
+
+void ct_upstream_pool_close_idle(struct ct_worker *w)
+{
+    for (size_t i = 0; i < w->px->nbackends; i++)
+        while (w->be[i].idle)
+            upstream_close(w->be[i].idle);
+}
+
+void ct_upstream_pool_free(struct ct_worker *w)
+{
+    ct_upstream_pool_close_idle(w);
+    while (w->busy)
+        upstream_close(w->busy);
+}

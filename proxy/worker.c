@@ -1,0 +1,224 @@
+/*
+ * proxy/worker.c: one worker = one thread, one event_base, one SO_REUSEPORT
+ * socket per configured listener (the kernel spreads connections), its own
+ * clients, upstream pools and passive health. Workers share nothing mutable;
+ * the main thread talks to one only through its wake pipe.
+ *
+ * Limits: at max_connections_per_worker the worker stops accepting
+ * (evconnlistener_disable: connections wait in the kernel's queue or go to
+ * another worker) and starts again when one closes.
+ *
+ * Drain (SIGTERM/SIGINT via the main thread): close the listeners (new
+ * connections are refused once every worker has), close idle clients and
+ * pooled upstreams, let requests in flight finish (their responses say
+ * Connection: close), and leave the loop when the last client is gone or the
+ * drain timeout passes.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "proxy/proxy_int.h"
+
+static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
+                      int salen, void *arg)
+{
+    struct ct_wlistener *wl = arg;
+    CT_CHECK_OBJ(wl, CT_WLISTENER_MAGIC);
+    struct ct_worker *w = wl->w;
+    ct_client_accept(w, wl->lc, fd, sa, (socklen_t)salen);
+    unsigned max = w->cf->limits.max_connections_per_worker;
+    if (max && w->nclients >= max && !w->accept_paused) {
+        w->accept_paused = true;
+        for (size_t i = 0; i < w->nls; i++)
+            evconnlistener_disable(w->ls[i].lev);
+        CT_WARN("w%u: %u connections, the per-worker limit: not accepting", w->id, w->nclients);
+    }
+}
+
+static void on_accept_error(struct evconnlistener *lev, void *arg)
+{
+    struct ct_wlistener *wl = arg;
+    CT_CHECK_OBJ(wl, CT_WLISTENER_MAGIC);
+    /* EMFILE and friends: libevent retries on the next readiness. */
+    CT_ERR("w%u accept on %s: %s", wl->w->id, wl->lc->name, strerror(errno));
+}
+
+static void listeners_free(struct ct_worker *w)
+{
+    for (size_t i = 0; i < w->nls; i++)
+        if (w->ls[i].lev)
+            evconnlistener_free(w->ls[i].lev);
+    CT_FREE(&w->ls);
+    w->nls = 0;
+}
+
+void ct_worker_conn_closed(struct ct_worker *w)
+{
+    unsigned max = w->cf->limits.max_connections_per_worker;
+    if (w->accept_paused && !w->draining && w->nclients < max) {
+        w->accept_paused = false;
+        for (size_t i = 0; i < w->nls; i++)
+            evconnlistener_enable(w->ls[i].lev);
+    }
+    if (w->draining && w->nclients == 0)
+        event_base_loopexit(w->base, NULL);
+}
+
+static void on_drain_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_worker *w = arg;
+    CT_CHECK_OBJ(w, CT_WORKER_MAGIC);
+    CT_WARN("w%u: drain timeout, closing %u connections still open", w->id, w->nclients);
+    event_base_loopexit(w->base, NULL);
+}
+
+static void drain(struct ct_worker *w)
+{
+    if (w->draining)
+        return;
+    w->draining = true;
+    listeners_free(w);
+    ct_upstream_pool_close_idle(w);
+    struct ct_client *c = w->clients, *next;
+    for (; c; c = next) {
+        next = c->next;
+        ct_client_drain(c); /* may free c */
+    }
+    if (w->nclients == 0) {
+        event_base_loopexit(w->base, NULL);
+        return;
+    }
+    uint64_t ms = w->cf->limits.drain_timeout_ms;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+    w->drain_timer = evtimer_new(w->base, on_drain_timeout, w);
+    evtimer_add(w->drain_timer, &tv);
+}
+
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_worker *w = arg;
+    CT_CHECK_OBJ(w, CT_WORKER_MAGIC);
+    char buf[16];
+    ssize_t n = read(fd, buf, sizeof(buf));
+    for (ssize_t i = 0; i < n; i++)
+        if (buf[i] == 'd')
+            drain(w);
+}
+
+static int listen_one(struct ct_worker *w, size_t i)
+{
+    struct ct_wlistener *wl = &w->ls[i];
+    struct ct_listener_conf *lc = &w->px->listeners[i];
+    wl->magic = CT_WLISTENER_MAGIC;
+    wl->w = w;
+    wl->lc = lc;
+    wl->lev = evconnlistener_new_bind(
+        w->base, on_accept, wl,
+        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT,
+        1024, (struct sockaddr *)&lc->sa, (int)lc->salen);
+    if (wl->lev == NULL) {
+        CT_ERR("w%u cannot listen on %s %s: %s", w->id,
+               lc->kind == CT_LISTEN_HTTP ? "http" : "https", lc->name, strerror(errno));
+        return CT_EIO;
+    }
+    evconnlistener_set_error_cb(wl->lev, on_accept_error);
+    return CT_OK;
+}
+
+struct ct_worker *ct_worker_new(struct ct_proxy *px, unsigned id)
+{
+    struct ct_worker *w = ct_xcalloc(1, sizeof(*w));
+    const struct ct_conf_limits *lim = &px->cf->limits;
+    w->magic = CT_WORKER_MAGIC;
+    w->id = id;
+    w->px = px;
+    w->cf = px->cf;
+    w->wake_fd[0] = w->wake_fd[1] = -1;
+    w->base = event_base_new();
+    CT_ASSERT(w->base != NULL);
+    ct_http_limits_default(&w->limits);
+    w->limits.max_line = lim->max_request_line_bytes;
+    w->limits.max_head = lim->max_header_bytes;
+    w->limits.max_fields = lim->max_header_count;
+    w->limits.max_body = lim->max_body_bytes;
+    w->be = ct_xcalloc(px->nbackends ? px->nbackends : 1, sizeof(*w->be));
+    for (size_t i = 0; i < px->nbackends; i++) {
+        w->be[i].addr = &px->backends[i];
+        w->be[i].bc = &px->cf->backends[i];
+    }
+    w->ls = ct_xcalloc(px->nlisteners ? px->nlisteners : 1, sizeof(*w->ls));
+    w->nls = px->nlisteners;
+    for (size_t i = 0; i < px->nlisteners; i++)
+        if (listen_one(w, i) != CT_OK)
+            goto fail;
+    if (pipe2(w->wake_fd, O_NONBLOCK | O_CLOEXEC) != 0)
+        goto fail;
+    w->wake_ev = event_new(w->base, w->wake_fd[0], EV_READ | EV_PERSIST, on_wake, w);
+    event_add(w->wake_ev, NULL);
+    return w;
+fail:
+    ct_worker_join_free(&w);
+    return NULL;
+}
+
+static void *worker_main(void *arg)
+{
+    struct ct_worker *w = arg;
+    CT_CHECK_OBJ(w, CT_WORKER_MAGIC);
+    event_base_dispatch(w->base);
+    /* Drained or timed out: whatever is left is cut. */
+    while (w->clients)
+        ct_client_abort(w->clients);
+    ct_upstream_pool_free(w);
+    return NULL;
+}
+
+int ct_worker_start(struct ct_worker *w)
+{
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
+        return CT_EIO;
+    w->started = true;
+    return CT_OK;
+}
+
+void ct_worker_stop(struct ct_worker *w)
+{
+    static const char d = 'd';
+    /* The pipe never fills: one byte per signal. */
+    if (write(w->wake_fd[1], &d, 1) != 1)
+        CT_ERR("w%u: cannot wake the worker: %s", w->id, strerror(errno));
+}
+
+void ct_worker_join(struct ct_worker *w)
+{
+    if (w->started)
+        pthread_join(w->thread, NULL);
+    w->started = false;
+}
+
+void ct_worker_join_free(struct ct_worker **wp)
+{
+    struct ct_worker *w = *wp;
+    *wp = NULL;
+    if (w == NULL)
+        return;
+    CT_CHECK_OBJ(w, CT_WORKER_MAGIC);
+    ct_worker_join(w);
+    listeners_free(w);
+    if (w->wake_ev)
+        event_free(w->wake_ev);
+    if (w->drain_timer)
+        event_free(w->drain_timer);
+    for (int i = 0; i < 2; i++)
+        if (w->wake_fd[i] >= 0)
+            close(w->wake_fd[i]);
+    event_base_free(w->base);
+    free(w->be);
+    w->magic = 0;
+    free(w);
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# cachet Upgrade tunnel: when the origin answers 101 to a request with
+# Connection: upgrade, bytes flow both ways until either side closes.
+# cachet-origin has no 101 endpoint, so this test builds a tiny one (C, with
+# the compiler the build already needs): it answers 101 to any request
+# carrying "Upgrade:" and then echoes every byte upper-cased.
+# needs: cachet
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+cat >"$CT_TMP/up.c" <<'C'
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+int main(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof(a);
+    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(s, (struct sockaddr *)&a, sizeof(a)) || listen(s, 16)) return 1;
+    getsockname(s, (struct sockaddr *)&a, &al);
+    printf("listening on 127.0.0.1:%u\n", ntohs(a.sin_port));
+    fflush(stdout);
+    for (;;) {
+        int c = accept(s, NULL, NULL);
+        char buf[8192];
+        size_t n = 0;
+        ssize_t k;
+        if (c < 0) continue;
+        while (n < sizeof(buf) - 1 && (k = read(c, buf + n, sizeof(buf) - 1 - n)) > 0) {
+            n += (size_t)k;
+            buf[n] = 0;
+            if (strstr(buf, "\r\n\r\n")) break;
+        }
+        if (!strcasestr(buf, "\nUpgrade:")) {
+            const char *r = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+            write(c, r, strlen(r));
+            close(c);
+            continue;
+        }
+        const char *r = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: shout\r\n\r\n";
+        write(c, r, strlen(r));
+        char *rest = strstr(buf, "\r\n\r\n") + 4;
+        size_t m = n - (size_t)(rest - buf);
+        for (;;) {
+            for (size_t i = 0; i < m; i++) rest[i] = (char)toupper((unsigned char)rest[i]);
+            if (m && write(c, rest, m) < 0) break;
+            k = read(c, buf, sizeof(buf));
+            if (k <= 0) break;
+            rest = buf;
+            m = (size_t)k;
+        }
+        close(c);
+    }
+}
+C
+if ! cc -O1 -o "$CT_TMP/up" "$CT_TMP/up.c" 2>"$CT_TMP/cc.err"; then
+    ct_failed "build the 101 helper origin" "$(cat "$CT_TMP/cc.err")"
+    ct_done
+    exit
+fi
+ct_start up "$CT_TMP/up"
+UPORT=$(ct_wait_listen up) || exit 1
+ct_start proxy "$CT_BIN/cachet" --http 127.0.0.1:0 --https off --admin off --workers 1 \
+    --backend "127.0.0.1:$UPORT"
+PPORT=$(ct_wait_listen proxy http) || exit 1
+
+exec 3<>"/dev/tcp/127.0.0.1/$PPORT"
+printf 'GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: shout\r\n\r\n' >&3
+IFS= read -r -t 5 status <&3
+ct_check "101 passed to the client" "${status%$'\r'}" "HTTP/1.1 101 Switching Protocols"
+head=""
+while IFS= read -r -t 5 line <&3; do
+    line=${line%$'\r'}
+    [ -z "$line" ] && break
+    head+="$line|"
+done
+ct_check_match "101 keeps Connection: upgrade" "$(tr 'A-Z' 'a-z' <<<"$head")" 'connection: upgrade'
+ct_check_match "101 keeps the Upgrade field" "$head" 'Upgrade: shout'
+printf 'hello tunnel\n' >&3
+IFS= read -r -t 5 echo1 <&3
+ct_check "bytes go through the tunnel both ways" "$echo1" "HELLO TUNNEL"
+printf 'second message\n' >&3
+IFS= read -r -t 5 echo2 <&3
+ct_check "and keep flowing" "$echo2" "SECOND MESSAGE"
+# 200 KiB through the tunnel in one go (back-pressure both ways).
+head -c 200000 /dev/zero | tr '\0' 'a' >&3
+got=$(head -c 200000 <&3 | tr -d 'A' | wc -c)
+ct_check "200 KB through the tunnel intact" "$got" 0
+exec 3<&-
+
+# Without Upgrade the helper answers 400: an ordinary response, passed on.
+ct_check "non-upgrade request is an ordinary exchange" \
+    "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PPORT/ws")" 400
+
+ct_stop proxy
+ct_check "cachet exits 0" "$?" 0
+ct_done
