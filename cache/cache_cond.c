@@ -146,8 +146,8 @@ bool ct_cache_policy_304_selects(const struct ct_cache_validators *v,
         return ct_cache_etag_match(et->value, v->etag, weak);
     }
     if (lm)
-        return v->last_modified.p && same_date(lm->value, v->last_modified,
-                                               (time_t)v->response_time);
+        return v->last_modified.p &&
+               same_date(lm->value, v->last_modified, (time_t)v->response_time);
     if (et)
         return false; /* an unusable ETag selects nothing */
     return !v->etag.p && !v->last_modified.p;
@@ -171,7 +171,8 @@ static bool in_304(const struct ct_http_msg *resp304, const struct ct_cache_poli
                    struct ct_str name)
 {
     for (size_t i = 0; i < resp304->nfields; i++)
-        if (ct_str_eq_ci(resp304->fields[i].name, name) && updates(resp304, &resp304->fields[i], opts))
+        if (ct_str_eq_ci(resp304->fields[i].name, name) &&
+            updates(resp304, &resp304->fields[i], opts))
             return true;
     return false;
 }

@@ -28,8 +28,7 @@ static struct ct_str single_value(const struct ct_http_msg *msg, enum ct_hdr_id 
 }
 
 /* A date field as time_t; false if absent, conflicting or not an HTTP-date. */
-static bool date_field(const struct ct_http_msg *msg, enum ct_hdr_id id, ct_time_t now,
-                       time_t *t)
+static bool date_field(const struct ct_http_msg *msg, enum ct_hdr_id id, ct_time_t now, time_t *t)
 {
     bool conflict;
     struct ct_str v = single_value(msg, id, &conflict);
@@ -113,8 +112,8 @@ static int64_t lifetime_cc(const struct ct_http_msg *resp, const struct ct_cache
 }
 
 int64_t ct_cache_policy_lifetime(const struct ct_http_msg *resp,
-                                 const struct ct_cache_policy_opts *opts,
-                                 ct_time_t response_time, enum ct_cache_fresh_src *src)
+                                 const struct ct_cache_policy_opts *opts, ct_time_t response_time,
+                                 enum ct_cache_fresh_src *src)
 {
     struct ct_cc cc;
     enum ct_cache_fresh_src why;
@@ -173,7 +172,8 @@ void ct_cache_policy_fresh(const struct ct_http_msg *resp, const struct ct_cache
         f->flags |= CT_CACHE_F_MUST_REVALIDATE;
     if (cc.flags & CT_CC_NO_CACHE)
         f->flags |= CT_CACHE_F_NO_CACHE;
-    if (ct_http_msg_find(resp, CT_HDR_ETAG, NULL) || ct_http_msg_find(resp, CT_HDR_LAST_MODIFIED, NULL))
+    if (ct_http_msg_find(resp, CT_HDR_ETAG, NULL) ||
+        ct_http_msg_find(resp, CT_HDR_LAST_MODIFIED, NULL))
         f->flags |= CT_CACHE_F_VALIDATOR;
     if (invalid || (cc.flags & CT_CC_INVALID))
         f->flags |= CT_CACHE_F_INVALID;
@@ -226,8 +226,7 @@ static enum ct_cache_use need_origin(const struct ct_cache_fresh *f, const struc
     return (f->flags & CT_CACHE_F_VALIDATOR) ? CT_CACHE_USE_REVALIDATE : CT_CACHE_USE_FETCH;
 }
 
-enum ct_cache_use ct_cache_policy_use(const struct ct_cache_fresh *f,
-                                      const struct ct_http_msg *req,
+enum ct_cache_use ct_cache_policy_use(const struct ct_cache_fresh *f, const struct ct_http_msg *req,
                                       const struct ct_cache_policy_opts *opts, ct_time_t now)
 {
     struct ct_cc rq;

@@ -38,11 +38,19 @@ const char *ct_cache_store_detail(enum ct_cache_store v)
 bool ct_cache_policy_status_heuristic(unsigned status)
 {
     switch (status) {
-    case 200: case 203: case 204: case 206: case 300: case 301: case 308:
-    case 404: case 405: case 410: case 414: case 501:
-        return true;
-    default:
-        return false;
+    case 200:
+    case 203:
+    case 204:
+    case 206:
+    case 300:
+    case 301:
+    case 308:
+    case 404:
+    case 405:
+    case 410:
+    case 414:
+    case 501: return true;
+    default: return false;
     }
 }
 
@@ -219,14 +227,11 @@ static bool is_src_line(const struct ct_http_field *f, enum ct_cache_cc_src src,
                         const struct ct_cache_policy_opts *opts)
 {
     switch (src) {
-    case CT_CACHE_CC_STANDARD:
-        return f->id == CT_HDR_CACHE_CONTROL;
-    case CT_CACHE_CC_CDN:
-        return f->id == CT_HDR_CDN_CACHE_CONTROL;
+    case CT_CACHE_CC_STANDARD: return f->id == CT_HDR_CACHE_CONTROL;
+    case CT_CACHE_CC_CDN: return f->id == CT_HDR_CDN_CACHE_CONTROL;
     case CT_CACHE_CC_OPERATOR:
         return opts->targeted_cc.len > 0 && ct_str_eq_ci(f->name, opts->targeted_cc);
-    case CT_CACHE_CC_NONE:
-        break;
+    case CT_CACHE_CC_NONE: break;
     }
     return false;
 }
@@ -263,7 +268,7 @@ enum ct_cache_cc_src ct_cache_policy_resp_cc(const struct ct_http_msg *resp,
         return CT_CACHE_CC_CDN;
     ct_cc_from_msg(cc, resp, CT_HDR_CACHE_CONTROL);
     return ct_http_msg_find(resp, CT_HDR_CACHE_CONTROL, NULL) ? CT_CACHE_CC_STANDARD
-                                                               : CT_CACHE_CC_NONE;
+                                                              : CT_CACHE_CC_NONE;
 }
 
 void ct_cache_policy_req_cc(const struct ct_http_msg *req, const struct ct_cache_policy_opts *opts,
@@ -319,7 +324,8 @@ static bool may_list_fields(const struct ct_http_msg *resp, const struct ct_cach
     for (size_t i = 0; i < resp->nfields; i++) {
         const struct ct_http_field *f = &resp->fields[i];
         if ((f->id == CT_HDR_CACHE_CONTROL || ct_cache_policy_field_targeted(f, opts)) &&
-            (contains_ci(f->value, CT_STR("private=")) || contains_ci(f->value, CT_STR("no-cache="))))
+            (contains_ci(f->value, CT_STR("private=")) ||
+             contains_ci(f->value, CT_STR("no-cache="))))
             return true;
     }
     return false;
@@ -448,7 +454,8 @@ static char *remove_dot_segments(struct ct_str path)
         } else if (left == 2 && memcmp(s, "/.", 2) == 0) {
             in[i + 1] = '/';
             i += 1;
-        } else if ((left >= 4 && memcmp(s, "/../", 4) == 0) || (left == 3 && memcmp(s, "/..", 3) == 0)) {
+        } else if ((left >= 4 && memcmp(s, "/../", 4) == 0) ||
+                   (left == 3 && memcmp(s, "/..", 3) == 0)) {
             if (left == 3)
                 in[i + 2] = '/'; /* C: "/.." -> "/" */
             i += 3 - (left == 3);
@@ -514,7 +521,7 @@ static struct ct_str norm_authority(struct ct_str a, struct ct_str scheme)
         a = ct_str_make(at + 1, a.len - (size_t)(at + 1 - a.p));
     struct ct_str port = ct_str_eq_ci(scheme, CT_STR("http"))    ? CT_STR(":80")
                          : ct_str_eq_ci(scheme, CT_STR("https")) ? CT_STR(":443")
-                                                                : CT_STR_NULL;
+                                                                 : CT_STR_NULL;
     if (port.len && a.len > port.len &&
         ct_str_eq(ct_str_make(a.p + a.len - port.len, port.len), port))
         a.len -= port.len;

@@ -32,19 +32,19 @@
 /* ---- options ---------------------------------------------------------- */
 
 struct ct_cache_policy_opts {
-    bool store_set_cookie;   /* store responses carrying Set-Cookie (default: no) */
-    bool ignore_req_cc;      /* ignore the client's Cache-Control (per listener;
-                                default: honour it) */
-    bool cdn_cache_control;  /* honour CDN-Cache-Control, RFC 9213 (default: yes) */
+    bool store_set_cookie;     /* store responses carrying Set-Cookie (default: no) */
+    bool ignore_req_cc;        /* ignore the client's Cache-Control (per listener;
+                                  default: honour it) */
+    bool cdn_cache_control;    /* honour CDN-Cache-Control, RFC 9213 (default: yes) */
     struct ct_str targeted_cc; /* an operator-named targeted field, e.g.
                                   "Cachet-Cache-Control", checked before
                                   CDN-Cache-Control; empty: none */
-    unsigned heuristic_pct;  /* heuristic freshness, % of (Date - Last-Modified);
-                                default 10 (§4.2.2); 0: no heuristic */
-    int64_t heuristic_max;   /* cap of the heuristic, seconds; default 86400 */
-    int64_t default_ttl;     /* lifetime for storable responses with no explicit or
-                                heuristic freshness, seconds; CT_CC_UNSET (default):
-                                none (lifetime 0) */
+    unsigned heuristic_pct;    /* heuristic freshness, % of (Date - Last-Modified);
+                                  default 10 (§4.2.2); 0: no heuristic */
+    int64_t heuristic_max;     /* cap of the heuristic, seconds; default 86400 */
+    int64_t default_ttl;       /* lifetime for storable responses with no explicit or
+                                  heuristic freshness, seconds; CT_CC_UNSET (default):
+                                  none (lifetime 0) */
 };
 
 /* Fill OPTS with the defaults above. */
@@ -54,21 +54,21 @@ void ct_cache_policy_opts_default(struct ct_cache_policy_opts *opts);
 
 /* CT_CACHE_STORE(ID, "detail"): the verdict and the text for Cache-Status
  * "detail=" (RFC 9211 §2.8). OK is the only storable one. */
-#define CT_CACHE_STORE_TABLE(X)                                                \
-    X(OK, "stored")                                                            \
-    X(METHOD, "method")              /* request method other than GET */       \
-    X(INTERIM, "interim")            /* 1xx: not a final response */           \
-    X(PARTIAL, "partial")            /* 206: never stored as a complete object */ \
-    X(NOT_MODIFIED, "not-modified")  /* 304: updates, never stored itself */   \
-    X(REQ_NO_STORE, "req-no-store")  /* no-store in the request */             \
-    X(NO_STORE, "no-store")          /* no-store in the response */            \
-    X(MUST_UNDERSTAND, "must-understand") /* with a status we do not know */   \
-    X(PRIVATE, "private")            /* unqualified private */                 \
-    X(AUTHORIZATION, "authorization") /* without public/s-maxage/must-revalidate */ \
-    X(SET_COOKIE, "set-cookie")      /* unless opts->store_set_cookie */       \
-    X(VARY_STAR, "vary-star")        /* Vary: * (or an unusable Vary) */       \
-    X(STATUS, "status")              /* no explicit freshness, status not
-                                        heuristically cacheable (§4.2.2) */
+#define CT_CACHE_STORE_TABLE(X)                                                                    \
+    X(OK, "stored")                                                                                \
+    X(METHOD, "method")                   /* request method other than GET */                      \
+    X(INTERIM, "interim")                 /* 1xx: not a final response */                          \
+    X(PARTIAL, "partial")                 /* 206: never stored as a complete object */             \
+    X(NOT_MODIFIED, "not-modified")       /* 304: updates, never stored itself */                  \
+    X(REQ_NO_STORE, "req-no-store")       /* no-store in the request */                            \
+    X(NO_STORE, "no-store")               /* no-store in the response */                           \
+    X(MUST_UNDERSTAND, "must-understand") /* with a status we do not know */                       \
+    X(PRIVATE, "private")                 /* unqualified private */                                \
+    X(AUTHORIZATION, "authorization")     /* without public/s-maxage/must-revalidate */            \
+    X(SET_COOKIE, "set-cookie")           /* unless opts->store_set_cookie */                      \
+    X(VARY_STAR, "vary-star")             /* Vary: * (or an unusable Vary) */                      \
+    X(STATUS, "status")                   /* no explicit freshness, status not                     \
+                                             heuristically cacheable (§4.2.2) */
 
 enum ct_cache_store {
 #define CT_CACHE_STORE_ENUM(id, text) CT_CACHE_STORE_##id,
@@ -128,7 +128,7 @@ bool ct_cache_policy_field_targeted(const struct ct_http_field *f,
 /* ---- freshness and age (RFC 9111 §4.2) -------------------------------- */
 
 enum ct_cache_fresh_src {
-    CT_CACHE_FRESH_NONE,      /* nothing: lifetime 0 */
+    CT_CACHE_FRESH_NONE, /* nothing: lifetime 0 */
     CT_CACHE_FRESH_S_MAXAGE,
     CT_CACHE_FRESH_MAX_AGE,
     CT_CACHE_FRESH_EXPIRES,   /* Expires - Date (invalid Expires: 0) */
@@ -137,23 +137,24 @@ enum ct_cache_fresh_src {
 };
 
 /* Flags of struct ct_cache_fresh. */
-#define CT_CACHE_F_MUST_REVALIDATE 0x01 /* must-revalidate, proxy-revalidate or
-                                           s-maxage (§5.2.2.10): never serve stale */
-#define CT_CACHE_F_NO_CACHE 0x02        /* unqualified no-cache: validate every use */
-#define CT_CACHE_F_VALIDATOR 0x04       /* has ETag or Last-Modified */
-#define CT_CACHE_F_INVALID 0x08         /* invalid or conflicting freshness info */
-#define CT_CACHE_F_TARGETED 0x10        /* a targeted field gave the policy */
+#define CT_CACHE_F_MUST_REVALIDATE                                                                 \
+    0x01                          /* must-revalidate, proxy-revalidate or                          \
+                                     s-maxage (§5.2.2.10): never serve stale */
+#define CT_CACHE_F_NO_CACHE 0x02  /* unqualified no-cache: validate every use */
+#define CT_CACHE_F_VALIDATOR 0x04 /* has ETag or Last-Modified */
+#define CT_CACHE_F_INVALID 0x08   /* invalid or conflicting freshness info */
+#define CT_CACHE_F_TARGETED 0x10  /* a targeted field gave the policy */
 #define CT_CACHE_F_IMMUTABLE 0x20
 
 /* What the store keeps about a response's freshness; plain data. */
 struct ct_cache_fresh {
-    int64_t lifetime;            /* freshness_lifetime, seconds (>= 0) */
+    int64_t lifetime; /* freshness_lifetime, seconds (>= 0) */
     enum ct_cache_fresh_src src;
-    double initial_age;          /* corrected_initial_age, seconds (>= 0) */
+    double initial_age; /* corrected_initial_age, seconds (>= 0) */
     ct_time_t response_time;
     int64_t stale_while_revalidate; /* seconds; CT_CC_UNSET if absent */
     int64_t stale_if_error;         /* seconds; CT_CC_UNSET if absent */
-    unsigned flags;              /* CT_CACHE_F_* */
+    unsigned flags;                 /* CT_CACHE_F_* */
 };
 
 /* freshness_lifetime of RESP (§4.2.1), in order: s-maxage, max-age, Expires
@@ -163,8 +164,8 @@ struct ct_cache_fresh {
  * heuristic_pct of Date - Last-Modified, capped at heuristic_max), then
  * default_ttl. Never negative. *SRC (may be NULL) says which rule applied. */
 int64_t ct_cache_policy_lifetime(const struct ct_http_msg *resp,
-                                 const struct ct_cache_policy_opts *opts,
-                                 ct_time_t response_time, enum ct_cache_fresh_src *src);
+                                 const struct ct_cache_policy_opts *opts, ct_time_t response_time,
+                                 enum ct_cache_fresh_src *src);
 
 /* corrected_initial_age (§4.2.3), exactly as the RFC computes it:
  *   apparent_age = max(0, response_time - date_value)
@@ -196,10 +197,10 @@ bool ct_cache_policy_sie_ok(const struct ct_cache_fresh *f, ct_time_t now);
 /* ---- using a stored response (RFC 9111 §4, §4.2.4, §5.2.1) ------------- */
 
 enum ct_cache_use {
-    CT_CACHE_USE_FRESH,       /* fresh enough for this request: serve it */
-    CT_CACHE_USE_STALE_OK,    /* stale, but the client accepts it (max-stale) */
-    CT_CACHE_USE_REVALIDATE,  /* send a conditional request first (a validator exists) */
-    CT_CACHE_USE_FETCH,       /* unusable and no validator: fetch it again */
+    CT_CACHE_USE_FRESH,           /* fresh enough for this request: serve it */
+    CT_CACHE_USE_STALE_OK,        /* stale, but the client accepts it (max-stale) */
+    CT_CACHE_USE_REVALIDATE,      /* send a conditional request first (a validator exists) */
+    CT_CACHE_USE_FETCH,           /* unusable and no validator: fetch it again */
     CT_CACHE_USE_GATEWAY_TIMEOUT, /* only-if-cached and nothing usable: answer 504 */
 };
 
@@ -212,8 +213,7 @@ enum ct_cache_use {
  * that needs the origin into GATEWAY_TIMEOUT. Request no-store does not stop
  * serving a stored response (§5.2.1.5); it stops storing (see storable).
  * Stale-while-revalidate is left to the caller (ct_cache_policy_swr_ok). */
-enum ct_cache_use ct_cache_policy_use(const struct ct_cache_fresh *f,
-                                      const struct ct_http_msg *req,
+enum ct_cache_use ct_cache_policy_use(const struct ct_cache_fresh *f, const struct ct_http_msg *req,
                                       const struct ct_cache_policy_opts *opts, ct_time_t now);
 
 /* Nothing is stored for REQ: FETCH, or GATEWAY_TIMEOUT with only-if-cached

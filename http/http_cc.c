@@ -52,22 +52,22 @@ enum cc_kind {
 #define CC_OFF(m) offsetof(struct ct_cc, m)
 
 /* CC_DIR(name, kind, flag, qualified flag, value offset) */
-#define CC_DIR_TABLE(X)                                                            \
-    X("no-store", CC_FLAG_STRICT, CT_CC_NO_STORE, 0, 0)                            \
-    X("no-cache", CC_FIELDS, CT_CC_NO_CACHE, CT_CC_NO_CACHE_FIELDS, 0)             \
-    X("private", CC_FIELDS, CT_CC_PRIVATE, CT_CC_PRIVATE_FIELDS, 0)                \
-    X("public", CC_FLAG_LAX, CT_CC_PUBLIC, 0, 0)                                   \
-    X("must-revalidate", CC_FLAG_STRICT, CT_CC_MUST_REVALIDATE, 0, 0)              \
-    X("proxy-revalidate", CC_FLAG_STRICT, CT_CC_PROXY_REVALIDATE, 0, 0)            \
-    X("no-transform", CC_FLAG_STRICT, CT_CC_NO_TRANSFORM, 0, 0)                    \
-    X("only-if-cached", CC_FLAG_STRICT, CT_CC_ONLY_IF_CACHED, 0, 0)                \
-    X("must-understand", CC_FLAG_STRICT, CT_CC_MUST_UNDERSTAND, 0, 0)              \
-    X("immutable", CC_FLAG_LAX, CT_CC_IMMUTABLE, 0, 0)                             \
-    X("max-age", CC_DELTA, 0, 0, CC_OFF(max_age))                                  \
-    X("s-maxage", CC_DELTA, 0, 0, CC_OFF(s_maxage))                                \
-    X("max-stale", CC_DELTA_OPT, CT_CC_MAX_STALE_ANY, 0, CC_OFF(max_stale))        \
-    X("min-fresh", CC_DELTA_MIN, 0, 0, CC_OFF(min_fresh))                          \
-    X("stale-while-revalidate", CC_DELTA, 0, 0, CC_OFF(stale_while_revalidate))    \
+#define CC_DIR_TABLE(X)                                                                            \
+    X("no-store", CC_FLAG_STRICT, CT_CC_NO_STORE, 0, 0)                                            \
+    X("no-cache", CC_FIELDS, CT_CC_NO_CACHE, CT_CC_NO_CACHE_FIELDS, 0)                             \
+    X("private", CC_FIELDS, CT_CC_PRIVATE, CT_CC_PRIVATE_FIELDS, 0)                                \
+    X("public", CC_FLAG_LAX, CT_CC_PUBLIC, 0, 0)                                                   \
+    X("must-revalidate", CC_FLAG_STRICT, CT_CC_MUST_REVALIDATE, 0, 0)                              \
+    X("proxy-revalidate", CC_FLAG_STRICT, CT_CC_PROXY_REVALIDATE, 0, 0)                            \
+    X("no-transform", CC_FLAG_STRICT, CT_CC_NO_TRANSFORM, 0, 0)                                    \
+    X("only-if-cached", CC_FLAG_STRICT, CT_CC_ONLY_IF_CACHED, 0, 0)                                \
+    X("must-understand", CC_FLAG_STRICT, CT_CC_MUST_UNDERSTAND, 0, 0)                              \
+    X("immutable", CC_FLAG_LAX, CT_CC_IMMUTABLE, 0, 0)                                             \
+    X("max-age", CC_DELTA, 0, 0, CC_OFF(max_age))                                                  \
+    X("s-maxage", CC_DELTA, 0, 0, CC_OFF(s_maxage))                                                \
+    X("max-stale", CC_DELTA_OPT, CT_CC_MAX_STALE_ANY, 0, CC_OFF(max_stale))                        \
+    X("min-fresh", CC_DELTA_MIN, 0, 0, CC_OFF(min_fresh))                                          \
+    X("stale-while-revalidate", CC_DELTA, 0, 0, CC_OFF(stale_while_revalidate))                    \
     X("stale-if-error", CC_DELTA, 0, 0, CC_OFF(stale_if_error))
 
 struct cc_dir {
@@ -150,16 +150,12 @@ static bool apply(struct ct_cc *cc, const struct cc_dir *d, bool has_arg, bool a
     int64_t *slot = d->off ? (int64_t *)((char *)cc + d->off) : NULL;
     int64_t v;
     switch (d->kind) {
-    case CC_FLAG_STRICT:
-        cc->flags |= d->flag;
-        return !has_arg;
+    case CC_FLAG_STRICT: cc->flags |= d->flag; return !has_arg;
     case CC_FLAG_LAX:
         if (!has_arg)
             cc->flags |= d->flag;
         return !has_arg;
-    case CC_FIELDS:
-        cc->flags |= has_arg && arg_ok ? d->qflag : d->flag;
-        return !has_arg || arg_ok;
+    case CC_FIELDS: cc->flags |= has_arg && arg_ok ? d->qflag : d->flag; return !has_arg || arg_ok;
     case CC_DELTA_OPT:
         if (!has_arg) {
             cc->flags |= d->flag;

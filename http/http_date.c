@@ -286,8 +286,8 @@ int ct_http_date_parse_at(struct ct_str s, time_t now, time_t *t)
         ok = parse_rfc850(&c, &cv, now);
     if (!ok || c.p != c.end || !in_range(&cv))
         return CT_EPROTO;
-    int64_t v = days_from_civil(cv.year, cv.month, cv.day) * 86400 + cv.hour * 3600 +
-                cv.min * 60 + cv.sec;
+    int64_t v =
+        days_from_civil(cv.year, cv.month, cv.day) * 86400 + cv.hour * 3600 + cv.min * 60 + cv.sec;
     if (sizeof(time_t) < sizeof(int64_t) && (v > INT32_MAX || v < INT32_MIN))
         return CT_EPROTO;
     *t = (time_t)v;

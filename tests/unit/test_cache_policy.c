@@ -32,8 +32,8 @@ static void add_fields(struct tmsg *t, va_list ap)
 }
 
 /* A request: METHOD TARGET, then "Name: value" lines, NULL-terminated. */
-static const struct ct_http_msg *req(struct tmsg *t, enum ct_http_method method,
-                                     const char *target, ...)
+static const struct ct_http_msg *req(struct tmsg *t, enum ct_http_method method, const char *target,
+                                     ...)
 {
     va_list ap;
     memset(t, 0, sizeof(*t));
@@ -99,7 +99,8 @@ static void test_store_basic(void)
 {
     struct tmsg a, b;
     const struct ct_http_msg *get = req(&a, CT_METHOD_GET, "/", "Host: x", NULL);
-    CU_ASSERT_EQUAL(store1(get, resp(&b, 200, "Cache-Control: max-age=60", NULL)), CT_CACHE_STORE_OK);
+    CU_ASSERT_EQUAL(store1(get, resp(&b, 200, "Cache-Control: max-age=60", NULL)),
+                    CT_CACHE_STORE_OK);
     CU_ASSERT_EQUAL(store1(get, resp(&b, 200, NULL)), CT_CACHE_STORE_OK); /* heuristic status */
     CU_ASSERT_EQUAL(store1(get, resp(&b, 100, NULL)), CT_CACHE_STORE_INTERIM);
     CU_ASSERT_EQUAL(store1(get, resp(&b, 103, "Cache-Control: max-age=60", NULL)),
@@ -124,18 +125,18 @@ static void test_store_no_store_private(void)
     const struct ct_http_msg *get = req(&a, CT_METHOD_GET, "/", NULL);
     CU_ASSERT_EQUAL(store1(get, resp(&b, 200, "Cache-Control: max-age=60, No-Store", NULL)),
                     CT_CACHE_STORE_NO_STORE);
-    CU_ASSERT_EQUAL(store1(get, resp(&b, 200, "Cache-Control: max-age=60", "cache-control: no-store",
-                                     NULL)),
-                    CT_CACHE_STORE_NO_STORE);
+    CU_ASSERT_EQUAL(
+        store1(get, resp(&b, 200, "Cache-Control: max-age=60", "cache-control: no-store", NULL)),
+        CT_CACHE_STORE_NO_STORE);
     CU_ASSERT_EQUAL(store1(get, resp(&b, 200, "Cache-Control: PRIVATE, max-age=60", NULL)),
                     CT_CACHE_STORE_PRIVATE);
     /* must-understand (§5.2.2.3): a status we implement overrides no-store */
-    CU_ASSERT_EQUAL(store1(get, resp(&b, 200, "Cache-Control: must-understand, no-store, max-age=9",
-                                     NULL)),
-                    CT_CACHE_STORE_OK);
-    CU_ASSERT_EQUAL(store1(get, resp(&b, 299, "Cache-Control: must-understand, no-store, max-age=9",
-                                     NULL)),
-                    CT_CACHE_STORE_MUST_UNDERSTAND);
+    CU_ASSERT_EQUAL(
+        store1(get, resp(&b, 200, "Cache-Control: must-understand, no-store, max-age=9", NULL)),
+        CT_CACHE_STORE_OK);
+    CU_ASSERT_EQUAL(
+        store1(get, resp(&b, 299, "Cache-Control: must-understand, no-store, max-age=9", NULL)),
+        CT_CACHE_STORE_MUST_UNDERSTAND);
     /* the request's no-store, unless client directives are ignored */
     const struct ct_http_msg *rq = req(&a, CT_METHOD_GET, "/", "Cache-Control: no-store", NULL);
     const struct ct_http_msg *rs = resp(&b, 200, "Cache-Control: max-age=60", NULL);
@@ -153,7 +154,8 @@ static void test_store_authorization(void)
     CU_ASSERT_EQUAL(store1(rq, resp(&b, 200, NULL)), CT_CACHE_STORE_AUTHORIZATION);
     CU_ASSERT_EQUAL(store1(rq, resp(&b, 200, "Cache-Control: public, max-age=60", NULL)),
                     CT_CACHE_STORE_OK);
-    CU_ASSERT_EQUAL(store1(rq, resp(&b, 200, "Cache-Control: s-maxage=60", NULL)), CT_CACHE_STORE_OK);
+    CU_ASSERT_EQUAL(store1(rq, resp(&b, 200, "Cache-Control: s-maxage=60", NULL)),
+                    CT_CACHE_STORE_OK);
     CU_ASSERT_EQUAL(store1(rq, resp(&b, 200, "Cache-Control: must-revalidate, max-age=60", NULL)),
                     CT_CACHE_STORE_OK);
 }
@@ -163,9 +165,8 @@ static void test_store_set_cookie(void)
     struct tmsg a, b;
     struct ct_cache_policy_opts o = dflt();
     const struct ct_http_msg *rq = req(&a, CT_METHOD_GET, "/", NULL);
-    const struct ct_http_msg *rs =
-        resp(&b, 200, "Cache-Control: max-age=60", "Set-Cookie: id=1", "Content-Type: text/plain",
-             NULL);
+    const struct ct_http_msg *rs = resp(&b, 200, "Cache-Control: max-age=60", "Set-Cookie: id=1",
+                                        "Content-Type: text/plain", NULL);
     CU_ASSERT_EQUAL(ct_cache_policy_storable(rq, rs, &o), CT_CACHE_STORE_SET_COOKIE);
     o.store_set_cookie = true;
     CU_ASSERT_EQUAL(ct_cache_policy_storable(rq, rs, &o), CT_CACHE_STORE_OK);
@@ -188,9 +189,9 @@ static void test_store_fields_hop(void)
 {
     struct tmsg b;
     struct ct_cache_policy_opts o = dflt();
-    const struct ct_http_msg *rs = resp(&b, 200, "Connection: X-Trace, keep-alive",
-                                        "X-Trace: 1", "Keep-Alive: timeout=5",
-                                        "Transfer-Encoding: chunked", "ETag: \"a\"", NULL);
+    const struct ct_http_msg *rs =
+        resp(&b, 200, "Connection: X-Trace, keep-alive", "X-Trace: 1", "Keep-Alive: timeout=5",
+             "Transfer-Encoding: chunked", "ETag: \"a\"", NULL);
     CU_ASSERT_FALSE(ct_cache_policy_field_storable(rs, &rs->fields[0], &o));
     CU_ASSERT_FALSE(ct_cache_policy_field_storable(rs, &rs->fields[1], &o));
     CU_ASSERT_FALSE(ct_cache_policy_field_storable(rs, &rs->fields[2], &o));
@@ -226,8 +227,10 @@ static void test_store_status(void)
         CU_ASSERT_EQUAL(store1(rq, resp(&b, other[i], NULL)), CT_CACHE_STORE_STATUS);
     }
     /* explicit freshness makes them storable */
-    CU_ASSERT_EQUAL(store1(rq, resp(&b, 302, "Cache-Control: max-age=60", NULL)), CT_CACHE_STORE_OK);
-    CU_ASSERT_EQUAL(store1(rq, resp(&b, 307, "Cache-Control: s-maxage=60", NULL)), CT_CACHE_STORE_OK);
+    CU_ASSERT_EQUAL(store1(rq, resp(&b, 302, "Cache-Control: max-age=60", NULL)),
+                    CT_CACHE_STORE_OK);
+    CU_ASSERT_EQUAL(store1(rq, resp(&b, 307, "Cache-Control: s-maxage=60", NULL)),
+                    CT_CACHE_STORE_OK);
     CU_ASSERT_EQUAL(store1(rq, resp(&b, 503, "Cache-Control: public", NULL)), CT_CACHE_STORE_OK);
     CU_ASSERT_EQUAL(store1(rq, resp(&b, 302, dline("Expires", 60), NULL)), CT_CACHE_STORE_OK);
     /* even an invalid Expires counts (it is then stale) */
@@ -240,8 +243,8 @@ static void test_store_targeted(void)
     struct ct_cache_policy_opts o = dflt();
     const struct ct_http_msg *rq = req(&a, CT_METHOD_GET, "/", NULL);
     /* RFC 9213: CDN-Cache-Control replaces Cache-Control for us */
-    const struct ct_http_msg *rs = resp(&b, 200, "Cache-Control: no-store",
-                                        "CDN-Cache-Control: max-age=60", NULL);
+    const struct ct_http_msg *rs =
+        resp(&b, 200, "Cache-Control: no-store", "CDN-Cache-Control: max-age=60", NULL);
     CU_ASSERT_EQUAL(ct_cache_policy_storable(rq, rs, &o), CT_CACHE_STORE_OK);
     struct ct_cc cc;
     CU_ASSERT_EQUAL(ct_cache_policy_resp_cc(rs, &o, &cc), CT_CACHE_CC_CDN);
@@ -252,9 +255,9 @@ static void test_store_targeted(void)
     rs = resp(&b, 200, "Cache-Control: max-age=60", "CDN-Cache-Control: no-store", NULL);
     CU_ASSERT_EQUAL(ct_cache_policy_storable(rq, rs, &o), CT_CACHE_STORE_NO_STORE);
     /* not a valid Dictionary (upper-case key, trailing comma, bad item): ignored */
-    static const char *const bad[] = {"CDN-Cache-Control: Max-Age=60", "CDN-Cache-Control: max-age=60,",
-                                      "CDN-Cache-Control: max-age=6 0", "CDN-Cache-Control: ",
-                                      "CDN-Cache-Control: max-age=\"60"};
+    static const char *const bad[] = {
+        "CDN-Cache-Control: Max-Age=60", "CDN-Cache-Control: max-age=60,",
+        "CDN-Cache-Control: max-age=6 0", "CDN-Cache-Control: ", "CDN-Cache-Control: max-age=\"60"};
     for (size_t i = 0; i < CT_ARRAY_LEN(bad); i++) {
         rs = resp(&b, 200, "Cache-Control: no-store", bad[i], NULL);
         CU_ASSERT_EQUAL(ct_cache_policy_resp_cc(rs, &o, &cc), CT_CACHE_CC_STANDARD);
@@ -296,25 +299,29 @@ static void test_fresh_explicit(void)
                          &o, &src),
                     60);
     CU_ASSERT_EQUAL(src, CT_CACHE_FRESH_MAX_AGE);
-    CU_ASSERT_EQUAL(life(resp(&b, 200, dline("Date", -100), dline("Expires", 3500), NULL), &o, &src),
-                    3600);
+    CU_ASSERT_EQUAL(
+        life(resp(&b, 200, dline("Date", -100), dline("Expires", 3500), NULL), &o, &src), 3600);
     CU_ASSERT_EQUAL(src, CT_CACHE_FRESH_EXPIRES);
     /* no Date: the response time stands in */
     CU_ASSERT_EQUAL(life(resp(&b, 200, dline("Expires", 100), NULL), &o, &src), 100);
     /* Expires in the past, invalid, or several different: already expired */
-    CU_ASSERT_EQUAL(life(resp(&b, 200, dline("Date", 0), dline("Expires", -10), NULL), &o, &src), 0);
+    CU_ASSERT_EQUAL(life(resp(&b, 200, dline("Date", 0), dline("Expires", -10), NULL), &o, &src),
+                    0);
     CU_ASSERT_EQUAL(life(resp(&b, 200, "Expires: 0", NULL), &o, &src), 0);
     CU_ASSERT_EQUAL(src, CT_CACHE_FRESH_EXPIRES);
-    CU_ASSERT_EQUAL(life(resp(&b, 200, "Expires: Thu, 01 Jan 1970 00:00:00 GMT", NULL), &o, &src), 0);
-    CU_ASSERT_EQUAL(life(resp(&b, 200, dline("Expires", 100), dline("Expires", 200), NULL), &o, &src),
+    CU_ASSERT_EQUAL(life(resp(&b, 200, "Expires: Thu, 01 Jan 1970 00:00:00 GMT", NULL), &o, &src),
                     0);
+    CU_ASSERT_EQUAL(
+        life(resp(&b, 200, dline("Expires", 100), dline("Expires", 200), NULL), &o, &src), 0);
     /* an invalid max-age is stale, whatever else is there */
     struct ct_cache_fresh f;
-    ct_cache_policy_fresh(resp(&b, 200, "Cache-Control: max-age=\"60\"", dline("Expires", 100), NULL),
-                          &o, T0, T0, &f);
+    ct_cache_policy_fresh(
+        resp(&b, 200, "Cache-Control: max-age=\"60\"", dline("Expires", 100), NULL), &o, T0, T0,
+        &f);
     CU_ASSERT_EQUAL(f.lifetime, 0);
     CU_ASSERT_TRUE(f.flags & CT_CACHE_F_INVALID);
-    ct_cache_policy_fresh(resp(&b, 200, "Cache-Control: max-age=60, max-age=30", NULL), &o, T0, T0, &f);
+    ct_cache_policy_fresh(resp(&b, 200, "Cache-Control: max-age=60, max-age=30", NULL), &o, T0, T0,
+                          &f);
     CU_ASSERT_EQUAL(f.lifetime, 30);
     CU_ASSERT_TRUE(f.flags & CT_CACHE_F_INVALID);
 }
@@ -337,9 +344,9 @@ static void test_fresh_rfc_examples(void)
     struct tmsg a;
     struct ct_cache_fresh f;
     ct_cache_policy_fresh(resp(&b, 200, "Cache-Control: max-age=60", NULL), &o, T0, T0, &f);
-    CU_ASSERT_EQUAL(ct_cache_policy_use(&f, req(&a, CT_METHOD_GET, "/", "Pragma: no-cache", NULL), &o,
-                                        T0 + 1),
-                    CT_CACHE_USE_FRESH);
+    CU_ASSERT_EQUAL(
+        ct_cache_policy_use(&f, req(&a, CT_METHOD_GET, "/", "Pragma: no-cache", NULL), &o, T0 + 1),
+        CT_CACHE_USE_FRESH);
 }
 
 static void test_fresh_heuristic(void)
@@ -348,14 +355,14 @@ static void test_fresh_heuristic(void)
     struct ct_cache_policy_opts o = dflt();
     enum ct_cache_fresh_src src;
     /* 10 % of the time since Last-Modified */
-    CU_ASSERT_EQUAL(life(resp(&b, 200, dline("Date", 0), dline("Last-Modified", -1000), NULL), &o,
-                         &src),
-                    100);
+    CU_ASSERT_EQUAL(
+        life(resp(&b, 200, dline("Date", 0), dline("Last-Modified", -1000), NULL), &o, &src), 100);
     CU_ASSERT_EQUAL(src, CT_CACHE_FRESH_HEURISTIC);
     /* capped (default one day) */
-    CU_ASSERT_EQUAL(life(resp(&b, 200, dline("Date", 0), dline("Last-Modified", -86400.0 * 365), NULL),
-                         &o, &src),
-                    86400);
+    CU_ASSERT_EQUAL(
+        life(resp(&b, 200, dline("Date", 0), dline("Last-Modified", -86400.0 * 365), NULL), &o,
+             &src),
+        86400);
     o.heuristic_max = 50;
     CU_ASSERT_EQUAL(life(resp(&b, 404, dline("Last-Modified", -1000), NULL), &o, &src), 50);
     o.heuristic_pct = 0;
@@ -364,16 +371,16 @@ static void test_fresh_heuristic(void)
     o = dflt();
     /* not for a status outside §4.2.2, unless public */
     CU_ASSERT_EQUAL(life(resp(&b, 302, dline("Last-Modified", -1000), NULL), &o, &src), 0);
-    CU_ASSERT_EQUAL(life(resp(&b, 302, "Cache-Control: public", dline("Last-Modified", -1000), NULL),
-                         &o, &src),
-                    100);
+    CU_ASSERT_EQUAL(
+        life(resp(&b, 302, "Cache-Control: public", dline("Last-Modified", -1000), NULL), &o, &src),
+        100);
     /* not with explicit expiration, even an expired one */
-    CU_ASSERT_EQUAL(life(resp(&b, 200, "Expires: 0", dline("Last-Modified", -1000), NULL), &o, &src),
-                    0);
+    CU_ASSERT_EQUAL(
+        life(resp(&b, 200, "Expires: 0", dline("Last-Modified", -1000), NULL), &o, &src), 0);
     CU_ASSERT_EQUAL(src, CT_CACHE_FRESH_EXPIRES);
     /* a Last-Modified after Date gives no basis */
-    CU_ASSERT_EQUAL(life(resp(&b, 200, dline("Date", 0), dline("Last-Modified", 50), NULL), &o, &src),
-                    0);
+    CU_ASSERT_EQUAL(
+        life(resp(&b, 200, dline("Date", 0), dline("Last-Modified", 50), NULL), &o, &src), 0);
     CU_ASSERT_EQUAL(src, CT_CACHE_FRESH_NONE);
     /* the operator's default TTL for responses with nothing */
     o.default_ttl = 300;
@@ -388,18 +395,18 @@ static void test_fresh_targeted(void)
     struct tmsg b;
     struct ct_cache_policy_opts o = dflt();
     enum ct_cache_fresh_src src;
-    CU_ASSERT_EQUAL(life(resp(&b, 200, "Cache-Control: max-age=60", "CDN-Cache-Control: max-age=600",
-                              NULL),
-                         &o, &src),
-                    600);
+    CU_ASSERT_EQUAL(
+        life(resp(&b, 200, "Cache-Control: max-age=60", "CDN-Cache-Control: max-age=600", NULL), &o,
+             &src),
+        600);
     /* the targeted field replaces Expires too */
-    CU_ASSERT_EQUAL(life(resp(&b, 200, dline("Expires", 3600), "CDN-Cache-Control: public", NULL), &o,
-                         &src),
-                    0);
+    CU_ASSERT_EQUAL(
+        life(resp(&b, 200, dline("Expires", 3600), "CDN-Cache-Control: public", NULL), &o, &src),
+        0);
     CU_ASSERT_EQUAL(src, CT_CACHE_FRESH_NONE);
     struct ct_cache_fresh f;
-    ct_cache_policy_fresh(resp(&b, 200, "CDN-Cache-Control: s-maxage=10, stale-if-error=99", NULL), &o,
-                          T0, T0, &f);
+    ct_cache_policy_fresh(resp(&b, 200, "CDN-Cache-Control: s-maxage=10, stale-if-error=99", NULL),
+                          &o, T0, T0, &f);
     CU_ASSERT_EQUAL(f.lifetime, 10);
     CU_ASSERT_EQUAL(f.stale_if_error, 99);
     CU_ASSERT_EQUAL(f.stale_while_revalidate, CT_CC_UNSET);
@@ -412,42 +419,41 @@ static void test_age(void)
 {
     struct tmsg b;
     /* request sent at T0, response received at T0+2, Date T0+1 */
-    CU_ASSERT_DOUBLE_EQUAL(ct_cache_policy_initial_age(resp(&b, 200, dline("Date", 1), NULL), T0,
-                                                       T0 + 2),
-                           2.0, 1e-9); /* response_delay wins over apparent_age 1 */
-    CU_ASSERT_DOUBLE_EQUAL(ct_cache_policy_initial_age(resp(&b, 200, dline("Date", -50), NULL), T0,
-                                                       T0 + 2),
-                           52.0, 1e-9); /* apparent_age */
-    CU_ASSERT_DOUBLE_EQUAL(ct_cache_policy_initial_age(resp(&b, 200, dline("Date", 0), "Age: 100",
-                                                            NULL),
-                                                       T0, T0 + 2),
-                           102.0, 1e-9); /* Age + response_delay */
+    CU_ASSERT_DOUBLE_EQUAL(
+        ct_cache_policy_initial_age(resp(&b, 200, dline("Date", 1), NULL), T0, T0 + 2), 2.0,
+        1e-9); /* response_delay wins over apparent_age 1 */
+    CU_ASSERT_DOUBLE_EQUAL(
+        ct_cache_policy_initial_age(resp(&b, 200, dline("Date", -50), NULL), T0, T0 + 2), 52.0,
+        1e-9); /* apparent_age */
+    CU_ASSERT_DOUBLE_EQUAL(
+        ct_cache_policy_initial_age(resp(&b, 200, dline("Date", 0), "Age: 100", NULL), T0, T0 + 2),
+        102.0, 1e-9); /* Age + response_delay */
     /* a Date in the future: apparent_age is 0 */
-    CU_ASSERT_DOUBLE_EQUAL(ct_cache_policy_initial_age(resp(&b, 200, dline("Date", 500), NULL), T0,
-                                                       T0 + 1),
-                           1.0, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(
+        ct_cache_policy_initial_age(resp(&b, 200, dline("Date", 500), NULL), T0, T0 + 1), 1.0,
+        1e-9);
     /* no Date: response_time */
-    CU_ASSERT_DOUBLE_EQUAL(ct_cache_policy_initial_age(resp(&b, 200, "Age: 7", NULL), T0, T0 + 1), 8.0,
-                           1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(ct_cache_policy_initial_age(resp(&b, 200, "Age: 7", NULL), T0, T0 + 1),
+                           8.0, 1e-9);
     /* invalid Age values are ignored */
-    static const char *const bad[] = {"Age: -5", "Age: 5.5", "Age: 1, 2", "Age: \"5\"", "Age: ",
-                                      "Age: 0x10", "Age: 5s"};
+    static const char *const bad[] = {"Age: -5", "Age: 5.5",  "Age: 1, 2", "Age: \"5\"",
+                                      "Age: ",   "Age: 0x10", "Age: 5s"};
     for (size_t i = 0; i < CT_ARRAY_LEN(bad); i++)
-        CU_ASSERT_DOUBLE_EQUAL(ct_cache_policy_initial_age(resp(&b, 200, dline("Date", 0), bad[i],
-                                                                NULL),
-                                                           T0, T0),
-                               0.0, 1e-9);
-    CU_ASSERT_DOUBLE_EQUAL(ct_cache_policy_initial_age(resp(&b, 200, "Age: 5", "Age: 6", NULL), T0, T0),
-                           0.0, 1e-9);
+        CU_ASSERT_DOUBLE_EQUAL(
+            ct_cache_policy_initial_age(resp(&b, 200, dline("Date", 0), bad[i], NULL), T0, T0), 0.0,
+            1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(
+        ct_cache_policy_initial_age(resp(&b, 200, "Age: 5", "Age: 6", NULL), T0, T0), 0.0, 1e-9);
     /* overflow clamps to 2^31 */
-    CU_ASSERT_DOUBLE_EQUAL(ct_cache_policy_initial_age(resp(&b, 200, "Age: 99999999999999999999", NULL),
-                                                       T0, T0),
-                           2147483648.0, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(
+        ct_cache_policy_initial_age(resp(&b, 200, "Age: 99999999999999999999", NULL), T0, T0),
+        2147483648.0, 1e-9);
     /* current_age adds the resident time; a clock going back adds nothing */
     struct ct_cache_policy_opts o = dflt();
     struct ct_cache_fresh f;
-    ct_cache_policy_fresh(resp(&b, 200, "Cache-Control: max-age=60", "Age: 10", dline("Date", 0), NULL),
-                          &o, T0, T0, &f);
+    ct_cache_policy_fresh(
+        resp(&b, 200, "Cache-Control: max-age=60", "Age: 10", dline("Date", 0), NULL), &o, T0, T0,
+        &f);
     CU_ASSERT_DOUBLE_EQUAL(ct_cache_policy_age(&f, T0 + 5), 15.0, 1e-9);
     CU_ASSERT_DOUBLE_EQUAL(ct_cache_policy_ttl(&f, T0 + 5), 45.0, 1e-9);
     CU_ASSERT_DOUBLE_EQUAL(ct_cache_policy_age(&f, T0 - 100), 10.0, 1e-9);
@@ -463,9 +469,9 @@ static enum ct_cache_use use(const char *resp_cc, const char *req_cc, bool valid
     char cc[128], rcc[128];
     snprintf(cc, sizeof cc, "Cache-Control: %s", resp_cc);
     snprintf(rcc, sizeof rcc, "Cache-Control: %s", req_cc);
-    ct_cache_policy_fresh(resp(&b, 200, cc, dline("Date", 0), validator ? "ETag: \"v1\"" : "X-No: 1",
-                               NULL),
-                          &o, T0, T0, &f);
+    ct_cache_policy_fresh(
+        resp(&b, 200, cc, dline("Date", 0), validator ? "ETag: \"v1\"" : "X-No: 1", NULL), &o, T0,
+        T0, &f);
     return ct_cache_policy_use(&f, req(&a, CT_METHOD_GET, "/", rcc, NULL), &o, T0 + at);
 }
 
@@ -513,11 +519,14 @@ static void test_use_only_if_cached(void)
     struct ct_cache_policy_opts o = dflt();
     CU_ASSERT_EQUAL(use("max-age=60", "only-if-cached", true, 1), CT_CACHE_USE_FRESH);
     CU_ASSERT_EQUAL(use("max-age=60", "only-if-cached", true, 61), CT_CACHE_USE_GATEWAY_TIMEOUT);
-    CU_ASSERT_EQUAL(use("max-age=60", "only-if-cached, max-stale", true, 61), CT_CACHE_USE_STALE_OK);
+    CU_ASSERT_EQUAL(use("max-age=60", "only-if-cached, max-stale", true, 61),
+                    CT_CACHE_USE_STALE_OK);
     CU_ASSERT_EQUAL(use("no-cache", "only-if-cached", true, 0), CT_CACHE_USE_GATEWAY_TIMEOUT);
-    const struct ct_http_msg *rq = req(&a, CT_METHOD_GET, "/", "Cache-Control: only-if-cached", NULL);
+    const struct ct_http_msg *rq =
+        req(&a, CT_METHOD_GET, "/", "Cache-Control: only-if-cached", NULL);
     CU_ASSERT_EQUAL(ct_cache_policy_on_miss(rq, &o), CT_CACHE_USE_GATEWAY_TIMEOUT);
-    CU_ASSERT_EQUAL(ct_cache_policy_on_miss(req(&a, CT_METHOD_GET, "/", NULL), &o), CT_CACHE_USE_FETCH);
+    CU_ASSERT_EQUAL(ct_cache_policy_on_miss(req(&a, CT_METHOD_GET, "/", NULL), &o),
+                    CT_CACHE_USE_FETCH);
     o.ignore_req_cc = true;
     CU_ASSERT_EQUAL(ct_cache_policy_on_miss(rq, &o), CT_CACHE_USE_FETCH);
 }
@@ -527,8 +536,8 @@ static void test_use_ignore_client(void)
     struct tmsg a, b;
     struct ct_cache_policy_opts o = dflt();
     struct ct_cache_fresh f;
-    ct_cache_policy_fresh(resp(&b, 200, "Cache-Control: max-age=60", "ETag: \"1\"", NULL), &o, T0, T0,
-                          &f);
+    ct_cache_policy_fresh(resp(&b, 200, "Cache-Control: max-age=60", "ETag: \"1\"", NULL), &o, T0,
+                          T0, &f);
     const struct ct_http_msg *rq =
         req(&a, CT_METHOD_GET, "/", "Cache-Control: no-cache, max-age=0", NULL);
     CU_ASSERT_EQUAL(ct_cache_policy_use(&f, rq, &o, T0 + 1), CT_CACHE_USE_REVALIDATE);
@@ -542,8 +551,9 @@ static void test_swr_sie(void)
     struct ct_cache_policy_opts o = dflt();
     struct ct_cache_fresh f;
     /* RFC 5861 §3 example: max-age=600, stale-while-revalidate=30 */
-    ct_cache_policy_fresh(resp(&b, 200, "Cache-Control: max-age=600, stale-while-revalidate=30, "
-                                        "stale-if-error=1200",
+    ct_cache_policy_fresh(resp(&b, 200,
+                               "Cache-Control: max-age=600, stale-while-revalidate=30, "
+                               "stale-if-error=1200",
                                NULL),
                           &o, T0, T0, &f);
     CU_ASSERT_EQUAL(f.stale_while_revalidate, 30);
@@ -554,8 +564,9 @@ static void test_swr_sie(void)
     CU_ASSERT_FALSE(ct_cache_policy_swr_ok(&f, T0 + 631));
     CU_ASSERT_TRUE(ct_cache_policy_sie_ok(&f, T0 + 1800));
     CU_ASSERT_FALSE(ct_cache_policy_sie_ok(&f, T0 + 1801));
-    ct_cache_policy_fresh(resp(&b, 200, "Cache-Control: max-age=60, stale-while-revalidate=30, "
-                                        "must-revalidate, stale-if-error=60",
+    ct_cache_policy_fresh(resp(&b, 200,
+                               "Cache-Control: max-age=60, stale-while-revalidate=30, "
+                               "must-revalidate, stale-if-error=60",
                                NULL),
                           &o, T0, T0, &f);
     CU_ASSERT_FALSE(ct_cache_policy_swr_ok(&f, T0 + 70));
@@ -585,9 +596,10 @@ static void test_vary_key(void)
     CU_ASSERT_STRING_EQUAL(k, "accept-encoding:gzip\n");
     free(k);
     /* several Vary lines, mixed case, duplicates; an absent field */
-    k = vkey(resp(&b, 200, "Vary: Accept-Language", "vary: accept-encoding, ACCEPT-LANGUAGE,", NULL),
-             req(&a, CT_METHOD_GET, "/", "Accept-Encoding: gzip,br", "Accept-Encoding: zstd", NULL),
-             &rc);
+    k = vkey(
+        resp(&b, 200, "Vary: Accept-Language", "vary: accept-encoding, ACCEPT-LANGUAGE,", NULL),
+        req(&a, CT_METHOD_GET, "/", "Accept-Encoding: gzip,br", "Accept-Encoding: zstd", NULL),
+        &rc);
     CU_ASSERT_STRING_EQUAL(k, "accept-encoding:gzip, br, zstd\naccept-language\n");
     free(k);
     /* present but empty differs from absent */
@@ -603,7 +615,8 @@ static void test_vary_key(void)
     static const char *const stars[] = {"Vary: *", "Vary: Accept-Encoding, *", "Vary: *, Cookie",
                                         "Vary: bad name"};
     for (size_t i = 0; i < CT_ARRAY_LEN(stars); i++) {
-        k = vkey(resp(&b, 200, "Vary: Cookie", stars[i], NULL), req(&a, CT_METHOD_GET, "/", NULL), &rc);
+        k = vkey(resp(&b, 200, "Vary: Cookie", stars[i], NULL), req(&a, CT_METHOD_GET, "/", NULL),
+                 &rc);
         CU_ASSERT_EQUAL(rc, CT_EPROTO);
         CU_ASSERT_PTR_NULL(k);
         CU_ASSERT_TRUE(ct_cache_vary_is_star(&b.m));
@@ -616,26 +629,25 @@ static void test_vary_match(void)
     struct tmsg a, b, c;
     int rc;
     const struct ct_http_msg *rs = resp(&b, 200, "Vary: Accept-Encoding, X-Device", NULL);
-    char *k = vkey(rs, req(&a, CT_METHOD_GET, "/", "Accept-Encoding: gzip, br", "X-Device: a,b",
-                           NULL),
-                   &rc);
+    char *k = vkey(
+        rs, req(&a, CT_METHOD_GET, "/", "Accept-Encoding: gzip, br", "X-Device: a,b", NULL), &rc);
     struct ct_str key = ct_str_c(k);
     /* list fields are compared element-wise; others byte for byte */
-    CU_ASSERT_TRUE(ct_cache_vary_match(key, req(&c, CT_METHOD_GET, "/", "accept-encoding: gzip,br",
-                                                "x-device: a,b", NULL)));
+    CU_ASSERT_TRUE(ct_cache_vary_match(
+        key, req(&c, CT_METHOD_GET, "/", "accept-encoding: gzip,br", "x-device: a,b", NULL)));
     CU_ASSERT_TRUE(ct_cache_vary_match(key, req(&c, CT_METHOD_GET, "/", "Accept-Encoding: gzip",
                                                 "X-Device: a,b", "Accept-Encoding: br", NULL)));
-    CU_ASSERT_FALSE(ct_cache_vary_match(key, req(&c, CT_METHOD_GET, "/", "Accept-Encoding: gzip",
-                                                 "X-Device: a,b", NULL)));
-    CU_ASSERT_FALSE(ct_cache_vary_match(key, req(&c, CT_METHOD_GET, "/", "Accept-Encoding: gzip, br",
-                                                 "X-Device: a, b", NULL)));
-    CU_ASSERT_FALSE(ct_cache_vary_match(key, req(&c, CT_METHOD_GET, "/", "Accept-Encoding: gzip, br",
-                                                 NULL)));
-    CU_ASSERT_FALSE(ct_cache_vary_match(key, req(&c, CT_METHOD_GET, "/", "Accept-Encoding: gzip, brx",
-                                                 "X-Device: a,b", NULL)));
-    CU_ASSERT_TRUE(ct_cache_vary_match_cb(key, CT_STR_NULL,
-                                          (void *)req(&c, CT_METHOD_GET, "/", "X-Device: a,b",
-                                                      "Accept-Encoding: gzip, br", NULL)));
+    CU_ASSERT_FALSE(ct_cache_vary_match(
+        key, req(&c, CT_METHOD_GET, "/", "Accept-Encoding: gzip", "X-Device: a,b", NULL)));
+    CU_ASSERT_FALSE(ct_cache_vary_match(
+        key, req(&c, CT_METHOD_GET, "/", "Accept-Encoding: gzip, br", "X-Device: a, b", NULL)));
+    CU_ASSERT_FALSE(
+        ct_cache_vary_match(key, req(&c, CT_METHOD_GET, "/", "Accept-Encoding: gzip, br", NULL)));
+    CU_ASSERT_FALSE(ct_cache_vary_match(
+        key, req(&c, CT_METHOD_GET, "/", "Accept-Encoding: gzip, brx", "X-Device: a,b", NULL)));
+    CU_ASSERT_TRUE(ct_cache_vary_match_cb(
+        key, CT_STR_NULL,
+        (void *)req(&c, CT_METHOD_GET, "/", "X-Device: a,b", "Accept-Encoding: gzip, br", NULL)));
     free(k);
     /* absent matches only absent */
     k = vkey(resp(&b, 200, "Vary: Cookie", NULL), req(&a, CT_METHOD_GET, "/", NULL), &rc);
@@ -645,7 +657,8 @@ static void test_vary_match(void)
     CU_ASSERT_FALSE(ct_cache_vary_match(key, req(&c, CT_METHOD_GET, "/", "Cookie: a=1", NULL)));
     free(k);
     /* the empty key matches everything; a damaged key nothing */
-    CU_ASSERT_TRUE(ct_cache_vary_match(CT_STR_NULL, req(&c, CT_METHOD_GET, "/", "Cookie: a", NULL)));
+    CU_ASSERT_TRUE(
+        ct_cache_vary_match(CT_STR_NULL, req(&c, CT_METHOD_GET, "/", "Cookie: a", NULL)));
     CU_ASSERT_FALSE(ct_cache_vary_match(CT_STR("cookie"), req(&c, CT_METHOD_GET, "/", NULL)));
 }
 
@@ -683,62 +696,66 @@ static void test_cond(void)
 {
     struct tmsg a;
     const char *e = "\"xyzzy\"";
-    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", "If-None-Match: \"xyzzy\"", NULL), e, 0, 0), 304);
-    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_HEAD, "/", "If-None-Match: \"xyzzy\"", NULL), e, 0, 0), 304);
-    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_POST, "/", "If-None-Match: \"xyzzy\"", NULL), e, 0, 0), 0);
+    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", "If-None-Match: \"xyzzy\"", NULL), e, 0, 0),
+                    304);
+    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_HEAD, "/", "If-None-Match: \"xyzzy\"", NULL), e, 0, 0),
+                    304);
+    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_POST, "/", "If-None-Match: \"xyzzy\"", NULL), e, 0, 0),
+                    0);
     /* RFC 9110 §13.1.2 examples */
-    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", "If-None-Match: \"xyzzy\", \"r2d2xxxx\", "
-                                                     "\"c3piozzzz\"",
-                         NULL),
+    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/",
+                             "If-None-Match: \"xyzzy\", \"r2d2xxxx\", "
+                             "\"c3piozzzz\"",
+                             NULL),
                          "\"c3piozzzz\"", 0, 0),
                     304);
-    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", "If-None-Match: W/\"xyzzy\"", NULL), e, 0, 0), 304);
-    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", "If-None-Match: \"xyzzy\"", NULL), "W/\"xyzzy\"", 0,
-                         0),
+    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", "If-None-Match: W/\"xyzzy\"", NULL), e, 0, 0),
                     304);
+    CU_ASSERT_EQUAL(
+        cond(req(&a, CT_METHOD_GET, "/", "If-None-Match: \"xyzzy\"", NULL), "W/\"xyzzy\"", 0, 0),
+        304);
     CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", "If-None-Match: *", NULL), NULL, 0, 0), 304);
-    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", "If-None-Match: \"other\"", "If-None-Match: *",
-                             NULL),
-                         e, 0, 0),
-                    304);
-    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", "If-None-Match: \"other\"", NULL), e, 0, 0), 0);
-    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", "If-None-Match: \"xyzzy\"", NULL), NULL, -100, 0),
+    CU_ASSERT_EQUAL(
+        cond(req(&a, CT_METHOD_GET, "/", "If-None-Match: \"other\"", "If-None-Match: *", NULL), e,
+             0, 0),
+        304);
+    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", "If-None-Match: \"other\"", NULL), e, 0, 0),
                     0);
+    CU_ASSERT_EQUAL(
+        cond(req(&a, CT_METHOD_GET, "/", "If-None-Match: \"xyzzy\"", NULL), NULL, -100, 0), 0);
     CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", "If-None-Match: xyzzy", NULL), e, 0, 0), 0);
     /* If-Modified-Since against Last-Modified */
-    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", dline("If-Modified-Since", -100), NULL), NULL, -100,
-                         0),
-                    304);
-    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", dline("If-Modified-Since", -50), NULL), NULL, -100,
-                         0),
-                    304);
-    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", dline("If-Modified-Since", -101), NULL), NULL,
-                         -100, 0),
-                    0);
+    CU_ASSERT_EQUAL(
+        cond(req(&a, CT_METHOD_GET, "/", dline("If-Modified-Since", -100), NULL), NULL, -100, 0),
+        304);
+    CU_ASSERT_EQUAL(
+        cond(req(&a, CT_METHOD_GET, "/", dline("If-Modified-Since", -50), NULL), NULL, -100, 0),
+        304);
+    CU_ASSERT_EQUAL(
+        cond(req(&a, CT_METHOD_GET, "/", dline("If-Modified-Since", -101), NULL), NULL, -100, 0),
+        0);
     /* If-None-Match takes precedence: IMS is ignored */
     CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", "If-None-Match: \"other\"",
                              dline("If-Modified-Since", 0), NULL),
                          e, -100, 0),
                     0);
     /* invalid or repeated IMS is ignored */
-    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", "If-Modified-Since: yesterday", NULL), NULL, -100,
-                         0),
-                    0);
+    CU_ASSERT_EQUAL(
+        cond(req(&a, CT_METHOD_GET, "/", "If-Modified-Since: yesterday", NULL), NULL, -100, 0), 0);
     CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", dline("If-Modified-Since", 0),
                              dline("If-Modified-Since", 1), NULL),
                          NULL, -100, 0),
                     0);
     /* no Last-Modified: the Date, then the response time (T0+5) */
-    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", dline("If-Modified-Since", -10), NULL), NULL, 0,
-                         -20),
-                    304);
-    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", dline("If-Modified-Since", -10), NULL), NULL, 0,
-                         -5),
-                    0);
-    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", dline("If-Modified-Since", 5), NULL), NULL, 0, 0),
-                    304);
-    CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", dline("If-Modified-Since", 4), NULL), NULL, 0, 0),
-                    0);
+    CU_ASSERT_EQUAL(
+        cond(req(&a, CT_METHOD_GET, "/", dline("If-Modified-Since", -10), NULL), NULL, 0, -20),
+        304);
+    CU_ASSERT_EQUAL(
+        cond(req(&a, CT_METHOD_GET, "/", dline("If-Modified-Since", -10), NULL), NULL, 0, -5), 0);
+    CU_ASSERT_EQUAL(
+        cond(req(&a, CT_METHOD_GET, "/", dline("If-Modified-Since", 5), NULL), NULL, 0, 0), 304);
+    CU_ASSERT_EQUAL(
+        cond(req(&a, CT_METHOD_GET, "/", dline("If-Modified-Since", 4), NULL), NULL, 0, 0), 0);
     CU_ASSERT_EQUAL(cond(req(&a, CT_METHOD_GET, "/", NULL), e, -100, 0), 0);
 }
 
@@ -747,9 +764,8 @@ static void test_revalidate_hdrs(void)
     struct tmsg b;
     struct ct_cache_validators v;
     struct ct_http_field out[2];
-    ct_cache_validators_from_msg(resp(&b, 200, "ETag: W/\"7\"", dline("Last-Modified", -9),
-                                      dline("Date", 0), NULL),
-                                 T0, &v);
+    ct_cache_validators_from_msg(
+        resp(&b, 200, "ETag: W/\"7\"", dline("Last-Modified", -9), dline("Date", 0), NULL), T0, &v);
     CU_ASSERT_EQUAL(ct_cache_policy_revalidate_hdrs(&v, out), 2);
     CU_ASSERT_EQUAL(out[0].id, CT_HDR_IF_NONE_MATCH);
     CU_ASSERT_TRUE(ct_str_eq(out[0].name, CT_STR("If-None-Match")));
@@ -775,8 +791,10 @@ static void test_304_selects(void)
     CU_ASSERT_FALSE(ct_cache_policy_304_selects(&strong, resp(&b, 304, "ETag: \"b\"", NULL)));
     CU_ASSERT_TRUE(ct_cache_policy_304_selects(&strong, resp(&b, 304, "ETag: W/\"a\"", NULL)));
     CU_ASSERT_TRUE(ct_cache_policy_304_selects(&weak, resp(&b, 304, "ETag: W/\"a\"", NULL)));
-    CU_ASSERT_TRUE(ct_cache_policy_304_selects(&lm, resp(&b, 304, dline("Last-Modified", -9), NULL)));
-    CU_ASSERT_FALSE(ct_cache_policy_304_selects(&lm, resp(&b, 304, dline("Last-Modified", -8), NULL)));
+    CU_ASSERT_TRUE(
+        ct_cache_policy_304_selects(&lm, resp(&b, 304, dline("Last-Modified", -9), NULL)));
+    CU_ASSERT_FALSE(
+        ct_cache_policy_304_selects(&lm, resp(&b, 304, dline("Last-Modified", -8), NULL)));
     CU_ASSERT_TRUE(ct_cache_policy_304_selects(&none, resp(&b, 304, dline("Date", 0), NULL)));
     CU_ASSERT_FALSE(ct_cache_policy_304_selects(&strong, resp(&b, 304, dline("Date", 0), NULL)));
     CU_ASSERT_FALSE(ct_cache_policy_304_selects(&none, resp(&b, 304, "ETag: \"a\"", NULL)));
@@ -795,9 +813,14 @@ static void test_merge_304(void)
     struct ct_http_field *out;
     size_t n = ct_cache_policy_merge_304(s.f, s.m.nfields, r304, &o, &out);
     static const char *const want[][2] = {
-        {"Content-Type", "text/html"}, {"Cache-Control", "max-age=120"}, {"ETag", "\"a\""},
-        {"Content-Length", "100"},     {"X-A", "3"},                     {"Date", "new"},
-        {"Content-Encoding", "gzip"},  {"X-New", "1"},
+        {"Content-Type", "text/html"},
+        {"Cache-Control", "max-age=120"},
+        {"ETag", "\"a\""},
+        {"Content-Length", "100"},
+        {"X-A", "3"},
+        {"Date", "new"},
+        {"Content-Encoding", "gzip"},
+        {"X-New", "1"},
     };
     CU_ASSERT_EQUAL(n, CT_ARRAY_LEN(want));
     for (size_t i = 0; i < n && i < CT_ARRAY_LEN(want); i++) {
@@ -857,8 +880,8 @@ static void test_invalidate_basic(void)
         CU_ASSERT_STRING_EQUAL(out[1], "/q");
     free_all(out, n);
     n = inval(req(&a, CT_METHOD_DELETE, "/p", "Host: example.com:443", NULL),
-              resp(&b, 204, "Content-Location: https://example.com/p2", "Location: //example.com:443/p3",
-                   NULL),
+              resp(&b, 204, "Content-Location: https://example.com/p2",
+                   "Location: //example.com:443/p3", NULL),
               out);
     CU_ASSERT_EQUAL(n, 3);
     free_all(out, n);
@@ -867,10 +890,14 @@ static void test_invalidate_basic(void)
     CU_ASSERT_EQUAL(inval(req(&a, CT_METHOD_GET, "/p", "Host: h", NULL), ok, out), 0);
     CU_ASSERT_EQUAL(inval(req(&a, CT_METHOD_HEAD, "/p", "Host: h", NULL), ok, out), 0);
     CU_ASSERT_EQUAL(inval(req(&a, CT_METHOD_OPTIONS, "/p", "Host: h", NULL), ok, out), 0);
-    CU_ASSERT_EQUAL(inval(req(&a, CT_METHOD_POST, "/p", "Host: h", NULL), resp(&b, 404, NULL), out), 0);
-    CU_ASSERT_EQUAL(inval(req(&a, CT_METHOD_POST, "/p", "Host: h", NULL), resp(&b, 500, NULL), out), 0);
-    CU_ASSERT_EQUAL(inval(req(&a, CT_METHOD_POST, "/p", "Host: h", NULL), resp(&b, 100, NULL), out), 0);
-    n = inval(req(&a, CT_METHOD_OTHER, "/p", "Host: h", NULL), resp(&b, 302, "Location: /p", NULL), out);
+    CU_ASSERT_EQUAL(inval(req(&a, CT_METHOD_POST, "/p", "Host: h", NULL), resp(&b, 404, NULL), out),
+                    0);
+    CU_ASSERT_EQUAL(inval(req(&a, CT_METHOD_POST, "/p", "Host: h", NULL), resp(&b, 500, NULL), out),
+                    0);
+    CU_ASSERT_EQUAL(inval(req(&a, CT_METHOD_POST, "/p", "Host: h", NULL), resp(&b, 100, NULL), out),
+                    0);
+    n = inval(req(&a, CT_METHOD_OTHER, "/p", "Host: h", NULL), resp(&b, 302, "Location: /p", NULL),
+              out);
     CU_ASSERT_EQUAL(n, 1); /* Location equal to the target: once */
     free_all(out, n);
     n = inval(req(&a, CT_METHOD_PATCH, "http://h/abs?q", NULL), resp(&b, 200, NULL), out);
@@ -890,8 +917,8 @@ static void test_invalidate_basic(void)
     CU_ASSERT_EQUAL(inval(req(&a, CT_METHOD_OTHER, "*", "Host: h", NULL), resp(&b, 200, NULL), out),
                     0);
     /* other schemes are not ours */
-    n = inval(req(&a, CT_METHOD_POST, "/p", "Host: h", NULL), resp(&b, 201, "Location: ftp://h/x", NULL),
-              out);
+    n = inval(req(&a, CT_METHOD_POST, "/p", "Host: h", NULL),
+              resp(&b, 201, "Location: ftp://h/x", NULL), out);
     CU_ASSERT_EQUAL(n, 1);
     free_all(out, n);
 }
@@ -900,18 +927,42 @@ static void test_invalidate_basic(void)
 static void test_invalidate_rfc3986(void)
 {
     static const char *const cases[][2] = {
-        {"g", "/b/c/g"},         {"./g", "/b/c/g"},        {"g/", "/b/c/g/"},
-        {"/g", "/g"},            {"?y", "/b/c/d;p?y"},     {"g?y", "/b/c/g?y"},
-        {"g#s", "/b/c/g"},       {"g?y#s", "/b/c/g?y"},    {";x", "/b/c/;x"},
-        {"g;x", "/b/c/g;x"},     {"g;x?y#s", "/b/c/g;x?y"}, {".", "/b/c/"},
-        {"./", "/b/c/"},         {"..", "/b/"},            {"../", "/b/"},
-        {"../g", "/b/g"},        {"../..", "/"},           {"../../", "/"},
-        {"../../g", "/g"},       {"../../../g", "/g"},     {"../../../../g", "/g"},
-        {"/./g", "/g"},          {"/../g", "/g"},          {"g.", "/b/c/g."},
-        {".g", "/b/c/.g"},       {"g..", "/b/c/g.."},      {"..g", "/b/c/..g"},
-        {"./../g", "/b/g"},      {"./g/.", "/b/c/g/"},     {"g/./h", "/b/c/g/h"},
-        {"g/../h", "/b/c/h"},    {"g;x=1/./y", "/b/c/g;x=1/y"}, {"g;x=1/../y", "/b/c/y"},
-        {"g?y/./x", "/b/c/g?y/./x"}, {"http://a/b/c/g", "/b/c/g"}, {"//a/g", "/g"},
+        {"g", "/b/c/g"},
+        {"./g", "/b/c/g"},
+        {"g/", "/b/c/g/"},
+        {"/g", "/g"},
+        {"?y", "/b/c/d;p?y"},
+        {"g?y", "/b/c/g?y"},
+        {"g#s", "/b/c/g"},
+        {"g?y#s", "/b/c/g?y"},
+        {";x", "/b/c/;x"},
+        {"g;x", "/b/c/g;x"},
+        {"g;x?y#s", "/b/c/g;x?y"},
+        {".", "/b/c/"},
+        {"./", "/b/c/"},
+        {"..", "/b/"},
+        {"../", "/b/"},
+        {"../g", "/b/g"},
+        {"../..", "/"},
+        {"../../", "/"},
+        {"../../g", "/g"},
+        {"../../../g", "/g"},
+        {"../../../../g", "/g"},
+        {"/./g", "/g"},
+        {"/../g", "/g"},
+        {"g.", "/b/c/g."},
+        {".g", "/b/c/.g"},
+        {"g..", "/b/c/g.."},
+        {"..g", "/b/c/..g"},
+        {"./../g", "/b/g"},
+        {"./g/.", "/b/c/g/"},
+        {"g/./h", "/b/c/g/h"},
+        {"g/../h", "/b/c/h"},
+        {"g;x=1/./y", "/b/c/g;x=1/y"},
+        {"g;x=1/../y", "/b/c/y"},
+        {"g?y/./x", "/b/c/g?y/./x"},
+        {"http://a/b/c/g", "/b/c/g"},
+        {"//a/g", "/g"},
     };
     for (size_t i = 0; i < CT_ARRAY_LEN(cases); i++) {
         struct tmsg a, b;
@@ -921,7 +972,8 @@ static void test_invalidate_rfc3986(void)
                          resp(&b, 200, cl, NULL), out);
         CU_ASSERT_EQUAL(n, 2);
         if (n != 2 || strcmp(out[1], cases[i][1]) != 0)
-            fprintf(stderr, "%s -> %s (want %s)\n", cases[i][0], n == 2 ? out[1] : "?", cases[i][1]);
+            fprintf(stderr, "%s -> %s (want %s)\n", cases[i][0], n == 2 ? out[1] : "?",
+                    cases[i][1]);
         free_all(out, n);
     }
     /* references equal to the base itself collapse into the target */
@@ -943,7 +995,6 @@ static void test_invalidate_rfc3986(void)
     CU_ASSERT_EQUAL(n, 1);
     free_all(out, n);
 }
-
 
 /* ---- robustness: random inputs ----------------------------------------- */
 

@@ -78,7 +78,7 @@ static void test_token(void)
 
 /* ---- dates ------------------------------------------------------------ */
 
-#define T_1994 ((time_t)784111777) /* Sun, 06 Nov 1994 08:49:37 GMT */
+#define T_1994 ((time_t)784111777)    /* Sun, 06 Nov 1994 08:49:37 GMT */
 #define NOW_2026 ((time_t)1796000000) /* 2026-11-30 */
 
 static int parse(const char *s, time_t *t)
@@ -174,12 +174,12 @@ static void test_date_rejects(void)
     static const char *const bad[] = {
         "",
         "Sun",
-        "Sun, 06 Nov 1994 08:49:37 gmt",      /* GMT is case-sensitive */
-        "sun, 06 Nov 1994 08:49:37 GMT",      /* so are the names */
+        "Sun, 06 Nov 1994 08:49:37 gmt", /* GMT is case-sensitive */
+        "sun, 06 Nov 1994 08:49:37 GMT", /* so are the names */
         "Sun, 06 nov 1994 08:49:37 GMT",
         "Sun, 06 Nov 1994 08:49:37 UTC",
         "Sun, 06 Nov 1994 08:49:37 +0000",
-        "Sun, 6 Nov 1994 08:49:37 GMT",       /* day is 2DIGIT */
+        "Sun, 6 Nov 1994 08:49:37 GMT", /* day is 2DIGIT */
         "Sun,  06 Nov 1994 08:49:37 GMT",
         "Sun, 06 Nov 94 08:49:37 GMT",
         "Sun, 06 Nov 1994 8:49:37 GMT",
@@ -187,20 +187,20 @@ static void test_date_rejects(void)
         " Sun, 06 Nov 1994 08:49:37 GMT",
         "Sun, 06 Nov 1994 08:49:37 GMT ",
         "Sun, 06 Nov 1994 08:49:37 GMTX",
-        "Sun, 06 Nov 1994 24:00:00 GMT",      /* out of range fields */
+        "Sun, 06 Nov 1994 24:00:00 GMT", /* out of range fields */
         "Sun, 06 Nov 1994 08:60:00 GMT",
         "Sun, 06 Nov 1994 08:49:61 GMT",
         "Sun, 00 Nov 1994 08:49:37 GMT",
         "Sun, 31 Nov 1994 08:49:37 GMT",
-        "Sun, 29 Feb 2023 08:49:37 GMT",      /* not a leap year */
-        "Sun, 29 Feb 1900 08:49:37 GMT",      /* /100 but not /400 */
+        "Sun, 29 Feb 2023 08:49:37 GMT", /* not a leap year */
+        "Sun, 29 Feb 1900 08:49:37 GMT", /* /100 but not /400 */
         "Xyz, 06 Nov 1994 08:49:37 GMT",
         "Sun, 06 Nov 1994 08:49:37",
-        "Sunday, 06-Nov-1994 08:49:37 GMT",   /* RFC 850 has a two-digit year */
+        "Sunday, 06-Nov-1994 08:49:37 GMT", /* RFC 850 has a two-digit year */
         "Sun, 06-Nov-94 08:49:37 GMT",
         "Sunday, 06 Nov 94 08:49:37 GMT",
         "Sunday, 32-Dec-94 08:49:37 GMT",
-        "Sun Nov 6 08:49:37 1994",            /* asctime pads the day with SP */
+        "Sun Nov 6 08:49:37 1994", /* asctime pads the day with SP */
         "Sun Nov  6 08:49:37 94",
         "Sun Nov  6 08:49:37 1994 GMT",
         "Sun Nov 31 08:49:37 1994",
@@ -268,8 +268,8 @@ static void test_cc_basic(void)
     CU_ASSERT_EQUAL(rc, CT_OK);
     CU_ASSERT_EQUAL(cc.flags, CT_CC_NO_CACHE | CT_CC_NO_STORE | CT_CC_MUST_REVALIDATE |
                                   CT_CC_PROXY_REVALIDATE | CT_CC_NO_TRANSFORM |
-                                  CT_CC_ONLY_IF_CACHED | CT_CC_MUST_UNDERSTAND |
-                                  CT_CC_IMMUTABLE | CT_CC_PRIVATE);
+                                  CT_CC_ONLY_IF_CACHED | CT_CC_MUST_UNDERSTAND | CT_CC_IMMUTABLE |
+                                  CT_CC_PRIVATE);
     cc = cc_of("s-maxage=10, stale-while-revalidate=30, stale-if-error=600, min-fresh=5", &rc);
     CU_ASSERT_EQUAL(rc, CT_OK);
     CU_ASSERT_EQUAL(cc.s_maxage, 10);
@@ -312,9 +312,9 @@ static void test_cc_invalid_values(void)
     CU_ASSERT_EQUAL(rc, CT_EPROTO);
     CU_ASSERT_EQUAL(cc.max_age, 0);
     CU_ASSERT_TRUE(cc.flags & CT_CC_INVALID);
-    static const char *const bad[] = {"max-age=", "max-age", "max-age=-1", "max-age=+5",
-                                      "max-age=5s", "max-age = 5", "max-age =5",
-                                      "max-age=0x10", "s-maxage=\"\""};
+    static const char *const bad[] = {"max-age=",   "max-age",      "max-age=-1",
+                                      "max-age=+5", "max-age=5s",   "max-age = 5",
+                                      "max-age =5", "max-age=0x10", "s-maxage=\"\""};
     for (size_t i = 0; i < CT_ARRAY_LEN(bad); i++) {
         cc = cc_of(bad[i], &rc);
         CU_ASSERT_EQUAL(rc, CT_EPROTO);
@@ -419,7 +419,7 @@ static void test_cc_extensions(void)
     CU_ASSERT_EQUAL(rc, CT_EPROTO);
     CU_ASSERT_EQUAL(cc.max_age, 2);
     CU_ASSERT_FALSE(cc.flags & CT_CC_INVALID); /* not a known directive */
-    cc = cc_of("x=\"a, max-age=3", &rc);        /* unterminated quote eats the rest */
+    cc = cc_of("x=\"a, max-age=3", &rc);       /* unterminated quote eats the rest */
     CU_ASSERT_EQUAL(rc, CT_EPROTO);
     CU_ASSERT_EQUAL(cc.max_age, CT_CC_UNSET);
     cc = cc_of(", ,,", &rc);
@@ -448,7 +448,6 @@ static void test_cc_from_msg(void)
     CU_ASSERT_EQUAL(cc.max_age, CT_CC_UNSET);
     CU_ASSERT_EQUAL(cc.flags, 0);
 }
-
 
 /* ---- robustness: random inputs ----------------------------------------- */
 
