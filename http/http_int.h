@@ -16,6 +16,7 @@
 #define CT_CH_WS 0x08    /* SP HTAB */
 #define CT_CH_DIGIT 0x10
 #define CT_CH_HEX 0x20
+#define CT_CH_HOST 0x40 /* uri-host [":" port] octets: unreserved, sub-delims, %, :, [ ] */
 #define CT_CH_FV (CT_CH_VCHAR | CT_CH_OBS | CT_CH_WS) /* field-value octets */
 
 extern uint8_t ct_http_cls[256];

@@ -41,6 +41,10 @@ static void cls_build(void)
             k |= CT_CH_TCHAR;
         if (c != 0 && memchr(tchar_punct, c, sizeof(tchar_punct) - 1))
             k |= CT_CH_TCHAR;
+        /* RFC 3986 uri-host [":" port]: unreserved, sub-delims, pct-encoded, IP-literal */
+        if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+            (c != 0 && memchr("-._~!$&'()*+,;=%:[]", c, 19)))
+            k |= CT_CH_HOST;
         ct_http_cls[c] = k;
     }
 }
@@ -214,10 +218,17 @@ size_t ct_http_lex_scan(struct ct_http_lex *L, const struct ct_http_limits *lim,
             lex_fail(L, 431, L->trailer ? "trailer section too large" : "header section too large");
             return i;
         }
-        /* Field values and names are most of a head: take them in a tight loop. */
-        if (L->st == CT_LX_VALUE || L->st == CT_LX_NAME) {
-            uint8_t want = L->st == CT_LX_VALUE ? CT_CH_FV : CT_CH_TCHAR;
+        /* Field values, names and targets are most of a head: take them in a
+         * tight loop, stopping where a limit would be crossed. */
+        if (L->st == CT_LX_VALUE || L->st == CT_LX_NAME || L->st == CT_LX_TARGET) {
+            uint8_t want = L->st == CT_LX_VALUE  ? CT_CH_FV
+                           : L->st == CT_LX_NAME ? CT_CH_TCHAR
+                                                 : CT_CH_VCHAR;
             size_t stop = i + CT_MIN(len - i, lim->max_head - L->total);
+            if (L->st == CT_LX_TARGET) {
+                size_t line = L->total - L->line_start;
+                stop = line < lim->max_line ? CT_MIN(stop, i + (lim->max_line - line)) : i;
+            }
             size_t j = i;
             while (j < stop && (ct_http_cls[(unsigned char)buf[j]] & want))
                 j++;

@@ -404,13 +404,9 @@ static int frame_from_fields(struct ct_http_parser *p)
 /* uri-host [ ":" port ]: reg-name / IPv4 / IP-literal characters only. */
 static bool host_ok(struct ct_str h)
 {
-    static const char extra[] = "-._~!$&'()*+,;=%:[]";
-    for (size_t i = 0; i < h.len; i++) {
-        unsigned char c = (unsigned char)h.p[i];
-        bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-        if (!alnum && !memchr(extra, c, sizeof(extra) - 1))
+    for (size_t i = 0; i < h.len; i++)
+        if (!(ct_http_cls[(unsigned char)h.p[i]] & CT_CH_HOST))
             return false;
-    }
     return true;
 }
 
@@ -746,10 +742,21 @@ void ct_http_limits_default(struct ct_http_limits *lim)
     lim->max_body = 0;
 }
 
+/* The library's own cap on head bytes (80 KiB, a process-wide setting)
+ * would answer before our limits do; the lexer and the shadow bound every
+ * head, trailer and chunk line, so lift it once. */
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+
+static void lib_init(void)
+{
+    http_parser_set_max_header_size(UINT32_MAX / 2);
+}
+
 struct ct_http_parser *ct_http_parser_new(enum ct_http_kind kind,
                                           const struct ct_http_limits *limits)
 {
     ct_http_cls_init();
+    pthread_once(&lib_once, lib_init);
     struct ct_http_parser *p = ct_xcalloc(1, sizeof(*p));
     p->magic = CT_HTTP_PARSER_MAGIC;
     p->kind = kind;

@@ -20,13 +20,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define FUZZ_CHECK(cond)                                                       \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "fuzz check failed: %s (%s:%d)\n", #cond, __FILE__, \
-                    __LINE__);                                                 \
-            abort();                                                           \
-        }                                                                      \
+#define FUZZ_CHECK(cond)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "fuzz check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);         \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
 
 static uint64_t fz_mix(uint64_t h, const void *p, size_t n)
@@ -45,8 +44,8 @@ static uint64_t fz_mix_str(uint64_t h, struct ct_str s)
 
 static uint64_t fz_head(uint64_t h, const struct ct_http_msg *m)
 {
-    unsigned v[] = {m->kind, m->method, m->status, m->version, m->framing, m->keep_alive,
-                    m->expect_continue, m->upgrade};
+    unsigned v[] = {m->kind,    m->method,     m->status,          m->version,
+                    m->framing, m->keep_alive, m->expect_continue, m->upgrade};
     h = fz_mix(h, v, sizeof(v));
     h = fz_mix(h, &m->content_length, sizeof(m->content_length));
     h = fz_mix(h, &m->head_bytes, sizeof(m->head_bytes));
@@ -92,6 +91,8 @@ static uint64_t fz_run(enum ct_http_kind kind, const struct ct_http_limits *lim,
             FUZZ_CHECK(chunk.p >= in && chunk.p + chunk.len <= in + avail);
             FUZZ_CHECK(chunk.len > 0);
             body += chunk.len;
+            /* max_body is per message: never more is handed out */
+            FUZZ_CHECK(!lim || !lim->max_body || body <= lim->max_body);
             h = fz_mix(h, chunk.p, chunk.len); /* pieces may differ, bytes may not */
             continue;
         }
@@ -100,6 +101,7 @@ static uint64_t fz_run(enum ct_http_kind kind, const struct ct_http_limits *lim,
         if (ev == CT_HTTP_EV_HEAD) {
             FUZZ_CHECK(ct_http_parser_in_message(p));
             h = fz_head(h, ct_http_parser_msg(p));
+            body = 0;
         } else if (ev == CT_HTTP_EV_END) {
             if (ct_http_parser_is_tunnel(p))
                 break;
@@ -121,8 +123,6 @@ static uint64_t fz_run(enum ct_http_kind kind, const struct ct_http_limits *lim,
             avail = CT_MIN(len, avail + step);
         }
     }
-    if (lim && lim->max_body)
-        FUZZ_CHECK(body <= lim->max_body);
     ct_http_parser_free(&p);
     return h;
 }
@@ -131,8 +131,8 @@ static int fz_one_input(enum ct_http_kind kind, const uint8_t *data, size_t size
 {
     if (size < 2)
         return 0;
-    static const enum ct_http_method methods[] = {CT_METHOD_GET, CT_METHOD_HEAD,
-                                                  CT_METHOD_CONNECT, CT_METHOD_POST};
+    static const enum ct_http_method methods[] = {CT_METHOD_GET, CT_METHOD_HEAD, CT_METHOD_CONNECT,
+                                                  CT_METHOD_POST};
     struct ct_http_limits small = {64, 256, 8, 100}, *lim = NULL;
     if (data[0] & 1)
         lim = &small;

@@ -539,6 +539,8 @@ static void test_limits(void)
     expect_tr_o(&o, S("GET /012345678901234567 HTTP/1.1\r\nHost: a\r\n\r\n"),
                 "HEAD(GET /012345678901234567 v11 fr0 cl0 ka1 ec0 up0 hb45 [Host=a*]) END ");
     expect_err_o(&o, S("GET /0123456789012345678 HTTP/1.1\r\nHost: a\r\n\r\n"), 414, "line");
+    expect_err_o(&o, S("GET /0123456789012345678901234567890123456789 HTTP/1.1\r\n\r\n"), 414,
+                 "line");
     expect_err_o(&o, S("GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n\r\n"), 0, NULL);
     expect_err_o(&o, S("GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n"), 431,
                  "too many");
@@ -559,6 +561,35 @@ static void test_limits(void)
     /* the trailer section has the head's limits */
     lim.max_body = 0;
     expect_err_o(&o, S(CHUNKED_POST "0\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n"), 431, "too many");
+}
+
+static void test_big_head_within_limits(void)
+{
+    /* our limits, not the library's 80 KiB default, decide */
+    struct ct_http_limits lim;
+    ct_http_limits_default(&lim);
+    lim.max_head = 256 * 1024;
+    size_t vlen = 150 * 1024;
+    char *in = malloc(vlen + 64);
+    size_t n = (size_t)snprintf(in, 64, "GET / HTTP/1.1\r\nHost: a\r\nX-Big: ");
+    memset(in + n, 'v', vlen);
+    n += vlen;
+    memcpy(in + n, "\r\n\r\n", 4);
+    n += 4;
+    struct opts o = REQ;
+    o.lim = &lim;
+    static struct tr t;
+    run_whole(&o, in, n, &t);
+    CU_ASSERT_EQUAL(t.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(t.s, "END"));
+    size_t cut[1] = {n / 2};
+    static struct tr t2;
+    drive(&o, in, n, cut, 1, &t2);
+    CU_ASSERT_STRING_EQUAL(t.s, t2.s);
+    lim.max_head = 100 * 1024;
+    run_whole(&o, in, n, &t);
+    CU_ASSERT_EQUAL(t.status, 431);
+    free(in);
 }
 
 /* ---- responses ------------------------------------------------------------ */
@@ -739,15 +770,17 @@ void ct_test_register(void)
              {"request target forms", test_target_forms}, {"Expect", test_expect},
              {"upgrade request", test_upgrade_request},
              {"leading empty lines", test_leading_empty_lines});
-    CT_SUITE(
-        "http_parse rules", {"CL with TE", test_cl_and_te},
-        {"duplicate or invalid CL", test_duplicate_cl},
-        {"Transfer-Encoding codings", test_te_rules}, {"chunk sizes and framing", test_chunk_sizes},
-        {"obs-fold, bare CR/LF, CTL, name/colon", test_obs_fold_and_bytes},
-        {"method tokens", test_method_tokens}, {"HTTP versions", test_versions},
-        {"Host", test_host_rules}, {"limits", test_limits}, {"errors stick", test_errors_stick},
-        {"EOF between and inside messages", test_eof_between_messages},
-        {"in_message", test_in_message});
+    CT_SUITE("http_parse rules", {"CL with TE", test_cl_and_te},
+             {"duplicate or invalid CL", test_duplicate_cl},
+             {"Transfer-Encoding codings", test_te_rules},
+             {"chunk sizes and framing", test_chunk_sizes},
+             {"obs-fold, bare CR/LF, CTL, name/colon", test_obs_fold_and_bytes},
+             {"method tokens", test_method_tokens}, {"HTTP versions", test_versions},
+             {"Host", test_host_rules}, {"limits", test_limits},
+             {"heads past 80 KiB within our limits", test_big_head_within_limits},
+             {"errors stick", test_errors_stick},
+             {"EOF between and inside messages", test_eof_between_messages},
+             {"in_message", test_in_message});
     CT_SUITE("http_parse responses", {"framing", test_responses},
              {"no body: 204, 304, HEAD", test_response_no_body},
              {"1xx and tunnels", test_response_interim_and_tunnel},
