@@ -3,13 +3,18 @@
  * the JSON and in the Prometheus text; the JSON is valid (a small strict
  * parser below); the Prometheus text follows format 0.0.4 (HELP/TYPE before
  * samples, label escaping, cumulative buckets, +Inf == count); summation over
- * worker blocks.
+ * worker blocks. The access-log formatter (escaping, both formats) and its
+ * buffered writer (batches, reopen after a rename, threads).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+#include <unistd.h>
+
 #include "cache/cache.h"
+#include "proxy/accesslog.h"
 #include "proxy/stats.h"
 #include "tests/unit/ct_test.h"
 
@@ -425,6 +430,163 @@ static void test_sum_workers(void)
     ct_stats_free(&sum);
 }
 
+
+/* ---- access log ------------------------------------------------------------------ */
+
+static struct ct_accesslog_rec sample_rec(void)
+{
+    struct ct_accesslog_rec r = {
+        .remote_addr = CT_STR("127.0.0.1"),
+        .time = 1796096220.25, /* 2026-12-01T03:37:00.250Z */
+        .method = CT_STR("GET"),
+        .target = CT_STR("/a?b=1"),
+        .version = 11,
+        .status = 200,
+        .body_bytes = 1024,
+        .user_agent = CT_STR("curl/7.88.1"),
+        .request_time_s = 0.0012,
+        .upstream_time_s = 0.001,
+        .cache_status = "MISS",
+        .tls_version = "TLSv1.3",
+    };
+    return r;
+}
+
+static void test_alog_combined(void)
+{
+    setenv("TZ", "UTC", 1);
+    tzset();
+    struct ct_stats_out o = {0};
+    struct ct_accesslog_rec r = sample_rec();
+    ct_accesslog_format(CT_ACCESSLOG_COMBINED, &r, &o);
+    CU_ASSERT_STRING_EQUAL(o.p, "127.0.0.1 - - [01/Dec/2026:03:37:00 +0000] \"GET /a?b=1 "
+                                "HTTP/1.1\" 200 1024 \"-\" \"curl/7.88.1\" rt=0.001 ut=0.001 "
+                                "cs=MISS tls=TLSv1.3\n");
+    /* quotes, backslashes and control bytes in the request line and UA */
+    o.len = 0;
+    r.target = CT_STR("/x\"y\\z\x01\x7f\xff");
+    r.user_agent = CT_STR("evil\"agent\r\n127.0.0.1 - - fake");
+    r.referer = CT_STR("http://r/");
+    r.upstream_time_s = -1;
+    r.cache_status = NULL;
+    r.tls_version = NULL;
+    r.version = 10;
+    ct_accesslog_format(CT_ACCESSLOG_COMBINED, &r, &o);
+    CU_ASSERT_STRING_EQUAL(o.p, "127.0.0.1 - - [01/Dec/2026:03:37:00 +0000] \"GET "
+                                "/x\\x22y\\x5Cz\\x01\\x7F\\xFF HTTP/1.0\" 200 1024 \"http://r/\" "
+                                "\"evil\\x22agent\\x0D\\x0A127.0.0.1 - - fake\" rt=0.001 ut=- "
+                                "cs=- tls=-\n");
+    CU_ASSERT_PTR_NULL(memchr(o.p, '\n', o.len - 1)); /* one line */
+    /* no request line at all (a 400 before the head was read) */
+    o.len = 0;
+    r.version = 0;
+    r.status = 400;
+    ct_accesslog_format(CT_ACCESSLOG_COMBINED, &r, &o);
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.p, "] \"-\" 400 "));
+    ct_stats_out_free(&o);
+}
+
+static void test_alog_json(void)
+{
+    struct ct_stats_out o = {0};
+    struct ct_accesslog_rec r = sample_rec();
+    ct_accesslog_format(CT_ACCESSLOG_JSON, &r, &o);
+    CU_ASSERT_TRUE(json_valid(o.p, o.len));
+    CU_ASSERT_STRING_EQUAL(o.p, "{\"time\":\"2026-12-01T03:37:00.250Z\",\"remote_addr\":"
+                                "\"127.0.0.1\",\"request\":\"GET /a?b=1 HTTP/1.1\",\"method\":"
+                                "\"GET\",\"uri\":\"/a?b=1\",\"status\":200,\"body_bytes_sent\":"
+                                "1024,\"referer\":null,\"user_agent\":\"curl/7.88.1\","
+                                "\"request_time\":0.001,\"upstream_time\":0.001,"
+                                "\"cache_status\":\"MISS\",\"tls\":\"TLSv1.3\"}\n");
+    o.len = 0;
+    r.target = CT_STR("/q\"\\\x01\xc3\xa9\xff");
+    r.user_agent = CT_STR("a\tb\"c");
+    r.upstream_time_s = -1;
+    r.cache_status = NULL;
+    ct_accesslog_format(CT_ACCESSLOG_JSON, &r, &o);
+    CU_ASSERT_TRUE(json_valid(o.p, o.len));
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.p, "\"uri\":\"/q\\\"\\\\\\u0001\xc3\xa9\\u00ff\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.p, "\"user_agent\":\"a\\u0009b\\\"c\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.p, "\"upstream_time\":null,\"cache_status\":null"));
+    ct_stats_out_free(&o);
+}
+
+static size_t count_lines(const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    if (fp == NULL)
+        return 0;
+    size_t n = 0;
+    int ch;
+    while ((ch = fgetc(fp)) != EOF)
+        n += ch == '\n';
+    fclose(fp);
+    return n;
+}
+
+struct alog_thread {
+    struct ct_accesslog_buf *b;
+    int n;
+};
+
+static void *alog_writer(void *arg)
+{
+    struct alog_thread *t = arg;
+    struct ct_accesslog_rec r = sample_rec();
+    for (int i = 0; i < t->n; i++)
+        ct_accesslog_log(t->b, &r);
+    return NULL;
+}
+
+static void test_alog_writer(void)
+{
+    char dir[] = "/tmp/ct-alog.XXXXXX";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    char path[128], moved[128], err[256];
+    snprintf(path, sizeof(path), "%s/access.log", dir);
+    snprintf(moved, sizeof(moved), "%s/access.log.1", dir);
+    struct ct_accesslog *al = ct_accesslog_open(path, CT_ACCESSLOG_COMBINED, err, sizeof(err));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(al);
+    CU_ASSERT_PTR_NULL(ct_accesslog_open("/nonexistent/dir/x.log", 0, err, sizeof(err)));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "No such file"));
+    struct ct_accesslog_buf *b1 = ct_accesslog_buf_new(al), *b2 = ct_accesslog_buf_new(al);
+    struct ct_accesslog_rec r = sample_rec();
+    ct_accesslog_log(b1, &r);
+    CU_ASSERT_EQUAL(count_lines(path), 0); /* buffered */
+    ct_accesslog_flush_all(al);
+    CU_ASSERT_EQUAL(count_lines(path), 1);
+    /* two threads, enough to pass the flush threshold several times */
+    struct alog_thread t1 = {b1, 2000}, t2 = {b2, 2000};
+    pthread_t th1, th2;
+    pthread_create(&th1, NULL, alog_writer, &t1);
+    pthread_create(&th2, NULL, alog_writer, &t2);
+    pthread_join(th1, NULL);
+    pthread_join(th2, NULL);
+    CU_ASSERT_TRUE(count_lines(path) > 1); /* some batches went out on size */
+    /* logrotate: move, log, reopen: old lines in the moved file, new ones in the new */
+    CU_ASSERT_EQUAL(rename(path, moved), 0);
+    ct_accesslog_log(b2, &r);
+    CU_ASSERT_EQUAL(ct_accesslog_reopen(al), CT_OK);
+    CU_ASSERT_EQUAL(count_lines(moved), 4002);
+    ct_accesslog_log(b1, &r);
+    ct_accesslog_log(b2, &r);
+    ct_accesslog_free(&al);
+    CU_ASSERT_PTR_NULL(al);
+    CU_ASSERT_EQUAL(count_lines(path), 2);
+    /* every line complete: starts with the address, ends with the tls field */
+    FILE *fp = fopen(moved, "r");
+    char line[512];
+    size_t good = 0;
+    while (fp && fgets(line, sizeof(line), fp))
+        good += strncmp(line, "127.0.0.1 - - [", 15) == 0 && strstr(line, "tls=TLSv1.3\n");
+    if (fp)
+        fclose(fp);
+    CU_ASSERT_EQUAL(good, 4002);
+    unlink(path);
+    unlink(moved);
+    rmdir(dir);
+}
+
 void ct_test_register(void)
 {
     CT_SUITE("stats", {"JSON is valid and has every counter", test_json_valid_every_counter},
@@ -432,4 +594,7 @@ void ct_test_register(void)
              {"Prometheus text format, labels escaped", test_prom_format},
              {"latency histogram: le buckets cumulative, +Inf == count", test_histogram},
              {"worker blocks sum", test_sum_workers});
+    CT_SUITE("accesslog", {"combined format, nginx escaping", test_alog_combined},
+             {"JSON lines format, JSON escaping", test_alog_json},
+             {"buffered writer: batches, threads, reopen after a rename", test_alog_writer});
 }

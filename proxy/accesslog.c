@@ -1,0 +1,305 @@
+/*
+ * proxy/accesslog.c: access-log formatting and the buffered writer.
+ *
+ * Objects: struct ct_accesslog (the file, owned by the main thread) holds the
+ * list of worker buffers. Locks: al->mu guards the fd swap and the list; each
+ * buffer's mu guards its bytes. A worker takes only its buffer's lock; the
+ * main thread takes al->mu, then buffer locks (one order, no deadlock).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proxy/accesslog.h"
+
+struct ct_accesslog_buf {
+    unsigned magic;
+#define CT_ALBUF_MAGIC 0xa1b0f0e1u
+    struct ct_accesslog *al;
+    pthread_mutex_t mu;
+    struct ct_stats_out out; /* complete lines only */
+    unsigned nlines;         /* lines in out */
+    struct ct_accesslog_buf *next;
+};
+
+struct ct_accesslog {
+    unsigned magic;
+#define CT_ACCESSLOG_MAGIC 0xa1a1a1a1u
+    pthread_mutex_t mu;
+    char *path;         /* NULL: stdout */
+    _Atomic int fd;     /* swapped by reopen with every buffer locked */
+    enum ct_accesslog_fmt fmt;
+    struct ct_accesslog_buf *bufs;
+    _Atomic uint64_t lines, dropped;
+};
+
+/* ---- formatting ---------------------------------------------------------- */
+
+#define OUT_LIT(o, lit) ct_stats_out_mem((o), (lit), sizeof(lit) - 1)
+
+void ct_accesslog_escape(struct ct_stats_out *o, struct ct_str s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    if (s.p == NULL) {
+        OUT_LIT(o, "-");
+        return;
+    }
+    size_t from = 0;
+    for (size_t i = 0; i < s.len; i++) {
+        unsigned char ch = (unsigned char)s.p[i];
+        if (ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\')
+            continue;
+        /* nginx's escaping: a log line stays one line of printable ASCII
+         * whatever a client put in its request line or User-Agent. */
+        ct_stats_out_mem(o, s.p + from, i - from);
+        char esc[4] = {'\\', 'x', hex[ch >> 4], hex[ch & 15]};
+        ct_stats_out_mem(o, esc, 4);
+        from = i + 1;
+    }
+    ct_stats_out_mem(o, s.p + from, s.len - from);
+}
+
+static void time_local(struct ct_stats_out *o, ct_time_t t)
+{
+    time_t secs = (time_t)t;
+    struct tm tm;
+    char buf[64];
+    localtime_r(&secs, &tm);
+    /* C locale month names: we never call setlocale(). */
+    size_t n = strftime(buf, sizeof(buf), "%d/%b/%Y:%H:%M:%S %z", &tm);
+    ct_stats_out_mem(o, buf, n);
+}
+
+static void time_iso(struct ct_stats_out *o, ct_time_t t)
+{
+    time_t secs = (time_t)t;
+    struct tm tm;
+    char buf[64];
+    gmtime_r(&secs, &tm);
+    size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+    ct_stats_out_mem(o, buf, n);
+    unsigned ms = (unsigned)((t - (double)secs) * 1000.0);
+    ct_stats_out_printf(o, ".%03uZ", ms > 999 ? 999 : ms);
+}
+
+static void request_line(struct ct_stats_out *o, const struct ct_accesslog_rec *r,
+                         void (*esc)(struct ct_stats_out *, struct ct_str))
+{
+    esc(o, r->method);
+    OUT_LIT(o, " ");
+    esc(o, r->target);
+    ct_stats_out_printf(o, " HTTP/%u.%u", r->version / 10, r->version % 10);
+}
+
+static void format_combined(const struct ct_accesslog_rec *r, struct ct_stats_out *o)
+{
+    ct_accesslog_escape(o, r->remote_addr);
+    OUT_LIT(o, " - - [");
+    time_local(o, r->time);
+    OUT_LIT(o, "] \"");
+    if (r->version)
+        request_line(o, r, ct_accesslog_escape);
+    else
+        OUT_LIT(o, "-");
+    ct_stats_out_printf(o, "\" %u %llu \"", r->status, (unsigned long long)r->body_bytes);
+    ct_accesslog_escape(o, r->referer);
+    OUT_LIT(o, "\" \"");
+    ct_accesslog_escape(o, r->user_agent);
+    ct_stats_out_printf(o, "\" rt=%.3f ut=", r->request_time_s);
+    if (r->upstream_time_s >= 0)
+        ct_stats_out_printf(o, "%.3f", r->upstream_time_s);
+    else
+        OUT_LIT(o, "-");
+    ct_stats_out_printf(o, " cs=%s tls=%s\n", r->cache_status ? r->cache_status : "-",
+                        r->tls_version ? r->tls_version : "-");
+}
+
+static void json_field(struct ct_stats_out *o, const char *name, struct ct_str v)
+{
+    ct_stats_out_printf(o, ",\"%s\":", name);
+    if (v.p == NULL) {
+        OUT_LIT(o, "null");
+        return;
+    }
+    OUT_LIT(o, "\"");
+    ct_stats_json_escape(o, v);
+    OUT_LIT(o, "\"");
+}
+
+static void format_json(const struct ct_accesslog_rec *r, struct ct_stats_out *o)
+{
+    OUT_LIT(o, "{\"time\":\"");
+    time_iso(o, r->time);
+    OUT_LIT(o, "\"");
+    json_field(o, "remote_addr", r->remote_addr);
+    if (r->version) {
+        OUT_LIT(o, ",\"request\":\"");
+        request_line(o, r, ct_stats_json_escape);
+        OUT_LIT(o, "\"");
+    } else {
+        OUT_LIT(o, ",\"request\":null");
+    }
+    json_field(o, "method", r->method);
+    json_field(o, "uri", r->target);
+    ct_stats_out_printf(o, ",\"status\":%u,\"body_bytes_sent\":%llu", r->status,
+                        (unsigned long long)r->body_bytes);
+    json_field(o, "referer", r->referer);
+    json_field(o, "user_agent", r->user_agent);
+    ct_stats_out_printf(o, ",\"request_time\":%.3f,\"upstream_time\":", r->request_time_s);
+    if (r->upstream_time_s >= 0)
+        ct_stats_out_printf(o, "%.3f", r->upstream_time_s);
+    else
+        OUT_LIT(o, "null");
+    json_field(o, "cache_status", ct_str_c(r->cache_status));
+    json_field(o, "tls", ct_str_c(r->tls_version));
+    OUT_LIT(o, "}\n");
+}
+
+void ct_accesslog_format(enum ct_accesslog_fmt fmt, const struct ct_accesslog_rec *rec,
+                         struct ct_stats_out *out)
+{
+    if (fmt == CT_ACCESSLOG_JSON)
+        format_json(rec, out);
+    else
+        format_combined(rec, out);
+}
+
+/* ---- the file ------------------------------------------------------------------ */
+
+static int open_path(const char *path)
+{
+    if (path == NULL)
+        return STDOUT_FILENO;
+    return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+}
+
+struct ct_accesslog *ct_accesslog_open(const char *path, enum ct_accesslog_fmt fmt, char *err,
+                                       size_t errlen)
+{
+    bool is_stdout = path == NULL || strcmp(path, "-") == 0;
+    int fd = open_path(is_stdout ? NULL : path);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open access log %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct ct_accesslog *al = ct_xcalloc(1, sizeof(*al));
+    al->magic = CT_ACCESSLOG_MAGIC;
+    pthread_mutex_init(&al->mu, NULL);
+    al->path = is_stdout ? NULL : ct_xstrdup(path);
+    atomic_init(&al->fd, fd);
+    al->fmt = fmt;
+    return al;
+}
+
+/* Write B's lines with one write(2). Caller holds b->mu. Lines a failed or
+ * short write did not take are counted as dropped, never retried half-way
+ * (a retry would split a line). */
+static void buf_flush_locked(struct ct_accesslog_buf *b)
+{
+    struct ct_accesslog *al = b->al;
+    if (b->out.len == 0)
+        return;
+    int fd = atomic_load(&al->fd);
+    ssize_t n;
+    do
+        n = write(fd, b->out.p, b->out.len);
+    while (n < 0 && errno == EINTR);
+    if (n == (ssize_t)b->out.len)
+        atomic_fetch_add(&al->lines, b->nlines);
+    else
+        atomic_fetch_add(&al->dropped, b->nlines);
+    b->out.len = 0;
+    b->nlines = 0;
+}
+
+void ct_accesslog_flush_all(struct ct_accesslog *al)
+{
+    CT_CHECK_OBJ(al, CT_ACCESSLOG_MAGIC);
+    pthread_mutex_lock(&al->mu);
+    for (struct ct_accesslog_buf *b = al->bufs; b; b = b->next) {
+        pthread_mutex_lock(&b->mu);
+        buf_flush_locked(b);
+        pthread_mutex_unlock(&b->mu);
+    }
+    pthread_mutex_unlock(&al->mu);
+}
+
+int ct_accesslog_reopen(struct ct_accesslog *al)
+{
+    CT_CHECK_OBJ(al, CT_ACCESSLOG_MAGIC);
+    if (al->path == NULL)
+        return CT_OK; /* stdout: nothing to reopen */
+    int fd = open_path(al->path);
+    if (fd < 0)
+        return CT_EIO;
+    pthread_mutex_lock(&al->mu);
+    struct ct_accesslog_buf *b;
+    for (b = al->bufs; b; b = b->next) {
+        pthread_mutex_lock(&b->mu);
+        buf_flush_locked(b); /* what was logged before the signal: old file */
+    }
+    int old = atomic_exchange(&al->fd, fd);
+    for (b = al->bufs; b; b = b->next)
+        pthread_mutex_unlock(&b->mu);
+    pthread_mutex_unlock(&al->mu);
+    close(old);
+    return CT_OK;
+}
+
+void ct_accesslog_free(struct ct_accesslog **alp)
+{
+    struct ct_accesslog *al = *alp;
+    *alp = NULL;
+    if (al == NULL)
+        return;
+    CT_CHECK_OBJ(al, CT_ACCESSLOG_MAGIC);
+    ct_accesslog_flush_all(al);
+    struct ct_accesslog_buf *b, *next;
+    for (b = al->bufs; b; b = next) {
+        next = b->next;
+        pthread_mutex_destroy(&b->mu);
+        ct_stats_out_free(&b->out);
+        b->magic = 0;
+        free(b);
+    }
+    int fd = atomic_load(&al->fd);
+    if (fd != STDOUT_FILENO)
+        close(fd);
+    pthread_mutex_destroy(&al->mu);
+    free(al->path);
+    al->magic = 0;
+    free(al);
+}
+
+struct ct_accesslog_buf *ct_accesslog_buf_new(struct ct_accesslog *al)
+{
+    CT_CHECK_OBJ(al, CT_ACCESSLOG_MAGIC);
+    struct ct_accesslog_buf *b = ct_xcalloc(1, sizeof(*b));
+    b->magic = CT_ALBUF_MAGIC;
+    b->al = al;
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_mutex_lock(&al->mu);
+    b->next = al->bufs;
+    al->bufs = b;
+    pthread_mutex_unlock(&al->mu);
+    return b;
+}
+
+void ct_accesslog_log(struct ct_accesslog_buf *b, const struct ct_accesslog_rec *rec)
+{
+    CT_CHECK_OBJ(b, CT_ALBUF_MAGIC);
+    pthread_mutex_lock(&b->mu);
+    ct_accesslog_format(b->al->fmt, rec, &b->out);
+    b->nlines++;
+    if (b->out.len >= CT_ACCESSLOG_FLUSH)
+        buf_flush_locked(b);
+    pthread_mutex_unlock(&b->mu);
+}
+
+uint64_t ct_accesslog_lines(const struct ct_accesslog *al) { return atomic_load(&al->lines); }
+uint64_t ct_accesslog_dropped(const struct ct_accesslog *al) { return atomic_load(&al->dropped); }
