@@ -174,7 +174,10 @@ struct ct_cache_lookup_res {
     struct ct_obj *busy;  /* BUSY, STALE: another caller's BUSY/STREAMING object */
     struct ct_obj *fetch; /* MISS, STALE: a new BUSY object, now linked, that makes the
                              caller THE fetcher: it must end it with ct_obj_complete,
-                             ct_obj_fail or ct_obj_abandon, then release it. NULL when
+                             ct_obj_fail or ct_obj_abandon, then release it (if it
+                             releases it unended, the object is failed when the last
+                             outside reference goes, so the key is not blocked for
+                             ever; waiters meanwhile wait for their timeout). NULL when
                              no_insert, or when not even the entry fits in memory
                              (then fetch on your own and do not store). */
 };

@@ -124,6 +124,7 @@ int ct_cache_reserve(struct ct_cache *cache, size_t n);
 bool ct_cache_try_reserve(struct ct_cache *cache, size_t n); /* never evicts */
 void ct_cache_unreserve(struct ct_cache *cache, size_t n);
 void ct_cache_unlink_obj(struct ct_cache_shard *sh, struct ct_obj *obj);
+void ct_cache_obj_release_busy(struct ct_obj *obj); /* takes the shard lock */
 
 /* cache_table.c (shard lock held) */
 static inline size_t ct_cache_oh_cost(size_t key_len)
@@ -145,6 +146,8 @@ void ct_cache_q_remove(struct ct_cache_shard *sh, struct ct_obj *obj);
 struct ct_obj *ct_cache_q_victim(struct ct_cache_shard *sh);
 
 /* cache_obj.c */
+void ct_cache_obj_put(struct ct_obj *obj); /* no lock taken: safe under a shard lock */
+void ct_cache_obj_free(struct ct_obj *obj); /* refcount reached 0 */
 struct ct_obj *ct_cache_obj_new(struct ct_cache_shard *sh, unsigned flags);
 size_t ct_cache_obj_base_size(void);
 void ct_cache_obj_wake_all(struct ct_obj *obj); /* shard lock held */

@@ -59,7 +59,7 @@ struct ct_obj *ct_cache_obj_new(struct ct_cache_shard *sh, unsigned flags)
     return obj;
 }
 
-static void obj_free(struct ct_obj *obj)
+void ct_cache_obj_free(struct ct_obj *obj)
 {
     struct ct_cache *cache = obj->shard->cache;
 
@@ -72,7 +72,7 @@ static void obj_free(struct ct_obj *obj)
         seg = next;
     }
     if (obj->body_src)
-        ct_obj_release(&obj->body_src);
+        ct_cache_obj_put(obj->body_src); /* COMPLETE: no lock needed */
     size_t size = obj->size;
     obj->magic = 0;
     free(obj);
@@ -88,6 +88,17 @@ struct ct_obj *ct_obj_ref(struct ct_obj *obj)
     return obj;
 }
 
+/* Drop one reference; the last frees. No orphan check: for the table's own
+ * reference (unlink, under the shard lock) and for complete objects. */
+void ct_cache_obj_put(struct ct_obj *obj)
+{
+    /* acq_rel: every write by other holders happens before the free. */
+    unsigned old = atomic_fetch_sub_explicit(&obj->refcnt, 1, memory_order_acq_rel);
+    CT_ASSERT(old > 0);
+    if (old == 1)
+        ct_cache_obj_free(obj);
+}
+
 void ct_obj_release(struct ct_obj **objp)
 {
     struct ct_obj *obj = *objp;
@@ -95,11 +106,10 @@ void ct_obj_release(struct ct_obj **objp)
         return;
     *objp = NULL;
     CT_CHECK_OBJ(obj, CT_OBJ_MAGIC);
-    /* acq_rel: every write by other holders happens before the free. */
-    unsigned old = atomic_fetch_sub_explicit(&obj->refcnt, 1, memory_order_acq_rel);
-    CT_ASSERT(old > 0);
-    if (old == 1)
-        obj_free(obj);
+    if (CT_LIKELY(ct_obj_state(obj) >= CT_OBJ_COMPLETE))
+        ct_cache_obj_put(obj); /* the hit path: one atomic, no lock */
+    else
+        ct_cache_obj_release_busy(obj);
 }
 
 void ct_obj_release_cb(const void *data, size_t len, void *arg)

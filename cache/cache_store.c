@@ -116,7 +116,7 @@ void ct_cache_unlink_obj(struct ct_cache_shard *sh, struct ct_obj *obj)
     ct_cache_q_remove(sh, obj);
     if (!oh->variants)
         ct_cache_oh_remove(sh, oh);
-    ct_obj_release(&obj);
+    ct_cache_obj_put(obj); /* the table's reference; no lock taken */
 }
 
 /* ---- lookup ----------------------------------------------------------------------- */
@@ -264,11 +264,12 @@ enum ct_cache_lookup ct_cache_lookup(struct ct_cache *cache, const struct ct_cac
          * since someone may have inserted the key meanwhile. */
         pthread_mutex_unlock(&sh->mtx);
         bool ok = ct_cache_reserve(cache, need) == CT_OK;
+        if (ok)
+            ct_cache_lookup_res_release(res); /* may take the lock: not held */
         pthread_mutex_lock(&sh->mtx);
         if (!ok)
             break; /* no fetch object: the caller fetches on its own */
         reserved = need;
-        ct_cache_lookup_res_release(res);
     }
     count_lookup(sh, kind);
     pthread_mutex_unlock(&sh->mtx);
@@ -328,6 +329,30 @@ void ct_obj_fail(struct ct_obj *obj)
     CT_STAT_INC(sh, failed);
     ct_cache_obj_wake_all(obj);
     pthread_mutex_unlock(&sh->mtx);
+}
+
+/* Release a reference on a BUSY/STREAMING object, under the shard lock, so
+ * the table cannot drop its own reference meanwhile. If only the table's is
+ * left, the fetcher let go without ending it (a proxy bug, or a path that
+ * forgot ct_obj_fail): nobody can complete it any more, and it would make
+ * every later lookup of the key wait. Fail it. Lookups take references under
+ * this lock too, so the count cannot change under us. */
+void ct_cache_obj_release_busy(struct ct_obj *obj)
+{
+    struct ct_cache_shard *sh = obj->shard;
+    pthread_mutex_lock(&sh->mtx);
+    unsigned old = atomic_fetch_sub_explicit(&obj->refcnt, 1, memory_order_acq_rel);
+    CT_ASSERT(old > 0);
+    if (old == 2 && (obj->flags & OBJ_F_LINKED) && !(obj->flags & OBJ_F_HFM) &&
+        ct_obj_state(obj) < CT_OBJ_COMPLETE) {
+        atomic_store_explicit(&obj->state, CT_OBJ_FAILED, memory_order_release);
+        CT_STAT_INC(sh, failed);
+        ct_cache_obj_wake_all(obj);
+        ct_cache_unlink_obj(sh, obj); /* drops the last reference: frees */
+    }
+    pthread_mutex_unlock(&sh->mtx);
+    if (old == 1)
+        ct_cache_obj_free(obj); /* not linked (purged, unused marker): free outside the lock */
 }
 
 void ct_obj_abandon(struct ct_obj *obj, ct_time_t now, double hfm_ttl)

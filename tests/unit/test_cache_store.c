@@ -531,6 +531,36 @@ static void test_fresh_stale_expired(void)
     ct_cache_free(&c);
 }
 
+/* A fetcher that lets go of its BUSY object without ending it must not block
+ * the key for ever: once only the table holds it, it is failed. */
+static void test_orphaned_fetch(void)
+{
+    struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 4);
+    struct tkey k;
+    mk_key(&k, "h", "/orphan");
+    struct ct_cache_lookup_res a, b;
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &a), CT_CACHE_MISS);
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &b), CT_CACHE_BUSY); /* a waiter holds a reference */
+    ct_cache_lookup_res_release(&a);                       /* the fetcher vanishes */
+    CU_ASSERT_EQUAL(ct_obj_state(b.busy), CT_OBJ_BUSY);    /* still referenced: kept */
+    ct_cache_lookup_res_release(&b);                       /* the waiter times out */
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &a), CT_CACHE_MISS); /* not BUSY for ever */
+    CU_ASSERT_PTR_NOT_NULL(a.fetch);
+    struct fill f = {"ok", NULL, 60, 0, 0, true};
+    set_head(a.fetch, &f, T0);
+    ct_cache_lookup_res_release(&a); /* a STREAMING one too */
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &a), CT_CACHE_MISS);
+    fill_obj(a.fetch, &f, T0);
+    ct_cache_lookup_res_release(&a);
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &a), CT_CACHE_HIT);
+    ct_cache_lookup_res_release(&a);
+    struct ct_cache_stats st;
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.failed, 2);
+    CU_ASSERT_EQUAL(st.objects, 1);
+    ct_cache_free(&c);
+}
+
 static void test_no_insert(void)
 {
     struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 4);
@@ -1038,6 +1068,7 @@ void ct_test_register(void)
              {"abandon and hit-for-miss", test_abandon_hit_for_miss},
              {"fresh, stale, expired", test_fresh_stale_expired},
              {"no_insert lookups", test_no_insert},
+             {"orphaned fetch is failed", test_orphaned_fetch},
              {"304 shares the body", test_revalidate_shares_body},
              {"purge exact, prefix, during busy", test_purge_exact_prefix_busy},
              {"eviction under the cap", test_eviction_under_cap},
