@@ -133,7 +133,7 @@ struct ct_cache_config {
 
 /* A new empty store. Returns NULL (and sets nothing) on an invalid config:
  * max_bytes too small to hold anything (< 4 KiB), shards not a power of two,
- * max_object_size 0 or above max_bytes. The caller owns it (ct_cache_free). */
+ * max_object_size 0, above max_bytes or 4 GiB or more. The caller owns it (ct_cache_free). */
 struct ct_cache *ct_cache_new(const struct ct_cache_config *cfg);
 
 /* Free the store and every object in it. No other thread may use it any more
@@ -268,6 +268,8 @@ struct ct_obj_meta {
                             fields (Date, Age, Cache-Status, Connection) */
     struct ct_str etag;  /* validators, empty if none */
     struct ct_str last_modified;
+    struct ct_str date;  /* the response's Date value (not in HEAD: Date is written per
+                            hit), for If-Modified-Since without Last-Modified */
     struct ct_str vary;  /* Vary secondary key bytes, matched at lookup */
     ct_time_t response_time; /* RFC 9111 §4.2.3 response_time */
     double initial_age;      /* corrected_initial_age, seconds (>= 0) */
@@ -331,7 +333,9 @@ unsigned ct_obj_status(const struct ct_obj *obj);
 struct ct_str ct_obj_head(const struct ct_obj *obj);
 struct ct_str ct_obj_etag(const struct ct_obj *obj);
 struct ct_str ct_obj_last_modified(const struct ct_obj *obj);
+struct ct_str ct_obj_date(const struct ct_obj *obj);
 struct ct_str ct_obj_vary(const struct ct_obj *obj);
+ct_time_t ct_obj_response_time(const struct ct_obj *obj);
 /* RFC 9111 §4.2.3 current_age = corrected_initial_age + (now - response_time). */
 double ct_obj_age(const struct ct_obj *obj, ct_time_t now);
 /* ttl - age: > 0 while fresh. */

@@ -53,8 +53,8 @@ struct ct_obj {
     unsigned char flags;           /* OBJ_F_*, shard lock */
     unsigned char _pad;
     uint16_t status;               /* fetcher, published by STREAMING */
-    uint16_t _pad2;
-    uint32_t head_len, etag_len, lm_len, vary_len; /* blob layout, ditto */
+    uint16_t date_len;             /* blob layout, ditto */
+    uint32_t head_len, etag_len, lm_len, vary_len;
     /* shared, under shard->mtx */
     struct ct_cache_oh *oh;        /* while linked */
     struct ct_obj *vnext;          /* variant list of oh, newest first */
@@ -63,14 +63,15 @@ struct ct_obj {
     /* set once at creation */
     struct ct_cache_shard *shard;
     /* written by the fetcher, published by the state store. The first segment
-     * also carries the blob (head, etag, last-modified, vary) after its data
+     * also carries the blob (head, etag, last-modified, date, vary) after its data
      * capacity: one allocation for head and a Content-Length body. */
     struct ct_cache_seg *seg_first, *seg_last;
     struct ct_obj *body_src;       /* shared body (304 revalidation), holds a ref */
-    ct_time_t t_origin;            /* when age was 0: response_time - initial_age */
+    ct_time_t response_time;       /* RFC 9111 §4.2.3 */
     ct_time_t expires;             /* fresh before; hit-for-miss: valid before */
     float grace, keep;             /* seconds past expires: serve stale / keep */
-    size_t size;                   /* counted bytes, given back at free */
+    float initial_age;             /* corrected_initial_age (1 s precision to 190 days) */
+    uint32_t size;                 /* counted bytes, given back at free (objects < 4 GiB) */
 };
 
 
@@ -135,7 +136,9 @@ typedef size_t ct_cache_oh_fn(struct ct_cache_shard *sh, struct ct_cache_oh *oh,
 void ct_cache_table_init(struct ct_cache_shard *sh, size_t nslots);
 void ct_cache_table_fini(struct ct_cache_shard *sh);
 struct ct_cache_oh *ct_cache_oh_find(struct ct_cache_shard *sh, const struct ct_cache_key *key);
-struct ct_cache_oh *ct_cache_oh_insert(struct ct_cache_shard *sh, const struct ct_cache_key *key);
+struct ct_cache_oh *ct_cache_oh_insert(struct ct_cache_shard *sh, const struct ct_cache_key *key,
+                                       size_t *prepaid);
+size_t ct_cache_table_grow_cost(const struct ct_cache_shard *sh); /* 0: no growth due */
 void ct_cache_oh_remove(struct ct_cache_shard *sh, struct ct_cache_oh *oh);
 /* Call FN on every objhead (FN may remove it); returns the sum of FN's results. */
 size_t ct_cache_table_each(struct ct_cache_shard *sh, ct_cache_oh_fn *fn, void *arg);

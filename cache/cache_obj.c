@@ -54,7 +54,7 @@ struct ct_obj *ct_cache_obj_new(struct ct_cache_shard *sh, unsigned flags)
     atomic_init(&obj->visited, 0);
     obj->flags = (unsigned char)flags;
     obj->shard = sh;
-    obj->size = ct_cache_obj_base_size();
+    obj->size = (uint32_t)ct_cache_obj_base_size();
     atomic_fetch_add_explicit(&sh->cache->objects, 1, memory_order_relaxed);
     return obj;
 }
@@ -218,20 +218,20 @@ int ct_obj_set_head(struct ct_obj *obj, const struct ct_obj_meta *m)
     CT_CHECK_OBJ(obj, CT_OBJ_MAGIC);
     CT_ASSERT(ct_obj_state(obj) == CT_OBJ_BUSY);
     struct ct_cache *cache = obj->shard->cache;
-    size_t blob = m->head.len + m->etag.len + m->last_modified.len + m->vary.len;
+    size_t blob = m->head.len + m->etag.len + m->last_modified.len + m->date.len + m->vary.len;
     uint64_t body = m->body_src ? 0 : m->body_hint;
 
-    if (blob > UINT32_MAX / 2 || body > cache->cfg.max_object_size ||
+    if (blob > UINT32_MAX / 2 || m->date.len > UINT16_MAX || body > cache->cfg.max_object_size ||
         blob + body > cache->cfg.max_object_size)
         return CT_ELIMIT;
     size_t cost = alloc_cost(sizeof(struct ct_cache_seg) + (size_t)body + blob);
     if (ct_cache_reserve(cache, cost) != CT_OK)
         return CT_ELIMIT;
-    obj->size += cost;
+    obj->size += (uint32_t)cost;
     obj->seg_first = obj->seg_last = seg_alloc((size_t)body, blob);
 
     char *p = blob_of(obj);
-    const struct ct_str parts[] = {m->head, m->etag, m->last_modified, m->vary};
+    const struct ct_str parts[] = {m->head, m->etag, m->last_modified, m->date, m->vary};
     for (size_t i = 0; i < CT_ARRAY_LEN(parts); i++) {
         if (parts[i].len)
             memcpy(p, parts[i].p, parts[i].len);
@@ -240,10 +240,13 @@ int ct_obj_set_head(struct ct_obj *obj, const struct ct_obj_meta *m)
     obj->head_len = (uint32_t)m->head.len;
     obj->etag_len = (uint32_t)m->etag.len;
     obj->lm_len = (uint32_t)m->last_modified.len;
+    obj->date_len = (uint16_t)m->date.len;
     obj->vary_len = (uint32_t)m->vary.len;
     obj->status = (uint16_t)m->status;
-    obj->t_origin = m->response_time - CT_MAX(m->initial_age, 0.0);
-    obj->expires = obj->t_origin + CT_MAX(m->ttl, 0.0);
+    obj->response_time = m->response_time;
+    obj->initial_age = (float)CT_MAX(m->initial_age, 0.0);
+    /* fresh while current_age < ttl, i.e. before response_time - initial_age + ttl */
+    obj->expires = m->response_time - CT_MAX(m->initial_age, 0.0) + CT_MAX(m->ttl, 0.0);
     obj->grace = (float)CT_MAX(m->grace, 0.0);
     obj->keep = (float)CT_MAX(m->keep, 0.0);
     if (m->body_src) {
@@ -285,7 +288,7 @@ int ct_obj_append(struct ct_obj *obj, const void *data, size_t len)
         /* Check and reserve before copying anything: on error nothing changed. */
         size_t cap = next_seg_cap(last, rest);
         size_t cost = alloc_cost(sizeof(*seg) + cap);
-        size_t obj_bytes = obj->size - ct_cache_obj_base_size();
+        size_t obj_bytes = (size_t)obj->size - ct_cache_obj_base_size();
         if (obj_bytes + cost > cache->cfg.max_object_size) {
             cap = rest; /* the last segment may be exact when the limit is near */
             cost = alloc_cost(sizeof(*seg) + cap);
@@ -294,7 +297,7 @@ int ct_obj_append(struct ct_obj *obj, const void *data, size_t len)
         }
         if (ct_cache_reserve(cache, cost) != CT_OK)
             return CT_ELIMIT;
-        obj->size += cost;
+        obj->size += (uint32_t)cost;
         seg = seg_alloc(cap, 0);
     }
     if (first) {
@@ -343,14 +346,25 @@ struct ct_str ct_obj_last_modified(const struct ct_obj *obj)
     return blob_part(obj, obj->head_len + obj->etag_len, obj->lm_len);
 }
 
+struct ct_str ct_obj_date(const struct ct_obj *obj)
+{
+    return blob_part(obj, (size_t)obj->head_len + obj->etag_len + obj->lm_len, obj->date_len);
+}
+
 struct ct_str ct_obj_vary(const struct ct_obj *obj)
 {
-    return blob_part(obj, (size_t)obj->head_len + obj->etag_len + obj->lm_len, obj->vary_len);
+    size_t off = (size_t)obj->head_len + obj->etag_len + obj->lm_len + obj->date_len;
+    return blob_part(obj, off, obj->vary_len);
+}
+
+ct_time_t ct_obj_response_time(const struct ct_obj *obj)
+{
+    return obj->response_time;
 }
 
 double ct_obj_age(const struct ct_obj *obj, ct_time_t now)
 {
-    return CT_MAX(now - obj->t_origin, 0.0);
+    return (double)obj->initial_age + CT_MAX(now - obj->response_time, 0.0);
 }
 
 double ct_obj_ttl_left(const struct ct_obj *obj, ct_time_t now)

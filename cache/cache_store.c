@@ -181,13 +181,16 @@ static struct ct_obj *new_fetch(struct ct_cache_shard *sh, struct ct_cache_oh *o
                                 const struct ct_cache_key *key, size_t *reserved)
 {
     if (!oh) {
-        oh = ct_cache_oh_insert(sh, key);
+        CT_ASSERT(*reserved >= ct_cache_oh_cost(key->bytes.len) + ct_cache_obj_base_size());
+        *reserved -= ct_cache_oh_cost(key->bytes.len) + ct_cache_obj_base_size();
+        oh = ct_cache_oh_insert(sh, key, reserved); /* takes the table growth it uses */
+        *reserved += ct_cache_oh_cost(key->bytes.len) + ct_cache_obj_base_size();
         if (!oh)
             return NULL;
         *reserved -= ct_cache_oh_cost(key->bytes.len);
     }
     struct ct_obj *obj = ct_cache_obj_new(sh, 0);
-    *reserved -= obj->size;
+    *reserved -= (size_t)obj->size;
     link_obj(sh, oh, obj);
     return ct_obj_ref(obj); /* one for the table, one for the fetcher */
 }
@@ -240,7 +243,7 @@ enum ct_cache_lookup ct_cache_lookup(struct ct_cache *cache, const struct ct_cac
     CT_CHECK_OBJ(cache, CT_CACHE_MAGIC);
     const struct ct_cache_key *key = req->key;
     struct ct_cache_shard *sh = shard_of(cache, key->hash);
-    size_t need = ct_cache_obj_base_size() + ct_cache_oh_cost(key->bytes.len), reserved = 0;
+    size_t base = ct_cache_obj_base_size() + ct_cache_oh_cost(key->bytes.len), reserved = 0;
     enum ct_cache_lookup kind;
     bool need_fetch;
 
@@ -255,15 +258,17 @@ enum ct_cache_lookup ct_cache_lookup(struct ct_cache *cache, const struct ct_cac
         kind = decide(sh, &sc, res, &need_fetch);
         if (!need_fetch || req->no_insert)
             break;
-        if (reserved || ct_cache_try_reserve(cache, need)) {
-            reserved = need;
+        /* object + objhead + the table's growth if this insert triggers it */
+        size_t need = base + (oh ? 0 : ct_cache_table_grow_cost(sh));
+        if (reserved >= need || ct_cache_try_reserve(cache, need - reserved)) {
+            reserved = CT_MAX(reserved, need);
             res->fetch = new_fetch(sh, oh, key, &reserved);
             break;
         }
         /* Reserving may evict, which locks shards: drop ours and look again,
          * since someone may have inserted the key meanwhile. */
         pthread_mutex_unlock(&sh->mtx);
-        bool ok = ct_cache_reserve(cache, need) == CT_OK;
+        bool ok = ct_cache_reserve(cache, need - reserved) == CT_OK;
         if (ok)
             ct_cache_lookup_res_release(res); /* may take the lock: not held */
         pthread_mutex_lock(&sh->mtx);
@@ -512,7 +517,8 @@ struct ct_cache *ct_cache_new(const struct ct_cache_config *cfg)
     if (c.shards == 0)
         c.shards = 64;
     if (c.shards > 4096 || (c.shards & (c.shards - 1)) || c.max_bytes < 4096 ||
-        c.max_object_size == 0 || c.max_object_size > c.max_bytes)
+        c.max_object_size == 0 || c.max_object_size > c.max_bytes ||
+        c.max_object_size >= UINT32_MAX - (64 << 10))
         return NULL;
     size_t table = (size_t)c.shards * INITIAL_SLOTS * sizeof(uint64_t);
     if (table >= c.max_bytes / 2)

@@ -11,10 +11,11 @@
  * was most of a lookup's time on a 1 M-key table (bench_cache).
  *
  * Load factor kept at or below 3/4 by doubling; the slot array is counted
- * against the cap. Growing happens under the shard lock, so it only takes
- * memory that is free without evicting (eviction would lock other shards);
- * if that fails the table may fill up to 15/16, after which inserts are
- * refused (the lookup then hands out no fetch object: the caller passes).
+ * against the cap. Growing happens under the shard lock, where evicting is
+ * not allowed (it locks other shards), so the lookup that will insert
+ * reserves the growth with the rest of its bytes before taking the lock
+ * (ct_cache_table_grow_cost). If that fails the table may fill up to 15/16,
+ * after which inserts are refused (no fetch object: the caller passes).
  * Removal uses backward-shift deletion, so there are no tombstones.
  */
 #include <stdlib.h>
@@ -73,11 +74,27 @@ static void place(uint64_t *slots, size_t nslots, uint64_t s)
     slots[i] = s;
 }
 
-/* Double the slots if the memory is there without evicting. */
-static bool grow(struct ct_cache_shard *sh)
+static bool needs_grow(const struct ct_cache_shard *sh)
 {
-    size_t n = sh->nslots * 2;
-    if (n > SIZE_MAX / sizeof(uint64_t) / 2 || !ct_cache_try_reserve(sh->cache, n * sizeof(uint64_t)))
+    size_t nkeys = atomic_load_explicit(&sh->nkeys, memory_order_relaxed);
+    return (nkeys + 1) * 4 > sh->nslots * 3;
+}
+
+size_t ct_cache_table_grow_cost(const struct ct_cache_shard *sh)
+{
+    return needs_grow(sh) ? sh->nslots * 2 * sizeof(uint64_t) : 0;
+}
+
+/* Double the slots, paid from *PREPAID (bytes the caller reserved outside
+ * the lock, where it could evict) or else from memory free right now. */
+static bool grow(struct ct_cache_shard *sh, size_t *prepaid)
+{
+    size_t n = sh->nslots * 2, cost = n * sizeof(uint64_t);
+    if (n > SIZE_MAX / sizeof(uint64_t) / 2)
+        return false;
+    if (*prepaid >= cost)
+        *prepaid -= cost;
+    else if (!ct_cache_try_reserve(sh->cache, cost))
         return false;
     uint64_t *ns = ct_xcalloc(n, sizeof(*ns));
     for (size_t i = 0; i < sh->nslots; i++)
@@ -91,11 +108,13 @@ static bool grow(struct ct_cache_shard *sh)
 }
 
 /* A new objhead for KEY (not present); ct_cache_oh_cost() of it must be
- * reserved. NULL if the table is full and cannot grow. */
-struct ct_cache_oh *ct_cache_oh_insert(struct ct_cache_shard *sh, const struct ct_cache_key *key)
+ * reserved, and the growth of the table may be in *PREPAID (what is used is
+ * taken off). NULL if the table is nearly full and cannot grow. */
+struct ct_cache_oh *ct_cache_oh_insert(struct ct_cache_shard *sh, const struct ct_cache_key *key,
+                                       size_t *prepaid)
 {
     size_t nkeys = atomic_load_explicit(&sh->nkeys, memory_order_relaxed);
-    if ((nkeys + 1) * 4 > sh->nslots * 3 && !grow(sh) && (nkeys + 1) * 16 > sh->nslots * 15)
+    if (needs_grow(sh) && !grow(sh, prepaid) && (nkeys + 1) * 16 > sh->nslots * 15)
         return NULL;
     struct ct_cache_oh *oh = ct_xmalloc(sizeof(*oh) + key->bytes.len);
     oh->hash = key->hash;

@@ -60,6 +60,7 @@ static void set_head(struct ct_obj *obj, const struct fill *f, ct_time_t now)
     m.head = CT_STR("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n");
     m.etag = CT_STR("\"v1\"");
     m.last_modified = CT_STR("Sun, 06 Nov 1994 08:49:37 GMT");
+    m.date = CT_STR("Mon, 07 Nov 1994 08:49:37 GMT");
     m.vary = ct_str_c(f->vary ? f->vary : "");
     m.response_time = now;
     m.ttl = f->ttl;
@@ -118,6 +119,7 @@ static void test_config(void)
         {1 << 20, 2 << 20, 4},       /* object bigger than the cache */
         {1000, 100, 1},              /* too small */
         {64 << 10, 1 << 10, 4096},   /* the empty table would eat the cap */
+        {(size_t)8 << 30, (size_t)5 << 30, 64}, /* objects are counted in 32 bits */
     };
     for (size_t i = 0; i < CT_ARRAY_LEN(bad); i++)
         CU_ASSERT_PTR_NULL(ct_cache_new(&bad[i]));
@@ -158,6 +160,9 @@ static void test_insert_hit(void)
     CU_ASSERT_TRUE(ct_str_eq(ct_obj_etag(res.obj), CT_STR("\"v1\"")));
     CU_ASSERT_TRUE(ct_str_eq(ct_obj_last_modified(res.obj),
                              CT_STR("Sun, 06 Nov 1994 08:49:37 GMT")));
+    CU_ASSERT_TRUE(ct_str_eq(ct_obj_date(res.obj), CT_STR("Mon, 07 Nov 1994 08:49:37 GMT")));
+    CU_ASSERT_TRUE(ct_str_eq(ct_obj_vary(res.obj), CT_STR("")));
+    CU_ASSERT_DOUBLE_EQUAL(ct_obj_response_time(res.obj), T0, 1e-9);
     CU_ASSERT_TRUE(body_is(res.obj, "hello world"));
     CU_ASSERT_EQUAL(ct_obj_body_len(res.obj), 11);
     CU_ASSERT_DOUBLE_EQUAL(ct_obj_age(res.obj, T0 + 1), 1.0, 1e-9);
@@ -249,6 +254,8 @@ static void test_variants(void)
     struct ct_cache_lookup_res res;
     CU_ASSERT_EQUAL(lookup_v(c, &k, "gzip", T0, &res), CT_CACHE_HIT);
     CU_ASSERT_TRUE(body_is(res.obj, "gzip body"));
+    CU_ASSERT_TRUE(ct_str_eq(ct_obj_vary(res.obj), CT_STR("gzip")));
+    CU_ASSERT_TRUE(ct_str_eq(ct_obj_date(res.obj), CT_STR("Mon, 07 Nov 1994 08:49:37 GMT")));
     ct_cache_lookup_res_release(&res);
     CU_ASSERT_EQUAL(lookup_v(c, &k, "br", T0, &res), CT_CACHE_HIT);
     CU_ASSERT_TRUE(body_is(res.obj, "br body"));
