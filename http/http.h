@@ -173,7 +173,12 @@ void ct_http_parser_set_request_method(struct ct_http_parser *p, enum ct_http_me
  * With CT_HTTP_EV_BODY, *CHUNK points into BUF. Interim 1xx responses come as
  * HEAD then END, and the final response follows. After an upgrade (101, or a
  * 2xx to CONNECT) the parser reports END and consumes nothing more: the rest of
- * the stream is a tunnel. */
+ * the stream is a tunnel.
+ * Call it again after HEAD and BODY even when no input is left (LEN 0): the
+ * END of a message without a body, or after the last piece of a Content-Length
+ * body, comes from that call with *USED 0. A BODY *CHUNK always lies within the
+ * *USED bytes; the piece that crosses max_body is cut at the limit and the
+ * next call reports the error (413; 502 for responses). CHUNK may be NULL. */
 enum ct_http_ev ct_http_parser_feed(struct ct_http_parser *p, const char *buf, size_t len,
                                     size_t *used, struct ct_str *chunk);
 

@@ -222,6 +222,8 @@ static void expect_tr_o(const struct opts *o, const char *in, size_t len, const 
 #define EXPECT_REQ(lit, want) expect_tr_o(&REQ, S(lit), want)
 #define EXPECT_RESP(lit, want) expect_tr_o(&RESP, S(lit), want)
 
+#define CHUNKED_POST_HEAD "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+
 /* ---- valid requests ------------------------------------------------------ */
 
 static void test_simple_get(void)
@@ -278,6 +280,29 @@ static void test_chunked(void)
                "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
                "HEAD(POST / v11 fr2 cl0 ka1 ec0 up0 hb81 [Host=a*]"
                " [Transfer-Encoding=gzip*] [Transfer-Encoding=chunked*]) END ");
+}
+
+static void test_trailers_dropped(void)
+{
+    /* trailer fields are validated and dropped; the head stays as it was */
+    const char in[] = CHUNKED_POST_HEAD "1\r\nx\r\n0\r\nX-T1: a\r\nX-T2: b\r\n\r\n";
+    struct ct_http_parser *p = ct_http_parser_new(CT_HTTP_REQUEST, NULL);
+    size_t used, pos = 0;
+    struct ct_str chunk;
+    CU_ASSERT_EQUAL(ct_http_parser_feed(p, in, sizeof(in) - 1, &used, &chunk), CT_HTTP_EV_HEAD);
+    pos += used;
+    CU_ASSERT_EQUAL(ct_http_parser_feed(p, in + pos, sizeof(in) - 1 - pos, &used, &chunk),
+                    CT_HTTP_EV_BODY);
+    pos += used;
+    CU_ASSERT_EQUAL(ct_http_parser_feed(p, in + pos, sizeof(in) - 1 - pos, &used, &chunk),
+                    CT_HTTP_EV_END);
+    pos += used;
+    CU_ASSERT_EQUAL(pos, sizeof(in) - 1);
+    const struct ct_http_msg *m = ct_http_parser_msg(p);
+    CU_ASSERT_EQUAL(m->nfields, 2);
+    CU_ASSERT_TRUE(ct_str_eq(m->fields[1].value, CT_STR("chunked")));
+    CU_ASSERT_PTR_NULL(ct_http_msg_find_name(m, CT_STR("X-T1"), NULL));
+    ct_http_parser_free(&p);
 }
 
 static void test_pipelining(void)
@@ -766,9 +791,9 @@ void ct_test_register(void)
     CT_SUITE("http_parse requests", {"simple GET", test_simple_get},
              {"head storage outlives the input; used", test_head_storage_and_used},
              {"Content-Length body", test_post_length}, {"chunked body", test_chunked},
-             {"pipelining", test_pipelining}, {"keep-alive rules", test_keep_alive},
-             {"request target forms", test_target_forms}, {"Expect", test_expect},
-             {"upgrade request", test_upgrade_request},
+             {"trailers are dropped", test_trailers_dropped}, {"pipelining", test_pipelining},
+             {"keep-alive rules", test_keep_alive}, {"request target forms", test_target_forms},
+             {"Expect", test_expect}, {"upgrade request", test_upgrade_request},
              {"leading empty lines", test_leading_empty_lines});
     CT_SUITE("http_parse rules", {"CL with TE", test_cl_and_te},
              {"duplicate or invalid CL", test_duplicate_cl},
