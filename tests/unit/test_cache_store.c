@@ -1063,6 +1063,116 @@ static void test_threads(void)
     ct_cache_free(&c); /* asserts every object came back */
 }
 
+/* Streaming while fetching across threads: one fetcher appends a body in
+ * many pieces; readers that found the object BUSY stream it as it fills,
+ * sleeping on a condition variable that the wake callback signals (what an
+ * event loop does with an eventfd), and must read the exact body. */
+#define STREAM_READERS 3
+#define STREAM_PIECES 2000
+
+struct stream_reader {
+    struct ct_cache *c;
+    struct tkey *k;
+    pthread_mutex_t mtx;
+    pthread_cond_t cond;
+    bool woken;
+    size_t got;
+    bool ok;
+};
+
+static void stream_wake(void *arg)
+{
+    struct stream_reader *r = arg;
+    pthread_mutex_lock(&r->mtx);
+    r->woken = true;
+    pthread_cond_signal(&r->cond);
+    pthread_mutex_unlock(&r->mtx);
+}
+
+static char piece_byte(size_t off)
+{
+    return (char)('A' + (off * 7 + off / 13) % 26);
+}
+
+static void *stream_reader_main(void *arg)
+{
+    struct stream_reader *r = arg;
+    struct ct_cache_lookup_res res;
+    struct ct_cache_lookup_req req = {&r->k->key, CT_STR(""), NULL, NULL, true};
+    enum ct_cache_lookup kind = ct_cache_lookup(r->c, &req, T0, &res);
+    struct ct_obj *obj = kind == CT_CACHE_BUSY ? res.busy : res.obj;
+    if (!obj) {
+        ct_cache_lookup_res_release(&res);
+        return NULL;
+    }
+    struct ct_cache_waiter w;
+    ct_cache_waiter_init(&w, stream_wake, r);
+    struct ct_obj_body_pos pos = CT_OBJ_BODY_POS_INIT;
+    r->ok = true;
+    for (int rounds = 0; rounds < 1000000; rounds++) {
+        enum ct_obj_state st = ct_obj_state(obj);
+        struct ct_str ch;
+        enum ct_obj_body b;
+        while ((b = ct_obj_body_next(obj, &pos, 0, &ch)) == CT_OBJ_BODY_DATA)
+            for (size_t i = 0; i < ch.len; i++)
+                r->ok = r->ok && ch.p[i] == piece_byte(pos.off - ch.len + i);
+        if (b == CT_OBJ_BODY_END || b == CT_OBJ_BODY_FAILED)
+            break;
+        pthread_mutex_lock(&r->mtx);
+        r->woken = false;
+        pthread_mutex_unlock(&r->mtx);
+        if (!ct_obj_wait(obj, &w, st, pos.off))
+            continue; /* something new already */
+        pthread_mutex_lock(&r->mtx);
+        while (!r->woken)
+            pthread_cond_wait(&r->cond, &r->mtx);
+        pthread_mutex_unlock(&r->mtx);
+    }
+    r->got = pos.off;
+    ct_obj_unwait(&w);
+    ct_cache_lookup_res_release(&res);
+    return NULL;
+}
+
+static void test_stream_threads(void)
+{
+    struct ct_cache *c = mk_cache(16 << 20, 4 << 20, 4);
+    struct tkey k;
+    mk_key(&k, "h", "/stream");
+    struct ct_cache_lookup_res f;
+    CU_ASSERT_EQUAL_FATAL(lookup(c, &k, T0, &f), CT_CACHE_MISS);
+
+    pthread_t th[STREAM_READERS];
+    struct stream_reader rd[STREAM_READERS];
+    for (int i = 0; i < STREAM_READERS; i++) {
+        rd[i] = (struct stream_reader){.c = c, .k = &k};
+        pthread_mutex_init(&rd[i].mtx, NULL);
+        pthread_cond_init(&rd[i].cond, NULL);
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&th[i], NULL, stream_reader_main, &rd[i]), 0);
+    }
+    struct fill fl = {"", NULL, 60, 0, 0, false};
+    set_head(f.fetch, &fl, T0);
+    char piece[97];
+    size_t off = 0;
+    for (int p = 0; p < STREAM_PIECES; p++) {
+        size_t n = 1 + (size_t)p % sizeof(piece);
+        for (size_t i = 0; i < n; i++)
+            piece[i] = piece_byte(off + i);
+        CU_ASSERT_EQUAL_FATAL(ct_obj_append(f.fetch, piece, n), CT_OK);
+        off += n;
+    }
+    ct_obj_complete(f.fetch, T0);
+    for (int i = 0; i < STREAM_READERS; i++) {
+        pthread_join(th[i], NULL);
+        CU_ASSERT_TRUE(rd[i].ok);
+        CU_ASSERT_EQUAL(rd[i].got, off); /* BUSY or HIT, every reader got all of it */
+        pthread_cond_destroy(&rd[i].cond);
+        pthread_mutex_destroy(&rd[i].mtx);
+    }
+    ct_cache_lookup_res_release(&f);
+    ct_cache_free(&c);
+}
+
 void ct_test_register(void)
 {
     CT_SUITE("cache_store", {"config validation", test_config},
@@ -1084,5 +1194,6 @@ void ct_test_register(void)
              {"incremental expiry sweep", test_expire_sweep},
              {"table churn (open addressing)", test_table_churn},
              {"cap is hard when all is held", test_cap_is_hard},
-             {"4 threads insert/lookup/release", test_threads});
+             {"4 threads insert/lookup/release", test_threads},
+             {"streaming to 3 reader threads while fetching", test_stream_threads});
 }
