@@ -40,6 +40,31 @@
  * ct_obj_append / ct_obj_complete / ct_obj_fail / ct_obj_abandon on it.
  *
  * Errors: functions return CT_OK or a negative enum ct_err (common/common.h).
+ *
+ * How the proxy uses it (one request):
+ *
+ *     ct_cache_key_build(&opts, &in, buf, cap, &key);
+ *     switch (ct_cache_lookup(cache, &(struct ct_cache_lookup_req){&key, vary_bytes,
+ *                             ct_cache_vary_match_cb, req_msg, false}, now, &res)) {
+ *     case CT_CACHE_HIT:   deliver res.obj: ct_obj_head() + per-hit Date/Age/
+ *                          Cache-Status/Connection, then each ct_obj_body_next()
+ *                          chunk by evbuffer_add_reference(.., ct_obj_release_cb,
+ *                          ct_obj_ref(obj)); release res.
+ *     case CT_CACHE_STALE: serve res.obj if grace allows (ct_obj_in_grace) and
+ *                          refresh with res.fetch in the background, else
+ *                          revalidate with res.fetch (ct_obj_etag ...) or wait
+ *                          on res.busy.
+ *     case CT_CACHE_BUSY:  ct_obj_wait(res.busy, &c->waiter, state, 0); on wake
+ *                          stream from res.busy (ct_obj_body_next / WAIT ->
+ *                          ct_obj_wait again) or look up again; ABANDONED:
+ *                          fetch on your own; FAILED: look up again.
+ *     case CT_CACHE_MISS:  fetch; storable: ct_obj_set_head(res.fetch, &meta),
+ *                          ct_obj_append() per body chunk, ct_obj_complete();
+ *                          not storable: ct_obj_abandon(res.fetch, now, hfm_ttl);
+ *                          origin error: ct_obj_fail(). No res.fetch: pass.
+ *     case CT_CACHE_PASS:  fetch on your own, store nothing.
+ *     }
+ *     ct_cache_lookup_res_release(&res);
  */
 #ifndef CT_CACHE_H
 #define CT_CACHE_H
