@@ -135,6 +135,7 @@ static inline size_t ct_cache_oh_cost(size_t key_len)
 typedef size_t ct_cache_oh_fn(struct ct_cache_shard *sh, struct ct_cache_oh *oh, void *arg);
 void ct_cache_table_init(struct ct_cache_shard *sh, size_t nslots);
 void ct_cache_table_fini(struct ct_cache_shard *sh);
+void ct_cache_table_prefetch(struct ct_cache_shard *sh, uint64_t hash); /* no lock needed */
 struct ct_cache_oh *ct_cache_oh_find(struct ct_cache_shard *sh, const struct ct_cache_key *key);
 struct ct_cache_oh *ct_cache_oh_insert(struct ct_cache_shard *sh, const struct ct_cache_key *key,
                                        size_t *prepaid);

@@ -248,6 +248,7 @@ enum ct_cache_lookup ct_cache_lookup(struct ct_cache *cache, const struct ct_cac
     bool need_fetch;
 
     memset(res, 0, sizeof(*res));
+    ct_cache_table_prefetch(sh, key->hash); /* overlap the slot's cache miss with the lock */
     pthread_mutex_lock(&sh->mtx);
     CT_STAT_INC(sh, lookups);
     for (;;) {
