@@ -284,6 +284,8 @@ int ct_obj_append(struct ct_obj *obj, const void *data, size_t len)
 
     if (len == 0)
         return CT_OK;
+    if (rest > cache->cfg.max_object_size)
+        return CT_ELIMIT; /* also keeps the sizes below from overflowing */
     if (rest) {
         /* Check and reserve before copying anything: on error nothing changed. */
         size_t cap = next_seg_cap(last, rest);

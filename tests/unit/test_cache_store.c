@@ -782,6 +782,7 @@ static void test_max_object_size(void)
     while (ok < 10 && ct_obj_append(r.fetch, chunk, sizeof(chunk)) == CT_OK)
         ok++;
     CU_ASSERT_TRUE(ok >= 2 && ok < 5);
+    CU_ASSERT_EQUAL(ct_obj_append(r.fetch, chunk, SIZE_MAX), CT_ELIMIT); /* no overflow */
     CU_ASSERT_EQUAL(ct_obj_body_len(r.fetch), (uint64_t)ok * sizeof(chunk));
     CU_ASSERT_TRUE(ct_obj_size(r.fetch) <= 4096 + 200);
     ct_obj_fail(r.fetch);
