@@ -25,8 +25,8 @@
  * the last release, so a reader is never freed under its feet.
  *
  * Memory. A hard cap on bytes: the objects (struct, header block, validators,
- * Vary key, body segments), the key entries and the table buckets are all
- * counted, and bytes are reserved BEFORE they are allocated, so the count never
+ * Vary key, body segments), the key entries and the tables' slot arrays are
+ * all counted, and bytes are reserved BEFORE they are allocated, so the count never
  * exceeds the cap. Bytes are given back when memory is really freed (at the
  * last release), so an evicted object still held by a slow reader still counts;
  * when readers hold everything, reservations fail (CT_ELIMIT, stats.nomem)
@@ -208,7 +208,9 @@ struct ct_cache_lookup_res {
 };
 
 /* Look REQ up at time NOW, atomically with creating the BUSY object on a miss,
- * so concurrent misses on one key coalesce to one fetch. Lazily reclaims
+ * so concurrent misses on one key coalesce to one fetch. A variant stored with
+ * empty Vary bytes (the response had no Vary) matches every request without
+ * calling MATCH. Lazily reclaims
  * expired variants met on the way (past ttl + grace + keep) and expired
  * hit-for-miss markers. Matching picks the newest variant that matches.
  * A BUSY object whose head has not arrived yet has no Vary key: it makes
@@ -349,7 +351,9 @@ void ct_obj_fail(struct ct_obj *obj);
 /* Fetcher only: BUSY/STREAMING -> ABANDONED (the response is not storable).
  * Unlinked, waiters woken (they fetch on their own). With HFM_TTL > 0 a
  * hit-for-miss marker valid until NOW + HFM_TTL makes later lookups of this key
- * answer CT_CACHE_PASS instead of queueing behind a fetch. */
+ * answer CT_CACHE_PASS instead of queueing behind a fetch. The marker covers
+ * the key (all variants; a fresh stored variant still hits first); it is
+ * replaced by the next object completed under the key, and evictable. */
 void ct_obj_abandon(struct ct_obj *obj, ct_time_t now, double hfm_ttl);
 
 /* Accessors. Valid once the head is set (STREAMING or later); immutable then.
