@@ -15,6 +15,7 @@
  * It is a CPU hog for a few seconds: run it alone (BENCH-NOTES.md).
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,53 @@ static inline void prefetch_key(const struct keyset *ks, const uint32_t *order, 
     }
 }
 
+/* Several threads looking up the same store (the last Zipf order): shards
+ * mean no global lock, so the aggregate should scale with cores. Reported
+ * per CPU-second of each thread and as wall-clock aggregate. */
+struct lthread {
+    struct ct_cache *c;
+    const struct keyset *ks;
+    const uint32_t *order;
+    size_t from, n;
+    double cpu_s;
+};
+
+static void *lookup_thread(void *arg)
+{
+    struct lthread *t = arg;
+    double t0 = now_s();
+    for (size_t i = t->from; i < t->from + t->n; i++) {
+        prefetch_key(t->ks, t->order, i + 8, t->from + t->n);
+        get(t->c, &t->ks->keys[t->order[i]], false);
+    }
+    t->cpu_s = now_s() - t0;
+    return NULL;
+}
+
+static void bench_threads(struct ct_cache *c, const struct keyset *ks, const uint32_t *order,
+                          size_t n)
+{
+    enum { NT = 2 };
+    pthread_t th[NT];
+    struct lthread lt[NT];
+    struct timespec w0, w1;
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+    for (int i = 0; i < NT; i++) {
+        lt[i] = (struct lthread){c, ks, order, i * (n / NT), n / NT, 0};
+        pthread_create(&th[i], NULL, lookup_thread, &lt[i]);
+    }
+    double per_cpu = 0;
+    for (int i = 0; i < NT; i++) {
+        pthread_join(th[i], NULL);
+        per_cpu += (double)lt[i].n / lt[i].cpu_s;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &w1);
+    double wall = (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) / 1e9;
+    printf("lookup, %d threads, same store (last Zipf order): %.2f M/s summed per CPU-second, "
+           "%.2f M/s wall-clock aggregate\n",
+           NT, per_cpu / 1e6, (double)(n / NT * NT) / wall / 1e6);
+}
+
 /* ---- 1-3: throughput and memory ----------------------------------------------- */
 
 static void bench_throughput(size_t nkeys)
@@ -202,6 +250,7 @@ static void bench_throughput(size_t nkeys)
                nlook / dt / 1e6);
     }
     free(cdf);
+    bench_threads(c, &ks, order, nlook);
     free(order);
     ct_cache_free(&c);
     keyset_free(&ks);
