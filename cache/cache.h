@@ -189,8 +189,8 @@ struct ct_cache_lookup_req {
     struct ct_str vary;            /* request's variant bytes (opaque to the store) */
     ct_cache_vary_match_fn *match; /* NULL: stored and request bytes compared exactly */
     void *match_arg;
-    bool no_insert;                /* never create a BUSY object (e.g. only-if-cached, HEAD
-                                      you will not store) */
+    bool no_insert; /* never create a BUSY object (e.g. only-if-cached, HEAD
+                       you will not store) */
 };
 
 /* Each pointer here is a new reference owned by the caller (or NULL). */
@@ -250,30 +250,30 @@ bool ct_cache_fits(const struct ct_cache *cache, uint64_t bytes);
 
 /* Counters, summed over shards with relaxed loads: cheap, never stops workers,
  * each counter exact but the set not a snapshot of one instant. */
-#define CT_CACHE_STATS_TABLE(X)                                                \
-    X(lookups, "lookups")                                                      \
-    X(hits, "fresh hits")                                                      \
-    X(stale, "stale objects found")                                            \
-    X(misses, "misses (fetch created or not)")                                 \
-    X(busy, "lookups told to wait on a busy object")                           \
-    X(pass, "hit-for-miss answers")                                            \
-    X(inserts, "objects completed and made visible")                           \
-    X(failed, "fetches failed")                                                \
-    X(abandoned, "fetches abandoned as uncacheable")                           \
-    X(evictions, "objects evicted for memory")                                 \
-    X(expired, "objects reclaimed past ttl+grace+keep")                        \
-    X(purged, "objects removed by purge")                                      \
-    X(replaced, "objects replaced by a newer variant")                         \
+#define CT_CACHE_STATS_TABLE(X)                                                                    \
+    X(lookups, "lookups")                                                                          \
+    X(hits, "fresh hits")                                                                          \
+    X(stale, "stale objects found")                                                                \
+    X(misses, "misses (fetch created or not)")                                                     \
+    X(busy, "lookups told to wait on a busy object")                                               \
+    X(pass, "hit-for-miss answers")                                                                \
+    X(inserts, "objects completed and made visible")                                               \
+    X(failed, "fetches failed")                                                                    \
+    X(abandoned, "fetches abandoned as uncacheable")                                               \
+    X(evictions, "objects evicted for memory")                                                     \
+    X(expired, "objects reclaimed past ttl+grace+keep")                                            \
+    X(purged, "objects removed by purge")                                                          \
+    X(replaced, "objects replaced by a newer variant")                                             \
     X(nomem, "reservations refused (cap reached, nothing evictable)")
 
 struct ct_cache_stats {
 #define CT_CACHE_STAT_FIELD(name, text) uint64_t name;
     CT_CACHE_STATS_TABLE(CT_CACHE_STAT_FIELD)
 #undef CT_CACHE_STAT_FIELD
-    uint64_t bytes;       /* counted bytes in use now */
-    uint64_t max_bytes;   /* the cap */
-    uint64_t objects;     /* objects alive (linked or still referenced) */
-    uint64_t keys;        /* objheads in the table */
+    uint64_t bytes;     /* counted bytes in use now */
+    uint64_t max_bytes; /* the cap */
+    uint64_t objects;   /* objects alive (linked or still referenced) */
+    uint64_t keys;      /* objheads in the table */
 };
 
 void ct_cache_stats(const struct ct_cache *cache, struct ct_cache_stats *st);
@@ -291,13 +291,13 @@ enum ct_obj_state {
 /* What the fetcher knows once the response head is in (from cache_policy). */
 struct ct_obj_meta {
     unsigned status;
-    struct ct_str head;  /* the header block, rendered once, without the per-hit
-                            fields (Date, Age, Cache-Status, Connection) */
-    struct ct_str etag;  /* validators, empty if none */
+    struct ct_str head; /* the header block, rendered once, without the per-hit
+                           fields (Date, Age, Cache-Status, Connection) */
+    struct ct_str etag; /* validators, empty if none */
     struct ct_str last_modified;
-    struct ct_str date;  /* the response's Date value (not in HEAD: Date is written per
-                            hit), for If-Modified-Since without Last-Modified */
-    struct ct_str vary;  /* Vary secondary key bytes, matched at lookup */
+    struct ct_str date;      /* the response's Date value (not in HEAD: Date is written per
+                                hit), for If-Modified-Since without Last-Modified */
+    struct ct_str vary;      /* Vary secondary key bytes, matched at lookup */
     ct_time_t response_time; /* RFC 9111 §4.2.3 response_time */
     double initial_age;      /* corrected_initial_age, seconds (>= 0) */
     double ttl;              /* freshness_lifetime, seconds */
@@ -379,11 +379,14 @@ size_t ct_obj_size(const struct ct_obj *obj);
 
 /* A reader's position in a body; caller-owned, start with CT_OBJ_BODY_POS_INIT. */
 struct ct_obj_body_pos {
-    const void *_seg;  /* current segment (private) */
-    size_t _seg_off;   /* offset inside it (private) */
-    uint64_t off;      /* bytes of body consumed so far */
+    const void *_seg; /* current segment (private) */
+    size_t _seg_off;  /* offset inside it (private) */
+    uint64_t off;     /* bytes of body consumed so far */
 };
-#define CT_OBJ_BODY_POS_INIT {NULL, 0, 0}
+#define CT_OBJ_BODY_POS_INIT                                                                       \
+    {                                                                                              \
+        NULL, 0, 0                                                                                 \
+    }
 
 enum ct_obj_body {
     CT_OBJ_BODY_DATA,   /* *chunk holds the next bytes; pos advanced */
@@ -397,8 +400,8 @@ enum ct_obj_body {
  * object's memory and never moves: hand it out by reference with one
  * ct_obj_ref() per chunk released by ct_obj_release_cb. MAX (0: no limit)
  * caps the chunk length. Any thread; one POS per reader. */
-enum ct_obj_body ct_obj_body_next(const struct ct_obj *obj, struct ct_obj_body_pos *pos,
-                                  size_t max, struct ct_str *chunk);
+enum ct_obj_body ct_obj_body_next(const struct ct_obj *obj, struct ct_obj_body_pos *pos, size_t max,
+                                  struct ct_str *chunk);
 
 /* Move POS to body offset OFF (for Range); returns CT_OK or CT_ELIMIT if the
  * body is not that long yet. */

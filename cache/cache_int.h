@@ -52,13 +52,13 @@ struct ct_obj {
     _Atomic unsigned char visited; /* SIEVE bit, set on hit without the lock */
     unsigned char flags;           /* OBJ_F_*, shard lock */
     unsigned char _pad;
-    uint16_t status;               /* fetcher, published by STREAMING */
-    uint16_t date_len;             /* blob layout, ditto */
+    uint16_t status;   /* fetcher, published by STREAMING */
+    uint16_t date_len; /* blob layout, ditto */
     uint32_t head_len, etag_len, lm_len, vary_len;
     /* shared, under shard->mtx */
-    struct ct_cache_oh *oh;        /* while linked */
-    struct ct_obj *vnext;          /* variant list of oh, newest first */
-    struct ct_obj *qprev, *qnext;  /* SIEVE queue: qnext toward the tail (older) */
+    struct ct_cache_oh *oh;       /* while linked */
+    struct ct_obj *vnext;         /* variant list of oh, newest first */
+    struct ct_obj *qprev, *qnext; /* SIEVE queue: qnext toward the tail (older) */
     struct ct_cache_waiter *waiters;
     /* set once at creation */
     struct ct_cache_shard *shard;
@@ -66,14 +66,13 @@ struct ct_obj {
      * also carries the blob (head, etag, last-modified, date, vary) after its data
      * capacity: one allocation for head and a Content-Length body. */
     struct ct_cache_seg *seg_first, *seg_last;
-    struct ct_obj *body_src;       /* shared body (304 revalidation), holds a ref */
-    ct_time_t response_time;       /* RFC 9111 §4.2.3 */
-    ct_time_t expires;             /* fresh before; hit-for-miss: valid before */
-    float grace, keep;             /* seconds past expires: serve stale / keep */
-    float initial_age;             /* corrected_initial_age (1 s precision to 190 days) */
-    uint32_t size;                 /* counted bytes, given back at free (objects < 4 GiB) */
+    struct ct_obj *body_src; /* shared body (304 revalidation), holds a ref */
+    ct_time_t response_time; /* RFC 9111 §4.2.3 */
+    ct_time_t expires;       /* fresh before; hit-for-miss: valid before */
+    float grace, keep;       /* seconds past expires: serve stale / keep */
+    float initial_age;       /* corrected_initial_age (1 s precision to 190 days) */
+    uint32_t size;           /* counted bytes, given back at free (objects < 4 GiB) */
 };
-
 
 /* One key: its variants (newest first). */
 struct ct_cache_oh {
@@ -92,13 +91,13 @@ struct ct_cache_counters {
 struct ct_cache_shard {
     pthread_mutex_t mtx;
     struct ct_cache *cache;
-    uint64_t *slots; /* tagged objhead pointers, open addressing (cache_table.c) */
-    size_t nslots;   /* power of two */
+    uint64_t *slots;      /* tagged objhead pointers, open addressing (cache_table.c) */
+    size_t nslots;        /* power of two */
     _Atomic size_t nkeys; /* written under mtx, read relaxed by stats */
     /* SIEVE queue: head = newest, tail = oldest; hand walks tail -> head */
     struct ct_obj *qhead, *qtail, *hand;
     size_t qlen;
-    struct ct_obj *sweep; /* expiry sweep cursor, walks like the hand */
+    struct ct_obj *sweep;        /* expiry sweep cursor, walks like the hand */
     struct ct_cache_counters st; /* written under mtx, read relaxed anywhere */
 } __attribute__((aligned(64)));
 
@@ -115,9 +114,9 @@ struct ct_cache {
 
 /* Relaxed increment by the only writer (the shard lock holder): a plain
  * load+store, no locked instruction, still race-free for relaxed readers. */
-#define CT_STAT_INC(sh, name)                                                  \
-    atomic_store_explicit(&(sh)->st.name,                                      \
-                          atomic_load_explicit(&(sh)->st.name, memory_order_relaxed) + 1, \
+#define CT_STAT_INC(sh, name)                                                                      \
+    atomic_store_explicit(&(sh)->st.name,                                                          \
+                          atomic_load_explicit(&(sh)->st.name, memory_order_relaxed) + 1,          \
                           memory_order_relaxed)
 
 /* cache_store.c */
@@ -150,7 +149,7 @@ void ct_cache_q_remove(struct ct_cache_shard *sh, struct ct_obj *obj);
 struct ct_obj *ct_cache_q_victim(struct ct_cache_shard *sh);
 
 /* cache_obj.c */
-void ct_cache_obj_put(struct ct_obj *obj); /* no lock taken: safe under a shard lock */
+void ct_cache_obj_put(struct ct_obj *obj);  /* no lock taken: safe under a shard lock */
 void ct_cache_obj_free(struct ct_obj *obj); /* refcount reached 0 */
 struct ct_obj *ct_cache_obj_new(struct ct_cache_shard *sh, unsigned flags);
 size_t ct_cache_obj_base_size(void);

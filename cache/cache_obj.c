@@ -421,8 +421,8 @@ uint64_t ct_obj_body_len(const struct ct_obj *obj)
     return body_len_of(obj);
 }
 
-enum ct_obj_body ct_obj_body_next(const struct ct_obj *obj, struct ct_obj_body_pos *pos,
-                                  size_t max, struct ct_str *chunk)
+enum ct_obj_body ct_obj_body_next(const struct ct_obj *obj, struct ct_obj_body_pos *pos, size_t max,
+                                  struct ct_str *chunk)
 {
     /* The state first: if it says COMPLETE, the lengths read below are final. */
     enum ct_obj_state st = ct_obj_state(obj);

@@ -431,8 +431,7 @@ size_t ct_cache_purge(struct ct_cache *cache, const struct ct_cache_key *key)
 static size_t purge_if_prefix(struct ct_cache_shard *sh, struct ct_cache_oh *oh, void *arg)
 {
     const struct ct_str *prefix = arg;
-    if (oh->key_len < prefix->len ||
-        (prefix->len && memcmp(oh->key, prefix->p, prefix->len) != 0))
+    if (oh->key_len < prefix->len || (prefix->len && memcmp(oh->key, prefix->p, prefix->len) != 0))
         return 0;
     return purge_oh(sh, oh, NULL);
 }
@@ -452,8 +451,7 @@ size_t ct_cache_purge_prefix(struct ct_cache *cache, struct ct_str prefix)
 }
 
 /* Examine up to QUOTA objects of SH from its sweep cursor toward the newest. */
-static size_t sweep_shard(struct ct_cache_shard *sh, ct_time_t now, size_t quota,
-                          size_t *examined)
+static size_t sweep_shard(struct ct_cache_shard *sh, ct_time_t now, size_t quota, size_t *examined)
 {
     size_t n = 0;
     pthread_mutex_lock(&sh->mtx);
@@ -483,8 +481,8 @@ size_t ct_cache_expire_some(struct ct_cache *cache, ct_time_t now, size_t budget
 
     for (unsigned i = 0; i < nshards && examined < budget; i++) {
         unsigned idx = atomic_fetch_add_explicit(&cache->sweep_cursor, 1, memory_order_relaxed);
-        n += sweep_shard(&cache->shards[idx & (nshards - 1)], now,
-                         CT_MIN(quota, budget - examined), &examined);
+        n += sweep_shard(&cache->shards[idx & (nshards - 1)], now, CT_MIN(quota, budget - examined),
+                         &examined);
     }
     return n;
 }
@@ -501,7 +499,7 @@ void ct_cache_stats(const struct ct_cache *cache, struct ct_cache_stats *st)
     memset(st, 0, sizeof(*st));
     for (unsigned s = 0; s < cache->cfg.shards; s++) {
         const struct ct_cache_shard *sh = &cache->shards[s];
-#define CT_CACHE_STAT_SUM(name, text)                                          \
+#define CT_CACHE_STAT_SUM(name, text)                                                              \
     st->name += atomic_load_explicit(&sh->st.name, memory_order_relaxed);
         CT_CACHE_STATS_TABLE(CT_CACHE_STAT_SUM)
 #undef CT_CACHE_STAT_SUM

@@ -68,8 +68,8 @@ static void keyset_init(struct keyset *ks, size_t n)
     for (size_t i = 0; i < n; i++) {
         char target[32];
         snprintf(target, sizeof(target), "/obj/%zu", i);
-        struct ct_cache_key_in in = {CT_CACHE_MCLASS_GET, CT_STR("bench.example"), 80,
-                                     ct_str_c(target), {NULL, 0}};
+        struct ct_cache_key_in in = {
+            CT_CACHE_MCLASS_GET, CT_STR("bench.example"), 80, ct_str_c(target), {NULL, 0}};
         if (ct_cache_key_build(&o, &in, ks->bytes + i * KEY_STRIDE, KEY_STRIDE, &ks->keys[i]))
             abort();
     }
@@ -88,8 +88,11 @@ static char BODY[64];
 
 static bool fill(struct ct_obj *obj)
 {
-    struct ct_obj_meta m = {.status = 200, .head = CT_STR(HEAD), .response_time = T0,
-                            .ttl = 1e6, .body_hint = sizeof(BODY)};
+    struct ct_obj_meta m = {.status = 200,
+                            .head = CT_STR(HEAD),
+                            .response_time = T0,
+                            .ttl = 1e6,
+                            .body_hint = sizeof(BODY)};
     if (ct_obj_set_head(obj, &m) != CT_OK || ct_obj_append(obj, BODY, sizeof(BODY)) != CT_OK) {
         ct_obj_abandon(obj, T0, 0);
         return false;
@@ -184,8 +187,7 @@ static void bench_throughput(size_t nkeys)
         get(c, &ks.keys[i], true);
     double dt_ins = now_s() - t;
     ct_cache_stats(c, &st);
-    printf("insert (miss+head+body+complete), %zu keys: %.2f M/s\n", nkeys,
-           nkeys / dt_ins / 1e6);
+    printf("insert (miss+head+body+complete), %zu keys: %.2f M/s\n", nkeys, nkeys / dt_ins / 1e6);
 
     double per_obj = (double)st.bytes / st.objects;
     double payload = (double)(ks.keys[0].bytes.len + strlen(HEAD) + sizeof(BODY));
@@ -389,8 +391,8 @@ static uint32_t *zipf_trace(size_t n, size_t nkeys, double alpha)
  * the hit ratio; *HELD receives the mean number of objects held in the second
  * half (the capacity the exact simulations then get, for a fair comparison:
  * bucket growth and shard imbalance are the store's to pay). */
-static double run_store(const uint32_t *trace, size_t n, const struct keyset *ks,
-                        size_t cap_objs, unsigned shards, double *held)
+static double run_store(const uint32_t *trace, size_t n, const struct keyset *ks, size_t cap_objs,
+                        unsigned shards, double *held)
 {
     /* measure one object's counted size in a scratch store */
     struct ct_cache_config cfg = {64 << 20, 64 << 10, shards};
@@ -440,8 +442,8 @@ static void bench_hit_ratio(size_t nreq, size_t nkeys, double cache_frac)
             size_t c2 = (size_t)held;
             double h_sieve = sim_sieve(trace, nreq, nkeys, c2);
             double h_lru = sim_lru(trace, nreq, nkeys, c2);
-            printf("  %-6.2f %6.4f (%2u shards)     %-10zu %-14.4f %-10.4f %+.1f %%\n",
-                   alphas[a], h_store, shard_opts[s], c2, h_sieve, h_lru,
+            printf("  %-6.2f %6.4f (%2u shards)     %-10zu %-14.4f %-10.4f %+.1f %%\n", alphas[a],
+                   h_store, shard_opts[s], c2, h_sieve, h_lru,
                    100.0 * ((1 - h_store) - (1 - h_lru)) / (1 - h_lru));
         }
         free(trace);

@@ -19,11 +19,11 @@ static void test_xxh64_vectors(void)
 
 static struct ct_cache_key_opts opts_keep = {CT_CACHE_QUERY_KEEP, {NULL, 0}};
 
-static int build(const struct ct_cache_key_opts *o, const char *host, const char *target,
-                 char *buf, size_t cap, struct ct_cache_key *k)
+static int build(const struct ct_cache_key_opts *o, const char *host, const char *target, char *buf,
+                 size_t cap, struct ct_cache_key *k)
 {
-    struct ct_cache_key_in in = {CT_CACHE_MCLASS_GET, ct_str_c(host), 80, ct_str_c(target),
-                                 {NULL, 0}};
+    struct ct_cache_key_in in = {
+        CT_CACHE_MCLASS_GET, ct_str_c(host), 80, ct_str_c(target), {NULL, 0}};
     return ct_cache_key_build(o, &in, buf, cap, k);
 }
 
@@ -132,15 +132,13 @@ static void test_key_prefix(void)
     char kb[128], pb[128];
     struct ct_cache_key k;
     struct ct_str prefix;
-    CU_ASSERT_EQUAL(build(&opts_keep, "Example.com:80", "/img/a.png?x", kb, sizeof(kb), &k),
-                    CT_OK);
-    CU_ASSERT_EQUAL(ct_cache_key_prefix(CT_STR("EXAMPLE.COM"), 80, CT_STR("/img/"), pb,
-                                        sizeof(pb), &prefix),
-                    CT_OK);
+    CU_ASSERT_EQUAL(build(&opts_keep, "Example.com:80", "/img/a.png?x", kb, sizeof(kb), &k), CT_OK);
+    CU_ASSERT_EQUAL(
+        ct_cache_key_prefix(CT_STR("EXAMPLE.COM"), 80, CT_STR("/img/"), pb, sizeof(pb), &prefix),
+        CT_OK);
     CU_ASSERT_TRUE(prefix.len <= k.bytes.len);
     CU_ASSERT_EQUAL(memcmp(k.bytes.p, prefix.p, prefix.len), 0);
-    CU_ASSERT_EQUAL(ct_cache_key_prefix(CT_STR("example.com"), 80, CT_STR("/img/"), pb, 3,
-                                        &prefix),
+    CU_ASSERT_EQUAL(ct_cache_key_prefix(CT_STR("example.com"), 80, CT_STR("/img/"), pb, 3, &prefix),
                     CT_ELIMIT);
 }
 

@@ -20,8 +20,8 @@ struct tkey {
 static void mk_key(struct tkey *k, const char *host, const char *target)
 {
     struct ct_cache_key_opts o = {CT_CACHE_QUERY_KEEP, {NULL, 0}};
-    struct ct_cache_key_in in = {CT_CACHE_MCLASS_GET, ct_str_c(host), 80, ct_str_c(target),
-                                 {NULL, 0}};
+    struct ct_cache_key_in in = {
+        CT_CACHE_MCLASS_GET, ct_str_c(host), 80, ct_str_c(target), {NULL, 0}};
     CU_ASSERT_EQUAL_FATAL(ct_cache_key_build(&o, &in, k->buf, sizeof(k->buf), &k->key), CT_OK);
 }
 
@@ -114,11 +114,11 @@ static size_t idle_bytes(struct ct_cache *c)
 static void test_config(void)
 {
     struct ct_cache_config bad[] = {
-        {1 << 20, 1 << 10, 3},       /* shards not a power of two */
-        {1 << 20, 0, 4},             /* no object could fit */
-        {1 << 20, 2 << 20, 4},       /* object bigger than the cache */
-        {1000, 100, 1},              /* too small */
-        {64 << 10, 1 << 10, 4096},   /* the empty table would eat the cap */
+        {1 << 20, 1 << 10, 3},                  /* shards not a power of two */
+        {1 << 20, 0, 4},                        /* no object could fit */
+        {1 << 20, 2 << 20, 4},                  /* object bigger than the cache */
+        {1000, 100, 1},                         /* too small */
+        {64 << 10, 1 << 10, 4096},              /* the empty table would eat the cap */
         {(size_t)8 << 30, (size_t)5 << 30, 64}, /* objects are counted in 32 bits */
     };
     for (size_t i = 0; i < CT_ARRAY_LEN(bad); i++)
@@ -155,11 +155,11 @@ static void test_insert_hit(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(res.obj);
     CU_ASSERT_PTR_NULL(res.fetch);
     CU_ASSERT_EQUAL(ct_obj_status(res.obj), 200);
-    CU_ASSERT_TRUE(ct_str_eq(ct_obj_head(res.obj),
-                             CT_STR("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n")));
+    CU_ASSERT_TRUE(
+        ct_str_eq(ct_obj_head(res.obj), CT_STR("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n")));
     CU_ASSERT_TRUE(ct_str_eq(ct_obj_etag(res.obj), CT_STR("\"v1\"")));
-    CU_ASSERT_TRUE(ct_str_eq(ct_obj_last_modified(res.obj),
-                             CT_STR("Sun, 06 Nov 1994 08:49:37 GMT")));
+    CU_ASSERT_TRUE(
+        ct_str_eq(ct_obj_last_modified(res.obj), CT_STR("Sun, 06 Nov 1994 08:49:37 GMT")));
     CU_ASSERT_TRUE(ct_str_eq(ct_obj_date(res.obj), CT_STR("Mon, 07 Nov 1994 08:49:37 GMT")));
     CU_ASSERT_TRUE(ct_str_eq(ct_obj_vary(res.obj), CT_STR("")));
     CU_ASSERT_DOUBLE_EQUAL(ct_obj_response_time(res.obj), T0, 1e-9);
@@ -205,8 +205,7 @@ static void test_body_chunks_and_seek(void)
     for (size_t i = 0; i < sizeof(big); i++)
         big[i] = (char)('a' + i % 23);
     for (size_t off = 0; off < sizeof(big); off += 777)
-        CU_ASSERT_EQUAL(ct_obj_append(res.fetch, big + off, CT_MIN(777, sizeof(big) - off)),
-                        CT_OK);
+        CU_ASSERT_EQUAL(ct_obj_append(res.fetch, big + off, CT_MIN(777, sizeof(big) - off)), CT_OK);
     ct_obj_complete(res.fetch, T0);
     CU_ASSERT_EQUAL(ct_obj_body_len(res.fetch), sizeof(big));
 
@@ -594,8 +593,11 @@ static void test_revalidate_shares_body(void)
     struct ct_cache_lookup_res r;
     CU_ASSERT_EQUAL(lookup(c, &k, T0 + 20, &r), CT_CACHE_STALE);
     /* 304: new head, same body by reference */
-    struct ct_obj_meta m = {.status = 200, .head = CT_STR("HTTP/1.1 200 OK\r\nX-New: 1\r\n"),
-                            .response_time = T0 + 20, .ttl = 10, .body_src = r.obj};
+    struct ct_obj_meta m = {.status = 200,
+                            .head = CT_STR("HTTP/1.1 200 OK\r\nX-New: 1\r\n"),
+                            .response_time = T0 + 20,
+                            .ttl = 10,
+                            .body_src = r.obj};
     CU_ASSERT_EQUAL(ct_obj_set_head(r.fetch, &m), CT_OK);
     ct_obj_complete(r.fetch, T0 + 20);
     ct_cache_lookup_res_release(&r); /* the old object is now held by the new one only */
@@ -627,8 +629,7 @@ static void test_purge_exact_prefix_busy(void)
     CU_ASSERT_EQUAL(ct_cache_purge(c, &kc.key), 0); /* 404 for the proxy */
     char pb[64];
     struct ct_str prefix;
-    CU_ASSERT_EQUAL(ct_cache_key_prefix(CT_STR("H"), 80, CT_STR("/img/"), pb, sizeof(pb),
-                                        &prefix),
+    CU_ASSERT_EQUAL(ct_cache_key_prefix(CT_STR("H"), 80, CT_STR("/img/"), pb, sizeof(pb), &prefix),
                     CT_OK);
     CU_ASSERT_EQUAL(ct_cache_purge_prefix(c, prefix), 2);
     struct ct_cache_lookup_res r;
@@ -646,7 +647,7 @@ static void test_purge_exact_prefix_busy(void)
     CU_ASSERT_EQUAL(ct_cache_purge_prefix(c, prefix), 1);
     struct fill f2 = {"purged content", NULL, 60, 0, 0, true};
     fill_obj(a.fetch, &f2, T0);
-    CU_ASSERT_TRUE(wc.n >= 1); /* the waiter is not left hanging */
+    CU_ASSERT_TRUE(wc.n >= 1);                          /* the waiter is not left hanging */
     CU_ASSERT_TRUE(body_is(a.fetch, "purged content")); /* its own client gets it */
     ct_cache_lookup_res_release(&a);
     ct_cache_lookup_res_release(&b);
@@ -740,17 +741,17 @@ static void test_reader_survives_eviction_and_purge(void)
     CU_ASSERT_EQUAL(lookup(c, &k, T0, &r), CT_CACHE_MISS); /* gone from the table */
     ct_obj_fail(r.fetch);
     ct_cache_lookup_res_release(&r);
-    CU_ASSERT_TRUE(body_is(held.obj, "still here"));   /* but readable */
+    CU_ASSERT_TRUE(body_is(held.obj, "still here")); /* but readable */
     CU_ASSERT_TRUE(idle_bytes(c) <= cap);
 
     ct_cache_purge_prefix(c, CT_STR_NULL); /* empty everything */
     struct ct_cache_stats st;
     ct_cache_stats(c, &st);
-    CU_ASSERT_EQUAL(st.objects, 1);                /* only the held one */
+    CU_ASSERT_EQUAL(st.objects, 1); /* only the held one */
     size_t before = st.bytes;
-    CU_ASSERT_TRUE(before >= idle + held_size);    /* still counted */
+    CU_ASSERT_TRUE(before >= idle + held_size); /* still counted */
     CU_ASSERT_TRUE(body_is(held.obj, "still here"));
-    ct_cache_lookup_res_release(&held);            /* the last release frees */
+    ct_cache_lookup_res_release(&held); /* the last release frees */
     ct_cache_stats(c, &st);
     CU_ASSERT_EQUAL(st.objects, 0);
     CU_ASSERT_EQUAL(st.bytes, before - held_size); /* and gives its bytes back */
@@ -766,8 +767,8 @@ static void test_max_object_size(void)
     CU_ASSERT_FALSE(ct_cache_fits(c, 5000));
 
     CU_ASSERT_EQUAL(lookup(c, &k, T0, &r), CT_CACHE_MISS);
-    struct ct_obj_meta m = {.status = 200, .head = CT_STR("H"), .response_time = T0, .ttl = 60,
-                            .body_hint = 5000};
+    struct ct_obj_meta m = {
+        .status = 200, .head = CT_STR("H"), .response_time = T0, .ttl = 60, .body_hint = 5000};
     CU_ASSERT_EQUAL(ct_obj_set_head(r.fetch, &m), CT_ELIMIT); /* Content-Length too big */
     CU_ASSERT_EQUAL(ct_obj_state(r.fetch), CT_OBJ_BUSY);
     ct_obj_abandon(r.fetch, T0, 0);
@@ -886,8 +887,11 @@ static void test_cap_is_hard(void)
             ct_cache_lookup_res_release(&r);
             break;
         }
-        struct ct_obj_meta m = {.status = 200, .head = CT_STR("H"), .response_time = T0,
-                                .ttl = 600, .body_hint = sizeof(body)};
+        struct ct_obj_meta m = {.status = 200,
+                                .head = CT_STR("H"),
+                                .response_time = T0,
+                                .ttl = 600,
+                                .body_hint = sizeof(body)};
         if (ct_obj_set_head(r.fetch, &m) != CT_OK) {
             ct_obj_abandon(r.fetch, T0, 0);
             ct_cache_lookup_res_release(&r);
@@ -936,8 +940,11 @@ static void thread_fetch(struct worker *wk, struct ct_obj *fetch, int i, unsigne
         ct_obj_abandon(fetch, now, 0.01);
         return;
     }
-    struct ct_obj_meta m = {.status = 200, .head = CT_STR("HTTP/1.1 200 OK\r\n"),
-                            .response_time = now, .ttl = 0.05, .grace = 0.02,
+    struct ct_obj_meta m = {.status = 200,
+                            .head = CT_STR("HTTP/1.1 200 OK\r\n"),
+                            .response_time = now,
+                            .ttl = 0.05,
+                            .grace = 0.02,
                             .body_hint = (r & 1) ? strlen(body) : 0};
     if (ct_obj_set_head(fetch, &m) != CT_OK) {
         ct_obj_abandon(fetch, now, 0);
@@ -1003,8 +1010,8 @@ static void *thread_main(void *arg)
         char path[32];
         snprintf(path, sizeof(path), "/k/%d", i);
         struct ct_cache_key_opts o = {CT_CACHE_QUERY_KEEP, {NULL, 0}};
-        struct ct_cache_key_in in = {CT_CACHE_MCLASS_GET, CT_STR("h"), 80, ct_str_c(path),
-                                     {NULL, 0}};
+        struct ct_cache_key_in in = {
+            CT_CACHE_MCLASS_GET, CT_STR("h"), 80, ct_str_c(path), {NULL, 0}};
         if (ct_cache_key_build(&o, &in, k.buf, sizeof(k.buf), &k.key) != CT_OK)
             abort();
         if (r % 997 == 0) {
@@ -1176,25 +1183,21 @@ static void test_stream_threads(void)
 
 void ct_test_register(void)
 {
-    CT_SUITE("cache_store", {"config validation", test_config},
-             {"insert, lookup, hit", test_insert_hit},
-             {"body chunks and seek", test_body_chunks_and_seek},
-             {"variants (Vary)", test_variants},
-             {"busy coalescing and streaming", test_busy_coalescing},
-             {"unwait", test_unwait},
-             {"failed fetch never served", test_failed_never_served},
-             {"abandon and hit-for-miss", test_abandon_hit_for_miss},
-             {"fresh, stale, expired", test_fresh_stale_expired},
-             {"no_insert lookups", test_no_insert},
-             {"orphaned fetch is failed", test_orphaned_fetch},
-             {"304 shares the body", test_revalidate_shares_body},
-             {"purge exact, prefix, during busy", test_purge_exact_prefix_busy},
-             {"eviction under the cap", test_eviction_under_cap},
-             {"reader survives eviction and purge", test_reader_survives_eviction_and_purge},
-             {"max_object_size", test_max_object_size},
-             {"incremental expiry sweep", test_expire_sweep},
-             {"table churn (open addressing)", test_table_churn},
-             {"cap is hard when all is held", test_cap_is_hard},
-             {"4 threads insert/lookup/release", test_threads},
-             {"streaming to 3 reader threads while fetching", test_stream_threads});
+    CT_SUITE(
+        "cache_store", {"config validation", test_config}, {"insert, lookup, hit", test_insert_hit},
+        {"body chunks and seek", test_body_chunks_and_seek}, {"variants (Vary)", test_variants},
+        {"busy coalescing and streaming", test_busy_coalescing}, {"unwait", test_unwait},
+        {"failed fetch never served", test_failed_never_served},
+        {"abandon and hit-for-miss", test_abandon_hit_for_miss},
+        {"fresh, stale, expired", test_fresh_stale_expired}, {"no_insert lookups", test_no_insert},
+        {"orphaned fetch is failed", test_orphaned_fetch},
+        {"304 shares the body", test_revalidate_shares_body},
+        {"purge exact, prefix, during busy", test_purge_exact_prefix_busy},
+        {"eviction under the cap", test_eviction_under_cap},
+        {"reader survives eviction and purge", test_reader_survives_eviction_and_purge},
+        {"max_object_size", test_max_object_size}, {"incremental expiry sweep", test_expire_sweep},
+        {"table churn (open addressing)", test_table_churn},
+        {"cap is hard when all is held", test_cap_is_hard},
+        {"4 threads insert/lookup/release", test_threads},
+        {"streaming to 3 reader threads while fetching", test_stream_threads});
 }
