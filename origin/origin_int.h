@@ -323,7 +323,8 @@ struct ct_obody_state {
     uint64_t pos;       /* offset of the next byte in the source */
     uint64_t remaining; /* bytes still to queue */
     struct evbuffer_file_segment *seg;
-    bool chunked;
+    bool chunked;     /* Transfer-Encoding: chunked in the head */
+    bool send_body;   /* not HEAD, not 204/304 */
     bool close_after; /* close=mid: no terminator, close when queued */
     bool close;       /* close the connection once queued */
     uint64_t piece;   /* max bytes per step */

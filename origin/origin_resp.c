@@ -261,7 +261,8 @@ static void body_start(struct ct_oconn *c, bool body_allowed)
     b->close_after = controls && c->prm.close_mid;
     if (b->close_after)
         b->close = true;
-    if (!body_allowed || c->head_only)
+    b->send_body = body_allowed && !c->head_only;
+    if (!b->send_body)
         return;
     b->kind = r->kind;
     b->mem = r->mem;
@@ -365,7 +366,7 @@ void ct_oresp_pump(struct ct_oconn *c)
             return;
         }
     }
-    if (b->chunked && !b->close_after)
+    if (b->chunked && b->send_body && !b->close_after)
         evbuffer_add(out, "0\r\n\r\n", 5);
     ct_oresp_cleanup(c);
     ct_oconn_response_done(c, b->close);
