@@ -9,11 +9,17 @@ add_library(ct_stats STATIC
   ${CMAKE_CURRENT_LIST_DIR}/accesslog.c)
 target_link_libraries(ct_stats PUBLIC ct_common Threads::Threads)
 
-if(TARGET cachet)
-  foreach(src admin.c health.c reload.c)
+# The operations sources join the binary once proxy_int.h carries their hooks
+# (struct ct_proxy.ops, the per-worker stats block): the wiring lands in the
+# proxy's files, which may be committed after this file.
+file(STRINGS ${CMAKE_CURRENT_LIST_DIR}/proxy_int.h CT_OPS_WIRED REGEX "struct ct_ops \\*ops;")
+if(TARGET cachet AND CT_OPS_WIRED)
+  foreach(src admin.c ops.c health.c reload.c)
     if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/${src})
       target_sources(cachet PRIVATE ${CMAKE_CURRENT_LIST_DIR}/${src})
     endif()
   endforeach()
   target_link_libraries(cachet ct_stats)
 endif()
+# Re-run that check whenever proxy_int.h changes.
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/proxy_int.h)

@@ -1,0 +1,285 @@
+/*
+ * proxy/admin.c: the admin listener and the operations glue (proxy/admin.h).
+ *
+ * The admin listener is a small HTTP/1.1 server on the main thread's
+ * event_base, parsing with the project's request parser (keep-alive and
+ * pipelining work, bodies are read and dropped) and answering errors exactly
+ * like the proxy (ct_fwd_error). Routes:
+ *
+ *     GET|HEAD /stats     application/json         ct_stats_render_json
+ *     GET|HEAD /metrics   text/plain; version=0.0.4 ct_stats_render_prom
+ *     POST /purge?url=URL | ?prefix=URL            the cache's purge API
+ *     anything else       404; a known path with a wrong method: 405 + Allow
+ *
+ * Reading the counters: every worker's block is summed with relaxed atomic
+ * loads into a fresh block (stats.h), so a scrape never stops a worker.
+ *
+ * Admin connection objects are owned by struct ct_ops (a list, freed at
+ * exit); one is freed only by admin_close().
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <openssl/ssl.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cache/cache.h"
+#include "common/log.h"
+#include "proxy/accesslog.h"
+#include "proxy/admin.h"
+#include "proxy/health.h"
+#include "proxy/ops_int.h"
+#include "proxy/proxy_int.h"
+#include "proxy/tls.h"
+
+#define ADMIN_TIMEOUT_S 30
+#define ADMIN_MAX_BODY (64 * 1024)
+
+struct admin_conn {
+    unsigned magic;
+#define CT_ADMIN_CONN_MAGIC 0xad3100c1u
+    struct ct_ops *ops;
+    struct bufferevent *bev;
+    struct ct_http_parser *rp;
+    bool closing; /* last response queued: free once it is written */
+    struct admin_conn *next, *prev;
+};
+
+/* ---- connections ------------------------------------------------------------ */
+
+static void admin_close(struct admin_conn *ac)
+{
+    struct ct_ops *ops = ac->ops;
+    if (ac->prev)
+        ac->prev->next = ac->next;
+    else
+        ops->conns = ac->next;
+    if (ac->next)
+        ac->next->prev = ac->prev;
+    bufferevent_free(ac->bev);
+    ct_http_parser_free(&ac->rp);
+    ac->magic = 0;
+    free(ac);
+}
+
+static void respond(struct admin_conn *ac, const struct ct_http_msg *req, unsigned status,
+                    const char *ctype, const char *extra, const char *body, size_t len)
+{
+    struct evbuffer *out = bufferevent_get_output(ac->bev);
+    char date[CT_HTTP_DATE_LEN + 1];
+    ct_http_date_format(time(NULL), date);
+    bool close = req == NULL || !req->keep_alive;
+    evbuffer_add_printf(out,
+                        "HTTP/1.1 %u %s\r\nServer: cachet\r\nDate: %s\r\nContent-Type: %s\r\n"
+                        "Content-Length: %zu\r\nCache-Control: no-store\r\n%s%s\r\n",
+                        status, ct_fwd_reason(status), date, ctype, len, extra ? extra : "",
+                        close ? "Connection: close\r\n" : "");
+    if (req == NULL || req->method != CT_METHOD_HEAD)
+        evbuffer_add(out, body, len);
+    if (close)
+        ac->closing = true;
+}
+
+/* Sum every worker's block; the caller frees the result. */
+static struct ct_stats *sum_workers(struct ct_ops *ops)
+{
+    struct ct_proxy *px = ops->px;
+    struct ct_stats *sum = ct_stats_new(px->nbackends);
+    for (unsigned i = 0; i < px->nworkers; i++)
+        if (px->workers[i] && px->workers[i]->stats)
+            ct_stats_sum(sum, px->workers[i]->stats);
+    ct_stats_add(&sum->admin_requests[0], ops->admin_requests);
+    return sum;
+}
+
+static void render(struct ct_ops *ops, bool json, struct ct_stats_out *out)
+{
+    struct ct_proxy *px = ops->px;
+    struct ct_stats *sum = sum_workers(ops);
+    const char **names = ct_xcalloc(px->nbackends + 1, sizeof(*names));
+    int *up = ct_xcalloc(px->nbackends + 1, sizeof(*up));
+    for (size_t i = 0; i < px->nbackends; i++) {
+        const struct ct_conf_backend *b = &px->cf->backends[i];
+        names[i] = b->name ? b->name : px->backends[i].name;
+        up[i] = ct_ops_backend_up(px, i);
+    }
+    struct ct_stats_view v = {
+        .sum = sum,
+        .backend_names = names,
+        .backend_up = ops->health ? up : NULL,
+        .uptime_s = ct_time_mono() - ops->started,
+    };
+    struct ct_cache_stats cs;
+    if (ops->cache) {
+        ct_cache_stats(ops->cache, &cs);
+        v.cache = &cs;
+    }
+    for (size_t i = 0; i < px->nlisteners; i++) {
+        if (px->listeners[i].tls == NULL)
+            continue;
+        struct ct_tls_stats ts;
+        ct_tls_ctx_stats(px->listeners[i].tls, &ts);
+        v.tls = true;
+        v.tls_full += ts.handshakes_full;
+        v.tls_resumed += ts.handshakes_resumed;
+    }
+    if (json)
+        ct_stats_render_json(&v, out);
+    else
+        ct_stats_render_prom(&v, out);
+    free(names);
+    free(up);
+    ct_stats_free(&sum);
+}
+
+static void serve_stats(struct admin_conn *ac, const struct ct_http_msg *req, bool json)
+{
+    struct ct_stats_out out = {0};
+    render(ac->ops, json, &out);
+    respond(ac, req, 200, json ? "application/json" : "text/plain; version=0.0.4; charset=utf-8",
+            NULL, out.p, out.len);
+    ct_stats_out_free(&out);
+}
+
+static void error(struct admin_conn *ac, const struct ct_http_msg *req, unsigned status,
+                  const char *extra)
+{
+    char body[96];
+    int n = snprintf(body, sizeof(body), "%u %s\n", status, ct_fwd_reason(status));
+    respond(ac, req, status, "text/plain", extra, body, (size_t)n);
+}
+
+static void serve_purge(struct admin_conn *ac, const struct ct_http_msg *req, struct ct_str query)
+{
+    struct ct_stats_out out = {0};
+    unsigned status = ct_ops_purge(ac->ops, query, &out);
+    respond(ac, req, status, "application/json", NULL, out.p, out.len);
+    ct_stats_out_free(&out);
+}
+
+static void route(struct admin_conn *ac, const struct ct_http_msg *req)
+{
+    struct ct_str path = req->target, query = CT_STR_NULL;
+    const char *q = memchr(path.p, '?', path.len);
+    if (q) {
+        query = ct_str_make(q + 1, path.len - (size_t)(q + 1 - path.p));
+        path.len = (size_t)(q - path.p);
+    }
+    bool get = req->method == CT_METHOD_GET || req->method == CT_METHOD_HEAD;
+    ac->ops->admin_requests++;
+    if (ct_str_eq(path, CT_STR("/stats")) || ct_str_eq(path, CT_STR("/metrics"))) {
+        if (!get)
+            error(ac, req, 405, "Allow: GET, HEAD\r\n");
+        else
+            serve_stats(ac, req, path.len == 6);
+    } else if (ct_str_eq(path, CT_STR("/purge"))) {
+        if (req->method != CT_METHOD_POST)
+            error(ac, req, 405, "Allow: POST\r\n");
+        else
+            serve_purge(ac, req, query);
+    } else {
+        error(ac, req, 404, NULL);
+    }
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    struct admin_conn *ac = arg;
+    CT_CHECK_OBJ(ac, CT_ADMIN_CONN_MAGIC);
+    if (ac->closing && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+        admin_close(ac);
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    struct admin_conn *ac = arg;
+    CT_CHECK_OBJ(ac, CT_ADMIN_CONN_MAGIC);
+    struct evbuffer *in = bufferevent_get_input(bev);
+    /* Bounded: every turn consumes input or reports an event that moves the
+     * parser on (HEAD, then END even for an empty buffer). */
+    while (!ac->closing) {
+        size_t n, before = evbuffer_get_length(in);
+        enum ct_http_ev ev = ct_fwd_pump(ac->rp, in, NULL, false, &n);
+        if (ev == CT_HTTP_EV_END)
+            route(ac, ct_http_parser_msg(ac->rp));
+        else if (ev == CT_HTTP_EV_ERROR)
+            error(ac, NULL, ct_http_parser_error_status(ac->rp), NULL);
+        else if (ev == CT_HTTP_EV_MORE && (before == 0 || evbuffer_get_length(in) == before))
+            break;
+        if (ev == CT_HTTP_EV_END && evbuffer_get_length(in) == 0)
+            break; /* the next request has not started */
+    }
+    if (ac->closing) {
+        bufferevent_disable(bev, EV_READ);
+        if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+            admin_close(ac);
+    }
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct admin_conn *ac = arg;
+    CT_CHECK_OBJ(ac, CT_ADMIN_CONN_MAGIC);
+    admin_close(ac); /* EOF, error or timeout: nothing more to say */
+}
+
+static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
+                      int salen, void *arg)
+{
+    struct ct_ops *ops = arg;
+    CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
+    struct bufferevent *bev = bufferevent_socket_new(ops->px->main_base, fd,
+                                                     BEV_OPT_CLOSE_ON_FREE);
+    if (bev == NULL) {
+        evutil_closesocket(fd);
+        return;
+    }
+    struct admin_conn *ac = ct_xcalloc(1, sizeof(*ac));
+    ac->magic = CT_ADMIN_CONN_MAGIC;
+    ac->ops = ops;
+    ac->bev = bev;
+    struct ct_http_limits lim;
+    ct_http_limits_default(&lim);
+    lim.max_body = ADMIN_MAX_BODY;
+    ac->rp = ct_http_parser_new(CT_HTTP_REQUEST, &lim);
+    ac->next = ops->conns;
+    if (ops->conns)
+        ops->conns->prev = ac;
+    ops->conns = ac;
+    struct timeval tv = {ADMIN_TIMEOUT_S, 0};
+    bufferevent_set_timeouts(bev, &tv, &tv);
+    bufferevent_setcb(bev, on_read, on_write, on_event, ac);
+    bufferevent_enable(bev, EV_READ | EV_WRITE);
+}
+
+int ct_ops_admin_listen(struct ct_ops *ops, const struct ct_conf_addr *addr)
+{
+    ops->lev = evconnlistener_new_bind(ops->px->main_base, on_accept, ops,
+                                       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
+                                           LEV_OPT_REUSEABLE,
+                                       64, (const struct sockaddr *)&addr->sa, (int)addr->salen);
+    if (ops->lev == NULL) {
+        CT_ERR("cannot listen on admin %s:%u: %s", addr->host, addr->port, strerror(errno));
+        return CT_EIO;
+    }
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    getsockname(evconnlistener_get_fd(ops->lev), (struct sockaddr *)&ss, &len);
+    ct_ops_addr_name((struct sockaddr *)&ss, ops->admin_name, sizeof(ops->admin_name));
+    printf("listening on admin %s\n", ops->admin_name);
+    fflush(stdout);
+    return CT_OK;
+}
+
+void ct_ops_admin_close(struct ct_ops *ops)
+{
+    if (ops->lev)
+        evconnlistener_free(ops->lev);
+    ops->lev = NULL;
+    while (ops->conns)
+        admin_close(ops->conns);
+}

@@ -1,0 +1,62 @@
+/*
+ * proxy/admin.h: operations for the cachet binary: the admin listener
+ * (GET /stats, GET /metrics, POST /purge), the access log, active health
+ * checks, SIGUSR1 (reopen logs) and SIGHUP (reload), and the few hooks the
+ * proxy calls so that every request is counted and logged.
+ *
+ * Objects: struct ct_ops (one per process, main thread) owns the admin
+ * listener and its connections, the access log, the health checker and the
+ * signal events. Each worker owns its struct ct_stats block (w->stats) and its
+ * access-log buffer (w->alog); both are created by ct_ops_worker_init().
+ *
+ * Threads: ct_ops_new/start/free and everything the admin listener does run
+ * on the main thread's event_base (it reads worker counters with atomic
+ * loads only). The ct_ops_conn_* / ct_ops_req_* / ct_ops_upstream hooks run on
+ * the worker that owns the client. ct_ops_backend_up() is any thread.
+ */
+#ifndef CT_ADMIN_H
+#define CT_ADMIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "proxy/stats.h"
+
+struct ct_proxy;
+struct ct_worker;
+struct ct_client;
+struct ct_cache;
+struct ct_ops;
+
+/* Set up operations for PX (main thread, after its listeners and backends
+ * are resolved, before the workers are created): open the access log, bind
+ * the admin listener (announced as "listening on admin ADDR:PORT" on stdout),
+ * install SIGHUP and SIGUSR1 on px->main_base. NULL on failure (logged). */
+struct ct_ops *ct_ops_new(struct ct_proxy *px);
+/* After the workers started: start the health checks and the log timer. */
+void ct_ops_start(struct ct_ops *ops);
+/* Main thread, after every worker was joined. Sets *OPSP = NULL. */
+void ct_ops_free(struct ct_ops **opsp);
+/* The cache the purge endpoints act on (NULL: 501 "no cache"). */
+void ct_ops_set_cache(struct ct_ops *ops, struct ct_cache *cache);
+
+/* Worker life: create/free w->stats and w->alog (main thread). */
+void ct_ops_worker_init(struct ct_worker *w);
+void ct_ops_worker_fini(struct ct_worker *w);
+
+/* Hooks on the owning worker's thread. */
+void ct_ops_conn_open(struct ct_client *c);
+/* The connection closes for c->why (a request in flight is logged first). */
+void ct_ops_conn_close(struct ct_client *c);
+/* A request head arrived: its clock starts. */
+void ct_ops_req_start(struct ct_client *c);
+/* The request ended with STATUS (0: nothing was answered): counted and
+ * logged once; later calls for the same request do nothing. */
+void ct_ops_req_end(struct ct_client *c, unsigned status);
+/* An upstream event of the backend c->u belongs to. */
+void ct_ops_upstream(struct ct_client *c, enum ct_stats_be what);
+
+/* Active health state of backend I of PX (true when checks are off). */
+bool ct_ops_backend_up(const struct ct_proxy *px, size_t i);
+
+#endif /* CT_ADMIN_H */

@@ -1,0 +1,382 @@
+/*
+ * proxy/ops.c: operations glue (proxy/admin.h): setting up and tearing down
+ * the admin listener, the access log, health checks and the signal events;
+ * the hooks the proxy calls for counters and access-log lines; purge.
+ *
+ * Threads: ct_ops_new/start/free, the signal handlers and the log timer run
+ * on the main thread; the ct_ops_conn_* / req_* / upstream hooks on the
+ * worker owning the client, touching only that worker's block and buffer.
+ */
+#include <arpa/inet.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <openssl/ssl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cache/cache.h"
+#include "common/log.h"
+#include "proxy/accesslog.h"
+#include "proxy/health.h"
+#include "proxy/ops_int.h"
+#include "proxy/proxy_int.h"
+
+/* Buffers of the access log are written out at least this often. */
+#define ALOG_FLUSH_MS 1000
+
+void ct_ops_addr_name(const struct sockaddr *sa, char *out, size_t len)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+    if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+        snprintf(out, len, "[%s]:%u", ip, ntohs(in6->sin6_port));
+    } else {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+        snprintf(out, len, "%s:%u", ip, ntohs(in->sin_port));
+    }
+}
+
+/* ---- signals and timers ------------------------------------------------------- */
+
+static void on_usr1(evutil_socket_t sig, short what, void *arg)
+{
+    struct ct_ops *ops = arg;
+    CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
+    if (ct_log_reopen() != CT_OK)
+        CT_ERR("SIGUSR1: cannot reopen the error log: %s", strerror(errno));
+    if (ops->alog && ct_accesslog_reopen(ops->alog) != CT_OK)
+        CT_ERR("SIGUSR1: cannot reopen the access log %s: %s", ops->px->cf->logs.access_log,
+               strerror(errno));
+    CT_INFO("SIGUSR1: log files reopened");
+}
+
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+    struct ct_ops *ops = arg;
+    CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
+    ct_ops_reload(ops);
+}
+
+static void on_alog_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_ops *ops = arg;
+    CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
+    ct_accesslog_flush_all(ops->alog);
+}
+
+/* ---- life ------------------------------------------------------------------------ */
+
+static int open_access_log(struct ct_ops *ops)
+{
+    const struct ct_conf_logs *lg = &ops->px->cf->logs;
+    if (lg->access_log == NULL)
+        return CT_OK;
+    char err[256];
+    enum ct_accesslog_fmt fmt =
+        lg->access_format == CT_CONF_ACCESS_JSON ? CT_ACCESSLOG_JSON : CT_ACCESSLOG_COMBINED;
+    ops->alog = ct_accesslog_open(lg->access_log, fmt, err, sizeof(err));
+    if (ops->alog == NULL) {
+        CT_ERR("%s", err);
+        return CT_EIO;
+    }
+    return CT_OK;
+}
+
+struct ct_ops *ct_ops_new(struct ct_proxy *px)
+{
+    struct ct_ops *ops = ct_xcalloc(1, sizeof(*ops));
+    ops->magic = CT_OPS_MAGIC;
+    ops->px = px;
+    ops->started = ct_time_mono();
+    px->ops = ops;
+    if (open_access_log(ops) != CT_OK)
+        goto fail;
+    if (px->cf->admin.enabled && ct_ops_admin_listen(ops, &px->cf->admin.addr) != CT_OK)
+        goto fail;
+    ops->sig_hup = evsignal_new(px->main_base, SIGHUP, on_hup, ops);
+    ops->sig_usr1 = evsignal_new(px->main_base, SIGUSR1, on_usr1, ops);
+    evsignal_add(ops->sig_hup, NULL);
+    evsignal_add(ops->sig_usr1, NULL);
+    return ops;
+fail:
+    ct_ops_free(&ops);
+    px->ops = NULL;
+    return NULL;
+}
+
+void ct_ops_start(struct ct_ops *ops)
+{
+    struct ct_proxy *px = ops->px;
+    ops->health = ct_health_new(px->main_base, px->backends, px->cf->backends, px->nbackends);
+    if (ops->alog) {
+        ops->alog_timer = event_new(px->main_base, -1, EV_PERSIST, on_alog_timer, ops);
+        struct timeval tv = {0, ALOG_FLUSH_MS * 1000};
+        if (ALOG_FLUSH_MS >= 1000)
+            tv = (struct timeval){ALOG_FLUSH_MS / 1000, (ALOG_FLUSH_MS % 1000) * 1000};
+        event_add(ops->alog_timer, &tv);
+    }
+}
+
+void ct_ops_free(struct ct_ops **opsp)
+{
+    struct ct_ops *ops = *opsp;
+    *opsp = NULL;
+    if (ops == NULL)
+        return;
+    CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
+    ct_ops_admin_close(ops);
+    ct_health_free(&ops->health);
+    struct event *evs[] = {ops->sig_hup, ops->sig_usr1, ops->alog_timer};
+    for (size_t i = 0; i < CT_ARRAY_LEN(evs); i++)
+        if (evs[i])
+            event_free(evs[i]);
+    ct_accesslog_free(&ops->alog); /* flushes what the workers left */
+    ct_reload_free_retired(ops);
+    ops->magic = 0;
+    free(ops);
+}
+
+void ct_ops_set_cache(struct ct_ops *ops, struct ct_cache *cache) { ops->cache = cache; }
+
+void ct_ops_worker_init(struct ct_worker *w)
+{
+    struct ct_ops *ops = w->px->ops;
+    w->stats = ct_stats_new(w->px->nbackends);
+    if (ops && ops->alog)
+        w->alog = ct_accesslog_buf_new(ops->alog); /* owned by the log */
+}
+
+void ct_ops_worker_fini(struct ct_worker *w)
+{
+    ct_stats_free(&w->stats);
+    w->alog = NULL;
+}
+
+bool ct_ops_backend_up(const struct ct_proxy *px, size_t i)
+{
+    return px->ops == NULL || ct_health_is_up(px->ops->health, i);
+}
+
+/* ---- hooks (worker threads) --------------------------------------------------- */
+
+void ct_ops_conn_open(struct ct_client *c)
+{
+    if (c->w->stats)
+        ct_stats_conn_open(c->w->stats);
+}
+
+void ct_ops_conn_close(struct ct_client *c)
+{
+    if (c->req && !c->ops_logged)
+        ct_ops_req_end(c, c->resp_head_sent ? c->status : 0);
+    if (c->w->stats)
+        ct_stats_conn_close(c->w->stats, (unsigned)c->why);
+}
+
+void ct_ops_req_start(struct ct_client *c)
+{
+    c->ops_t0 = ct_time_mono();
+    c->ops_t0_real = ct_time_real();
+    c->ops_tup = 0;
+    c->ops_body_bytes = 0;
+    c->ops_cs = CT_STATS_CS_NONE;
+    c->ops_logged = false;
+}
+
+static const char *cs_text(unsigned cs)
+{
+    static const char *const names[] = {
+#define CT_OPS_CS_NAME(id, name) #id,
+        CT_STATS_CS_TABLE(CT_OPS_CS_NAME)
+#undef CT_OPS_CS_NAME
+    };
+    return cs == CT_STATS_CS_NONE || cs >= CT_ARRAY_LEN(names) ? NULL : names[cs];
+}
+
+static struct ct_str field(const struct ct_http_msg *m, enum ct_hdr_id id, const char *name)
+{
+    const struct ct_http_field *f =
+        id != CT_HDR_UNKNOWN ? ct_http_msg_find(m, id, NULL)
+                             : ct_http_msg_find_name(m, ct_str_c(name), NULL);
+    return f ? f->value : CT_STR_NULL;
+}
+
+static void access_log(struct ct_client *c, unsigned status, double rt, double ut)
+{
+    const struct ct_http_msg *m = c->req;
+    struct ct_accesslog_rec r = {
+        .remote_addr = ct_str_make(c->peer, c->peer_ip_len),
+        .time = c->ops_t0_real,
+        .status = status,
+        .body_bytes = c->ops_body_bytes,
+        .request_time_s = rt,
+        .upstream_time_s = ut,
+        .cache_status = cs_text(c->ops_cs),
+    };
+    if (m) {
+        r.method = m->method_name;
+        r.target = m->target;
+        r.version = m->version;
+        r.referer = field(m, CT_HDR_UNKNOWN, "Referer");
+        r.user_agent = field(m, CT_HDR_USER_AGENT, NULL);
+    }
+    if (c->lc->kind == CT_LISTEN_HTTPS) {
+        SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
+        r.tls_version = ssl ? SSL_get_version(ssl) : NULL;
+    }
+    ct_accesslog_log(c->w->alog, &r);
+}
+
+void ct_ops_req_end(struct ct_client *c, unsigned status)
+{
+    /* A request in flight is logged once. Without one (an error before a
+     * complete head, e.g. 400/408), only when something was answered;
+     * client_fail() runs once per connection, so that is once too. */
+    if (c->req ? c->ops_logged : status == 0)
+        return;
+    if (c->req == NULL)
+        ct_ops_req_start(c); /* a request that never got a head: rt = 0 */
+    c->ops_logged = true;
+    ct_time_t now = ct_time_mono();
+    double rt = now - c->ops_t0;
+    double ut = c->ops_tup > 0 ? now - c->ops_tup : -1;
+    if (c->w->stats)
+        ct_stats_req_done(c->w->stats, status, (uint64_t)(rt * 1e6), (enum ct_stats_cs)c->ops_cs);
+    if (c->w->alog)
+        access_log(c, status, rt, ut);
+}
+
+void ct_ops_upstream(struct ct_client *c, enum ct_stats_be what)
+{
+    if (c->u == NULL || c->w->stats == NULL)
+        return;
+    if (what == CT_STATS_BE_upstream_requests && c->ops_tup == 0)
+        c->ops_tup = ct_time_mono();
+    size_t i = (size_t)(ct_upstream_backend(c->u) - c->w->px->backends);
+    ct_stats_backend(c->w->stats, i, what);
+}
+
+/* ---- purge --------------------------------------------------------------------- */
+
+static int hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    ch = ct_ascii_lower(ch);
+    return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+/* The value of NAME in the query string Q, percent-decoded into BUF.
+ * Returns false if absent, malformed or too long. */
+static bool query_param(struct ct_str q, const char *name, char *buf, size_t cap,
+                        struct ct_str *out)
+{
+    size_t nlen = strlen(name);
+    for (size_t i = 0; i < q.len;) {
+        const char *amp = memchr(q.p + i, '&', q.len - i);
+        size_t end = amp ? (size_t)(amp - q.p) : q.len;
+        if (end - i > nlen && memcmp(q.p + i, name, nlen) == 0 && q.p[i + nlen] == '=') {
+            size_t n = 0;
+            for (size_t k = i + nlen + 1; k < end; k++) {
+                char ch = q.p[k];
+                if (ch == '%') {
+                    int hi = k + 2 < end ? hexval(q.p[k + 1]) : -1;
+                    int lo = k + 2 < end ? hexval(q.p[k + 2]) : -1;
+                    if (hi < 0 || lo < 0)
+                        return false;
+                    ch = (char)(hi * 16 + lo);
+                    k += 2;
+                } else if (ch == '+') {
+                    ch = ' ';
+                }
+                if (n + 1 >= cap)
+                    return false;
+                buf[n++] = ch;
+            }
+            *out = ct_str_make(buf, n);
+            return true;
+        }
+        i = end + 1;
+    }
+    return false;
+}
+
+/* Split an absolute "http[s]://host[:port]/path" into host (with any port),
+ * the scheme's default port and the path. */
+static bool split_url(struct ct_str url, struct ct_str *host, unsigned *port, struct ct_str *path)
+{
+    struct ct_str rest;
+    if (url.len > 7 && memcmp(url.p, "http://", 7) == 0) {
+        *port = 80;
+        rest = ct_str_make(url.p + 7, url.len - 7);
+    } else if (url.len > 8 && memcmp(url.p, "https://", 8) == 0) {
+        *port = 443;
+        rest = ct_str_make(url.p + 8, url.len - 8);
+    } else {
+        return false;
+    }
+    const char *slash = memchr(rest.p, '/', rest.len);
+    if (slash == NULL || slash == rest.p)
+        return false;
+    *host = ct_str_make(rest.p, (size_t)(slash - rest.p));
+    *path = ct_str_make(slash, rest.len - host->len);
+    return true;
+}
+
+static unsigned purge_body(struct ct_stats_out *body, unsigned status, const char *msg, size_t n)
+{
+    if (msg)
+        ct_stats_out_printf(body, "{\"error\":\"%s\"}\n", msg);
+    else
+        ct_stats_out_printf(body, "{\"purged\":%zu}\n", n);
+    return status;
+}
+
+unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_out *body)
+{
+    if (ops->cache == NULL)
+        return purge_body(body, 501, "no cache", 0);
+    char val[4096];
+    struct ct_str url, host, path;
+    unsigned port;
+    bool prefix = query_param(query, "prefix", val, sizeof(val), &url);
+    if (!prefix && !query_param(query, "url", val, sizeof(val), &url))
+        return purge_body(body, 400, "expected ?url=URL or ?prefix=URL", 0);
+    if (!split_url(url, &host, &port, &path))
+        return purge_body(body, 400, "expected an absolute http:// or https:// URL", 0);
+    size_t n, cap = host.len + path.len + 256;
+    char *buf = ct_xmalloc(cap);
+    if (prefix) {
+        struct ct_str pfx;
+        if (ct_cache_key_prefix(host, port, path, buf, cap, &pfx) != CT_OK) {
+            free(buf);
+            return purge_body(body, 400, "URL too long", 0);
+        }
+        n = ct_cache_purge_prefix(ops->cache, pfx);
+    } else {
+        const struct ct_conf_cache *cc = &ops->px->cf->cache;
+        struct ct_cache_key_opts opts = {
+            .query = cc->key_query == CT_CONF_QUERY_DROP   ? CT_CACHE_QUERY_DROP
+                     : cc->key_query == CT_CONF_QUERY_SORT ? CT_CACHE_QUERY_SORT
+                                                           : CT_CACHE_QUERY_KEEP,
+            .header_name = ct_str_c(cc->key_header),
+        };
+        struct ct_cache_key_in in = {.mclass = CT_CACHE_MCLASS_GET, .host = host,
+                                     .default_port = port, .target = path};
+        size_t need = ct_cache_key_size(&in);
+        if (need > cap) {
+            buf = ct_xrealloc(buf, need);
+            cap = need;
+        }
+        struct ct_cache_key key;
+        CT_ASSERT(ct_cache_key_build(&opts, &in, buf, cap, &key) == CT_OK);
+        n = ct_cache_purge(ops->cache, &key);
+    }
+    free(buf);
+    CT_INFO("admin: purge %s %.*s: %zu objects", prefix ? "prefix" : "url", (int)url.len, url.p, n);
+    return purge_body(body, n ? 200 : 404, NULL, n);
+}

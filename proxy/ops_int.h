@@ -1,0 +1,52 @@
+/*
+ * proxy/ops_int.h: shared between the operations files (admin.c, ops.c,
+ * health.c, reload.c) only. The public side is proxy/admin.h.
+ */
+#ifndef CT_OPS_INT_H
+#define CT_OPS_INT_H
+
+#include <sys/socket.h>
+
+#include "common/common.h"
+#include "proxy/admin.h"
+
+struct event;
+struct evconnlistener;
+struct bufferevent;
+struct ct_http_msg;
+struct ct_accesslog;
+struct ct_health;
+struct ct_conf_addr;
+struct admin_conn;
+
+/* Everything here belongs to the main thread. */
+struct ct_ops {
+    unsigned magic;
+#define CT_OPS_MAGIC 0x0b5e7a11u
+    struct ct_proxy *px;
+    ct_time_t started;             /* mono */
+    struct evconnlistener *lev;    /* admin listener; NULL when off */
+    char admin_name[80];
+    struct admin_conn *conns;      /* open admin connections */
+    uint64_t admin_requests;
+    struct ct_cache *cache;        /* purge target; NULL: none */
+    struct ct_accesslog *alog;     /* NULL: off */
+    struct event *alog_timer;
+    struct event *sig_hup, *sig_usr1;
+    struct ct_health *health;      /* NULL: no backend has checks */
+};
+
+/* admin.c */
+int ct_ops_admin_listen(struct ct_ops *ops, const struct ct_conf_addr *addr);
+void ct_ops_admin_close(struct ct_ops *ops);
+
+/* ops.c: POST /purge?url=URL or ?prefix=URL (QUERY). Returns the status to
+ * answer and appends the JSON body to BODY. */
+unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_out *body);
+/* reload.c: SIGHUP. Configurations replaced by a reload are kept until
+ * ct_reload_free_retired() (exit), when no worker can still read them. */
+void ct_ops_reload(struct ct_ops *ops);
+void ct_reload_free_retired(struct ct_ops *ops);
+void ct_ops_addr_name(const struct sockaddr *sa, char *out, size_t len);
+
+#endif /* CT_OPS_INT_H */

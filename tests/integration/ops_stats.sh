@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Operations: the admin listener (/stats JSON, /metrics Prometheus text, 404,
+# 405, purge without a cache), counters that move with requests (status
+# classes, connections, latency histogram, per-backend upstream counters, TLS
+# handshakes), and the access log in both formats.
+# needs: cachet cachet-origin
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
+OPORT=$(ct_wait_listen origin) || exit 1
+
+ALOG="$CT_TMP/access.log"
+ct_start proxy "$CT_BIN/cachet" --http 127.0.0.1:0 --https 127.0.0.1:0 --admin 127.0.0.1:0 \
+    --workers 2 --backend "127.0.0.1:$OPORT" --access-log "$ALOG"
+PPORT=$(ct_wait_listen proxy http) || exit 1
+SPORT=$(ct_wait_listen proxy https) || exit 1
+APORT=$(ct_wait_listen proxy admin) || exit 1
+P="http://127.0.0.1:$PPORT"
+A="http://127.0.0.1:$APORT"
+
+have_py=0
+command -v python3 >/dev/null && have_py=1
+
+# jget JSON EXPR: a value from the /stats JSON (python3), e.g. 'd["requests"]["2xx"]'.
+jget() {
+    python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print(eval(sys.argv[1]))' "$2" <<<"$1"
+}
+# prom TEXT SERIES: the value of one sample line.
+prom() { awk -v s="$2" '$1 == s { print $2 }' <<<"$1"; }
+
+# ---- /stats and /metrics answer, with the right types -----------------------------
+hdrs=$(curl -s -D - -o /dev/null "$A/stats" | tr -d '\r')
+ct_check_match "/stats is application/json" "$hdrs" $'\n''Content-Type: application/json'
+hdrs=$(curl -s -D - -o /dev/null "$A/metrics" | tr -d '\r')
+ct_check_match "/metrics is text/plain; version=0.0.4" "$hdrs" \
+    $'\n''Content-Type: text/plain; version=0.0.4'
+ct_check "unknown admin path: 404" "$(curl -s -o /dev/null -w '%{http_code}' "$A/nope")" 404
+hdrs=$(curl -s -D - -o /dev/null -X POST "$A/stats" | tr -d '\r')
+ct_check_match "POST /stats: 405 with Allow" "$hdrs" '^HTTP/1.1 405 .*'$'\n''Allow: GET, HEAD'
+ct_check "purge without a cache: 501" \
+    "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$A/purge?url=http://x/a")" 501
+ct_check "HEAD /stats: no body" "$(curl -s -I "$A/stats" -o /dev/null -w '%{size_download}')" 0
+# two requests on one admin connection (keep-alive)
+n=$(curl -s -o /dev/null -o /dev/null -w '%{num_connects}\n' "$A/stats" "$A/metrics" |
+    awk '{ s += $1 } END { print s }')
+ct_check "admin keep-alive: two requests, one connection" "$n" 1
+
+# ---- counters move ----------------------------------------------------------------
+before=$(curl -s "$A/stats")
+for i in 1 2 3 4 5; do curl -s -o /dev/null "$P/json"; done
+curl -s -o /dev/null "$P/gen?status=404"
+curl -s -o /dev/null "$P/gen?status=503"
+curl -sk -o /dev/null "https://127.0.0.1:$SPORT/json"
+after=$(curl -s "$A/stats")
+if [ $have_py = 1 ]; then
+    ct_check "/stats is valid JSON" "$(jget "$after" '"ok"')" ok
+    d2=$(($(jget "$after" 'd["requests"]["2xx"]') - $(jget "$before" 'd["requests"]["2xx"]')))
+    ct_check "requests 2xx moved by 6" "$d2" 6
+    d4=$(($(jget "$after" 'd["requests"]["4xx"]') - $(jget "$before" 'd["requests"]["4xx"]')))
+    ct_check "requests 4xx moved by 1" "$d4" 1
+    d5=$(($(jget "$after" 'd["requests"]["5xx"]') - $(jget "$before" 'd["requests"]["5xx"]')))
+    ct_check "requests 5xx moved by 1" "$d5" 1
+    da=$(($(jget "$after" 'd["connections_accepted"]') - $(jget "$before" 'd["connections_accepted"]')))
+    ct_check "connections accepted moved by 8" "$da" 8
+    du=$(($(jget "$after" 'd["backends"][0]["upstream_requests"]') - $(jget "$before" 'd["backends"][0]["upstream_requests"]')))
+    ct_check "upstream requests of the backend moved by 8" "$du" 8
+    ct_check "histogram count == +Inf bucket" \
+        "$(jget "$after" 'd["latency_seconds"]["count"] == d["latency_seconds"]["buckets"]["+Inf"]')" True
+    ct_check "TLS: one full handshake" "$(jget "$after" 'd["tls"]["handshakes_full"]')" 1
+    ct_check "no cache handle: cache is null" "$(jget "$after" 'd["cache"]')" None
+    ct_check "admin requests counted" "$(($(jget "$after" 'd["admin_requests"]') > 5))" 1
+else
+    ct_check_match "/stats has the requests object" "$after" '"requests":\{"1xx":'
+fi
+
+# ---- /metrics: Prometheus text format 0.0.4 ------------------------------------------
+m=$(curl -s "$A/metrics")
+bad=$(grep -vE '^(# HELP [a-z_]+ .+|# TYPE [a-z_]+ (counter|gauge|histogram)|[a-z_]+(\{[a-z_]+="([^"\\]|\\.)*"(,[a-z_]+="([^"\\]|\\.)*")*\})? [0-9.e+-]+)$' <<<"$m" | head -3)
+ct_check "every /metrics line is HELP, TYPE or a sample" "$bad" ""
+ct_check "every family has HELP and TYPE" \
+    "$(grep -c '^# HELP' <<<"$m")" "$(grep -c '^# TYPE' <<<"$m")"
+ct_check "requests_total{class=2xx} >= 6" \
+    "$(($(prom "$m" 'cachet_requests_total{class="2xx"}') >= 6))" 1
+ct_check "connections_open gauge is 0 between requests" "$(prom "$m" cachet_connections_open)" 0
+ct_check "histogram +Inf == _count" \
+    "$(prom "$m" 'cachet_request_duration_seconds_bucket{le="+Inf"}')" \
+    "$(prom "$m" cachet_request_duration_seconds_count)"
+ct_check "tls full handshakes" "$(prom "$m" 'cachet_tls_handshakes_total{type="full"}')" 1
+ct_check_match "per-backend series" "$m" "cachet_upstream_requests_total\{backend=\"127.0.0.1:$OPORT\"\} [0-9]+"
+ct_check_match "close reasons" "$m" 'cachet_connections_closed_total\{reason="rem_close"\} [1-9]'
+# an open connection shows in the gauge
+exec 5<>"/dev/tcp/127.0.0.1/$PPORT"
+for ((i = 0; i < 200; i++)); do
+    o=$(prom "$(curl -s "$A/metrics")" cachet_connections_open)
+    [ "$o" = 1 ] && break
+    sleep 0.01
+done
+ct_check "connections_open counts an idle connection" "$o" 1
+exec 5<&-
+
+# ---- access log (combined) ---------------------------------------------------------------
+curl -s -o /dev/null -A 'agent "quoted"' -e 'http://ref/' "$P/json?x=1"
+ct_stop proxy # flushes the buffers
+line=$(grep -F '/json?x=1' "$ALOG")
+ct_check_match "combined line" "$line" \
+    '^127\.0\.0\.1 - - \[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9:]{8} [+-][0-9]{4}\] "GET /json\?x=1 HTTP/1\.1" 200 [0-9]+ "http://ref/" "agent \\x22quoted\\x22" rt=[0-9]+\.[0-9]{3} ut=[0-9]+\.[0-9]{3} cs=- tls=-$'
+ct_check_match "404 line" "$(grep -F 'status=404' "$ALOG")" '" 404 [0-9]+ '
+ct_check_match "TLS line says the version" "$(grep -F 'tls=TLS' "$ALOG")" 'tls=TLSv1\.[23]$'
+ct_check "one line per proxied request" "$(wc -l <"$ALOG")" 9
+
+# ---- access log (JSON) through a config file ------------------------------------------------
+JLOG="$CT_TMP/access.json"
+cat >"$CT_TMP/json.conf" <<EOF
+workers = 1;
+listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
+backends = ( { name = "origin \"one\""; address = "127.0.0.1:$OPORT"; } );
+admin = { listen = "127.0.0.1:0"; };
+logs = { access_log = "$JLOG"; access_format = "json"; };
+EOF
+ct_start pj "$CT_BIN/cachet" -c "$CT_TMP/json.conf"
+JPORT=$(ct_wait_listen pj http) || exit 1
+JAPORT=$(ct_wait_listen pj admin) || exit 1
+curl -s -o /dev/null -A $'tab\there' "http://127.0.0.1:$JPORT/json"
+curl -s -o /dev/null "http://127.0.0.1:$JPORT/bytes/1000"
+m=$(curl -s "http://127.0.0.1:$JAPORT/metrics")
+ct_check_match "backend label escaped" "$m" 'cachet_upstream_requests_total\{backend="origin \\"one\\""\} 2'
+ct_stop pj
+ct_check "two JSON lines" "$(wc -l <"$JLOG")" 2
+if [ $have_py = 1 ]; then
+    ok=$(python3 -c 'import json,sys
+n=0
+for l in open(sys.argv[1]):
+    d=json.loads(l)
+    assert d["remote_addr"]=="127.0.0.1" and d["method"]=="GET" and d["tls"] is None
+    n+=1
+print(n)' "$JLOG" 2>&1)
+    ct_check "JSON lines parse" "$ok" 2
+    ct_check "JSON: body_bytes_sent" \
+        "$(python3 -c 'import json,sys; print([json.loads(l)["body_bytes_sent"] for l in open(sys.argv[1])][1])' "$JLOG")" 1000
+    ct_check "JSON: user agent with a tab" \
+        "$(python3 -c 'import json,sys; print(repr(json.loads(open(sys.argv[1]).readline())["user_agent"]))' "$JLOG")" "'tab\\there'"
+else
+    ct_check_match "JSON line" "$(head -1 "$JLOG")" '^\{"time":"[0-9T:.-]+Z","remote_addr":"127.0.0.1".*\}$'
+fi
+
+ct_done
