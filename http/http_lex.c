@@ -208,6 +208,25 @@ static bool lex_field(struct ct_http_lex *L, const struct ct_http_limits *lim, u
     }
 }
 
+/* Skip whole 8-byte words of BUF[I..STOP) that hold no byte below 0x20 and
+ * no DEL: field-value octets, except HTAB, which the byte loop after this
+ * takes (a word with a tab merely ends the fast part). The two tests are the
+ * exact "has a byte less than n" / "has a zero byte" word tricks: a word that
+ * passes has no such byte; one that fails is left to the byte loop. */
+static size_t skip_value_words(const char *buf, size_t i, size_t stop)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    while (stop - i >= 8) {
+        uint64_t x, del;
+        memcpy(&x, buf + i, 8);
+        del = x ^ (ones * 0x7f);
+        if (((x - ones * 0x20) & ~x & highs) | ((del - ones) & ~del & highs))
+            break;
+        i += 8;
+    }
+    return i;
+}
+
 size_t ct_http_lex_scan(struct ct_http_lex *L, const struct ct_http_limits *lim, const char *buf,
                         size_t len)
 {
@@ -229,7 +248,7 @@ size_t ct_http_lex_scan(struct ct_http_lex *L, const struct ct_http_limits *lim,
                 size_t line = L->total - L->line_start;
                 stop = line < lim->max_line ? CT_MIN(stop, i + (lim->max_line - line)) : i;
             }
-            size_t j = i;
+            size_t j = L->st == CT_LX_VALUE ? skip_value_words(buf, i, stop) : i;
             while (j < stop && (ct_http_cls[(unsigned char)buf[j]] & want))
                 j++;
             L->total += j - i;

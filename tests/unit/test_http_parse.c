@@ -509,6 +509,35 @@ static void test_obs_fold_and_bytes(void)
                "HEAD(GET / v11 fr0 cl0 ka1 ec0 up0 hb37 [Host=a*] [X=caf\xc3\xa9]) END ");
 }
 
+static void test_ctl_anywhere_in_long_values(void)
+{
+    /* every position of a long value, every kind of forbidden octet (the
+     * value scan works a word at a time) */
+    static const unsigned char bad[] = {0x00, 0x01, 0x08, 0x0a, 0x0b, 0x0d, 0x1f, 0x7f};
+    char in[128];
+    static struct tr t;
+    for (size_t b = 0; b < sizeof(bad); b++)
+        for (size_t k = 0; k < 40; k++) {
+            int n = snprintf(in, sizeof(in), "GET / HTTP/1.1\r\nHost: a\r\nX: %s\r\n\r\n",
+                             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+            in[28 + k] = (char)bad[b];
+            run_whole(&REQ, in, (size_t)n, &t);
+            if (t.status != 400)
+                fprintf(stderr, "\noctet 0x%02x at %zu: %s\n", bad[b], k, t.s);
+            CU_ASSERT_EQUAL(t.status, 400);
+        }
+    /* tabs and obs-text anywhere are fine */
+    for (size_t k = 0; k < 40; k++) {
+        int n = snprintf(in, sizeof(in), "GET / HTTP/1.1\r\nHost: a\r\nX: %s\r\n\r\n",
+                         "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+        in[28 + k] = (char)(k % 2 ? 0xff : '\t');
+        in[28 + (k + 7) % 40] = (char)0x80;
+        run_whole(&REQ, in, (size_t)n, &t);
+        CU_ASSERT_EQUAL(t.status, 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(t.s, "END"));
+    }
+}
+
 static void test_method_tokens(void)
 {
     EXPECT_REQ_ERR("G(T / HTTP/1.1\r\nHost: a\r\n\r\n", 400, "method");
@@ -800,6 +829,7 @@ void ct_test_register(void)
              {"Transfer-Encoding codings", test_te_rules},
              {"chunk sizes and framing", test_chunk_sizes},
              {"obs-fold, bare CR/LF, CTL, name/colon", test_obs_fold_and_bytes},
+             {"CTL anywhere in a long value", test_ctl_anywhere_in_long_values},
              {"method tokens", test_method_tokens}, {"HTTP versions", test_versions},
              {"Host", test_host_rules}, {"limits", test_limits},
              {"heads past 80 KiB within our limits", test_big_head_within_limits},
