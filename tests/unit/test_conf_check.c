@@ -6,6 +6,9 @@
 
 #include "tests/unit/test_conf_helpers.h"
 
+/* Test text must never be cut short: a truncated config would test something else. */
+#define FMT(buf, ...) CU_ASSERT_FATAL(snprintf((buf), sizeof(buf), __VA_ARGS__) < (int)sizeof(buf))
+
 static char dir[64];
 static char cert_a[128], key_a[128], cert_b[128], key_b[128];
 
@@ -32,7 +35,7 @@ static int teardown(void)
 static const char *https_conf(const char *tls)
 {
     static char text[4096];
-    snprintf(text, sizeof(text),
+    FMT(text,
              "backends = ( { address = \"127.0.0.1:8081\"; } );\n"
              "listen = (\n"
              "  { kind = \"https\"; address = \"127.0.0.1:8443\"; tls = { %s }; }\n"
@@ -44,7 +47,7 @@ static const char *https_conf(const char *tls)
 static const char *cert_entry(const char *cert, const char *key, const char *extra)
 {
     static char text[1024];
-    snprintf(text, sizeof(text), "certificates = ( { cert = \"%s\"; key = \"%s\"; %s } );", cert,
+    FMT(text, "certificates = ( { cert = \"%s\"; key = \"%s\"; %s } );", cert,
              key, extra);
     return text;
 }
@@ -55,7 +58,7 @@ static void test_cert_ok(void)
 {
     struct ct_conf *cf;
     char tls[1024];
-    snprintf(tls, sizeof(tls),
+    FMT(tls,
              "certificates = ( { cert = \"%s\"; key = \"%s\"; server_names = [\"A.example\"]; },"
              " { cert = \"%s\"; key = \"%s\"; server_names = [\"*.b.example\", \"b.example\"]; } );"
              " client_verify = \"required\"; client_ca = \"%s\"; client_subject_header = "
@@ -86,7 +89,7 @@ static void test_err_cert_unreadable(void)
 static void test_err_no_cert_in_file(void)
 {
     char want[512];
-    snprintf(want, sizeof(want),
+    FMT(want,
              "t.conf:3: listen[0].tls.certificates[0].cert: no certificate in \"%s\" (expected "
              "a PEM certificate)", key_a);
     EXPECT_ERR(https_conf(cert_entry(key_a, key_a, "")), want);
@@ -95,7 +98,7 @@ static void test_err_no_cert_in_file(void)
 static void test_err_no_key_in_file(void)
 {
     char want[512];
-    snprintf(want, sizeof(want),
+    FMT(want,
              "t.conf:3: listen[0].tls.certificates[0].key: no usable private key in \"%s\" "
              "(expected an unencrypted PEM private key)", cert_a);
     EXPECT_ERR(https_conf(cert_entry(cert_a, cert_a, "")), want);
@@ -104,7 +107,7 @@ static void test_err_no_key_in_file(void)
 static void test_err_key_mismatch(void)
 {
     char want[512];
-    snprintf(want, sizeof(want),
+    FMT(want,
              "t.conf:3: listen[0].tls.certificates[0].key: key \"%s\" does not match "
              "certificate \"%s\" (expected the private key of that certificate)", key_b, cert_a);
     EXPECT_ERR(https_conf(cert_entry(cert_a, key_b, "")), want);
@@ -113,9 +116,9 @@ static void test_err_key_mismatch(void)
 static void test_err_client_ca_no_cert(void)
 {
     char tls[1024], want[512];
-    snprintf(tls, sizeof(tls), "self_signed = true; client_verify = \"optional\"; "
+    FMT(tls, "self_signed = true; client_verify = \"optional\"; "
                                "client_ca = \"%s\";", key_a);
-    snprintf(want, sizeof(want), "t.conf:3: listen[0].tls.client_ca: no certificate in \"%s\" "
+    FMT(want, "t.conf:3: listen[0].tls.client_ca: no certificate in \"%s\" "
                                  "(expected a PEM certificate)", key_a);
     EXPECT_ERR(https_conf(tls), want);
 }
@@ -152,7 +155,7 @@ static void test_err_https_without_cert(void)
 static void test_err_self_signed_and_certs(void)
 {
     char tls[1024];
-    snprintf(tls, sizeof(tls), "%s self_signed = true;", cert_entry(cert_a, key_a, ""));
+    FMT(tls, "%s self_signed = true;", cert_entry(cert_a, key_a, ""));
     EXPECT_ERR(https_conf(tls), "t.conf:3: listen[0].tls.self_signed: set together with "
                                 "certificates (expected one or the other)");
 }
@@ -160,7 +163,7 @@ static void test_err_self_signed_and_certs(void)
 static void test_err_two_defaults(void)
 {
     char tls[1024];
-    snprintf(tls, sizeof(tls),
+    FMT(tls,
              "certificates = ( { cert = \"%s\"; key = \"%s\"; default = true; },\n"
              "{ cert = \"%s\"; key = \"%s\"; default = true; } );",
              cert_a, key_a, cert_b, key_b);
@@ -174,15 +177,15 @@ static void test_err_mtls(void)
                "t.conf:3: listen[0].tls.client_verify: client certificates verified against "
                "nothing (expected client_ca = \"FILE\" with it)");
     char tls[512], want[512];
-    snprintf(tls, sizeof(tls), "self_signed = true; client_ca = \"%s\";", cert_a);
+    FMT(tls, "self_signed = true; client_ca = \"%s\";", cert_a);
     EXPECT_ERR(https_conf(tls), "t.conf:3: listen[0].tls.client_ca: set while client_verify is "
                                 "\"off\" (expected client_verify = \"optional\" or \"required\")");
     EXPECT_ERR(https_conf("self_signed = true; client_subject_header = \"X-S\";"),
                "t.conf:3: listen[0].tls.client_subject_header: set while client_verify is "
                "\"off\" (expected client_verify = \"optional\" or \"required\")");
-    snprintf(tls, sizeof(tls), "self_signed = true; client_ca = \"%s\"; client_verify = "
+    FMT(tls, "self_signed = true; client_ca = \"%s\"; client_verify = "
                                "\"optional\"; client_subject_header = \"X Subject\";", cert_a);
-    snprintf(want, sizeof(want), "t.conf:3: listen[0].tls.client_subject_header: invalid header "
+    FMT(want, "t.conf:3: listen[0].tls.client_subject_header: invalid header "
                                  "name \"X Subject\" (expected a token such as X-Name)");
     EXPECT_ERR(https_conf(tls), want);
 }
