@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "proxy/cache_int.h"
 #include "proxy/proxy_int.h"
 #include "proxy/tls.h"
 
@@ -236,6 +237,7 @@ static void client_unlink(struct ct_client *c)
 
 static void client_free(struct ct_client *c)
 {
+    ct_cache_client_free(c);
     if (c->u)
         ct_upstream_release(&c->u, false);
     bufferevent_free(c->bev);
@@ -303,6 +305,8 @@ void ct_client_fail(struct ct_client *c, enum ct_close why)
     CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
     if (c->failed || c->state == CT_CS_LINGER || c->state == CT_CS_CLOSED)
         return;
+    if (ct_cache_client_fail(c, why))
+        return; /* answered from the cache (stale-if-error) */
     c->failed = true;
     c->why = why;
     unsigned status = ct_close_status(why);

@@ -29,6 +29,7 @@
 #include <event2/event.h>
 
 #include "common/log.h"
+#include "proxy/cache_int.h"
 #include "proxy/proxy_int.h"
 
 static void pump_request(struct ct_client *c);
@@ -68,11 +69,9 @@ enum step { STEP_FETCH, STEP_DELIVER };
 
 static enum step lookup(struct ct_client *c)
 {
-    /* XXX: ct_cache_lookup() goes here (#5): HIT/STALE deliver from the
-     * object, BUSY waits on it, MISS fetches and stores. Until then every
-     * request is a pass. */
-    (void)c;
-    return STEP_FETCH;
+    /* HIT/STALE deliver from the object, BUSY waits on it, PURGE is answered
+     * (cache_req.c); MISS and pass fetch (cache_fill.c stores). */
+    return ct_cache_recv(c) ? STEP_DELIVER : STEP_FETCH;
 }
 
 void ct_fetch_start(struct ct_client *c)
@@ -83,7 +82,7 @@ void ct_fetch_start(struct ct_client *c)
         fetch_connect(c, false);
         return;
     case STEP_DELIVER:
-        CT_WRONG("no cache yet");
+        return; /* the cache has the request */
     }
 }
 
@@ -93,7 +92,7 @@ void ct_fetch_upstream_ready(struct ct_client *c)
     const struct ct_http_msg *req = c->req;
     const struct ct_backend_addr *ba = ct_upstream_backend(c->u);
     struct ct_fwd_req fr = {
-        .msg = req,
+        .msg = ct_cache_fwd_msg(c),
         .peer_ip = ct_str_make(c->peer, c->peer_ip_len),
         .https = c->lc->kind == CT_LISTEN_HTTPS,
         .chunked_body = req->framing == CT_FRAME_CHUNKED,
@@ -223,7 +222,8 @@ static void final_head(struct ct_client *c, const struct ct_http_msg *msg)
     enum ct_resp_conn conn = c->resp_close      ? CT_RESP_CLOSE
                              : req->version == 10 ? CT_RESP_KEEP_ALIVE_10
                                                   : CT_RESP_KEEP;
-    ct_fwd_response_head(cout(c), msg, c->resp_chunked, conn);
+    if (!ct_cache_resp_head(c, msg, conn))
+        ct_fwd_response_head(cout(c), msg, c->resp_chunked, conn);
     c->resp_head_sent = true;
     c->status = msg->status;
     ct_client_set_state(c, CT_CS_SEND);
@@ -232,6 +232,7 @@ static void final_head(struct ct_client *c, const struct ct_http_msg *msg)
 
 static void response_end(struct ct_client *c)
 {
+    ct_cache_resp_end(c);
     if (c->resp_chunked)
         ct_fwd_body_end(cout(c));
     ct_flush(c->bev);
@@ -259,7 +260,8 @@ void ct_fetch_upstream_readable(struct ct_client *c)
         }
         size_t n, before = evbuffer_get_length(in);
         enum ct_http_ev ev =
-            ct_fwd_pump(p, in, c->state == CT_CS_SEND ? cout(c) : NULL, c->resp_chunked, &n);
+            ct_fwd_pump(p, in, c->state == CT_CS_SEND ? ct_cache_body_sink(c) : NULL,
+                        c->resp_chunked, &n);
         switch (ev) {
         case CT_HTTP_EV_MORE:
             if (evbuffer_get_length(in) == 0 || evbuffer_get_length(in) == before) {
@@ -289,6 +291,7 @@ void ct_fetch_upstream_readable(struct ct_client *c)
             break;
         }
         case CT_HTTP_EV_BODY:
+            ct_cache_resp_body(c, n);
             break;
         case CT_HTTP_EV_END:
             if (c->state == CT_CS_SEND) {
@@ -354,6 +357,8 @@ void ct_fetch_upstream_closed(struct ct_client *c, enum ct_close why)
 
 void ct_fetch_client_drained(struct ct_client *c)
 {
+    if (ct_cache_client_drained(c))
+        return;
     if (c->u == NULL || !c->up_paused)
         return;
     c->up_paused = false;

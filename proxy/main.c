@@ -22,6 +22,7 @@
 
 #include "common/log.h"
 #include "conf/conf.h"
+#include "proxy/cache_int.h"
 #include "proxy/proxy_int.h"
 #include "proxy/tls.h"
 
@@ -231,6 +232,7 @@ static int run(const struct ct_conf *cf)
         tick = event_new(base, -1, EV_PERSIST, on_ticket_tick, &px);
         event_add(tick, &(struct timeval){1, 0});
     }
+    px.cache = ct_cache_from_conf(cf);
     if (start_workers(&px, n) != CT_OK) {
         for (unsigned i = 0; i < px.nworkers; i++)
             if (px.workers[i] && px.workers[i]->started)
@@ -249,6 +251,7 @@ out:
         log_totals(&px);
     for (unsigned i = 0; i < px.nworkers; i++)
         ct_worker_join_free(&px.workers[i]);
+    ct_cache_free(&px.cache); /* after the workers: their buffers held references */
     for (int i = 0; i < 2; i++)
         if (sigs[i])
             event_free(sigs[i]);

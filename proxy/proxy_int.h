@@ -92,6 +92,7 @@ struct ct_proxy {
     size_t nlisteners;
     struct ct_worker **workers;
     unsigned nworkers;
+    struct ct_cache *cache; /* the shared store (proxy/cache_int.h); NULL: no cache */
 };
 
 /* ---- workers (worker.c) -------------------------------------------------- */
@@ -142,6 +143,7 @@ struct ct_worker {
     struct ct_upstream *busy; /* upstreams lent to a client */
     uint64_t next_conn_id;
     struct ct_http_limits limits;
+    struct ct_wcache *wc;     /* its side of the cache (cache_req.c); NULL: no cache */
     /* counters (owned by this thread; summed at exit) */
     uint64_t n_accepted;
     uint64_t n_requests;
@@ -194,6 +196,7 @@ struct ct_client {
     struct ct_http_parser *rp;  /* request parser, reused for every request */
     struct event *timer;        /* head / keep-alive / linger deadline */
     struct ct_upstream *u;      /* borrowed from the pool during a fetch */
+    struct ct_creq *cr;         /* the cache's part of its requests (cache_req.c) */
     struct ct_client *next, *prev; /* w->clients */
     uint64_t id;
     unsigned nreq;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "proxy/cache_int.h"
 #include "proxy/proxy_int.h"
 
 static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
@@ -160,6 +161,7 @@ struct ct_worker *ct_worker_new(struct ct_proxy *px, unsigned id)
         goto fail;
     w->wake_ev = event_new(w->base, w->wake_fd[0], EV_READ | EV_PERSIST, on_wake, w);
     event_add(w->wake_ev, NULL);
+    w->wc = ct_wcache_new(w, px->cache);
     return w;
 fail:
     ct_worker_join_free(&w);
@@ -217,6 +219,7 @@ void ct_worker_join_free(struct ct_worker **wp)
     for (int i = 0; i < 2; i++)
         if (w->wake_fd[i] >= 0)
             close(w->wake_fd[i]);
+    ct_wcache_free(&w->wc);
     event_base_free(w->base);
     free(w->be);
     w->magic = 0;

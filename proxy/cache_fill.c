@@ -1,0 +1,537 @@
+/*
+ * proxy/cache_fill.c: the origin's response on its way through the cache.
+ *
+ * The fetcher is a client connection (fetch.c streams origin -> client as
+ * for any request); these hooks add the cache's part:
+ *   - the request head: the client's conditionals and Range are left out of
+ *     a fill (we want the whole, storable representation; the client's
+ *     conditionals are answered from the object), our validators are added to
+ *     a revalidation (RFC 9111 §4.3.1);
+ *   - the response head: RFC 9111 §3 storability (cache_policy.h), then
+ *     either ct_obj_set_head() on the BUSY object with the header block
+ *     rendered ONCE here (status line + storable fields + Via; never the
+ *     per-hit fields) or ct_obj_abandon() with a hit-for-miss marker so the
+ *     waiters fetch on their own at once; a 304 to a revalidation merges
+ *     headers into a new object sharing the old body (§4.3.4); a 5xx within
+ *     stale-if-error serves the stale object instead; an unsafe method's
+ *     non-error response invalidates (§4.4);
+ *   - the body: each piece the client gets is appended to the object (one
+ *     copy: the object owns its memory); waiters stream from the object;
+ *   - the end: ct_obj_complete(); a failure anywhere before it ends the
+ *     object FAILED (cache_req.c, ct_cache_client_fail): never stored, its
+ *     readers see a truncated body.
+ */
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "proxy/cache_int.h"
+#include "proxy/stats.h"
+
+#define ADD_LIT(out, lit) evbuffer_add((out), (lit), sizeof(lit) - 1)
+
+static struct evbuffer *cout(struct ct_client *c) { return bufferevent_get_output(c->bev); }
+
+/* ---- rendering --------------------------------------------------------------- */
+
+static void add_field(struct evbuffer *out, struct ct_str name, struct ct_str value)
+{
+    evbuffer_add(out, name.p, name.len);
+    ADD_LIT(out, ": ");
+    if (value.len)
+        evbuffer_add(out, value.p, value.len);
+    ADD_LIT(out, "\r\n");
+}
+
+static bool is_proxy_field(const struct ct_http_field *f)
+{
+    static const struct ct_str proxy = CT_STR("proxy");
+    return f->name.len >= proxy.len && ct_str_eq_ci(ct_str_make(f->name.p, proxy.len), proxy) &&
+           (f->name.len == proxy.len || f->name.p[proxy.len] == '-');
+}
+
+/* "Via: <theirs>, 1.1 cachet" (RFC 9110 §7.6.3: append, in order). */
+static void add_via(struct evbuffer *out, const struct ct_http_msg *msg)
+{
+    ADD_LIT(out, "Via: ");
+    for (const struct ct_http_field *f = ct_http_msg_find(msg, CT_HDR_VIA, NULL); f;
+         f = ct_http_msg_find(msg, CT_HDR_VIA, f)) {
+        if (f->value.len == 0)
+            continue;
+        evbuffer_add(out, f->value.p, f->value.len);
+        ADD_LIT(out, ", ");
+    }
+    ADD_LIT(out, "1.1 cachet\r\n");
+}
+
+static int status_line(char *buf, size_t cap, const struct ct_http_msg *msg)
+{
+    struct ct_str reason = msg->reason.len ? msg->reason : ct_str_c(ct_fwd_reason(msg->status));
+    int n = snprintf(buf, cap, "HTTP/1.1 %03u %.*s\r\n", msg->status % 1000, (int)reason.len,
+                     reason.p);
+    return CT_MIN(n, (int)cap - 1);
+}
+
+void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
+                           const struct ct_cache_policy_opts *po, const struct ct_cache_blk *blk0)
+{
+    struct ct_cache_blk blk = *blk0;
+    char line[160];
+    int n = status_line(line, sizeof(line), msg);
+    blk.status_len = (uint32_t)n;
+    evbuffer_add(out, &blk, sizeof(blk));
+    evbuffer_add(out, line, (size_t)n);
+    for (size_t i = 0; i < msg->nfields; i++) {
+        const struct ct_http_field *f = &msg->fields[i];
+        /* Per-hit fields are written on every delivery; the framing is ours;
+         * targeted cache control is for us only (RFC 9213 §2). */
+        if ((ct_hdr_flags(f->id) & CT_HDRF_PER_HIT) || f->id == CT_HDR_CONTENT_LENGTH ||
+            f->id == CT_HDR_TRANSFER_ENCODING || f->id == CT_HDR_VIA || is_proxy_field(f) ||
+            ct_cache_policy_field_targeted(f, po) || !ct_cache_policy_field_storable(msg, f, po))
+            continue;
+        add_field(out, f->name, f->value);
+    }
+    add_via(out, msg);
+}
+
+static const char *conn_text(enum ct_resp_conn conn)
+{
+    switch (conn) {
+    case CT_RESP_KEEP_ALIVE_10: return "Connection: keep-alive\r\n";
+    case CT_RESP_CLOSE: return "Connection: close\r\n";
+    case CT_RESP_KEEP:
+    case CT_RESP_UPGRADE:
+    case CT_RESP_INTERIM: break;
+    }
+    return "";
+}
+
+void ct_cache_fwd_head(struct evbuffer *out, const struct ct_http_msg *msg, bool chunked,
+                       enum ct_resp_conn conn, struct ct_str cstatus,
+                       const struct ct_cache_policy_opts *po)
+{
+    char line[160];
+    int n = status_line(line, sizeof(line), msg);
+    evbuffer_add(out, line, (size_t)n);
+    for (size_t i = 0; i < msg->nfields; i++) {
+        const struct ct_http_field *f = &msg->fields[i];
+        if (f->id == CT_HDR_VIA || ct_http_msg_field_is_hop(msg, f) || is_proxy_field(f) ||
+            ct_cache_policy_field_targeted(f, po))
+            continue;
+        add_field(out, f->name, f->value);
+    }
+    add_via(out, msg);
+    /* An upstream cache's Cache-Status came first; ours is appended (RFC 9211 §2). */
+    add_field(out, CT_STR("Cache-Status"), cstatus);
+    if (chunked)
+        ADD_LIT(out, "Transfer-Encoding: chunked\r\n");
+    const char *ct = conn_text(conn);
+    evbuffer_add(out, ct, strlen(ct));
+    ADD_LIT(out, "\r\n");
+}
+
+/* ---- the request ------------------------------------------------------------------ */
+
+static void validators(struct ct_obj *obj, struct ct_cache_validators *v)
+{
+    struct ct_cache_blk blk;
+    struct ct_str wire;
+    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    *v = (struct ct_cache_validators){.etag = ct_obj_etag(obj),
+                                      .last_modified = ct_obj_last_modified(obj),
+                                      .response_time = blk.fresh.response_time};
+}
+
+const struct ct_http_msg *ct_cache_fwd_msg(struct ct_client *c)
+{
+    struct ct_creq *cr = c->cr;
+    const struct ct_http_msg *req = c->req;
+    if (cr == NULL || cr->mode != CT_CREQ_FILL)
+        return req;
+    if (cr->fwd_cap < req->nfields + 2) {
+        free(cr->fwd_fields);
+        cr->fwd_cap = req->nfields + 16;
+        cr->fwd_fields = ct_xmalloc(cr->fwd_cap * sizeof(*cr->fwd_fields));
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < req->nfields; i++) {
+        switch (req->fields[i].id) {
+        case CT_HDR_IF_NONE_MATCH:
+        case CT_HDR_IF_MODIFIED_SINCE:
+        case CT_HDR_RANGE:
+        case CT_HDR_IF_RANGE:
+            continue; /* answered from the object we store */
+        default:
+            cr->fwd_fields[n++] = req->fields[i];
+        }
+    }
+    if (cr->stale) {
+        struct ct_cache_validators v;
+        validators(cr->stale, &v); /* views into the stale object, which we hold */
+        n += ct_cache_policy_revalidate_hdrs(&v, &cr->fwd_fields[n]);
+    }
+    cr->fwd = *req;
+    cr->fwd.fields = cr->fwd_fields;
+    cr->fwd.nfields = n;
+    return &cr->fwd;
+}
+
+/* ---- invalidation (§4.4) ----------------------------------------------------------------- */
+
+static void invalidate(struct ct_client *c, const struct ct_http_msg *resp)
+{
+    char *targets[3];
+    size_t n = ct_cache_policy_invalidate(c->req, resp, targets);
+    struct ct_cache_key key;
+    for (size_t i = 0; i < n; i++) {
+        if (ct_cache_key_for(c, ct_str_c(targets[i]), &key)) {
+            size_t k = ct_cache_purge(c->w->wc->cache, &key);
+            CT_DEBUG("w%u c%llu: %.*s %.*s invalidates %s (%zu objects)", c->w->id,
+                     (unsigned long long)c->id, (int)c->req->method_name.len,
+                     c->req->method_name.p, (int)c->req->target.len, c->req->target.p,
+                     targets[i], k);
+        }
+        free(targets[i]);
+    }
+}
+
+/* ---- the response head ----------------------------------------------------------------- */
+
+/* First value of header ID, or empty. */
+static struct ct_str first_value(const struct ct_http_msg *msg, enum ct_hdr_id id)
+{
+    const struct ct_http_field *f = ct_http_msg_find(msg, id, NULL);
+    return f ? f->value : CT_STR_NULL;
+}
+
+/* grace and keep of a response, seconds (issue 6: grace serves stale while
+ * one fetch refreshes; keep holds it longer for 304s and stale-if-error). */
+static void windows(struct ct_client *c, const struct ct_cache_fresh *f, bool validator,
+                    double *grace, double *keep)
+{
+    const struct ct_conf_cache *cc = &c->w->cf->cache;
+    bool strict = f->flags & (CT_CACHE_F_MUST_REVALIDATE | CT_CACHE_F_NO_CACHE);
+    double swr = f->stale_while_revalidate != CT_CC_UNSET ? (double)f->stale_while_revalidate : 0;
+    double sie = f->stale_if_error != CT_CC_UNSET ? (double)f->stale_if_error
+                                                   : (double)cc->stale_if_error_ms / 1000.0;
+    *grace = strict ? 0 : CT_MAX(swr, (double)cc->grace_ms / 1000.0);
+    *keep = validator ? (double)cc->keep_ms / 1000.0 : 0;
+    if (!strict)
+        *keep = CT_MAX(*keep, sie - *grace);
+}
+
+/* Set the fill object's head from MSG (answering REQ) with BODY_SRC (a 304
+ * update) or a body to come. Returns CT_OK or the store's error. */
+static int store_head(struct ct_client *c, const struct ct_http_msg *msg, struct ct_obj *body_src,
+                      ct_time_t now)
+{
+    struct ct_creq *cr = c->cr;
+    const struct ct_cache_policy_opts *po = ct_cache_popts(c);
+    struct ct_cache_blk blk = {0};
+    char *vkey = NULL;
+    size_t vlen = 0;
+    ct_cache_policy_fresh(msg, po, cr->req_time, now, &blk.fresh);
+    if (body_src) {
+        struct ct_str v = ct_obj_vary(body_src);
+        vkey = v.len ? ct_xmalloc(v.len) : NULL;
+        if (v.len)
+            memcpy(vkey, v.p, v.len);
+        vlen = v.len;
+    } else if (ct_cache_vary_key(msg, c->req, &vkey, &vlen) != CT_OK) {
+        return CT_EPROTO;
+    }
+    struct evbuffer *tmp = evbuffer_new();
+    ct_cache_render_block(tmp, msg, po, &blk);
+    size_t hlen = evbuffer_get_length(tmp);
+    struct ct_obj_meta meta = {
+        .status = msg->status,
+        .head = ct_str_make((const char *)evbuffer_pullup(tmp, -1), hlen),
+        .etag = first_value(msg, CT_HDR_ETAG),
+        .last_modified = first_value(msg, CT_HDR_LAST_MODIFIED),
+        .vary = ct_str_make(vkey, vlen),
+        .response_time = blk.fresh.response_time,
+        .initial_age = blk.fresh.initial_age,
+        .ttl = (double)blk.fresh.lifetime,
+        .body_hint = !body_src && msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0,
+        .body_src = body_src,
+    };
+    windows(c, &blk.fresh, meta.etag.len || meta.last_modified.len, &meta.grace, &meta.keep);
+    int rc = ct_obj_set_head(cr->fill, &meta);
+    evbuffer_free(tmp);
+    free(vkey);
+    return rc;
+}
+
+static void drop_fill(struct ct_creq *cr, ct_time_t now, double hfm)
+{
+    if (cr->fill)
+        ct_obj_abandon(cr->fill, now, hfm);
+    ct_obj_release(&cr->fill);
+    cr->store_ok = false;
+}
+
+/* The origin's body will not reach the client: it got an object instead. */
+static void serve_instead(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatus,
+                          enum ct_resp_conn conn)
+{
+    struct ct_creq *cr = c->cr;
+    cr->discard = true;
+    c->resp_chunked = false;
+    if (cr->bg)
+        return; /* the client already has its answer */
+    CT_ASSERT(ct_cache_emit(c, obj, cstatus, conn == CT_RESP_CLOSE));
+    ct_obj_release(&cr->obj);
+    ct_flush(c->bev);
+}
+
+/* Parse our own stored block back into fields (only on a 304 update, never
+ * on a hit). *OUT is allocated; views point into WIRE. Our Via is left out
+ * (it is added again when the merged head is rendered). */
+static size_t parse_block(struct ct_str wire, uint32_t status_len, struct ct_http_field **out)
+{
+    size_t cap = 8, n = 0;
+    struct ct_http_field *f = ct_xmalloc(cap * sizeof(*f));
+    const char *p = wire.p + status_len, *end = wire.p + wire.len;
+    while (p < end) {
+        const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
+        const char *colon = eol ? memchr(p, ':', (size_t)(eol - p)) : NULL;
+        if (eol == NULL || colon == NULL)
+            break;
+        struct ct_str name = ct_str_make(p, (size_t)(colon - p));
+        struct ct_str value = ct_str_trim_ows(ct_str_make(colon + 1, (size_t)(eol - colon - 1)));
+        enum ct_hdr_id id = ct_hdr_lookup(name);
+        p = eol + 2;
+        if (id == CT_HDR_VIA)
+            continue;
+        if (n == cap)
+            f = ct_xrealloc(f, (cap *= 2) * sizeof(*f));
+        f[n++] = (struct ct_http_field){name, value, id};
+    }
+    *out = f;
+    return n;
+}
+
+/* A 304 to our revalidation (§4.3.3, §4.3.4): a new object with the merged
+ * head that shares the stored body; serve it. */
+static bool revalidated(struct ct_client *c, const struct ct_http_msg *r304,
+                        enum ct_resp_conn conn, ct_time_t now)
+{
+    struct ct_creq *cr = c->cr;
+    struct ct_obj *stale = cr->stale;
+    struct ct_cache_validators v;
+    struct ct_cache_blk blk;
+    struct ct_str wire;
+    validators(stale, &v);
+    CT_ASSERT(ct_cache_blk_get(stale, &blk, &wire));
+    cr->cs = CT_STATS_CS_STALE;
+    if (!ct_cache_policy_304_selects(&v, r304)) {
+        drop_fill(cr, now, 0);
+        serve_instead(c, stale, CT_STR("cachet; fwd=stale; fwd-status=304; detail=not-selected"),
+                      conn);
+        return true;
+    }
+    struct ct_http_field *stored, *merged;
+    size_t ns = parse_block(wire, blk.status_len, &stored);
+    size_t nm = ct_cache_policy_merge_304(stored, ns, r304, ct_cache_popts(c), &merged);
+    struct ct_http_msg m = {.kind = CT_HTTP_RESPONSE, .status = ct_obj_status(stale),
+                            .version = 11, .fields = merged, .nfields = nm,
+                            .framing = CT_FRAME_LENGTH, .content_length = ct_obj_body_len(stale)};
+    /* reason phrase: what follows "HTTP/1.1 NNN " in our stored status line */
+    if (blk.status_len > 15)
+        m.reason = ct_str_make(wire.p + 13, blk.status_len - 15);
+    if (store_head(c, &m, stale, now) == CT_OK) {
+        ct_obj_complete(cr->fill, now);
+        struct ct_obj *obj = cr->fill;
+        cr->fill = NULL;
+        serve_instead(c, obj, CT_STR("cachet; fwd=stale; fwd-status=304"), conn);
+        ct_obj_release(&obj);
+    } else {
+        drop_fill(cr, now, 0);
+        serve_instead(c, stale, CT_STR("cachet; fwd=stale; fwd-status=304; detail=not-updated"),
+                      conn);
+    }
+    free(stored);
+    free(merged);
+    return true;
+}
+
+/* Why not to store MSG, or NULL to store it. *HFM: leave a hit-for-miss marker. */
+static const char *not_storable(struct ct_client *c, const struct ct_http_msg *msg, bool *hfm)
+{
+    enum ct_cache_store v = ct_cache_policy_storable(c->req, msg, ct_cache_popts(c));
+    *hfm = v != CT_CACHE_STORE_NOT_MODIFIED && v != CT_CACHE_STORE_PARTIAL &&
+           v != CT_CACHE_STORE_REQ_NO_STORE;
+    if (v != CT_CACHE_STORE_OK)
+        return ct_cache_store_detail(v);
+    if (msg->framing == CT_FRAME_LENGTH &&
+        !ct_cache_fits(c->w->wc->cache, msg->content_length + msg->head_bytes))
+        return "too-big";
+    return NULL;
+}
+
+static void fill_client_head(struct ct_client *c, const struct ct_http_msg *msg,
+                             enum ct_resp_conn conn)
+{
+    struct ct_creq *cr = c->cr;
+    char frame[64] = "";
+    if (c->resp_chunked)
+        snprintf(frame, sizeof(frame), "Transfer-Encoding: chunked\r\n");
+    else if (msg->framing == CT_FRAME_LENGTH && c->req->method != CT_METHOD_HEAD)
+        snprintf(frame, sizeof(frame), "Content-Length: %llu\r\n",
+                 (unsigned long long)msg->content_length);
+    if (cr->stale)
+        ct_cache_set_status(cr, "cachet; fwd=stale; fwd-status=%u; stored", msg->status);
+    else
+        ct_cache_set_status(cr, "cachet; fwd=miss; stored");
+    ct_cache_write_head(c, cr->fill, NULL, cr->cstatus, "", frame, conn_text(conn));
+}
+
+static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, enum ct_resp_conn conn,
+                      ct_time_t now)
+{
+    struct ct_creq *cr = c->cr;
+    const struct ct_conf_cache *cc = &c->w->cf->cache;
+    if (cr->stale && msg->status == 304)
+        return revalidated(c, msg, conn, now);
+    if (cr->stale && msg->status >= 500 && ct_cache_sie_ok(c, cr->stale, now)) {
+        drop_fill(cr, now, 0);
+        cr->cs = CT_STATS_CS_STALE;
+        serve_instead(c, cr->stale, CT_STR("cachet; hit; detail=stale-if-error"), conn);
+        return true;
+    }
+    bool hfm;
+    const char *why = not_storable(c, msg, &hfm);
+    int rc = why ? CT_OK : store_head(c, msg, NULL, now);
+    if (why == NULL && rc != CT_OK)
+        why = rc == CT_ELIMIT ? "no-memory" : "vary-star";
+    if (why) {
+        /* Waiters are released at once; the marker keeps later requests for
+         * this key from queueing behind a fetch (issue 6). */
+        drop_fill(cr, now, hfm ? (double)cc->hit_for_miss_ms / 1000.0 : 0);
+        if (cr->bg) {
+            cr->discard = true;
+            c->resp_chunked = false;
+            return true;
+        }
+        ct_cache_set_status(cr, "cachet; fwd=%s; detail=%s", cr->stale ? "stale" : "uri-miss",
+                            why);
+        return false;
+    }
+    cr->store_ok = true;
+    if (cr->bg) {
+        c->resp_chunked = false; /* the body goes to the scratch buffer, unframed */
+        return true;
+    }
+    fill_client_head(c, msg, conn);
+    return true;
+}
+
+bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum ct_resp_conn conn)
+{
+    struct ct_creq *cr = c->cr;
+    if (cr == NULL)
+        return false;
+    ct_time_t now = ct_time_real();
+    if (!(ct_http_method_flags(c->req->method) & CT_METHOD_SAFE))
+        invalidate(c, msg);
+    if (cr->mode == CT_CREQ_FILL && fill_head(c, msg, conn, now))
+        return true;
+    if (cr->mode != CT_CREQ_FILL && cr->stale && msg->status >= 500 &&
+        ct_cache_sie_ok(c, cr->stale, now)) {
+        cr->cs = CT_STATS_CS_STALE;
+        serve_instead(c, cr->stale, CT_STR("cachet; hit; detail=stale-if-error"), conn);
+        return true;
+    }
+    if (cr->cstatus.len == 0)
+        ct_cache_set_status(cr, "cachet; fwd=bypass");
+    ct_cache_fwd_head(cout(c), msg, c->resp_chunked, conn, cr->cstatus, ct_cache_popts(c));
+    return true;
+}
+
+/* ---- the body ------------------------------------------------------------------------ */
+
+struct evbuffer *ct_cache_body_sink(struct ct_client *c)
+{
+    struct ct_creq *cr = c->cr;
+    if (cr == NULL)
+        return cout(c);
+    if (cr->discard)
+        return NULL;
+    if (cr->bg) {
+        if (cr->scratch == NULL)
+            cr->scratch = evbuffer_new();
+        return cr->scratch;
+    }
+    return cout(c);
+}
+
+/* Append SRC[off .. off+n) to the fill object, by its segments (no copy but
+ * the object's own). Returns CT_OK or the store's error. */
+static int append_from(struct ct_obj *obj, struct evbuffer *src, size_t off, size_t n)
+{
+    struct evbuffer_ptr ptr;
+    if (evbuffer_ptr_set(src, &ptr, off, EVBUFFER_PTR_SET) != 0)
+        return CT_EIO;
+    while (n > 0) {
+        struct evbuffer_iovec v[8];
+        int k = evbuffer_peek(src, (ev_ssize_t)n, &ptr, v, 8);
+        if (k <= 0)
+            return CT_EIO;
+        size_t got = 0;
+        for (int i = 0; i < k && i < 8 && got < n; i++) {
+            size_t len = CT_MIN(v[i].iov_len, n - got);
+            int rc = ct_obj_append(obj, v[i].iov_base, len);
+            if (rc != CT_OK)
+                return rc;
+            got += len;
+        }
+        n -= got;
+        if (n && evbuffer_ptr_set(src, &ptr, got, EVBUFFER_PTR_ADD) != 0)
+            return CT_EIO;
+    }
+    return CT_OK;
+}
+
+void ct_cache_resp_body(struct ct_client *c, size_t n)
+{
+    struct ct_creq *cr = c->cr;
+    if (cr == NULL || cr->discard)
+        return;
+    struct evbuffer *src = cr->bg ? cr->scratch : cout(c);
+    if (cr->fill && cr->store_ok && n > 0) {
+        /* The piece is the last N bytes, before the chunk's CRLF if framed. */
+        size_t tail = (!cr->bg && c->resp_chunked) ? 2 : 0;
+        size_t len = evbuffer_get_length(src);
+        CT_ASSERT(len >= n + tail);
+        if (append_from(cr->fill, src, len - n - tail, n) != CT_OK) {
+            /* Over max_object_size with no Content-Length, or no memory:
+             * this client gets the rest from the origin; readers see it cut. */
+            ct_obj_fail(cr->fill);
+            ct_obj_release(&cr->fill);
+            cr->store_ok = false;
+        }
+    }
+    if (cr->bg && src)
+        evbuffer_drain(src, evbuffer_get_length(src));
+}
+
+void ct_cache_resp_end(struct ct_client *c)
+{
+    struct ct_creq *cr = c->cr;
+    if (cr == NULL)
+        return;
+    if (cr->fill) {
+        if (cr->store_ok)
+            ct_obj_complete(cr->fill, ct_time_real());
+        else
+            ct_obj_abandon(cr->fill, ct_time_real(), 0);
+        ct_obj_release(&cr->fill);
+    }
+    ct_obj_release(&cr->stale);
+    if (cr->scratch)
+        evbuffer_drain(cr->scratch, evbuffer_get_length(cr->scratch));
+    cr->bg = false;
+}

@@ -1,0 +1,184 @@
+/*
+ * proxy/cache_int.h: the cache on the request path (cache_req.c, cache_fill.c),
+ * and the few calls the proxy core makes into it. Inside proxy/ only.
+ *
+ * Objects and owners:
+ *   struct ct_cache   one per process, made by main from the config, borrowed
+ *                     by every worker through px->cache (shared; thread-safe)
+ *   struct ct_wcache  one per worker (w->wc): its policy options, its expiry
+ *                     sweep timer and its wake queue (the only part other
+ *                     threads touch, under its mutex)
+ *   struct ct_creq    one per client connection (c->cr), made at its first
+ *                     request, reused by every request on it: the key buffer,
+ *                     the objects it holds references on, its waiter
+ *
+ * Hooks, all called on the client's worker thread:
+ *   fetch.c   ct_cache_recv (after the head), ct_cache_fwd_msg (request head for
+ *             the origin), ct_cache_resp_head / _body / _end (the response),
+ *             ct_cache_body_sink (where the origin's body goes), ct_cache_client_drained
+ *   client.c  ct_cache_client_fail (before a failure is answered),
+ *             ct_cache_client_free (before the client is freed)
+ */
+#ifndef CT_PROXY_CACHE_INT_H
+#define CT_PROXY_CACHE_INT_H
+
+#include <pthread.h>
+
+#include "cache/cache.h"
+#include "proxy/proxy_int.h"
+
+struct ct_creq;
+struct ct_wcache;
+
+/* ---- process and worker (main.c, worker.c) -------------------------------- */
+
+/* The store for CF's cache settings; NULL when the cache is off (size 0). */
+struct ct_cache *ct_cache_from_conf(const struct ct_conf *cf);
+
+/* Worker W's cache side (W's base must exist); NULL CACHE: no cache, returns
+ * NULL. Freed on W's thread after its loop ended, or before it started. */
+struct ct_wcache *ct_wcache_new(struct ct_worker *w, struct ct_cache *cache);
+void ct_wcache_free(struct ct_wcache **wcp);
+
+/* ---- fetch.c ------------------------------------------------------------------ */
+
+/* Recv + lookup for C's request head. True: the cache took the request over
+ * (answered it, delivers from an object, or waits on a busy one); false: fetch
+ * it from the origin (a miss to fill, a revalidation, or a pass). */
+bool ct_cache_recv(struct ct_client *c);
+/* The request as it goes to the origin: C's own, or a copy without the
+ * client's conditionals and Range (a fill) and with our validators (a
+ * revalidation). Valid until the response head is in. */
+const struct ct_http_msg *ct_cache_fwd_msg(struct ct_client *c);
+/* A final response head from the origin. True: the cache wrote the head for
+ * the client itself (Cache-Status, Age; maybe from a stored object); false:
+ * write it as usual. May reset c->resp_chunked. */
+bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum ct_resp_conn conn);
+/* Where the origin's body goes in SEND: the client's output; NULL when an
+ * object was delivered instead (dropped); a scratch buffer for a background
+ * refresh (the client already has its answer). */
+struct evbuffer *ct_cache_body_sink(struct ct_client *c);
+/* N body bytes were just written to the client's output (chunk-framed if
+ * c->resp_chunked): copy them into the object being filled. */
+void ct_cache_resp_body(struct ct_client *c, size_t n);
+/* The origin's response is complete. */
+void ct_cache_resp_end(struct ct_client *c);
+/* The client's output drained below the low mark. True if the cache is
+ * delivering (the call was for it). */
+bool ct_cache_client_drained(struct ct_client *c);
+
+/* ---- client.c ----------------------------------------------------------------- */
+
+/* C is about to fail with WHY. True: the cache answered instead (a stale
+ * object within stale-if-error); the failure is off. Otherwise the object
+ * being filled is failed (never stored; its readers see a truncated body). */
+bool ct_cache_client_fail(struct ct_client *c, enum ct_close why);
+/* C is being freed: drop every reference and registration. */
+void ct_cache_client_free(struct ct_client *c);
+/* How the cache took part in C's current request (enum ct_stats_cs). */
+unsigned ct_cache_client_cs(const struct ct_client *c);
+
+/* ---- inside the cache files ----------------------------------------------- */
+
+/* The stored head block: this prefix, then the status line and the fields
+ * (CRLF after each, no blank line), rendered once at store time. The prefix
+ * carries what the policy needs and the store does not keep (must-revalidate,
+ * no-cache, stale-if-error...), so a hit reads it with one memcpy. */
+struct ct_cache_blk {
+    struct ct_cache_fresh fresh;
+    uint32_t status_len; /* bytes of the status line, CRLF included */
+    uint32_t flags;
+};
+
+enum ct_creq_mode {
+    CT_CREQ_NONE,    /* no cache part (yet) */
+    CT_CREQ_PASS,    /* forwarded as is, not stored */
+    CT_CREQ_FILL,    /* fetching into cr->fill (and to the client) */
+    CT_CREQ_WAIT,    /* waiting for the head of a busy object */
+    CT_CREQ_STREAM,  /* delivering cr->obj's body as it fills */
+    CT_CREQ_DONE,    /* answered by the cache */
+};
+
+struct ct_creq {
+    unsigned magic;
+#define CT_CREQ_MAGIC 0xcac4e5e1u
+    struct ct_client *c;
+    enum ct_creq_mode mode;
+    unsigned cs;           /* enum ct_stats_cs */
+    char *keybuf;
+    size_t keycap;
+    struct ct_cache_key key;
+    struct ct_obj *obj;    /* being delivered, or busy one waited on */
+    struct ct_obj *fill;   /* we are its fetcher */
+    struct ct_obj *stale;  /* stale object being revalidated / refreshed */
+    struct ct_obj_body_pos pos;
+    uint64_t body_left;    /* bytes still to deliver (Range) */
+    bool chunked;          /* delivering with chunked framing */
+    bool discard;          /* the origin's body goes nowhere */
+    bool store_ok;         /* fill: the head was stored */
+    bool bg;               /* fill in the background: the client has its answer */
+    bool resume;           /* the cache path handed the request back to fetch.c */
+    struct evbuffer *scratch; /* background fill: the origin's body lands here */
+    ct_time_t req_time;    /* RFC 9111 §4.2.3 request_time */
+    unsigned relookups;
+    /* the request as forwarded (fill / revalidation) */
+    struct ct_http_msg fwd;
+    struct ct_http_field *fwd_fields;
+    size_t fwd_cap;
+    struct ct_str cstatus; /* Cache-Status for a forwarded response */
+    char cstatus_buf[128];
+    /* waiting */
+    struct ct_cache_waiter waiter;
+    bool waiting;
+    struct event *timer;   /* waiter timeout */
+    bool queued;           /* on the worker's wake queue (under wc->mu) */
+    struct ct_creq *wq_next;
+};
+
+struct ct_wcache {
+    unsigned magic;
+#define CT_WCACHE_MAGIC 0x3cac4e11u
+    struct ct_worker *w;
+    struct ct_cache *cache;
+    struct ct_cache_policy_opts popts[2]; /* [0] honour client CC, [1] ignore it */
+    struct ct_cache_key_opts kopts;
+    struct event *sweep;
+    int efd;               /* eventfd: other threads wake this worker's waiters */
+    struct event *wake_ev;
+    pthread_mutex_t mu;    /* guards the queue below */
+    struct ct_creq *wq_head, *wq_tail;
+    time_t date_sec;       /* Date of this second, formatted once */
+    char date[CT_HTTP_DATE_LEN + 1];
+};
+
+/* cache_fill.c */
+/* Render MSG's storable fields (and our Via) into OUT as the stored block
+ * (prefix + status line + fields). */
+void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
+                           const struct ct_cache_policy_opts *po, const struct ct_cache_blk *blk);
+/* The head of a forwarded (not delivered-from-object) response with CSTATUS. */
+void ct_cache_fwd_head(struct evbuffer *out, const struct ct_http_msg *msg, bool chunked,
+                       enum ct_resp_conn conn, struct ct_str cstatus,
+                       const struct ct_cache_policy_opts *po);
+/* cache_req.c */
+const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_client *c);
+bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct ct_str *wire);
+/* Build the key of TARGET for C's request into cr->keybuf / *KEY. */
+bool ct_cache_key_for(struct ct_client *c, struct ct_str target, struct ct_cache_key *key);
+void ct_cache_set_status(struct ct_creq *cr, const char *fmt, ...) CT_PRINTF(2, 3);
+/* Write OBJ's stored head (or STATUS_LINE + its fields) and the per-hit
+ * fields: Date, Age, Cache-Status, then EXTRA, FRAME and CONN verbatim. */
+void ct_cache_write_head(struct ct_client *c, struct ct_obj *obj, const char *status_line,
+                         struct ct_str cstatus, const char *extra, const char *frame,
+                         const char *conn);
+/* Write the whole response from OBJ (head, and body as far as it is there).
+ * True if it is all out; false: the body streams on (cr->mode = STREAM). The
+ * client's state is the caller's. */
+bool ct_cache_emit(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatus,
+                   bool force_close);
+/* Deliver OBJ (a new reference, taken) as C's whole response (FETCH -> SEND,
+ * then the next request). */
+void ct_cache_deliver(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatus);
+bool ct_cache_sie_ok(struct ct_client *c, struct ct_obj *stale, ct_time_t now);
+
+#endif /* CT_PROXY_CACHE_INT_H */

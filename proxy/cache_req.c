@@ -1,0 +1,1091 @@
+/*
+ * proxy/cache_req.c: the cache on the request path, Varnish's req FSM
+ * (recv -> lookup -> hit / miss / pass / busy -> deliver) as the functions
+ * the client FSM calls between reading a head and sending a response.
+ *
+ *   recv:    GET/HEAD without a body take the cache path; PURGE is answered
+ *            here; every other method is a pass (its response may invalidate,
+ *            see cache_fill.c).
+ *   lookup:  HIT     -> deliver (or 304 / 206 / 416 from the object)
+ *            STALE   -> within grace: deliver the stale object at once; if we
+ *                       hold the fetch slot, refresh it in the background on
+ *                       this connection; else revalidate in the foreground
+ *            BUSY    -> wait on the object (coalescing), then stream from it
+ *            MISS    -> fetch into the new object (cache_fill.c)
+ *            PASS    -> hit-for-miss: fetch, do not store
+ *
+ * Delivery never parses a stored header and never copies a body: the stored
+ * block (status line + fields, rendered once by cache_fill.c) and the body
+ * segments go to the client's output by reference, one object reference per
+ * handed-out piece, released by libevent when the bytes are gone
+ * (ct_obj_release_cb). Only Date, Age, Cache-Status, the framing and
+ * Connection are written per hit, from one stack buffer.
+ *
+ * Streaming from a busy object: a reader adds what is there, then registers a
+ * one-shot waiter. The store calls the waiter's wake on the fetcher's thread
+ * under a shard lock; the wake only queues the reader on its own worker's
+ * wake queue (mutex + eventfd), and the worker continues it from its loop.
+ * A reader stops adding while its output holds CT_BP_HIGH bytes and resumes
+ * from the drained callback: a slow reader costs references, not copies, and
+ * never slows the fetch or the other readers.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "proxy/cache_int.h"
+#include "proxy/stats.h"
+
+#define SWEEP_MS 500
+#define SWEEP_BUDGET 4096
+#define MAX_RELOOKUPS 4
+#define STREAM_PIECE (256 * 1024)
+
+static void stream_more(struct ct_client *c);
+static bool lookup(struct ct_client *c);
+static void on_wait_timeout(evutil_socket_t fd, short what, void *arg);
+
+static struct evbuffer *cout(struct ct_client *c) { return bufferevent_get_output(c->bev); }
+
+/* ---- the process and its workers ------------------------------------------ */
+
+struct ct_cache *ct_cache_from_conf(const struct ct_conf *cf)
+{
+    const struct ct_conf_cache *cc = &cf->cache;
+    if (cc->size_bytes == 0)
+        return NULL;
+    struct ct_cache_config cfg = {
+        .max_bytes = cc->size_bytes,
+        .max_object_size = CT_MIN(cc->max_object_bytes, cc->size_bytes),
+    };
+    struct ct_cache *cache = ct_cache_new(&cfg);
+    if (cache == NULL)
+        CT_ERR("cache: cannot create a store of %llu bytes; running without a cache",
+               (unsigned long long)cc->size_bytes);
+    return cache;
+}
+
+static void policy_opts(const struct ct_conf_cache *cc, bool ignore_req_cc,
+                        struct ct_cache_policy_opts *po)
+{
+    ct_cache_policy_opts_default(po);
+    po->store_set_cookie = cc->store_set_cookie;
+    po->ignore_req_cc = ignore_req_cc;
+    po->targeted_cc = ct_str_c(cc->targeted_cc);
+    po->heuristic_pct = (unsigned)(cc->heuristic_fraction * 100.0 + 0.5);
+    po->heuristic_max = (int64_t)(cc->heuristic_max_ms / 1000);
+    po->default_ttl = cc->default_ttl_ms ? (int64_t)(cc->default_ttl_ms / 1000) : CT_CC_UNSET;
+}
+
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_wcache *wc = arg;
+    CT_CHECK_OBJ(wc, CT_WCACHE_MAGIC);
+    /* Bounded work per tick; lookups also reclaim lazily what they meet. */
+    ct_cache_expire_some(wc->cache, ct_time_real(), SWEEP_BUDGET);
+}
+
+static void on_obj_change(struct ct_creq *cr);
+
+/* Worker thread: run the readers other threads queued. One at a time, so a
+ * reader that ends its client cannot leave a freed one in a local list. */
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_wcache *wc = arg;
+    CT_CHECK_OBJ(wc, CT_WCACHE_MAGIC);
+    uint64_t v;
+    if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+        CT_ERR("w%u cache wake: %s", wc->w->id, strerror(errno));
+    for (unsigned i = 0; i < 100000; i++) {
+        pthread_mutex_lock(&wc->mu);
+        struct ct_creq *cr = wc->wq_head;
+        if (cr) {
+            wc->wq_head = cr->wq_next;
+            if (wc->wq_head == NULL)
+                wc->wq_tail = NULL;
+            cr->wq_next = NULL;
+            cr->queued = false;
+        }
+        pthread_mutex_unlock(&wc->mu);
+        if (cr == NULL)
+            return;
+        on_obj_change(cr);
+    }
+}
+
+struct ct_wcache *ct_wcache_new(struct ct_worker *w, struct ct_cache *cache)
+{
+    if (cache == NULL)
+        return NULL;
+    struct ct_wcache *wc = ct_xcalloc(1, sizeof(*wc));
+    const struct ct_conf_cache *cc = &w->cf->cache;
+    wc->magic = CT_WCACHE_MAGIC;
+    wc->w = w;
+    wc->cache = cache;
+    policy_opts(cc, false, &wc->popts[0]);
+    policy_opts(cc, true, &wc->popts[1]);
+    wc->kopts.query = cc->key_query == CT_CONF_QUERY_DROP   ? CT_CACHE_QUERY_DROP
+                      : cc->key_query == CT_CONF_QUERY_SORT ? CT_CACHE_QUERY_SORT
+                                                            : CT_CACHE_QUERY_KEEP;
+    wc->kopts.header_name = ct_str_c(cc->key_header);
+    pthread_mutex_init(&wc->mu, NULL);
+    wc->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    CT_ASSERT(wc->efd >= 0);
+    wc->wake_ev = event_new(w->base, wc->efd, EV_READ | EV_PERSIST, on_wake, wc);
+    event_add(wc->wake_ev, NULL);
+    wc->sweep = event_new(w->base, -1, EV_PERSIST, on_sweep, wc);
+    event_add(wc->sweep, &(struct timeval){0, SWEEP_MS * 1000});
+    return wc;
+}
+
+void ct_wcache_free(struct ct_wcache **wcp)
+{
+    struct ct_wcache *wc = *wcp;
+    *wcp = NULL;
+    if (wc == NULL)
+        return;
+    CT_CHECK_OBJ(wc, CT_WCACHE_MAGIC);
+    CT_ASSERT(wc->wq_head == NULL); /* every client dequeued itself when freed */
+    event_free(wc->wake_ev);
+    event_free(wc->sweep);
+    close(wc->efd);
+    pthread_mutex_destroy(&wc->mu);
+    wc->magic = 0;
+    free(wc);
+}
+
+/* Fetcher's thread, under the object's shard lock: queue the reader on its
+ * own worker and poke that worker's loop. Nothing else. */
+static void waiter_wake(void *arg)
+{
+    struct ct_creq *cr = arg;
+    struct ct_wcache *wc = cr->c->w->wc;
+    pthread_mutex_lock(&wc->mu);
+    if (!cr->queued) {
+        cr->queued = true;
+        if (wc->wq_tail)
+            wc->wq_tail->wq_next = cr;
+        else
+            wc->wq_head = cr;
+        wc->wq_tail = cr;
+    }
+    pthread_mutex_unlock(&wc->mu);
+    uint64_t one = 1;
+    if (write(wc->efd, &one, sizeof(one)) < 0) {
+        /* EAGAIN: the counter is full, so the worker is awake anyway. */
+    }
+}
+
+static void dequeue(struct ct_creq *cr)
+{
+    struct ct_wcache *wc = cr->c->w->wc;
+    pthread_mutex_lock(&wc->mu);
+    if (cr->queued) {
+        struct ct_creq **pp = &wc->wq_head, *prev = NULL;
+        while (*pp != cr) {
+            prev = *pp;
+            pp = &(*pp)->wq_next;
+        }
+        *pp = cr->wq_next;
+        if (wc->wq_tail == cr)
+            wc->wq_tail = prev;
+        cr->wq_next = NULL;
+        cr->queued = false;
+    }
+    pthread_mutex_unlock(&wc->mu);
+}
+
+/* ---- per-connection state --------------------------------------------------- */
+
+static struct ct_creq *creq_new(struct ct_client *c)
+{
+    struct ct_creq *cr = ct_xcalloc(1, sizeof(*cr));
+    cr->magic = CT_CREQ_MAGIC;
+    cr->c = c;
+    ct_cache_waiter_init(&cr->waiter, waiter_wake, cr);
+    cr->timer = evtimer_new(c->w->base, on_wait_timeout, cr);
+    c->cr = cr;
+    return cr;
+}
+
+static void unwait(struct ct_creq *cr)
+{
+    if (cr->waiting) {
+        ct_obj_unwait(&cr->waiter); /* after this, waiter_wake cannot run */
+        cr->waiting = false;
+    }
+    dequeue(cr);
+    evtimer_del(cr->timer);
+}
+
+/* Register on cr->obj; false if there is news already (read now). */
+static bool wait_obj(struct ct_creq *cr, enum ct_obj_state seen, uint64_t have)
+{
+    CT_ASSERT(!cr->waiting);
+    if (!ct_obj_wait(cr->obj, &cr->waiter, seen, have))
+        return false;
+    cr->waiting = true;
+    return true;
+}
+
+/* Drop what the last request held. A fill still unended here was cut short. */
+static void creq_reset(struct ct_creq *cr)
+{
+    unwait(cr);
+    if (cr->fill)
+        ct_obj_fail(cr->fill);
+    ct_obj_release(&cr->fill);
+    ct_obj_release(&cr->obj);
+    ct_obj_release(&cr->stale);
+    cr->mode = CT_CREQ_NONE;
+    cr->cs = CT_STATS_CS_NONE;
+    cr->chunked = cr->discard = cr->store_ok = cr->bg = cr->resume = false;
+    cr->relookups = 0;
+    cr->cstatus = CT_STR_NULL;
+    if (cr->scratch)
+        evbuffer_drain(cr->scratch, evbuffer_get_length(cr->scratch));
+}
+
+void ct_cache_client_free(struct ct_client *c)
+{
+    struct ct_creq *cr = c->cr;
+    if (cr == NULL)
+        return;
+    CT_CHECK_OBJ(cr, CT_CREQ_MAGIC);
+    creq_reset(cr);
+    event_free(cr->timer);
+    if (cr->scratch)
+        evbuffer_free(cr->scratch);
+    free(cr->fwd_fields);
+    free(cr->keybuf);
+    cr->magic = 0;
+    free(cr);
+    c->cr = NULL;
+}
+
+unsigned ct_cache_client_cs(const struct ct_client *c)
+{
+    return c->cr ? c->cr->cs : CT_STATS_CS_NONE;
+}
+
+const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_client *c)
+{
+    const struct ct_conf *cf = c->w->cf;
+    size_t i = (size_t)(c->lc - c->w->px->listeners);
+    bool honour = i < cf->nlisteners ? cf->listeners[i].honour_client_cc : true;
+    return &c->w->wc->popts[honour ? 0 : 1];
+}
+
+void ct_cache_set_status(struct ct_creq *cr, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(cr->cstatus_buf, sizeof(cr->cstatus_buf), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    cr->cstatus = ct_str_make(cr->cstatus_buf, CT_MIN((size_t)n, sizeof(cr->cstatus_buf) - 1));
+}
+
+bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct ct_str *wire)
+{
+    struct ct_str h = ct_obj_head(obj);
+    if (h.len < sizeof(*blk))
+        return false;
+    memcpy(blk, h.p, sizeof(*blk)); /* the block is not aligned for the struct */
+    *wire = ct_str_make(h.p + sizeof(*blk), h.len - sizeof(*blk));
+    return true;
+}
+
+/* ---- keys ------------------------------------------------------------------- */
+
+bool ct_cache_key_for(struct ct_client *c, struct ct_str target, struct ct_cache_key *key)
+{
+    struct ct_creq *cr = c->cr;
+    struct ct_wcache *wc = c->w->wc;
+    const struct ct_http_msg *req = c->req;
+    const struct ct_http_field *host = ct_http_msg_find(req, CT_HDR_HOST, NULL);
+    struct ct_cache_key_in in = {
+        .mclass = CT_CACHE_MCLASS_GET,
+        .host = host ? host->value : CT_STR_NULL,
+        .default_port = c->lc->kind == CT_LISTEN_HTTPS ? 443 : 80,
+        .target = target,
+        .header_value = CT_STR_NULL,
+    };
+    if (wc->kopts.header_name.len) {
+        const struct ct_http_field *f = ct_http_msg_find_name(req, wc->kopts.header_name, NULL);
+        if (f)
+            in.header_value = f->value;
+    }
+    size_t need = ct_cache_key_size(&in);
+    if (need > cr->keycap) {
+        free(cr->keybuf);
+        cr->keycap = need < 512 ? 512 : need;
+        cr->keybuf = ct_xmalloc(cr->keycap);
+    }
+    return ct_cache_key_build(&wc->kopts, &in, cr->keybuf, cr->keycap, key) == CT_OK;
+}
+
+/* ---- small answers ------------------------------------------------------------ */
+
+/* Date for this second, formatted once per second per worker. */
+static const char *date_now(struct ct_wcache *wc)
+{
+    time_t t = time(NULL);
+    if (t != wc->date_sec) {
+        ct_http_date_format(t, wc->date);
+        wc->date_sec = t;
+    }
+    return wc->date;
+}
+
+/* Which Connection field the response needs; sets c->resp_close. */
+static const char *conn_field(struct ct_client *c, bool force_close)
+{
+    const struct ct_http_msg *req = c->req;
+    c->resp_close = force_close || !req->keep_alive || c->w->draining;
+    if (c->resp_close)
+        return "Connection: close\r\n";
+    return req->version == 10 ? "Connection: keep-alive\r\n" : "";
+}
+
+/* The response is out: next request (C may be gone after this). */
+static void finish(struct ct_client *c)
+{
+    struct ct_creq *cr = c->cr;
+    ct_obj_release(&cr->obj);
+    ct_obj_release(&cr->stale);
+    if (cr->mode != CT_CREQ_PASS && cr->mode != CT_CREQ_FILL)
+        cr->mode = CT_CREQ_DONE;
+    ct_flush(c->bev);
+    ct_client_response_done(c);
+}
+
+/* A short answer of our own (PURGE, only-if-cached, waiter timeout). */
+static void answer(struct ct_client *c, unsigned status, const char *body, const char *cstatus)
+{
+    struct ct_creq *cr = c->cr;
+    size_t blen = strlen(body);
+    bool head = c->req->method == CT_METHOD_HEAD;
+    evbuffer_add_printf(cout(c),
+                        "HTTP/1.1 %u %s\r\nServer: cachet\r\nDate: %s\r\n"
+                        "Content-Type: text/plain\r\nContent-Length: %zu\r\n"
+                        "Cache-Status: %s\r\n%s\r\n%s",
+                        status, ct_fwd_reason(status), date_now(c->w->wc), blen, cstatus,
+                        conn_field(c, false), head ? "" : body);
+    cr->mode = CT_CREQ_DONE;
+    ct_client_set_state(c, CT_CS_SEND);
+    c->resp_head_sent = true;
+    c->status = status;
+    finish(c);
+}
+
+/* ---- delivering an object ------------------------------------------------------ */
+
+static void add_ref(struct evbuffer *out, struct ct_obj *obj, const char *p, size_t len)
+{
+    if (len)
+        evbuffer_add_reference(out, p, len, ct_obj_release_cb, ct_obj_ref(obj));
+}
+
+static void add_piece(struct evbuffer *out, struct ct_obj *obj, struct ct_str s, bool chunked)
+{
+    if (chunked) {
+        char line[24];
+        int k = snprintf(line, sizeof(line), "%zx\r\n", s.len);
+        evbuffer_add(out, line, (size_t)k);
+    }
+    add_ref(out, obj, s.p, s.len);
+    if (chunked)
+        evbuffer_add(out, "\r\n", 2);
+}
+
+/* One single-range "bytes=" spec against LEN bytes (RFC 9110 §14.1.2).
+ * 0: no usable range (serve 200); 1: [*first, *last]; -1: unsatisfiable. */
+static int parse_range(struct ct_str v, uint64_t len, uint64_t *first, uint64_t *last)
+{
+    static const struct ct_str unit = CT_STR("bytes=");
+    if (v.len <= unit.len || !ct_str_eq_ci(ct_str_make(v.p, unit.len), unit))
+        return 0;
+    struct ct_str spec = ct_str_trim_ows(ct_str_make(v.p + unit.len, v.len - unit.len));
+    const char *dash = memchr(spec.p, '-', spec.len);
+    if (dash == NULL || memchr(spec.p, ',', spec.len))
+        return 0; /* malformed, or several ranges: the whole thing (allowed) */
+    struct ct_str a = ct_str_make(spec.p, (size_t)(dash - spec.p));
+    struct ct_str b = ct_str_make(dash + 1, spec.len - a.len - 1);
+    uint64_t x, y;
+    if (a.len == 0) { /* suffix: the last N bytes */
+        if (ct_str_to_u64(b, UINT64_MAX, &y) != CT_OK)
+            return 0;
+        if (y == 0 || len == 0)
+            return -1;
+        *first = len > y ? len - y : 0;
+        *last = len - 1;
+        return 1;
+    }
+    if (ct_str_to_u64(a, UINT64_MAX, &x) != CT_OK)
+        return 0;
+    if (b.len == 0)
+        y = UINT64_MAX;
+    else if (ct_str_to_u64(b, UINT64_MAX, &y) != CT_OK || y < x)
+        return 0;
+    if (x >= len)
+        return -1;
+    *first = x;
+    *last = y >= len ? len - 1 : y;
+    return 1;
+}
+
+/* If-Range (RFC 9110 §13.1.5): a strong ETag equal to ours, or our exact
+ * Last-Modified date; anything else: send the whole representation. */
+static bool if_range_ok(const struct ct_http_msg *req, const struct ct_obj *obj)
+{
+    const struct ct_http_field *f = ct_http_msg_find(req, CT_HDR_IF_RANGE, NULL);
+    if (f == NULL)
+        return true;
+    if (f->value.len && (f->value.p[0] == '"' || f->value.p[0] == 'W'))
+        return ct_cache_etag_match(f->value, ct_obj_etag(obj), false);
+    struct ct_str lm = ct_obj_last_modified(obj);
+    return lm.len && ct_str_eq(lm, f->value);
+}
+
+struct dl {
+    unsigned status;     /* the status line we send */
+    bool own_line;       /* not the stored one (304, 206, 416) */
+    bool body;
+    uint64_t first, len; /* body range */
+    char extra[96];      /* Content-Range */
+};
+
+/* What to send for REQ from the complete or streaming OBJ (§4.3.2, Range). */
+static void plan(struct ct_client *c, struct ct_obj *obj, const struct ct_cache_blk *blk,
+                 struct dl *d)
+{
+    const struct ct_http_msg *req = c->req;
+    bool complete = ct_obj_state(obj) == CT_OBJ_COMPLETE;
+    unsigned st = ct_obj_status(obj);
+    uint64_t len = complete ? ct_obj_body_len(obj) : UINT64_MAX;
+    *d = (struct dl){.status = st, .len = len, .body = st != 204 && st != 304};
+    if (!complete || st != 200)
+        return;
+    struct ct_cache_validators v = {.etag = ct_obj_etag(obj),
+                                    .last_modified = ct_obj_last_modified(obj),
+                                    .response_time = blk->fresh.response_time};
+    if (ct_cache_policy_cond(req, &v) == 304) {
+        d->status = 304;
+        d->own_line = true;
+        d->body = false;
+        return;
+    }
+    const struct ct_http_field *rf = ct_http_msg_find(req, CT_HDR_RANGE, NULL);
+    if (req->method != CT_METHOD_GET || rf == NULL || !if_range_ok(req, obj))
+        return;
+    uint64_t a, b;
+    int r = parse_range(rf->value, len, &a, &b);
+    if (r == 0)
+        return;
+    d->own_line = true;
+    if (r < 0) {
+        d->status = 416;
+        d->body = false;
+        d->len = 0;
+        snprintf(d->extra, sizeof(d->extra), "Content-Range: bytes */%llu\r\n",
+                 (unsigned long long)len);
+        return;
+    }
+    d->status = 206;
+    d->first = a;
+    d->len = b - a + 1;
+    snprintf(d->extra, sizeof(d->extra), "Content-Range: bytes %llu-%llu/%llu\r\n",
+             (unsigned long long)a, (unsigned long long)b, (unsigned long long)len);
+}
+
+void ct_cache_write_head(struct ct_client *c, struct ct_obj *obj, const char *status_line,
+                         struct ct_str cstatus, const char *extra, const char *frame,
+                         const char *conn)
+{
+    struct evbuffer *out = cout(c);
+    struct ct_cache_blk blk;
+    struct ct_str wire;
+    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    if (status_line) {
+        evbuffer_add(out, status_line, strlen(status_line));
+        add_ref(out, obj, wire.p + blk.status_len, wire.len - blk.status_len);
+    } else {
+        add_ref(out, obj, wire.p, wire.len);
+    }
+    double age = ct_obj_age(obj, ct_time_real());
+    char tail[512];
+    int n = snprintf(tail, sizeof(tail), "Date: %s\r\nAge: %lld\r\nCache-Status: %.*s\r\n%s%s%s\r\n",
+                     date_now(c->w->wc), age > 0 ? (long long)age : 0LL, (int)cstatus.len,
+                     cstatus.p, extra, frame, conn);
+    evbuffer_add(out, tail, CT_MIN((size_t)(n > 0 ? n : 0), sizeof(tail) - 1));
+}
+
+bool ct_cache_emit(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatus, bool force_close)
+{
+    struct ct_creq *cr = c->cr;
+    struct evbuffer *out = cout(c);
+    struct ct_cache_blk blk;
+    struct ct_str wire;
+    struct dl d;
+    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    plan(c, obj, &blk, &d);
+    bool head_only = c->req->method == CT_METHOD_HEAD;
+    bool streaming = d.len == UINT64_MAX;
+    char frame[64] = "";
+    if (d.body && streaming && !head_only) {
+        /* Length unknown yet: chunked for HTTP/1.1, close-delimited for 1.0. */
+        if (c->req->version == 11)
+            snprintf(frame, sizeof(frame), "Transfer-Encoding: chunked\r\n");
+        else
+            force_close = true;
+    } else if (d.body || d.status == 416) {
+        snprintf(frame, sizeof(frame), "Content-Length: %llu\r\n", (unsigned long long)d.len);
+    }
+    char line[64];
+    if (d.own_line)
+        snprintf(line, sizeof(line), "HTTP/1.1 %u %s\r\n", d.status,
+                 d.status == 206   ? "Partial Content"
+                 : d.status == 416 ? "Range Not Satisfiable"
+                                   : ct_fwd_reason(d.status));
+    ct_cache_write_head(c, obj, d.own_line ? line : NULL, cstatus, d.extra, frame,
+                        conn_field(c, force_close));
+    c->status = d.status;
+    if (!d.body || head_only || d.status == 416)
+        return true;
+    cr->chunked = streaming && c->req->version == 11;
+    cr->pos = (struct ct_obj_body_pos)CT_OBJ_BODY_POS_INIT;
+    cr->body_left = d.len;
+    if (d.first)
+        CT_ASSERT(ct_obj_body_seek(obj, &cr->pos, d.first) == CT_OK);
+    if (cr->obj != obj) {
+        ct_obj_release(&cr->obj);
+        cr->obj = ct_obj_ref(obj);
+    }
+    cr->mode = CT_CREQ_STREAM;
+    for (;;) {
+        struct ct_str chunk;
+        size_t max = cr->body_left < STREAM_PIECE ? (size_t)cr->body_left : 0;
+        enum ct_obj_body r = ct_obj_body_next(obj, &cr->pos, max, &chunk);
+        if (r != CT_OBJ_BODY_DATA)
+            return r == CT_OBJ_BODY_END && !streaming;
+        add_piece(out, obj, chunk, cr->chunked);
+        cr->body_left -= chunk.len;
+        if (cr->body_left == 0)
+            return true;
+        if (streaming && evbuffer_get_length(out) >= CT_BP_HIGH)
+            return false;
+    }
+}
+
+/* Deliver OBJ (a new reference, taken) to C as its whole response. */
+void ct_cache_deliver(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatus)
+{
+    struct ct_creq *cr = c->cr;
+    ct_obj_release(&cr->obj);
+    cr->obj = obj;
+    bool done = ct_cache_emit(c, obj, cstatus, false);
+    ct_client_set_state(c, CT_CS_SEND);
+    c->resp_head_sent = true;
+    if (done) {
+        finish(c);
+        return;
+    }
+    stream_more(c);
+}
+
+/* Streaming from a filling object: add what is there, wait for more. */
+static void stream_more(struct ct_client *c)
+{
+    struct ct_creq *cr = c->cr;
+    struct evbuffer *out = cout(c);
+    for (unsigned i = 0; i < 1000000; i++) {
+        if (evbuffer_get_length(out) >= CT_BP_HIGH) {
+            ct_flush(c->bev); /* ct_cache_client_drained() resumes */
+            return;
+        }
+        struct ct_str chunk;
+        size_t max = cr->body_left < STREAM_PIECE ? (size_t)cr->body_left : STREAM_PIECE;
+        switch (ct_obj_body_next(cr->obj, &cr->pos, max, &chunk)) {
+        case CT_OBJ_BODY_DATA:
+            add_piece(out, cr->obj, chunk, cr->chunked);
+            cr->body_left -= chunk.len;
+            if (cr->body_left == 0)
+                goto end;
+            continue;
+        case CT_OBJ_BODY_WAIT:
+            if (wait_obj(cr, CT_OBJ_STREAMING, cr->pos.off)) {
+                ct_flush(c->bev);
+                return;
+            }
+            continue;
+        case CT_OBJ_BODY_END:
+            goto end;
+        case CT_OBJ_BODY_FAILED:
+            /* The fetch died: what was sent must look truncated. */
+            cr->mode = CT_CREQ_DONE;
+            ct_flush(c->bev);
+            ct_client_fail(c, CT_CLOSE_ORIGIN_TRUNC);
+            return;
+        }
+    }
+    return;
+end:
+    if (cr->chunked)
+        ct_fwd_body_end(out);
+    finish(c);
+}
+
+bool ct_cache_client_drained(struct ct_client *c)
+{
+    struct ct_creq *cr = c->cr;
+    if (cr == NULL || cr->mode != CT_CREQ_STREAM || c->state != CT_CS_SEND)
+        return false;
+    if (!cr->waiting)
+        stream_more(c);
+    return true;
+}
+
+/* ---- waiting on a busy object ---------------------------------------------------- */
+
+/* Continue the request with an origin fetch after the cache path let go. */
+static void resume_fetch(struct ct_client *c)
+{
+    c->cr->resume = true;
+    ct_fetch_start(c);
+}
+
+static void relookup(struct ct_client *c)
+{
+    struct ct_creq *cr = c->cr;
+    ct_obj_release(&cr->obj);
+    if (++cr->relookups > MAX_RELOOKUPS) {
+        cr->mode = CT_CREQ_PASS;
+        ct_cache_set_status(cr, "cachet; fwd=uri-miss; detail=busy-retries");
+        resume_fetch(c);
+        return;
+    }
+    if (!lookup(c))
+        resume_fetch(c);
+}
+
+/* The busy object we wait on changed (or the first look at it). */
+static void head_ready(struct ct_client *c)
+{
+    struct ct_creq *cr = c->cr;
+    for (;;) {
+        enum ct_obj_state st = ct_obj_state(cr->obj);
+        if (st == CT_OBJ_BUSY) {
+            if (wait_obj(cr, CT_OBJ_BUSY, 0))
+                return;
+            continue;
+        }
+        evtimer_del(cr->timer);
+        if (st == CT_OBJ_ABANDONED) {
+            /* Not storable: fetch on our own at once (issue 6). */
+            ct_obj_release(&cr->obj);
+            cr->mode = CT_CREQ_PASS;
+            cr->cs = CT_STATS_CS_HIT_FOR_MISS;
+            ct_cache_set_status(cr, "cachet; fwd=uri-miss; detail=uncacheable");
+            resume_fetch(c);
+        } else if (st == CT_OBJ_FAILED ||
+                   !ct_cache_vary_match(ct_obj_vary(cr->obj), c->req)) {
+            relookup(c);
+        } else {
+            cr->cs = CT_STATS_CS_COALESCED;
+            ct_cache_deliver(c, ct_obj_ref(cr->obj), CT_STR("cachet; fwd=miss; collapsed"));
+        }
+        return;
+    }
+}
+
+static void wait_on(struct ct_client *c, struct ct_obj *busy)
+{
+    struct ct_creq *cr = c->cr;
+    uint64_t ms = c->w->cf->cache.waiter_timeout_ms;
+    ct_obj_release(&cr->obj);
+    cr->obj = busy;
+    cr->mode = CT_CREQ_WAIT;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    if (ms)
+        evtimer_add(cr->timer, &tv);
+    head_ready(c);
+}
+
+static void on_obj_change(struct ct_creq *cr)
+{
+    CT_CHECK_OBJ(cr, CT_CREQ_MAGIC);
+    if (cr->waiting) {
+        ct_obj_unwait(&cr->waiter);
+        cr->waiting = false;
+    }
+    if (cr->mode == CT_CREQ_WAIT)
+        head_ready(cr->c);
+    else if (cr->mode == CT_CREQ_STREAM && cr->c->state == CT_CS_SEND)
+        stream_more(cr->c);
+}
+
+static void on_wait_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_creq *cr = arg;
+    CT_CHECK_OBJ(cr, CT_CREQ_MAGIC);
+    struct ct_client *c = cr->c;
+    if (cr->mode != CT_CREQ_WAIT)
+        return;
+    unwait(cr);
+    ct_obj_release(&cr->obj);
+    if (c->w->cf->cache.waiter_timeout_action == CT_CONF_WAITER_FETCH) {
+        cr->mode = CT_CREQ_PASS;
+        ct_cache_set_status(cr, "cachet; fwd=uri-miss; detail=wait-timeout");
+        resume_fetch(c);
+        return;
+    }
+    CT_WARN("w%u c%llu %s: waited %llu ms on another fetch of %.*s: 504", c->w->id,
+            (unsigned long long)c->id, c->peer,
+            (unsigned long long)c->w->cf->cache.waiter_timeout_ms, (int)c->req->target.len,
+            c->req->target.p);
+    answer(c, 504, "504 Gateway Timeout\n", "cachet; fwd=uri-miss; detail=wait-timeout");
+}
+
+/* ---- recv and lookup ------------------------------------------------------------------ */
+
+static bool body_expected(const struct ct_http_msg *m)
+{
+    return m->framing == CT_FRAME_CHUNKED ||
+           (m->framing == CT_FRAME_LENGTH && m->content_length > 0);
+}
+
+/* A bodiless request: let the parser reach its END now, so the connection can
+ * take the next request when we answer without the origin. */
+static bool finish_request(struct ct_client *c)
+{
+    size_t n;
+    if (ct_fwd_pump(c->rp, bufferevent_get_input(c->bev), NULL, false, &n) != CT_HTTP_EV_END)
+        return false;
+    c->req_body_done = true;
+    return true;
+}
+
+static bool peer_may_purge(const struct ct_client *c)
+{
+    const struct ct_conf_cache *cc = &c->w->cf->cache;
+    char ip[64];
+    unsigned char a[16];
+    int fam = AF_INET;
+    snprintf(ip, sizeof(ip), "%.*s", (int)c->peer_ip_len, c->peer);
+    if (inet_pton(AF_INET, ip, a) != 1) {
+        fam = AF_INET6;
+        if (inet_pton(AF_INET6, ip, a) != 1)
+            return false;
+    }
+    for (size_t i = 0; i < cc->npurge_allow; i++) {
+        const struct ct_conf_cidr *r = &cc->purge_allow[i];
+        if (r->family != fam)
+            continue;
+        unsigned bits = r->prefix_len, k = 0;
+        for (; bits >= 8; bits -= 8, k++)
+            if (a[k] != r->addr[k])
+                break;
+        if (bits < 8 && (bits == 0 || ((a[k] ^ r->addr[k]) & (0xff00u >> bits) & 0xff) == 0))
+            return true;
+    }
+    return false;
+}
+
+static void purge(struct ct_client *c)
+{
+    struct ct_creq *cr = c->cr;
+    cr->cs = CT_STATS_CS_PASS;
+    if (!peer_may_purge(c)) {
+        answer(c, 403, "403 PURGE not allowed from this address\n", "cachet; detail=purge");
+        return;
+    }
+    size_t n = 0;
+    if (ct_cache_key_for(c, c->req->target, &cr->key))
+        n = ct_cache_purge(c->w->wc->cache, &cr->key);
+    CT_INFO("w%u c%llu %s: PURGE %.*s: %zu objects", c->w->id, (unsigned long long)c->id,
+            c->peer, (int)c->req->target.len, c->req->target.p, n);
+    answer(c, n ? 200 : 404, n ? "200 Purged\n" : "404 Not in cache\n", "cachet; detail=purge");
+}
+
+static bool pass(struct ct_creq *cr, const char *detail)
+{
+    cr->mode = CT_CREQ_PASS;
+    cr->cs = CT_STATS_CS_PASS;
+    ct_cache_set_status(cr, "cachet; fwd=bypass; detail=%s", detail);
+    return false;
+}
+
+static double ttl_left(const struct ct_cache_blk *blk, ct_time_t now)
+{
+    return ct_cache_policy_ttl(&blk->fresh, now);
+}
+
+/* A complete stored OBJ for this request at NOW (HIT or STALE). The request's
+ * own directives decide (§5.2.1). Returns true if answered. */
+static bool use_stored(struct ct_client *c, struct ct_obj *obj, ct_time_t now, bool stale)
+{
+    struct ct_creq *cr = c->cr;
+    struct ct_cache_blk blk;
+    struct ct_str wire;
+    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    enum ct_cache_use use = ct_cache_policy_use(&blk.fresh, c->req, ct_cache_popts(c), now);
+    char cs[96];
+    switch (use) {
+    case CT_CACHE_USE_FRESH:
+    case CT_CACHE_USE_STALE_OK:
+        cr->cs = stale ? CT_STATS_CS_STALE : CT_STATS_CS_HIT;
+        snprintf(cs, sizeof(cs), "cachet; hit; ttl=%lld", (long long)ttl_left(&blk, now));
+        ct_cache_deliver(c, ct_obj_ref(obj), ct_str_c(cs));
+        return true;
+    case CT_CACHE_USE_GATEWAY_TIMEOUT:
+        answer(c, 504, "504 Gateway Timeout (only-if-cached)\n",
+               "cachet; fwd=uri-miss; detail=only-if-cached");
+        return true;
+    case CT_CACHE_USE_REVALIDATE:
+    case CT_CACHE_USE_FETCH:
+        return false;
+    }
+    return false;
+}
+
+/* Within grace (or the response's stale-while-revalidate), and the client did
+ * not ask for a fresh answer. */
+static bool graceful(struct ct_client *c, struct ct_obj *obj, ct_time_t now)
+{
+    struct ct_cache_blk blk;
+    struct ct_str wire;
+    struct ct_cc cc;
+    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    if (blk.fresh.flags & (CT_CACHE_F_MUST_REVALIDATE | CT_CACHE_F_NO_CACHE))
+        return false;
+    ct_cache_policy_req_cc(c->req, ct_cache_popts(c), &cc);
+    if ((cc.flags & CT_CC_NO_CACHE) || cc.max_age != CT_CC_UNSET || cc.min_fresh != CT_CC_UNSET)
+        return false;
+    return ct_obj_in_grace(obj, now);
+}
+
+static bool on_stale(struct ct_client *c, struct ct_cache_lookup_res *res, ct_time_t now)
+{
+    struct ct_creq *cr = c->cr;
+    if (use_stored(c, res->obj, now, true)) {
+        if (res->fetch)
+            ct_obj_abandon(res->fetch, now, 0);
+        ct_cache_lookup_res_release(res);
+        return true;
+    }
+    if (graceful(c, res->obj, now) && !(c->req->method == CT_METHOD_HEAD && res->fetch)) {
+        struct ct_cache_blk blk;
+        struct ct_str wire;
+        char cs[112];
+        CT_ASSERT(ct_cache_blk_get(res->obj, &blk, &wire));
+        snprintf(cs, sizeof(cs), "cachet; hit; ttl=%lld; detail=stale-while-revalidate",
+                 (long long)ttl_left(&blk, now));
+        cr->cs = CT_STATS_CS_STALE;
+        if (res->fetch == NULL) { /* someone else refreshes it */
+            ct_cache_deliver(c, ct_obj_ref(res->obj), ct_str_c(cs));
+            ct_cache_lookup_res_release(res);
+            return true;
+        }
+        /* We hold the one refresh: answer with the stale object now, then
+         * fetch in the background on this connection (its next request
+         * waits for the refresh; every other client gets the stale copy). */
+        cr->fill = res->fetch;
+        cr->stale = res->obj;
+        res->fetch = res->obj = NULL;
+        ct_cache_lookup_res_release(res);
+        CT_ASSERT(ct_cache_emit(c, cr->stale, ct_str_c(cs), false));
+        ct_obj_release(&cr->obj); /* emit's hold: the whole body is queued */
+        cr->bg = true;
+        cr->mode = CT_CREQ_FILL;
+        ct_flush(c->bev);
+        return false;
+    }
+    cr->cs = CT_STATS_CS_MISS;
+    if (res->fetch) { /* revalidate (conditional if it has validators), or refetch */
+        cr->fill = res->fetch;
+        cr->stale = res->obj;
+        res->fetch = res->obj = NULL;
+        ct_cache_lookup_res_release(res);
+        cr->mode = CT_CREQ_FILL;
+        return false;
+    }
+    if (res->busy) { /* someone else refreshes: wait for it like any miss */
+        struct ct_obj *busy = res->busy;
+        res->busy = NULL;
+        ct_cache_lookup_res_release(res);
+        cr->cs = CT_STATS_CS_COALESCED;
+        wait_on(c, busy);
+        return true;
+    }
+    cr->stale = res->obj; /* no room for a new object: fetch, keep it for errors */
+    res->obj = NULL;
+    ct_cache_lookup_res_release(res);
+    cr->mode = CT_CREQ_PASS;
+    ct_cache_set_status(cr, "cachet; fwd=stale; detail=not-stored");
+    return false;
+}
+
+static bool lookup(struct ct_client *c)
+{
+    struct ct_creq *cr = c->cr;
+    struct ct_wcache *wc = c->w->wc;
+    const struct ct_http_msg *req = c->req;
+    ct_time_t now = ct_time_real();
+    bool head = req->method == CT_METHOD_HEAD;
+    struct ct_cache_lookup_req lr = {
+        .key = &cr->key,
+        .match = ct_cache_vary_match_cb,
+        .match_arg = (void *)req,
+        /* HEAD is answered from a stored GET but never fills one. */
+        .no_insert = head || ct_cache_policy_on_miss(req, ct_cache_popts(c)) ==
+                                 CT_CACHE_USE_GATEWAY_TIMEOUT,
+    };
+    struct ct_cache_lookup_res res = {0};
+    cr->req_time = now;
+    switch (ct_cache_lookup(wc->cache, &lr, now, &res)) {
+    case CT_CACHE_HIT:
+        if (use_stored(c, res.obj, now, false)) {
+            ct_cache_lookup_res_release(&res);
+            return true;
+        }
+        /* The client wants the origin (no-cache, max-age=0...): forward,
+         * without a slot to store into (the object is fresh for others). */
+        ct_cache_lookup_res_release(&res);
+        cr->mode = CT_CREQ_PASS;
+        cr->cs = CT_STATS_CS_MISS;
+        ct_cache_set_status(cr, "cachet; fwd=request");
+        return false;
+    case CT_CACHE_STALE:
+        return on_stale(c, &res, now);
+    case CT_CACHE_BUSY: {
+        struct ct_obj *busy = res.busy;
+        res.busy = NULL;
+        ct_cache_lookup_res_release(&res);
+        cr->cs = CT_STATS_CS_COALESCED;
+        wait_on(c, busy);
+        return true;
+    }
+    case CT_CACHE_PASS:
+        cr->mode = CT_CREQ_PASS;
+        cr->cs = CT_STATS_CS_HIT_FOR_MISS;
+        ct_cache_set_status(cr, "cachet; fwd=uri-miss; detail=hit-for-miss");
+        return false;
+    case CT_CACHE_MISS:
+        break;
+    }
+    if (ct_cache_policy_on_miss(req, ct_cache_popts(c)) == CT_CACHE_USE_GATEWAY_TIMEOUT) {
+        ct_cache_lookup_res_release(&res);
+        answer(c, 504, "504 Gateway Timeout (only-if-cached)\n",
+               "cachet; fwd=uri-miss; detail=only-if-cached");
+        return true;
+    }
+    cr->cs = CT_STATS_CS_MISS;
+    cr->fill = res.fetch; /* NULL: HEAD, or no memory: forward, do not store */
+    res.fetch = NULL;
+    ct_cache_lookup_res_release(&res);
+    cr->mode = cr->fill ? CT_CREQ_FILL : CT_CREQ_PASS;
+    if (cr->fill == NULL)
+        ct_cache_set_status(cr, "cachet; fwd=uri-miss; detail=%s", head ? "head" : "no-memory");
+    return false;
+}
+
+bool ct_cache_recv(struct ct_client *c)
+{
+    struct ct_wcache *wc = c->w->wc;
+    if (wc == NULL)
+        return false;
+    struct ct_creq *cr = c->cr ? c->cr : creq_new(c);
+    if (cr->resume) { /* the cache path handed the request back: fetch it */
+        cr->resume = false;
+        return false;
+    }
+    creq_reset(cr);
+    const struct ct_http_msg *req = c->req;
+    if (req->method == CT_METHOD_PURGE && !body_expected(req) && finish_request(c)) {
+        purge(c);
+        return true;
+    }
+    if (req->method != CT_METHOD_GET && req->method != CT_METHOD_HEAD)
+        return pass(cr, "method");
+    if (body_expected(req) || !finish_request(c))
+        return pass(cr, "request-body");
+    if (req->upgrade)
+        return pass(cr, "upgrade");
+    if (!ct_cache_key_for(c, req->target, &cr->key))
+        return pass(cr, "key");
+    return lookup(c);
+}
+
+/* ---- failures --------------------------------------------------------------------- */
+
+static bool origin_error(enum ct_close why)
+{
+    return why == CT_CLOSE_ORIGIN_CONNECT || why == CT_CLOSE_ORIGIN_TIMEOUT ||
+           why == CT_CLOSE_ORIGIN_RESET || why == CT_CLOSE_ORIGIN_BAD ||
+           why == CT_CLOSE_ORIGIN_TRUNC;
+}
+
+/* May STALE be served instead of an origin error at NOW (RFC 5861 §4, or the
+ * operator's stale_if_error)? */
+bool ct_cache_sie_ok(struct ct_client *c, struct ct_obj *stale, ct_time_t now)
+{
+    struct ct_cache_blk blk;
+    struct ct_str wire;
+    if (stale == NULL || !ct_cache_blk_get(stale, &blk, &wire))
+        return false;
+    if (blk.fresh.flags & (CT_CACHE_F_MUST_REVALIDATE | CT_CACHE_F_NO_CACHE))
+        return false;
+    double window = blk.fresh.stale_if_error != CT_CC_UNSET
+                        ? (double)blk.fresh.stale_if_error
+                        : (double)c->w->cf->cache.stale_if_error_ms / 1000.0;
+    return -ct_cache_policy_ttl(&blk.fresh, now) <= window;
+}
+
+bool ct_cache_client_fail(struct ct_client *c, enum ct_close why)
+{
+    struct ct_creq *cr = c->cr;
+    if (cr == NULL)
+        return false;
+    if (cr->fill) { /* never stored, never complete: readers see it truncated */
+        ct_obj_fail(cr->fill);
+        ct_obj_release(&cr->fill);
+    }
+    if (cr->bg && origin_error(why)) {
+        /* The client already has its (stale) answer: the refresh failed. */
+        CT_WARN("w%u c%llu %s: background refresh of %.*s failed: %s", c->w->id,
+                (unsigned long long)c->id, c->peer, (int)c->req->target.len, c->req->target.p,
+                ct_close_text(why));
+        cr->bg = false;
+        if (c->u)
+            ct_upstream_release(&c->u, false);
+        if (c->state == CT_CS_FETCH)
+            ct_client_set_state(c, CT_CS_SEND);
+        c->resp_head_sent = true;
+        finish(c);
+        return true;
+    }
+    if (cr->stale && !c->resp_head_sent && c->state == CT_CS_FETCH && origin_error(why) &&
+        ct_cache_sie_ok(c, cr->stale, ct_time_real())) {
+        if (c->u)
+            ct_upstream_release(&c->u, false);
+        cr->cs = CT_STATS_CS_STALE;
+        cr->mode = CT_CREQ_DONE;
+        struct ct_obj *stale = cr->stale;
+        cr->stale = NULL;
+        ct_cache_deliver(c, stale, CT_STR("cachet; hit; detail=stale-if-error"));
+        return true;
+    }
+    return false;
+}
