@@ -421,6 +421,10 @@ static bool target_ok(const struct ct_http_msg *m)
         return http_parser_parse_url(t.p, t.len, 1, &u) == 0;
     if (t.len == 1 && t.p[0] == '*')
         return m->method == CT_METHOD_OPTIONS;
+    /* A fragment is never sent (RFC 9112 §3.2); one here would only split
+     * cache keys or reach an origin that reads it differently. */
+    if (memchr(t.p, '#', t.len))
+        return false;
     if (t.len > 0 && t.p[0] == '/')
         return true;
     return http_parser_parse_url(t.p, t.len, 0, &u) == 0 && (u.field_set & (1u << UF_SCHEMA)) &&

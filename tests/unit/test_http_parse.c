@@ -395,6 +395,8 @@ static void test_target_forms(void)
     EXPECT_REQ_ERR("GET /a b HTTP/1.1\r\nHost: a\r\n\r\n", 400, NULL);
     EXPECT_REQ_ERR("GET /\x7f HTTP/1.1\r\nHost: a\r\n\r\n", 400, "target");
     EXPECT_REQ_ERR("GET  / HTTP/1.1\r\nHost: a\r\n\r\n", 400, "target");
+    EXPECT_REQ_ERR("GET /a#frag HTTP/1.1\r\nHost: a\r\n\r\n", 400, "target");
+    EXPECT_REQ_ERR("GET http://a/b#c HTTP/1.1\r\nHost: a\r\n\r\n", 400, "target");
 }
 
 static void test_expect(void)
