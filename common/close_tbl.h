@@ -25,7 +25,7 @@ CT_CLOSE(TX_TIMEOUT,     1,   0, "client send timeout")
 CT_CLOSE(TX_ERROR,       1,   0, "client write error")
 CT_CLOSE(TLS_HANDSHAKE,  1,   0, "TLS handshake failed")
 /* the origin's fault */
-CT_CLOSE(NO_BACKEND,     1, 502, "no live backend")
+CT_CLOSE(NO_BACKEND,     1, 503, "no live backend")
 CT_CLOSE(ORIGIN_CONNECT, 1, 502, "cannot connect to origin")
 CT_CLOSE(ORIGIN_RESET,   1, 502, "origin closed the connection before a response")
 CT_CLOSE(ORIGIN_BAD,     1, 502, "malformed response from origin")
