@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# SIGUSR1 (logrotate): move the access and error logs away, signal, and the
+# next lines go to new files under the old names; nothing is lost, nothing is
+# split. The access log is off unless configured.
+# needs: cachet cachet-origin
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
+OPORT=$(ct_wait_listen origin) || exit 1
+
+ALOG="$CT_TMP/access.log"
+ELOG="$CT_TMP/error.log"
+cat >"$CT_TMP/l.conf" <<EOF
+workers = 2;
+listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
+admin = { listen = "127.0.0.1:0"; };
+backends = ( { address = "127.0.0.1:$OPORT"; } );
+logs = { error_log = "$ELOG"; level = "info"; access_log = "$ALOG"; };
+EOF
+ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/l.conf"
+PPORT=$(ct_wait_listen proxy http) || exit 1
+P="http://127.0.0.1:$PPORT"
+PID=$(ct_pid proxy)
+
+# wait_lines FILE N: until FILE has N lines (the log is flushed every second)
+wait_lines() {
+    local i
+    for ((i = 0; i < 500; i++)); do
+        [ "$(wc -l <"$1" 2>/dev/null || echo 0)" -ge "$2" ] && return 0
+        sleep 0.01
+    done
+    return 1
+}
+
+for i in 1 2 3; do curl -s -o /dev/null "$P/json?before=$i"; done
+wait_lines "$ALOG" 3
+ct_check "access lines before rotation" "$(wc -l <"$ALOG")" 3
+
+mv "$ALOG" "$ALOG.1"
+mv "$ELOG" "$ELOG.1"
+# Logged after the move but before the signal: belongs to the old file.
+curl -s -o /dev/null "$P/json?moved=1"
+kill -USR1 "$PID"
+for ((i = 0; i < 500; i++)); do
+    grep -q 'SIGUSR1: log files reopened' "$ELOG" 2>/dev/null && break
+    sleep 0.01
+done
+ct_check_match "error log reopened (new file)" "$(cat "$ELOG" 2>/dev/null)" 'SIGUSR1: log files reopened'
+for i in 1 2; do curl -s -o /dev/null "$P/json?after=$i"; done
+wait_lines "$ALOG" 2
+ct_check "new access log has the later lines" "$(grep -c 'after=' "$ALOG")" 2
+ct_check "old access log kept its lines" "$(grep -c 'before=\|moved=' "$ALOG.1")" 4
+ct_check "no later line in the old file" "$(grep -c 'after=' "$ALOG.1")" 0
+ct_check "the proxy still serves" "$(curl -s -o /dev/null -w '%{http_code}' "$P/json")" 200
+
+# A burst across several rotations: every request logged exactly once.
+for r in 1 2 3; do
+    pids=()
+    for i in $(seq 1 20); do
+        curl -s -o /dev/null "$P/json?burst=$r-$i" &
+        pids+=($!)
+    done
+    wait "${pids[@]}"
+    mv "$ALOG" "$ALOG.r$r"
+    kill -USR1 "$PID"
+    curl -s -o /dev/null "http://127.0.0.1:$PPORT/json?sync=$r" # after the reopen
+done
+ct_stop proxy
+total=$(cat "$CT_TMP"/access.log* | grep -c 'burst=')
+ct_check "60 burst requests logged exactly once" "$total" 60
+ct_check "every line complete" \
+    "$(cat "$CT_TMP"/access.log* | grep -cvE '^127\.0\.0\.1 - - \[.*\] ".*" [0-9]{3} [0-9]+ ".*" ".*" rt=[0-9.]+ ut=[0-9.-]+ cs=\S+ tls=\S+$')" 0
+
+# Off by default: no access log, nothing on stdout but the announce lines.
+ct_start quiet "$CT_BIN/cachet" --http 127.0.0.1:0 --https off --admin off --workers 1 \
+    --backend "127.0.0.1:$OPORT"
+QPORT=$(ct_wait_listen quiet http) || exit 1
+curl -s -o /dev/null "http://127.0.0.1:$QPORT/json"
+ct_stop quiet
+ct_check "access log off by default" "$(grep -vc '^listening on' "$CT_TMP/quiet.out")" 0
+
+ct_done
