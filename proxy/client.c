@@ -200,10 +200,12 @@ void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, in
     w->nclients++;
     w->n_accepted++;
 
-    bufferevent_setcb(bev, on_read, on_write, on_event, c);
+    bool plain = lc->kind == CT_LISTEN_HTTP;
+    bufferevent_setcb(bev, plain ? NULL : on_read, on_write, on_event, c);
     bufferevent_setwatermark(bev, EV_READ, 0, CT_READ_HIGH);
     bufferevent_setwatermark(bev, EV_WRITE, CT_BP_LOW, 0);
-    ct_set_timeouts(bev, 0, w->cf->limits.send_timeout_ms);
+    ct_io_attach(&c->io, w->base, bev, plain, on_read, on_event, c);
+    ct_io_timeouts(&c->io, 0, w->cf->limits.send_timeout_ms);
     if (lc->kind == CT_LISTEN_HTTPS) {
         c->state = CT_CS_TLS_HANDSHAKE;
         uint64_t ms = lc->handshake_timeout_ms;
@@ -212,14 +214,14 @@ void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, in
         c->state = CT_CS_READ_HEAD;
         timer_arm(c, w->cf->limits.client_header_timeout_ms);
     }
-    if (lc->kind == CT_LISTEN_HTTP) {
+    if (plain) {
         /* Plain TCP: we write directly (ct_flush), libevent only takes over
-         * what the socket did not take. */
-        bufferevent_disable(bev, EV_WRITE);
-        bufferevent_enable(bev, EV_READ);
+         * what the socket did not take; reads are ours (io.c). */
+        bufferevent_disable(bev, EV_READ | EV_WRITE);
     } else {
-        bufferevent_enable(bev, EV_READ | EV_WRITE);
+        bufferevent_enable(bev, EV_WRITE);
     }
+    ct_io_read(&c->io, true);
 }
 
 static void client_unlink(struct ct_client *c)
@@ -240,6 +242,7 @@ static void client_free(struct ct_client *c)
     ct_cache_client_free(c);
     if (c->u)
         ct_upstream_release(&c->u, false);
+    ct_io_detach(&c->io);
     bufferevent_free(c->bev);
     event_free(c->timer);
     ct_http_parser_free(&c->rp);
@@ -280,10 +283,11 @@ void ct_client_finish(struct ct_client *c, enum ct_close why)
         ct_upstream_release(&c->u, false);
     ct_client_set_state(c, CT_CS_LINGER);
     bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
-    bufferevent_set_timeouts(c->bev, NULL, NULL);
+    ct_io_timeouts(&c->io, 0, 0);
     evtimer_del(c->timer);
     timer_arm(c, LINGER_MS);
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    bufferevent_enable(c->bev, EV_WRITE);
+    ct_io_read(&c->io, true);
     if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
         on_write(c->bev, c);
 }
@@ -347,11 +351,11 @@ static void enter_read_head(struct ct_client *c)
     c->up_keep_alive = c->up_paused = c->up_got_byte = false;
     c->status = 0;
     c->head_started = evbuffer_get_length(bufferevent_get_input(c->bev)) > 0;
-    ct_set_timeouts(c->bev, 0, w->cf->limits.send_timeout_ms);
+    ct_io_timeouts(&c->io, 0, w->cf->limits.send_timeout_ms);
     evtimer_del(c->timer);
     timer_arm(c, c->head_started ? w->cf->limits.client_header_timeout_ms
                                  : w->cf->limits.keepalive_timeout_ms);
-    bufferevent_enable(c->bev, EV_READ);
+    ct_io_read(&c->io, true);
 }
 
 void ct_client_response_done(struct ct_client *c)

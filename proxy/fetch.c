@@ -126,7 +126,7 @@ static bool pump_request_body(struct ct_client *c)
     while (!c->req_body_done) {
         if (evbuffer_get_length(out) >= CT_BP_HIGH) {
             c->req_paused = true;
-            bufferevent_disable(c->bev, EV_READ);
+            ct_io_read(&c->io, false);
             return true;
         }
         size_t n, before = evbuffer_get_length(in);
@@ -139,8 +139,8 @@ static bool pump_request_body(struct ct_client *c)
             if (evbuffer_get_length(in) == 0 || evbuffer_get_length(in) == before) {
                 /* Need bytes from the client; a stalled body gets 408. */
                 c->req_paused = false;
-                ct_set_timeouts(c->bev, lim->client_header_timeout_ms, lim->send_timeout_ms);
-                bufferevent_enable(c->bev, EV_READ);
+                ct_io_timeouts(&c->io, lim->client_header_timeout_ms, lim->send_timeout_ms);
+                ct_io_read(&c->io, true);
                 return true;
             }
             break;
@@ -149,7 +149,7 @@ static bool pump_request_body(struct ct_client *c)
             if (chunked)
                 ct_fwd_body_end(out);
             if (body_expected(c->req)) /* the body clock stops */
-                ct_set_timeouts(c->bev, 0, lim->send_timeout_ms);
+                ct_io_timeouts(&c->io, 0, lim->send_timeout_ms);
             ct_upstream_request_sent(c->u);
             return true;
         case CT_HTTP_EV_ERROR:
@@ -195,8 +195,8 @@ static void tunnel_start(struct ct_client *c, const struct ct_http_msg *msg)
     c->status = msg->status;
     ct_client_set_state(c, CT_CS_TUNNEL);
     ct_upstream_tunnel(c->u);
-    bufferevent_set_timeouts(c->bev, NULL, NULL);
-    bufferevent_enable(c->bev, EV_READ);
+    ct_io_timeouts(&c->io, 0, 0);
+    ct_io_read(&c->io, true);
     tunnel_down(c);
     tunnel_up(c);
 }
@@ -254,7 +254,7 @@ void ct_fetch_upstream_readable(struct ct_client *c)
     for (;;) {
         if (c->state == CT_CS_SEND && evbuffer_get_length(cout(c)) >= CT_BP_HIGH) {
             c->up_paused = true;
-            bufferevent_disable(ct_upstream_bev(c->u), EV_READ);
+            ct_io_read(ct_upstream_io(c->u), false);
             ct_flush(c->bev);
             return;
         }
@@ -362,7 +362,7 @@ void ct_fetch_client_drained(struct ct_client *c)
     if (c->u == NULL || !c->up_paused)
         return;
     c->up_paused = false;
-    bufferevent_enable(ct_upstream_bev(c->u), EV_READ);
+    ct_io_read(ct_upstream_io(c->u), true);
     ct_fetch_upstream_readable(c);
 }
 
@@ -373,7 +373,7 @@ void ct_fetch_upstream_drained(struct ct_client *c)
         return;
     c->req_paused = false;
     if (c->state == CT_CS_TUNNEL) {
-        bufferevent_enable(c->bev, EV_READ);
+        ct_io_read(&c->io, true);
         tunnel_up(c);
     } else if (!c->req_body_done) {
         pump_request(c);
@@ -388,7 +388,7 @@ static void tunnel_up(struct ct_client *c)
     ct_flush(ct_upstream_bev(c->u));
     if (evbuffer_get_length(uout(c)) >= CT_BP_HIGH) {
         c->req_paused = true;
-        bufferevent_disable(c->bev, EV_READ);
+        ct_io_read(&c->io, false);
     }
 }
 
@@ -398,6 +398,6 @@ static void tunnel_down(struct ct_client *c)
     ct_flush(c->bev);
     if (evbuffer_get_length(cout(c)) >= CT_BP_HIGH) {
         c->up_paused = true;
-        bufferevent_disable(ct_upstream_bev(c->u), EV_READ);
+        ct_io_read(ct_upstream_io(c->u), false);
     }
 }

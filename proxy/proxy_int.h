@@ -61,6 +61,32 @@ unsigned ct_close_status(enum ct_close why);
 /* libevent stops reading a socket whose input holds this much. */
 #define CT_READ_HIGH (256 * 1024)
 
+/* ---- connection reads (io.c) ---------------------------------------------- */
+
+/* The read side of one connection (see io.c for why plain TCP does not use
+ * the bufferevent's reads). Embedded in its owner; the callbacks have the
+ * bufferevent signatures and get the owner's ARG. */
+struct ct_io {
+    struct bufferevent *bev;
+    struct event *rev; /* plain TCP: our read event; NULL: the bufferevent reads (TLS) */
+    bool reading;
+    uint64_t read_ms, write_ms;
+    void (*readcb)(struct bufferevent *, void *);
+    void (*eventcb)(struct bufferevent *, short, void *);
+    void *arg;
+};
+
+/* Attach to BEV (its fd must exist). PLAIN: read with our own event. */
+void ct_io_attach(struct ct_io *io, struct event_base *base, struct bufferevent *bev, bool plain,
+                  void (*readcb)(struct bufferevent *, void *),
+                  void (*eventcb)(struct bufferevent *, short, void *), void *arg);
+/* Before bufferevent_free(). */
+void ct_io_detach(struct ct_io *io);
+/* Start or stop reading (idempotent). */
+void ct_io_read(struct ct_io *io, bool on);
+/* Idle read timeout and write timeout in ms (0: none). */
+void ct_io_timeouts(struct ct_io *io, uint64_t read_ms, uint64_t write_ms);
+
 /* ---- the proxy (main thread) --------------------------------------------- */
 
 struct ct_backend_addr {
@@ -193,6 +219,7 @@ struct ct_client {
     struct ct_worker *w;
     const struct ct_listener_conf *lc;
     struct bufferevent *bev;    /* owned; BEV_OPT_CLOSE_ON_FREE */
+    struct ct_io io;            /* its read side */
     struct ct_http_parser *rp;  /* request parser, reused for every request */
     struct event *timer;        /* head / keep-alive / linger deadline */
     struct ct_upstream *u;      /* borrowed from the pool during a fetch */
@@ -273,6 +300,7 @@ void ct_upstream_release(struct ct_upstream **up, bool reusable);
 bool ct_upstream_is_connected(const struct ct_upstream *u);
 bool ct_upstream_is_reused(const struct ct_upstream *u);
 struct bufferevent *ct_upstream_bev(struct ct_upstream *u);
+struct ct_io *ct_upstream_io(struct ct_upstream *u);
 struct ct_http_parser *ct_upstream_parser(struct ct_upstream *u);
 const struct ct_backend_addr *ct_upstream_backend(const struct ct_upstream *u);
 /* Phases set the timeouts: request fully sent -> response head clock;

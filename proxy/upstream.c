@@ -58,6 +58,7 @@ struct ct_upstream {
     struct ct_worker *w;
     struct ct_backend_rt *be;
     struct bufferevent *bev;
+    struct ct_io io;       /* its read side (io.c) */
     struct ct_http_parser *rp;
     struct ct_client *c;   /* borrower while ACTIVE/TUNNEL */
     struct ct_upstream *next, *prev; /* be->idle or w->busy */
@@ -126,6 +127,7 @@ static void upstream_close(struct ct_upstream *u)
     if (u->state == CT_US_IDLE)
         u->be->nidle--;
     set_state(u, CT_US_CLOSED);
+    ct_io_detach(&u->io);
     bufferevent_free(u->bev);
     ct_http_parser_free(&u->rp);
     u->magic = 0;
@@ -183,10 +185,13 @@ static struct ct_upstream *upstream_new(struct ct_worker *w, struct ct_backend_r
     u->id = ++w->next_conn_id;
     u->rp = ct_http_parser_new(CT_HTTP_RESPONSE, NULL);
     list_push(&w->busy, u);
-    bufferevent_setcb(bev, on_read, on_write, on_event, u);
-    bufferevent_setwatermark(bev, EV_READ, 0, CT_READ_HIGH);
+    /* Reads are ours (io.c), from the moment the connection is up. */
+    bufferevent_setcb(bev, NULL, on_write, on_event, u);
     bufferevent_setwatermark(bev, EV_WRITE, CT_BP_LOW, 0);
-    /* libevent watches a connect with the write event: its timeout is ours. */
+    /* Writes go out directly (ct_flush); bufferevent_socket_connect() watches
+     * the connect with the write event on its own, under the write timeout,
+     * and drops the event once connected. */
+    bufferevent_disable(bev, EV_READ | EV_WRITE);
     ct_set_timeouts(bev, 0, be->bc->connect_timeout_ms);
     if (bufferevent_socket_connect(bev, (struct sockaddr *)&be->addr->sa,
                                    (int)be->addr->salen) != 0) {
@@ -195,10 +200,8 @@ static struct ct_upstream *upstream_new(struct ct_worker *w, struct ct_backend_r
     }
     int one = 1;
     setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    /* Writes go out directly (ct_flush); bufferevent_socket_connect() watches
-     * the connect on its own and drops the write event once connected. */
-    bufferevent_disable(bev, EV_WRITE);
-    bufferevent_enable(bev, EV_READ);
+    ct_io_attach(&u->io, w->base, bev, true, on_read, on_event, u);
+    u->io.write_ms = be->bc->connect_timeout_ms;
     w->n_upstream_new++;
     return u;
 }
@@ -219,7 +222,7 @@ int ct_upstream_acquire(struct ct_worker *w, struct ct_client *c, bool fresh,
         list_push(&w->busy, u);
         u->reused = true;
         w->n_upstream_reused++;
-        ct_set_timeouts(u->bev, 0, be->bc->header_timeout_ms);
+        ct_io_timeouts(&u->io, 0, be->bc->header_timeout_ms);
     } else {
         u = upstream_new(w, be);
         if (u == NULL) {
@@ -252,8 +255,8 @@ void ct_upstream_release(struct ct_upstream **up, bool reusable)
     set_state(u, CT_US_IDLE);
     list_push(&be->idle, u);
     be->nidle++;
-    ct_set_timeouts(u->bev, be->bc->pool_idle_timeout_ms, 0);
-    bufferevent_enable(u->bev, EV_READ);
+    ct_io_timeouts(&u->io, be->bc->pool_idle_timeout_ms, 0);
+    ct_io_read(&u->io, true);
 }
 
 /* ---- phases ------------------------------------------------------------------ */
@@ -261,27 +264,28 @@ void ct_upstream_release(struct ct_upstream **up, bool reusable)
 void ct_upstream_request_sent(struct ct_upstream *u)
 {
     if (!u->head_seen)
-        ct_set_timeouts(u->bev, u->be->bc->header_timeout_ms, u->be->bc->header_timeout_ms);
+        ct_io_timeouts(&u->io, u->be->bc->header_timeout_ms, u->be->bc->header_timeout_ms);
 }
 
 void ct_upstream_head_received(struct ct_upstream *u)
 {
     u->head_seen = true;
     u->be->fails = 0;
-    ct_set_timeouts(u->bev, u->be->bc->read_timeout_ms, u->be->bc->header_timeout_ms);
+    ct_io_timeouts(&u->io, u->be->bc->read_timeout_ms, u->be->bc->header_timeout_ms);
 }
 
 void ct_upstream_tunnel(struct ct_upstream *u)
 {
     set_state(u, CT_US_TUNNEL);
     u->be->fails = 0;
-    ct_set_timeouts(u->bev, u->be->bc->read_timeout_ms, u->be->bc->read_timeout_ms);
-    bufferevent_enable(u->bev, EV_READ);
+    ct_io_timeouts(&u->io, u->be->bc->read_timeout_ms, u->be->bc->read_timeout_ms);
+    ct_io_read(&u->io, true);
 }
 
 bool ct_upstream_is_connected(const struct ct_upstream *u) { return u->state == CT_US_ACTIVE; }
 bool ct_upstream_is_reused(const struct ct_upstream *u) { return u->reused; }
 struct bufferevent *ct_upstream_bev(struct ct_upstream *u) { return u->bev; }
+struct ct_io *ct_upstream_io(struct ct_upstream *u) { return &u->io; }
 struct ct_http_parser *ct_upstream_parser(struct ct_upstream *u) { return u->rp; }
 const struct ct_backend_addr *ct_upstream_backend(const struct ct_upstream *u)
 {
@@ -326,7 +330,8 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     CT_CHECK_OBJ(u, CT_UPSTREAM_MAGIC);
     if (what & BEV_EVENT_CONNECTED) {
         set_state(u, CT_US_ACTIVE);
-        ct_set_timeouts(bev, 0, u->be->bc->header_timeout_ms);
+        ct_io_timeouts(&u->io, 0, u->be->bc->header_timeout_ms);
+        ct_io_read(&u->io, true);
         ct_fetch_upstream_ready(u->c);
         return;
     }

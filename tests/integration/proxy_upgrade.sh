@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# cachet Upgrade tunnel: when the origin answers 101 to a request with
-# Connection: upgrade, bytes flow both ways until either side closes.
-# cachet-origin has no 101 endpoint, so this test builds a tiny one (C, with
-# the compiler the build already needs): it answers 101 to any request
-# carrying "Upgrade:" and then echoes every byte upper-cased.
+# cachet against a scripted origin: the Upgrade tunnel (when the origin
+# answers 101 to a request with Connection: upgrade, bytes flow both ways
+# until either side closes), and the origin's hop-by-hop response fields
+# (Connection and what it names, Keep-Alive, Proxy-*, Trailer, Upgrade) never
+# reaching the client. cachet-origin has no 101 endpoint and cannot send
+# arbitrary fields, so this test builds a tiny origin (C, with the compiler
+# the build already needs): GET /hop answers with hop-by-hop fields; any
+# request carrying "Upgrade:" gets a 101 and then every byte echoed
+# upper-cased; anything else gets a 400.
 # needs: cachet
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -35,6 +39,15 @@ int main(void)
             n += (size_t)k;
             buf[n] = 0;
             if (strstr(buf, "\r\n\r\n")) break;
+        }
+        if (strncmp(buf, "GET /hop ", 9) == 0) {
+            const char *r = "HTTP/1.1 200 OK\r\nConnection: X-Secret, close\r\nX-Secret: 1\r\n"
+                            "Keep-Alive: timeout=9\r\nProxy-Authenticate: Basic\r\n"
+                            "Proxy-Connection: keep-alive\r\nTrailer: X-T\r\nUpgrade: h2c\r\n"
+                            "Via: 1.0 origin\r\nX-End: kept\r\nContent-Length: 2\r\n\r\nok";
+            write(c, r, strlen(r));
+            close(c);
+            continue;
         }
         if (!strcasestr(buf, "\nUpgrade:")) {
             const char *r = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
@@ -92,6 +105,15 @@ head -c 200000 /dev/zero | tr '\0' 'a' >&3
 got=$(head -c 200000 <&3 | tr -d 'A' | wc -c)
 ct_check "200 KB through the tunnel intact" "$got" 0
 exec 3<&-
+
+# The origin's hop-by-hop response fields are removed, Via is appended.
+h=$(curl -s -D - "http://127.0.0.1:$PPORT/hop" | tr -d '\r' | tr 'A-Z' 'a-z')
+for f in 'x-secret:' 'keep-alive:' 'proxy-authenticate:' 'proxy-connection:' 'trailer:' 'upgrade:' 'connection: x-secret'; do
+    if [[ "$h" == *"$f"* ]]; then ct_failed "response hop-by-hop $f removed" "$h"; else ct_pass "response hop-by-hop $f removed"; fi
+done
+ct_check_match "response end-to-end field kept" "$h" $'\nx-end: kept\n'
+ct_check_match "response Via appended to the origin's" "$h" $'\nvia: 1\\.0 origin, 1\\.1 cachet\n'
+ct_check_match "response body intact" "$h" $'\n\nok$'
 
 # Without Upgrade the helper answers 400: an ordinary response, passed on.
 ct_check "non-upgrade request is an ordinary exchange" \
