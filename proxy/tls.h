@@ -149,7 +149,9 @@ struct ct_tls_ctx *ct_tls_ctx_from_conf(const struct ct_conf_tls *t, struct ct_t
 
 /* A new server-side SSL for one accepted connection (owned by the caller,
  * which normally hands it to bufferevent_openssl). NULL on allocation
- * failure (OpenSSL's queue says why). */
+ * failure (OpenSSL's queue says why). The handshake counters come from the
+ * SSL_CTX's info callback: do not install one on the SSL itself
+ * (SSL_set_info_callback would replace it). */
 SSL *ct_tls_new_ssl(struct ct_tls_ctx *ctx);
 
 /* One line describing the certificates and settings, for the startup log:

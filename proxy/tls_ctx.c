@@ -582,6 +582,16 @@ static int load_all(struct build *b, char *note, size_t notelen, char *err, size
         if (cf->certs[i].is_default)
             b->def = i;
     }
+    /* Only the default may do without a name: SNI could never reach it. */
+    for (size_t i = 0; i < cf->ncerts; i++) {
+        if (b->certs[i].nnames == 0 && i != b->def) {
+            snprintf(err, errlen,
+                     "certificate \"%s\" has no server name (no DNS name in its SAN or CN, "
+                     "none configured) and is not the default: no client could reach it",
+                     cf->certs[i].cert_file);
+            return CT_ECONF;
+        }
+    }
     return CT_OK;
 }
 

@@ -594,6 +594,21 @@ static void test_load_errors(void)
     static const char *const bad[] = {"a.*.example.com"};
     expect_err((struct ct_tls_cert_conf){tt_path("www.crt"), tt_path("www.key"), bad, 1, false},
                "invalid server name \"a.*.example.com\"");
+    /* A certificate without any name, not the default: unreachable. */
+    struct tt_pki anon = tt_make("EC", "", NULL, false, &pki.ca);
+    tt_write("anon", &anon, NULL);
+    struct ct_tls_cert_conf two[2] = {
+        {.cert_file = tt_path("www.crt"), .key_file = tt_path("www.key")},
+        {.cert_file = tt_path("anon.crt"), .key_file = tt_path("anon.key")},
+    };
+    struct ct_tls_listener_conf cf2 = {.certs = two, .ncerts = 2};
+    char err[512];
+    CU_ASSERT_PTR_NULL(ct_tls_ctx_new(&cf2, NULL, err, sizeof(err)));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "anon.crt\" has no server name"));
+    two[1].is_default = true; /* as the default it is fine */
+    struct ct_tls_ctx *lc2 = ctx_or_fail(&cf2, NULL);
+    ct_tls_ctx_free(&lc2);
+    tt_pki_free(&anon);
     /* Leaf, chain certificate and key all in one file (key_file NULL). */
     FILE *fp = fopen(tt_path("bundle.pem"), "w");
     CU_ASSERT_FATAL(fp != NULL);
