@@ -120,8 +120,30 @@ ct_check "reset zeroes" "$(ct_origin_total "$PORT")" 0
 # ---- shutdown -------------------------------------------------------------
 ct_stop origin TERM
 ct_check "SIGTERM exits 0" "$?" 0
-ct_start origin2 "$CT_BIN/cachet-origin" --port 0 --workers 1
-ct_wait_listen origin2 >/dev/null
-ct_stop origin2 INT
-ct_check "SIGINT exits 0" "$?" 0
+
+# ---- IPv6 bind and the access log ------------------------------------------
+ct_start origin2 "$CT_BIN/cachet-origin" --port 0 --workers 1 --bind ::1 --access-log "$CT_TMP/access.log"
+# lib.sh's ct_wait_listen expects a digit after "listening on"; IPv6 is "[".
+wait_v6() {
+    local i line
+    for ((i = 0; i < 1000; i++)); do
+        line=$(grep -m1 '^listening on \[' "$CT_TMP/origin2.out" 2>/dev/null)
+        [ -n "$line" ] && { echo "${line##*:}"; return 0; }
+        kill -0 "$(ct_pid origin2)" 2>/dev/null || return 1
+        sleep 0.01
+    done
+    return 1
+}
+if PORT6=$(wait_v6); then
+    ct_check_match "IPv6 announce" "$(head -1 "$CT_TMP/origin2.out")" '^listening on \[::1\]:[0-9]+$'
+    ct_check "IPv6 request" "$(curl -s -g "http://[::1]:$PORT6/plaintext?a=b")" "Hello, World!"
+    curl -s -g -o /dev/null "http://[::1]:$PORT6/nope"
+    ct_check_match "access log line" "$(head -1 "$CT_TMP/access.log")" \
+        '^::1 - - \[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9:]{8} \+0000\] "GET /plaintext\?a=b HTTP/1\.1" 200 13 seq=1$'
+    ct_check_match "access log 404" "$(sed -n 2p "$CT_TMP/access.log")" '"GET /nope HTTP/1\.1" 404 [0-9]+ seq=2$'
+    ct_stop origin2 INT
+    ct_check "SIGINT exits 0" "$?" 0
+else
+    ct_failed "origin on ::1 starts"
+fi
 ct_done
