@@ -62,10 +62,33 @@ static void lex_fail(struct ct_http_lex *L, unsigned status, const char *reason)
     }
 }
 
+/* HTTP-version = "HTTP/" DIGIT "." DIGIT (RFC 9112 §2.3), byte C of it.
+ * Only 1.0 and 1.1 are served: anything else well-formed is a 505. */
+static bool lex_version(struct ct_http_lex *L, unsigned char c)
+{
+    static const char pattern[] = "HTTP/D.D"; /* D: a digit */
+    char want = pattern[L->ver_idx];
+    if (want == 'D' ? !(ct_http_cls[c] & CT_CH_DIGIT) : c != (unsigned char)want) {
+        lex_fail(L, 400, "malformed HTTP version");
+        return false;
+    }
+    if (L->ver_idx == 5)
+        L->major = (uint8_t)(c - '0');
+    if (L->ver_idx == 7)
+        L->minor = (uint8_t)(c - '0');
+    if (++L->ver_idx < sizeof(pattern) - 1)
+        return true;
+    if (L->major != 1 || L->minor > 1) {
+        lex_fail(L, 505, "HTTP version not supported");
+        return false;
+    }
+    L->st = L->request ? CT_LX_LINE_CR : CT_LX_STATUS_SP;
+    return true;
+}
+
 /* Request or status line byte C. Returns false on error (L->err set). */
 static bool lex_start_line(struct ct_http_lex *L, unsigned char c)
 {
-    static const char http[] = "HTTP/";
     switch (L->st) {
     case CT_LX_METHOD:
         if (ct_http_cls[c] & CT_CH_TCHAR)
@@ -89,25 +112,7 @@ static bool lex_start_line(struct ct_http_lex *L, unsigned char c)
         }
         lex_fail(L, 400, "invalid request target");
         return false;
-    case CT_LX_VERSION:
-        if (L->ver_idx < 5    ? c == (unsigned char)http[L->ver_idx]
-            : L->ver_idx == 6 ? c == '.'
-                              : (ct_http_cls[c] & CT_CH_DIGIT) != 0) {
-            if (L->ver_idx == 5)
-                L->major = (uint8_t)(c - '0');
-            if (L->ver_idx == 7)
-                L->minor = (uint8_t)(c - '0');
-            if (++L->ver_idx == 8) {
-                if (L->major != 1 || L->minor > 1) {
-                    lex_fail(L, 505, "HTTP version not supported");
-                    return false;
-                }
-                L->st = L->request ? CT_LX_LINE_CR : CT_LX_STATUS_SP;
-            }
-            return true;
-        }
-        lex_fail(L, 400, "malformed HTTP version");
-        return false;
+    case CT_LX_VERSION: return lex_version(L, c);
     case CT_LX_STATUS_SP:
         L->st = CT_LX_STATUS;
         if (c == ' ')
