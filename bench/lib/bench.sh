@@ -17,7 +17,7 @@
 #   b_wrk OUT URL CONNS SECS [wrk args]   one bounded wrk run, output in OUT
 #   b_parse_wrk FILE              "rps p50_ms p99_ms requests errors non2xx"
 #   b_stime OUT HOSTPORT SECS PAR MODE   PAR parallel openssl s_time (MODE new|reuse)
-#   b_parse_stime FILES...        "rps conns reused"
+#   b_parse_stime FILES...        "rps conns reused min_bytes_per_conn"
 #   b_qsample_start PORTS / b_qsample_stop   max listen-queue Recv-Q during a run
 
 B_TMP=
@@ -173,27 +173,37 @@ b_parse_wrk() {
 # openssl s_time opens one connection at a time (handshake, GET, close);
 # PAR of them in parallel keep the server's core busy. -new never offers a
 # session, so every handshake is a full one; -reuse offers the first one's.
+# s_time sends "GET <www> HTTP/1.0\r\n\r\n" with no Host; HAProxy's cache
+# never answers HTTP/1.0, so the target smuggles in an HTTP/1.1 request with
+# Host and Connection: close (s_time reads until the server closes), and the
+# trailing " HTTP/1.0" lands harmlessly in an X-Pad header.
 b_stime() {
     local out=$1 hostport=$2 secs=$3 par=$4 mode=$5 path=$6 i pids=()
+    local www="$path HTTP/1.1"$'\r\n'"Host: $hostport"$'\r\n'"Connection: close"$'\r\n'"X-Pad: x"
     for ((i = 0; i < par; i++)); do
         taskset -c 0 timeout -k 2 $((secs + 15)) \
-            openssl s_time -connect "$hostport" -"$mode" -time "$secs" -www "$path" \
+            openssl s_time -connect "$hostport" -"$mode" -time "$secs" -www "$www" \
             >"$out.$i" 2>&1 </dev/null &
         pids+=($!)
     done
     wait "${pids[@]}"
 }
 
-# "N connections in T real seconds": rate is the sum of N/T over the clients.
-# In -reuse mode s_time prints one character per connection, 'r' if the
-# session was resumed, so resumption is verified, not assumed.
+# "N connections in T real seconds, B bytes read per connection": the rate
+# is the sum of N/T; the smallest B shows whether every client got the whole
+# object (an error page is shorter). In -reuse mode s_time prints one
+# character per connection, 'r' if the session was resumed, so resumption
+# is verified, not assumed. Prints "rps conns reused min_bytes_per_conn".
 b_parse_stime() {
     awk '
-        /connections in [0-9.]+ real seconds/ { for (i = 1; i <= NF; i++) if ($i == "real") { n += $1; rate += $1 / $(i - 1); ok++ } }
-        /^[r*0-9t]+$/ && !/connections/ { rr += gsub(/r/, "r"); all += length($0) }
+        /connections in [0-9.]+ real seconds/ {
+            for (i = 1; i <= NF; i++) if ($i == "real") { n += $1; rate += $1 / $(i - 1); ok++ }
+            b = $(NF - 4) + 0; if (minb == "" || b < minb) minb = b
+        }
+        /^[r*0-9t]+$/ && !/connections/ { rr += gsub(/r/, "r") }
         END {
             if (!ok) { print "fail"; exit 1 }
-            printf "%.0f %d %d\n", rate, n, rr
+            printf "%.0f %d %d %d\n", rate, n, rr, minb
         }' "$@"
 }
 

@@ -91,7 +91,7 @@ c_check() {
 c_run() {
     local wl=$1 proto=$2 object=$3 conns=$4 client=$5 s=$6 round=$7 secs=$8
     local port path url pids t0 t1 o0 o1 q out parsed check origin self=0 kind=$object
-    local rps p50 p99 reqs err non2xx reused=0 ccpu
+    local rps p50 p99 reqs err non2xx reused=0 bytes ccpu
     case $proto in
         http) port=${SYS_HTTP[$s]}
               [ "$object" = slow ] && port=${SYS_SLOW[$s]:-$port} ;;
@@ -124,9 +124,11 @@ c_run() {
     if [ "${client:0:2}" = s_ ]; then
         # s_time reports whole seconds only; the rate uses the wall clock.
         parsed=$(b_parse_stime "$out".[0-9]*) || parsed=fail
-        read -r rps reqs reused <<<"$parsed"
+        read -r rps reqs reused bytes <<<"$parsed"
         [ "$rps" = fail ] || rps=$(awk -v n="$reqs" -v ns=$((w1 - w0)) 'BEGIN { printf "%.0f", n / (ns / 1e9) }')
+        # A connection that got less than the 1 KiB object got an error page.
         p50=- p99=- err=0 non2xx=0
+        [ "$rps" = fail ] || [ "${bytes:-0}" -ge 1024 ] || non2xx=$reqs
         kind=tls-${client#s_}
     else
         parsed=$(b_parse_wrk "$out") || parsed=fail

@@ -52,16 +52,16 @@ r_markdown() {
         {
             w = $1; s = $2; key = w "," s
             if ($3 == "-") {
-                printf "| %s | %s | %s | | | | | | |\n", w, s, $12
+                printf "| %s | %s | %s | | | | | | | |\n", w, s, $12
                 next
             }
             rng = ($4 == $5) ? "" : sprintf(" (%s–%s)", $4, $5)
-            printf "| %s | %s | %s%s | %s | %s | %s | %s | %s | %s |\n", w, s, $3, rng, $6, $7, $8, $10, $11, $12
+            printf "| %s | %s | %s%s | %s | %s | %s | %s | %s | %s | %s |\n", w, s, $3, rng, $6, $7, $8, $9, $10, $11, $12
             rps[key] = $3; cpu[key] = $8; org[key] = $11
         }
         BEGIN {
-            print "| workload | system | req/s median (min–max) | p50 ms | p99 ms | server CPU s / 100k req | max listen Q | origin reqs (per round) | check |"
-            print "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+            print "| workload | system | req/s median (min–max) | p50 ms | p99 ms | server CPU s / 100k req | client CPU s | max listen Q | origin reqs (per round) | check |"
+            print "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
         }
         function ratio(a, b) { return (a + 0 > 0 && b + 0 > 0) ? sprintf("%.2f", a / b) : "-" }
         END {

@@ -41,6 +41,15 @@ echo "unable to connect to 127.0.0.1:1 Connection refused" >"$CT_TMP/wrk-fail.tx
 b_parse_wrk "$CT_TMP/wrk-fail.txt" >/dev/null
 ct_check "failed wrk run is reported as a failure" "$?" 1
 
+# The s_time parser: two clients, rates summed, resumed connections counted
+# ('r'), and the smallest bytes-per-connection kept (a short answer is an error).
+printf '%s\n' 'Collecting connection statistics for 2 seconds' 'rrrr*rr' '' \
+    '7 connections in 0.01s; 700.00 connections/user sec, bytes read 9000' \
+    '8 connections in 2 real seconds, 1290 bytes read per connection' >"$CT_TMP/st.0"
+printf '%s\n' 'rrr' '3 connections in 1 real seconds, 199 bytes read per connection' >"$CT_TMP/st.1"
+ct_check "s_time output parsed (rps conns reused min-bytes)" \
+    "$(b_parse_stime "$CT_TMP/st.0" "$CT_TMP/st.1")" "7 11 9 199"
+
 # 2. A real 2-second cell, cachet-origin only.
 out=$CT_TMP/results
 BENCH_KEEP=1 TMPDIR=$CT_TMP "$CT_SRC/bench/run.sh" --only origin-1k:co --rounds 1 --duration 2 \
