@@ -19,6 +19,7 @@
 #include "cache/cache.h"
 #include "common/log.h"
 #include "proxy/accesslog.h"
+#include "proxy/cache_int.h"
 #include "proxy/health.h"
 #include "proxy/ops_int.h"
 #include "proxy/proxy_int.h"
@@ -111,6 +112,8 @@ fail:
 void ct_ops_start(struct ct_ops *ops)
 {
     struct ct_proxy *px = ops->px;
+    if (ops->cache == NULL)
+        ops->cache = px->cache; /* the shared store, once main made it */
     ops->health = ct_health_new(px->main_base, px->backends, px->cf->backends, px->nbackends);
     if (ops->alog) {
         ops->alog_timer = event_new(px->main_base, -1, EV_PERSIST, on_alog_timer, ops);
@@ -244,6 +247,8 @@ void ct_ops_req_end(struct ct_client *c, unsigned status)
     ct_time_t now = ct_time_mono();
     double rt = now - c->ops_t0;
     double ut = c->ops_tup > 0 ? now - c->ops_tup : -1;
+    if (c->ops_cs == CT_STATS_CS_NONE)
+        c->ops_cs = (uint8_t)ct_cache_client_cs(c); /* what the cache path decided */
     if (c->w->stats)
         ct_stats_req_done(c->w->stats, status, (uint64_t)(rt * 1e6), (enum ct_stats_cs)c->ops_cs);
     if (c->w->alog)
