@@ -237,10 +237,12 @@ static void access_log(struct ct_oconn *c)
         return;
     char line[1400];
     const struct ct_http_msg *m = c->msg;
+    /* No head for a request the parser refused. */
+    struct ct_str meth = m ? m->method_name : CT_STR("-");
+    struct ct_str target = m ? m->target : CT_STR("-");
     int n = snprintf(line, sizeof(line), "%s - - %s \"%.*s %.*s HTTP/1.%u\" %u %llu seq=%llu\n",
-                     c->peer, c->w->clf_date, (int)CT_MIN(m->method_name.len, 32),
-                     m->method_name.p, (int)CT_MIN(m->target.len, 1024), m->target.p,
-                     c->version % 10, c->resp.status,
+                     c->peer, c->w->clf_date, (int)CT_MIN(meth.len, 32), meth.p,
+                     (int)CT_MIN(target.len, 1024), target.p, c->version % 10, c->resp.status,
                      (unsigned long long)(c->head_only ? 0 : c->resp.len),
                      (unsigned long long)c->seq);
     if (n > 0 && write(fd, line, CT_MIN((size_t)n, sizeof(line) - 1)) < 0)

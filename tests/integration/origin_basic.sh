@@ -141,6 +141,8 @@ if PORT6=$(wait_v6); then
     ct_check_match "access log line" "$(head -1 "$CT_TMP/access.log")" \
         '^::1 - - \[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9:]{8} \+0000\] "GET /plaintext\?a=b HTTP/1\.1" 200 13 seq=1$'
     ct_check_match "access log 404" "$(sed -n 2p "$CT_TMP/access.log")" '"GET /nope HTTP/1\.1" 404 [0-9]+ seq=2$'
+    ct_check "no Host: 400" "$(curl -s -g -o /dev/null -w '%{http_code}' -H 'Host:' "http://[::1]:$PORT6/json")" 400
+    ct_check_match "access log of a refused request" "$(sed -n 3p "$CT_TMP/access.log")" '"- - HTTP/1\.1" 400 [0-9]+ seq=3$'
     ct_stop origin2 INT
     ct_check "SIGINT exits 0" "$?" 0
 else

@@ -71,8 +71,19 @@ curl -s --max-time 0.3 -o /dev/null "$U/bytes/1073741824"
 curl -s --max-time 0.3 -o /dev/null "$U/bytes/1073741824?chunked=1&trickle=10&trickle-size=100"
 if wait_fds "$PID" "$BASE"; then ct_pass "disconnect mid-stream frees the connection"; else ct_failed "disconnect mid-stream frees the connection" "$(nfds "$PID") fds, base $BASE"; fi
 ct_check "still serving" "$(curl -s "$U/plaintext")" "Hello, World!"
+
+# SIGTERM with a delayed and a streaming response in flight: prompt, clean.
+curl -s -o /dev/null "$U/delay/20000" &
+C1=$!
+curl -s --limit-rate 1M -o /dev/null "$U/bytes/1073741824" &
+C2=$!
+for ((i = 0; i < 500; i++)); do [ "$(nfds "$PID")" -ge $((BASE + 2)) ] && break; sleep 0.01; done
+T0=$(now_ms)
 ct_stop origin TERM
-ct_check "clean exit" "$?" 0
+ct_check "SIGTERM with responses in flight exits 0" "$?" 0
+T1=$(now_ms)
+ct_check "and promptly (took $((T1 - T0)) ms)" "$(((T1 - T0) < 2000))" 1
+wait "$C1" "$C2" 2>/dev/null
 
 # ---- --delay ------------------------------------------------------------------
 ct_start slow "$CT_BIN/cachet-origin" --port 0 --workers 1 --delay 300
