@@ -123,4 +123,6 @@ ct_check "mTLS optional: CA-signed client certificate accepted" \
 curl -sk --cert "$D/mallory.crt" --key "$D/mallory.key" -o /dev/null "$M/1k"
 ct_check_match "mTLS optional: a certificate that does not verify is refused" "$?" '^(35|55|56)$'
 ct_stop mtls_opt
+ct_check "no sanitizer report from any instance" \
+    "$(cat "$D"/sni.err "$D"/mtls.err "$D"/mtls_opt.err | grep -cE 'ERROR: (Address|Leak)Sanitizer|runtime error')" 0
 ct_done
