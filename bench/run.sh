@@ -29,6 +29,7 @@ EOF
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/.." && pwd)
+CMDLINE="bench/run.sh${*:+ $*}"
 MODE=quick ONLY="" BIN=$SRC/build/bin OUT=$HERE/results SECS="" ROUNDS=3 W2=2
 while [ $# -gt 0 ]; do
     case $1 in
@@ -244,7 +245,7 @@ cp "$RUNS_CSV" "$OUT/latest-runs.csv"
 {
     echo "## cachet bench, $STARTED"
     echo
-    echo "Command: \`bench/run.sh $MODE${ONLY:+ --only $ONLY}\` ($ROUNDS alternating rounds, $((ELAPSED / 60)) min $((ELAPSED % 60)) s)."
+    echo "Command: \`$CMDLINE\` ($MODE, $ROUNDS alternating rounds, $((ELAPSED / 60)) min $((ELAPSED % 60)) s)."
     echo "Machine: $(nproc --all) cores, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), $(uname -r);" \
         "loadavg $LOAD_BEFORE before, $LOAD_AFTER after."
     echo "Servers pinned to CPU 1 (cachet-w2: CPUs 0-1, sharing CPU 0 with wrk), wrk -t1 / openssl s_time on CPU 0."

@@ -75,7 +75,7 @@ ct_check "the cell checked itself" "$check" ok
 sum=$(grep '^origin-1k/http,co,' "$out/latest.csv")
 ct_check_match "summary row has the median" "$sum" "^origin-1k/http,co,$rps,$rps,$rps,"
 ct_check_match "markdown table row" "$(grep '| origin-1k/http | co |' "$out/latest.md")" "^\| origin-1k/http \| co \| $rps \| "
-ct_check_match "table header names the command" "$(grep '^Command:' "$out/latest.md")" 'run.sh quick --only origin-1k:co'
+ct_check_match "table header names the command" "$(grep '^Command:' "$out/latest.md")" 'run.sh --only origin-1k:co --rounds 1 --duration 2'
 if command -v gnuplot >/dev/null; then
     ct_check_match "chart is a PNG" "$(head -c 4 "$out/latest.png" | tail -c 3)" '^PNG$'
 fi
