@@ -107,6 +107,14 @@ ct_check_match "mTLS required: certificate from another CA refused" "$?" '^(35|5
 out=$(timeout 10 openssl s_client -connect "127.0.0.1:$MPORT" </dev/null 2>&1)
 ct_check_match "CertificateRequest names our CA" "$out" 'Acceptable client certificate CA names
 CN ?= ?cachet test CA'
+if [ -n "${CT_TLS_PENDING:-}" ]; then
+    # XXX: needs the proxy to send ct_tls_peer_subject() in the configured
+    # client_subject_header (and drop a client-sent one) (#4).
+    out=$(curl -sk --cert "$D/alice.crt" --key "$D/alice.key" -H 'X-Client-Subject: forged' "$M/echo")
+    ct_check_match "origin gets the verified subject in X-Client-Subject" "$out" \
+        '\["X-Client-Subject", *"CN=alice"\]'
+    ct_check "a client-sent X-Client-Subject does not reach the origin" "$(grep -c forged <<<"$out")" 0
+fi
 ct_check "still serving after refusals" \
     "$(curl -sk --cert "$D/alice.crt" --key "$D/alice.key" -o /dev/null -w '%{http_code}' "$M/1k")" 200
 ct_stop mtls
