@@ -87,6 +87,18 @@ T1=$(now_ms)
 ct_check "trickle: body intact" "$(wc -c <"$CT_TMP/tr")" 3000
 ct_check "trickle: paced (>= 300 ms)" "$(((T1 - T0) >= 300))" 1
 
+OUT=$(raw 'GET /gen?size=5&chunked=1&trickle=10&trickle-size=2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' | tr -d '\r')
+ct_check "trickle + chunked: one chunk per piece" "$(sed -n '/^$/,$p' <<<"$OUT" | tr '\n' '|')" "|2|01|2|23|1|4|0|"
+ct_check "streamed body then Connection: close" \
+    "$(raw 'GET /bytes/3000000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' | wc -c)" \
+    "$((3000000 + $(raw 'HEAD /bytes/3000000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' | wc -c)))"
+# 200 pipelined requests in one write, 20 MB of answers: in order, none lost.
+REQS=$(for i in $(seq 1 199); do printf 'GET /100k?i=%d HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n' "$i"; done)
+raw "${REQS}GET /json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" >"$CT_TMP/many"
+ct_check "200 pipelined answers" "$(grep -ao 'HTTP/1.1 200 OK' "$CT_TMP/many" | wc -l)" 200
+ct_check "200 pipelined: last one last" "$(tail -c 27 "$CT_TMP/many")" '{"message":"Hello, World!"}'
+ct_check "200 pipelined: seqs in order" "$(grep -a '^X-Origin-Seq' "$CT_TMP/many" | tr -d '\r' | cut -d' ' -f2 | sort -n -c && echo sorted)" "sorted"
+
 # ---- request bodies ---------------------------------------------------------
 OUT=$(curl -s -H 'Expect: 100-continue' --data-binary 'abc' "$U/echo")
 ct_check_match "100-continue then body" "$OUT" '"body": "abc"\}$'
