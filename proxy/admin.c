@@ -127,6 +127,11 @@ static void render(struct ct_ops *ops, bool json, struct ct_stats_out *out)
         v.tls_full += ts.handshakes_full;
         v.tls_resumed += ts.handshakes_resumed;
     }
+    uint64_t full = 0, resumed = 0; /* listeners made by reloads */
+    if (ct_reload_tls_stats(ops, &full, &resumed))
+        v.tls = true;
+    v.tls_full += full;
+    v.tls_resumed += resumed;
     if (json)
         ct_stats_render_json(&v, out);
     else

@@ -56,6 +56,10 @@ void ct_ops_req_end(struct ct_client *c, unsigned status);
 /* An upstream event of the backend c->u belongs to. */
 void ct_ops_upstream(struct ct_client *c, enum ct_stats_be what);
 
+/* SIGHUP, on W's thread (its wake pipe said 'r'): switch to the configuration
+ * the main thread prepared (proxy/reload.c). */
+void ct_reload_worker_apply(struct ct_worker *w);
+
 /* Active health state of backend I of PX (true when checks are off). */
 bool ct_ops_backend_up(const struct ct_proxy *px, size_t i);
 

@@ -169,17 +169,39 @@ struct ct_health *ct_health_new(struct event_base *base, const struct ct_backend
     for (size_t i = 0; i < n; i++) {
         struct probe *pr = &h->probes[i];
         atomic_init(&h->up[i], true);
-        if (!bcs[i].health.enabled)
-            continue;
         pr->magic = CT_PROBE_MAGIC;
         pr->h = h;
         pr->idx = i;
         pr->addr = &addrs[i];
         pr->bc = &bcs[i];
         pr->timer = evtimer_new(base, probe_start, pr);
-        probe_arm(pr, 0);
+        if (bcs[i].health.enabled)
+            probe_arm(pr, 0);
     }
     return h;
+}
+
+void ct_health_reconfigure(struct ct_health *h, const struct ct_conf_backend *bcs, size_t n)
+{
+    if (h == NULL)
+        return;
+    CT_CHECK_OBJ(h, CT_HEALTH_MAGIC);
+    for (size_t i = 0; i < h->n && i < n; i++) {
+        struct probe *pr = &h->probes[i];
+        bool was = pr->bc->health.enabled, is = bcs[i].health.enabled;
+        pr->bc = &bcs[i]; /* new interval, path, status, rise/fall from the next probe on */
+        if (was && !is) {
+            evtimer_del(pr->timer);
+            if (pr->bev)
+                bufferevent_free(pr->bev);
+            pr->bev = NULL;
+            pr->state = PROBE_IDLE;
+            pr->ok_run = pr->fail_run = 0;
+            atomic_store(&h->up[i], true); /* unchecked backends count as up */
+        } else if (!was && is) {
+            probe_arm(pr, 0);
+        }
+    }
 }
 
 void ct_health_free(struct ct_health **hp)

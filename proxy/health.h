@@ -29,6 +29,9 @@ struct ct_health *ct_health_new(struct event_base *base, const struct ct_backend
                                 const struct ct_conf_backend *bcs, size_t n);
 /* Stop every probe and free; sets *HP = NULL. Main thread. */
 void ct_health_free(struct ct_health **hp);
+/* SIGHUP: take the settings of BCS (same backends, same order) from the next
+ * probe on; checks turned off mark their backend up. Main thread. */
+void ct_health_reconfigure(struct ct_health *h, const struct ct_conf_backend *bcs, size_t n);
 /* Is backend I up? Any thread; true for backends without checks. */
 bool ct_health_is_up(const struct ct_health *h, size_t i);
 

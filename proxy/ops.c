@@ -66,7 +66,8 @@ static void on_alog_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct ct_ops *ops = arg;
     CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
-    ct_accesslog_flush_all(ops->alog);
+    if (ops->alog) /* a reload may have turned it off */
+        ct_accesslog_flush_all(ops->alog);
 }
 
 /* ---- life ------------------------------------------------------------------------ */
@@ -115,13 +116,15 @@ void ct_ops_start(struct ct_ops *ops)
     if (ops->cache == NULL)
         ops->cache = px->cache; /* the shared store, once main made it */
     ops->health = ct_health_new(px->main_base, px->backends, px->cf->backends, px->nbackends);
-    if (ops->alog) {
-        ops->alog_timer = event_new(px->main_base, -1, EV_PERSIST, on_alog_timer, ops);
-        struct timeval tv = {0, ALOG_FLUSH_MS * 1000};
-        if (ALOG_FLUSH_MS >= 1000)
-            tv = (struct timeval){ALOG_FLUSH_MS / 1000, (ALOG_FLUSH_MS % 1000) * 1000};
-        event_add(ops->alog_timer, &tv);
-    }
+    if (ops->alog)
+        ct_ops_start_alog_timer(ops);
+}
+
+void ct_ops_start_alog_timer(struct ct_ops *ops)
+{
+    ops->alog_timer = event_new(ops->px->main_base, -1, EV_PERSIST, on_alog_timer, ops);
+    struct timeval tv = {ALOG_FLUSH_MS / 1000, (ALOG_FLUSH_MS % 1000) * 1000};
+    event_add(ops->alog_timer, &tv);
 }
 
 void ct_ops_free(struct ct_ops **opsp)

@@ -18,6 +18,7 @@ struct ct_accesslog;
 struct ct_health;
 struct ct_conf_addr;
 struct admin_conn;
+struct ct_reload;
 
 /* Everything here belongs to the main thread. */
 struct ct_ops {
@@ -34,6 +35,7 @@ struct ct_ops {
     struct event *alog_timer;
     struct event *sig_hup, *sig_usr1;
     struct ct_health *health;      /* NULL: no backend has checks */
+    struct ct_reload *rl;          /* reload.c state; NULL before the first SIGHUP */
 };
 
 /* admin.c */
@@ -47,6 +49,11 @@ unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_o
  * ct_reload_free_retired() (exit), when no worker can still read them. */
 void ct_ops_reload(struct ct_ops *ops);
 void ct_reload_free_retired(struct ct_ops *ops);
+/* Add the handshakes of the TLS contexts reloads created to FULL and RESUMED;
+ * returns true if there is any such context. */
+bool ct_reload_tls_stats(const struct ct_ops *ops, uint64_t *full, uint64_t *resumed);
+/* ops.c: the access log's flush timer. */
+void ct_ops_start_alog_timer(struct ct_ops *ops);
 void ct_ops_addr_name(const struct sockaddr *sa, char *out, size_t len);
 
 #endif /* CT_OPS_INT_H */

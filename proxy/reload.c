@@ -1,14 +1,466 @@
 /*
- * proxy/reload.c: SIGHUP. XXX: not written yet (#7): the signal is logged
- * and ignored, the running configuration stays.
+ * proxy/reload.c: SIGHUP reloads the configuration without dropping a
+ * connection (nginx's HUP, varnishadm vcl.load + vcl.use).
+ *
+ * On the main thread:
+ *   1. ct_conf_build() with the original command line (file + the same
+ *      overrides). Errors: each "FILE:LINE: ..." goes to the error log and the
+ *      running configuration stays.
+ *   2. Refuse what this process cannot change live (backends added, removed or
+ *      moved: their per-worker pools and passive-health state are indexed by
+ *      position) and warn about settings that only take effect on a restart
+ *      (workers, cache size and key options, admin address).
+ *   3. Plan the listeners: kept (same kind and configured address), added,
+ *      removed. HTTPS listeners are always replaced by a new one on the same
+ *      address with a new TLS context, so certificates are re-read. An added
+ *      listener with port 0 gets its port from a socket the main thread binds
+ *      (without listening) so that every worker binds the same port.
+ *   4. Build everything (TLS contexts, access log) before anything changes;
+ *      a failure abandons the reload with nothing changed.
+ *   5. Hand the new generation to each worker through its wake pipe ('r').
+ *      Each worker switches at a safe point (between events): its config
+ *      snapshot, backend settings, limits, access-log buffer, then opens the
+ *      added listeners before closing the removed ones. Requests in flight
+ *      go on; the cache is untouched.
+ *   6. A 10 ms timer waits until every worker has switched, then announces
+ *      the added listeners ("listening on KIND ADDR:PORT") and logs the end.
+ *
+ * Lifetimes: clients keep pointers to their listener's struct and workers to
+ * the configuration they ran on, so replaced configurations and listener
+ * structs are kept until exit (a few KiB per reload) and freed by
+ * ct_reload_free_retired() after the workers are gone.
  */
+#include <errno.h>
+#include <event2/event.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "common/log.h"
+#include "conf/conf.h"
+#include "proxy/accesslog.h"
+#include "proxy/health.h"
 #include "proxy/ops_int.h"
+#include "proxy/proxy_int.h"
+#include "proxy/tls.h"
+
+/* One listening address as the reload knows it. */
+struct rl_listener {
+    const struct ct_listener_conf *lc;
+    enum ct_conf_listen_kind kind;
+    char host[64];
+    uint16_t port; /* as configured (0 = ephemeral) */
+};
+
+struct ct_reload {
+    unsigned magic;
+#define CT_RELOAD_MAGIC 0x7e10ad00u
+    struct rl_listener *active;
+    size_t nactive;
+    /* kept until exit */
+    struct ct_conf **confs;
+    size_t nconfs;
+    struct ct_listener_conf **lcs;
+    size_t nlcs;
+    unsigned generation;
+    /* the reload being applied (read by workers after their 'r') */
+    const struct ct_conf *next_cf;
+    const struct ct_listener_conf **add;
+    size_t nadd;
+    const struct ct_listener_conf **del;
+    size_t ndel;
+    struct rl_listener *next_active;
+    size_t next_nactive;
+    bool alog_change;
+    struct ct_accesslog *next_alog;
+    struct ct_accesslog_buf **alog_bufs; /* per worker id */
+    int *reserved;                       /* fds holding ephemeral ports */
+    size_t nreserved;
+    _Atomic unsigned pending; /* workers that have not switched yet */
+    struct event *done_timer;
+};
+
+static void rl_listener_set(struct rl_listener *r, const struct ct_listener_conf *lc,
+                            const struct ct_conf_listener *l)
+{
+    r->lc = lc;
+    r->kind = l->kind;
+    snprintf(r->host, sizeof(r->host), "%s", l->addr.host ? l->addr.host : "");
+    r->port = l->addr.port;
+}
+
+static struct ct_reload *reload_get(struct ct_ops *ops)
+{
+    if (ops->rl)
+        return ops->rl;
+    struct ct_proxy *px = ops->px;
+    struct ct_reload *rl = ct_xcalloc(1, sizeof(*rl));
+    rl->magic = CT_RELOAD_MAGIC;
+    /* main.c made px->listeners[i] from cf->listeners[i], in order. */
+    rl->active = ct_xcalloc(px->nlisteners + 1, sizeof(*rl->active));
+    for (size_t i = 0; i < px->nlisteners && i < px->cf->nlisteners; i++)
+        rl_listener_set(&rl->active[rl->nactive++], &px->listeners[i], &px->cf->listeners[i]);
+    ops->rl = rl;
+    return rl;
+}
+
+/* ---- checks ------------------------------------------------------------------ */
+
+static bool backends_same(const struct ct_conf *a, const struct ct_conf *b)
+{
+    if (a->nbackends != b->nbackends)
+        return false;
+    for (size_t i = 0; i < a->nbackends; i++)
+        if (a->backends[i].port != b->backends[i].port ||
+            strcmp(a->backends[i].host, b->backends[i].host) != 0)
+            return false;
+    return true;
+}
+
+static void warn_restart_only(const struct ct_conf *old, const struct ct_conf *cf)
+{
+    if (old->workers != cf->workers)
+        CT_WARN("SIGHUP: workers: a change needs a restart; keeping %u", old->workers);
+    if (old->cache.size_bytes != cf->cache.size_bytes)
+        CT_WARN("SIGHUP: cache.size: a change needs a restart (the cache survives reloads)");
+    if (old->admin.enabled != cf->admin.enabled || old->admin.addr.port != cf->admin.addr.port ||
+        strcmp(old->admin.addr.host ? old->admin.addr.host : "",
+               cf->admin.addr.host ? cf->admin.addr.host : "") != 0)
+        CT_WARN("SIGHUP: admin: a change of the admin listener needs a restart");
+}
+
+/* ---- building ---------------------------------------------------------------- */
+
+/* Bind (no listen) a socket on SA to learn the port the kernel picks for 0;
+ * the workers then bind that port with SO_REUSEPORT. Returns the fd or -1. */
+static int reserve_port(struct ct_listener_conf *lc)
+{
+    int fd = socket(lc->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd < 0)
+        return -1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+    socklen_t len = sizeof(lc->sa);
+    if (bind(fd, (struct sockaddr *)&lc->sa, lc->salen) != 0 ||
+        getsockname(fd, (struct sockaddr *)&lc->sa, &len) != 0) {
+        close(fd);
+        return -1;
+    }
+    lc->salen = len;
+    return fd;
+}
+
+/* A listener struct for L (address from SAME if it replaces one). NULL on
+ * failure (logged). */
+static struct ct_listener_conf *new_listener(struct ct_ops *ops, const struct ct_conf_listener *l,
+                                             const struct ct_listener_conf *same)
+{
+    struct ct_reload *rl = ops->rl;
+    struct ct_listener_conf *lc = ct_xcalloc(1, sizeof(*lc));
+    lc->kind = l->kind == CT_CONF_LISTEN_HTTPS ? CT_LISTEN_HTTPS : CT_LISTEN_HTTP;
+    lc->handshake_timeout_ms = l->tls.handshake_timeout_ms;
+    memcpy(&lc->sa, same ? &same->sa : &l->addr.sa, same ? same->salen : l->addr.salen);
+    lc->salen = same ? same->salen : l->addr.salen;
+    if (lc->kind == CT_LISTEN_HTTPS) {
+        char err[256];
+        lc->tls = ct_tls_ctx_from_conf(&l->tls, ops->px->tickets, err, sizeof(err));
+        if (lc->tls == NULL) {
+            CT_ERR("SIGHUP: https listener %s:%u: %s", l->addr.host, l->addr.port, err);
+            free(lc);
+            return NULL;
+        }
+    }
+    if (same == NULL && l->addr.port == 0) {
+        int fd = reserve_port(lc);
+        if (fd < 0) {
+            CT_ERR("SIGHUP: cannot bind %s:0: %s", l->addr.host, strerror(errno));
+            ct_tls_ctx_free(&lc->tls);
+            free(lc);
+            return NULL;
+        }
+        rl->reserved = ct_xrealloc(rl->reserved, (rl->nreserved + 1) * sizeof(int));
+        rl->reserved[rl->nreserved++] = fd;
+    }
+    ct_ops_addr_name((struct sockaddr *)&lc->sa, lc->name, sizeof(lc->name));
+    rl->lcs = ct_xrealloc(rl->lcs, (rl->nlcs + 1) * sizeof(*rl->lcs));
+    rl->lcs[rl->nlcs++] = lc;
+    return lc;
+}
+
+/* The active listener L continues: same kind and configured address, not
+ * claimed by an earlier entry of the new file (two "127.0.0.1:0" listeners
+ * are two listeners). */
+static const struct rl_listener *find_active(const struct ct_reload *rl,
+                                             const struct ct_conf_listener *l, const bool *claimed)
+{
+    for (size_t i = 0; i < rl->nactive; i++) {
+        const struct rl_listener *a = &rl->active[i];
+        if (!claimed[i] && a->kind == l->kind && a->port == l->addr.port && strcmp(a->host, l->addr.host) == 0)
+            return a;
+    }
+    return NULL;
+}
+
+/* Which listeners to open and close. False if one could not be built. */
+static bool plan_listeners(struct ct_ops *ops, const struct ct_conf *cf)
+{
+    struct ct_reload *rl = ops->rl;
+    rl->add = ct_xcalloc(cf->nlisteners + 1, sizeof(*rl->add));
+    rl->del = ct_xcalloc(rl->nactive + 1, sizeof(*rl->del));
+    rl->next_active = ct_xcalloc(cf->nlisteners + 1, sizeof(*rl->next_active));
+    bool *kept = ct_xcalloc(rl->nactive + 1, sizeof(*kept));
+    bool *claimed = ct_xcalloc(rl->nactive + 1, sizeof(*claimed));
+    bool ok = true;
+    for (size_t i = 0; i < cf->nlisteners && ok; i++) {
+        const struct ct_conf_listener *l = &cf->listeners[i];
+        const struct rl_listener *a = find_active(rl, l, claimed);
+        if (a)
+            claimed[a - rl->active] = true;
+        const struct ct_listener_conf *lc = a ? a->lc : NULL;
+        if (a == NULL || l->kind == CT_CONF_LISTEN_HTTPS) {
+            /* new, or HTTPS: a new context re-reads the certificates */
+            lc = new_listener(ops, l, a ? a->lc : NULL);
+            if (lc == NULL) {
+                ok = false;
+                break;
+            }
+            rl->add[rl->nadd++] = lc;
+        }
+        if (a)
+            kept[a - rl->active] = lc == a->lc;
+        rl_listener_set(&rl->next_active[rl->next_nactive++], lc, l);
+    }
+    for (size_t i = 0; i < rl->nactive; i++)
+        if (!kept[i])
+            rl->del[rl->ndel++] = rl->active[i].lc;
+    free(kept);
+    free(claimed);
+    return ok;
+}
+
+static bool plan_access_log(struct ct_ops *ops, const struct ct_conf *old, const struct ct_conf *cf)
+{
+    struct ct_reload *rl = ops->rl;
+    const char *op = old->logs.access_log, *np = cf->logs.access_log;
+    rl->alog_change = (op == NULL) != (np == NULL) || (op && strcmp(op, np) != 0) ||
+                      old->logs.access_format != cf->logs.access_format;
+    if (!rl->alog_change || np == NULL)
+        return true;
+    char err[256];
+    rl->next_alog = ct_accesslog_open(
+        np, cf->logs.access_format == CT_CONF_ACCESS_JSON ? CT_ACCESSLOG_JSON : CT_ACCESSLOG_COMBINED,
+        err, sizeof(err));
+    if (rl->next_alog == NULL) {
+        CT_ERR("SIGHUP: %s", err);
+        return false;
+    }
+    struct ct_proxy *px = ops->px;
+    rl->alog_bufs = ct_xcalloc(px->nworkers + 1, sizeof(*rl->alog_bufs));
+    for (unsigned i = 0; i < px->nworkers; i++)
+        rl->alog_bufs[i] = ct_accesslog_buf_new(rl->next_alog);
+    return true;
+}
+
+/* Undo a plan that will not be applied. */
+static void plan_abandon(struct ct_reload *rl)
+{
+    for (size_t i = 0; i < rl->nadd; i++) {
+        for (size_t k = 0; k < rl->nlcs; k++) {
+            if (rl->lcs[k] != rl->add[i])
+                continue;
+            ct_tls_ctx_free(&rl->lcs[k]->tls);
+            free(rl->lcs[k]);
+            rl->lcs[k] = rl->lcs[--rl->nlcs];
+            break;
+        }
+    }
+    for (size_t i = 0; i < rl->nreserved; i++)
+        close(rl->reserved[i]);
+    CT_FREE(&rl->reserved);
+    rl->nreserved = 0;
+    ct_accesslog_free(&rl->next_alog);
+    CT_FREE(&rl->alog_bufs);
+    CT_FREE(&rl->add);
+    CT_FREE(&rl->del);
+    CT_FREE(&rl->next_active);
+    rl->nadd = rl->ndel = rl->next_nactive = 0;
+}
+
+/* ---- switching ----------------------------------------------------------------- */
+
+void ct_reload_worker_apply(struct ct_worker *w)
+{
+    struct ct_reload *rl = w->px->ops->rl;
+    CT_CHECK_OBJ(rl, CT_RELOAD_MAGIC);
+    const struct ct_conf *cf = rl->next_cf;
+    w->cf = cf;
+    for (size_t i = 0; i < w->px->nbackends && i < cf->nbackends; i++)
+        w->be[i].bc = &cf->backends[i];
+    w->limits.max_line = cf->limits.max_request_line_bytes;
+    w->limits.max_head = cf->limits.max_header_bytes;
+    w->limits.max_fields = cf->limits.max_header_count;
+    w->limits.max_body = cf->limits.max_body_bytes;
+    if (rl->alog_change)
+        w->alog = rl->alog_bufs ? rl->alog_bufs[w->id] : NULL;
+    if (ct_worker_listeners_update(w, rl->add, rl->nadd, rl->del, rl->ndel) != CT_OK)
+        CT_ERR("w%u SIGHUP: some added listeners could not be opened", w->id);
+    atomic_fetch_sub(&rl->pending, 1); /* last: main may now retire what we left */
+}
+
+static void finish(struct ct_ops *ops)
+{
+    struct ct_reload *rl = ops->rl;
+    for (size_t i = 0; i < rl->nreserved; i++)
+        close(rl->reserved[i]); /* every worker has its own socket on the port now */
+    CT_FREE(&rl->reserved);
+    rl->nreserved = 0;
+    if (rl->alog_change) {
+        ct_accesslog_free(&ops->alog); /* flushes what was logged before the switch */
+        ops->alog = rl->next_alog;
+        rl->next_alog = NULL;
+        CT_FREE(&rl->alog_bufs);
+        if (ops->alog && ops->alog_timer == NULL)
+            ct_ops_start_alog_timer(ops);
+    }
+    for (size_t i = 0; i < rl->nadd; i++) {
+        bool replaced = false;
+        for (size_t k = 0; k < rl->ndel; k++)
+            replaced = replaced || strcmp(rl->del[k]->name, rl->add[i]->name) == 0;
+        if (!replaced)
+            printf("listening on %s %s\n", rl->add[i]->kind == CT_LISTEN_HTTP ? "http" : "https",
+                   rl->add[i]->name);
+    }
+    fflush(stdout);
+    CT_INFO("SIGHUP: configuration %u from %s in use by every worker (%zu listeners opened, "
+            "%zu closed)",
+            rl->generation, rl->next_cf->source, rl->nadd, rl->ndel);
+    free(rl->active);
+    rl->active = rl->next_active;
+    rl->nactive = rl->next_nactive;
+    rl->next_active = NULL;
+    rl->next_nactive = 0;
+    CT_FREE(&rl->add);
+    CT_FREE(&rl->del);
+    rl->nadd = rl->ndel = 0;
+}
+
+static void on_done_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_ops *ops = arg;
+    CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
+    if (atomic_load(&ops->rl->pending) == 0) {
+        evtimer_del(ops->rl->done_timer);
+        finish(ops);
+    }
+}
+
+/* Log the errors of a refused configuration, one "FILE:LINE: ..." each. */
+static void log_errors(const struct ct_conf_errors *errs)
+{
+    for (size_t i = 0; i < errs->n; i++)
+        CT_ERR("SIGHUP: %s", errs->msg[i]);
+    if (errs->dropped)
+        CT_ERR("SIGHUP: (%zu more errors)", errs->dropped);
+}
+
+static struct ct_conf *load(struct ct_ops *ops)
+{
+    struct ct_conf_errors *errs = ct_xcalloc(1, sizeof(*errs));
+    struct ct_conf *cf = NULL;
+    ct_conf_errors_init(errs);
+    if (ct_conf_build(ops->px->cli, &cf, errs) != CT_OK) {
+        log_errors(errs);
+        cf = NULL;
+    }
+    free(errs);
+    return cf;
+}
 
 void ct_ops_reload(struct ct_ops *ops)
 {
-    (void)ops;
-    CT_WARN("SIGHUP: configuration reload is not available yet; the running configuration stays");
+    struct ct_proxy *px = ops->px;
+    struct ct_reload *rl = reload_get(ops);
+    if (atomic_load(&rl->pending) > 0) {
+        CT_WARN("SIGHUP: the previous reload is still being applied; ignored");
+        return;
+    }
+    CT_INFO("SIGHUP: reloading %s", px->cli && px->cli->conf_file ? px->cli->conf_file
+                                                                   : "the embedded default");
+    struct ct_conf *cf = px->cli ? load(ops) : NULL;
+    if (cf && !backends_same(px->cf, cf)) {
+        CT_ERR("SIGHUP: %s: backends added, removed or moved: that needs a restart", cf->source);
+        ct_conf_free(&cf);
+    }
+    if (cf && (!plan_listeners(ops, cf) || !plan_access_log(ops, px->cf, cf))) {
+        plan_abandon(rl);
+        ct_conf_free(&cf);
+    }
+    if (cf == NULL) {
+        CT_ERR("SIGHUP: configuration refused; the running one stays");
+        return;
+    }
+    warn_restart_only(px->cf, cf);
+    ct_log_set_level(cf->logs.level);
+    if (cf->logs.error_log && (px->cf->logs.error_log == NULL ||
+                               strcmp(cf->logs.error_log, px->cf->logs.error_log) != 0) &&
+        ct_log_open(cf->logs.error_log) != CT_OK)
+        CT_ERR("SIGHUP: cannot open the error log %s: %s", cf->logs.error_log, strerror(errno));
+    rl->confs = ct_xrealloc(rl->confs, (rl->nconfs + 1) * sizeof(*rl->confs));
+    rl->confs[rl->nconfs++] = cf;
+    rl->generation++;
+    px->cf = cf; /* main thread's view; workers switch on their own */
+    ct_health_reconfigure(ops->health, cf->backends, cf->nbackends);
+    rl->next_cf = cf;
+    atomic_store(&rl->pending, px->nworkers);
+    static const char r = 'r';
+    for (unsigned i = 0; i < px->nworkers; i++)
+        if (write(px->workers[i]->wake_fd[1], &r, 1) != 1) {
+            CT_ERR("SIGHUP: cannot wake w%u: %s", i, strerror(errno));
+            atomic_fetch_sub(&rl->pending, 1);
+        }
+    if (rl->done_timer == NULL)
+        rl->done_timer = event_new(px->main_base, -1, EV_PERSIST, on_done_timer, ops);
+    event_add(rl->done_timer, &(struct timeval){0, 10000});
 }
 
-void ct_reload_free_retired(struct ct_ops *ops) { (void)ops; }
+void ct_reload_free_retired(struct ct_ops *ops)
+{
+    struct ct_reload *rl = ops->rl;
+    if (rl == NULL)
+        return;
+    CT_CHECK_OBJ(rl, CT_RELOAD_MAGIC);
+    if (rl->done_timer)
+        event_free(rl->done_timer);
+    plan_abandon(rl); /* a reload cut short by the exit */
+    for (size_t i = 0; i < rl->nlcs; i++) {
+        ct_tls_ctx_free(&rl->lcs[i]->tls);
+        free(rl->lcs[i]);
+    }
+    free(rl->lcs);
+    /* The last one may be px->cf: nothing reads it after the workers. */
+    for (size_t i = 0; i < rl->nconfs; i++)
+        ct_conf_free(&rl->confs[i]);
+    free(rl->confs);
+    free(rl->active);
+    rl->magic = 0;
+    free(rl);
+    ops->rl = NULL;
+}
+
+bool ct_reload_tls_stats(const struct ct_ops *ops, uint64_t *full, uint64_t *resumed)
+{
+    const struct ct_reload *rl = ops->rl;
+    bool any = false;
+    for (size_t i = 0; rl && i < rl->nlcs; i++) {
+        if (rl->lcs[i]->tls == NULL)
+            continue;
+        any = true;
+        struct ct_tls_stats ts;
+        ct_tls_ctx_stats(rl->lcs[i]->tls, &ts);
+        *full += ts.handshakes_full;
+        *resumed += ts.handshakes_resumed;
+    }
+    return any;
+}

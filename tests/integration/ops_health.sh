@@ -40,9 +40,9 @@ wait_up() { # wait_up NAME VALUE: poll for up to 10 s
     done
     return 1
 }
-codes() { # codes N: the status of N requests, one per line, counted
+codes() { # codes N [PATH]: the statuses of N requests (not cacheable), counted
     local i
-    for ((i = 0; i < $1; i++)); do curl -s -o /dev/null -w '%{http_code}\n' "$P/json"; done |
+    for ((i = 0; i < $1; i++)); do curl -s -o /dev/null -w '%{http_code}\n' "$P${2:-/gen?cache-control=no-store}"; done |
         sort | uniq -c | awk '{ printf "%s:%s ", $2, $1 }'
 }
 
@@ -72,14 +72,19 @@ codes 10 >/dev/null
 ct_check_match "requests reach backend two again" "$(ct_origin_total "$O2")" '^[1-9]'
 ct_check_match "up transition logged" "$(grep 'backend two' "$CT_TMP/proxy.err" | tail -1)" 'is up'
 
-# Every backend down: 503 at once, nothing attempted.
+STORED="/gen?cache-control=max-age%3D300&k=health"
+curl -s -o /dev/null "$P$STORED"
+# Every backend down: 503 at once, nothing attempted, for what the cache
+# cannot answer; a stored object is still served (stale).
 ct_stop o1
 ct_stop o2
 wait_up one 0
 wait_up two 0
 ct_check "all backends down" "$(up one)$(up two)" 00
-ct_check "every backend down: 503" "$(codes 3)" "503:3 "
-hdrs=$(curl -s -D - -o /dev/null "$P/json" | tr -d '\r')
+NS="/gen?cache-control=no-store"
+ct_check "every backend down: 503" "$(codes 3 "$NS")" "503:3 "
+ct_check "every backend down: a stored object is served" "$(codes 1 "$STORED")" "200:1 "
+hdrs=$(curl -s -D - -o /dev/null "$P$NS" | tr -d '\r')
 ct_check_match "503 says Connection: close like the proxy's errors" "$hdrs" $'\n''Connection: close'
 ct_check_match "close reason no_backend counted" "$(curl -s "http://127.0.0.1:$APORT/metrics")" \
     'cachet_connections_closed_total\{reason="no_backend"\} [1-9]'

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# SIGHUP reload: a client loop running across 5 reloads (HTTP and HTTPS,
+# keep-alive and new connections) sees no failed request; a broken file is
+# refused with FILE:LINE errors and the old configuration keeps serving; a
+# listener added by a reload answers, a removed one stops; limits and the
+# access log follow the new file; the cache survives.
+# needs: cachet cachet-origin
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
+OPORT=$(ct_wait_listen origin) || exit 1
+
+CONF="$CT_TMP/cachet.conf"
+write_conf() { # write_conf EXTRA_LISTENERS LOGS
+    cat >"$CONF" <<EOF
+workers = 2;
+listen = (
+    { kind = "http"; address = "127.0.0.1:0"; },
+    { kind = "https"; address = "127.0.0.1:0"; tls = { self_signed = true; }; }$1
+);
+admin = { listen = "127.0.0.1:0"; };
+backends = ( { name = "origin"; address = "127.0.0.1:$OPORT"; } );
+logs = { level = "info"; $2 };
+EOF
+}
+write_conf "" ""
+ct_start proxy "$CT_BIN/cachet" -c "$CONF"
+PPORT=$(ct_wait_listen proxy http) || exit 1
+SPORT=$(ct_wait_listen proxy https) || exit 1
+APORT=$(ct_wait_listen proxy admin) || exit 1
+PID=$(ct_pid proxy)
+P="http://127.0.0.1:$PPORT"
+
+# reload N: send SIGHUP and wait until generation N is in use by every worker.
+reload() {
+    kill -HUP "$PID"
+    local i
+    for ((i = 0; i < 500; i++)); do
+        grep -q "SIGHUP: configuration $1 from .* in use by every worker" "$CT_TMP/proxy.err" && return 0
+        sleep 0.01
+    done
+    return 1
+}
+
+# A cached object: it must survive the reloads.
+CU="$P/gen?size=10&cache-control=max-age%3D300&k=reload"
+curl -s -o /dev/null "$CU"
+ct_origin_reset "$OPORT"
+
+# ---- no failed request across 5 reloads ------------------------------------------------
+STOP="$CT_TMP/stop"
+loop() { # loop OUT ARGS...: one client, requests until $STOP exists
+    local out=$1
+    shift
+    for ((i = 0; i < 100000; i++)); do
+        [ -e "$STOP" ] && break
+        curl -s -o /dev/null -w '%{http_code}\n' "$@" >>"$out"
+    done
+}
+loop "$CT_TMP/codes.http" "$P/json" &
+L1=$!
+loop "$CT_TMP/codes.https" -k "https://127.0.0.1:$SPORT/json" &
+L2=$!
+# keep-alive: many requests per connection (curl reuses it within one command)
+loop "$CT_TMP/codes.ka" -o /dev/null -o /dev/null -o /dev/null "$P/json" "$P/json" "$P/json" "$P/json" &
+L3=$!
+ok=1
+for n in 1 2 3 4 5; do
+    sleep 0.2
+    reload $n || ok=0
+done
+sleep 0.2
+touch "$STOP"
+wait $L1 $L2 $L3
+ct_check "5 reloads completed" "$ok" 1
+for f in http https ka; do
+    total=$(wc -l <"$CT_TMP/codes.$f")
+    good=$(grep -c '^200$' "$CT_TMP/codes.$f")
+    ct_check_match "$f: requests were made during the reloads" "$total" '^[1-9][0-9]+$'
+    ct_check "$f: no failed request across 5 reloads ($total made)" "$good" "$total"
+done
+ct_check "HTTPS port kept across reloads" \
+    "$(curl -sk -o /dev/null -w '%{http_code}' "https://127.0.0.1:$SPORT/json")" 200
+ct_check_match "the cache survived (hit, no origin fetch)" \
+    "$(curl -s -D - -o /dev/null "$CU" | tr -d '\r' | grep '^Cache-Status')" '; hit'
+ct_check "generations logged" "$(grep -c 'in use by every worker' "$CT_TMP/proxy.err")" 5
+
+# ---- a broken file is refused, the old configuration serves --------------------------------
+cp "$CONF" "$CONF.good"
+printf 'workers = 2;\nlisten = ( { kind = "http"; address = "127.0.0.1:0"; } );\nbogus_key = 1;\ncache = { size = "lots"; };\n' >"$CONF"
+kill -HUP "$PID"
+for ((i = 0; i < 500; i++)); do
+    grep -q 'configuration refused' "$CT_TMP/proxy.err" && break
+    sleep 0.01
+done
+errs=$(grep 'SIGHUP: .*cachet.conf:[0-9]' "$CT_TMP/proxy.err")
+ct_check_match "error with FILE:LINE (unknown key)" "$errs" 'cachet\.conf:3: bogus_key'
+ct_check_match "error with FILE:LINE (bad size)" "$errs" 'cachet\.conf:4: cache\.size'
+ct_check_match "refusal logged" "$(cat "$CT_TMP/proxy.err")" 'SIGHUP: configuration refused; the running one stays'
+ct_check "old configuration still serves HTTP" "$(curl -s -o /dev/null -w '%{http_code}' "$P/json")" 200
+ct_check "old configuration still serves HTTPS" \
+    "$(curl -sk -o /dev/null -w '%{http_code}' "https://127.0.0.1:$SPORT/json")" 200
+# moving a backend needs a restart: refused too
+sed "s/127.0.0.1:$OPORT/127.0.0.1:1/" "$CONF.good" >"$CONF"
+kill -HUP "$PID"
+for ((i = 0; i < 500; i++)); do
+    grep -q 'backends added, removed or moved' "$CT_TMP/proxy.err" && break
+    sleep 0.01
+done
+ct_check_match "moved backend refused" "$(cat "$CT_TMP/proxy.err")" 'backends added, removed or moved: that needs a restart'
+ct_check "still serving" "$(curl -s -o /dev/null -w '%{http_code}' "$P/json")" 200
+
+# ---- a listener added by reload answers; access log turned on ----------------------------
+ALOG="$CT_TMP/access.log"
+write_conf ',
+    { kind = "http"; address = "127.0.0.1:0"; }' "access_log = \"$ALOG\"; access_format = \"json\";"
+reload 6 || ct_failed "reload 6"
+NPORT=$(grep '^listening on http ' "$CT_TMP/proxy.out" | tail -1 | sed 's/.*://')
+ct_check_match "added listener announced" "$NPORT" '^[0-9]+$'
+[ "$NPORT" != "$PPORT" ] || ct_failed "added listener has its own port"
+ct_check "added listener answers" \
+    "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$NPORT/json")" 200
+curl -s -o /dev/null "$P/json?logged=1"
+for ((i = 0; i < 300; i++)); do
+    grep -q 'logged=1' "$ALOG" 2>/dev/null && break
+    sleep 0.01
+done
+ct_check_match "access log opened by the reload (JSON)" "$(grep 'logged=1' "$ALOG" 2>/dev/null)" \
+    '^\{"time":.*"uri":"/json\?logged=1","status":200'
+
+# ---- a listener removed by reload stops answering -----------------------------------------------
+write_conf "" ""
+reload 7 || ct_failed "reload 7"
+ct_check "removed listener refuses connections" \
+    "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$NPORT/json")" 000
+ct_check "kept listener answers" "$(curl -s -o /dev/null -w '%{http_code}' "$P/json")" 200
+n=$(wc -l <"$ALOG")
+curl -s -o /dev/null "$P/json?after_off=1"
+ct_stop proxy
+ct_check "cachet exits 0 after reloads" "$?" 0
+ct_check "access log turned off by the reload" "$(grep -c after_off "$ALOG")" 0
+
+ct_done
