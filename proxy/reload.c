@@ -13,8 +13,9 @@
  *   3. Plan the listeners: kept (same kind and configured address), added,
  *      removed. HTTPS listeners are always replaced by a new one on the same
  *      address with a new TLS context, so certificates are re-read. An added
- *      listener with port 0 gets its port from a socket the main thread binds
- *      (without listening) so that every worker binds the same port.
+ *      listener's address is bound first by the main thread (without
+ *      listening): a port in use refuses the reload before anything changed,
+ *      and port 0 becomes the concrete port every worker then binds.
  *   4. Build everything (TLS contexts, access log) before anything changes;
  *      a failure abandons the reload with nothing changed.
  *   5. Hand the new generation to each worker through its wake pipe ('r').
@@ -172,10 +173,13 @@ static struct ct_listener_conf *new_listener(struct ct_ops *ops, const struct ct
             return NULL;
         }
     }
-    if (same == NULL && l->addr.port == 0) {
+    if (same == NULL) {
+        /* Port 0: learn the port every worker will bind. Any port: find out
+         * now, while nothing has changed, that it cannot be bound. */
         int fd = reserve_port(lc);
         if (fd < 0) {
-            CT_ERR("SIGHUP: cannot bind %s:0: %s", l->addr.host, strerror(errno));
+            CT_ERR("SIGHUP: cannot listen on %s:%u: %s", l->addr.host, l->addr.port,
+                   strerror(errno));
             ct_tls_ctx_free(&lc->tls);
             free(lc);
             return NULL;

@@ -109,6 +109,17 @@ for ((i = 0; i < 500; i++)); do
 done
 ct_check_match "moved backend refused" "$(cat "$CT_TMP/proxy.err")" 'backends added, removed or moved: that needs a restart'
 ct_check "still serving" "$(curl -s -o /dev/null -w '%{http_code}' "$P/json")" 200
+# a listener on a port someone holds (the admin listener's): refused before any change
+write_conf ',
+    { kind = "http"; address = "127.0.0.1:'"$APORT"'"; }' ""
+kill -HUP "$PID"
+for ((i = 0; i < 500; i++)); do
+    grep -q "cannot listen on 127.0.0.1:$APORT" "$CT_TMP/proxy.err" && break
+    sleep 0.01
+done
+ct_check_match "busy port refused" "$(cat "$CT_TMP/proxy.err")" "SIGHUP: cannot listen on 127.0.0.1:$APORT: Address already in use"
+ct_check "admin still answers" "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$APORT/stats")" 200
+ct_check "generation count unchanged" "$(grep -c 'in use by every worker' "$CT_TMP/proxy.err")" 5
 
 # ---- a listener added by reload answers; access log turned on ----------------------------
 ALOG="$CT_TMP/access.log"
