@@ -518,6 +518,11 @@ void ct_cache_resp_body(struct ct_client *c, size_t n)
         evbuffer_drain(src, evbuffer_get_length(src));
 }
 
+bool ct_cache_filling(const struct ct_client *c)
+{
+    return c->cr && c->cr->fill && c->cr->store_ok && !c->cr->discard;
+}
+
 void ct_cache_resp_end(struct ct_client *c)
 {
     struct ct_creq *cr = c->cr;

@@ -63,6 +63,11 @@ struct evbuffer *ct_cache_body_sink(struct ct_client *c);
 void ct_cache_resp_body(struct ct_client *c, size_t n);
 /* The origin's response is complete. */
 void ct_cache_resp_end(struct ct_client *c);
+/* C is filling an object: keep reading the origin whatever C's own output
+ * holds, so other readers of the object are not held to C's pace. Memory
+ * stays bounded: the object is capped at max_object_size and C's output
+ * holds at most the same bytes (so 2 x max_object_size per fill). */
+bool ct_cache_filling(const struct ct_client *c);
 /* The client's output drained below the low mark. True if the cache is
  * delivering (the call was for it). */
 bool ct_cache_client_drained(struct ct_client *c);

@@ -612,8 +612,12 @@ static void stream_more(struct ct_client *c)
     struct evbuffer *out = cout(c);
     for (unsigned i = 0; i < 1000000; i++) {
         if (evbuffer_get_length(out) >= CT_BP_HIGH) {
-            ct_flush(c->bev); /* ct_cache_client_drained() resumes */
-            return;
+            /* The socket may take it all at once: then no write event would
+             * ever come to resume us, so go on. Otherwise libevent writes
+             * the rest and ct_cache_client_drained() resumes us. */
+            ct_flush(c->bev);
+            if (evbuffer_get_length(out) >= CT_BP_LOW)
+                return;
         }
         struct ct_str chunk;
         size_t max = cr->body_left < STREAM_PIECE ? (size_t)cr->body_left : STREAM_PIECE;
@@ -910,6 +914,10 @@ static bool on_stale(struct ct_client *c, struct ct_cache_lookup_res *res, ct_ti
         cr->bg = true;
         cr->mode = CT_CREQ_FILL;
         ct_flush(c->bev);
+        /* The client may close now that it has its answer: do not read, so
+         * its EOF does not end the refresh; reading resumes with its next
+         * request (enter_read_head), after the refresh. */
+        ct_io_read(&c->io, false);
         return false;
     }
     cr->cs = CT_STATS_CS_MISS;
@@ -1032,7 +1040,8 @@ bool ct_cache_recv(struct ct_client *c)
 
 static bool origin_error(enum ct_close why)
 {
-    return why == CT_CLOSE_ORIGIN_CONNECT || why == CT_CLOSE_ORIGIN_TIMEOUT ||
+    return why == CT_CLOSE_NO_BACKEND || why == CT_CLOSE_ORIGIN_CONNECT ||
+           why == CT_CLOSE_ORIGIN_TIMEOUT ||
            why == CT_CLOSE_ORIGIN_RESET || why == CT_CLOSE_ORIGIN_BAD ||
            why == CT_CLOSE_ORIGIN_TRUNC;
 }

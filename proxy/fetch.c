@@ -252,7 +252,8 @@ void ct_fetch_upstream_readable(struct ct_client *c)
     if (evbuffer_get_length(in) > 0)
         c->up_got_byte = true;
     for (;;) {
-        if (c->state == CT_CS_SEND && evbuffer_get_length(cout(c)) >= CT_BP_HIGH) {
+        if (c->state == CT_CS_SEND && evbuffer_get_length(cout(c)) >= CT_BP_HIGH &&
+            !ct_cache_filling(c)) { /* a fill reads on: its waiters must not wait for us */
             c->up_paused = true;
             ct_io_read(ct_upstream_io(c->u), false);
             ct_flush(c->bev);
