@@ -64,25 +64,39 @@ void ct_accesslog_escape(struct ct_stats_out *o, struct ct_str s)
     ct_stats_out_mem(o, s.p + from, s.len - from);
 }
 
+/* The formatted second, once per second per thread: localtime_r() takes a
+ * lock and checks TZ, which cost more than the rest of the line. */
+struct time_cache {
+    time_t secs;
+    size_t len;
+    char buf[40];
+};
+
 static void time_local(struct ct_stats_out *o, ct_time_t t)
 {
+    static _Thread_local struct time_cache tc = {.secs = -1};
     time_t secs = (time_t)t;
-    struct tm tm;
-    char buf[64];
-    localtime_r(&secs, &tm);
-    /* C locale month names: we never call setlocale(). */
-    size_t n = strftime(buf, sizeof(buf), "%d/%b/%Y:%H:%M:%S %z", &tm);
-    ct_stats_out_mem(o, buf, n);
+    if (secs != tc.secs) {
+        struct tm tm;
+        localtime_r(&secs, &tm);
+        /* C locale month names: we never call setlocale(). */
+        tc.len = strftime(tc.buf, sizeof(tc.buf), "%d/%b/%Y:%H:%M:%S %z", &tm);
+        tc.secs = secs;
+    }
+    ct_stats_out_mem(o, tc.buf, tc.len);
 }
 
 static void time_iso(struct ct_stats_out *o, ct_time_t t)
 {
+    static _Thread_local struct time_cache tc = {.secs = -1};
     time_t secs = (time_t)t;
-    struct tm tm;
-    char buf[64];
-    gmtime_r(&secs, &tm);
-    size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-    ct_stats_out_mem(o, buf, n);
+    if (secs != tc.secs) {
+        struct tm tm;
+        gmtime_r(&secs, &tm);
+        tc.len = strftime(tc.buf, sizeof(tc.buf), "%Y-%m-%dT%H:%M:%S", &tm);
+        tc.secs = secs;
+    }
+    ct_stats_out_mem(o, tc.buf, tc.len);
     unsigned ms = (unsigned)((t - (double)secs) * 1000.0);
     ct_stats_out_printf(o, ".%03uZ", ms > 999 ? 999 : ms);
 }

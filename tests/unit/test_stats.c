@@ -462,6 +462,15 @@ static void test_alog_combined(void)
     CU_ASSERT_STRING_EQUAL(o.p, "127.0.0.1 - - [01/Dec/2026:03:37:00 +0000] \"GET /a?b=1 "
                                 "HTTP/1.1\" 200 1024 \"-\" \"curl/7.88.1\" rt=0.001 ut=0.001 "
                                 "cs=MISS tls=TLSv1.3\n");
+    /* the formatted second is cached per thread: a new second shows */
+    o.len = 0;
+    r.time += 61;
+    ct_accesslog_format(CT_ACCESSLOG_COMBINED, &r, &o);
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.p, "[01/Dec/2026:03:38:01 +0000]"));
+    o.len = 0;
+    ct_accesslog_format(CT_ACCESSLOG_JSON, &r, &o);
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.p, "\"time\":\"2026-12-01T03:38:01.250Z\""));
+    r.time -= 61;
     /* quotes, backslashes and control bytes in the request line and UA */
     o.len = 0;
     r.target = CT_STR("/x\"y\\z\x01\x7f\xff");
