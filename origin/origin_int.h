@@ -10,9 +10,9 @@
  *   its connections and its stats table (the only part other threads touch,
  *   under the table's mutex). Date strings are cached here once per second.
  * - struct ct_oconn: one client connection, confined to its worker. It owns
- *   its bufferevent (CLOSE_ON_FREE), its request parser, a timer and two
- *   scratch buffers reused by every request on it, so a request allocates
- *   nothing once the buffers have grown.
+ *   its socket, read/write events, input/output evbuffers, request parser, a
+ *   timer and scratch buffers reused by every request on it, so a request
+ *   allocates nothing once the buffers have grown.
  *
  * The pure parts (query, path, route, range, conditionals, stats table, JSON)
  * take plain views and are unit-tested through this header.
@@ -33,7 +33,7 @@
 struct event;
 struct event_base;
 struct evconnlistener;
-struct bufferevent;
+struct evbuffer;
 struct evbuffer_file_segment;
 
 /* ---- growable output buffer (origin_buf.c) ---------------------------- */
@@ -224,6 +224,7 @@ struct ct_origin {
 };
 
 #define CT_OWORKER_MAGIC 0x6f776b72u
+#define CT_ORBUF_SIZE (64u * 1024)
 
 struct ct_oconn;
 
@@ -239,10 +240,12 @@ struct ct_oworker {
     pthread_t thread;
     struct ct_ostats *stats;
     struct ct_oconn *conns; /* every open connection, for shutdown */
+    struct event *sweep_ev; /* idle connections, every few seconds */
     uint64_t conn_ids;
     time_t date_sec; /* the second the cached strings below were made for */
     char date[CT_HTTP_DATE_LEN + 1];
     char clf_date[32]; /* access log: [30/Nov/2026:03:22:33 +0000] */
+    char rbuf[CT_ORBUF_SIZE]; /* every read lands here and is parsed in place */
 };
 
 /* Worker W's Date string for now (refreshed once per second). */
@@ -265,6 +268,8 @@ void ct_osockaddr_format(const struct sockaddr *sa, char *out, size_t outlen, bo
 /* origin_conn.c */
 void ct_oconn_accept(struct ct_oworker *w, int fd, const struct sockaddr *sa);
 void ct_oconn_free_all(struct ct_oworker *w);
+/* Free connections idle (or not reading their answer) for too long. */
+void ct_oconn_sweep(struct ct_oworker *w, time_t now);
 
 /* ---- one response (origin_resp.c) -------------------------------------- */
 
@@ -339,7 +344,12 @@ struct ct_oconn {
     struct ct_oconn *next, *prev; /* worker's list */
     uint64_t id;
     uint64_t nreq;
-    struct bufferevent *bev;
+    int fd;
+    struct event *rev, *wev;
+    struct evbuffer *in;  /* bytes received while not in READ */
+    struct evbuffer *out; /* queued response bytes */
+    bool reading, writing; /* rev / wev added */
+    time_t last_io;        /* last byte read or written, for the sweep */
     struct ct_http_parser *parser;
     struct event *timer; /* delay, trickle, linger */
     char peer[64];
@@ -398,6 +408,9 @@ void ct_oresp_send(struct ct_oconn *c);
 void ct_oresp_pump(struct ct_oconn *c);
 /* Release what the response holds (file, segment). Idempotent. */
 void ct_oresp_cleanup(struct ct_oconn *c);
+
+/* origin_req.c: parse P[0..LEN) while in READ; returns bytes consumed. */
+size_t ct_oreq_feed(struct ct_oconn *c, const char *p, size_t len);
 
 /* origin_conn.c, used by origin_resp.c */
 void ct_oconn_set_state(struct ct_oconn *c, enum ct_oconn_state s);

@@ -15,7 +15,6 @@
  */
 #include <errno.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -295,7 +294,7 @@ static void body_start(struct ct_oconn *c, bool body_allowed)
 void ct_oresp_send(struct ct_oconn *c)
 {
     struct ct_oresp *r = &c->resp;
-    struct evbuffer *out = bufferevent_get_output(c->bev);
+    struct evbuffer *out = c->out;
     if (r->raw) {
         /* /bad/KIND: the body is the whole reply, on purpose. */
         evbuffer_add(out, r->mem, r->len);
@@ -343,7 +342,7 @@ static void add_piece(struct ct_oconn *c, struct evbuffer *out, uint64_t n)
 void ct_oresp_pump(struct ct_oconn *c)
 {
     struct ct_obody_state *b = &c->bs;
-    struct evbuffer *out = bufferevent_get_output(c->bev);
+    struct evbuffer *out = c->out;
     b->timer_wait = false;
     while (b->remaining > 0) {
         if (evbuffer_get_length(out) >= CT_OUT_HIGH) {

@@ -143,6 +143,15 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     event_base_loopbreak(w->base);
 }
 
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_oworker *w = arg;
+    CT_CHECK_OBJ(w, CT_OWORKER_MAGIC);
+    struct timeval tv;
+    event_base_gettimeofday_cached(w->base, &tv);
+    ct_oconn_sweep(w, tv.tv_sec);
+}
+
 static void *worker_main(void *arg)
 {
     struct ct_oworker *w = arg;
@@ -166,6 +175,9 @@ static int worker_setup(struct ct_oworker *w)
     evconnlistener_set_error_cb(w->lev, on_accept_error);
     w->stop_ev = event_new(w->base, w->stop_pipe[0], EV_READ, on_stop, w);
     event_add(w->stop_ev, NULL);
+    struct timeval every = {5, 0};
+    w->sweep_ev = event_new(w->base, -1, EV_PERSIST, on_sweep, w);
+    event_add(w->sweep_ev, &every);
     ct_oworker_date(w);
     return CT_OK;
 }
@@ -214,6 +226,8 @@ void ct_origin_free(struct ct_origin *o)
             close(w->listen_fd);
         if (w->stop_ev)
             event_free(w->stop_ev);
+        if (w->sweep_ev)
+            event_free(w->sweep_ev);
         for (int k = 0; k < 2; k++)
             if (w->stop_pipe[k] >= 0)
                 close(w->stop_pipe[k]);
