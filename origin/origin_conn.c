@@ -45,7 +45,6 @@
 #include "origin/origin_int.h"
 
 #define CT_IN_HIGH (256u * 1024)
-#define CT_IDLE_TIMEOUT_S 60
 #define CT_LINGER_MS 2000
 
 static const char *const state_names[] = {
@@ -364,17 +363,18 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 /* Called by the worker every few seconds: close connections idle in READ
  * (keep-alive, or a request that never completes) or stuck with output the
- * client does not read, for CT_IDLE_TIMEOUT_S. Delays, trickles and
+ * client does not read, for --idle-timeout seconds. Delays, trickles and
  * lingering have their own timers. */
 void ct_oconn_sweep(struct ct_oworker *w, time_t now)
 {
     struct ct_oconn *c = w->conns, *next;
+    time_t idle = (time_t)w->o->opts.idle_s;
     for (; c; c = next) {
         next = c->next;
         bool waiting_for_client = c->state == CT_OCS_READ || c->writing;
-        if (waiting_for_client && now - c->last_io > CT_IDLE_TIMEOUT_S) {
-            CT_DEBUG("w%u c%llu %s: idle for %d s in %s", w->id, (unsigned long long)c->id,
-                     c->peer, CT_IDLE_TIMEOUT_S, state_names[c->state]);
+        if (waiting_for_client && now - c->last_io >= idle) {
+            CT_DEBUG("w%u c%llu %s: idle for %lld s in %s", w->id, (unsigned long long)c->id,
+                     c->peer, (long long)idle, state_names[c->state]);
             conn_free(c);
         }
     }

@@ -206,6 +206,7 @@ struct ct_origin_opts {
     const char *root;
     unsigned workers;
     unsigned delay_ms;
+    unsigned idle_s; /* close connections idle this long */
     const char *access_log;
 };
 

@@ -2,7 +2,7 @@
  * origin/origin_main.c: cachet-origin's command line, startup and shutdown.
  *
  *   cachet-origin [--port P] [--bind ADDR] [--root DIR] [--workers N]
- *                 [--delay MS] [--access-log FILE|-]
+ *                 [--delay MS] [--idle-timeout S] [--access-log FILE|-]
  *
  * The first line on stdout is exactly "listening on ADDR:PORT" (flushed), once
  * every listening socket is open. Bad flags: usage on stderr, exit 2. SIGTERM
@@ -24,12 +24,13 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: cachet-origin [--port P] [--bind ADDR] [--root DIR] [--workers N]\n"
-               "                     [--delay MS] [--access-log FILE|-]\n"
+               "                     [--delay MS] [--idle-timeout S] [--access-log FILE|-]\n"
                "  --port P         TCP port, 0 picks a free one (default 8081)\n"
                "  --bind ADDR      address to listen on (default 127.0.0.1)\n"
                "  --root DIR       serve files from DIR (default: built-in /1k /10k /100k /1m)\n"
                "  --workers N      worker threads (default: number of cores)\n"
                "  --delay MS       delay every response by MS milliseconds\n"
+               "  --idle-timeout S close connections idle S seconds (default 60)\n"
                "  --access-log F   write an access log to F, or stdout with -\n");
 }
 
@@ -49,27 +50,33 @@ static int parse_args(int argc, char **argv, struct ct_origin_opts *op)
         {"port", required_argument, NULL, 'p'},    {"bind", required_argument, NULL, 'b'},
         {"root", required_argument, NULL, 'r'},    {"workers", required_argument, NULL, 'w'},
         {"delay", required_argument, NULL, 'd'},   {"access-log", required_argument, NULL, 'l'},
+        {"idle-timeout", required_argument, NULL, 'i'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    *op = (struct ct_origin_opts){.bind = "127.0.0.1", .port = 8081,
+    *op = (struct ct_origin_opts){.bind = "127.0.0.1", .port = 8081, .idle_s = 60,
                                   .workers = cores > 0 ? (unsigned)CT_MIN(cores, 64) : 1};
     int ch;
     bool ok = true;
-    while (ok && (ch = getopt_long(argc, argv, "p:b:r:w:d:l:h", longopts, NULL)) != -1) {
+    while (ok && (ch = getopt_long(argc, argv, "p:b:r:w:d:i:l:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 'p': ok = num_arg(optarg, 0, 65535, &op->port); break;
         case 'b': op->bind = optarg; break;
         case 'r': op->root = optarg; break;
         case 'w': ok = num_arg(optarg, 1, 256, &op->workers); break;
         case 'd': ok = num_arg(optarg, 0, CT_OPARAM_MAX_DELAY_MS, &op->delay_ms); break;
+        case 'i': ok = num_arg(optarg, 1, 86400, &op->idle_s); break;
         case 'l': op->access_log = optarg; break;
         case 'h': usage(stdout); exit(0);
         default: ok = false; optarg = NULL; break;
         }
         if (!ok && optarg)
             fprintf(stderr, "cachet-origin: bad value for --%s: '%s'\n",
-                    ch == 'p' ? "port" : ch == 'w' ? "workers" : "delay", optarg);
+                    ch == 'p'   ? "port"
+                    : ch == 'w' ? "workers"
+                    : ch == 'i' ? "idle-timeout"
+                                : "delay",
+                    optarg);
     }
     if (ok && optind < argc) {
         fprintf(stderr, "cachet-origin: unexpected argument '%s'\n", argv[optind]);

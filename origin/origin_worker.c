@@ -175,7 +175,8 @@ static int worker_setup(struct ct_oworker *w)
     evconnlistener_set_error_cb(w->lev, on_accept_error);
     w->stop_ev = event_new(w->base, w->stop_pipe[0], EV_READ, on_stop, w);
     event_add(w->stop_ev, NULL);
-    struct timeval every = {5, 0};
+    /* Sweep often enough that a connection goes within 1.5x the timeout. */
+    struct timeval every = {(time_t)CT_MAX(1u, CT_MIN(5u, w->o->opts.idle_s / 2)), 0};
     w->sweep_ev = event_new(w->base, -1, EV_PERSIST, on_sweep, w);
     event_add(w->sweep_ev, &every);
     ct_oworker_date(w);
