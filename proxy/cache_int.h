@@ -1,5 +1,6 @@
 /*
- * proxy/cache_int.h: the cache on the request path (cache_req.c, cache_fill.c),
+ * proxy/cache_int.h: the cache on the request path (cache_req.c: recv, lookup,
+ * waiting; cache_deliver.c: responses from objects; cache_fill.c: storing),
  * and the few calls the proxy core makes into it. Inside proxy/ only.
  *
  * Objects and owners:
@@ -165,7 +166,7 @@ void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
 void ct_cache_fwd_head(struct evbuffer *out, const struct ct_http_msg *msg, bool chunked,
                        enum ct_resp_conn conn, struct ct_str cstatus,
                        const struct ct_cache_policy_opts *po);
-/* cache_req.c */
+/* cache_req.c, cache_deliver.c */
 const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_client *c);
 bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct ct_str *wire);
 /* Build the key of TARGET for C's request into cr->keybuf / *KEY. */
@@ -185,5 +186,17 @@ bool ct_cache_emit(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatu
  * then the next request). */
 void ct_cache_deliver(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatus);
 bool ct_cache_sie_ok(struct ct_client *c, struct ct_obj *stale, ct_time_t now);
+/* Date of this second (formatted once per second per worker). */
+const char *ct_cache_date_now(struct ct_wcache *wc);
+/* The Connection field C's response needs ("" for HTTP/1.1 keep-alive);
+ * sets c->resp_close. */
+const char *ct_cache_conn_field(struct ct_client *c, bool force_close);
+/* The response is out: release what it held, flush, next request (C may be
+ * gone after this). */
+void ct_cache_finish(struct ct_client *c);
+/* Register on cr->obj; false if there is news already (read now). */
+bool ct_cache_wait_obj(struct ct_creq *cr, enum ct_obj_state seen, uint64_t have);
+/* cache_deliver.c: continue streaming cr->obj to C. */
+void ct_cache_stream_more(struct ct_client *c);
 
 #endif /* CT_PROXY_CACHE_INT_H */

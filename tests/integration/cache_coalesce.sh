@@ -14,7 +14,8 @@ cat >"$CT_TMP/cachet.conf" <<EOF
 workers = 2;
 listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
 backends = ( { address = "127.0.0.1:$OPORT"; pool_max_idle = 64; } );
-cache = { size = "256M"; max_object_size = "32M"; grace = "0s"; hit_for_miss = "0s"; };
+cache = { size = "256M"; max_object_size = "32M"; grace = "0s"; hit_for_miss = "0s";
+          waiter_timeout = "2s"; waiter_timeout_action = "504"; };
 admin = { listen = "off"; };
 EOF
 ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf"
@@ -120,6 +121,19 @@ wait $fpid
 h=$(curl -s -D - -o /dev/null "$PU" | tr -d '\r' | grep -i '^cache-status')
 ct_check "after a purge mid-fetch: fetched again" "$h" "Cache-Status: cachet; fwd=miss; stored"
 ct_check "purge mid-fetch: two origin fetches" "$(origin_count)" 2
+
+# ---- waiter timeout (2 s, then 504): the fetcher still gets its answer.
+ct_origin_reset "$OPORT"
+WU="$P/delay/3500?size=10&$MA&wt=1"
+curl -s -o /dev/null -w '%{http_code}' "$WU" >"$CT_TMP/fetcher" &
+fpid=$!
+for ((i = 0; i < 200; i++)); do [ "$(origin_count)" = 1 ] && break; sleep 0.01; done
+read -r code t <<<"$(curl -s -o /dev/null -w '%{http_code} %{time_total}' "$WU")"
+ct_check "waiter timeout: 504" "$code" 504
+if awk -v t="$t" 'BEGIN { exit !(t > 1.5 && t < 3.2) }'; then ct_pass "waiter timeout after ~2 s ($t s)"; else ct_failed "waiter timeout took $t s"; fi
+wait "$fpid"
+ct_check "waiter timeout: the fetcher got 200" "$(cat "$CT_TMP/fetcher")" 200
+ct_check "waiter timeout: one origin fetch" "$(origin_count)" 1
 
 ct_stop proxy
 ct_check "cachet exits 0 on SIGTERM" "$?" 0

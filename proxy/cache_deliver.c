@@ -1,0 +1,301 @@
+/*
+ * proxy/cache_deliver.c: a response from a stored object (issue 5's hit path).
+ *
+ * Nothing here parses a stored header or copies a body: the stored block
+ * (status line + fields, rendered once by cache_fill.c) and the body
+ * segments go to the client's output by reference, one object reference per
+ * handed-out piece (ct_obj_ref), released by libevent when the bytes are gone
+ * (ct_obj_release_cb), so the object outlives every evbuffer that points into
+ * it. Per hit we write Date, Age (RFC 9111 §4.2.3 current_age), Cache-Status
+ * (RFC 9211), the framing and Connection, from one stack buffer.
+ *
+ * From a complete 200 we also answer the client's conditionals (304, RFC 9110
+ * §13.2.2) and a single byte range (206 / 416, RFC 9110 §14); HEAD gets the
+ * head of the stored GET.
+ *
+ * From an object still filling (a coalesced waiter), the body streams: add
+ * what is there, register a one-shot waiter for more (cache_req.c routes the
+ * wake to this worker), stop at CT_BP_HIGH bytes queued and resume from the
+ * drained callback. A failed fetch ends the client's message truncated.
+ */
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "proxy/cache_int.h"
+
+#define STREAM_PIECE (256 * 1024)
+
+static struct evbuffer *cout(struct ct_client *c) { return bufferevent_get_output(c->bev); }
+
+static void add_ref(struct evbuffer *out, struct ct_obj *obj, const char *p, size_t len)
+{
+    if (len)
+        evbuffer_add_reference(out, p, len, ct_obj_release_cb, ct_obj_ref(obj));
+}
+
+static void add_piece(struct evbuffer *out, struct ct_obj *obj, struct ct_str s, bool chunked)
+{
+    if (chunked) {
+        char line[24];
+        int k = snprintf(line, sizeof(line), "%zx\r\n", s.len);
+        evbuffer_add(out, line, (size_t)k);
+    }
+    add_ref(out, obj, s.p, s.len);
+    if (chunked)
+        evbuffer_add(out, "\r\n", 2);
+}
+
+/* One single-range "bytes=" spec against LEN bytes (RFC 9110 §14.1.2).
+ * 0: no usable range (serve 200); 1: [*first, *last]; -1: unsatisfiable. */
+static int parse_range(struct ct_str v, uint64_t len, uint64_t *first, uint64_t *last)
+{
+    static const struct ct_str unit = CT_STR("bytes=");
+    if (v.len <= unit.len || !ct_str_eq_ci(ct_str_make(v.p, unit.len), unit))
+        return 0;
+    struct ct_str spec = ct_str_trim_ows(ct_str_make(v.p + unit.len, v.len - unit.len));
+    const char *dash = memchr(spec.p, '-', spec.len);
+    if (dash == NULL || memchr(spec.p, ',', spec.len))
+        return 0; /* malformed, or several ranges: the whole thing (allowed) */
+    struct ct_str a = ct_str_make(spec.p, (size_t)(dash - spec.p));
+    struct ct_str b = ct_str_make(dash + 1, spec.len - a.len - 1);
+    uint64_t x, y;
+    if (a.len == 0) { /* suffix: the last N bytes */
+        if (ct_str_to_u64(b, UINT64_MAX, &y) != CT_OK)
+            return 0;
+        if (y == 0 || len == 0)
+            return -1;
+        *first = len > y ? len - y : 0;
+        *last = len - 1;
+        return 1;
+    }
+    if (ct_str_to_u64(a, UINT64_MAX, &x) != CT_OK)
+        return 0;
+    if (b.len == 0)
+        y = UINT64_MAX;
+    else if (ct_str_to_u64(b, UINT64_MAX, &y) != CT_OK || y < x)
+        return 0;
+    if (x >= len)
+        return -1;
+    *first = x;
+    *last = y >= len ? len - 1 : y;
+    return 1;
+}
+
+/* If-Range (RFC 9110 §13.1.5): a strong ETag equal to ours, or our exact
+ * Last-Modified date; anything else: send the whole representation. */
+static bool if_range_ok(const struct ct_http_msg *req, const struct ct_obj *obj)
+{
+    const struct ct_http_field *f = ct_http_msg_find(req, CT_HDR_IF_RANGE, NULL);
+    if (f == NULL)
+        return true;
+    if (f->value.len && (f->value.p[0] == '"' || f->value.p[0] == 'W'))
+        return ct_cache_etag_match(f->value, ct_obj_etag(obj), false);
+    struct ct_str lm = ct_obj_last_modified(obj);
+    return lm.len && ct_str_eq(lm, f->value);
+}
+
+struct dl {
+    unsigned status;     /* the status line we send */
+    bool own_line;       /* not the stored one (304, 206, 416) */
+    bool body;
+    uint64_t first, len; /* body range */
+    char extra[96];      /* Content-Range */
+};
+
+/* What to send for REQ from the complete or streaming OBJ (§4.3.2, Range). */
+static void plan(struct ct_client *c, struct ct_obj *obj, const struct ct_cache_blk *blk,
+                 struct dl *d)
+{
+    const struct ct_http_msg *req = c->req;
+    bool complete = ct_obj_state(obj) == CT_OBJ_COMPLETE;
+    unsigned st = ct_obj_status(obj);
+    uint64_t len = complete ? ct_obj_body_len(obj) : UINT64_MAX;
+    *d = (struct dl){.status = st, .len = len, .body = st != 204 && st != 304};
+    if (!complete || st != 200)
+        return;
+    struct ct_cache_validators v = {.etag = ct_obj_etag(obj),
+                                    .last_modified = ct_obj_last_modified(obj),
+                                    .response_time = blk->fresh.response_time};
+    if (ct_cache_policy_cond(req, &v) == 304) {
+        d->status = 304;
+        d->own_line = true;
+        d->body = false;
+        return;
+    }
+    const struct ct_http_field *rf = ct_http_msg_find(req, CT_HDR_RANGE, NULL);
+    if (req->method != CT_METHOD_GET || rf == NULL || !if_range_ok(req, obj))
+        return;
+    uint64_t a, b;
+    int r = parse_range(rf->value, len, &a, &b);
+    if (r == 0)
+        return;
+    d->own_line = true;
+    if (r < 0) {
+        d->status = 416;
+        d->body = false;
+        d->len = 0;
+        snprintf(d->extra, sizeof(d->extra), "Content-Range: bytes */%llu\r\n",
+                 (unsigned long long)len);
+        return;
+    }
+    d->status = 206;
+    d->first = a;
+    d->len = b - a + 1;
+    snprintf(d->extra, sizeof(d->extra), "Content-Range: bytes %llu-%llu/%llu\r\n",
+             (unsigned long long)a, (unsigned long long)b, (unsigned long long)len);
+}
+
+void ct_cache_write_head(struct ct_client *c, struct ct_obj *obj, const char *status_line,
+                         struct ct_str cstatus, const char *extra, const char *frame,
+                         const char *conn)
+{
+    struct evbuffer *out = cout(c);
+    struct ct_cache_blk blk;
+    struct ct_str wire;
+    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    if (status_line) {
+        evbuffer_add(out, status_line, strlen(status_line));
+        add_ref(out, obj, wire.p + blk.status_len, wire.len - blk.status_len);
+    } else {
+        add_ref(out, obj, wire.p, wire.len);
+    }
+    double age = ct_obj_age(obj, ct_time_real());
+    char tail[512];
+    int n = snprintf(tail, sizeof(tail), "Date: %s\r\nAge: %lld\r\nCache-Status: %.*s\r\n%s%s%s\r\n",
+                     ct_cache_date_now(c->w->wc), age > 0 ? (long long)age : 0LL, (int)cstatus.len,
+                     cstatus.p, extra, frame, conn);
+    evbuffer_add(out, tail, CT_MIN((size_t)(n > 0 ? n : 0), sizeof(tail) - 1));
+}
+
+bool ct_cache_emit(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatus, bool force_close)
+{
+    struct ct_creq *cr = c->cr;
+    struct evbuffer *out = cout(c);
+    struct ct_cache_blk blk;
+    struct ct_str wire;
+    struct dl d;
+    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    plan(c, obj, &blk, &d);
+    bool head_only = c->req->method == CT_METHOD_HEAD;
+    bool streaming = d.len == UINT64_MAX;
+    char frame[64] = "";
+    if (d.body && streaming && !head_only) {
+        /* Length unknown yet: chunked for HTTP/1.1, close-delimited for 1.0. */
+        if (c->req->version == 11)
+            snprintf(frame, sizeof(frame), "Transfer-Encoding: chunked\r\n");
+        else
+            force_close = true;
+    } else if (d.body || d.status == 416) {
+        snprintf(frame, sizeof(frame), "Content-Length: %llu\r\n", (unsigned long long)d.len);
+    }
+    char line[64];
+    if (d.own_line)
+        snprintf(line, sizeof(line), "HTTP/1.1 %u %s\r\n", d.status,
+                 d.status == 206   ? "Partial Content"
+                 : d.status == 416 ? "Range Not Satisfiable"
+                                   : ct_fwd_reason(d.status));
+    ct_cache_write_head(c, obj, d.own_line ? line : NULL, cstatus, d.extra, frame,
+                        ct_cache_conn_field(c, force_close));
+    c->status = d.status;
+    if (!d.body || head_only || d.status == 416)
+        return true;
+    cr->chunked = streaming && c->req->version == 11;
+    cr->pos = (struct ct_obj_body_pos)CT_OBJ_BODY_POS_INIT;
+    cr->body_left = d.len;
+    if (d.first)
+        CT_ASSERT(ct_obj_body_seek(obj, &cr->pos, d.first) == CT_OK);
+    if (cr->obj != obj) {
+        ct_obj_release(&cr->obj);
+        cr->obj = ct_obj_ref(obj);
+    }
+    cr->mode = CT_CREQ_STREAM;
+    for (;;) {
+        struct ct_str chunk;
+        size_t max = cr->body_left < STREAM_PIECE ? (size_t)cr->body_left : 0;
+        enum ct_obj_body r = ct_obj_body_next(obj, &cr->pos, max, &chunk);
+        if (r != CT_OBJ_BODY_DATA)
+            return r == CT_OBJ_BODY_END && !streaming;
+        add_piece(out, obj, chunk, cr->chunked);
+        cr->body_left -= chunk.len;
+        if (cr->body_left == 0)
+            return true;
+        if (streaming && evbuffer_get_length(out) >= CT_BP_HIGH)
+            return false;
+    }
+}
+
+/* Deliver OBJ (a new reference, taken) to C as its whole response. */
+void ct_cache_deliver(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatus)
+{
+    struct ct_creq *cr = c->cr;
+    ct_obj_release(&cr->obj);
+    cr->obj = obj;
+    bool done = ct_cache_emit(c, obj, cstatus, false);
+    ct_client_set_state(c, CT_CS_SEND);
+    c->resp_head_sent = true;
+    if (done) {
+        ct_cache_finish(c);
+        return;
+    }
+    ct_cache_stream_more(c);
+}
+
+/* Streaming from a filling object: add what is there, wait for more. */
+void ct_cache_stream_more(struct ct_client *c)
+{
+    struct ct_creq *cr = c->cr;
+    struct evbuffer *out = cout(c);
+    for (unsigned i = 0; i < 1000000; i++) {
+        if (evbuffer_get_length(out) >= CT_BP_HIGH) {
+            /* The socket may take it all at once: then no write event would
+             * ever come to resume us, so go on. Otherwise libevent writes
+             * the rest and ct_cache_client_drained() resumes us. */
+            ct_flush(c->bev);
+            if (evbuffer_get_length(out) >= CT_BP_LOW)
+                return;
+        }
+        struct ct_str chunk;
+        size_t max = cr->body_left < STREAM_PIECE ? (size_t)cr->body_left : STREAM_PIECE;
+        switch (ct_obj_body_next(cr->obj, &cr->pos, max, &chunk)) {
+        case CT_OBJ_BODY_DATA:
+            add_piece(out, cr->obj, chunk, cr->chunked);
+            cr->body_left -= chunk.len;
+            if (cr->body_left == 0)
+                goto end;
+            continue;
+        case CT_OBJ_BODY_WAIT:
+            if (ct_cache_wait_obj(cr, CT_OBJ_STREAMING, cr->pos.off)) {
+                ct_flush(c->bev);
+                return;
+            }
+            continue;
+        case CT_OBJ_BODY_END:
+            goto end;
+        case CT_OBJ_BODY_FAILED:
+            /* The fetch died: what was sent must look truncated. */
+            cr->mode = CT_CREQ_DONE;
+            ct_flush(c->bev);
+            ct_client_fail(c, CT_CLOSE_ORIGIN_TRUNC);
+            return;
+        }
+    }
+    return;
+end:
+    if (cr->chunked)
+        ct_fwd_body_end(out);
+    ct_cache_finish(c);
+}
+
+bool ct_cache_client_drained(struct ct_client *c)
+{
+    struct ct_creq *cr = c->cr;
+    if (cr == NULL || cr->mode != CT_CREQ_STREAM || c->state != CT_CS_SEND)
+        return false;
+    if (!cr->waiting)
+        ct_cache_stream_more(c);
+    return true;
+}
+
