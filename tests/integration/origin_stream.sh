@@ -50,10 +50,14 @@ ct_origin_reset "$PORT"
 ARGS=()
 for i in $(seq 1 100); do ARGS+=(-o /dev/null "$U/delay/500?i=$i"); done
 T0=$(now_ms)
-curl -s --no-progress-meter -Z --parallel-max 100 -w '%{http_code} %{time_total}\n' "${ARGS[@]}" >"$CT_TMP/delays"
+# --parallel-immediate: one connection each, not reuse after the first answers.
+curl -s --no-progress-meter -Z --parallel-immediate --parallel-max 100 \
+    -w '%{http_code} %{time_total}\n' "${ARGS[@]}" >"$CT_TMP/delays"
 T1=$(now_ms)
 ct_check "100 delayed answers, all 200" "$(grep -c '^200 ' "$CT_TMP/delays")" 100
 ct_check "each waited >= 0.5 s" "$(awk '$2 < 0.5' "$CT_TMP/delays" | wc -l)" 0
+ct_check "none waited for another (all < 1 s; slowest $(sort -k2 -n "$CT_TMP/delays" | tail -1 | cut -d' ' -f2) s)" \
+    "$(awk '$2 >= 1.0' "$CT_TMP/delays" | wc -l)" 0
 ct_check "100 x /delay/500 together in < 1.5 s (took $((T1 - T0)) ms)" "$(((T1 - T0) < 1500))" 1
 ct_check "stats counted 100" "$(ct_origin_total "$PORT")" 100
 T0=$(now_ms)
@@ -65,7 +69,7 @@ ct_check "delay= on any endpoint (took $((T1 - T0)) ms)" "$(((T1 - T0) >= 300))"
 BASE=$(nfds "$PID")
 ARGS=()
 for i in $(seq 1 20); do ARGS+=(-o /dev/null "$U/delay/60000?i=$i"); done
-curl -s --no-progress-meter -Z --parallel-max 20 --max-time 0.3 "${ARGS[@]}" 2>/dev/null
+curl -s --no-progress-meter -Z --parallel-immediate --parallel-max 20 --max-time 0.3 "${ARGS[@]}" 2>/dev/null
 if wait_fds "$PID" "$BASE"; then ct_pass "disconnect during a delay frees the connection"; else ct_failed "disconnect during a delay frees the connection" "$(nfds "$PID") fds, base $BASE"; fi
 curl -s --max-time 0.3 -o /dev/null "$U/bytes/1073741824"
 curl -s --max-time 0.3 -o /dev/null "$U/bytes/1073741824?chunked=1&trickle=10&trickle-size=100"
