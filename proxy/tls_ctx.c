@@ -487,8 +487,11 @@ static int configure(struct ct_tls_ctx *lc, SSL_CTX *sctx, const struct ct_tls_l
     if (cf->ktls)
         opts |= SSL_OP_ENABLE_KTLS;
     SSL_CTX_set_options(sctx, opts);
-    /* Idle keep-alive connections give their 34 KiB of TLS buffers back. */
-    SSL_CTX_set_mode(sctx, SSL_MODE_RELEASE_BUFFERS);
+    /* Idle keep-alive connections give their 34 KiB of TLS buffers back
+     * (no measurable CPU cost on /1k keep-alive). The chain is the one in the
+     * certificate file: no chain building from a store per handshake
+     * (nginx does the same). */
+    SSL_CTX_set_mode(sctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_NO_AUTO_CHAIN);
     int rc = set_protocols(sctx, cf, err, errlen);
     if (rc != CT_OK)
         return rc;
