@@ -107,6 +107,14 @@ ct_check "body of a non-echo endpoint is read and dropped" \
     "$(curl -s -o /dev/null -o /dev/null -w '%{http_code} ' --data-binary @"$CT_TMP/big" "$U/json" "$U/json")" "200 200 "
 head -c 5000000 /dev/zero >"$CT_TMP/huge"
 ct_check "echo body over 4 MiB: 413" "$(curl -s -o /dev/null -w '%{http_code}' --data-binary @"$CT_TMP/huge" "$U/echo")" 413
+# Random bytes, and random bytes after a valid request line: never a crash.
+for i in $(seq 1 20); do
+    exec 3<>"/dev/tcp/127.0.0.1/$PORT"
+    if ((i % 2)); then printf 'GET /echo HTTP/1.1\r\nHost: x\r\n' >&3; fi
+    head -c $((RANDOM % 4096 + 1)) /dev/urandom >&3 2>/dev/null
+    timeout 3 cat <&3 >/dev/null
+    exec 3<&-
+done
 ct_check "still serving" "$(curl -s "$U/plaintext")" "Hello, World!"
 ct_stop origin TERM
 ct_check "clean exit" "$?" 0
