@@ -154,6 +154,9 @@ struct ct_cache_config {
     size_t max_bytes;       /* hard cap on all counted bytes (e.g. 256 MiB) */
     size_t max_object_size; /* head + body of one object; larger: CT_ELIMIT */
     unsigned shards;        /* power of two, 1..4096; 0: 64 */
+    unsigned max_variants;  /* complete variants kept per key, the oldest evicted
+                               beyond (Vary: User-Agent would otherwise grow one key
+                               without bound and slow its lookups); 0: 32 */
 };
 
 /* A new empty store. Returns NULL (and sets nothing) on an invalid config:

@@ -302,17 +302,26 @@ void ct_obj_complete(struct ct_obj *obj, ct_time_t now)
     pthread_mutex_lock(&sh->mtx);
     atomic_store_explicit(&obj->state, CT_OBJ_COMPLETE, memory_order_release);
     if (obj->flags & OBJ_F_LINKED) {
-        /* Older copies of this variant, and a hit-for-miss marker, are replaced. */
+        /* Older copies of this variant, and a hit-for-miss marker, are
+         * replaced; complete variants past max_variants (oldest last in the
+         * list) are evicted. OBJ itself is never the one to go. */
         struct ct_str vary = ct_obj_vary(obj);
+        unsigned kept = 0;
         struct ct_obj *o = obj->oh->variants, *next;
         for (; o; o = next) {
             next = o->vnext;
-            if (o == obj)
+            if (o == obj || ct_obj_state(o) != CT_OBJ_COMPLETE || (o->flags & OBJ_F_HFM)) {
+                if (o->flags & OBJ_F_HFM) {
+                    CT_STAT_INC(sh, replaced);
+                    ct_cache_unlink_obj(sh, o);
+                }
                 continue;
-            bool old_copy = ct_obj_state(o) == CT_OBJ_COMPLETE && !(o->flags & OBJ_F_HFM) &&
-                            ct_str_eq(ct_obj_vary(o), vary);
-            if (old_copy || (o->flags & OBJ_F_HFM)) {
+            }
+            if (ct_str_eq(ct_obj_vary(o), vary)) {
                 CT_STAT_INC(sh, replaced);
+                ct_cache_unlink_obj(sh, o);
+            } else if (++kept >= sh->cache->cfg.max_variants) {
+                CT_STAT_INC(sh, evictions);
                 ct_cache_unlink_obj(sh, o);
             }
         }
@@ -515,6 +524,8 @@ struct ct_cache *ct_cache_new(const struct ct_cache_config *cfg)
     struct ct_cache_config c = *cfg;
     if (c.shards == 0)
         c.shards = 64;
+    if (c.max_variants == 0)
+        c.max_variants = 32;
     if (c.shards > 4096 || (c.shards & (c.shards - 1)) || c.max_bytes < 4096 ||
         c.max_object_size == 0 || c.max_object_size > c.max_bytes ||
         c.max_object_size >= UINT32_MAX - (64 << 10))

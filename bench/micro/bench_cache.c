@@ -177,7 +177,8 @@ static void bench_throughput(size_t nkeys)
 {
     struct keyset ks;
     keyset_init(&ks, nkeys);
-    struct ct_cache_config cfg = {(size_t)8 << 30, 1 << 20, 64};
+    struct ct_cache_config cfg = {
+        .max_bytes = (size_t)8 << 30, .max_object_size = 1 << 20, .shards = 64};
     struct ct_cache *c = ct_cache_new(&cfg);
     struct ct_cache_stats st0, st;
     ct_cache_stats(c, &st0);
@@ -395,7 +396,8 @@ static double run_store(const uint32_t *trace, size_t n, const struct keyset *ks
                         unsigned shards, double *held)
 {
     /* measure one object's counted size in a scratch store */
-    struct ct_cache_config cfg = {64 << 20, 64 << 10, shards};
+    struct ct_cache_config cfg = {
+        .max_bytes = 64 << 20, .max_object_size = 64 << 10, .shards = shards};
     struct ct_cache *c = ct_cache_new(&cfg);
     struct ct_cache_stats st0, st;
     ct_cache_stats(c, &st0);

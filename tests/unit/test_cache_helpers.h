@@ -29,7 +29,8 @@ static inline void mk_key(struct tkey *k, const char *host, const char *target)
 
 static inline struct ct_cache *mk_cache(size_t max_bytes, size_t max_obj, unsigned shards)
 {
-    struct ct_cache_config cfg = {max_bytes, max_obj, shards};
+    struct ct_cache_config cfg = {
+        .max_bytes = max_bytes, .max_object_size = max_obj, .shards = shards};
     struct ct_cache *c = ct_cache_new(&cfg);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     return c;

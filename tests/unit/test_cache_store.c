@@ -12,12 +12,18 @@
 static void test_config(void)
 {
     struct ct_cache_config bad[] = {
-        {1 << 20, 1 << 10, 3},                  /* shards not a power of two */
-        {1 << 20, 0, 4},                        /* no object could fit */
-        {1 << 20, 2 << 20, 4},                  /* object bigger than the cache */
-        {1000, 100, 1},                         /* too small */
-        {64 << 10, 1 << 10, 4096},              /* the empty table would eat the cap */
-        {(size_t)8 << 30, (size_t)5 << 30, 64}, /* objects are counted in 32 bits */
+        /* shards not a power of two */
+        {.max_bytes = 1 << 20, .max_object_size = 1 << 10, .shards = 3},
+        /* no object could fit */
+        {.max_bytes = 1 << 20, .max_object_size = 0, .shards = 4},
+        /* object bigger than the cache */
+        {.max_bytes = 1 << 20, .max_object_size = 2 << 20, .shards = 4},
+        /* too small */
+        {.max_bytes = 1000, .max_object_size = 100, .shards = 1},
+        /* the empty table would eat the cap */
+        {.max_bytes = 64 << 10, .max_object_size = 1 << 10, .shards = 4096},
+        /* objects are counted in 32 bits */
+        {.max_bytes = (size_t)8 << 30, .max_object_size = (size_t)5 << 30, .shards = 64},
     };
     for (size_t i = 0; i < CT_ARRAY_LEN(bad); i++)
         CU_ASSERT_PTR_NULL(ct_cache_new(&bad[i]));
@@ -481,6 +487,36 @@ static void test_no_insert(void)
     ct_cache_free(&c);
 }
 
+/* One key cannot grow without bound (Vary: User-Agent): past max_variants
+ * complete variants, the oldest go. */
+static void test_max_variants(void)
+{
+    struct ct_cache_config cfg = {
+        .max_bytes = 1 << 20, .max_object_size = 64 << 10, .shards = 4, .max_variants = 3};
+    struct ct_cache *c = ct_cache_new(&cfg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    struct tkey k;
+    mk_key(&k, "h", "/ua");
+    const char *ua[] = {"ua1", "ua2", "ua3", "ua4", "ua5"};
+    for (size_t i = 0; i < CT_ARRAY_LEN(ua); i++) {
+        struct fill f = {ua[i], ua[i], 60, 0, 0, true};
+        store(c, &k, &f, T0);
+    }
+    struct ct_cache_lookup_res r;
+    for (size_t i = 0; i < CT_ARRAY_LEN(ua); i++) {
+        enum ct_cache_lookup kind = lookup_v(c, &k, ua[i], T0, &r);
+        CU_ASSERT_EQUAL(kind, i < 2 ? CT_CACHE_MISS : CT_CACHE_HIT); /* newest 3 kept */
+        if (r.fetch)
+            ct_obj_fail(r.fetch);
+        ct_cache_lookup_res_release(&r);
+    }
+    struct ct_cache_stats st;
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.evictions, 2);
+    CU_ASSERT_EQUAL(st.objects, 3);
+    ct_cache_free(&c);
+}
+
 static void test_revalidate_shares_body(void)
 {
     struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 4);
@@ -823,6 +859,7 @@ void ct_test_register(void)
         {"abandon and hit-for-miss", test_abandon_hit_for_miss},
         {"fresh, stale, expired", test_fresh_stale_expired}, {"no_insert lookups", test_no_insert},
         {"orphaned fetch is failed", test_orphaned_fetch},
+        {"variants per key are capped", test_max_variants},
         {"304 shares the body", test_revalidate_shares_body},
         {"purge exact, prefix, during busy", test_purge_exact_prefix_busy},
         {"eviction under the cap", test_eviction_under_cap},
