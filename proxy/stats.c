@@ -123,15 +123,20 @@ void ct_stats_out_mem(struct ct_stats_out *o, const char *p, size_t len)
 
 void ct_stats_out_printf(struct ct_stats_out *o, const char *fmt, ...)
 {
+    /* One formatting pass when it fits (the common case: the buffer grows
+     * geometrically), a second one after growing when it did not. */
+    out_reserve(o, 64);
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    int n = vsnprintf(o->p + o->len, o->cap - o->len, fmt, ap);
     va_end(ap);
     CT_ASSERT(n >= 0);
-    out_reserve(o, (size_t)n);
-    va_start(ap, fmt);
-    vsnprintf(o->p + o->len, o->cap - o->len, fmt, ap);
-    va_end(ap);
+    if ((size_t)n >= o->cap - o->len) {
+        out_reserve(o, (size_t)n);
+        va_start(ap, fmt);
+        vsnprintf(o->p + o->len, o->cap - o->len, fmt, ap);
+        va_end(ap);
+    }
     o->len += (size_t)n;
 }
 
@@ -170,17 +175,22 @@ void ct_stats_json_escape(struct ct_stats_out *o, struct ct_str s)
     static const char hex[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *)s.p;
     for (size_t i = 0; i < s.len;) {
-        unsigned char ch = p[i];
         size_t run = 0;
-        if (ch >= 0x80)
-            run = utf8_len(p + i, s.len - i);
-        else if (ch >= 0x20 && ch != '"' && ch != '\\' && ch != 0x7f)
-            run = 1;
+        for (;;) { /* the longest span that needs no escaping, copied at once */
+            unsigned char c = i + run < s.len ? p[i + run] : 0;
+            size_t k = c >= 0x80 ? utf8_len(p + i + run, s.len - i - run)
+                       : (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f) ? 1
+                                                                             : 0;
+            if (k == 0)
+                break;
+            run += k;
+        }
         if (run) {
             ct_stats_out_mem(o, s.p + i, run);
             i += run;
             continue;
         }
+        unsigned char ch = p[i];
         /* Control bytes, quote, backslash and bytes that are not UTF-8: the
          * output must stay valid JSON whatever a client sent us. Invalid
          * bytes are shown as the Latin-1 code point of the byte. */

@@ -486,6 +486,14 @@ static void test_alog_combined(void)
                                 "\"evil\\x22agent\\x0D\\x0A127.0.0.1 - - fake\" rt=0.001 ut=- "
                                 "cs=- tls=-\n");
     CU_ASSERT_PTR_NULL(memchr(o.p, '\n', o.len - 1)); /* one line */
+    /* seconds rounded to ms without printf; big numbers */
+    o.len = 0;
+    r.request_time_s = 12.3456;
+    r.upstream_time_s = 0.0004;
+    r.body_bytes = 18446744073709551615ull;
+    ct_accesslog_format(CT_ACCESSLOG_COMBINED, &r, &o);
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.p, " 200 18446744073709551615 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.p, " rt=12.346 ut=0.000 "));
     /* no request line at all (a 400 before the head was read) */
     o.len = 0;
     r.version = 0;
