@@ -501,6 +501,15 @@ static void test_mtls(void)
     CU_ASSERT_STRING_EQUAL(subj, "CN=alice,O=cachet test");
     CU_ASSERT_EQUAL(mtls(lc, &pki.alice, subj, 8, &rc), 1);
     CU_ASSERT_EQUAL(rc, CT_ELIMIT);
+    /* A subject built to smuggle a header comes out escaped, one line. */
+    struct tt_pki evil = tt_make("EC", "eve\r\nX-Admin: 1, O=\xc3\xa9", NULL, false, &pki.ca);
+    CU_ASSERT_EQUAL(mtls(lc, &evil, subj, sizeof(subj), &rc), 1);
+    CU_ASSERT(rc > 0);
+    CU_ASSERT_PTR_NULL(strpbrk(subj, "\r\n"));
+    for (const char *p = subj; *p; p++)
+        CU_ASSERT((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(subj, "CN=eve\\0D\\0AX-Admin: 1\\, O="));
+    tt_pki_free(&evil);
     CU_ASSERT_EQUAL(mtls(lc, NULL, subj, sizeof(subj), &rc), 0);          /* none: refused */
     CU_ASSERT_EQUAL(mtls(lc, &pki.mallory, subj, sizeof(subj), &rc), 0); /* other CA */
     ct_tls_ctx_free(&lc);
