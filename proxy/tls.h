@@ -204,6 +204,15 @@ void ct_tls_error_string(unsigned long e, char *buf, size_t len);
  * it like nginx's 497: a short plain-text 400, then close). */
 bool ct_tls_error_is_plain_http(unsigned long e);
 
+/* Answer a client that spoke plain HTTP on the TLS port, like nginx's 497:
+ * write a short "400 Bad Request" in clear text straight to FD (the SSL is
+ * not used), half-close, and drain what the client already sent so the
+ * close does not turn into a reset that destroys the answer. Call it when
+ * the handshake fails with ct_tls_error_is_plain_http(), then close FD as
+ * usual. Nonblocking, best effort (150 bytes into an empty socket buffer).
+ * Returns CT_OK or CT_EIO. */
+int ct_tls_answer_plain_http(int fd);
+
 /* "TLSv1.2" / "1.2" -> CT_TLS_V1_2, "TLSv1.3" / "1.3" -> CT_TLS_V1_3;
  * anything else (including 1.0 and 1.1, which we refuse) -> CT_ECONF. */
 int ct_tls_version_parse(const char *s);

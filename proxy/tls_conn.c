@@ -3,8 +3,10 @@
  * negotiated parameters, kTLS) and OpenSSL error reporting. No state: every
  * function works on the SSL it is given, from the thread that owns it.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include <openssl/err.h>
 
@@ -109,6 +111,30 @@ bool ct_tls_error_is_plain_http(unsigned long e)
     return ERR_GET_LIB(e) == ERR_LIB_SSL
            && (ERR_GET_REASON(e) == SSL_R_HTTP_REQUEST
                || ERR_GET_REASON(e) == SSL_R_HTTPS_PROXY_REQUEST);
+}
+
+int ct_tls_answer_plain_http(int fd)
+{
+    static const char body[] = "400 Bad Request: plain HTTP was sent to an HTTPS port; use https://\n";
+    char resp[256];
+    int n = snprintf(resp, sizeof(resp),
+                     "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                     sizeof(body) - 1, body);
+    CT_ASSERT(n > 0 && (size_t)n < sizeof(resp));
+    ssize_t w = send(fd, resp, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w != n)
+        return CT_EIO;
+    shutdown(fd, SHUT_WR);
+    /* Unread input at close() makes the kernel send RST, and the client may
+     * then lose the answer: read what is already here (bounded). */
+    char sink[4096];
+    for (int i = 0; i < 16; i++) {
+        ssize_t r = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+        if (r <= 0)
+            break;
+    }
+    return CT_OK;
 }
 
 int ct_tls_version_parse(const char *s)

@@ -1,5 +1,7 @@
 /* tests/unit/test_tls.c: proxy/tls.h, every behaviour through in-memory
  * handshakes (see test_tls_util.h). */
+#include <sys/socket.h>
+
 #include "tests/unit/test_tls_util.h"
 
 /* The PKI every test uses, made once. */
@@ -702,6 +704,43 @@ static void test_bad_input(void)
     ct_tls_ctx_free(&lc);
 }
 
+/* Plain HTTP on a real socket: the handshake fails as "http request" and
+ * the client reads a clear-text 400 before the close. */
+static void test_plain_http_answer(void)
+{
+    struct ct_tls_listener_conf cf = conf_sni();
+    struct ct_tls_ctx *lc = ctx_or_fail(&cf, NULL);
+    int sv[2];
+    CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    static const char req[] = "GET /index.html HTTP/1.1\r\nHost: a.test\r\n"
+                              "User-Agent: test\r\n\r\n";
+    CU_ASSERT_FATAL(write(sv[1], req, sizeof(req) - 1) == (ssize_t)sizeof(req) - 1);
+    SSL *s = ct_tls_new_ssl(lc);
+    SSL_set_fd(s, sv[0]);
+    SSL_set_accept_state(s);
+    CU_ASSERT_EQUAL(SSL_do_handshake(s), -1);
+    unsigned long e = ERR_peek_error();
+    CU_ASSERT_TRUE(ct_tls_error_is_plain_http(e));
+    ERR_clear_error();
+    CU_ASSERT_EQUAL(ct_tls_answer_plain_http(sv[0]), CT_OK);
+    SSL_free(s); /* does not close the fd (SSL_set_fd's BIO has no close flag) */
+    close(sv[0]);
+    char buf[512] = "";
+    ssize_t n, got = 0;
+    while ((n = read(sv[1], buf + got, sizeof(buf) - 1 - (size_t)got)) > 0)
+        got += n;
+    buf[got] = '\0';
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "HTTP/1.1 400 Bad Request\r\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "Connection: close\r\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "use https://"));
+    char *hdr_end = strstr(buf, "\r\n\r\n");
+    CU_ASSERT_FATAL(hdr_end != NULL);
+    CU_ASSERT_EQUAL(strlen(hdr_end + 4), (size_t)atoi(strstr(buf, "Content-Length: ") + 16));
+    close(sv[1]);
+    CU_ASSERT_EQUAL(ct_tls_answer_plain_http(-1), CT_EIO);
+    ct_tls_ctx_free(&lc);
+}
+
 static void test_drain_errors(void)
 {
     char buf[64];
@@ -749,5 +788,6 @@ void ct_test_register(void)
              {"client certificates and resumption", test_mtls_resume},
              {"certificate loading errors", test_load_errors},
              {"garbage, plain HTTP, truncated hello", test_bad_input},
+             {"plain HTTP answered with a clear-text 400", test_plain_http_answer},
              {"error queue draining", test_drain_errors}, {"cleanup", test_cleanup});
 }
