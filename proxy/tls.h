@@ -24,6 +24,24 @@
  *   each client the one its signature algorithms allow), a name table for SNI
  *   (exact names, then one-label wildcards), and handshake counters.
  *
+ * Wiring checklist for the proxy (what each piece of issue 4 needs):
+ * - start: one ct_tls_shared per process, ct_tls_ctx_from_conf() per HTTPS
+ *   listener (log ct_tls_ctx_describe() and ct_tls_ctx_selfsigned_note());
+ *   a 1 s timer calls ct_tls_shared_tick(sh, ct_time_mono()). Keep the same
+ *   ct_tls_shared across reloads and tickets survive them.
+ * - accept: ct_tls_new_ssl() into bufferevent_openssl_socket_new().
+ * - handshake error event: pop bufferevent_get_openssl_error(); if
+ *   ct_tls_error_is_plain_http(), ct_tls_answer_plain_http(fd) before the
+ *   free; log ct_tls_error_string().
+ * - request from an HTTPS client: X-Forwarded-Proto: https; with
+ *   client_subject_header, drop any client-sent copy and add
+ *   ct_tls_peer_subject() when it returns > 0.
+ * - normal close (response done, idle/keep-alive end, client EOF): call
+ *   ct_tls_close_notify() once the output is flushed, then bufferevent_free();
+ *   without it TLS 1.2 session-id resumption fails and clients that read to
+ *   EOF (s_time, wrk) see "unexpected eof" and drop their tickets.
+ * - metrics: ct_tls_ctx_stats() per listener.
+ *
  * Threads: everything here may be called from any thread, except that one SSL
  * belongs to one thread at a time (OpenSSL's rule). Nothing here logs: errors
  * are written into caller-supplied buffers, OpenSSL's queue is drained by
