@@ -33,7 +33,8 @@ struct ct_ops;
  * the admin listener (announced as "listening on admin ADDR:PORT" on stdout),
  * install SIGHUP and SIGUSR1 on px->main_base. NULL on failure (logged). */
 struct ct_ops *ct_ops_new(struct ct_proxy *px);
-/* After the workers started: start the health checks and the log timer. */
+/* After the workers started: the access log's flush timer, the cache handle
+ * for purges. (Health checks start with ct_ops_new: workers read them.) */
 void ct_ops_start(struct ct_ops *ops);
 /* Main thread, after every worker was joined. Sets *OPSP = NULL. */
 void ct_ops_free(struct ct_ops **opsp);

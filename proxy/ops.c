@@ -99,6 +99,9 @@ struct ct_ops *ct_ops_new(struct ct_proxy *px)
         goto fail;
     if (px->cf->admin.enabled && ct_ops_admin_listen(ops, &px->cf->admin.addr) != CT_OK)
         goto fail;
+    /* Before the workers start: they read ops->health (its first probes run
+     * once the main loop does). */
+    ops->health = ct_health_new(px->main_base, px->backends, px->cf->backends, px->nbackends);
     ops->sig_hup = evsignal_new(px->main_base, SIGHUP, on_hup, ops);
     ops->sig_usr1 = evsignal_new(px->main_base, SIGUSR1, on_usr1, ops);
     evsignal_add(ops->sig_hup, NULL);
@@ -115,7 +118,6 @@ void ct_ops_start(struct ct_ops *ops)
     struct ct_proxy *px = ops->px;
     if (ops->cache == NULL)
         ops->cache = px->cache; /* the shared store, once main made it */
-    ops->health = ct_health_new(px->main_base, px->backends, px->cf->backends, px->nbackends);
     if (ops->alog)
         ct_ops_start_alog_timer(ops);
 }
