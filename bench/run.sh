@@ -9,7 +9,8 @@ usage() {
 usage: bench/run.sh [--quick | --full] [--only LIST] [--bin DIR] [--out DIR]
                     [--duration SECS] [--rounds N] [--workers N]
 
-  --quick          short cells (2 s, 3 s at c=1000), every row (default)
+  --quick          short cells (2 s; c=1000: 3 s, 5 s over HTTPS), every row
+                   (the default; about 7 minutes)
   --full           10 s cells and the whole grid (every system on every row)
   --only LIST      comma-separated workloads or systems to run, globs allowed:
                    --only 'origin-*'   --only nginx,cachet   --only hit-1k/https
@@ -198,10 +199,14 @@ unavailable() {
         echo "not available (origin ${SYS_ORIGIN[$s]:-$ORIGIN} cannot serve $object)"
 }
 
+# Quick cells are 2 s; c=1000 needs longer to amortize opening 1000
+# connections, and over HTTPS their 1000 full handshakes (~0.5 s of server
+# CPU when the core is free, several seconds on a loaded machine).
 cell_secs() {
-    local conns=$1
+    local conns=$1 proto=$2
     if [ -n "$SECS" ]; then echo "$SECS"
     elif [ "$MODE" = full ]; then echo 10
+    elif [ "$conns" -ge 1000 ] && [ "$proto" = https ]; then echo 5
     elif [ "$conns" -ge 1000 ]; then echo 3
     else echo 2; fi
 }
@@ -218,7 +223,7 @@ run_grid() {
                 for c in "${group[@]}"; do
                     read -r gwl gproto gobject gconns gclient gs <<<"$c"
                     printf 'bench: %-18s %-10s round %d\n' "$gwl/$gproto" "$gs" "$r" >&2
-                    c_run "$gwl" "$gproto" "$gobject" "$gconns" "$gclient" "$gs" "$r" "$(cell_secs "$gconns")"
+                    c_run "$gwl" "$gproto" "$gobject" "$gconns" "$gclient" "$gs" "$r" "$(cell_secs "$gconns" "$gproto")"
                 done
             done
             group=()
