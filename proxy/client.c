@@ -204,6 +204,10 @@ void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, in
     bufferevent_setcb(bev, plain ? NULL : on_read, on_write, on_event, c);
     bufferevent_setwatermark(bev, EV_READ, 0, CT_READ_HIGH);
     bufferevent_setwatermark(bev, EV_WRITE, CT_BP_LOW, 0);
+    /* libevent writes (and, for TLS, reads) at most 16 KiB per callback by
+     * default: a large body would then move in 16 KiB syscalls. */
+    bufferevent_set_max_single_write(bev, CT_BP_HIGH);
+    bufferevent_set_max_single_read(bev, CT_BP_HIGH);
     ct_io_attach(&c->io, w->base, bev, plain, on_read, on_event, c);
     ct_io_timeouts(&c->io, 0, w->cf->limits.send_timeout_ms);
     if (lc->kind == CT_LISTEN_HTTPS) {

@@ -47,6 +47,17 @@ static struct evbuffer *uin(struct ct_client *c)
     return bufferevent_get_input(ct_upstream_bev(c->u));
 }
 
+/* Over the high mark: write what the socket takes now. True if that brought
+ * the output under the low mark (go on); false if the rest is queued with
+ * libevent, whose write callback (at the low mark) will resume the source.
+ * Pausing without this flush could wait for a write callback that never
+ * comes: a direct write may empty the output at once. */
+static bool drained(struct bufferevent *bev)
+{
+    ct_flush(bev);
+    return evbuffer_get_length(bufferevent_get_output(bev)) < CT_BP_LOW;
+}
+
 static bool body_expected(const struct ct_http_msg *m)
 {
     return m->framing == CT_FRAME_CHUNKED ||
@@ -124,8 +135,8 @@ static bool pump_request_body(struct ct_client *c)
     const struct ct_conf_limits *lim = &c->w->cf->limits;
 
     while (!c->req_body_done) {
-        if (evbuffer_get_length(out) >= CT_BP_HIGH) {
-            c->req_paused = true;
+        if (evbuffer_get_length(out) >= CT_BP_HIGH && !drained(ct_upstream_bev(c->u))) {
+            c->req_paused = true; /* the upstream's on_write resumes us */
             ct_io_read(&c->io, false);
             return true;
         }
@@ -253,10 +264,10 @@ void ct_fetch_upstream_readable(struct ct_client *c)
         c->up_got_byte = true;
     for (;;) {
         if (c->state == CT_CS_SEND && evbuffer_get_length(cout(c)) >= CT_BP_HIGH &&
-            !ct_cache_filling(c)) { /* a fill reads on: its waiters must not wait for us */
-            c->up_paused = true;
+            !ct_cache_filling(c) && /* a fill reads on: its waiters must not wait for us */
+            !drained(c->bev)) {
+            c->up_paused = true; /* on_write resumes us at the low mark */
             ct_io_read(ct_upstream_io(c->u), false);
-            ct_flush(c->bev);
             return;
         }
         size_t n, before = evbuffer_get_length(in);
@@ -386,8 +397,7 @@ void ct_fetch_upstream_drained(struct ct_client *c)
 static void tunnel_up(struct ct_client *c)
 {
     evbuffer_add_buffer(uout(c), cin(c));
-    ct_flush(ct_upstream_bev(c->u));
-    if (evbuffer_get_length(uout(c)) >= CT_BP_HIGH) {
+    if (!drained(ct_upstream_bev(c->u))) {
         c->req_paused = true;
         ct_io_read(&c->io, false);
     }
@@ -396,8 +406,7 @@ static void tunnel_up(struct ct_client *c)
 static void tunnel_down(struct ct_client *c)
 {
     evbuffer_add_buffer(cout(c), uin(c));
-    ct_flush(c->bev);
-    if (evbuffer_get_length(cout(c)) >= CT_BP_HIGH) {
+    if (!drained(c->bev)) {
         c->up_paused = true;
         ct_io_read(ct_upstream_io(c->u), false);
     }

@@ -124,10 +124,13 @@ void ct_fwd_request_head(struct evbuffer *out, const struct ct_fwd_req *fr)
 
 static void add_status_line(struct evbuffer *out, unsigned status, struct ct_str reason)
 {
-    char code[8];
-    int n = snprintf(code, sizeof(code), "%03u ", status % 1000);
-    ADD_LIT(out, "HTTP/1.1 ");
-    evbuffer_add(out, code, (size_t)n);
+    /* Three digits by hand: this runs once per response (no printf). */
+    char line[13] = "HTTP/1.1 000 ";
+    status %= 1000;
+    line[9] = (char)('0' + status / 100);
+    line[10] = (char)('0' + status / 10 % 10);
+    line[11] = (char)('0' + status % 10);
+    evbuffer_add(out, line, sizeof(line));
     if (reason.len == 0)
         reason = ct_str_c(ct_fwd_reason(status));
     add_str(out, reason);

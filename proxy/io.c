@@ -27,7 +27,7 @@
 
 #include "proxy/proxy_int.h"
 
-#define CT_READ_CHUNK (64 * 1024)
+#define CT_READ_CHUNK (128 * 1024)
 
 static struct timeval tv_ms(uint64_t ms)
 {

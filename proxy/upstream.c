@@ -188,6 +188,7 @@ static struct ct_upstream *upstream_new(struct ct_worker *w, struct ct_backend_r
     /* Reads are ours (io.c), from the moment the connection is up. */
     bufferevent_setcb(bev, NULL, on_write, on_event, u);
     bufferevent_setwatermark(bev, EV_WRITE, CT_BP_LOW, 0);
+    bufferevent_set_max_single_write(bev, CT_BP_HIGH); /* not 16 KiB (libevent's default) */
     /* Writes go out directly (ct_flush); bufferevent_socket_connect() watches
      * the connect with the write event on its own, under the write timeout,
      * and drops the event once connected. */

@@ -38,7 +38,7 @@ peak_during() {
 
 curl -s -o /dev/null "$P/bytes/1000000" # warm the pools and buffers
 base=$(rss_kb)
-peak=$(peak_during curl -s -o /dev/null -w '%{size_download}' "$P/bytes/1073741824")
+peak=$(peak_during curl -s --max-time 120 -o /dev/null -w '%{size_download}' "$P/bytes/1073741824")
 ct_check "1 GiB response delivered whole" "$(cat "$CT_TMP/cmd.out")" 1073741824
 growth=$(((peak - base) / 1024))
 echo "# 1 GiB: RSS before ${base} KiB, peak ${peak} KiB, growth ${growth} MiB"
