@@ -141,13 +141,20 @@ ct_check "store: purged counted" \
 
 # ---- access log (combined) ---------------------------------------------------------------
 curl -s -o /dev/null -A 'agent "quoted"' -e 'http://ref/' "$P/json?x=1"
+# /json is stored without freshness: later requests revalidate (STALE); the
+# logged size is what the client got, whichever path the body took
+JLEN=$(curl -s "$P/json?k=reval" | wc -c)
+curl -s -o /dev/null "$P/json?k=reval"
+curl -s -o /dev/null "$P/json?k=reval"
 ct_stop proxy # flushes the buffers
+ct_check "body bytes logged = bytes received (miss, revalidations)" \
+    "$(grep -F 'k=reval' "$ALOG" | awk '{ print $10 }' | sort -u)" "$JLEN"
 line=$(grep -F '/json?x=1' "$ALOG")
 ct_check_match "combined line" "$line" \
     '^127\.0\.0\.1 - - \[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9:]{8} [+-][0-9]{4}\] "GET /json\?x=1 HTTP/1\.1" 200 [0-9]+ "http://ref/" "agent \\x22quoted\\x22" rt=[0-9]+\.[0-9]{3} ut=[0-9]+\.[0-9]{3} cs=[A-Z_]+ tls=-$'
 ct_check_match "404 line" "$(grep -F 'status=404' "$ALOG")" '" 404 [0-9]+ '
 ct_check_match "TLS line says the version" "$(grep -F 'tls=TLS' "$ALOG")" 'tls=TLSv1\.[23]$'
-ct_check "one line per proxied request" "$(wc -l <"$ALOG")" 12
+ct_check "one line per proxied request" "$(wc -l <"$ALOG")" 15
 # (workers write their own batches: lines are whole but not in time order)
 ct_check "cache status in the log: HIT" "$(grep -F 'k=ops' "$ALOG" | grep -c '" 200 100 .* cs=HIT tls=-$')" 1
 ct_check "cache status in the log: MISS" "$(grep -F 'k=ops' "$ALOG" | grep -c '" 200 100 .* cs=MISS tls=-$')" 2
