@@ -136,6 +136,8 @@ struct ct_creq {
     /* waiting */
     struct ct_cache_waiter waiter;
     bool waiting;
+    bool registered;       /* a waiter was registered since the last dequeue */
+    bool timer_on;
     struct event *timer;   /* waiter timeout */
     bool queued;           /* on the worker's wake queue (under wc->mu) */
     struct ct_creq *wq_next;
@@ -196,6 +198,8 @@ const char *ct_cache_conn_field(struct ct_client *c, bool force_close);
 void ct_cache_finish(struct ct_client *c);
 /* Register on cr->obj; false if there is news already (read now). */
 bool ct_cache_wait_obj(struct ct_creq *cr, enum ct_obj_state seen, uint64_t have);
+/* Write V in decimal at P; returns the end (no NUL). */
+char *ct_cache_put_i64(char *p, int64_t v);
 /* cache_deliver.c: continue streaming cr->obj to C. */
 void ct_cache_stream_more(struct ct_client *c);
 

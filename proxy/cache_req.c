@@ -217,8 +217,14 @@ static void unwait(struct ct_creq *cr)
         ct_obj_unwait(&cr->waiter); /* after this, waiter_wake cannot run */
         cr->waiting = false;
     }
-    dequeue(cr);
-    evtimer_del(cr->timer);
+    if (cr->registered) { /* only then can a wake be queued (saves a lock per hit) */
+        dequeue(cr);
+        cr->registered = false;
+    }
+    if (cr->timer_on) {
+        evtimer_del(cr->timer);
+        cr->timer_on = false;
+    }
 }
 
 /* Register on cr->obj; false if there is news already (read now). */
@@ -227,7 +233,7 @@ bool ct_cache_wait_obj(struct ct_creq *cr, enum ct_obj_state seen, uint64_t have
     CT_ASSERT(!cr->waiting);
     if (!ct_obj_wait(cr->obj, &cr->waiter, seen, have))
         return false;
-    cr->waiting = true;
+    cr->waiting = cr->registered = true;
     return true;
 }
 
@@ -418,6 +424,7 @@ static void head_ready(struct ct_client *c)
             continue;
         }
         evtimer_del(cr->timer);
+        cr->timer_on = false;
         if (st == CT_OBJ_ABANDONED) {
             /* Not storable: fetch on our own at once (issue 6). */
             ct_obj_release(&cr->obj);
@@ -444,8 +451,10 @@ static void wait_on(struct ct_client *c, struct ct_obj *busy)
     cr->obj = busy;
     cr->mode = CT_CREQ_WAIT;
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
-    if (ms)
+    if (ms) {
         evtimer_add(cr->timer, &tv);
+        cr->timer_on = true;
+    }
     head_ready(c);
 }
 
@@ -572,7 +581,8 @@ static bool use_stored(struct ct_client *c, struct ct_obj *obj, ct_time_t now, b
     case CT_CACHE_USE_FRESH:
     case CT_CACHE_USE_STALE_OK:
         cr->cs = stale ? CT_STATS_CS_STALE : CT_STATS_CS_HIT;
-        snprintf(cs, sizeof(cs), "cachet; hit; ttl=%lld", (long long)ttl_left(&blk, now));
+        memcpy(cs, "cachet; hit; ttl=", 17); /* per hit: no printf */
+        *ct_cache_put_i64(cs + 17, (int64_t)ttl_left(&blk, now)) = '\0';
         ct_cache_deliver(c, ct_obj_ref(obj), ct_str_c(cs));
         return true;
     case CT_CACHE_USE_GATEWAY_TIMEOUT:

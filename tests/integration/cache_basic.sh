@@ -12,7 +12,9 @@ ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
 OPORT=$(ct_wait_listen origin) || exit 1
 cat >"$CT_TMP/cachet.conf" <<EOF
 workers = 2;
-listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
+listen = ( { kind = "http"; address = "127.0.0.1:0"; },
+           { kind = "http"; address = "127.0.0.1:0"; honour_client_cache_control = false; },
+           { kind = "https"; address = "127.0.0.1:0"; tls = { self_signed = true; }; } );
 backends = ( { address = "127.0.0.1:$OPORT"; } );
 cache = { size = "64M"; max_object_size = "64K"; grace = "0s"; hit_for_miss = "0s"; };
 admin = { listen = "off"; };
@@ -20,6 +22,9 @@ EOF
 ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf"
 PPORT=$(ct_wait_listen proxy http) || exit 1
 P="http://127.0.0.1:$PPORT"
+# The second http listener ignores the client's Cache-Control; then HTTPS.
+IPORT=$(grep -E '^listening on http ' "$CT_TMP/proxy.out" | sed -n '2s/.*://p')
+SPORT=$(ct_wait_listen proxy https) || exit 1
 O="http://127.0.0.1:$OPORT"
 MA='cache-control=max-age%3D60'
 
@@ -36,7 +41,7 @@ b1=$(md5sum <"$CT_TMP/body")
 h2=$(fetch "$P/bytes/1000?$MA")
 b2=$(md5sum <"$CT_TMP/body")
 ct_check "miss: Cache-Status" "$(hdr Cache-Status "$h1")" "cachet; fwd=miss; stored"
-ct_check_match "hit: Cache-Status with ttl" "$(hdr Cache-Status "$h2")" '^cachet; hit; ttl=(59|60)$'
+ct_check_match "hit: Cache-Status with ttl" "$(hdr Cache-Status "$h2")" '^cachet; hit; ttl=(5[0-9]|60)$'
 ct_check "hit: same body" "$b2" "$b1"
 ct_check "hit: same body as the origin's" "$b2" "$(curl -s "$O/bytes/1000" | md5sum)"
 ct_check_match "hit: Age present" "$(hdr Age "$h2")" '^[0-9]+$'
@@ -192,6 +197,20 @@ ct_check "only-if-cached: one fetch" "$(origin_count)" 1
 h=$(fetch "$P/bytes/78?$MA" -H 'Cache-Control: no-cache')
 ct_check_match "request no-cache goes to the origin" "$(hdr Cache-Status "$h")" 'fwd='
 ct_check "request no-cache: a second fetch" "$(origin_count)" 2
+
+# A listener with honour_client_cache_control = false serves it from the store
+# (same Host, so the same key).
+h=$(fetch "http://127.0.0.1:$IPORT/bytes/78?$MA" -H 'Cache-Control: no-cache' -H "Host: 127.0.0.1:$PPORT")
+ct_check_match "listener ignoring client no-cache: a hit" "$(hdr Cache-Status "$h")" '^cachet; hit'
+ct_check "listener ignoring client no-cache: no fetch" "$(origin_count)" 2
+
+# ---- HTTPS: the same object, the same zero-copy hit path under TLS.
+ct_origin_reset "$OPORT"
+curl -sk -o /dev/null "https://127.0.0.1:$SPORT/bytes/50000?$MA"
+h=$(fetch "https://127.0.0.1:$SPORT/bytes/50000?$MA" -k)
+ct_check_match "HTTPS: hit" "$(hdr Cache-Status "$h")" '^cachet; hit'
+ct_check "HTTPS: same bytes" "$(md5sum <"$CT_TMP/body")" "$(curl -s "$O/bytes/50000" | md5sum)"
+ct_check "HTTPS: one fetch (+1 direct)" "$(origin_count)" 2
 
 # ---- targeted cache control: CDN-Cache-Control rules, and is not forwarded.
 ct_origin_reset "$OPORT"
