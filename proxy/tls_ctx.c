@@ -253,6 +253,21 @@ static void key_describe(EVP_PKEY *key, char *buf, size_t len)
     }
 }
 
+/* Served anyway (as nginx does: the operator may be replacing it), but the
+ * startup line says so, since clients will refuse it. */
+static const char *validity_note(X509 *x, char *note, size_t len)
+{
+    int days = 0, secs = 0;
+    note[0] = '\0';
+    if (ASN1_TIME_diff(&days, &secs, NULL, X509_get0_notBefore(x)) && (days > 0 || secs > 0))
+        snprintf(note, len, " NOT YET VALID");
+    else if (ASN1_TIME_diff(&days, &secs, NULL, X509_get0_notAfter(x)) && (days < 0 || secs < 0))
+        snprintf(note, len, " EXPIRED");
+    else if (days < 30)
+        snprintf(note, len, " expires in %d day%s", days, days == 1 ? "" : "s");
+    return note;
+}
+
 static int load_one(struct loaded_cert *lc, const struct ct_tls_cert_conf *cc, char *err,
                     size_t errlen)
 {
@@ -271,10 +286,10 @@ static int load_one(struct loaded_cert *lc, const struct ct_tls_cert_conf *cc, c
     rc = cc->nnames ? names_from_conf(lc, cc, err, errlen) : CT_OK;
     if (rc == CT_OK && cc->nnames == 0)
         names_from_cert(lc);
-    char kd[64];
+    char kd[64], note[32];
     key_describe(lc->key, kd, sizeof(kd));
-    snprintf(lc->label, sizeof(lc->label), "%s \"%s\"", kd,
-             lc->nnames ? lc->names[0] : cc->cert_file);
+    snprintf(lc->label, sizeof(lc->label), "%s \"%s\"%s", kd,
+             lc->nnames ? lc->names[0] : cc->cert_file, validity_note(lc->x, note, sizeof(note)));
     return rc;
 }
 

@@ -248,6 +248,9 @@ static void test_ecdsa_rsa(void)
     sni_expect(lc, cctx, "dual.test", "dual rsa");
     CU_ASSERT(SSL_CTX_set_cipher_list(cctx, "ECDHE-ECDSA-AES128-GCM-SHA256"));
     sni_expect(lc, cctx, "dual.test", "dual ecdsa");
+    /* Mozilla intermediate keeps DHE-RSA for old clients (RFC 7919 group). */
+    CU_ASSERT(SSL_CTX_set_cipher_list(cctx, "DHE-RSA-AES128-GCM-SHA256"));
+    sni_expect(lc, cctx, "dual.test", "dual rsa");
     /* An RSA-only client asking for an ECDSA-only name fails the handshake. */
     CU_ASSERT(SSL_CTX_set_cipher_list(cctx, "ECDHE-RSA-AES128-GCM-SHA256"));
     CU_ASSERT_EQUAL(tt_handshake(cctx, lc, "www.example.com", NULL, NULL, NULL, NULL, 0), 0);
@@ -620,6 +623,17 @@ static void test_load_errors(void)
     struct ct_tls_ctx *lc2 = ctx_or_fail(&cf2, NULL);
     ct_tls_ctx_free(&lc2);
     tt_pki_free(&anon);
+    /* An expired certificate is served, and the description says so. */
+    struct tt_pki old = tt_make("EC", "old.test", "DNS:old.test", false, &pki.ca);
+    X509_gmtime_adj(X509_getm_notAfter(old.x), -60);
+    X509_sign(old.x, pki.ca.key, EVP_sha256());
+    tt_write("old", &old, NULL);
+    struct ct_tls_cert_conf oc = {.cert_file = tt_path("old.crt"), .key_file = tt_path("old.key")};
+    struct ct_tls_listener_conf ocf = {.certs = &oc, .ncerts = 1};
+    lc2 = ctx_or_fail(&ocf, NULL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ct_tls_ctx_describe(lc2), "\"old.test\" EXPIRED"));
+    ct_tls_ctx_free(&lc2);
+    tt_pki_free(&old);
     /* Leaf, chain certificate and key all in one file (key_file NULL). */
     FILE *fp = fopen(tt_path("bundle.pem"), "w");
     CU_ASSERT_FATAL(fp != NULL);
