@@ -321,13 +321,20 @@ void ct_fetch_upstream_readable(struct ct_client *c)
     }
 }
 
-/* Retry once on a new connection (RFC 9110 §9.2.2): only a reused
- * connection, only an idempotent method, only if the origin sent nothing and
- * no request body byte was consumed (we could not replay it). */
-static bool may_retry(const struct ct_client *c)
+/* Retry once on a new connection: a refused connect (nothing was sent) on
+ * the next backend; or (RFC 9110 §9.2.2) a reused connection that failed
+ * before any response byte, for an idempotent method only. Never once a
+ * request body byte was consumed: we could not replay it. */
+static bool may_retry(const struct ct_client *c, enum ct_close why)
 {
-    return ct_upstream_is_reused(c->u) && !c->up_got_byte && c->retries == 0 &&
-           c->req_body_bytes == 0 &&
+    if (c->retries != 0 || c->req_body_bytes != 0)
+        return false;
+    /* Refused: nothing was sent, any method may go to the next backend (as
+     * nginx's proxy_next_upstream error); the one that refused counts a
+     * failure for passive health. */
+    if (why == CT_CLOSE_ORIGIN_CONNECT)
+        return c->w->px->nbackends > 1;
+    return why == CT_CLOSE_ORIGIN_RESET && ct_upstream_is_reused(c->u) && !c->up_got_byte &&
            (ct_http_method_flags(c->req->method) & CT_METHOD_IDEMPOTENT) != 0;
 }
 
@@ -336,7 +343,7 @@ void ct_fetch_upstream_closed(struct ct_client *c, enum ct_close why)
     CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
     switch (c->state) {
     case CT_CS_FETCH:
-        if (why == CT_CLOSE_ORIGIN_RESET && may_retry(c)) {
+        if (may_retry(c, why)) {
             ct_upstream_release(&c->u, false);
             c->retries++;
             c->w->n_retries++;
