@@ -15,8 +15,13 @@ listen = ( { kind = "https"; address = "127.0.0.1:0";
              tls = { self_signed = true; handshake_timeout = "1s"; }; } );
 backends = ( { address = "127.0.0.1:$OPORT"; } );
 EOF
-ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf" --admin off
+ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf" --admin 127.0.0.1:0
 SPORT=$(ct_wait_listen proxy https) || exit 1
+APORT=$(ct_wait_listen proxy admin) || exit 1
+# tls_stat full|resumed: the handshake counter from /stats.
+tls_stat() {
+    curl -s "http://127.0.0.1:$APORT/stats" | sed -n "s/.*\"handshakes_$1\": *\([0-9]*\).*/\1/p"
+}
 S="https://127.0.0.1:$SPORT"
 CONNECT="127.0.0.1:$SPORT"
 
@@ -84,8 +89,12 @@ resume_all() { # DESC ARGS...
     done
     ct_check "$desc: 8 of 8 reconnections resumed" "$reused" 8
 }
+r0=$(tls_stat resumed)
+f0=$(tls_stat full)
 resume_all "TLS 1.3 ticket" -tls1_3
 resume_all "TLS 1.2 ticket" -tls1_2
+ct_check "/stats counts the 16 resumed handshakes" "$(($(tls_stat resumed) - r0))" 16
+ct_check "/stats counts the 2 full handshakes that made the tickets" "$(($(tls_stat full) - f0))" 2
 # XXX: needs client.c to call ct_tls_close_notify() before bufferevent_free()
 # (#4); until then OpenSSL drops each session id at the dirty close.
 # CT_TLS_PENDING=1 runs the checks that wait for that proxy work.
