@@ -257,6 +257,7 @@ bool ct_cache_emit(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatu
         if (r != CT_OBJ_BODY_DATA)
             return r == CT_OBJ_BODY_END && !streaming;
         add_piece(out, obj, chunk, cr->chunked);
+        c->ops_body_bytes += chunk.len; /* access log $body_bytes_sent */
         cr->body_left -= chunk.len;
         if (cr->body_left == 0)
             return true;
@@ -300,6 +301,7 @@ void ct_cache_stream_more(struct ct_client *c)
         switch (ct_obj_body_next(cr->obj, &cr->pos, max, &chunk)) {
         case CT_OBJ_BODY_DATA:
             add_piece(out, cr->obj, chunk, cr->chunked);
+            c->ops_body_bytes += chunk.len; /* access log $body_bytes_sent */
             cr->body_left -= chunk.len;
             if (cr->body_left == 0)
                 goto end;

@@ -30,6 +30,7 @@
 #include <sys/socket.h>
 
 #include "common/log.h"
+#include "proxy/admin.h"
 #include "proxy/proxy_int.h"
 
 #define CT_UPSTREAM_STATES(X)                                                  \
@@ -144,6 +145,8 @@ static struct ct_backend_rt *pick_backend(struct ct_worker *w)
     for (size_t i = 0; i < n; i++) {
         size_t k = (w->rr + i) % n;
         struct ct_backend_rt *be = &w->be[k];
+        if (!ct_ops_backend_up(w->px, k))
+            continue; /* active health checks say down (proxy/health.h) */
         if (be->down_until != 0) {
             if (now == 0)
                 now = ct_time_mono();

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "proxy/admin.h"
 #include "proxy/cache_int.h"
 #include "proxy/proxy_int.h"
 
@@ -106,15 +107,16 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     CT_CHECK_OBJ(w, CT_WORKER_MAGIC);
     char buf[16];
     ssize_t n = read(fd, buf, sizeof(buf));
-    for (ssize_t i = 0; i < n; i++)
+    for (ssize_t i = 0; i < n; i++) {
         if (buf[i] == 'd')
             drain(w);
+        else if (buf[i] == 'r' && !w->draining)
+            ct_reload_worker_apply(w); /* SIGHUP: take the new configuration */
+    }
 }
 
-static int listen_one(struct ct_worker *w, size_t i)
+static int listen_on(struct ct_worker *w, struct ct_wlistener *wl, const struct ct_listener_conf *lc)
 {
-    struct ct_wlistener *wl = &w->ls[i];
-    struct ct_listener_conf *lc = &w->px->listeners[i];
     wl->magic = CT_WLISTENER_MAGIC;
     wl->w = w;
     wl->lc = lc;
@@ -129,6 +131,64 @@ static int listen_one(struct ct_worker *w, size_t i)
     }
     evconnlistener_set_error_cb(wl->lev, on_accept_error);
     return CT_OK;
+}
+
+static int listen_one(struct ct_worker *w, size_t i)
+{
+    return listen_on(w, &w->ls[i], &w->px->listeners[i]);
+}
+
+/* A listener going away: take what the kernel already queued on it, so a
+ * reload does not reset connections that were accepted by the kernel
+ * (bounded; a connection arriving between this and the close still can). */
+static void accept_queued(struct ct_wlistener *wl)
+{
+    int fd = evconnlistener_get_fd(wl->lev);
+    for (int i = 0; i < 4096; i++) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof(ss);
+        int cfd = accept4(fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (cfd < 0)
+            return;
+        on_accept(wl->lev, cfd, (struct sockaddr *)&ss, (int)len, wl);
+    }
+}
+
+int ct_worker_listeners_update(struct ct_worker *w, const struct ct_listener_conf *const *add,
+                               size_t nadd, const struct ct_listener_conf *const *del,
+                               size_t ndel)
+{
+    struct ct_wlistener *ls = ct_xcalloc(w->nls + nadd + 1, sizeof(*ls));
+    size_t k = 0;
+    int rc = CT_OK;
+    for (size_t i = 0; i < nadd; i++) { /* new ones first: no gap in accepting */
+        if (listen_on(w, &ls[k], add[i]) != CT_OK) {
+            rc = CT_EIO;
+            continue;
+        }
+        if (w->accept_paused)
+            evconnlistener_disable(ls[k].lev);
+        k++;
+    }
+    for (size_t i = 0; i < w->nls; i++) {
+        struct ct_wlistener *wl = &w->ls[i];
+        bool gone = false;
+        for (size_t d = 0; d < ndel; d++)
+            gone = gone || wl->lc == del[d];
+        if (gone) {
+            accept_queued(wl);
+            evconnlistener_free(wl->lev);
+            continue;
+        }
+        ls[k] = *wl; /* the listener's callback argument moves with it */
+        evconnlistener_set_cb(ls[k].lev, on_accept, &ls[k]);
+        evconnlistener_set_error_cb(ls[k].lev, on_accept_error);
+        k++;
+    }
+    free(w->ls);
+    w->ls = ls;
+    w->nls = k;
+    return rc;
 }
 
 struct ct_worker *ct_worker_new(struct ct_proxy *px, unsigned id)
@@ -152,6 +212,7 @@ struct ct_worker *ct_worker_new(struct ct_proxy *px, unsigned id)
         w->be[i].addr = &px->backends[i];
         w->be[i].bc = &px->cf->backends[i];
     }
+    ct_ops_worker_init(w);
     w->ls = ct_xcalloc(px->nlisteners ? px->nlisteners : 1, sizeof(*w->ls));
     w->nls = px->nlisteners;
     for (size_t i = 0; i < px->nlisteners; i++)
@@ -221,6 +282,7 @@ void ct_worker_join_free(struct ct_worker **wp)
             close(w->wake_fd[i]);
     ct_wcache_free(&w->wc);
     event_base_free(w->base);
+    ct_ops_worker_fini(w);
     free(w->be);
     w->magic = 0;
     free(w);
