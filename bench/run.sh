@@ -22,7 +22,9 @@ usage: bench/run.sh [--quick | --full] [--only LIST] [--bin DIR] [--out DIR]
   --workers N      workers of the scaling row "cachet-w2" (default 2)
 
 Workloads: origin-1k origin-json hit-1k hit-1k-c1000 hit-100k newconn
-tls-full tls-resumed pass-1k slow-100ms (each /http or /https).
+tls-full tls-resumed pass-1k slow-100ms (each /http or /https), and micro
+(bench_http_parse and bench_cache from the build, pinned to CPU 1; they run
+with every run that has no --only, or with --only micro).
 Systems: co (cachet-origin) lt (lighttpd) nginx varnish haproxy stack cachet
 cachet-w2.
 EOF
@@ -115,7 +117,9 @@ for line in "${GRID[@]}"; do
         NEED[$s]=1
     done
 done
-[ ${#CELLS[@]} -gt 0 ] || { echo "run.sh: --only '$ONLY' selects no cell" >&2; exit 2; }
+MICRO=""
+selected micro - && MICRO=1
+[ ${#CELLS[@]} -gt 0 ] || [ -n "$MICRO" ] || { echo "run.sh: --only '$ONLY' selects no cell" >&2; exit 2; }
 
 b_init "$(mktemp -d "${TMPDIR:-/tmp}/cachet-bench.XXXXXX")"
 RUN_ID=$(date +%s)
@@ -239,9 +243,32 @@ run_grid() {
     done
 }
 
-start_systems
+# The library's own micro-benchmarks (request parsing; cache lookup and
+# insert over 1 M keys), when the build has them: their output, verbatim.
+run_micro() {
+    local b args
+    for b in bench_http_parse bench_cache; do
+        [ -x "$BIN/$b" ] || { echo "$b: not built in $BIN"; continue; }
+        args=()
+        if [ "$MODE" = quick ]; then
+            # bench_cache keeps its 1 M keys: that is the figure asked for.
+            case $b in bench_http_parse) args=(--seconds 0.5) ;; esac
+        fi
+        echo "\$ $b ${args[*]}"
+        taskset -c "$SERVER_CPU" timeout -k 5 300 "$BIN/$b" "${args[@]}" 2>&1 || echo "$b: failed ($?)"
+        echo
+    done
+}
+
 T0=$(date +%s)
-run_grid
+if [ ${#CELLS[@]} -gt 0 ]; then
+    start_systems
+    run_grid
+fi
+if [ -n "$MICRO" ]; then
+    echo "bench: micro-benchmarks" >&2
+    run_micro >"$B_TMP/micro.txt"
+fi
 ELAPSED=$(($(date +%s) - T0))
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -260,7 +287,15 @@ cp "$RUNS_CSV" "$OUT/latest-runs.csv"
     echo "about as much CPU as the server's, so their req/s is client-bound: compare CPU per request."
     echo "HTTPS p99 at c=1000 includes the 1000 initial handshakes."
     echo
-    r_markdown "$OUT/latest.csv"
+    [ ${#CELLS[@]} -eq 0 ] || r_markdown "$OUT/latest.csv"
+    if [ -n "$MICRO" ]; then
+        echo
+        echo "Micro-benchmarks (one thread on CPU 1 unless they say otherwise):"
+        echo
+        echo '```'
+        cat "$B_TMP/micro.txt"
+        echo '```'
+    fi
 } >"$OUT/latest.md"
 r_plot "$OUT/latest.csv" "$OUT/latest.png" || echo "bench: chart failed" >&2
 cat "$OUT/latest.md"
