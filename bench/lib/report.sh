@@ -58,6 +58,8 @@ r_markdown() {
             rng = ($4 == $5) ? "" : sprintf(" (%s–%s)", $4, $5)
             printf "| %s | %s | %s%s | %s | %s | %s | %s | %s | %s | %s |\n", w, s, $3, rng, $6, $7, $8, $9, $10, $11, $12
             rps[key] = $3; cpu[key] = $8; org[key] = $11
+            if (!(w in wseen)) { wseen[w] = 1; word[++nw] = w }
+            sys[w] = sys[w] " " s
         }
         BEGIN {
             print "| workload | system | req/s median (min–max) | p50 ms | p99 ms | server CPU s / 100k req | client CPU s | max listen Q | origin reqs (per round) | check |"
@@ -93,6 +95,30 @@ r_markdown() {
             if (rps["hit-1k/http,cachet-w2"] != "" && rps["hit-1k/http,cachet"] != "")
                 printf "| scaling: --workers 2 vs 1, hit-1k HTTP (x) | cachet | %s |\n",
                     ratio(rps["hit-1k/http,cachet-w2"], rps["hit-1k/http,cachet"])
+            # Where cachet (one worker) stands against each peer, cell by cell.
+            hdr = 0
+            for (i = 1; i <= nw; i++) {
+                w = word[i]; c = w ",cachet"
+                if (!(c in rps)) continue
+                line = ""
+                m = split(sys[w], P, " ")
+                for (j = 1; j <= m; j++) {
+                    p = P[j]
+                    if (p ~ /^cachet/ || p == "co" || p == "lt") continue
+                    line = line sprintf("%s%s %s / %s", line == "" ? "" : "; ", p,
+                        ratio(rps[c], rps[w "," p]), ratio(cpu[c], cpu[w "," p]))
+                }
+                if (line == "") continue
+                if (!hdr) {
+                    print ""
+                    print "cachet against each peer (req/s ratio / CPU-per-request ratio; req/s > 1 and CPU < 1 mean cachet is ahead):"
+                    print ""
+                    print "| workload | peer req/s ratio / CPU ratio |"
+                    print "| --- | --- |"
+                    hdr = 1
+                }
+                printf "| %s | %s |\n", w, line
+            }
         }' "$1"
 }
 
