@@ -81,11 +81,11 @@ void ct_oconn_arm_timer(struct ct_oconn *c, unsigned ms)
     evtimer_add(c->timer, &tv);
 }
 
-static time_t now_s(struct ct_oconn *c)
+static int64_t now_ms(struct ct_oconn *c)
 {
     struct timeval tv;
     event_base_gettimeofday_cached(c->w->base, &tv);
-    return tv.tv_sec;
+    return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
 static void conn_free(struct ct_oconn *c)
@@ -221,7 +221,7 @@ static bool write_some(struct ct_oconn *c)
 {
     int n = evbuffer_write(c->out, c->fd);
     if (n > 0) {
-        c->last_io = now_s(c);
+        c->last_io = now_ms(c);
         return true;
     }
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -303,7 +303,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
         on_eof(c);
         return;
     }
-    c->last_io = now_s(c);
+    c->last_io = now_ms(c);
     if (c->state == CT_OCS_LINGER)
         return; /* discarded */
     if (c->state == CT_OCS_READ && evbuffer_get_length(c->in) == 0) {
@@ -365,16 +365,16 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
  * (keep-alive, or a request that never completes) or stuck with output the
  * client does not read, for --idle-timeout seconds. Delays, trickles and
  * lingering have their own timers. */
-void ct_oconn_sweep(struct ct_oworker *w, time_t now)
+void ct_oconn_sweep(struct ct_oworker *w, int64_t now)
 {
     struct ct_oconn *c = w->conns, *next;
-    time_t idle = (time_t)w->o->opts.idle_s;
+    int64_t idle = (int64_t)w->o->opts.idle_s * 1000;
     for (; c; c = next) {
         next = c->next;
         bool waiting_for_client = c->state == CT_OCS_READ || c->writing;
         if (waiting_for_client && now - c->last_io >= idle) {
-            CT_DEBUG("w%u c%llu %s: idle for %lld s in %s", w->id, (unsigned long long)c->id,
-                     c->peer, (long long)idle, state_names[c->state]);
+            CT_DEBUG("w%u c%llu %s: idle for %lld ms in %s", w->id, (unsigned long long)c->id,
+                     c->peer, (long long)(now - c->last_io), state_names[c->state]);
             conn_free(c);
         }
     }
@@ -404,7 +404,7 @@ void ct_oconn_accept(struct ct_oworker *w, int fd, const struct sockaddr *sa)
     c->parser = ct_http_parser_new(CT_HTTP_REQUEST, NULL);
     if (!c->in || !c->out || !c->rev || !c->wev || !c->timer)
         CT_WRONG("libevent allocation failed");
-    c->last_io = now_s(c);
+    c->last_io = now_ms(c);
     c->next = w->conns;
     if (w->conns)
         w->conns->prev = c;

@@ -270,7 +270,7 @@ void ct_osockaddr_format(const struct sockaddr *sa, char *out, size_t outlen, bo
 void ct_oconn_accept(struct ct_oworker *w, int fd, const struct sockaddr *sa);
 void ct_oconn_free_all(struct ct_oworker *w);
 /* Free connections idle (or not reading their answer) for too long. */
-void ct_oconn_sweep(struct ct_oworker *w, time_t now);
+void ct_oconn_sweep(struct ct_oworker *w, int64_t now_ms);
 
 /* ---- one response (origin_resp.c) -------------------------------------- */
 
@@ -350,7 +350,7 @@ struct ct_oconn {
     struct evbuffer *in;  /* bytes received while not in READ */
     struct evbuffer *out; /* queued response bytes */
     bool reading, writing; /* rev / wev added */
-    time_t last_io;        /* last byte read or written, for the sweep */
+    int64_t last_io;       /* ms: last byte read or written, for the sweep */
     struct ct_http_parser *parser;
     struct event *timer; /* delay, trickle, linger */
     char peer[64];

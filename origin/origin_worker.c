@@ -149,7 +149,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     CT_CHECK_OBJ(w, CT_OWORKER_MAGIC);
     struct timeval tv;
     event_base_gettimeofday_cached(w->base, &tv);
-    ct_oconn_sweep(w, tv.tv_sec);
+    ct_oconn_sweep(w, (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000);
 }
 
 static void *worker_main(void *arg)
