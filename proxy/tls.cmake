@@ -2,6 +2,7 @@
 # link ct_tls alone (included by proxy/CMakeLists.txt).
 add_library(ct_tls STATIC
   ${CMAKE_CURRENT_LIST_DIR}/tls_ctx.c
+  ${CMAKE_CURRENT_LIST_DIR}/tls_certs.c
   ${CMAKE_CURRENT_LIST_DIR}/tls_conn.c
   ${CMAKE_CURRENT_LIST_DIR}/tls_tickets.c
   ${CMAKE_CURRENT_LIST_DIR}/tls_selfsigned.c)

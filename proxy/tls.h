@@ -70,13 +70,13 @@ struct ct_tls_ctx;    /* opaque; single owner (the listener) */
 /* Mozilla "intermediate" (v5.7) TLS 1.2 suites; TLS 1.3 uses OpenSSL's three
  * default suites, which are Mozilla's too. DHE needs a group: OpenSSL picks
  * an RFC 7919 ffdhe group matching the key size (SSL_CTX_set_dh_auto). */
-#define CT_TLS_DEFAULT_CIPHERS                                                 \
-    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"               \
-    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"               \
-    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:"               \
-    "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:"                     \
+#define CT_TLS_DEFAULT_CIPHERS                                                                     \
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"                                   \
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"                                   \
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:"                                   \
+    "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:"                                         \
     "DHE-RSA-CHACHA20-POLY1305"
-#define CT_TLS_DEFAULT_CIPHERSUITES                                            \
+#define CT_TLS_DEFAULT_CIPHERSUITES                                                                \
     "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
 #define CT_TLS_DEFAULT_GROUPS "X25519:P-256"
 #define CT_TLS_DEFAULT_SESSION_CACHE_SIZE 20480u /* sessions, OpenSSL's default */
@@ -106,17 +106,17 @@ struct ct_tls_cert_conf {
  * certificate for localhost / 127.0.0.1, TLS 1.2+, tickets and cache on. */
 struct ct_tls_listener_conf {
     const struct ct_tls_cert_conf *certs;
-    size_t ncerts;                        /* 0: generate the self-signed one */
-    int min_version;                      /* CT_TLS_V1_2 (0) or CT_TLS_V1_3 */
-    const char *ciphers;                  /* TLS <= 1.2; NULL: default above */
-    const char *ciphersuites;             /* TLS 1.3; NULL: default above */
-    const char *groups;                   /* NULL: "X25519:P-256" */
-    bool disable_tickets;                 /* no session tickets issued or taken */
-    bool disable_session_cache;           /* no server-side session cache */
-    unsigned session_cache_size;          /* 0: default */
-    unsigned session_timeout_s;           /* 0: default; also the ticket lifetime hint */
-    bool ktls;                            /* SSL_OP_ENABLE_KTLS (off by default) */
-    const char *client_ca_file;           /* mTLS: PEM CA bundle; needs verify != OFF */
+    size_t ncerts;               /* 0: generate the self-signed one */
+    int min_version;             /* CT_TLS_V1_2 (0) or CT_TLS_V1_3 */
+    const char *ciphers;         /* TLS <= 1.2; NULL: default above */
+    const char *ciphersuites;    /* TLS 1.3; NULL: default above */
+    const char *groups;          /* NULL: "X25519:P-256" */
+    bool disable_tickets;        /* no session tickets issued or taken */
+    bool disable_session_cache;  /* no server-side session cache */
+    unsigned session_cache_size; /* 0: default */
+    unsigned session_timeout_s;  /* 0: default; also the ticket lifetime hint */
+    bool ktls;                   /* SSL_OP_ENABLE_KTLS (off by default) */
+    const char *client_ca_file;  /* mTLS: PEM CA bundle; needs verify != OFF */
     enum ct_tls_verify verify;
     unsigned verify_depth; /* 0: default */
 };

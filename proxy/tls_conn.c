@@ -108,14 +108,14 @@ size_t ct_tls_drain_errors(char *buf, size_t len)
 
 bool ct_tls_error_is_plain_http(unsigned long e)
 {
-    return ERR_GET_LIB(e) == ERR_LIB_SSL
-           && (ERR_GET_REASON(e) == SSL_R_HTTP_REQUEST
-               || ERR_GET_REASON(e) == SSL_R_HTTPS_PROXY_REQUEST);
+    return ERR_GET_LIB(e) == ERR_LIB_SSL && (ERR_GET_REASON(e) == SSL_R_HTTP_REQUEST ||
+                                             ERR_GET_REASON(e) == SSL_R_HTTPS_PROXY_REQUEST);
 }
 
 int ct_tls_answer_plain_http(int fd)
 {
-    static const char body[] = "400 Bad Request: plain HTTP was sent to an HTTPS port; use https://\n";
+    static const char body[] =
+        "400 Bad Request: plain HTTP was sent to an HTTPS port; use https://\n";
     char resp[256];
     int n = snprintf(resp, sizeof(resp),
                      "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"

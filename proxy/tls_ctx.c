@@ -3,11 +3,11 @@
  *
  * Certificates and SNI. Every configured certificate is loaded and checked
  * (chain, key, key matches certificate), and each gets its server names (from
- * the configuration, else from its SAN DNS names or CN). For every name we
- * compute the set of certificates that serve it; each distinct set becomes
- * one SSL_CTX holding those certificates, at most one per key type (ECDSA,
- * RSA, ...), so OpenSSL hands a client the one its signature algorithms
- * accept. The servername callback switches a connection to the SSL_CTX of
+ * the configuration, else from its SAN DNS names or CN): tls_certs.c. For
+ * every name we compute the set of certificates that serve it; each distinct
+ * set becomes one SSL_CTX holding those certificates, at most one per key
+ * type (ECDSA, RSA, ...), so OpenSSL hands a client the one its signature
+ * algorithms accept. The servername callback switches a connection to the SSL_CTX of
  * its SNI name: exact match first, then the one-label wildcard ("*.b.c"
  * matches "a.b.c", not "x.a.b.c" nor "b.c"). Absent or unknown SNI stays on
  * the default SSL_CTX, the one serving the default certificate.
@@ -23,20 +23,17 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include <openssl/err.h>
-#include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
 #include "proxy/tls_int.h"
 
 #define CT_TLS_CTX_MAGIC 0x7c1a0c7au
 #define MAX_CERTS 64 /* a name's certificate set is a 64-bit mask */
-#define MAX_NAME 253 /* RFC 1035 §2.3.4, without the trailing dot */
 
 struct name_ent {
     char *name; /* lower case; "*.example.com" for a wildcard */
@@ -56,15 +53,6 @@ struct ct_tls_ctx {
     char note[384]; /* self-signed note; empty otherwise */
 };
 
-struct loaded_cert {
-    X509 *x;
-    STACK_OF(X509) *chain;
-    EVP_PKEY *key;
-    char **names;
-    size_t nnames;
-    char label[160]; /* for the description */
-};
-
 /* (name, certificate index) pairs, sorted and merged into (name, mask). */
 struct name_mask {
     char *name;
@@ -76,231 +64,8 @@ static pthread_once_t idx_once = PTHREAD_ONCE_INIT;
 
 static void idx_init(void)
 {
-    ssl_idx_counted = SSL_get_ex_new_index(0, (void *)"cachet: handshake counted", NULL,
-                                           NULL, NULL);
-}
-
-/* Fill ERR with the message and, when OpenSSL queued reasons, ": reason". */
-static void CT_PRINTF(3, 4) set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n + 3 >= errlen) {
-        ERR_clear_error();
-        return;
-    }
-    char why[256] = "";
-    if (ct_tls_drain_errors(why, sizeof(why)) > 0)
-        snprintf(err + n, errlen - (size_t)n, ": %s", why);
-}
-
-/* ---- names -------------------------------------------------------------- */
-
-/* Lower-case and check a server name into OUT (MAX_NAME + 1 bytes): letters,
- * digits, '-', '_' and '.', no empty label, and '*' only as a whole first
- * label followed by at least one more label. A trailing dot is dropped. */
-static bool name_norm(const char *s, size_t len, char *out)
-{
-    if (len > 0 && s[len - 1] == '.')
-        len--;
-    if (len == 0 || len > MAX_NAME)
-        return false;
-    bool label_start = true;
-    for (size_t i = 0; i < len; i++) {
-        char ch = ct_ascii_lower(s[i]);
-        if (ch == '*') {
-            if (i != 0 || len < 3 || s[1] != '.')
-                return false;
-        } else if (ch == '.') {
-            if (label_start)
-                return false;
-        } else if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-'
-                     || ch == '_')) {
-            return false;
-        }
-        label_start = ch == '.';
-        out[i] = ch;
-    }
-    out[len] = '\0';
-    return !label_start;
-}
-
-static void names_push(struct loaded_cert *lc, const char *norm)
-{
-    for (size_t i = 0; i < lc->nnames; i++)
-        if (strcmp(lc->names[i], norm) == 0)
-            return;
-    lc->names = ct_xrealloc(lc->names, (lc->nnames + 1) * sizeof(char *));
-    lc->names[lc->nnames++] = ct_xstrdup(norm);
-}
-
-/* Names from the certificate: SAN DNS entries, or the CN without a SAN
- * (RFC 6125 §6.4.4). Names we cannot match on are skipped. */
-static void names_from_cert(struct loaded_cert *lc)
-{
-    char norm[MAX_NAME + 1];
-    GENERAL_NAMES *gens = X509_get_ext_d2i(lc->x, NID_subject_alt_name, NULL, NULL);
-    for (int i = 0; gens && i < sk_GENERAL_NAME_num(gens); i++) {
-        const GENERAL_NAME *g = sk_GENERAL_NAME_value(gens, i);
-        if (g->type != GEN_DNS)
-            continue;
-        const char *p = (const char *)ASN1_STRING_get0_data(g->d.dNSName);
-        size_t len = (size_t)ASN1_STRING_length(g->d.dNSName);
-        if (memchr(p, '\0', len) == NULL && name_norm(p, len, norm))
-            names_push(lc, norm);
-    }
-    bool had_san = gens != NULL;
-    GENERAL_NAMES_free(gens);
-    if (had_san)
-        return;
-    X509_NAME *subj = X509_get_subject_name(lc->x);
-    int pos = X509_NAME_get_index_by_NID(subj, NID_commonName, -1);
-    unsigned char *utf8 = NULL;
-    int len = pos < 0 ? -1
-                      : ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(
-                                                       X509_NAME_get_entry(subj, pos)));
-    if (len > 0 && memchr(utf8, '\0', (size_t)len) == NULL
-        && name_norm((char *)utf8, (size_t)len, norm))
-        names_push(lc, norm);
-    OPENSSL_free(utf8);
-}
-
-static int names_from_conf(struct loaded_cert *lc, const struct ct_tls_cert_conf *cc, char *err,
-                           size_t errlen)
-{
-    char norm[MAX_NAME + 1];
-    for (size_t i = 0; i < cc->nnames; i++) {
-        const char *n = cc->names[i];
-        if (!name_norm(n, strlen(n), norm)) {
-            snprintf(err, errlen,
-                     "certificate \"%s\": invalid server name \"%s\" (expected a host name "
-                     "or \"*.\" followed by one)",
-                     cc->cert_file, n);
-            return CT_ECONF;
-        }
-        names_push(lc, norm);
-    }
-    return CT_OK;
-}
-
-/* ---- loading ------------------------------------------------------------ */
-
-static int no_passphrase(char *buf, int size, int rwflag, void *u)
-{
-    return 0; /* encrypted keys would need a prompt at start: refuse them */
-}
-
-/* Leaf then chain from a PEM file. Reading stops at the end of the file,
- * which OpenSSL reports as "no start line": that one is not an error. */
-static int load_certs(struct loaded_cert *lc, const char *path, char *err, size_t errlen)
-{
-    FILE *fp = fopen(path, "r");
-    if (fp == NULL) {
-        snprintf(err, errlen, "cannot read certificate \"%s\": %s", path, strerror(errno));
-        return CT_ECONF;
-    }
-    lc->x = PEM_read_X509(fp, NULL, no_passphrase, NULL);
-    lc->chain = sk_X509_new_null();
-    X509 *c;
-    while (lc->x != NULL && (c = PEM_read_X509(fp, NULL, no_passphrase, NULL)) != NULL)
-        CT_ASSERT(sk_X509_push(lc->chain, c) > 0);
-    fclose(fp);
-    unsigned long e = ERR_peek_last_error();
-    if (lc->x != NULL && ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE)
-        ERR_clear_error();
-    if (lc->x == NULL || ERR_peek_error() != 0) {
-        set_err(err, errlen, "cannot load certificate \"%s\"", path);
-        return CT_ECONF;
-    }
-    return CT_OK;
-}
-
-static int load_key(struct loaded_cert *lc, const char *path, char *err, size_t errlen)
-{
-    FILE *fp = fopen(path, "r");
-    if (fp == NULL) {
-        snprintf(err, errlen, "cannot read private key \"%s\": %s", path, strerror(errno));
-        return CT_ECONF;
-    }
-    lc->key = PEM_read_PrivateKey(fp, NULL, no_passphrase, NULL);
-    fclose(fp);
-    if (lc->key == NULL) {
-        set_err(err, errlen, "cannot load private key \"%s\"", path);
-        return CT_ECONF;
-    }
-    ERR_clear_error();
-    return CT_OK;
-}
-
-static void key_describe(EVP_PKEY *key, char *buf, size_t len)
-{
-    char group[64] = "";
-    size_t glen = 0;
-    switch (EVP_PKEY_get_base_id(key)) {
-    case EVP_PKEY_EC:
-        EVP_PKEY_get_group_name(key, group, sizeof(group), &glen);
-        snprintf(buf, len, "ECDSA %s", group);
-        break;
-    case EVP_PKEY_RSA:
-    case EVP_PKEY_RSA_PSS:
-        snprintf(buf, len, "RSA %d", EVP_PKEY_get_bits(key));
-        break;
-    default:
-        snprintf(buf, len, "%s", OBJ_nid2sn(EVP_PKEY_get_base_id(key)));
-        break;
-    }
-}
-
-/* Served anyway (as nginx does: the operator may be replacing it), but the
- * startup line says so, since clients will refuse it. */
-static const char *validity_note(X509 *x, char *note, size_t len)
-{
-    int days = 0, secs = 0;
-    note[0] = '\0';
-    if (ASN1_TIME_diff(&days, &secs, NULL, X509_get0_notBefore(x)) && (days > 0 || secs > 0))
-        snprintf(note, len, " NOT YET VALID");
-    else if (ASN1_TIME_diff(&days, &secs, NULL, X509_get0_notAfter(x)) && (days < 0 || secs < 0))
-        snprintf(note, len, " EXPIRED");
-    else if (days < 30)
-        snprintf(note, len, " expires in %d day%s", days, days == 1 ? "" : "s");
-    return note;
-}
-
-static int load_one(struct loaded_cert *lc, const struct ct_tls_cert_conf *cc, char *err,
-                    size_t errlen)
-{
-    const char *key_file = cc->key_file ? cc->key_file : cc->cert_file;
-    int rc = load_certs(lc, cc->cert_file, err, errlen);
-    if (rc == CT_OK)
-        rc = load_key(lc, key_file, err, errlen);
-    if (rc != CT_OK)
-        return rc;
-    if (X509_check_private_key(lc->x, lc->key) != 1) {
-        ERR_clear_error();
-        snprintf(err, errlen, "certificate \"%s\" and private key \"%s\" do not match",
-                 cc->cert_file, key_file);
-        return CT_ECONF;
-    }
-    rc = cc->nnames ? names_from_conf(lc, cc, err, errlen) : CT_OK;
-    if (rc == CT_OK && cc->nnames == 0)
-        names_from_cert(lc);
-    char kd[64], note[32];
-    key_describe(lc->key, kd, sizeof(kd));
-    snprintf(lc->label, sizeof(lc->label), "%s \"%s\"%s", kd,
-             lc->nnames ? lc->names[0] : cc->cert_file, validity_note(lc->x, note, sizeof(note)));
-    return rc;
-}
-
-static void loaded_free(struct loaded_cert *lc)
-{
-    X509_free(lc->x);
-    sk_X509_pop_free(lc->chain, X509_free);
-    EVP_PKEY_free(lc->key);
-    for (size_t i = 0; i < lc->nnames; i++)
-        free(lc->names[i]);
-    free(lc->names);
+    ssl_idx_counted =
+        SSL_get_ex_new_index(0, (void *)"cachet: handshake counted", NULL, NULL, NULL);
 }
 
 /* ---- callbacks ---------------------------------------------------------- */
@@ -333,8 +98,8 @@ static SSL_CTX *name_find(const struct ct_tls_ctx *lc, const char *name)
  * label (RFC 6125 §6.4.3: the wildcard covers exactly one label). */
 static SSL_CTX *sni_lookup(const struct ct_tls_ctx *lc, const char *sni)
 {
-    char norm[MAX_NAME + 3];
-    if (!name_norm(sni, strlen(sni), norm + 1) || norm[1] == '*')
+    char norm[CT_TLS_MAX_NAME + 3];
+    if (!ct_tls_name_norm(sni, strlen(sni), norm + 1) || norm[1] == '*')
         return NULL;
     SSL_CTX *sctx = name_find(lc, norm + 1);
     if (sctx != NULL)
@@ -423,21 +188,21 @@ static int set_protocols(SSL_CTX *sctx, const struct ct_tls_listener_conf *cf, c
     const char *ciphers = cf->ciphers ? cf->ciphers : CT_TLS_DEFAULT_CIPHERS;
     const char *suites = cf->ciphersuites ? cf->ciphersuites : CT_TLS_DEFAULT_CIPHERSUITES;
     const char *groups = cf->groups ? cf->groups : CT_TLS_DEFAULT_GROUPS;
-    if (!SSL_CTX_set_min_proto_version(sctx, min)
-        || !SSL_CTX_set_max_proto_version(sctx, TLS1_3_VERSION)) {
-        set_err(err, errlen, "cannot set the TLS versions");
+    if (!SSL_CTX_set_min_proto_version(sctx, min) ||
+        !SSL_CTX_set_max_proto_version(sctx, TLS1_3_VERSION)) {
+        ct_tls_set_err(err, errlen, "cannot set the TLS versions");
         return CT_ECONF;
     }
     if (!SSL_CTX_set_cipher_list(sctx, ciphers)) {
-        set_err(err, errlen, "ciphers \"%s\"", ciphers);
+        ct_tls_set_err(err, errlen, "ciphers \"%s\"", ciphers);
         return CT_ECONF;
     }
     if (!SSL_CTX_set_ciphersuites(sctx, suites)) {
-        set_err(err, errlen, "ciphersuites \"%s\"", suites);
+        ct_tls_set_err(err, errlen, "ciphersuites \"%s\"", suites);
         return CT_ECONF;
     }
     if (!SSL_CTX_set1_groups_list(sctx, groups)) {
-        set_err(err, errlen, "groups \"%s\"", groups);
+        ct_tls_set_err(err, errlen, "groups \"%s\"", groups);
         return CT_ECONF;
     }
     SSL_CTX_set_dh_auto(sctx, 1); /* DHE-RSA suites: RFC 7919 group sized to the key */
@@ -447,8 +212,8 @@ static int set_protocols(SSL_CTX *sctx, const struct ct_tls_listener_conf *cf, c
 static void set_resumption(SSL_CTX *sctx, const struct ct_tls_listener_conf *cf,
                            struct ct_tls_ctx *lc)
 {
-    unsigned timeout_s = cf->session_timeout_s ? cf->session_timeout_s
-                                               : CT_TLS_DEFAULT_SESSION_TIMEOUT_S;
+    unsigned timeout_s =
+        cf->session_timeout_s ? cf->session_timeout_s : CT_TLS_DEFAULT_SESSION_TIMEOUT_S;
     SSL_CTX_set_timeout(sctx, timeout_s); /* cache entries and ticket lifetime */
     if (cf->disable_session_cache) {
         SSL_CTX_set_session_cache_mode(sctx, SSL_SESS_CACHE_OFF);
@@ -475,7 +240,7 @@ static void set_resumption(SSL_CTX *sctx, const struct ct_tls_listener_conf *cf,
 /* mTLS: one verify store shared by every SSL_CTX (SSL_set_SSL_CTX copies
  * the certificate settings, verify store included, from the SNI one). */
 static int set_verify(SSL_CTX *sctx, const struct ct_tls_listener_conf *cf, X509_STORE *store,
-                      STACK_OF(X509_NAME) *ca_names)
+                      STACK_OF(X509_NAME) * ca_names)
 {
     if (cf->verify == CT_TLS_VERIFY_OFF)
         return CT_OK;
@@ -483,8 +248,8 @@ static int set_verify(SSL_CTX *sctx, const struct ct_tls_listener_conf *cf, X509
     if (cf->verify == CT_TLS_VERIFY_REQUIRED)
         mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
     SSL_CTX_set_verify(sctx, mode, NULL);
-    SSL_CTX_set_verify_depth(sctx, (int)(cf->verify_depth ? cf->verify_depth
-                                                           : CT_TLS_DEFAULT_VERIFY_DEPTH));
+    SSL_CTX_set_verify_depth(
+        sctx, (int)(cf->verify_depth ? cf->verify_depth : CT_TLS_DEFAULT_VERIFY_DEPTH));
     if (!SSL_CTX_set1_verify_cert_store(sctx, store))
         return CT_ETLS;
     STACK_OF(X509_NAME) *dup = SSL_dup_CA_list(ca_names);
@@ -495,7 +260,7 @@ static int set_verify(SSL_CTX *sctx, const struct ct_tls_listener_conf *cf, X509
 }
 
 static int configure(struct ct_tls_ctx *lc, SSL_CTX *sctx, const struct ct_tls_listener_conf *cf,
-                     X509_STORE *store, STACK_OF(X509_NAME) *ca_names, char *err, size_t errlen)
+                     X509_STORE *store, STACK_OF(X509_NAME) * ca_names, char *err, size_t errlen)
 {
     SSL_CTX_set_app_data(sctx, lc);
     uint64_t opts = SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION;
@@ -513,7 +278,7 @@ static int configure(struct ct_tls_ctx *lc, SSL_CTX *sctx, const struct ct_tls_l
     set_sid_ctx(sctx, cf);
     set_resumption(sctx, cf, lc);
     if (set_verify(sctx, cf, store, ca_names) != CT_OK) {
-        set_err(err, errlen, "cannot set up client certificate verification");
+        ct_tls_set_err(err, errlen, "cannot set up client certificate verification");
         return CT_ETLS;
     }
     SSL_CTX_set_tlsext_servername_callback(sctx, servername_cb);
@@ -527,11 +292,11 @@ static int configure(struct ct_tls_ctx *lc, SSL_CTX *sctx, const struct ct_tls_l
 
 struct build {
     const struct ct_tls_listener_conf *cf;
-    struct loaded_cert *certs;
+    struct ct_tls_cert *certs;
     size_t ncerts;
     size_t def; /* index of the default certificate */
     X509_STORE *store;
-    STACK_OF(X509_NAME) *ca_names;
+    STACK_OF(X509_NAME) * ca_names;
     uint64_t *masks; /* parallel to lc->sctxs: which certificates each holds */
 };
 
@@ -558,12 +323,12 @@ static int load_client_ca(struct build *b, char *err, size_t errlen)
     fclose(fp);
     b->store = X509_STORE_new();
     if (b->store == NULL || !X509_STORE_load_file(b->store, cf->client_ca_file)) {
-        set_err(err, errlen, "cannot load client CA \"%s\"", cf->client_ca_file);
+        ct_tls_set_err(err, errlen, "cannot load client CA \"%s\"", cf->client_ca_file);
         return CT_ECONF;
     }
     b->ca_names = SSL_load_client_CA_file(cf->client_ca_file);
     if (b->ca_names == NULL || sk_X509_NAME_num(b->ca_names) == 0) {
-        set_err(err, errlen, "client CA \"%s\": no certificate in it", cf->client_ca_file);
+        ct_tls_set_err(err, errlen, "client CA \"%s\": no certificate in it", cf->client_ca_file);
         return CT_ECONF;
     }
     ERR_clear_error();
@@ -581,11 +346,11 @@ static int load_all(struct build *b, char *note, size_t notelen, char *err, size
     b->ncerts = cf->ncerts ? cf->ncerts : 1;
     b->certs = ct_xcalloc(b->ncerts, sizeof(*b->certs));
     if (cf->ncerts == 0) {
-        struct loaded_cert *lc = &b->certs[0];
+        struct ct_tls_cert *lc = &b->certs[0];
         int rc = ct_tls_selfsigned_make(&lc->x, &lc->key, note, notelen, err, errlen);
         if (rc != CT_OK)
             return rc;
-        names_from_cert(lc);
+        ct_tls_names_from_cert(lc);
         snprintf(lc->label, sizeof(lc->label), "ECDSA prime256v1 \"localhost\" (self-signed)");
         return CT_OK;
     }
@@ -594,7 +359,7 @@ static int load_all(struct build *b, char *note, size_t notelen, char *err, size
             snprintf(err, errlen, "certificate %zu has no file", i + 1);
             return CT_ECONF;
         }
-        int rc = load_one(&b->certs[i], &cf->certs[i], err, errlen);
+        int rc = ct_tls_cert_load(&b->certs[i], &cf->certs[i], err, errlen);
         if (rc != CT_OK)
             return rc;
         if (cf->certs[i].is_default)
@@ -652,7 +417,7 @@ static SSL_CTX *sctx_for(struct ct_tls_ctx *lc, struct build *b, uint64_t mask, 
             return lc->sctxs[i];
     SSL_CTX *sctx = SSL_CTX_new(TLS_server_method());
     if (sctx == NULL) {
-        set_err(err, errlen, "cannot create the TLS context");
+        ct_tls_set_err(err, errlen, "cannot create the TLS context");
         return NULL;
     }
     lc->sctxs = ct_xrealloc(lc->sctxs, (lc->nsctx + 1) * sizeof(*lc->sctxs));
@@ -664,7 +429,7 @@ static SSL_CTX *sctx_for(struct ct_tls_ctx *lc, struct build *b, uint64_t mask, 
     int seen[8] = {0};
     size_t nseen = 0;
     for (size_t i = 0; i < b->ncerts; i++) {
-        struct loaded_cert *c = &b->certs[i];
+        struct ct_tls_cert *c = &b->certs[i];
         int type = EVP_PKEY_get_base_id(c->key);
         bool dup = false;
         for (size_t k = 0; k < nseen; k++)
@@ -673,7 +438,7 @@ static SSL_CTX *sctx_for(struct ct_tls_ctx *lc, struct build *b, uint64_t mask, 
             continue;
         seen[nseen++] = type;
         if (!SSL_CTX_use_cert_and_key(sctx, c->x, c->key, c->chain, 1)) {
-            set_err(err, errlen, "cannot use certificate %s", c->label);
+            ct_tls_set_err(err, errlen, "cannot use certificate %s", c->label);
             return NULL;
         }
     }
@@ -699,7 +464,7 @@ static int build_sni(struct ct_tls_ctx *lc, struct build *b, char *err, size_t e
         return rc;
     /* The default: the SSL_CTX its first name maps to (so an RSA twin of the
      * default certificate answers no-SNI RSA-only clients too), else its own. */
-    const struct loaded_cert *d = &b->certs[b->def];
+    const struct ct_tls_cert *d = &b->certs[b->def];
     lc->def = d->nnames ? name_find(lc, d->names[0]) : NULL;
     if (lc->def == NULL)
         lc->def = sctx_for(lc, b, (uint64_t)1 << b->def, err, errlen);
@@ -709,7 +474,7 @@ static int build_sni(struct ct_tls_ctx *lc, struct build *b, char *err, size_t e
 static void build_free(struct build *b)
 {
     for (size_t i = 0; b->certs && i < b->ncerts; i++)
-        loaded_free(&b->certs[i]);
+        ct_tls_cert_free(&b->certs[i]);
     free(b->certs);
     free(b->masks);
     X509_STORE_free(b->store);
@@ -731,7 +496,7 @@ static void describe(struct ct_tls_ctx *lc, const struct build *b)
     } while (0)
     ADD("%zu certificate%s (", b->ncerts, b->ncerts == 1 ? "" : "s");
     for (size_t i = 0; i < b->ncerts; i++) {
-        const struct loaded_cert *c = &b->certs[i];
+        const struct ct_tls_cert *c = &b->certs[i];
         ADD("%s%s", i ? "; " : "", c->label);
         if (c->nnames > 1)
             ADD(" +%zu name%s", c->nnames - 1, c->nnames == 2 ? "" : "s");
@@ -746,8 +511,8 @@ static void describe(struct ct_tls_ctx *lc, const struct build *b)
     if (cf->disable_session_cache)
         ADD(", session cache off");
     else
-        ADD(", session cache %u", cf->session_cache_size ? cf->session_cache_size
-                                                         : CT_TLS_DEFAULT_SESSION_CACHE_SIZE);
+        ADD(", session cache %u",
+            cf->session_cache_size ? cf->session_cache_size : CT_TLS_DEFAULT_SESSION_CACHE_SIZE);
     if (cf->verify != CT_TLS_VERIFY_OFF)
         ADD(", client certificates %s (CA \"%s\")",
             cf->verify == CT_TLS_VERIFY_REQUIRED ? "required" : "optional", cf->client_ca_file);
@@ -761,7 +526,7 @@ struct ct_tls_ctx *ct_tls_ctx_new(const struct ct_tls_listener_conf *cf,
 {
     pthread_once(&idx_once, idx_init);
     if (ssl_idx_counted < 0) {
-        set_err(err, errlen, "cannot allocate an OpenSSL ex_data index");
+        ct_tls_set_err(err, errlen, "cannot allocate an OpenSSL ex_data index");
         return NULL;
     }
     struct ct_tls_ctx *lc = ct_xcalloc(1, sizeof(*lc));

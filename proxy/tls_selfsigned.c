@@ -59,19 +59,18 @@ static X509 *make_cert(EVP_PKEY *key)
 {
     X509 *x = X509_new();
     X509_NAME *name = X509_get_subject_name(x);
-    int ok = x != NULL && X509_set_version(x, X509_VERSION_3) && set_serial(x)
-             && X509_gmtime_adj(X509_getm_notBefore(x), -3600)
-             && X509_time_adj_ex(X509_getm_notAfter(x), SELFSIGNED_DAYS, 0, NULL)
-             && X509_set_pubkey(x, key)
-             && X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                                           (const unsigned char *)"localhost", -1, -1, 0)
-             && X509_set_issuer_name(x, name)
-             && add_ext(x, NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1")
-             && add_ext(x, NID_basic_constraints, "critical,CA:FALSE")
-             && add_ext(x, NID_key_usage, "critical,digitalSignature")
-             && add_ext(x, NID_ext_key_usage, "serverAuth")
-             && add_ext(x, NID_subject_key_identifier, "hash")
-             && X509_sign(x, key, EVP_sha256()) > 0;
+    int ok = x != NULL && X509_set_version(x, X509_VERSION_3) && set_serial(x) &&
+             X509_gmtime_adj(X509_getm_notBefore(x), -3600) &&
+             X509_time_adj_ex(X509_getm_notAfter(x), SELFSIGNED_DAYS, 0, NULL) &&
+             X509_set_pubkey(x, key) &&
+             X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                                        (const unsigned char *)"localhost", -1, -1, 0) &&
+             X509_set_issuer_name(x, name) &&
+             add_ext(x, NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1") &&
+             add_ext(x, NID_basic_constraints, "critical,CA:FALSE") &&
+             add_ext(x, NID_key_usage, "critical,digitalSignature") &&
+             add_ext(x, NID_ext_key_usage, "serverAuth") &&
+             add_ext(x, NID_subject_key_identifier, "hash") && X509_sign(x, key, EVP_sha256()) > 0;
     if (!ok) {
         X509_free(x);
         return NULL;
@@ -79,8 +78,8 @@ static X509 *make_cert(EVP_PKEY *key)
     return x;
 }
 
-int ct_tls_selfsigned_make(X509 **xp, EVP_PKEY **keyp, char *note, size_t notelen,
-                           char *err, size_t errlen)
+int ct_tls_selfsigned_make(X509 **xp, EVP_PKEY **keyp, char *note, size_t notelen, char *err,
+                           size_t errlen)
 {
     EVP_PKEY *key = EVP_EC_gen("P-256");
     X509 *x = key ? make_cert(key) : NULL;

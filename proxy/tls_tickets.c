@@ -49,14 +49,13 @@ struct ct_tls_shared {
 
 static int key_fill(struct ticket_key *k)
 {
-    if (RAND_bytes(k->name, sizeof(k->name)) != 1 || RAND_priv_bytes(k->aes, sizeof(k->aes)) != 1
-        || RAND_priv_bytes(k->hmac, sizeof(k->hmac)) != 1)
+    if (RAND_bytes(k->name, sizeof(k->name)) != 1 || RAND_priv_bytes(k->aes, sizeof(k->aes)) != 1 ||
+        RAND_priv_bytes(k->hmac, sizeof(k->hmac)) != 1)
         return CT_ETLS;
     return CT_OK;
 }
 
-struct ct_tls_shared *ct_tls_shared_new(uint64_t rotate_ms, ct_time_t now, char *err,
-                                        size_t errlen)
+struct ct_tls_shared *ct_tls_shared_new(uint64_t rotate_ms, ct_time_t now, char *err, size_t errlen)
 {
     struct ct_tls_shared *sh = ct_xcalloc(1, sizeof(*sh));
     sh->magic = CT_TLS_SHARED_MAGIC;
@@ -181,15 +180,16 @@ static int ticket_cb(SSL *ssl, unsigned char name[TICKET_NAME_LEN], unsigned cha
     if (enc) {
         which = key_pick(sh, NULL, &k);
         memcpy(name, k.name, TICKET_NAME_LEN);
-        if (RAND_bytes(iv, EVP_CIPHER_get_iv_length(sh->cipher)) == 1
-            && EVP_EncryptInit_ex(cctx, sh->cipher, NULL, k.aes, iv) == 1 && mac_init(hctx, k.hmac) == 1)
+        if (RAND_bytes(iv, EVP_CIPHER_get_iv_length(sh->cipher)) == 1 &&
+            EVP_EncryptInit_ex(cctx, sh->cipher, NULL, k.aes, iv) == 1 &&
+            mac_init(hctx, k.hmac) == 1)
             rc = 1;
     } else {
         which = key_pick(sh, name, &k);
         if (which == 0)
             rc = 0;
-        else if (EVP_DecryptInit_ex(cctx, sh->cipher, NULL, k.aes, iv) == 1
-                 && mac_init(hctx, k.hmac) == 1)
+        else if (EVP_DecryptInit_ex(cctx, sh->cipher, NULL, k.aes, iv) == 1 &&
+                 mac_init(hctx, k.hmac) == 1)
             rc = which;
     }
     OPENSSL_cleanse(&k, sizeof(k));

@@ -17,8 +17,8 @@ static void fixture(void)
     pki.ca = tt_make("EC", "cachet test CA", NULL, true, NULL);
     pki.other_ca = tt_make("EC", "other CA", NULL, true, NULL);
     pki.def = tt_make("EC", "default.test", "DNS:default.test", false, &pki.ca);
-    pki.www = tt_make("EC", "www.example.com", "DNS:www.example.com,DNS:example.com", false,
-                      &pki.ca);
+    pki.www =
+        tt_make("EC", "www.example.com", "DNS:www.example.com,DNS:example.com", false, &pki.ca);
     pki.wild = tt_make("EC", "*.wild.test", "DNS:*.wild.test", false, &pki.ca);
     pki.dual_ec = tt_make("EC", "dual ecdsa", "DNS:dual.test", false, &pki.ca);
     pki.dual_rsa = tt_make("RSA", "dual rsa", "DNS:dual.test", false, &pki.ca);
@@ -41,11 +41,16 @@ static struct ct_tls_listener_conf conf_sni(void)
 {
     fixture();
     static const char *const names[] = {"Default.Test."};
-    certs_sni[0] = (struct ct_tls_cert_conf){tt_path("def.crt"), tt_path("def.key"), names, 1, true};
-    certs_sni[1] = (struct ct_tls_cert_conf){tt_path("www.crt"), tt_path("www.key"), NULL, 0, false};
-    certs_sni[2] = (struct ct_tls_cert_conf){tt_path("wild.crt"), tt_path("wild.key"), NULL, 0, false};
-    certs_sni[3] = (struct ct_tls_cert_conf){tt_path("dual_ec.crt"), tt_path("dual_ec.key"), NULL, 0, false};
-    certs_sni[4] = (struct ct_tls_cert_conf){tt_path("dual_rsa.crt"), tt_path("dual_rsa.key"), NULL, 0, false};
+    certs_sni[0] =
+        (struct ct_tls_cert_conf){tt_path("def.crt"), tt_path("def.key"), names, 1, true};
+    certs_sni[1] =
+        (struct ct_tls_cert_conf){tt_path("www.crt"), tt_path("www.key"), NULL, 0, false};
+    certs_sni[2] =
+        (struct ct_tls_cert_conf){tt_path("wild.crt"), tt_path("wild.key"), NULL, 0, false};
+    certs_sni[3] =
+        (struct ct_tls_cert_conf){tt_path("dual_ec.crt"), tt_path("dual_ec.key"), NULL, 0, false};
+    certs_sni[4] =
+        (struct ct_tls_cert_conf){tt_path("dual_rsa.crt"), tt_path("dual_rsa.key"), NULL, 0, false};
     /* certs_sni[0] is listed first but also marked default: both agree. */
     return (struct ct_tls_listener_conf){.certs = certs_sni, .ncerts = 5};
 }
@@ -478,8 +483,7 @@ static SSL_CTX *client_with_cert(const struct tt_pki *p)
 
 /* Handshake with client certificate P; on success SUBJECT gets the server's
  * view (or the error code as text). Returns 1 / 0. */
-static int mtls(struct ct_tls_ctx *lc, const struct tt_pki *p, char *subject, size_t len,
-                int *rc)
+static int mtls(struct ct_tls_ctx *lc, const struct tt_pki *p, char *subject, size_t len, int *rc)
 {
     SSL_CTX *cctx = client_with_cert(p);
     struct tt_conn t = tt_pair(cctx, lc, NULL);
@@ -515,7 +519,7 @@ static void test_mtls(void)
         CU_ASSERT((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f);
     CU_ASSERT_PTR_NOT_NULL(strstr(subj, "CN=eve\\0D\\0AX-Admin: 1\\, O="));
     tt_pki_free(&evil);
-    CU_ASSERT_EQUAL(mtls(lc, NULL, subj, sizeof(subj), &rc), 0);          /* none: refused */
+    CU_ASSERT_EQUAL(mtls(lc, NULL, subj, sizeof(subj), &rc), 0);         /* none: refused */
     CU_ASSERT_EQUAL(mtls(lc, &pki.mallory, subj, sizeof(subj), &rc), 0); /* other CA */
     ct_tls_ctx_free(&lc);
 
@@ -589,22 +593,30 @@ static void test_load_errors(void)
     char want[512];
     snprintf(want, sizeof(want), "certificate \"%s\" and private key \"%s\" do not match",
              tt_path("www.crt"), tt_path("def.key"));
-    expect_err((struct ct_tls_cert_conf){.cert_file = tt_path("www.crt"), .key_file = tt_path("def.key")}, want);
-    expect_err((struct ct_tls_cert_conf){.cert_file = tt_path("dual_rsa.crt"), .key_file = tt_path("dual_ec.key")},
+    expect_err(
+        (struct ct_tls_cert_conf){.cert_file = tt_path("www.crt"), .key_file = tt_path("def.key")},
+        want);
+    expect_err((struct ct_tls_cert_conf){.cert_file = tt_path("dual_rsa.crt"),
+                                         .key_file = tt_path("dual_ec.key")},
                "do not match");
-    expect_err((struct ct_tls_cert_conf){.cert_file = tt_path("nope.crt"), .key_file = tt_path("def.key")},
-               "nope.crt\": No such file or directory");
-    expect_err((struct ct_tls_cert_conf){.cert_file = tt_path("www.crt"), .key_file = tt_path("nope.key")},
-               "nope.key\": No such file or directory");
+    expect_err(
+        (struct ct_tls_cert_conf){.cert_file = tt_path("nope.crt"), .key_file = tt_path("def.key")},
+        "nope.crt\": No such file or directory");
+    expect_err(
+        (struct ct_tls_cert_conf){.cert_file = tt_path("www.crt"), .key_file = tt_path("nope.key")},
+        "nope.key\": No such file or directory");
     tt_write_raw("garbage.pem", "-----BEGIN CERTIFICATE-----\nnot base64 at all!\n"
                                 "-----END CERTIFICATE-----\n");
-    expect_err((struct ct_tls_cert_conf){.cert_file = tt_path("garbage.pem"), .key_file = tt_path("def.key")},
+    expect_err((struct ct_tls_cert_conf){.cert_file = tt_path("garbage.pem"),
+                                         .key_file = tt_path("def.key")},
                "cannot load certificate");
     tt_write_raw("empty.pem", "");
-    expect_err((struct ct_tls_cert_conf){.cert_file = tt_path("empty.pem"), .key_file = tt_path("def.key")},
+    expect_err((struct ct_tls_cert_conf){.cert_file = tt_path("empty.pem"),
+                                         .key_file = tt_path("def.key")},
                "cannot load certificate");
-    expect_err((struct ct_tls_cert_conf){.cert_file = tt_path("www.crt"), .key_file = tt_path("www.crt")},
-               "cannot load private key");
+    expect_err(
+        (struct ct_tls_cert_conf){.cert_file = tt_path("www.crt"), .key_file = tt_path("www.crt")},
+        "cannot load private key");
     static const char *const bad[] = {"a.*.example.com"};
     expect_err((struct ct_tls_cert_conf){tt_path("www.crt"), tt_path("www.key"), bad, 1, false},
                "invalid server name \"a.*.example.com\"");
@@ -797,8 +809,8 @@ void ct_test_register(void)
              {"resumption by ticket across contexts", test_resume_tickets},
              {"resumption by session cache", test_resume_cache},
              {"close_notify keeps the cached session", test_close_notify},
-             {"resumption disabled", test_resume_disabled},
-             {"ticket key rotation", test_rotation}, {"client certificates", test_mtls},
+             {"resumption disabled", test_resume_disabled}, {"ticket key rotation", test_rotation},
+             {"client certificates", test_mtls},
              {"client certificates and resumption", test_mtls_resume},
              {"certificate loading errors", test_load_errors},
              {"garbage, plain HTTP, truncated hello", test_bad_input},

@@ -95,6 +95,6 @@ static void test_workers_and_rotation(void)
 
 void ct_test_register(void)
 {
-    CT_SUITE("tls threads", {"workers share a context while keys rotate",
-                             test_workers_and_rotation});
+    CT_SUITE("tls threads",
+             {"workers share a context while keys rotate", test_workers_and_rotation});
 }

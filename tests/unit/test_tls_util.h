@@ -225,8 +225,8 @@ static inline void tt_close(struct tt_conn *t)
 
 /* Handshake once; returns 1 ok / 0 failed; *reused / *cn describe it. */
 static inline int tt_handshake(SSL_CTX *cctx, struct ct_tls_ctx *lc, const char *sni,
-                               SSL_SESSION *resume, SSL_SESSION **out_sess, bool *reused,
-                               char *cn, size_t cnlen)
+                               SSL_SESSION *resume, SSL_SESSION **out_sess, bool *reused, char *cn,
+                               size_t cnlen)
 {
     struct tt_conn t = tt_pair(cctx, lc, sni);
     if (resume)
@@ -238,8 +238,7 @@ static inline int tt_handshake(SSL_CTX *cctx, struct ct_tls_ctx *lc, const char 
         X509 *peer = SSL_get0_peer_certificate(t.c);
         cn[0] = '\0';
         if (peer)
-            X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, cn,
-                                      (int)cnlen);
+            X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, cn, (int)cnlen);
     }
     if (ok && out_sess)
         *out_sess = tt_take_session(&t);
