@@ -219,6 +219,10 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
     unsigned n = cf->workers ? cf->workers : (unsigned)(cores > 0 ? cores : 1);
 
     signal(SIGPIPE, SIG_IGN);
+    /* Until ct_ops_new() installs their handlers, a SIGHUP (a reload sent by
+     * systemd during startup) or SIGUSR1 must not kill us. */
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGUSR1, SIG_IGN);
     if (setup_listeners(&px) != CT_OK)
         goto out;
     if (resolve_backends(&px) != CT_OK || px.nlisteners == 0) {
