@@ -70,6 +70,43 @@ static void add_piece(struct evbuffer *out, struct ct_obj *obj, struct ct_str s,
         evbuffer_add(out, "\r\n", 2);
 }
 
+/* Add what cr->obj has after cr->pos to the output, by reference, within
+ * the range (cr->skip bytes dropped first, cr->body_left at most). Returns
+ * END (the body or the range is all queued), WAIT (nothing more yet),
+ * FAILED, or DATA: stopped with CT_BP_HIGH bytes queued (only with BP). */
+static enum ct_obj_body pump(struct ct_client *c, bool bp)
+{
+    struct ct_creq *cr = c->cr;
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    for (;;) {
+        if (cr->body_left == 0)
+            return CT_OBJ_BODY_END;
+        if (bp && evbuffer_get_length(out) >= CT_BP_HIGH) {
+            /* The socket may take it all at once: then no write event would
+             * ever come to resume us, so go on. Otherwise libevent writes
+             * the rest and ct_cache_client_drained() resumes us. */
+            ct_flush(c->bev);
+            if (evbuffer_get_length(out) >= CT_BP_LOW)
+                return CT_OBJ_BODY_DATA;
+        }
+        uint64_t want = cr->body_left == UINT64_MAX ? STREAM_PIECE : cr->skip + cr->body_left;
+        size_t max = want < STREAM_PIECE ? (size_t)want : STREAM_PIECE;
+        struct ct_str chunk;
+        enum ct_obj_body r = ct_obj_body_next(cr->obj, &cr->pos, max, &chunk);
+        if (r != CT_OBJ_BODY_DATA)
+            return r;
+        size_t k = (size_t)CT_MIN((uint64_t)chunk.len, cr->skip);
+        cr->skip -= k;
+        chunk = ct_str_make(chunk.p + k, chunk.len - k);
+        if (chunk.len == 0)
+            continue;
+        add_piece(out, cr->obj, chunk, cr->chunked);
+        c->ops_body_bytes += chunk.len; /* access log $body_bytes_sent */
+        if (cr->body_left != UINT64_MAX)
+            cr->body_left -= chunk.len;
+    }
+}
+
 /* One single-range "bytes=" spec against LEN bytes (RFC 9110 §14.1.2).
  * 0: no usable range (serve 200); 1: [*first, *last]; -1: unsatisfiable. */
 static int parse_range(struct ct_str v, uint64_t len, uint64_t *first, uint64_t *last)
@@ -134,9 +171,10 @@ static void plan(struct ct_client *c, struct ct_obj *obj, const struct ct_cache_
     const struct ct_http_msg *req = c->req;
     bool complete = ct_obj_state(obj) == CT_OBJ_COMPLETE;
     unsigned st = ct_obj_status(obj);
-    uint64_t len = complete ? ct_obj_body_len(obj) : UINT64_MAX;
+    /* A filling object with a Content-Length knows its length already. */
+    uint64_t len = complete ? ct_obj_body_len(obj) : blk->length;
     *d = (struct dl){.status = st, .len = len, .body = st != 204 && st != 304};
-    if (!complete || st != 200)
+    if (st != 200)
         return;
     struct ct_cache_validators v = {.etag = ct_obj_etag(obj),
                                     .last_modified = ct_obj_last_modified(obj),
@@ -148,7 +186,7 @@ static void plan(struct ct_client *c, struct ct_obj *obj, const struct ct_cache_
         return;
     }
     const struct ct_http_field *rf = ct_http_msg_find(req, CT_HDR_RANGE, NULL);
-    if (req->method != CT_METHOD_GET || rf == NULL || !if_range_ok(req, obj))
+    if (req->method != CT_METHOD_GET || rf == NULL || len == UINT64_MAX || !if_range_ok(req, obj))
         return;
     uint64_t a, b;
     int r = parse_range(rf->value, len, &a, &b);
@@ -243,27 +281,21 @@ bool ct_cache_emit(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatu
     cr->chunked = streaming && c->req->version == 11;
     cr->pos = (struct ct_obj_body_pos)CT_OBJ_BODY_POS_INIT;
     cr->body_left = d.len;
-    if (d.first)
-        CT_ASSERT(ct_obj_body_seek(obj, &cr->pos, d.first) == CT_OK);
+    cr->skip = 0;
+    if (d.first && ct_obj_body_seek(obj, &cr->pos, d.first) != CT_OK)
+        cr->skip = d.first; /* not there yet: skipped as it arrives */
     if (cr->obj != obj) {
         ct_obj_release(&cr->obj);
         cr->obj = ct_obj_ref(obj);
     }
     cr->mode = CT_CREQ_STREAM;
-    for (;;) {
-        struct ct_str chunk;
-        size_t max = cr->body_left < STREAM_PIECE ? (size_t)cr->body_left : 0;
-        enum ct_obj_body r = ct_obj_body_next(obj, &cr->pos, max, &chunk);
-        if (r != CT_OBJ_BODY_DATA)
-            return r == CT_OBJ_BODY_END && !streaming;
-        add_piece(out, obj, chunk, cr->chunked);
-        c->ops_body_bytes += chunk.len; /* access log $body_bytes_sent */
-        cr->body_left -= chunk.len;
-        if (cr->body_left == 0)
-            return true;
-        if (streaming && evbuffer_get_length(out) >= CT_BP_HIGH)
-            return false;
-    }
+    /* A complete object costs references only: queue it all at once. */
+    enum ct_obj_body r = pump(c, ct_obj_state(obj) != CT_OBJ_COMPLETE);
+    if (r != CT_OBJ_BODY_END)
+        return false;
+    if (cr->chunked)
+        ct_fwd_body_end(out);
+    return true;
 }
 
 /* Deliver OBJ (a new reference, taken) to C as its whole response. */
@@ -286,26 +318,10 @@ void ct_cache_deliver(struct ct_client *c, struct ct_obj *obj, struct ct_str cst
 void ct_cache_stream_more(struct ct_client *c)
 {
     struct ct_creq *cr = c->cr;
-    struct evbuffer *out = cout(c);
     for (unsigned i = 0; i < 1000000; i++) {
-        if (evbuffer_get_length(out) >= CT_BP_HIGH) {
-            /* The socket may take it all at once: then no write event would
-             * ever come to resume us, so go on. Otherwise libevent writes
-             * the rest and ct_cache_client_drained() resumes us. */
-            ct_flush(c->bev);
-            if (evbuffer_get_length(out) >= CT_BP_LOW)
-                return;
-        }
-        struct ct_str chunk;
-        size_t max = cr->body_left < STREAM_PIECE ? (size_t)cr->body_left : STREAM_PIECE;
-        switch (ct_obj_body_next(cr->obj, &cr->pos, max, &chunk)) {
-        case CT_OBJ_BODY_DATA:
-            add_piece(out, cr->obj, chunk, cr->chunked);
-            c->ops_body_bytes += chunk.len; /* access log $body_bytes_sent */
-            cr->body_left -= chunk.len;
-            if (cr->body_left == 0)
-                goto end;
-            continue;
+        switch (pump(c, true)) {
+        case CT_OBJ_BODY_DATA: /* output full: ct_cache_client_drained() resumes */
+            return;
         case CT_OBJ_BODY_WAIT:
             if (ct_cache_wait_obj(cr, CT_OBJ_STREAMING, cr->pos.off)) {
                 ct_flush(c->bev);
@@ -313,7 +329,15 @@ void ct_cache_stream_more(struct ct_client *c)
             }
             continue;
         case CT_OBJ_BODY_END:
-            goto end;
+            if (cr->chunked)
+                ct_fwd_body_end(cout(c));
+            if (cr->self) { /* the fetch ends the response (cache_fill.c) */
+                cr->mode = CT_CREQ_DONE;
+                ct_flush(c->bev);
+                return;
+            }
+            ct_cache_finish(c);
+            return;
         case CT_OBJ_BODY_FAILED:
             /* The fetch died: what was sent must look truncated. */
             cr->mode = CT_CREQ_DONE;
@@ -322,11 +346,16 @@ void ct_cache_stream_more(struct ct_client *c)
             return;
         }
     }
-    return;
-end:
-    if (cr->chunked)
-        ct_fwd_body_end(out);
-    ct_cache_finish(c);
+}
+
+void ct_cache_self_end(struct ct_client *c)
+{
+    struct ct_creq *cr = c->cr;
+    ct_cache_unwait(cr);
+    /* Complete now: references only, no back-pressure needed. */
+    if (pump(c, false) == CT_OBJ_BODY_END && cr->chunked)
+        ct_fwd_body_end(cout(c));
+    cr->mode = CT_CREQ_DONE;
 }
 
 bool ct_cache_client_drained(struct ct_client *c)

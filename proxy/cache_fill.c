@@ -163,6 +163,7 @@ const struct ct_http_msg *ct_cache_fwd_msg(struct ct_client *c)
         case CT_HDR_IF_MODIFIED_SINCE:
         case CT_HDR_RANGE:
         case CT_HDR_IF_RANGE:
+            cr->stripped = true;
             continue; /* answered from the object we store */
         default:
             cr->fwd_fields[n++] = req->fields[i];
@@ -230,7 +231,7 @@ static int store_head(struct ct_client *c, const struct ct_http_msg *msg, struct
 {
     struct ct_creq *cr = c->cr;
     const struct ct_cache_policy_opts *po = ct_cache_popts(c);
-    struct ct_cache_blk blk = {0};
+    struct ct_cache_blk blk = {.length = UINT64_MAX};
     char *vkey = NULL;
     size_t vlen = 0;
     ct_cache_policy_fresh(msg, po, cr->req_time, now, &blk.fresh);
@@ -243,6 +244,10 @@ static int store_head(struct ct_client *c, const struct ct_http_msg *msg, struct
     } else if (ct_cache_vary_key(msg, c->req, &vkey, &vlen) != CT_OK) {
         return CT_EPROTO;
     }
+    if (body_src)
+        blk.length = ct_obj_body_len(body_src);
+    else if (msg->framing == CT_FRAME_LENGTH)
+        blk.length = msg->content_length;
     struct evbuffer *tmp = evbuffer_new();
     ct_cache_render_block(tmp, msg, po, &blk);
     size_t hlen = evbuffer_get_length(tmp);
@@ -425,6 +430,18 @@ static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, enum c
         c->resp_chunked = false; /* the body goes to the scratch buffer, unframed */
         return true;
     }
+    if (cr->stripped && msg->status == 200 && c->req->method == CT_METHOD_GET) {
+        /* The client asked for a Range or sent conditionals: it reads the
+         * object as it fills, like a waiter, and gets its 206 / 304 / 416
+         * (issue 5: on a miss, fetch the whole object and answer the range). */
+        cr->self = true;
+        c->resp_chunked = false;
+        if (ct_cache_emit(c, cr->fill, CT_STR("cachet; fwd=miss; stored"), conn == CT_RESP_CLOSE))
+            cr->mode = CT_CREQ_DONE;
+        else
+            ct_cache_stream_more(c);
+        return true;
+    }
     fill_client_head(c, msg, conn);
     return true;
 }
@@ -460,7 +477,7 @@ struct evbuffer *ct_cache_body_sink(struct ct_client *c)
         return cout(c);
     if (cr->discard)
         return NULL;
-    if (cr->bg) {
+    if (cr->bg || cr->self) {
         if (cr->scratch == NULL)
             cr->scratch = evbuffer_new();
         return cr->scratch;
@@ -500,10 +517,11 @@ void ct_cache_resp_body(struct ct_client *c, size_t n)
     struct ct_creq *cr = c->cr;
     if (cr == NULL || cr->discard)
         return;
-    struct evbuffer *src = cr->bg ? cr->scratch : cout(c);
+    bool scratch = cr->bg || cr->self;
+    struct evbuffer *src = scratch ? cr->scratch : cout(c);
     if (cr->fill && cr->store_ok && n > 0) {
         /* The piece is the last N bytes, before the chunk's CRLF if framed. */
-        size_t tail = (!cr->bg && c->resp_chunked) ? 2 : 0;
+        size_t tail = (!scratch && c->resp_chunked) ? 2 : 0;
         size_t len = evbuffer_get_length(src);
         CT_ASSERT(len >= n + tail);
         if (append_from(cr->fill, src, len - n - tail, n) != CT_OK) {
@@ -514,7 +532,7 @@ void ct_cache_resp_body(struct ct_client *c, size_t n)
             cr->store_ok = false;
         }
     }
-    if (cr->bg && src)
+    if (scratch && src)
         evbuffer_drain(src, evbuffer_get_length(src));
 }
 
@@ -535,6 +553,8 @@ void ct_cache_resp_end(struct ct_client *c)
             ct_obj_abandon(cr->fill, ct_time_real(), 0);
         ct_obj_release(&cr->fill);
     }
+    if (cr->self && cr->mode == CT_CREQ_STREAM)
+        ct_cache_self_end(c); /* the rest of its range, before fetch.c ends it */
     ct_obj_release(&cr->stale);
     if (cr->scratch)
         evbuffer_drain(cr->scratch, evbuffer_get_length(cr->scratch));

@@ -94,6 +94,7 @@ struct ct_cache_blk {
     struct ct_cache_fresh fresh;
     uint32_t status_len; /* bytes of the status line, CRLF included */
     uint32_t flags;
+    uint64_t length;     /* body length if known at store time, else UINT64_MAX */
 };
 
 enum ct_creq_mode {
@@ -118,7 +119,11 @@ struct ct_creq {
     struct ct_obj *fill;   /* we are its fetcher */
     struct ct_obj *stale;  /* stale object being revalidated / refreshed */
     struct ct_obj_body_pos pos;
-    uint64_t body_left;    /* bytes still to deliver (Range) */
+    uint64_t body_left;    /* bytes still to deliver (Range); UINT64_MAX: to the end */
+    uint64_t skip;         /* Range start not yet in the object: bytes to drop */
+    bool self;             /* the fetcher reads its own fill like a waiter (it wants
+                              a Range or asked a conditional we answer ourselves) */
+    bool stripped;         /* the client's conditionals / Range were not forwarded */
     bool chunked;          /* delivering with chunked framing */
     bool discard;          /* the origin's body goes nowhere */
     bool store_ok;         /* fill: the head was stored */
@@ -200,7 +205,12 @@ void ct_cache_finish(struct ct_client *c);
 bool ct_cache_wait_obj(struct ct_creq *cr, enum ct_obj_state seen, uint64_t have);
 /* Write V in decimal at P; returns the end (no NUL). */
 char *ct_cache_put_i64(char *p, int64_t v);
+/* Unregister cr's waiter, dequeue its wake, stop its timer. */
+void ct_cache_unwait(struct ct_creq *cr);
 /* cache_deliver.c: continue streaming cr->obj to C. */
 void ct_cache_stream_more(struct ct_client *c);
+/* The fetcher reading its own fill (cr->self): the object is complete,
+ * queue the rest of its response now. */
+void ct_cache_self_end(struct ct_client *c);
 
 #endif /* CT_PROXY_CACHE_INT_H */

@@ -211,7 +211,7 @@ static struct ct_creq *creq_new(struct ct_client *c)
     return cr;
 }
 
-static void unwait(struct ct_creq *cr)
+void ct_cache_unwait(struct ct_creq *cr)
 {
     if (cr->waiting) {
         ct_obj_unwait(&cr->waiter); /* after this, waiter_wake cannot run */
@@ -240,7 +240,7 @@ bool ct_cache_wait_obj(struct ct_creq *cr, enum ct_obj_state seen, uint64_t have
 /* Drop what the last request held. A fill still unended here was cut short. */
 static void creq_reset(struct ct_creq *cr)
 {
-    unwait(cr);
+    ct_cache_unwait(cr);
     if (cr->fill)
         ct_obj_fail(cr->fill);
     ct_obj_release(&cr->fill);
@@ -249,6 +249,8 @@ static void creq_reset(struct ct_creq *cr)
     cr->mode = CT_CREQ_NONE;
     cr->cs = CT_STATS_CS_NONE;
     cr->chunked = cr->discard = cr->store_ok = cr->bg = cr->resume = false;
+    cr->self = cr->stripped = false;
+    cr->skip = 0;
     cr->relookups = 0;
     cr->cstatus = CT_STR_NULL;
     if (cr->scratch)
@@ -478,7 +480,7 @@ static void on_wait_timeout(evutil_socket_t fd, short what, void *arg)
     struct ct_client *c = cr->c;
     if (cr->mode != CT_CREQ_WAIT)
         return;
-    unwait(cr);
+    ct_cache_unwait(cr);
     ct_obj_release(&cr->obj);
     if (c->w->cf->cache.waiter_timeout_action == CT_CONF_WAITER_FETCH) {
         cr->mode = CT_CREQ_PASS;

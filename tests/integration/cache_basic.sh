@@ -33,6 +33,7 @@ hdr() { tr -d '\r' <<<"$2" | sed -n "s/^$1: //Ip" | head -1; }
 # fetch URL [curl args]: headers of a GET (body to $CT_TMP/body).
 fetch() { local u=$1; shift; : >"$CT_TMP/body"; curl -s -D - -o "$CT_TMP/body" "$@" "$u"; }
 origin_count() { ct_origin_total "$OPORT"; }
+status_of() { head -1 <<<"$1" | tr -d '\r'; }
 
 # ---- miss, then hit: one origin fetch, same bytes, Cache-Status and Age.
 ct_origin_reset "$OPORT"
@@ -97,6 +98,24 @@ ct_check "416: Content-Range */len" "$(hdr Content-Range "$h")" "bytes */500"
 h=$(fetch "$U" -H 'Range: bytes=0-9' -H 'If-Range: "old"')
 ct_check "If-Range mismatch: whole 200" "$(head -1 <<<"$h" | tr -d '\r')" "HTTP/1.1 200 OK"
 ct_origin_reset "$OPORT"
+
+# ---- Range and conditionals on a miss: the whole object is fetched and
+# stored, the client gets its 206 / 304 from it as it fills.
+ct_origin_reset "$OPORT"
+RU="$P/bytes/40000?$MA&etag=%22r1%22&rm=1"
+h=$(fetch "$RU" -H 'Range: bytes=30000-30009')
+ct_check "Range on a miss: 206" "$(status_of "$h")" "HTTP/1.1 206 Partial Content"
+ct_check "Range on a miss: Content-Range" "$(hdr Content-Range "$h")" "bytes 30000-30009/40000"
+ct_check "Range on a miss: the bytes" "$(md5sum <"$CT_TMP/body")" "$(curl -s "$O/bytes/40000" | head -c 30010 | tail -c 10 | md5sum)"
+ct_check "Range on a miss: stored" "$(hdr Cache-Status "$h")" "cachet; fwd=miss; stored"
+h=$(fetch "$RU")
+ct_check "after Range miss: whole object is a hit" "$(hdr Cache-Status "$h" | cut -d';' -f2) $(wc -c <"$CT_TMP/body")" " hit 40000"
+ct_origin_reset "$OPORT"
+h=$(fetch "$P/bytes/600?$MA&etag=%22c1%22&cm=1" -H 'If-None-Match: "c1"')
+ct_check "If-None-Match on a miss: 304" "$(status_of "$h")" "HTTP/1.1 304 Not Modified"
+h=$(fetch "$P/bytes/600?$MA&etag=%22c1%22&cm=1")
+ct_check "after the 304 miss: the object is stored" "$(hdr Cache-Status "$h" | cut -d';' -f2) $(wc -c <"$CT_TMP/body")" " hit 600"
+ct_check "conditional miss: one origin fetch" "$(origin_count)" 1
 
 # ---- never stored: each request goes to the origin.
 never() { # DESC URL PATTERN
