@@ -35,7 +35,6 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "proxy/admin.h"
 #include "proxy/cache_int.h"
 #include "proxy/proxy_int.h"
 #include "proxy/tls.h"
@@ -200,7 +199,6 @@ void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, in
     w->clients = c;
     w->nclients++;
     w->n_accepted++;
-    ct_ops_conn_open(c);
 
     bool plain = lc->kind == CT_LISTEN_HTTP;
     bufferevent_setcb(bev, plain ? NULL : on_read, on_write, on_event, c);
@@ -264,9 +262,13 @@ static void client_close(struct ct_client *c, enum ct_close why)
     if (!c->failed)
         c->why = why;
     w->n_close[c->why]++;
-    ct_ops_conn_close(c);
     CT_DEBUG("w%u c%llu %s: closed (%s)", w->id, (unsigned long long)c->id, c->peer,
              ct_close_name(c->why));
+    /* TLS: a clean end says so (close_notify; it also keeps a TLS 1.2
+     * session resumable). Not after a truncation: the client must see one. */
+    if (c->lc->kind == CT_LISTEN_HTTPS && (c->state == CT_CS_LINGER || !ct_close_is_err(c->why)) &&
+        evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+        ct_tls_close_notify(bufferevent_openssl_get_ssl(c->bev));
     c->state = CT_CS_CLOSED;
     client_free(c);
     ct_worker_conn_closed(w);
@@ -341,7 +343,6 @@ void ct_client_fail(struct ct_client *c, enum ct_close why)
         return;
     }
     bool head_only = c->req && c->req->method == CT_METHOD_HEAD;
-    ct_ops_req_end(c, status);
     ct_fwd_error(bufferevent_get_output(c->bev), status, head_only, true);
     ct_client_finish(c, why);
 }
@@ -368,7 +369,6 @@ static void enter_read_head(struct ct_client *c)
 
 void ct_client_response_done(struct ct_client *c)
 {
-    ct_ops_req_end(c, c->status);
     if (c->resp_close || c->w->draining) {
         ct_client_finish(c, c->w->draining ? CT_CLOSE_DRAIN : CT_CLOSE_RESP_DONE);
         return;
@@ -409,7 +409,6 @@ static void read_head(struct ct_client *c)
             c->req = ct_http_parser_msg(c->rp);
             c->nreq++;
             c->w->n_requests++;
-            ct_ops_req_start(c);
             /* Reading stays on (saves two epoll_ctl per request) but nothing
              * more is parsed until this response is done: pipelined
              * requests wait in the input buffer, bounded by CT_READ_HIGH. */
@@ -478,6 +477,42 @@ static void on_write(struct bufferevent *bev, void *arg)
     }
 }
 
+/* Log why (OpenSSL's errors for this connection, so the next one does not
+ * inherit them) and answer plain HTTP on the TLS port like nginx's 497. */
+static void tls_handshake_failed(struct ct_client *c, short what)
+{
+    unsigned long e, last = 0;
+    bool plain_http = false;
+    char why[256] = "";
+    while ((e = bufferevent_get_openssl_error(c->bev)) != 0) {
+        plain_http |= ct_tls_error_is_plain_http(e);
+        last = e;
+    }
+    if (last)
+        ct_tls_error_string(last, why, sizeof(why));
+    else if (ct_tls_drain_errors(why, sizeof(why)) == 0)
+        snprintf(why, sizeof(why), "%s", (what & BEV_EVENT_EOF) ? "client closed" : "I/O error");
+    CT_INFO("w%u c%llu %s TLS handshake failed: %s%s", c->w->id, (unsigned long long)c->id,
+            c->peer, why, plain_http ? " (plain HTTP on the TLS port: answered 400)" : "");
+    if (!plain_http) {
+        client_close(c, CT_CLOSE_TLS_HANDSHAKE);
+        return;
+    }
+    /* The clear-text 400 is written and the socket half-closed; closing now
+     * with the rest of the request unread would reset the connection and
+     * destroy the answer. Linger: read the raw socket (TLS is done with)
+     * and drop what comes, until the client's EOF or LINGER_MS. */
+    ct_tls_answer_plain_http(bufferevent_getfd(c->bev));
+    bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+    ct_io_attach(&c->io, c->w->base, c->bev, true, on_read, on_event, c);
+    c->failed = true;
+    c->why = CT_CLOSE_TLS_HANDSHAKE;
+    ct_client_set_state(c, CT_CS_LINGER);
+    evtimer_del(c->timer);
+    timer_arm(c, LINGER_MS);
+    ct_io_read(&c->io, true);
+}
+
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
     struct ct_client *c = arg;
@@ -499,7 +534,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         return;
     }
     if (c->state == CT_CS_TLS_HANDSHAKE) {
-        client_close(c, CT_CLOSE_TLS_HANDSHAKE);
+        tls_handshake_failed(c, what);
         return;
     }
     if (what & BEV_EVENT_EOF) {

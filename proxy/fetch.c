@@ -26,12 +26,13 @@
  */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 
 #include "common/log.h"
 #include "proxy/cache_int.h"
-#include "proxy/admin.h"
 #include "proxy/proxy_int.h"
+#include "proxy/tls.h"
 
 static void pump_request(struct ct_client *c);
 static void tunnel_up(struct ct_client *c);
@@ -72,9 +73,6 @@ static void fetch_connect(struct ct_client *c, bool fresh)
         ct_client_fail(c, why);
         return;
     }
-    ct_ops_upstream(c, CT_STATS_BE_upstream_requests);
-    if (!ct_upstream_is_reused(c->u))
-        ct_ops_upstream(c, CT_STATS_BE_upstream_connections);
     if (ct_upstream_is_connected(c->u))
         ct_fetch_upstream_ready(c);
 }
@@ -113,6 +111,14 @@ void ct_fetch_upstream_ready(struct ct_client *c)
         .chunked_body = req->framing == CT_FRAME_CHUNKED,
         .default_host = ct_str_c(ba->name),
     };
+    char subject[512];
+    if (c->lc->subject_header.len) {
+        /* mTLS: the verified subject, never a client-supplied one. */
+        fr.extra_name = c->lc->subject_header;
+        int n = ct_tls_peer_subject(bufferevent_openssl_get_ssl(c->bev), subject, sizeof(subject));
+        if (n > 0)
+            fr.extra_value = ct_str_make(subject, (size_t)n);
+    }
     ct_http_parser_set_request_method(ct_upstream_parser(c->u), req->method);
     ct_fwd_request_head(uout(c), &fr);
     if (req->expect_continue && req->version == 11 && body_expected(req) && !c->sent_continue) {
@@ -308,8 +314,6 @@ void ct_fetch_upstream_readable(struct ct_client *c)
         }
         case CT_HTTP_EV_BODY:
             ct_cache_resp_body(c, n);
-            if (c->state == CT_CS_SEND && ct_cache_body_sink(c) == cout(c))
-                c->ops_body_bytes += n; /* to the client (not a discarded or background fill) */
             break;
         case CT_HTTP_EV_END:
             if (c->state == CT_CS_SEND) {
@@ -318,7 +322,6 @@ void ct_fetch_upstream_readable(struct ct_client *c)
             }
             break; /* the end of a 1xx: the final response follows */
         case CT_HTTP_EV_ERROR:
-            ct_ops_upstream(c, CT_STATS_BE_upstream_errors);
             if (c->state == CT_CS_FETCH)
                 ct_upstream_mark_failed(c->u);
             ct_client_fail(c, c->state == CT_CS_FETCH ? CT_CLOSE_ORIGIN_BAD
@@ -351,7 +354,6 @@ void ct_fetch_upstream_closed(struct ct_client *c, enum ct_close why)
     switch (c->state) {
     case CT_CS_FETCH:
         if (may_retry(c, why)) {
-            ct_ops_upstream(c, CT_STATS_BE_upstream_retries);
             ct_upstream_release(&c->u, false);
             c->retries++;
             c->w->n_retries++;
@@ -360,8 +362,6 @@ void ct_fetch_upstream_closed(struct ct_client *c, enum ct_close why)
         }
         if (why == CT_CLOSE_ORIGIN_RESET)
             ct_upstream_mark_failed(c->u);
-        ct_ops_upstream(c, why == CT_CLOSE_ORIGIN_TIMEOUT ? CT_STATS_BE_upstream_timeouts
-                                                          : CT_STATS_BE_upstream_errors);
         ct_client_fail(c, why);
         return;
     case CT_CS_SEND:
@@ -372,8 +372,6 @@ void ct_fetch_upstream_closed(struct ct_client *c, enum ct_close why)
             response_end(c);
             return;
         }
-        ct_ops_upstream(c, why == CT_CLOSE_ORIGIN_TIMEOUT ? CT_STATS_BE_upstream_timeouts
-                                                          : CT_STATS_BE_upstream_errors);
         ct_client_fail(c, why == CT_CLOSE_ORIGIN_TIMEOUT ? why : CT_CLOSE_ORIGIN_TRUNC);
         return;
     case CT_CS_TUNNEL:

@@ -104,10 +104,13 @@ void ct_fwd_request_head(struct evbuffer *out, const struct ct_fwd_req *fr)
         default:
             break;
         }
-        if (drop_field(msg, f))
+        if (drop_field(msg, f) ||
+            (fr->extra_name.len && ct_str_eq_ci(f->name, fr->extra_name)))
             continue;
         add_field(out, f->name, f->value);
     }
+    if (fr->extra_name.len && fr->extra_value.len)
+        add_field(out, fr->extra_name, fr->extra_value);
     if (host == NULL && fr->default_host.len)
         add_field(out, CT_STR("Host"), fr->default_host);
     add_joined(out, msg, CT_HDR_VIA, CT_STR(VIA_US));

@@ -22,7 +22,6 @@
 
 #include "common/log.h"
 #include "conf/conf.h"
-#include "proxy/admin.h"
 #include "proxy/cache_int.h"
 #include "proxy/proxy_int.h"
 #include "proxy/tls.h"
@@ -70,45 +69,22 @@ static int resolve_backends(struct ct_proxy *px)
     return px->nbackends ? CT_OK : CT_ECONF;
 }
 
-/* The TLS context of one HTTPS listener (proxy/tls.h), from its config. */
+/* The TLS context of one HTTPS listener (proxy/tls.h), from its config.
+ * One ticket-key store for the process, so a ticket from any listener and
+ * any worker resumes anywhere. */
 static struct ct_tls_ctx *https_ctx(struct ct_proxy *px, const struct ct_conf_listener *l)
 {
     const struct ct_conf_tls *t = &l->tls;
     char err[256];
-    struct ct_tls_cert_conf *certs = ct_xcalloc(t->ncerts ? t->ncerts : 1, sizeof(*certs));
-    for (size_t i = 0; i < t->ncerts; i++) {
-        certs[i].cert_file = t->certs[i].cert_file;
-        certs[i].key_file = t->certs[i].key_file;
-        certs[i].names = (const char *const *)t->certs[i].server_names;
-        certs[i].nnames = t->certs[i].n_server_names;
-        certs[i].is_default = t->certs[i].is_default;
-    }
-    struct ct_tls_listener_conf tc = {
-        .certs = certs,
-        .ncerts = t->ncerts,
-        .min_version = t->min_version,
-        .ciphers = t->ciphers,
-        .ciphersuites = t->ciphersuites,
-        .groups = t->groups,
-        .disable_tickets = !t->session_tickets,
-        .disable_session_cache = !t->session_cache,
-        .session_cache_size = t->session_cache_size,
-        .ktls = t->ktls,
-        .client_ca_file = t->client_ca,
-        .verify = (enum ct_tls_verify)t->client_verify,
-    };
     if (t->session_tickets && px->tickets == NULL) {
         px->tickets = ct_tls_shared_new(t->ticket_key_rotation_ms, ct_time_mono(), err,
                                         sizeof(err));
         if (px->tickets == NULL) {
             CT_ERR("TLS session tickets: %s", err);
-            free(certs);
             return NULL;
         }
     }
-    struct ct_tls_ctx *ctx = ct_tls_ctx_new(&tc, t->session_tickets ? px->tickets : NULL, err,
-                                            sizeof(err));
-    free(certs);
+    struct ct_tls_ctx *ctx = ct_tls_ctx_from_conf(t, px->tickets, err, sizeof(err));
     if (ctx == NULL) {
         CT_ERR("https listener %s:%u: %s", l->addr.host, l->addr.port, err);
         return NULL;
@@ -132,6 +108,8 @@ static int setup_listeners(struct ct_proxy *px)
         lc->kind = tls ? CT_LISTEN_HTTPS : CT_LISTEN_HTTP;
         lc->tls = tls;
         lc->handshake_timeout_ms = l->tls.handshake_timeout_ms;
+        if (tls && l->tls.client_verify != CT_CONF_VERIFY_OFF && l->tls.client_subject_header)
+            lc->subject_header = ct_str_c(l->tls.client_subject_header);
         memcpy(&lc->sa, &l->addr.sa, l->addr.salen);
         lc->salen = l->addr.salen;
         addr_name((struct sockaddr *)&lc->sa, lc->name, sizeof(lc->name));
@@ -207,9 +185,9 @@ static int start_workers(struct ct_proxy *px, unsigned n)
     return CT_OK;
 }
 
-static int run(const struct ct_conf *cf, const struct ct_cli *cli)
+static int run(const struct ct_conf *cf)
 {
-    struct ct_proxy px = {.magic = CT_PROXY_MAGIC, .cf = cf, .cli = cli};
+    struct ct_proxy px = {.magic = CT_PROXY_MAGIC, .cf = cf};
     int rc = 1;
     struct event_base *base = event_base_new();
     px.main_base = base;
@@ -219,10 +197,6 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
     unsigned n = cf->workers ? cf->workers : (unsigned)(cores > 0 ? cores : 1);
 
     signal(SIGPIPE, SIG_IGN);
-    /* Until ct_ops_new() installs their handlers, a SIGHUP (a reload sent by
-     * systemd during startup) or SIGUSR1 must not kill us. */
-    signal(SIGHUP, SIG_IGN);
-    signal(SIGUSR1, SIG_IGN);
     if (setup_listeners(&px) != CT_OK)
         goto out;
     if (resolve_backends(&px) != CT_OK || px.nlisteners == 0) {
@@ -237,8 +211,6 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
         tick = event_new(base, -1, EV_PERSIST, on_ticket_tick, &px);
         event_add(tick, &(struct timeval){1, 0});
     }
-    if (ct_ops_new(&px) == NULL) /* admin listener, access log, SIGHUP/SIGUSR1 */
-        goto out;
     px.cache = ct_cache_from_conf(cf);
     if (start_workers(&px, n) != CT_OK) {
         for (unsigned i = 0; i < px.nworkers; i++)
@@ -246,7 +218,6 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
                 ct_worker_stop(px.workers[i]);
         goto out;
     }
-    ct_ops_start(px.ops);
     CT_INFO("cachet %s: %u workers, %zu listeners, %zu backends", CT_VERSION, n, px.nlisteners,
             px.nbackends);
     event_base_dispatch(base); /* until a signal */
@@ -265,7 +236,6 @@ out:
             event_free(sigs[i]);
     if (tick)
         event_free(tick);
-    ct_ops_free(&px.ops);
     event_base_free(base);
     for (size_t i = 0; i < px.nlisteners; i++)
         ct_tls_ctx_free(&px.listeners[i].tls);
@@ -309,7 +279,7 @@ int main(int argc, char **argv)
         if (cf->logs.error_log && ct_log_open(cf->logs.error_log) != CT_OK)
             fprintf(stderr, "cachet: cannot open %s: %s\n", cf->logs.error_log, strerror(errno));
         ct_log_set_level(cf->logs.level);
-        rc = run(cf, &cli);
+        rc = run(cf);
     }
     ct_conf_free(&cf);
     return rc;
