@@ -15,7 +15,7 @@
 #   b_pidtree PID...              the PIDs and all their descendants
 #   b_cpu_ticks PID...            utime+stime of those processes, clock ticks
 #   b_wrk OUT URL CONNS SECS [wrk args]   one bounded wrk run, output in OUT
-#   b_parse_wrk FILE              "rps p50_ms p99_ms requests errors non2xx"
+#   b_parse_wrk FILE              "rps p50_ms p99_ms requests errors non2xx bytes_per_req"
 #   b_stime OUT HOSTPORT SECS PAR MODE   PAR parallel openssl s_time (MODE new|reuse)
 #   b_parse_stime FILES...        "rps conns reused min_bytes_per_conn"
 #   b_qsample_start PORTS / b_qsample_stop   max listen-queue Recv-Q during a run
@@ -160,13 +160,18 @@ b_parse_wrk() {
         }
         /^ +50% / { p50 = ms($2) }
         /^ +99% / { p99 = ms($2) }
-        / requests in / { reqs = $1 }
+        / requests in / {
+            reqs = $1; v = $5; sub(/read$/, "", v); b = v + 0
+            if (v ~ /KB$/) b *= 1024; else if (v ~ /MB$/) b *= 1048576
+            else if (v ~ /GB$/) b *= 1073741824; else if (v ~ /TB$/) b *= 1099511627776
+            bytes = b
+        }
         /Socket errors:/ { gsub(/,/, ""); err = $4 + $6 + $8 + $10 }
         /Non-2xx or 3xx responses:/ { non2xx = $5 }
         /^Requests\/sec:/ { rps = $2; ok = 1 }
         END {
             if (!ok) { print "fail"; exit 1 }
-            printf "%.0f %.3f %.3f %d %d %d\n", rps, p50, p99, reqs, err + 0, non2xx + 0
+            printf "%.0f %.3f %.3f %d %d %d %.0f\n", rps, p50, p99, reqs, err + 0, non2xx + 0, (reqs > 0 ? bytes / reqs : 0)
         }' "$1"
 }
 

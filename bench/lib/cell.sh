@@ -26,6 +26,15 @@ c_path() {
     esac
 }
 
+# The body size of OBJECT: every answer must carry at least this many bytes.
+c_size() {
+    case $1 in
+        json) echo 27 ;;
+        hit100k) echo 102400 ;;
+        *) echo 1024 ;;
+    esac
+}
+
 # Requests the origin of system S has served so far: cachet-origin's own
 # counter (it excludes /_origin/), or for the classic stack Varnish's
 # backend_req (every request that reached lighttpd). lighttpd's mod_status
@@ -62,9 +71,12 @@ c_ports() {
 
 # c_check KIND ...: whether the cell measured what it claims.
 c_check() {
-    local kind=$1 errors=$2 non2xx=$3 reqs=$4 origin=$5 conns=$6 reused=$7 self=$8
+    local kind=$1 errors=$2 non2xx=$3 reqs=$4 origin=$5 conns=$6 reused=$7 self=$8 bytes=$9 min=${10}
     if [ "$reqs" -le 0 ]; then echo "no requests"; return; fi
     if [ "$errors" -gt 0 ] || [ "$non2xx" -gt 0 ]; then echo "errors=$errors non2xx=$non2xx"; return; fi
+    # Whole bodies: bytes read per answer below the object's size means short
+    # or empty bodies (a 200 with Content-Length: 0 passes every other check).
+    if [ "${bytes:-0}" -lt "$min" ]; then echo "short answers: $bytes bytes each for a $min-byte object"; return; fi
     case $kind in
         hit1k | hit100k)
             if [ -z "$origin" ]; then echo "ok (origin not counted)"
@@ -126,20 +138,19 @@ c_run() {
         parsed=$(b_parse_stime "$out".[0-9]*) || parsed=fail
         read -r rps reqs reused bytes <<<"$parsed"
         [ "$rps" = fail ] || rps=$(awk -v n="$reqs" -v ns=$((w1 - w0)) 'BEGIN { printf "%.0f", n / (ns / 1e9) }')
-        # A connection that got less than the 1 KiB object got an error page.
         p50=- p99=- err=0 non2xx=0
-        [ "$rps" = fail ] || [ "${bytes:-0}" -ge 1024 ] || non2xx=$reqs
         kind=tls-${client#s_}
     else
         parsed=$(b_parse_wrk "$out") || parsed=fail
-        read -r rps p50 p99 reqs err non2xx <<<"$parsed"
+        read -r rps p50 p99 reqs err non2xx bytes <<<"$parsed"
     fi
     if [ "$rps" = fail ]; then
         echo "$wl/$proto,$s,$round,0,-,-,0,0,0,0,-,$ccpu,$q,,client failed: $(tail -1 "$out"* | tr ',\n' '; ')" >>"$RUNS_CSV"
         return 0
     fi
     origin=$(c_origin_delta "$o0" "$o1")
-    check=$(c_check "$kind" "$err" "$non2xx" "$reqs" "$origin" "$conns" "$reused" "$self")
+    check=$(c_check "$kind" "$err" "$non2xx" "$reqs" "$origin" "$conns" "$reused" "$self" "${bytes:-0}" "$(c_size "$object")")
+    check=${check//,/;}
     awk -v ticks=$((t1 - t0)) -v hz="$B_HZ" -v reqs="$reqs" -v row="$wl/$proto,$s,$round,$rps,$p50,$p99,$reqs,$err,$non2xx" \
         -v tail="$ccpu,$q,$origin,$check" 'BEGIN {
             cpu = ticks / hz

@@ -35,8 +35,8 @@ Running 2s test @ http://127.0.0.1:1/1k
 Requests/sec:  61728.00
 Transfer/sec:     65.00MB
 EOF
-ct_check "wrk output parsed (rps p50 p99 reqs errors non2xx)" \
-    "$(b_parse_wrk "$CT_TMP/wrk.txt")" "61728 0.812 1200.000 123456 10 7"
+ct_check "wrk output parsed (rps p50 p99 reqs errors non2xx bytes-per-answer)" \
+    "$(b_parse_wrk "$CT_TMP/wrk.txt")" "61728 0.812 1200.000 123456 10 7 1104"
 echo "unable to connect to 127.0.0.1:1 Connection refused" >"$CT_TMP/wrk-fail.txt"
 b_parse_wrk "$CT_TMP/wrk-fail.txt" >/dev/null
 ct_check "failed wrk run is reported as a failure" "$?" 1
@@ -49,6 +49,22 @@ printf '%s\n' 'Collecting connection statistics for 2 seconds' 'rrrr*rr' '' \
 printf '%s\n' 'rrr' '3 connections in 1 real seconds, 199 bytes read per connection' >"$CT_TMP/st.1"
 ct_check "s_time output parsed (rps conns reused min-bytes)" \
     "$(b_parse_stime "$CT_TMP/st.0" "$CT_TMP/st.1")" "7 11 9 199"
+
+# Each cell checks it measured what it claims:
+# c_check KIND ERRORS NON2XX REQS ORIGIN CONNS REUSED SELF BYTES_PER_ANSWER MIN
+source "$CT_SRC/bench/lib/cell.sh"
+ct_check "hit that stayed in the cache" "$(c_check hit1k 0 0 1000 0 100 0 0 1300 1024)" ok
+ct_check "hit that reached the origin" "$(c_check hit1k 0 0 1000 3 100 0 0 1300 1024)" \
+    "hit reached origin 3 times"
+ct_check "empty bodies are caught" "$(c_check hit1k 0 0 1000 0 100 0 0 300 1024)" \
+    "short answers: 300 bytes each for a 1024-byte object"
+ct_check "errors are caught" "$(c_check hit1k 2 5 1000 0 100 0 0 1300 1024)" "errors=2 non2xx=5"
+ct_check "pass that reached the origin every time" "$(c_check pass1k 0 0 1000 1040 100 0 0 1300 1024)" ok
+ct_check "pass that was served from a cache" "$(c_check pass1k 0 0 1000 10 100 0 0 1300 1024)" \
+    "origin saw 10 of 1000"
+ct_check "full handshakes that resumed" "$(c_check tls-new 0 0 1000 0 4 7 0 1300 1024)" "7 handshakes resumed"
+ct_check "resumed handshakes that did not resume" "$(c_check tls-reuse 0 0 1000 0 4 10 0 1300 1024)" \
+    "only 10 of 1000 resumed"
 
 # 2. A real 2-second cell, cachet-origin only.
 out=$CT_TMP/results
