@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "proxy/admin.h"
 #include "proxy/cache_int.h"
 #include "proxy/proxy_int.h"
 #include "proxy/tls.h"
@@ -199,6 +200,7 @@ void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, in
     w->clients = c;
     w->nclients++;
     w->n_accepted++;
+    ct_ops_conn_open(c);
 
     bool plain = lc->kind == CT_LISTEN_HTTP;
     bufferevent_setcb(bev, plain ? NULL : on_read, on_write, on_event, c);
@@ -262,6 +264,7 @@ static void client_close(struct ct_client *c, enum ct_close why)
     if (!c->failed)
         c->why = why;
     w->n_close[c->why]++;
+    ct_ops_conn_close(c);
     CT_DEBUG("w%u c%llu %s: closed (%s)", w->id, (unsigned long long)c->id, c->peer,
              ct_close_name(c->why));
     /* TLS: a clean end says so (close_notify; it also keeps a TLS 1.2
@@ -343,6 +346,7 @@ void ct_client_fail(struct ct_client *c, enum ct_close why)
         return;
     }
     bool head_only = c->req && c->req->method == CT_METHOD_HEAD;
+    ct_ops_req_end(c, status);
     ct_fwd_error(bufferevent_get_output(c->bev), status, head_only, true);
     ct_client_finish(c, why);
 }
@@ -369,6 +373,7 @@ static void enter_read_head(struct ct_client *c)
 
 void ct_client_response_done(struct ct_client *c)
 {
+    ct_ops_req_end(c, c->status);
     if (c->resp_close || c->w->draining) {
         ct_client_finish(c, c->w->draining ? CT_CLOSE_DRAIN : CT_CLOSE_RESP_DONE);
         return;
@@ -409,6 +414,7 @@ static void read_head(struct ct_client *c)
             c->req = ct_http_parser_msg(c->rp);
             c->nreq++;
             c->w->n_requests++;
+            ct_ops_req_start(c);
             /* Reading stays on (saves two epoll_ctl per request) but nothing
              * more is parsed until this response is done: pipelined
              * requests wait in the input buffer, bounded by CT_READ_HIGH. */

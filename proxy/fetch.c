@@ -31,6 +31,7 @@
 
 #include "common/log.h"
 #include "proxy/cache_int.h"
+#include "proxy/admin.h"
 #include "proxy/proxy_int.h"
 #include "proxy/tls.h"
 
@@ -73,6 +74,9 @@ static void fetch_connect(struct ct_client *c, bool fresh)
         ct_client_fail(c, why);
         return;
     }
+    ct_ops_upstream(c, CT_STATS_BE_upstream_requests);
+    if (!ct_upstream_is_reused(c->u))
+        ct_ops_upstream(c, CT_STATS_BE_upstream_connections);
     if (ct_upstream_is_connected(c->u))
         ct_fetch_upstream_ready(c);
 }
@@ -314,6 +318,8 @@ void ct_fetch_upstream_readable(struct ct_client *c)
         }
         case CT_HTTP_EV_BODY:
             ct_cache_resp_body(c, n);
+            if (c->state == CT_CS_SEND && ct_cache_body_sink(c) == cout(c))
+                c->ops_body_bytes += n; /* to the client (not a discarded or background fill) */
             break;
         case CT_HTTP_EV_END:
             if (c->state == CT_CS_SEND) {
@@ -322,6 +328,7 @@ void ct_fetch_upstream_readable(struct ct_client *c)
             }
             break; /* the end of a 1xx: the final response follows */
         case CT_HTTP_EV_ERROR:
+            ct_ops_upstream(c, CT_STATS_BE_upstream_errors);
             if (c->state == CT_CS_FETCH)
                 ct_upstream_mark_failed(c->u);
             ct_client_fail(c, c->state == CT_CS_FETCH ? CT_CLOSE_ORIGIN_BAD
@@ -354,6 +361,7 @@ void ct_fetch_upstream_closed(struct ct_client *c, enum ct_close why)
     switch (c->state) {
     case CT_CS_FETCH:
         if (may_retry(c, why)) {
+            ct_ops_upstream(c, CT_STATS_BE_upstream_retries);
             ct_upstream_release(&c->u, false);
             c->retries++;
             c->w->n_retries++;
@@ -362,6 +370,8 @@ void ct_fetch_upstream_closed(struct ct_client *c, enum ct_close why)
         }
         if (why == CT_CLOSE_ORIGIN_RESET)
             ct_upstream_mark_failed(c->u);
+        ct_ops_upstream(c, why == CT_CLOSE_ORIGIN_TIMEOUT ? CT_STATS_BE_upstream_timeouts
+                                                          : CT_STATS_BE_upstream_errors);
         ct_client_fail(c, why);
         return;
     case CT_CS_SEND:
@@ -372,6 +382,8 @@ void ct_fetch_upstream_closed(struct ct_client *c, enum ct_close why)
             response_end(c);
             return;
         }
+        ct_ops_upstream(c, why == CT_CLOSE_ORIGIN_TIMEOUT ? CT_STATS_BE_upstream_timeouts
+                                                          : CT_STATS_BE_upstream_errors);
         ct_client_fail(c, why == CT_CLOSE_ORIGIN_TIMEOUT ? why : CT_CLOSE_ORIGIN_TRUNC);
         return;
     case CT_CS_TUNNEL:

@@ -22,6 +22,7 @@
 
 #include "common/log.h"
 #include "conf/conf.h"
+#include "proxy/admin.h"
 #include "proxy/cache_int.h"
 #include "proxy/proxy_int.h"
 #include "proxy/tls.h"
@@ -185,9 +186,9 @@ static int start_workers(struct ct_proxy *px, unsigned n)
     return CT_OK;
 }
 
-static int run(const struct ct_conf *cf)
+static int run(const struct ct_conf *cf, const struct ct_cli *cli)
 {
-    struct ct_proxy px = {.magic = CT_PROXY_MAGIC, .cf = cf};
+    struct ct_proxy px = {.magic = CT_PROXY_MAGIC, .cf = cf, .cli = cli};
     int rc = 1;
     struct event_base *base = event_base_new();
     px.main_base = base;
@@ -197,6 +198,10 @@ static int run(const struct ct_conf *cf)
     unsigned n = cf->workers ? cf->workers : (unsigned)(cores > 0 ? cores : 1);
 
     signal(SIGPIPE, SIG_IGN);
+    /* Until ct_ops_new() installs their handlers, a SIGHUP (a reload sent by
+     * systemd during startup) or SIGUSR1 must not kill us. */
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGUSR1, SIG_IGN);
     if (setup_listeners(&px) != CT_OK)
         goto out;
     if (resolve_backends(&px) != CT_OK || px.nlisteners == 0) {
@@ -211,6 +216,8 @@ static int run(const struct ct_conf *cf)
         tick = event_new(base, -1, EV_PERSIST, on_ticket_tick, &px);
         event_add(tick, &(struct timeval){1, 0});
     }
+    if (ct_ops_new(&px) == NULL) /* admin listener, access log, SIGHUP/SIGUSR1 */
+        goto out;
     px.cache = ct_cache_from_conf(cf);
     if (start_workers(&px, n) != CT_OK) {
         for (unsigned i = 0; i < px.nworkers; i++)
@@ -218,6 +225,7 @@ static int run(const struct ct_conf *cf)
                 ct_worker_stop(px.workers[i]);
         goto out;
     }
+    ct_ops_start(px.ops);
     CT_INFO("cachet %s: %u workers, %zu listeners, %zu backends", CT_VERSION, n, px.nlisteners,
             px.nbackends);
     event_base_dispatch(base); /* until a signal */
@@ -236,6 +244,7 @@ out:
             event_free(sigs[i]);
     if (tick)
         event_free(tick);
+    ct_ops_free(&px.ops);
     event_base_free(base);
     for (size_t i = 0; i < px.nlisteners; i++)
         ct_tls_ctx_free(&px.listeners[i].tls);
@@ -279,7 +288,7 @@ int main(int argc, char **argv)
         if (cf->logs.error_log && ct_log_open(cf->logs.error_log) != CT_OK)
             fprintf(stderr, "cachet: cannot open %s: %s\n", cf->logs.error_log, strerror(errno));
         ct_log_set_level(cf->logs.level);
-        rc = run(cf);
+        rc = run(cf, &cli);
     }
     ct_conf_free(&cf);
     return rc;

@@ -36,6 +36,10 @@ struct evbuffer;
 struct ct_conf;
 struct ct_tls_ctx;
 struct ct_tls_shared;
+struct ct_ops;
+struct ct_stats;
+struct ct_accesslog_buf;
+struct ct_cli;
 
 /* ---- close reasons (common/close_tbl.h) -------------------------------- */
 
@@ -119,6 +123,8 @@ struct ct_proxy {
     size_t nlisteners;
     struct ct_worker **workers;
     unsigned nworkers;
+    struct ct_ops *ops; /* proxy/admin.h: admin, access log, health, signals */
+    const struct ct_cli *cli; /* the command line, for SIGHUP reloads */
     struct ct_cache *cache; /* the shared store (proxy/cache_int.h); NULL: no cache */
 };
 
@@ -178,6 +184,8 @@ struct ct_worker {
     uint64_t n_upstream_new;
     uint64_t n_upstream_reused;
     uint64_t n_retries;
+    struct ct_stats *stats;         /* proxy/stats.h: written by this thread only */
+    struct ct_accesslog_buf *alog;  /* NULL: access log off (owned by the log) */
 };
 
 /* Create worker ID with its base and listeners (listener i binds
@@ -190,6 +198,13 @@ void ct_worker_stop(struct ct_worker *w);
 /* Wait for the worker's thread to end (idempotent). */
 void ct_worker_join(struct ct_worker *w);
 void ct_worker_join_free(struct ct_worker **wp);
+/* Reload (proxy/reload.c), on W's thread: open listeners ADD (SO_REUSEPORT,
+ * their sa carries a concrete port) before closing those in DEL (after
+ * accepting what is queued on them). CT_EIO if some ADD could not be bound
+ * (logged; the others are open). */
+int ct_worker_listeners_update(struct ct_worker *w, const struct ct_listener_conf *const *add,
+                               size_t nadd, const struct ct_listener_conf *const *del,
+                               size_t ndel);
 /* A client closed: re-enable accepting if we were at the limit; finish a drain. */
 void ct_worker_conn_closed(struct ct_worker *w);
 
@@ -248,6 +263,12 @@ struct ct_client {
     bool up_paused;             /* upstream reads stopped: client output full */
     bool up_got_byte;           /* some response byte came on this upstream */
     unsigned status;
+    /* operations (proxy/admin.h ct_ops_*): the request in flight */
+    ct_time_t ops_t0, ops_t0_real; /* head received: mono, wall clock */
+    ct_time_t ops_tup;          /* mono, first upstream asked for; 0: none */
+    uint64_t ops_body_bytes;    /* response body bytes forwarded */
+    uint8_t ops_cs;             /* enum ct_stats_cs, set by the cache path */
+    bool ops_logged;            /* counted and logged (ct_ops_req_end) */
 };
 
 /* Take over accepted FD from listener LC (owns the fd from now on). */
