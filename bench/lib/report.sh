@@ -99,12 +99,12 @@ r_markdown() {
             hdr = 0
             for (i = 1; i <= nw; i++) {
                 w = word[i]; c = w ",cachet"
-                if (!(c in rps)) continue
+                if (rps[c] == "") continue
                 line = ""
                 m = split(sys[w], P, " ")
                 for (j = 1; j <= m; j++) {
                     p = P[j]
-                    if (p ~ /^cachet/ || p == "co" || p == "lt") continue
+                    if (p ~ /^cachet/ || p == "co" || p == "lt" || rps[w "," p] == "") continue
                     line = line sprintf("%s%s %s / %s", line == "" ? "" : "; ", p,
                         ratio(rps[c], rps[w "," p]), ratio(cpu[c], cpu[w "," p]))
                 }
