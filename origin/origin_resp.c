@@ -307,10 +307,13 @@ void ct_oresp_send(struct ct_oconn *c)
     write_head(c, body_allowed);
     access_log(c);
     struct ct_obody_state *b = &c->bs;
-    /* Small whole bodies ride in the head's copy: one evbuffer_add. */
-    if ((b->kind == CT_OBODY_MEM || b->kind == CT_OBODY_COPY) && b->remaining <= 4096 &&
-        !b->chunked && !b->trickle_ms) {
-        ct_obuf_put(&c->head, b->mem + b->pos, b->remaining);
+    /* Small whole bodies ride in the head's copy: one evbuffer_add, one
+     * chain, instead of a second chain for a reference (cheaper below a few
+     * KiB than the reference's allocation). */
+    if (b->remaining && b->remaining <= 4096 && !b->chunked && !b->trickle_ms &&
+        b->kind != CT_OBODY_FILE) {
+        const char *p = b->kind == CT_OBODY_PATTERN ? ct_opattern_at(b->pos) : b->mem + b->pos;
+        ct_obuf_put(&c->head, p, b->remaining);
         b->remaining = 0;
     }
     evbuffer_add(out, c->head.p, c->head.len);
