@@ -137,13 +137,17 @@ static void upstream_close(struct ct_upstream *u)
 
 /* ---- backends ----------------------------------------------------------------- */
 
-/* Round robin over the backends not marked down. */
+/* Smooth weighted round robin (nginx's): each pick adds every live
+ * backend's weight to its current weight, takes the largest and subtracts
+ * the total from it. Equal weights give plain round robin (A B A B); weights
+ * 3:1 give A A B A, spread, not bunched. Backends marked down (passive
+ * health, or the active checks) are left out. */
 static struct ct_backend_rt *pick_backend(struct ct_worker *w)
 {
-    size_t n = w->px->nbackends;
+    struct ct_backend_rt *best = NULL;
+    int64_t total = 0;
     ct_time_t now = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t k = (w->rr + i) % n;
+    for (size_t k = 0; k < w->px->nbackends; k++) {
         struct ct_backend_rt *be = &w->be[k];
         if (!ct_ops_backend_up(w->px, k))
             continue; /* active health checks say down (proxy/health.h) */
@@ -154,10 +158,15 @@ static struct ct_backend_rt *pick_backend(struct ct_worker *w)
                 continue;
             be->down_until = 0; /* its time is up: try it again */
         }
-        w->rr = (unsigned)(k + 1);
-        return be;
+        int64_t weight = be->bc->weight ? be->bc->weight : 1;
+        be->cw += weight;
+        total += weight;
+        if (best == NULL || be->cw > best->cw)
+            best = be;
     }
-    return NULL;
+    if (best)
+        best->cw -= total;
+    return best;
 }
 
 void ct_upstream_mark_failed(struct ct_upstream *u)

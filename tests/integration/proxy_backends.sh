@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cachet backends and client limits: round robin over several --backend,
+# cachet backends and client limits: (weighted) round robin over several backends,
 # a refused connect retried on the next backend, passive health (a dead
 # backend is skipped after max_fails failures),
 # keep-alive idle timeout, and max_connections_per_worker (beyond it cachet
@@ -31,6 +31,24 @@ ct_check "round robin: all answered" "$codes" "$(printf '200 %.0s' $(seq 1 10))"
 ct_check "round robin: origin A got half" "$(ct_origin_total "$APORT")" 5
 ct_check "round robin: origin B got half" "$(ct_origin_total "$BPORT")" 5
 ct_stop p1
+
+# Weights 3:1: 8 requests go 6 to A and 2 to B.
+cat >"$CT_TMP/weights.conf" <<CONF
+workers = 1;
+listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
+backends = ( { address = "127.0.0.1:$APORT"; weight = 3; }, { address = "127.0.0.1:$BPORT"; weight = 1; } );
+admin = { listen = "off"; };
+CONF
+ct_start pw "$CT_BIN/cachet" -c "$CT_TMP/weights.conf"
+PW=$(ct_wait_listen pw http) || exit 1
+ct_origin_reset "$APORT"
+ct_origin_reset "$BPORT"
+for i in $(seq 1 8); do
+    curl -s -o /dev/null "http://127.0.0.1:$PW/gen?status=200&cache-control=no-store&i=$i"
+done
+ct_check "weighted round robin: A (weight 3) got 6 of 8" "$(ct_origin_total "$APORT")" 6
+ct_check "weighted round robin: B (weight 1) got 2 of 8" "$(ct_origin_total "$BPORT")" 2
+ct_stop pw
 
 # Passive health: a dead backend first in the list. A refused connect goes
 # to the next backend (nothing was sent), and after max_fails=1 the dead one
