@@ -3,7 +3,7 @@
  * /10k, /100k and /1m, cut from the byte pattern and sent by reference from
  * memory (strong ETag from a hash of the content, Last-Modified = start).
  * With --root, files under DIR, sent with sendfile (evbuffer file segments),
- * ETag from inode, size and mtime, Last-Modified from mtime.
+ * ETag from inode, size and mtime (ns), Last-Modified from mtime.
  *
  * Containment: the path is normalised first (origin_route.c refuses "..",
  * encoded or not, with 403), then the file is opened with openat2(2)
@@ -189,9 +189,11 @@ static void serve_file(struct ct_oconn *c)
     r->kind = CT_OBODY_FILE;
     r->fd = fd;
     r->len = (uint64_t)st.st_size;
-    snprintf(r->etag_buf, sizeof(r->etag_buf), "\"%llx-%llx-%llx\"",
+    /* Nanoseconds too: two writes of the same size within a second must
+     * not share a strong validator. */
+    snprintf(r->etag_buf, sizeof(r->etag_buf), "\"%llx-%llx-%llx.%lx\"",
              (unsigned long long)st.st_ino, (unsigned long long)st.st_size,
-             (unsigned long long)st.st_mtime);
+             (unsigned long long)st.st_mtim.tv_sec, (unsigned long)st.st_mtim.tv_nsec);
     r->val.etag = ct_str_c(r->etag_buf);
     r->val.has_mtime = true;
     r->val.mtime = st.st_mtime;

@@ -29,8 +29,15 @@ run_suite() {
     ct_check "$mode: last-modified from mtime" "$(hdr Last-Modified <"$CT_TMP/h")" "Thu, 02 Jan 2020 03:04:05 GMT"
     local etag
     etag=$(hdr ETag <"$CT_TMP/h")
-    ct_check_match "$mode: strong etag" "$etag" '^"[0-9a-f]+-[0-9a-f]+-[0-9a-f]+"$'
+    ct_check_match "$mode: strong etag" "$etag" '^"[0-9a-f]+-[0-9a-f]+-[0-9a-f]+\.[0-9a-f]+"$'
     ct_check "$mode: file 304" "$(code -H "If-None-Match: $etag" "$U/data.json")" 304
+    # Same size, same second, new content: a new strong validator.
+    echo '{"a":2}' >"$ROOT/data2.json"
+    local e1 e2
+    e1=$(curl -s -D - -o /dev/null "$U/data2.json" | hdr ETag)
+    echo '{"a":3}' >"$ROOT/data2.json"
+    e2=$(curl -s -D - -o /dev/null "$U/data2.json" | hdr ETag)
+    ct_check "$mode: rewrite changes the etag" "$([ "$e1" != "$e2" ] && echo changed)" "changed"
     ct_check "$mode: file IMS 304" "$(code -H 'If-Modified-Since: Thu, 02 Jan 2020 03:04:05 GMT' "$U/data.json")" 304
     ct_check "$mode: html type" "$(curl -s -D - -o /dev/null "$U/index.html" | hdr Content-Type)" "text/html; charset=utf-8"
     ct_check "$mode: root serves index.html" "$(curl -s "$U/")" "<h1>index</h1>"
