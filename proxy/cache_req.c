@@ -281,10 +281,9 @@ unsigned ct_cache_client_cs(const struct ct_client *c)
 
 const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_client *c)
 {
-    const struct ct_conf *cf = c->w->cf;
-    size_t i = (size_t)(c->lc - c->w->px->listeners);
-    bool honour = i < cf->nlisteners ? cf->listeners[i].honour_client_cc : true;
-    return &c->w->wc->popts[honour ? 0 : 1];
+    /* A property of the listener struct, not of its index in the startup
+     * table: reloads add, replace and reorder listeners. */
+    return &c->w->wc->popts[c->lc->honour_client_cc ? 0 : 1];
 }
 
 void ct_cache_set_status(struct ct_creq *cr, const char *fmt, ...)

@@ -109,6 +109,7 @@ static int setup_listeners(struct ct_proxy *px)
         lc->kind = tls ? CT_LISTEN_HTTPS : CT_LISTEN_HTTP;
         lc->tls = tls;
         lc->handshake_timeout_ms = l->tls.handshake_timeout_ms;
+        lc->honour_client_cc = l->honour_client_cc;
         if (tls && l->tls.client_verify != CT_CONF_VERIFY_OFF && l->tls.client_subject_header)
             lc->subject_header = ct_str_c(l->tls.client_subject_header);
         memcpy(&lc->sa, &l->addr.sa, l->addr.salen);

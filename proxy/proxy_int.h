@@ -106,6 +106,7 @@ struct ct_listener_conf {
     char name[80];                /* "127.0.0.1:8080" as announced */
     struct ct_tls_ctx *tls;       /* HTTPS: owned (proxy/tls.h); NULL for HTTP */
     uint64_t handshake_timeout_ms;
+    bool honour_client_cc;        /* the listener's honour_client_cache_control */
     struct ct_str subject_header; /* mTLS: header carrying the verified subject */
 };
 
@@ -136,7 +137,6 @@ struct ct_backend_rt {
     const struct ct_backend_addr *addr;
     const struct ct_conf_backend *bc;
     unsigned fails;          /* consecutive failures */
-    int64_t cw;              /* current weight (smooth weighted round robin) */
     ct_time_t down_until;    /* mono; skipped until then */
     struct ct_upstream *idle; /* pool: idle keep-alive connections */
     unsigned nidle;
@@ -171,6 +171,7 @@ struct ct_worker {
     struct event *wake_ev;
     struct event *drain_timer;
     struct ct_backend_rt *be; /* px->nbackends entries */
+    unsigned rr;              /* round robin cursor */
     struct ct_client *clients; /* every open client (for drain and exit) */
     unsigned nclients;
     struct ct_upstream *busy; /* upstreams lent to a client */

@@ -162,6 +162,7 @@ static struct ct_listener_conf *new_listener(struct ct_ops *ops, const struct ct
     struct ct_listener_conf *lc = ct_xcalloc(1, sizeof(*lc));
     lc->kind = l->kind == CT_CONF_LISTEN_HTTPS ? CT_LISTEN_HTTPS : CT_LISTEN_HTTP;
     lc->handshake_timeout_ms = l->tls.handshake_timeout_ms;
+    lc->honour_client_cc = l->honour_client_cc;
     memcpy(&lc->sa, same ? &same->sa : &l->addr.sa, same ? same->salen : l->addr.salen);
     lc->salen = same ? same->salen : l->addr.salen;
     if (lc->kind == CT_LISTEN_HTTPS) {
@@ -223,8 +224,11 @@ static bool plan_listeners(struct ct_ops *ops, const struct ct_conf *cf)
         if (a)
             claimed[a - rl->active] = true;
         const struct ct_listener_conf *lc = a ? a->lc : NULL;
-        if (a == NULL || l->kind == CT_CONF_LISTEN_HTTPS) {
-            /* new, or HTTPS: a new context re-reads the certificates */
+        if (a == NULL || l->kind == CT_CONF_LISTEN_HTTPS ||
+            a->lc->honour_client_cc != l->honour_client_cc) {
+            /* new; HTTPS: a new context re-reads the certificates; a
+             * listener setting changed: listener structs are immutable
+             * (workers read them without locks), so a new one replaces it */
             lc = new_listener(ops, l, a ? a->lc : NULL);
             if (lc == NULL) {
                 ok = false;

@@ -124,13 +124,21 @@ ct_check "generation count unchanged" "$(grep -c 'in use by every worker' "$CT_T
 # ---- a listener added by reload answers; access log turned on ----------------------------
 ALOG="$CT_TMP/access.log"
 write_conf ',
-    { kind = "http"; address = "127.0.0.1:0"; }' "access_log = \"$ALOG\"; access_format = \"json\";"
+    { kind = "http"; address = "127.0.0.1:0"; honour_client_cache_control = false; }' \
+    "access_log = \"$ALOG\"; access_format = \"json\";"
 reload 6 || ct_failed "reload 6"
 NPORT=$(grep '^listening on http ' "$CT_TMP/proxy.out" | tail -1 | sed 's/.*://')
 ct_check_match "added listener announced" "$NPORT" '^[0-9]+$'
 [ "$NPORT" != "$PPORT" ] || ct_failed "added listener has its own port"
 ct_check "added listener answers" \
     "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$NPORT/json")" 200
+# its own settings: client no-cache ignored there, obeyed on the first listener
+ccs() { curl -s -D - -o /dev/null -H 'Cache-Control: no-cache' "$1" | tr -d '\r' | sed -n 's/^Cache-Status: //p'; }
+curl -s -o /dev/null "http://127.0.0.1:$NPORT/gen?size=10&cache-control=max-age%3D300&k=reload"
+ct_check_match "added listener ignores client no-cache (its setting)" \
+    "$(ccs "http://127.0.0.1:$NPORT/gen?size=10&cache-control=max-age%3D300&k=reload")" '; hit'
+ct_check_match "first listener obeys client no-cache" \
+    "$(ccs "$P/gen?size=10&cache-control=max-age%3D300&k=reload")" 'fwd=' 
 curl -s -o /dev/null "$P/json?logged=1"
 for ((i = 0; i < 300; i++)); do
     grep -q 'logged=1' "$ALOG" 2>/dev/null && break
