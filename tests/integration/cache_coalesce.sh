@@ -16,11 +16,15 @@ listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
 backends = ( { address = "127.0.0.1:$OPORT"; pool_max_idle = 64; } );
 cache = { size = "256M"; max_object_size = "32M"; grace = "0s"; hit_for_miss = "0s";
           waiter_timeout = "2s"; waiter_timeout_action = "504"; };
-admin = { listen = "off"; };
+admin = { listen = "127.0.0.1:0"; };
 EOF
 ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf"
 PPORT=$(ct_wait_listen proxy http) || exit 1
 P="http://127.0.0.1:$PPORT"
+APORT=$(ct_wait_listen proxy admin) || exit 1
+# metric SERIES: one sample of cachet's /metrics (Prometheus text).
+metric() { curl -s "http://127.0.0.1:$APORT/metrics" | awk -v s="$1" '$1 == s { print $2 }'; }
+cs_count() { metric "cachet_cache_requests_total{cache_status=\"$1\"}"; }
 O="http://127.0.0.1:$OPORT"
 MA='cache-control=max-age%3D60'
 origin_count() { ct_origin_total "$OPORT"; }
@@ -38,11 +42,17 @@ ct_origin_reset "$OPORT"
 U="$P/delay/500?size=20000&$MA"
 want=$(curl -s "$O/gen?size=20000" | md5sum | cut -c1-32)
 ct_origin_reset "$OPORT"
+co0=$(cs_count coalesced)
+mi0=$(cs_count miss)
+hi0=$(cs_count hit)
 t0=$(now_ms)
 out=$(many 200 "$U")
 t1=$(now_ms)
 ct_check "200 coalesced clients: 200 complete, correct bodies" "$out" "200 200 20000 $want"
 ct_check "200 coalesced clients: one origin fetch" "$(origin_count)" 1
+# (clients that arrive once the object is complete are plain hits)
+ct_check "/metrics: 1 miss, 199 coalesced or hit" \
+    "$(($(cs_count miss) - mi0)) $(($(cs_count coalesced) - co0 + $(cs_count hit) - hi0))" "1 199"
 echo "     (200 clients answered in $((t1 - t0)) ms)"
 
 # ---- the same object, now stored: all hits, still one fetch.
