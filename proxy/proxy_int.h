@@ -137,6 +137,7 @@ struct ct_backend_rt {
     const struct ct_backend_addr *addr;
     const struct ct_conf_backend *bc;
     unsigned fails;          /* consecutive failures */
+    int64_t cw;              /* current weight (smooth weighted round robin) */
     ct_time_t down_until;    /* mono; skipped until then */
     struct ct_upstream *idle; /* pool: idle keep-alive connections */
     unsigned nidle;
@@ -171,7 +172,6 @@ struct ct_worker {
     struct event *wake_ev;
     struct event *drain_timer;
     struct ct_backend_rt *be; /* px->nbackends entries */
-    unsigned rr;              /* round robin cursor */
     struct ct_client *clients; /* every open client (for drain and exit) */
     unsigned nclients;
     struct ct_upstream *busy; /* upstreams lent to a client */
