@@ -341,6 +341,20 @@ static void test_resume_tickets(void)
     }
     stats_expect(w1, 2, 2);
     stats_expect(w2, 0, 2);
+    /* With SNI on a non-default certificate (the connection switches
+     * SSL_CTX; tickets and cache stay the default one's). */
+    for (int v = TLS1_2_VERSION; v <= TLS1_3_VERSION; v++) {
+        SSL_CTX *cctx = tt_client_ctx(v, v);
+        SSL_SESSION *sess = NULL;
+        char cn[64];
+        CU_ASSERT_FATAL(tt_handshake(cctx, w1, "x.wild.test", NULL, &sess, NULL, cn, sizeof(cn)));
+        CU_ASSERT_STRING_EQUAL(cn, "*.wild.test");
+        bool reused = false;
+        CU_ASSERT(tt_handshake(cctx, w2, "x.wild.test", sess, NULL, &reused, NULL, 0));
+        CU_ASSERT_TRUE(reused);
+        SSL_SESSION_free(sess);
+        SSL_CTX_free(cctx);
+    }
     /* A context with its own key store does not take the others' tickets. */
     struct ct_tls_shared *sh2 = ct_tls_shared_new(0, 0, NULL, 0);
     struct ct_tls_ctx *w3 = ctx_or_fail(&cf, sh2);
