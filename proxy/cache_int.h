@@ -153,6 +153,7 @@ struct ct_wcache {
 #define CT_WCACHE_MAGIC 0x3cac4e11u
     struct ct_worker *w;
     struct ct_cache *cache;
+    const struct ct_conf *cf;             /* the configuration popts were built from */
     struct ct_cache_policy_opts popts[2]; /* [0] honour client CC, [1] ignore it */
     struct ct_cache_key_opts kopts;
     struct event *sweep;

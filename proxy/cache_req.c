@@ -125,6 +125,7 @@ struct ct_wcache *ct_wcache_new(struct ct_worker *w, struct ct_cache *cache)
     wc->magic = CT_WCACHE_MAGIC;
     wc->w = w;
     wc->cache = cache;
+    wc->cf = w->cf;
     policy_opts(cc, false, &wc->popts[0]);
     policy_opts(cc, true, &wc->popts[1]);
     wc->kopts.query = cc->key_query == CT_CONF_QUERY_DROP   ? CT_CACHE_QUERY_DROP
@@ -747,6 +748,13 @@ bool ct_cache_recv(struct ct_client *c)
     struct ct_wcache *wc = c->w->wc;
     if (wc == NULL)
         return false;
+    if (wc->cf != c->w->cf) {
+        /* A reload switched this worker's configuration: the policy follows
+         * (the key options and the store's size need a restart). */
+        wc->cf = c->w->cf;
+        policy_opts(&wc->cf->cache, false, &wc->popts[0]);
+        policy_opts(&wc->cf->cache, true, &wc->popts[1]);
+    }
     struct ct_creq *cr = c->cr ? c->cr : creq_new(c);
     if (cr->resume) { /* the cache path handed the request back: fetch it */
         cr->resume = false;
