@@ -20,6 +20,7 @@ CT_CLOSE(TUNNEL_DONE,    0,   0, "upgraded tunnel closed")
 /* the client's fault */
 CT_CLOSE(RX_BAD,         1, 400, "malformed request")
 CT_CLOSE(RX_TIMEOUT,     1, 408, "client request timeout")
+CT_CLOSE(METHOD,         1, 405, "method not allowed on a reverse proxy")
 CT_CLOSE(RX_ERROR,       1,   0, "client read error")
 CT_CLOSE(TX_TIMEOUT,     1,   0, "client send timeout")
 CT_CLOSE(TX_ERROR,       1,   0, "client write error")

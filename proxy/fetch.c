@@ -94,6 +94,13 @@ static enum step lookup(struct ct_client *c)
 void ct_fetch_start(struct ct_client *c)
 {
     CT_ASSERT(c->state == CT_CS_FETCH && c->req != NULL && c->u == NULL);
+    /* recv: CONNECT asks a forward proxy for a tunnel; a reverse proxy has
+     * no business opening one to wherever the client names (RFC 9110 §9.3.6:
+     * a server may refuse). Everything else goes on. */
+    if (c->req->method == CT_METHOD_CONNECT) {
+        ct_client_fail(c, CT_CLOSE_METHOD);
+        return;
+    }
     switch (lookup(c)) {
     case STEP_FETCH:
         fetch_connect(c, false);

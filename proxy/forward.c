@@ -201,6 +201,7 @@ const char *ct_fwd_reason(unsigned status)
     case 304: return "Not Modified";
     case 400: return "Bad Request";
     case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
     case 413: return "Content Too Large";
     case 414: return "URI Too Long";

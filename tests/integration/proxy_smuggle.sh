@@ -24,7 +24,7 @@ case_() {
 status_reason() {
     case $1 in
     400) echo "Bad Request" ;; 413) echo "Content Too Large" ;; 414) echo "URI Too Long" ;;
-    417) echo "Expectation Failed" ;; 431) echo "Request Header Fields Too Large" ;;
+    405) echo "Method Not Allowed" ;; 417) echo "Expectation Failed" ;; 431) echo "Request Header Fields Too Large" ;;
     501) echo "Not Implemented" ;; 505) echo "HTTP Version Not Supported" ;;
     esac
 }
@@ -51,6 +51,8 @@ long=$(head -c 9000 /dev/zero | tr '\0' 'a')
 case_ "request line too long" 414 "GET /$long HTTP/1.1\r\n${H}\r\n"
 big=$(for i in $(seq 1 120); do printf 'X-H%d: v\\r\\n' "$i"; done)
 case_ "too many fields" 431 "GET /json HTTP/1.1\r\n${H}${big}\r\n"
+
+case_ "CONNECT (no tunnels through a reverse proxy)" 405 "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"
 
 # A smuggled second request behind a bad one is never forwarded either.
 case_ "CL.TE smuggle attempt" 400 "POST /echo HTTP/1.1\r\n${H}Content-Length: 44\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /json HTTP/1.1\r\nHost: a\r\n\r\n"
