@@ -80,6 +80,7 @@ struct ct_reload {
     size_t nreserved;
     _Atomic unsigned pending; /* workers that have not switched yet */
     struct event *done_timer;
+    struct event *ticket_timer; /* rotation of a ticket store a reload created */
 };
 
 static void rl_listener_set(struct rl_listener *r, const struct ct_listener_conf *lc,
@@ -153,6 +154,46 @@ static int reserve_port(struct ct_listener_conf *lc)
     return fd;
 }
 
+static void on_ticket_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_ops *ops = arg;
+    CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
+    if (ct_tls_shared_tick(ops->px->tickets, ct_time_mono()) < 0)
+        CT_ERR("TLS ticket key rotation failed (RNG); keeping the current keys");
+}
+
+/* The TLS side of an HTTPS listener made by a reload: its context (the
+ * certificates read now) on the process's one ticket store, created here
+ * (with its rotation timer) if no HTTPS listener existed at start; the mTLS
+ * subject header as main.c sets it. */
+static int https_ctx(struct ct_ops *ops, struct ct_listener_conf *lc,
+                     const struct ct_conf_listener *l)
+{
+    struct ct_proxy *px = ops->px;
+    struct ct_reload *rl = ops->rl;
+    char err[256];
+    if (l->tls.session_tickets && px->tickets == NULL) {
+        px->tickets = ct_tls_shared_new(l->tls.ticket_key_rotation_ms, ct_time_mono(), err,
+                                        sizeof(err));
+        if (px->tickets == NULL) {
+            CT_ERR("SIGHUP: TLS session tickets: %s", err);
+            return CT_ETLS;
+        }
+        rl->ticket_timer = event_new(px->main_base, -1, EV_PERSIST, on_ticket_tick, ops);
+        event_add(rl->ticket_timer, &(struct timeval){1, 0});
+    }
+    lc->tls = ct_tls_ctx_from_conf(&l->tls, px->tickets, err, sizeof(err));
+    if (lc->tls == NULL) {
+        CT_ERR("SIGHUP: https listener %s:%u: %s", l->addr.host, l->addr.port, err);
+        return CT_ETLS;
+    }
+    CT_INFO("SIGHUP: https listener %s:%u: %s", l->addr.host, l->addr.port,
+            ct_tls_ctx_describe(lc->tls));
+    if (l->tls.client_verify != CT_CONF_VERIFY_OFF && l->tls.client_subject_header)
+        lc->subject_header = ct_str_c(l->tls.client_subject_header); /* conf kept until exit */
+    return CT_OK;
+}
+
 /* A listener struct for L (address from SAME if it replaces one). NULL on
  * failure (logged). */
 static struct ct_listener_conf *new_listener(struct ct_ops *ops, const struct ct_conf_listener *l,
@@ -165,14 +206,9 @@ static struct ct_listener_conf *new_listener(struct ct_ops *ops, const struct ct
     lc->honour_client_cc = l->honour_client_cc;
     memcpy(&lc->sa, same ? &same->sa : &l->addr.sa, same ? same->salen : l->addr.salen);
     lc->salen = same ? same->salen : l->addr.salen;
-    if (lc->kind == CT_LISTEN_HTTPS) {
-        char err[256];
-        lc->tls = ct_tls_ctx_from_conf(&l->tls, ops->px->tickets, err, sizeof(err));
-        if (lc->tls == NULL) {
-            CT_ERR("SIGHUP: https listener %s:%u: %s", l->addr.host, l->addr.port, err);
-            free(lc);
-            return NULL;
-        }
+    if (lc->kind == CT_LISTEN_HTTPS && https_ctx(ops, lc, l) != CT_OK) {
+        free(lc);
+        return NULL;
     }
     if (same == NULL) {
         /* Port 0: learn the port every worker will bind. Any port: find out
@@ -441,6 +477,8 @@ void ct_reload_free_retired(struct ct_ops *ops)
     CT_CHECK_OBJ(rl, CT_RELOAD_MAGIC);
     if (rl->done_timer)
         event_free(rl->done_timer);
+    if (rl->ticket_timer)
+        event_free(rl->ticket_timer);
     plan_abandon(rl); /* a reload cut short by the exit */
     for (size_t i = 0; i < rl->nlcs; i++) {
         ct_tls_ctx_free(&rl->lcs[i]->tls);

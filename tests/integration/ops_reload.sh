@@ -159,4 +159,25 @@ ct_stop proxy
 ct_check "cachet exits 0 after reloads" "$?" 0
 ct_check "access log turned off by the reload" "$(grep -c after_off "$ALOG")" 0
 
+# ---- HTTPS added by a reload to a process that started without any ------------------------
+C2="$CT_TMP/plain.conf"
+cat >"$C2" <<EOF
+workers = 2;
+listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
+backends = ( { address = "127.0.0.1:$OPORT"; } );
+EOF
+ct_start p2 "$CT_BIN/cachet" -c "$C2" --admin off
+ct_wait_listen p2 http >/dev/null || exit 1
+sed -i 's|listen = ( { kind = "http"; address = "127.0.0.1:0"; } );|listen = ( { kind = "http"; address = "127.0.0.1:0"; }, { kind = "https"; address = "127.0.0.1:0"; tls = { self_signed = true; }; } );|' "$C2"
+kill -HUP "$(ct_pid p2)"
+for ((i = 0; i < 500; i++)); do
+    grep -q '^listening on https ' "$CT_TMP/p2.out" && break
+    sleep 0.01
+done
+HS=$(grep '^listening on https ' "$CT_TMP/p2.out" | sed 's/.*://')
+ct_check "HTTPS listener added by a reload answers" \
+    "$(curl -sk -o /dev/null -w '%{http_code}' "https://127.0.0.1:$HS/json")" 200
+ct_stop p2
+ct_check "exits 0 (the reload's TLS objects freed)" "$?" 0
+
 ct_done
