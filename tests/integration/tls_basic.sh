@@ -76,8 +76,6 @@ ct_check_match "origin sees X-Forwarded-Proto: https" "$(curl -sk "$S/echo")" \
 # ---- resumption (tickets: TLS 1.3 and 1.2; session id: TLS 1.2 without ticket) -------
 # Two workers share one SSL_CTX and one ticket-key store: the 8 reconnections
 # land on either worker (SO_REUSEPORT hashes the client port), all resume.
-# Session ids need the proxy to end connections with ct_tls_close_notify():
-# OpenSSL drops the cached session of a connection freed without close_notify.
 resume_all() { # DESC ARGS...
     local desc=$1 i reused=0
     shift
@@ -95,12 +93,9 @@ resume_all "TLS 1.3 ticket" -tls1_3
 resume_all "TLS 1.2 ticket" -tls1_2
 ct_check "/stats counts the 16 resumed handshakes" "$(($(tls_stat resumed) - r0))" 16
 ct_check "/stats counts the 2 full handshakes that made the tickets" "$(($(tls_stat full) - f0))" 2
-# XXX: needs client.c to call ct_tls_close_notify() before bufferevent_free()
-# (#4); until then OpenSSL drops each session id at the dirty close.
-# CT_TLS_PENDING=1 runs the checks that wait for that proxy work.
-if [ -n "${CT_TLS_PENDING:-}" ]; then
-    resume_all "TLS 1.2 session id (no ticket)" -tls1_2 -no_ticket
-fi
+# Session ids survive only because the proxy ends connections with
+# ct_tls_close_notify(): OpenSSL drops a session closed without one.
+resume_all "TLS 1.2 session id (no ticket)" -tls1_2 -no_ticket
 ct_check_match "a fresh connection is a full handshake" "$(s_client -tls1_3)" '^New, TLSv1.3|
 New, TLSv1.3'
 
@@ -123,13 +118,9 @@ ct_check_match "garbage: closed at once (${ms} ms)" "$ms" '^[0-9]{1,3}$'
 req='GET /1k HTTP/1.1\r\nHost: localhost\r\n\r\n'
 ms=$(elapsed_close "$req")
 ct_check_match "plain HTTP: closed at once (${ms} ms)" "$ms" '^[0-9]{1,3}$'
-if [ -n "${CT_TLS_PENDING:-}" ]; then
-    # XXX: the nginx-497-style answer needs client.c to check
-    # ct_tls_error_is_plain_http() on the handshake error and write a short
-    # plain 400 to the socket before closing (#4).
-    resp=$(trap '' PIPE; exec 3<>"/dev/tcp/127.0.0.1/$SPORT"; printf '%b' "$req" >&3; timeout 5 cat <&3)
-    ct_check_match "plain HTTP answered 400 telling to use https" "$resp" '^HTTP/1\.[01] 400 .*https'
-fi
+# ... answered like nginx's 497: a clear-text 400 saying to use https.
+resp=$(trap '' PIPE; exec 3<>"/dev/tcp/127.0.0.1/$SPORT"; printf '%b' "$req" >&3; timeout 5 cat <&3)
+ct_check_match "plain HTTP answered 400 telling to use https" "$resp" '^HTTP/1\.[01] 400 .*https'
 # A TLS record header announcing a 512-byte ClientHello, then 6 bytes of it.
 exec 4<>"/dev/tcp/127.0.0.1/$SPORT"
 printf '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03' >&4
