@@ -381,9 +381,22 @@ void ct_client_response_done(struct ct_client *c)
     ct_client_set_state(c, CT_CS_READ_HEAD);
     enter_read_head(c);
     /* Pipelined bytes are already in the input buffer: no read event will
-     * come for them. */
-    if (c->head_started)
-        read_head(c);
+     * come for them, so parse them now. A response that completes inside
+     * that call (a hit from the store) comes back here: past a few levels, continue
+     * on the next loop turn instead, so a burst of pipelined requests cannot
+     * nest calls without bound. */
+    if (!c->head_started)
+        return;
+    struct ct_worker *w = c->w;
+    if (w->read_depth >= 8) {
+        c->resume = true;
+        evtimer_del(c->timer);
+        timer_arm(c, 0);
+        return;
+    }
+    w->read_depth++;
+    read_head(c); /* may free c */
+    w->read_depth--;
 }
 
 void ct_client_drain(struct ct_client *c)
@@ -558,7 +571,11 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
     switch (c->state) {
     case CT_CS_READ_HEAD:
-        if (c->head_started)
+        if (c->resume) { /* not a deadline: the deferred parse of pipelined bytes */
+            c->resume = false;
+            timer_arm(c, c->w->cf->limits.client_header_timeout_ms);
+            read_head(c);
+        } else if (c->head_started)
             ct_client_fail(c, CT_CLOSE_RX_TIMEOUT);
         else
             client_close(c, CT_CLOSE_IDLE_TIMEOUT);

@@ -176,6 +176,7 @@ struct ct_worker {
     unsigned nclients;
     struct ct_upstream *busy; /* upstreams lent to a client */
     uint64_t next_conn_id;
+    unsigned read_depth;      /* nested pipelined parses (client.c) */
     struct ct_http_limits limits;
     struct ct_wcache *wc;     /* its side of the cache (cache_req.c); NULL: no cache */
     /* counters (owned by this thread; summed at exit) */
@@ -249,6 +250,7 @@ struct ct_client {
     enum ct_close why;          /* first close reason recorded */
     bool failed;                /* client_fail() ran for this connection */
     bool head_started;          /* READ_HEAD: a byte of the next head arrived */
+    bool resume;                /* READ_HEAD: the timer is a deferred parse, not a deadline */
     /* the request in flight (FETCH..SEND); msg views live in rp */
     const struct ct_http_msg *req;
     bool req_body_done;         /* the request parser reached its END */

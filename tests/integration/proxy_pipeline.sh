@@ -25,6 +25,16 @@ ct_check_match "first response (the slow one) comes first" "$p0" '^0$'
 if ((p1 > 0 && p2 > p1)); then ct_pass "responses in request order"; else ct_failed "responses in request order" "$flat"; fi
 ct_check_match "last response closes" "$resp" $'Connection: close\r\n'
 
+# A burst of 300 pipelined requests in one write, all answered in order
+# (cacheable: after the first, they are answered from the cache in the same
+# loop turn, the case that must not nest calls without bound).
+reqs=""
+for i in $(seq 1 299); do reqs+="GET /gen?cache-control=max-age%3D60&size=5 HTTP/1.1\r\nHost: burst\r\n\r\n"; done
+reqs+="GET /bytes/4 HTTP/1.1\r\nHost: burst\r\nConnection: close\r\n\r\n"
+resp=$(exec 3<>"/dev/tcp/127.0.0.1/$PPORT"; printf '%b' "$reqs" >&3; timeout 10 cat <&3)
+ct_check "300 pipelined requests, 300 responses" "$(grep -o 'HTTP/1.1 200 OK' <<<"$resp" | wc -l)" 300
+ct_check_match "the last response is the last request's" "$resp" $'Content-Length: 4\r\n.*\r\n\r\n....$'
+
 # 100-continue: send the head, wait for "100 Continue", then the body.
 exec 3<>"/dev/tcp/127.0.0.1/$PPORT"
 printf 'POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n' >&3
