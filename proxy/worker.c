@@ -188,6 +188,10 @@ int ct_worker_listeners_update(struct ct_worker *w, const struct ct_listener_con
     free(w->ls);
     w->ls = ls;
     w->nls = k;
+    /* accept_queued() may have reached the connection limit: the pause
+     * covers every listener, including the ones just opened. */
+    for (size_t i = 0; w->accept_paused && i < k; i++)
+        evconnlistener_disable(ls[i].lev);
     return rc;
 }
 
