@@ -261,20 +261,29 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
     bufferevent_enable(bev, EV_READ | EV_WRITE);
 }
 
-int ct_ops_admin_listen(struct ct_ops *ops, const struct ct_conf_addr *addr)
+struct evconnlistener *ct_ops_admin_bind(struct ct_ops *ops, const struct ct_conf_addr *addr,
+                                         char *name, size_t namelen)
 {
-    ops->lev = evconnlistener_new_bind(ops->px->main_base, on_accept, ops,
-                                       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
-                                           LEV_OPT_REUSEABLE,
-                                       64, (const struct sockaddr *)&addr->sa, (int)addr->salen);
-    if (ops->lev == NULL) {
+    struct evconnlistener *lev = evconnlistener_new_bind(
+        ops->px->main_base, on_accept, ops,
+        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE, 64,
+        (const struct sockaddr *)&addr->sa, (int)addr->salen);
+    if (lev == NULL) {
         CT_ERR("cannot listen on admin %s:%u: %s", addr->host, addr->port, strerror(errno));
-        return CT_EIO;
+        return NULL;
     }
     struct sockaddr_storage ss;
     socklen_t len = sizeof(ss);
-    getsockname(evconnlistener_get_fd(ops->lev), (struct sockaddr *)&ss, &len);
-    ct_ops_addr_name((struct sockaddr *)&ss, ops->admin_name, sizeof(ops->admin_name));
+    getsockname(evconnlistener_get_fd(lev), (struct sockaddr *)&ss, &len);
+    ct_ops_addr_name((struct sockaddr *)&ss, name, namelen);
+    return lev;
+}
+
+int ct_ops_admin_listen(struct ct_ops *ops, const struct ct_conf_addr *addr)
+{
+    ops->lev = ct_ops_admin_bind(ops, addr, ops->admin_name, sizeof(ops->admin_name));
+    if (ops->lev == NULL)
+        return CT_EIO;
     printf("listening on admin %s\n", ops->admin_name);
     fflush(stdout);
     return CT_OK;

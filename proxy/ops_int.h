@@ -40,6 +40,10 @@ struct ct_ops {
 
 /* admin.c */
 int ct_ops_admin_listen(struct ct_ops *ops, const struct ct_conf_addr *addr);
+/* Bind an admin listener on ADDR (its "ip:port" into NAME); NULL if it
+ * cannot (logged). Reloads swap it for ops->lev. */
+struct evconnlistener *ct_ops_admin_bind(struct ct_ops *ops, const struct ct_conf_addr *addr,
+                                         char *name, size_t namelen);
 void ct_ops_admin_close(struct ct_ops *ops);
 
 /* ops.c: POST /purge?url=URL or ?prefix=URL (QUERY). Returns the status to

@@ -9,7 +9,8 @@
  *   2. Refuse what this process cannot change live (backends added, removed or
  *      moved: their per-worker pools and passive-health state are indexed by
  *      position) and warn about settings that only take effect on a restart
- *      (workers, cache size and key options, admin address).
+ *      (workers, cache size and key options). The admin listener, on the
+ *      main thread, is bound anew if its address changed and switched at once.
  *   3. Plan the listeners: kept (same kind and configured address), added,
  *      removed. HTTPS listeners are always replaced by a new one on the same
  *      address with a new TLS context, so certificates are re-read. An added
@@ -33,6 +34,7 @@
  */
 #include <errno.h>
 #include <event2/event.h>
+#include <event2/listener.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +83,9 @@ struct ct_reload {
     _Atomic unsigned pending; /* workers that have not switched yet */
     struct event *done_timer;
     struct event *ticket_timer; /* rotation of a ticket store a reload created */
+    bool admin_change;
+    struct evconnlistener *next_admin;
+    char next_admin_name[80];
 };
 
 static void rl_listener_set(struct rl_listener *r, const struct ct_listener_conf *lc,
@@ -126,10 +131,46 @@ static void warn_restart_only(const struct ct_conf *old, const struct ct_conf *c
         CT_WARN("SIGHUP: workers: a change needs a restart; keeping %u", old->workers);
     if (old->cache.size_bytes != cf->cache.size_bytes)
         CT_WARN("SIGHUP: cache.size: a change needs a restart (the cache survives reloads)");
-    if (old->admin.enabled != cf->admin.enabled || old->admin.addr.port != cf->admin.addr.port ||
-        strcmp(old->admin.addr.host ? old->admin.addr.host : "",
-               cf->admin.addr.host ? cf->admin.addr.host : "") != 0)
-        CT_WARN("SIGHUP: admin: a change of the admin listener needs a restart");
+}
+
+static bool admin_changed(const struct ct_conf *a, const struct ct_conf *b)
+{
+    return a->admin.enabled != b->admin.enabled || a->admin.addr.port != b->admin.addr.port ||
+           strcmp(a->admin.addr.host ? a->admin.addr.host : "",
+                  b->admin.addr.host ? b->admin.addr.host : "") != 0;
+}
+
+/* A new admin address: bind it now (a failure refuses the reload). */
+static bool plan_admin(struct ct_ops *ops, const struct ct_conf *old, const struct ct_conf *cf)
+{
+    struct ct_reload *rl = ops->rl;
+    rl->admin_change = admin_changed(old, cf);
+    if (!rl->admin_change || !cf->admin.enabled)
+        return true;
+    rl->next_admin = ct_ops_admin_bind(ops, &cf->admin.addr, rl->next_admin_name,
+                                       sizeof(rl->next_admin_name));
+    return rl->next_admin != NULL;
+}
+
+/* The admin listener lives on the main thread: switch it at once. Open
+ * admin connections finish on their own. */
+static void switch_admin(struct ct_ops *ops)
+{
+    struct ct_reload *rl = ops->rl;
+    if (!rl->admin_change)
+        return;
+    if (ops->lev)
+        evconnlistener_free(ops->lev);
+    ops->lev = rl->next_admin;
+    rl->next_admin = NULL;
+    rl->admin_change = false;
+    if (ops->lev) {
+        memcpy(ops->admin_name, rl->next_admin_name, sizeof(ops->admin_name));
+        printf("listening on admin %s\n", ops->admin_name);
+        fflush(stdout);
+    }
+    CT_INFO("SIGHUP: admin listener %s%s", ops->lev ? "now on " : "closed",
+            ops->lev ? ops->admin_name : "");
 }
 
 /* ---- building ---------------------------------------------------------------- */
@@ -326,6 +367,10 @@ static void plan_abandon(struct ct_reload *rl)
     rl->nreserved = 0;
     ct_accesslog_free(&rl->next_alog);
     CT_FREE(&rl->alog_bufs);
+    if (rl->next_admin)
+        evconnlistener_free(rl->next_admin);
+    rl->next_admin = NULL;
+    rl->admin_change = false;
     CT_FREE(&rl->add);
     CT_FREE(&rl->del);
     CT_FREE(&rl->next_active);
@@ -437,7 +482,8 @@ void ct_ops_reload(struct ct_ops *ops)
         CT_ERR("SIGHUP: %s: backends added, removed or moved: that needs a restart", cf->source);
         ct_conf_free(&cf);
     }
-    if (cf && (!plan_listeners(ops, cf) || !plan_access_log(ops, px->cf, cf))) {
+    if (cf && (!plan_listeners(ops, cf) || !plan_access_log(ops, px->cf, cf) ||
+               !plan_admin(ops, px->cf, cf))) {
         plan_abandon(rl);
         ct_conf_free(&cf);
     }
@@ -455,6 +501,7 @@ void ct_ops_reload(struct ct_ops *ops)
     rl->confs[rl->nconfs++] = cf;
     rl->generation++;
     px->cf = cf; /* main thread's view; workers switch on their own */
+    switch_admin(ops);
     ct_health_reconfigure(ops->health, cf->backends, cf->nbackends);
     rl->next_cf = cf;
     atomic_store(&rl->pending, px->nworkers);

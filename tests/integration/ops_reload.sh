@@ -2,8 +2,8 @@
 # SIGHUP reload: a client loop running across 5 reloads (HTTP and HTTPS,
 # keep-alive and new connections) sees no failed request; a broken file is
 # refused with FILE:LINE errors and the old configuration keeps serving; a
-# listener added by a reload answers, a removed one stops; limits and the
-# access log follow the new file; the cache survives.
+# listener added by a reload answers, a removed one stops, the admin listener
+# moves; limits and the access log follow the new file; the cache survives.
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -153,7 +153,14 @@ reload 7 || ct_failed "reload 7"
 ct_check "removed listener refuses connections" \
     "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$NPORT/json")" 000
 ct_check "kept listener answers" "$(curl -s -o /dev/null -w '%{http_code}' "$P/json")" 200
-n=$(wc -l <"$ALOG")
+# ---- the admin listener moves ------------------------------------------------------------------
+sed -i 's|admin = { listen = "127.0.0.1:0"; };|admin = { listen = "127.0.0.2:0"; };|' "$CONF"
+reload 8 || ct_failed "reload 8"
+NA=$(grep '^listening on admin ' "$CT_TMP/proxy.out" | tail -1 | sed 's/^listening on admin //')
+ct_check_match "new admin address announced" "$NA" '^127\.0\.0\.2:[0-9]+$'
+ct_check "new admin address answers" "$(curl -s -o /dev/null -w '%{http_code}' "http://$NA/stats")" 200
+ct_check "old admin address closed" \
+    "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$APORT/stats")" 000
 curl -s -o /dev/null "$P/json?after_off=1"
 ct_stop proxy
 ct_check "cachet exits 0 after reloads" "$?" 0
