@@ -52,6 +52,7 @@ struct ct_http_lex {
     bool request;      /* start line is a request line */
     bool trailer;      /* field lines only (chunked trailer section) */
     bool method_done;  /* a valid method token and its SP were seen */
+    size_t method_len; /* with method_done: bytes of the token */
     size_t total;      /* bytes of this head so far */
     size_t line_start; /* value of total where the start line began */
     unsigned nfields;

@@ -95,6 +95,7 @@ static bool lex_start_line(struct ct_http_lex *L, unsigned char c)
             return true;
         if (c == ' ' && L->total > L->line_start) {
             L->method_done = true;
+            L->method_len = L->total - L->line_start;
             L->st = CT_LX_TARGET_START;
             return true;
         }

@@ -21,6 +21,18 @@
  * Framing is decided by us from the complete head (RFC 9112 §6.3) and
  * cross-checked against the library's view; any disagreement is an error.
  *
+ * Methods: any token is a method (RFC 9110 §9.1), but the library knows a
+ * fixed list. So the request method is held back from it: the lexer
+ * validates the token, we keep its bytes, and the library is shown either
+ * the same token (when it is on its list: it then sees exactly the bytes
+ * it always did) or a stand-in of the same framing class (method_line()).
+ * For requests, http-parser 2.9 treats one method apart, CONNECT (an
+ * authority-form target, then a tunnel), and CONNECT is on its list; every
+ * other method frames alike, by Content-Length or chunked only. So the
+ * library still frames every request, the cross-check still compares two
+ * independent readings of the same field lines, and an unknown method
+ * reaches the caller as CT_METHOD_OTHER with its name as received.
+ *
  * Storage: the head is copied into one growable buffer owned by the parser,
  * with one growable field array; both are reused across messages, so a
  * keep-alive connection allocates nothing per header once warm.
@@ -61,11 +73,11 @@ struct ct_http_parser {
     struct ct_http_field *fields;
     size_t nfields, fcap;
     enum { FS_NONE, FS_NAME, FS_VALUE } fstate;
-    size_t url_len, reason_len; /* both start at hbuf[0] */
+    size_t method_len;          /* requests: the token, at hbuf[0] */
+    size_t url_len, reason_len; /* after the method; the reason at hbuf[0] */
     struct ct_http_msg msg;
 
     struct ct_http_lex lex;
-    bool method_unknown; /* the library refused the method; lexer decides */
 
     /* body */
     uint64_t body_seen;
@@ -289,9 +301,9 @@ static void build_msg(struct ct_http_parser *p)
     m->kind = p->kind;
     m->version = p->hp.http_major * 10u + p->hp.http_minor;
     if (p->kind == CT_HTTP_REQUEST) {
-        m->method_name = ct_str_c(http_method_str((enum http_method)p->hp.method));
+        m->method_name = ct_str_make(p->hbuf, p->method_len);
         m->method = ct_http_method_lookup(m->method_name);
-        m->target = ct_str_make(p->hbuf, p->url_len);
+        m->target = ct_str_make(p->hbuf + p->method_len, p->url_len);
     } else {
         m->status = p->hp.status_code;
         m->reason = ct_str_make(p->hbuf, p->reason_len);
@@ -540,10 +552,9 @@ static void message_begin(struct ct_http_parser *p)
     p->hlen = 0;
     p->nfields = 0;
     p->fstate = FS_NONE;
-    p->url_len = p->reason_len = 0;
+    p->method_len = p->url_len = p->reason_len = 0;
     memset(&p->msg, 0, sizeof(p->msg));
     p->lex = (struct ct_http_lex){.st = CT_LX_START, .request = p->kind == CT_HTTP_REQUEST};
-    p->method_unknown = false;
     p->body_seen = 0;
     memset(&p->cs, 0, sizeof(p->cs));
     p->tunnel_after_end = false;
@@ -556,33 +567,74 @@ static enum ct_http_ev end_message(struct ct_http_parser *p)
     return CT_HTTP_EV_END;
 }
 
-/* The library refused the method. A valid token it does not know is 501
- * (RFC 9110 §9.1), anything else 400; the lexer tells which, and may need
- * more bytes to know, so the answer never depends on where input was split. */
-static enum ct_http_ev method_refused(struct ct_http_parser *p, const struct ct_http_lex *L,
-                                      size_t len, size_t *used)
+/* The library's own method list (http_parser.h), each name with its SP. */
+static const char *const lib_methods[] = {
+#define CT_LIB_METHOD(num, name, string) #string " ",
+    HTTP_METHOD_MAP(CT_LIB_METHOD)
+#undef CT_LIB_METHOD
+};
+
+/* The request line's start as the library is shown it for the method NAME:
+ * NAME itself when on its list, else "POST ", which frames the same way
+ * (see the top of this file). */
+static struct ct_str method_line(struct ct_str name)
 {
-    p->method_unknown = true;
-    p->lex = *L;
-    if (L->method_done)
-        return fail(p, 501, "method not implemented");
+    for (size_t i = 0; i < CT_ARRAY_LEN(lib_methods); i++) {
+        const char *s = lib_methods[i];
+        if (strlen(s) == name.len + 1 && memcmp(s, name.p, name.len) == 0)
+            return ct_str_make(s, name.len + 1);
+    }
+    return CT_STR("POST ");
+}
+
+/* Requests, until the method token and its SP are in: the lexer alone reads
+ * BUF (up to the first SP, which ends the token or is an error) and the
+ * token's bytes are kept at hbuf[0]; the leading empty lines it allows are
+ * never shown to the library. Once the token is complete the library gets
+ * method_line() and is left waiting for the target. *USED: bytes taken. */
+static enum ct_http_ev feed_method(struct ct_http_parser *p, const char *buf, size_t len,
+                                   size_t *used)
+{
+    struct ct_http_lex *L = &p->lex;
+    size_t base = L->total; /* head offset of buf[0] */
+    const char *sp = memchr(buf, ' ', len);
+    size_t upto = sp ? (size_t)(sp - buf) + 1 : len;
+    size_t k = ct_http_lex_scan(L, &p->lim, buf, upto);
     if (L->err_status)
         return fail(p, L->err_status, L->err_reason);
-    *used = len;
+    CT_ASSERT(k == upto && (L->method_done || upto == len));
+    if (L->st != CT_LX_START && L->st != CT_LX_START_LF) { /* the token has begun */
+        size_t from = L->line_start > base ? L->line_start - base : 0;
+        size_t to = L->method_done ? L->line_start + L->method_len - base : k;
+        hbuf_append(p, buf + from, to - from);
+    }
+    *used = k;
+    if (!L->method_done)
+        return CT_HTTP_EV_MORE;
+    CT_ASSERT(p->hlen == L->method_len);
+    p->method_len = p->hlen;
+    struct ct_str line = method_line(ct_str_make(p->hbuf, p->hlen));
+    if (lib_exec(p, line.p, line.len) != line.len || HTTP_PARSER_ERRNO(&p->hp) != HPE_OK)
+        return fail(p, 400, "parser disagreement on the method");
     return CT_HTTP_EV_MORE;
 }
 
 static enum ct_http_ev feed_head(struct ct_http_parser *p, const char *buf, size_t len,
                                  size_t *used)
 {
+    size_t m = 0; /* bytes taken by feed_method() */
+    if (p->kind == CT_HTTP_REQUEST && !p->lex.method_done) {
+        enum ct_http_ev ev = feed_method(p, buf, len, &m);
+        *used = m;
+        if (ev != CT_HTTP_EV_MORE || m == len)
+            return ev;
+        buf += m;
+        len -= m;
+    }
     struct ct_http_lex L = p->lex;
     size_t k = ct_http_lex_scan(&L, &p->lim, buf, len);
-    if (p->method_unknown)
-        return method_refused(p, &L, len, used);
     size_t n = k ? lib_exec(p, buf, k) : 0;
     enum http_errno e = HTTP_PARSER_ERRNO(&p->hp);
-    if (e == HPE_INVALID_METHOD)
-        return method_refused(p, &L, len, used);
     if (e == HPE_CB_headers_complete)
         return fail(p, 400, "invalid head"); /* the callback set the real error */
     if (lib_failed(p))
@@ -600,7 +652,7 @@ static enum ct_http_ev feed_head(struct ct_http_parser *p, const char *buf, size
         } else if (p->cb_end) {
             p->pending_end = true;
         }
-        *used = k;
+        *used = m + k;
         return CT_HTTP_EV_HEAD;
     }
     p->lex = L;
@@ -608,7 +660,7 @@ static enum ct_http_ev feed_head(struct ct_http_parser *p, const char *buf, size
         return fail(p, L.err_status, L.err_reason);
     if (n != k || L.st == CT_LX_DONE)
         return fail(p, 400, "parser disagreement on the head");
-    *used = k;
+    *used = m + k;
     return CT_HTTP_EV_MORE;
 }
 
@@ -724,7 +776,7 @@ enum ct_http_ev ct_http_parser_eof(struct ct_http_parser *p)
     case PH_TUNNEL: return CT_HTTP_EV_MORE;
     case PH_HEAD:
         /* only empty lines so far: a clean close between messages */
-        if (p->lex.st == CT_LX_START && !p->method_unknown)
+        if (p->lex.st == CT_LX_START)
             return CT_HTTP_EV_MORE;
         return fail(p, 400, "connection closed in the middle of the head");
     case PH_BODY:
@@ -825,7 +877,7 @@ bool ct_http_parser_started(const struct ct_http_parser *p)
 {
     CT_CHECK_OBJ(p, CT_HTTP_PARSER_MAGIC);
     if (p->phase == PH_HEAD)
-        return p->lex.st != CT_LX_START || p->method_unknown;
+        return p->lex.st != CT_LX_START;
     return p->phase == PH_BODY || p->pending_end;
 }
 

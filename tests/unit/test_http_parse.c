@@ -577,16 +577,159 @@ static void test_method_tokens(void)
     EXPECT_REQ_ERR(" GET / HTTP/1.1\r\nHost: a\r\n\r\n", 400, "method");
     EXPECT_REQ_ERR("GET\t/ HTTP/1.1\r\nHost: a\r\n\r\n", 400, "method");
     EXPECT_REQ_ERR("\x01GET / HTTP/1.1\r\nHost: a\r\n\r\n", 400, "method");
-    /* a valid token the library does not know: not implemented */
-    EXPECT_REQ_ERR("FOO / HTTP/1.1\r\nHost: a\r\n\r\n", 501, "not implemented");
-    EXPECT_REQ_ERR("get / HTTP/1.1\r\nHost: a\r\n\r\n", 501, "not implemented");
-    EXPECT_REQ_ERR("GETS / HTTP/1.1\r\nHost: a\r\n\r\n", 501, "not implemented");
     EXPECT_REQ_ERR("FO(O / HTTP/1.1\r\nHost: a\r\n\r\n", 400, "method");
+    EXPECT_REQ_ERR("FOO: / HTTP/1.1\r\nHost: a\r\n\r\n", 400, "method");
+    EXPECT_REQ_ERR("FO\x80O / HTTP/1.1\r\nHost: a\r\n\r\n", 400, "method");
+    EXPECT_REQ_ERR("FOO\r\nHost: a\r\n\r\n", 400, "method");
+    EXPECT_REQ_ERR("FOO  / HTTP/1.1\r\nHost: a\r\n\r\n", 400, "target");
+    /* any valid token is a method (RFC 9110 §9.1), forwarded as received */
+    EXPECT_REQ("FOO / HTTP/1.1\r\nHost: a\r\n\r\n",
+               "HEAD(FOO / v11 fr0 cl0 ka1 ec0 up0 hb27 [Host=a*]) END ");
+    EXPECT_REQ("get / HTTP/1.1\r\nHost: a\r\n\r\n",
+               "HEAD(get / v11 fr0 cl0 ka1 ec0 up0 hb27 [Host=a*]) END ");
+    EXPECT_REQ("GETS / HTTP/1.1\r\nHost: a\r\n\r\n",
+               "HEAD(GETS / v11 fr0 cl0 ka1 ec0 up0 hb28 [Host=a*]) END ");
+    EXPECT_REQ("!#$%&'*+-.^_`|~09azAZ / HTTP/1.1\r\nHost: a\r\n\r\n",
+               "HEAD(!#$%&'*+-.^_`|~09azAZ / v11 fr0 cl0 ka1 ec0 up0 hb45 [Host=a*]) END ");
     /* methods the library knows and the table does not: OTHER, forwarded */
     EXPECT_REQ("PROPFIND /d HTTP/1.1\r\nHost: a\r\n\r\n",
                "HEAD(PROPFIND /d v11 fr0 cl0 ka1 ec0 up0 hb33 [Host=a*]) END ");
     EXPECT_REQ("PURGE /d HTTP/1.1\r\nHost: a\r\n\r\n",
                "HEAD(PURGE /d v11 fr0 cl0 ka1 ec0 up0 hb30 [Host=a*]) END ");
+}
+
+/* The method id of the first request in IN: our table is case-sensitive. */
+static enum ct_http_method method_of(const char *in)
+{
+    struct ct_http_parser *p = ct_http_parser_new(CT_HTTP_REQUEST, NULL);
+    size_t used;
+    enum ct_http_method m = CT_METHOD__COUNT; /* no head */
+    if (ct_http_parser_feed(p, in, strlen(in), &used, NULL) == CT_HTTP_EV_HEAD)
+        m = ct_http_parser_msg(p)->method;
+    ct_http_parser_free(&p);
+    return m;
+}
+
+static void test_method_ids(void)
+{
+    CU_ASSERT_EQUAL(method_of("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), CT_METHOD_GET);
+    CU_ASSERT_EQUAL(method_of("get / HTTP/1.1\r\nHost: a\r\n\r\n"), CT_METHOD_OTHER);
+    CU_ASSERT_EQUAL(method_of("Get / HTTP/1.1\r\nHost: a\r\n\r\n"), CT_METHOD_OTHER);
+    CU_ASSERT_EQUAL(method_of("FOO / HTTP/1.1\r\nHost: a\r\n\r\n"), CT_METHOD_OTHER);
+    CU_ASSERT_EQUAL(method_of("GETS / HTTP/1.1\r\nHost: a\r\n\r\n"), CT_METHOD_OTHER);
+    CU_ASSERT_EQUAL(method_of("PROPFIND / HTTP/1.1\r\nHost: a\r\n\r\n"), CT_METHOD_OTHER);
+    CU_ASSERT_EQUAL(method_of("PURGE / HTTP/1.1\r\nHost: a\r\n\r\n"), CT_METHOD_PURGE);
+    CU_ASSERT_EQUAL(method_of("POST / HTTP/1.1\r\nHost: a\r\n\r\n"), CT_METHOD_POST);
+    CU_ASSERT_EQUAL(method_of("\r\n\r\nPATCH / HTTP/1.1\r\nHost: a\r\n\r\n"), CT_METHOD_PATCH);
+    CU_ASSERT_EQUAL(method_of("CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n"), CT_METHOD_CONNECT);
+}
+
+/* Methods the library does not know frame like any other: a body exactly
+ * when Content-Length or chunked says so (RFC 9112 §6.3). */
+static void test_unknown_method_bodies(void)
+{
+    EXPECT_REQ("FOO /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
+               "HEAD(FOO /echo v11 fr1 cl5 ka1 ec0 up0 hb50 [Host=a*] [Content-Length=5*])"
+               " BODY(5:hello)END ");
+    EXPECT_REQ("foo /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+               "3;x=y\r\nabc\r\n2\r\nde\r\n0\r\nT: 1\r\n\r\n",
+               "HEAD(foo /echo v11 fr2 cl0 ka1 ec0 up0 hb59 [Host=a*]"
+               " [Transfer-Encoding=chunked*]) BODY(5:abcde)END ");
+    /* no length, no chunked: no body, the next bytes are the next request */
+    EXPECT_REQ("FOO / HTTP/1.1\r\nHost: a\r\n\r\nBAR / HTTP/1.0\r\n\r\n",
+               "HEAD(FOO / v11 fr0 cl0 ka1 ec0 up0 hb27 [Host=a*]) END "
+               "HEAD(BAR / v10 fr0 cl0 ka0 ec0 up0 hb18) END ");
+    /* the framing rules stay ours and the library's, cross-checked */
+    EXPECT_REQ_ERR("FOO / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n"
+                   "Transfer-Encoding: chunked\r\n\r\nabc",
+                   400, "Transfer-Encoding");
+    EXPECT_REQ_ERR("FOO / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n",
+                   400, "Content-Length");
+    EXPECT_REQ_ERR("FOO / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                   "3\r\nabcXY\r\n0\r\n\r\n",
+                   400, "chunk");
+    /* the target forms of RFC 9112 §3.2 still depend on the real method */
+    EXPECT_REQ_ERR("FOO * HTTP/1.1\r\nHost: a\r\n\r\n", 400, "target");
+    EXPECT_REQ_ERR("connect a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n", 400, "target");
+    EXPECT_REQ("FOO http://h/x HTTP/1.1\r\nHost: h\r\n\r\n",
+               "HEAD(FOO http://h/x v11 fr0 cl0 ka1 ec0 up0 hb36 [Host=h*]) END ");
+    /* methods the library knows keep working, with and without a body */
+    EXPECT_REQ("M-SEARCH / HTTP/1.1\r\nHost: a\r\n\r\n",
+               "HEAD(M-SEARCH / v11 fr0 cl0 ka1 ec0 up0 hb32 [Host=a*]) END ");
+    EXPECT_REQ_ERR("M-SEARCH * HTTP/1.1\r\nHost: a\r\n\r\n", 400, "target");
+    EXPECT_REQ("PROPFIND /d HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n<>",
+               "HEAD(PROPFIND /d v11 fr1 cl2 ka1 ec0 up0 hb52 [Host=a*] [Content-Length=2*])"
+               " BODY(2:<>)END ");
+}
+
+static void test_unknown_method_pipelined(void)
+{
+    EXPECT_REQ(
+        "\r\nFOO /1 HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi"
+        "lock /2 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n"
+        "GET /3 HTTP/1.1\r\nHost: a\r\n\r\n"
+        "X /4 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+        "HEAD(FOO /1 v11 fr1 cl2 ka1 ec0 up0 hb49 [Host=a*] [Content-Length=2*])"
+        " BODY(2:hi)END "
+        "HEAD(lock /2 v11 fr2 cl0 ka1 ec0 up0 hb57 [Host=a*]"
+        " [Transfer-Encoding=chunked*]) BODY(1:x)END "
+        "HEAD(GET /3 v11 fr0 cl0 ka1 ec0 up0 hb28 [Host=a*]) END "
+        "HEAD(X /4 v11 fr0 cl0 ka0 ec0 up0 hb45 [Host=a*] [Connection=close*]) END ");
+    /* views of an unknown method's name outlive the input and survive the
+     * head buffer growing behind it */
+    char *in = strdup("FOOBARBAZ /t HTTP/1.1\r\nHost: h\r\nX-Long: "
+                      "0123456789012345678901234567890123456789012345678901234567890123456789"
+                      "0123456789012345678901234567890123456789012345678901234567890123456789"
+                      "0123456789012345678901234567890123456789012345678901234567890123456789"
+                      "0123456789012345678901234567890123456789012345678901234567890123456789"
+                      "0123456789012345678901234567890123456789012345678901234567890123456789"
+                      "0123456789012345678901234567890123456789012345678901234567890123456789"
+                      "0123456789012345678901234567890123456789012345678901234567890123456789"
+                      "0123456789012345678901234567890123456789012345678901234567890123456789"
+                      "0123456789012345678901234567890123456789012345678901234567890123456789"
+                      "0123456789012345678901234567890123456789012345678901234567890123456789"
+                      "0123456789012345678901234567890123456789012345678901234567890123456789"
+                      "0123456789012345678901234567890123456789012345678901234567890123456789"
+                      "0123456789012345678901234567890123456789012345678901234567890123456789"
+                      "0123456789012345678901234567890123456789012345678901234567890123456789"
+                      "0123456789012345678901234567890123456789012345678901234567890123456789"
+                      "\r\n\r\n");
+    struct ct_http_parser *p = ct_http_parser_new(CT_HTTP_REQUEST, NULL);
+    size_t used, pos = 0;
+    enum ct_http_ev ev = CT_HTTP_EV_MORE;
+    for (size_t len = strlen(in); ev == CT_HTTP_EV_MORE && pos < len; pos += used)
+        ev = ct_http_parser_feed(p, in + pos, CT_MIN((size_t)3, len - pos), &used, NULL);
+    CU_ASSERT_EQUAL(ev, CT_HTTP_EV_HEAD);
+    memset(in, 'Z', strlen(in));
+    const struct ct_http_msg *m = ct_http_parser_msg(p);
+    CU_ASSERT_TRUE(ct_str_eq(m->method_name, CT_STR("FOOBARBAZ")));
+    CU_ASSERT_TRUE(ct_str_eq(m->target, CT_STR("/t")));
+    CU_ASSERT_EQUAL(m->method, CT_METHOD_OTHER);
+    ct_http_parser_free(&p);
+    free(in);
+}
+
+static void test_method_limits(void)
+{
+    struct ct_http_limits lim;
+    ct_http_limits_default(&lim);
+    lim.max_line = 32;
+    struct opts o = REQ;
+    o.lim = &lim;
+    /* the method counts toward the request line: 32 bytes fit, 33 do not */
+    expect_tr_o(&o, S("ABCDEFGHIJKLMNOPQRSTU / HTTP/1.1\r\nHost: a\r\n\r\n"),
+                "HEAD(ABCDEFGHIJKLMNOPQRSTU / v11 fr0 cl0 ka1 ec0 up0 hb45 [Host=a*]) END ");
+    expect_err_o(&o, S("ABCDEFGHIJKLMNOPQRSTUV / HTTP/1.1\r\nHost: a\r\n\r\n"), 414, "line");
+    expect_err_o(&o, S("ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJKLMNOPQRSTUVWXYZ"), 414, "line");
+    /* a half-sent method is a started message; EOF inside it is an error */
+    struct ct_http_parser *p = ct_http_parser_new(CT_HTTP_REQUEST, NULL);
+    size_t used;
+    CU_ASSERT_EQUAL(ct_http_parser_feed(p, "\r\nFO", 4, &used, NULL), CT_HTTP_EV_MORE);
+    CU_ASSERT_EQUAL(used, 4);
+    CU_ASSERT_TRUE(ct_http_parser_started(p));
+    CU_ASSERT_EQUAL(ct_http_parser_eof(p), CT_HTTP_EV_ERROR);
+    CU_ASSERT_EQUAL(ct_http_parser_error_status(p), 400);
+    ct_http_parser_free(&p);
 }
 
 static void test_versions(void)
@@ -828,6 +971,9 @@ static const char *split_inputs[] = {
     "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
     "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\nabc",
     "XYZW / HTTP/1.1\r\nHost: a\r\n\r\n",
+    "FOO /e HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabcget /f HTTP/1.1\r\nHost: a\r\n"
+    "Transfer-Encoding: chunked\r\n\r\n2\r\nxy\r\n0\r\n\r\nFO(O / HTTP/1.1\r\n\r\n",
+    "\r\n\r\nWHATEVER-1.0_x~ * HTTP/1.1\r\nHost: a\r\n\r\n",
     "GET / HTTP/1.1\r\nHost: a\r\nExpect: nope\r\n\r\n",
     "\r\nPUT /x HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi",
 };
@@ -865,7 +1011,10 @@ void ct_test_register(void)
              {"chunk sizes and framing", test_chunk_sizes},
              {"obs-fold, bare CR/LF, CTL, name/colon", test_obs_fold_and_bytes},
              {"CTL anywhere in a long value", test_ctl_anywhere_in_long_values},
-             {"method tokens", test_method_tokens}, {"HTTP versions", test_versions},
+             {"method tokens", test_method_tokens}, {"method ids", test_method_ids},
+             {"unknown methods with and without bodies", test_unknown_method_bodies},
+             {"unknown methods pipelined; name storage", test_unknown_method_pipelined},
+             {"method and the line limit", test_method_limits}, {"HTTP versions", test_versions},
              {"Host", test_host_rules}, {"limits", test_limits},
              {"heads past 80 KiB within our limits", test_big_head_within_limits},
              {"errors stick", test_errors_stick},
