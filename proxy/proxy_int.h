@@ -171,6 +171,8 @@ struct ct_worker {
     int wake_fd[2]; /* main -> worker: 'd' drain */
     struct event *wake_ev;
     struct event *drain_timer;
+    struct event *accept_retry; /* accept stopped after EMFILE & co. */
+    bool accept_backoff;        /* ... until it fires */
     struct ct_backend_rt *be; /* px->nbackends entries */
     struct ct_client *clients; /* every open client (for drain and exit) */
     unsigned nclients;

@@ -42,12 +42,45 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
     }
 }
 
+static void listeners_enable(struct ct_worker *w, bool on)
+{
+    for (size_t i = 0; i < w->nls; i++)
+        if (w->ls[i].lev)
+            (on ? evconnlistener_enable : evconnlistener_disable)(w->ls[i].lev);
+}
+
+static void on_accept_retry(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_worker *w = arg;
+    CT_CHECK_OBJ(w, CT_WORKER_MAGIC);
+    w->accept_backoff = false;
+    if (!w->draining && !w->accept_paused)
+        listeners_enable(w, true);
+}
+
 static void on_accept_error(struct evconnlistener *lev, void *arg)
 {
     struct ct_wlistener *wl = arg;
     CT_CHECK_OBJ(wl, CT_WLISTENER_MAGIC);
-    /* EMFILE and friends: libevent retries on the next readiness. */
-    CT_ERR("w%u accept on %s: %s", wl->w->id, wl->lc->name, strerror(errno));
+    struct ct_worker *w = wl->w;
+    int err = errno;
+    if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM) {
+        CT_ERR("w%u accept on %s: %s", w->id, wl->lc->name, strerror(err));
+        return;
+    }
+    /* Out of descriptors or memory: the pending connection stays readable,
+     * so accepting again at once would spin. Stop for a moment, like nginx
+     * (ngx_event_accept disables accept events for 500 ms). */
+    if (w->accept_backoff)
+        return;
+    w->accept_backoff = true;
+    listeners_enable(w, false);
+    if (w->accept_retry == NULL)
+        w->accept_retry = evtimer_new(w->base, on_accept_retry, w);
+    struct timeval backoff = {0, 100 * 1000};
+    evtimer_add(w->accept_retry, &backoff);
+    CT_WARN("w%u accept on %s: %s; not accepting for 100 ms (%u connections open)", w->id,
+            wl->lc->name, strerror(err), w->nclients);
 }
 
 static void listeners_free(struct ct_worker *w)
@@ -64,8 +97,8 @@ void ct_worker_conn_closed(struct ct_worker *w)
     unsigned max = w->cf->limits.max_connections_per_worker;
     if (w->accept_paused && !w->draining && w->nclients < max) {
         w->accept_paused = false;
-        for (size_t i = 0; i < w->nls; i++)
-            evconnlistener_enable(w->ls[i].lev);
+        if (!w->accept_backoff)
+            listeners_enable(w, true);
     }
     if (w->draining && w->nclients == 0)
         event_base_loopexit(w->base, NULL);
@@ -281,6 +314,8 @@ void ct_worker_join_free(struct ct_worker **wp)
         event_free(w->wake_ev);
     if (w->drain_timer)
         event_free(w->drain_timer);
+    if (w->accept_retry)
+        event_free(w->accept_retry);
     for (int i = 0; i < 2; i++)
         if (w->wake_fd[i] >= 0)
             close(w->wake_fd[i]);

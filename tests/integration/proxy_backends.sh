@@ -103,4 +103,27 @@ ct_check_match "the limit is logged" "$(cat "$CT_TMP/p2.err")" 'per-worker limit
 
 ct_stop p2
 ct_check "cachet exits 0" "$?" 0
+
+# Out of file descriptors (EMFILE): cachet stops accepting for a moment
+# instead of spinning on the pending connection, and serves again once
+# descriptors are free.
+ct_start p3 bash -c "ulimit -n 40 && exec '$CT_BIN/cachet' --http 127.0.0.1:0 --https off --admin off --workers 1 --backend 127.0.0.1:$APORT"
+P3=$(ct_wait_listen p3 http) || exit 1
+fds=()
+for i in $(seq 1 45); do exec {fd}<>"/dev/tcp/127.0.0.1/$P3" && fds+=("$fd"); done
+for ((i = 0; i < 200; i++)); do
+    grep -q 'not accepting for 100 ms' "$CT_TMP/p3.err" && break
+    sleep 0.01
+done
+ct_check_match "EMFILE: accepting paused, logged" "$(cat "$CT_TMP/p3.err")" 'Too many open files; not accepting'
+PID3=$(ct_pid p3)
+t0=$(awk '{print $14+$15}' "/proc/$PID3/stat")
+sleep 0.5
+t1=$(awk '{print $14+$15}' "/proc/$PID3/stat")
+ct_check "EMFILE: no busy loop (CPU ticks in 0.5 s: $((t1 - t0)))" "$((t1 - t0 < 20))" 1
+for fd in "${fds[@]}"; do exec {fd}<&-; done
+ct_check "EMFILE: served again once descriptors are free" \
+    "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$P3/gen?status=200&cache-control=no-store")" 200
+ct_stop p3
+ct_check "cachet exits 0" "$?" 0
 ct_done
