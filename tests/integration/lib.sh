@@ -44,7 +44,7 @@ ct_pid() { echo "${CT_PIDS[$1]}"; }
 # Wait up to 10 s for the announce line; print the port.
 ct_wait_listen() {
     local name=$1 kind=${2:-} pattern i line
-    if [ -n "$kind" ]; then pattern="^listening on $kind "; else pattern="^listening on [0-9]"; fi
+    if [ -n "$kind" ]; then pattern="^listening on $kind "; else pattern="^listening on [0-9[]"; fi
     for ((i = 0; i < 1000; i++)); do
         line=$(grep -m1 -E "$pattern" "$CT_TMP/$name.out" 2>/dev/null)
         if [ -n "$line" ]; then
