@@ -54,6 +54,7 @@ ct_check "s_time output parsed (rps conns reused min-bytes)" \
 # c_check KIND ERRORS NON2XX REQS ORIGIN CONNS REUSED SELF BYTES_PER_ANSWER MIN
 source "$CT_SRC/bench/lib/cell.sh"
 ct_check "hit that stayed in the cache" "$(c_check hit1k 0 0 1000 0 100 0 0 1300 1024)" ok
+ct_check "100 KiB answers a little under size (wrk's rounding)" "$(c_check hit100k 0 0 1000 0 100 0 0 102237 102400)" ok
 ct_check "hit that reached the origin" "$(c_check hit1k 0 0 1000 3 100 0 0 1300 1024)" \
     "hit reached origin 3 times"
 ct_check "empty bodies are caught" "$(c_check hit1k 0 0 1000 0 100 0 0 300 1024)" \
