@@ -13,7 +13,7 @@ cat >"$CT_TMP/cachet.conf" <<CONF
 workers = 1;
 listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
 backends = ( { address = "127.0.0.1:$OPORT"; response_header_timeout = "300ms"; read_timeout = "300ms"; max_fails = 0; } );
-limits = { client_header_timeout = "500ms"; };
+limits = { client_header_timeout = "500ms"; send_timeout = "300ms"; };
 admin = { listen = "off"; };
 CONF
 ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf"
@@ -61,7 +61,18 @@ exec 3<&-
 ct_check_match "slowloris answered 408" "$resp" '^HTTP/1.1 408 Request Timeout'
 ct_check_match "slowloris closed at ~500 ms despite trickling bytes (was $ms ms)" "$ms" '^([4-9][0-9][0-9]|1[0-9][0-9][0-9]|2[0-4][0-9][0-9])$'
 
-# Idle keep-alive connection with no byte: closed silently, no 408.
+# A client that stops reading a large response: cut after send_timeout
+# without progress, not held forever.
+exec 3<>"/dev/tcp/127.0.0.1/$PPORT"
+printf 'GET /bytes/200000000 HTTP/1.1\r\nHost: a\r\n\r\n' >&3
+for ((i = 0; i < 500; i++)); do
+    grep -q 'client send timeout' "$CT_TMP/proxy.err" && break
+    sleep 0.01
+done
+exec 3<&-
+ct_check_match "a client that stops reading is cut at the send timeout" "$(cat "$CT_TMP/proxy.err")" \
+    'sending the response.*client send timeout'
+
 ct_stop proxy
 ct_check "cachet exits 0" "$?" 0
 

@@ -5,7 +5,8 @@
 # (Connection and what it names, Keep-Alive, Proxy-*, Trailer, Upgrade) never
 # reaching the client. cachet-origin has no 101 endpoint and cannot send
 # arbitrary fields, so this test builds a tiny origin (C, with the compiler
-# the build already needs): GET /hop answers with hop-by-hop fields; any
+# the build already needs): GET /hop answers with hop-by-hop fields, GET
+# /early with a 103 before its 200; any
 # request carrying "Upgrade:" gets a 101 and then every byte echoed
 # upper-cased; anything else gets a 400.
 # needs: cachet
@@ -45,6 +46,13 @@ int main(void)
                             "Keep-Alive: timeout=9\r\nProxy-Authenticate: Basic\r\n"
                             "Proxy-Connection: keep-alive\r\nTrailer: X-T\r\nUpgrade: h2c\r\n"
                             "Via: 1.0 origin\r\nX-End: kept\r\nContent-Length: 2\r\n\r\nok";
+            write(c, r, strlen(r));
+            close(c);
+            continue;
+        }
+        if (strncmp(buf, "GET /early ", 11) == 0) {
+            const char *r = "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n"
+                            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
             write(c, r, strlen(r));
             close(c);
             continue;
@@ -114,6 +122,14 @@ done
 ct_check_match "response end-to-end field kept" "$h" $'\nx-end: kept\n'
 ct_check_match "response Via appended to the origin's" "$h" $'\nvia: 1\\.0 origin, 1\\.1 cachet\n'
 ct_check_match "response body intact" "$h" $'\n\nok$'
+
+# Interim 1xx (103 Early Hints) pass through to HTTP/1.1 clients, before the
+# final response; HTTP/1.0 clients never get a 1xx (RFC 9110 §15.2).
+resp=$(exec 3<>"/dev/tcp/127.0.0.1/$PPORT"; printf 'GET /early HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n' >&3; timeout 5 cat <&3 | tr -d '\r')
+ct_check_match "103 passed to an HTTP/1.1 client, then the 200" "$resp" \
+    $'^HTTP/1.1 103 Early Hints\nLink: </s.css>; rel=preload\n(.*\n)?\nHTTP/1.1 200 OK\n.*\n\nok$'
+resp=$(exec 3<>"/dev/tcp/127.0.0.1/$PPORT"; printf 'GET /early HTTP/1.0\r\n\r\n' >&3; timeout 5 cat <&3 | tr -d '\r')
+ct_check_match "no 1xx for an HTTP/1.0 client" "$resp" $'^HTTP/1.1 200 OK\n.*\n\nok$'
 
 # Without Upgrade the helper answers 400: an ordinary response, passed on.
 ct_check "non-upgrade request is an ordinary exchange" \
