@@ -30,6 +30,7 @@
 
 struct ct_creq;
 struct ct_wcache;
+struct ct_ghost;
 
 /* ---- process and worker (main.c, worker.c) -------------------------------- */
 
@@ -124,6 +125,9 @@ struct ct_creq {
     bool self;             /* the fetcher reads its own fill like a waiter (it wants
                               a Range or asked a conditional we answer ourselves) */
     bool stripped;         /* the client's conditionals / Range were not forwarded */
+    /* an internal connection refreshing in the background (cache_bg.c) */
+    unsigned bg_port;      /* the triggering client's default port (key); 0: not one */
+    struct ct_obj *handoff_fill, *handoff_stale; /* handed over, taken by its recv */
     bool chunked;          /* delivering with chunked framing */
     bool discard;          /* the origin's body goes nowhere */
     bool store_ok;         /* fill: the head was stored */
@@ -161,6 +165,8 @@ struct ct_wcache {
     struct event *wake_ev;
     pthread_mutex_t mu;    /* guards the queue below */
     struct ct_creq *wq_head, *wq_tail;
+    struct ct_listener_conf bg_lc; /* plain-HTTP listener conf of internal connections */
+    struct ct_ghost *ghosts;       /* their dropping ends (cache_bg.c) */
     time_t date_sec;       /* Date of this second, formatted once */
     char date[CT_HTTP_DATE_LEN + 1];
 };
@@ -206,6 +212,14 @@ void ct_cache_finish(struct ct_client *c);
 bool ct_cache_wait_obj(struct ct_creq *cr, enum ct_obj_state seen, uint64_t have);
 /* Write V in decimal at P; returns the end (no NUL). */
 char *ct_cache_put_i64(char *p, int64_t v);
+/* A new creq for C (c->cr). */
+struct ct_creq *ct_cache_creq_new(struct ct_client *c);
+/* cache_bg.c: refresh *FILL (our BUSY object; *STALE for its validators) on
+ * an internal connection so C's own connection is free at once. Takes both
+ * references (NULLs them) and returns true, or false with nothing taken. */
+bool ct_cache_bg_start(struct ct_client *c, struct ct_obj **fill, struct ct_obj **stale);
+/* Worker exit: close the internal connections' dropping ends. */
+void ct_cache_bg_free_all(struct ct_wcache *wc);
 /* Unregister cr's waiter, dequeue its wake, stop its timer. */
 void ct_cache_unwait(struct ct_creq *cr);
 /* cache_deliver.c: continue streaming cr->obj to C. */

@@ -137,6 +137,8 @@ struct ct_wcache *ct_wcache_new(struct ct_worker *w, struct ct_cache *cache)
     CT_ASSERT(wc->efd >= 0);
     wc->wake_ev = event_new(w->base, wc->efd, EV_READ | EV_PERSIST, on_wake, wc);
     event_add(wc->wake_ev, NULL);
+    wc->bg_lc.kind = CT_LISTEN_HTTP;
+    snprintf(wc->bg_lc.name, sizeof(wc->bg_lc.name), "internal");
     wc->sweep = event_new(w->base, -1, EV_PERSIST, on_sweep, wc);
     event_add(wc->sweep, &(struct timeval){0, SWEEP_MS * 1000});
     return wc;
@@ -150,6 +152,7 @@ void ct_wcache_free(struct ct_wcache **wcp)
         return;
     CT_CHECK_OBJ(wc, CT_WCACHE_MAGIC);
     CT_ASSERT(wc->wq_head == NULL); /* every client dequeued itself when freed */
+    ct_cache_bg_free_all(wc);
     event_free(wc->wake_ev);
     event_free(wc->sweep);
     close(wc->efd);
@@ -201,7 +204,7 @@ static void dequeue(struct ct_creq *cr)
 
 /* ---- per-connection state --------------------------------------------------- */
 
-static struct ct_creq *creq_new(struct ct_client *c)
+struct ct_creq *ct_cache_creq_new(struct ct_client *c)
 {
     struct ct_creq *cr = ct_xcalloc(1, sizeof(*cr));
     cr->magic = CT_CREQ_MAGIC;
@@ -265,6 +268,10 @@ void ct_cache_client_free(struct ct_client *c)
         return;
     CT_CHECK_OBJ(cr, CT_CREQ_MAGIC);
     creq_reset(cr);
+    if (cr->handoff_fill) /* an internal client that never got to its request */
+        ct_obj_fail(cr->handoff_fill);
+    ct_obj_release(&cr->handoff_fill);
+    ct_obj_release(&cr->handoff_stale);
     event_free(cr->timer);
     if (cr->scratch)
         evbuffer_free(cr->scratch);
@@ -282,6 +289,8 @@ unsigned ct_cache_client_cs(const struct ct_client *c)
 
 const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_client *c)
 {
+    if (c->cr && c->cr->bg_port) /* internal connection: its request has no CC */
+        return &c->w->wc->popts[0];
     /* A property of the listener struct, not of its index in the startup
      * table: reloads add, replace and reorder listeners. */
     return &c->w->wc->popts[c->lc->honour_client_cc ? 0 : 1];
@@ -319,7 +328,7 @@ bool ct_cache_key_for(struct ct_client *c, struct ct_str target, struct ct_cache
     struct ct_cache_key_in in = {
         .mclass = CT_CACHE_MCLASS_GET,
         .host = host ? host->value : CT_STR_NULL,
-        .default_port = c->lc->kind == CT_LISTEN_HTTPS ? 443 : 80,
+        .default_port = cr->bg_port ? cr->bg_port : c->lc->kind == CT_LISTEN_HTTPS ? 443 : 80,
         .target = target,
         .header_value = CT_STR_NULL,
     };
@@ -636,9 +645,17 @@ static bool on_stale(struct ct_client *c, struct ct_cache_lookup_res *res, ct_ti
             ct_cache_lookup_res_release(res);
             return true;
         }
-        /* We hold the one refresh: answer with the stale object now, then
-         * fetch in the background on this connection (its next request
-         * waits for the refresh; every other client gets the stale copy). */
+        /* We hold the one refresh: answer with the stale object now and hand
+         * the refresh to an internal connection (cache_bg.c). */
+        struct ct_obj *st = ct_obj_ref(res->obj);
+        if (ct_cache_bg_start(c, &res->fetch, &st)) {
+            ct_cache_deliver(c, ct_obj_ref(res->obj), ct_str_c(cs));
+            ct_cache_lookup_res_release(res);
+            return true;
+        }
+        ct_obj_release(&st);
+        /* Fallback: refresh on this connection after its answer (its next
+         * request waits for the refresh; other clients get the stale copy). */
         cr->fill = res->fetch;
         cr->stale = res->obj;
         res->fetch = res->obj = NULL;
@@ -755,10 +772,27 @@ bool ct_cache_recv(struct ct_client *c)
         policy_opts(&wc->cf->cache, false, &wc->popts[0]);
         policy_opts(&wc->cf->cache, true, &wc->popts[1]);
     }
-    struct ct_creq *cr = c->cr ? c->cr : creq_new(c);
+    struct ct_creq *cr = c->cr ? c->cr : ct_cache_creq_new(c);
     if (cr->resume) { /* the cache path handed the request back: fetch it */
         cr->resume = false;
         return false;
+    }
+    if (cr->handoff_fill) { /* an internal connection with a refresh to do */
+        creq_reset(cr);
+        cr->fill = cr->handoff_fill;
+        cr->stale = cr->handoff_stale;
+        cr->handoff_fill = cr->handoff_stale = NULL;
+        cr->mode = CT_CREQ_FILL;
+        cr->cs = CT_STATS_CS_STALE;
+        cr->req_time = ct_time_real();
+        /* Not a client's request: no access-log line, no request counters
+         * (the origin fetch is still counted per backend). */
+        c->ops_logged = true;
+        if (c->req->method == CT_METHOD_GET && !body_expected(c->req) && finish_request(c))
+            return false;
+        ct_obj_fail(cr->fill); /* cannot happen with our own request; be safe */
+        ct_obj_release(&cr->fill);
+        return pass(cr, "refresh");
     }
     creq_reset(cr);
     const struct ct_http_msg *req = c->req;

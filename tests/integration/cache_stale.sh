@@ -87,6 +87,16 @@ U="$A/delay/800?size=3000&cache-control=max-age%3D3&g=1"
 t0=$(date +%s)
 get "$U" >/dev/null
 wait_stale "$t0" 4
+# The client that finds it stale is answered at once, and its connection is
+# free at once: the refresh runs on an internal connection.
+pair=$(curl -s -o /dev/null -o /dev/null -w '%{time_total} %{num_connects}\n' "$U" "$U")
+read -r t1 n1 t2 n2 <<<"$(tr '\n' ' ' <<<"$pair")"
+if awk -v a="$t1" -v b="$t2" 'BEGIN { exit !(a < 0.5 && b < 0.5) }'; then
+    ct_pass "grace: stale answer and the next request on that connection at once ($t1 s, $t2 s)"
+else
+    ct_failed "grace: the connection waited for the refresh ($t1 s, $t2 s)"
+fi
+ct_check "grace: one connection for both" "$n1 $n2" "1 0"
 out=$(seq 20 | xargs -P 20 -I{} curl -s -o /dev/null -w '%{http_code} %{time_total}\n' "$U")
 slow=$(awk '$2 > 0.5' <<<"$out" | wc -l)
 ct_check "grace: 20 answers, none waited for the 800 ms origin" "$(grep -c '^200 ' <<<"$out") $slow" "20 0"
