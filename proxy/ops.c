@@ -173,7 +173,7 @@ bool ct_ops_backend_up(const struct ct_proxy *px, size_t i)
 
 void ct_ops_conn_open(struct ct_client *c)
 {
-    if (c->w->stats)
+    if (c->w->stats && !c->lc->internal)
         ct_stats_conn_open(c->w->stats);
 }
 
@@ -181,7 +181,7 @@ void ct_ops_conn_close(struct ct_client *c)
 {
     if (c->req && !c->ops_logged)
         ct_ops_req_end(c, c->resp_head_sent ? c->status : 0);
-    if (c->w->stats)
+    if (c->w->stats && !c->lc->internal)
         ct_stats_conn_close(c->w->stats, (unsigned)c->why);
 }
 
@@ -249,6 +249,8 @@ void ct_ops_req_end(struct ct_client *c, unsigned status)
     if (c->req == NULL)
         ct_ops_req_start(c); /* a request that never got a head: rt = 0 */
     c->ops_logged = true;
+    if (c->lc->internal)
+        return; /* a background refresh: its upstream side is counted, not as a request */
     ct_time_t now = ct_time_mono();
     double rt = now - c->ops_t0;
     double ut = c->ops_tup > 0 ? now - c->ops_tup : -1;

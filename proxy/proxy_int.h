@@ -107,6 +107,8 @@ struct ct_listener_conf {
     struct ct_tls_ctx *tls;       /* HTTPS: owned (proxy/tls.h); NULL for HTTP */
     uint64_t handshake_timeout_ms;
     bool honour_client_cc;        /* the listener's honour_client_cache_control */
+    bool internal;                /* cachet's own connections (cache background
+                                     refresh): not client traffic in stats and logs */
     struct ct_str subject_header; /* mTLS: header carrying the verified subject */
 };
 
