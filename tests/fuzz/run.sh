@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # tests/fuzz/run.sh BIN_DIR SECONDS: run every libFuzzer target found in
 # BIN_DIR (fuzz_*) for about SECONDS in total, split evenly, each starting
-# from its seed corpus tests/fuzz/corpus/<target without fuzz_>/. The seed
-# corpus is copied to a scratch dir, so the repository is never written.
+# from its seed corpus tests/fuzz/corpus/<target without fuzz_>/, with the
+# dictionary tests/fuzz/<target without fuzz_>.dict if there is one. The
+# seed corpus is copied to a scratch dir, so the repository is never written.
 # Exits non-zero if any target crashes, leaks, times out or breaks one of
 # its checks; the reproducer is kept in $FUZZ_ARTIFACTS (default: a
-# fuzz-artifacts folder beside BIN_DIR) and its path printed.
+# fuzz-artifacts folder beside BIN_DIR) and its path printed. Leaks that
+# are not ours (libconfig's) are suppressed by lsan.supp beside this script.
 set -u
 BIN_DIR=${1:?usage: run.sh BIN_DIR SECONDS}
 SECONDS_TOTAL=${2:?usage: run.sh BIN_DIR SECONDS}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ARTIFACTS=${FUZZ_ARTIFACTS:-$(cd "$BIN_DIR/.." && pwd)/fuzz-artifacts}
 mkdir -p "$ARTIFACTS"
+ARTIFACTS=$(cd "$ARTIFACTS" && pwd) # targets may change directory while running
+LSAN_SUPP="suppressions=$HERE/lsan.supp:print_suppressions=0"
 
 targets=()
 for t in "$BIN_DIR"/fuzz_*; do
@@ -33,11 +37,17 @@ for t in "${targets[@]}"; do
     mkdir -p "$corpus"
     seeds="$HERE/corpus/${name#fuzz_}"
     [ -d "$seeds" ] && cp "$seeds"/* "$corpus"/ 2>/dev/null
-    echo "== $name: ${per}s, $(ls "$corpus" | wc -l) seeds"
+    dict=()
+    [ -f "$HERE/${name#fuzz_}.dict" ] && dict=(-dict="$HERE/${name#fuzz_}.dict")
+    echo "== $name: ${per}s, $(ls "$corpus" | wc -l) seeds${dict:+, ${name#fuzz_}.dict}"
     # -timeout: one input may not take a second; -rss_limit_mb bounds memory.
+    # TMPDIR: a target's own scratch files go with ours (libFuzzer ends a
+    # timed run with _Exit, so a target's atexit cleanup never runs).
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+    LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}$LSAN_SUPP" \
+    TMPDIR="$scratch" \
     "$t" "$corpus" -max_total_time="$per" -timeout=5 -rss_limit_mb=1024 \
-        -max_len=8192 -print_final_stats=1 \
+        -max_len=8192 -print_final_stats=1 "${dict[@]}" \
         -artifact_prefix="$ARTIFACTS/$name-" >"$scratch/$name.log" 2>&1
     rc=$?
     grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added)' \
