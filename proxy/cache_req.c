@@ -138,6 +138,7 @@ struct ct_wcache *ct_wcache_new(struct ct_worker *w, struct ct_cache *cache)
     wc->wake_ev = event_new(w->base, wc->efd, EV_READ | EV_PERSIST, on_wake, wc);
     event_add(wc->wake_ev, NULL);
     wc->bg_lc.kind = CT_LISTEN_HTTP;
+    wc->bg_lc.internal = true; /* not counted or logged as a client (proxy/admin.h) */
     snprintf(wc->bg_lc.name, sizeof(wc->bg_lc.name), "internal");
     wc->sweep = event_new(w->base, -1, EV_PERSIST, on_sweep, wc);
     event_add(wc->sweep, &(struct timeval){0, SWEEP_MS * 1000});
