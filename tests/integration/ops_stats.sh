@@ -58,7 +58,7 @@ curl -s -o /dev/null "$P/gen?status=503&$NS"
 curl -sk -o /dev/null "https://127.0.0.1:$SPORT/gen?$NS"
 # A worker counts a request once its response is queued, which may be just
 # after the client has read it: wait for the last one to show.
-total() { awk -F'"requests":' '{ print $2 }' <<<"$1" | grep -o '[0-9]\+' | head -6 | paste -sd+ | bc; }
+total() { awk -F'"requests":' '{ print $2 }' <<<"$1" | grep -o '[0-9]\+' | head -6 | awk '{ s += $1 } END { print s }'; }
 want=$(($(total "$before") + 8))
 for ((i = 0; i < 200; i++)); do
     after=$(curl -s "$A/stats")
