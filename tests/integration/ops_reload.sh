@@ -166,6 +166,53 @@ ct_stop proxy
 ct_check "cachet exits 0 after reloads" "$?" 0
 ct_check "access log turned off by the reload" "$(grep -c after_off "$ALOG")" 0
 
+# ---- certificates are re-read by a reload ---------------------------------------------------
+if command -v openssl >/dev/null; then
+    mkcert() { # mkcert NAME: self-signed EC P-256 for NAME in $CT_TMP/NAME.{pem,key}
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+            -subj "/CN=$1" -keyout "$CT_TMP/$1.key" -out "$CT_TMP/$1.pem" 2>/dev/null
+    }
+    mkcert first.test && mkcert second.test
+    cp "$CT_TMP/first.test.pem" "$CT_TMP/live.pem"
+    cp "$CT_TMP/first.test.key" "$CT_TMP/live.key"
+    C3="$CT_TMP/certs.conf"
+    cat >"$C3" <<EOF
+workers = 2;
+listen = ( { kind = "https"; address = "127.0.0.1:0";
+             tls = { certificates = ( { cert = "$CT_TMP/live.pem"; key = "$CT_TMP/live.key";
+                                        default = true; } ); }; } );
+backends = ( { address = "127.0.0.1:$OPORT"; } );
+EOF
+    ct_start p3 "$CT_BIN/cachet" -c "$C3" --admin off
+    CP=$(ct_wait_listen p3 https) || exit 1
+    subject() {
+        timeout 10 openssl s_client -connect "127.0.0.1:$CP" </dev/null 2>/dev/null |
+            openssl x509 -noout -subject 2>/dev/null
+    }
+    ct_check_match "serves the first certificate" "$(subject)" 'CN ?= ?first\.test'
+    # renewed in place (certbot style), then SIGHUP
+    cp "$CT_TMP/second.test.pem" "$CT_TMP/live.pem"
+    cp "$CT_TMP/second.test.key" "$CT_TMP/live.key"
+    kill -HUP "$(ct_pid p3)"
+    for ((i = 0; i < 500; i++)); do
+        grep -q 'SIGHUP: configuration 1 from' "$CT_TMP/p3.err" && break
+        sleep 0.01
+    done
+    ct_check_match "serves the renewed certificate after SIGHUP, same port" "$(subject)" \
+        'CN ?= ?second\.test'
+    # a key that does not match its certificate: refused, the renewed one stays
+    cp "$CT_TMP/first.test.key" "$CT_TMP/live.key"
+    kill -HUP "$(ct_pid p3)"
+    for ((i = 0; i < 500; i++)); do
+        grep -q 'configuration refused' "$CT_TMP/p3.err" && break
+        sleep 0.01
+    done
+    ct_check_match "mismatched key refused with its location" "$(grep 'SIGHUP: ' "$CT_TMP/p3.err")" \
+        'certs\.conf:[0-9]+: .*(match|key)'
+    ct_check_match "still the renewed certificate" "$(subject)" 'CN ?= ?second\.test'
+    ct_stop p3
+fi
+
 # ---- HTTPS added by a reload to a process that started without any ------------------------
 C2="$CT_TMP/plain.conf"
 cat >"$C2" <<EOF
