@@ -122,11 +122,11 @@ r_markdown() {
         }' "$1"
 }
 
-# r_plot SUMMARY_CSV PNG: req/s and p99 per cell (measured cells only).
+# r_plot SUMMARY_CSV PNG: req/s, p99 and server CPU per cell (measured cells only).
 r_plot() {
     local dat=$B_TMP/plot.dat here
     here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-    awk -F, 'NR > 1 && $3 != "-" { printf "\"%s %s\" %s %s\n", $1, $2, $3, ($7 == "-" ? "NaN" : $7) }' "$1" >"$dat"
+    awk -F, 'NR > 1 && $3 != "-" { printf "\"%s %s\" %s %s %s\n", $1, $2, $3, ($7 == "-" ? "NaN" : $7), ($8 == "-" ? "NaN" : $8) }' "$1" >"$dat"
     [ -s "$dat" ] || return 0
     command -v gnuplot >/dev/null || { echo "gnuplot not installed: no chart" >&2; return 0; }
     gnuplot -e "datafile='$dat'; outfile='$2'; rows=$(wc -l <"$dat")" "$here/plot.gp"
