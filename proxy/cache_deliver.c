@@ -52,20 +52,34 @@ char *ct_cache_put_i64(char *p, int64_t v)
     return p;
 }
 
-static void add_ref(struct evbuffer *out, struct ct_obj *obj, const char *p, size_t len)
+/* Object bytes to the client's output: by reference (one object reference
+ * per piece). Under TLS a piece up to one record is copied instead:
+ * bufferevent_openssl makes one SSL_write (one record, one send) per buffer
+ * piece, so a hit as three referenced pieces cost three records; copied, the
+ * head, the per-hit fields and a small body share one. OpenSSL copies while
+ * encrypting anyway; big bodies stay by reference. */
+#define TLS_COPY_MAX 16384
+
+static void add_ref(struct ct_client *c, struct evbuffer *out, struct ct_obj *obj, const char *p,
+                    size_t len)
 {
-    if (len)
+    if (len == 0)
+        return;
+    if (c->lc->kind == CT_LISTEN_HTTPS && len <= TLS_COPY_MAX)
+        evbuffer_add(out, p, len);
+    else
         evbuffer_add_reference(out, p, len, ct_obj_release_cb, ct_obj_ref(obj));
 }
 
-static void add_piece(struct evbuffer *out, struct ct_obj *obj, struct ct_str s, bool chunked)
+static void add_piece(struct ct_client *c, struct evbuffer *out, struct ct_obj *obj, struct ct_str s,
+                      bool chunked)
 {
     if (chunked) {
         char line[24];
         int k = snprintf(line, sizeof(line), "%zx\r\n", s.len);
         evbuffer_add(out, line, (size_t)k);
     }
-    add_ref(out, obj, s.p, s.len);
+    add_ref(c, out, obj, s.p, s.len);
     if (chunked)
         evbuffer_add(out, "\r\n", 2);
 }
@@ -100,7 +114,7 @@ static enum ct_obj_body pump(struct ct_client *c, bool bp)
         chunk = ct_str_make(chunk.p + k, chunk.len - k);
         if (chunk.len == 0)
             continue;
-        add_piece(out, cr->obj, chunk, cr->chunked);
+        add_piece(c, out, cr->obj, chunk, cr->chunked);
         c->ops_body_bytes += chunk.len; /* access log $body_bytes_sent */
         if (cr->body_left != UINT64_MAX)
             cr->body_left -= chunk.len;
@@ -218,9 +232,9 @@ void ct_cache_write_head(struct ct_client *c, struct ct_obj *obj, const char *st
     CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
     if (status_line) {
         evbuffer_add(out, status_line, strlen(status_line));
-        add_ref(out, obj, wire.p + blk.status_len, wire.len - blk.status_len);
+        add_ref(c, out, obj, wire.p + blk.status_len, wire.len - blk.status_len);
     } else {
-        add_ref(out, obj, wire.p, wire.len);
+        add_ref(c, out, obj, wire.p, wire.len);
     }
     /* The per-hit fields, built by hand into one stack buffer: this runs on
      * every hit, and printf's format parsing showed in profiles. */
@@ -266,6 +280,11 @@ bool ct_cache_emit(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatu
         char *p = put(frame, "Content-Length: ", 16);
         p = ct_cache_put_i64(p, (int64_t)d.len);
         put(p, "\r\n", 3); /* with the NUL */
+    }
+    if (c->lc->kind == CT_LISTEN_HTTPS) {
+        /* One contiguous piece for the whole small response: one record. */
+        size_t body = d.body && !head_only && d.len <= TLS_COPY_MAX ? (size_t)d.len : 0;
+        evbuffer_expand(out, wire.len + 512 + body);
     }
     char line[64];
     if (d.own_line)
