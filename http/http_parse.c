@@ -568,8 +568,8 @@ static enum ct_http_ev end_message(struct ct_http_parser *p)
 }
 
 /* The library's own method list (http_parser.h), each name with its SP. */
-static const char *const lib_methods[] = {
-#define CT_LIB_METHOD(num, name, string) #string " ",
+static const struct ct_str lib_methods[] = {
+#define CT_LIB_METHOD(num, name, string) {#string " ", sizeof(#string " ") - 1},
     HTTP_METHOD_MAP(CT_LIB_METHOD)
 #undef CT_LIB_METHOD
 };
@@ -580,9 +580,9 @@ static const char *const lib_methods[] = {
 static struct ct_str method_line(struct ct_str name)
 {
     for (size_t i = 0; i < CT_ARRAY_LEN(lib_methods); i++) {
-        const char *s = lib_methods[i];
-        if (strlen(s) == name.len + 1 && memcmp(s, name.p, name.len) == 0)
-            return ct_str_make(s, name.len + 1);
+        struct ct_str s = lib_methods[i];
+        if (s.len == name.len + 1 && memcmp(s.p, name.p, name.len) == 0)
+            return s;
     }
     return CT_STR("POST ");
 }
@@ -590,10 +590,14 @@ static struct ct_str method_line(struct ct_str name)
 /* Requests, until the method token and its SP are in: the lexer alone reads
  * BUF (up to the first SP, which ends the token or is an error) and the
  * token's bytes are kept at hbuf[0]; the leading empty lines it allows are
- * never shown to the library. Once the token is complete the library gets
- * method_line() and is left waiting for the target. *USED: bytes taken. */
+ * never shown to the library. *USED: the bytes taken. Once the token is
+ * complete, the library is owed method_line(). *LIB_FROM: where in BUF the
+ * library's input starts: at *USED when it was given the line here, or, in
+ * the common case of a token it knows that began in BUF with more bytes
+ * after it, at the token, so that it reads the token with the rest of the
+ * head in one run (same bytes either way; only fewer calls). */
 static enum ct_http_ev feed_method(struct ct_http_parser *p, const char *buf, size_t len,
-                                   size_t *used)
+                                   size_t *used, size_t *lib_from)
 {
     struct ct_http_lex *L = &p->lex;
     size_t base = L->total; /* head offset of buf[0] */
@@ -608,12 +612,18 @@ static enum ct_http_ev feed_method(struct ct_http_parser *p, const char *buf, si
         size_t to = L->method_done ? L->line_start + L->method_len - base : k;
         hbuf_append(p, buf + from, to - from);
     }
-    *used = k;
+    *used = *lib_from = k;
     if (!L->method_done)
         return CT_HTTP_EV_MORE;
     CT_ASSERT(p->hlen == L->method_len);
     p->method_len = p->hlen;
-    struct ct_str line = method_line(ct_str_make(p->hbuf, p->hlen));
+    struct ct_str name = ct_str_make(p->hbuf, p->hlen);
+    struct ct_str line = method_line(name);
+    bool lib_knows = line.len == name.len + 1 && memcmp(line.p, name.p, name.len) == 0;
+    if (lib_knows && L->line_start >= base && k < len) {
+        *lib_from = L->line_start - base;
+        return CT_HTTP_EV_MORE;
+    }
     if (lib_exec(p, line.p, line.len) != line.len || HTTP_PARSER_ERRNO(&p->hp) != HPE_OK)
         return fail(p, 400, "parser disagreement on the method");
     return CT_HTTP_EV_MORE;
@@ -622,18 +632,17 @@ static enum ct_http_ev feed_method(struct ct_http_parser *p, const char *buf, si
 static enum ct_http_ev feed_head(struct ct_http_parser *p, const char *buf, size_t len,
                                  size_t *used)
 {
-    size_t m = 0; /* bytes taken by feed_method() */
+    size_t m = 0, from = 0; /* lexer input: buf + m; the library's: buf + from */
     if (p->kind == CT_HTTP_REQUEST && !p->lex.method_done) {
-        enum ct_http_ev ev = feed_method(p, buf, len, &m);
+        enum ct_http_ev ev = feed_method(p, buf, len, &m, &from);
         *used = m;
         if (ev != CT_HTTP_EV_MORE || m == len)
             return ev;
-        buf += m;
-        len -= m;
     }
     struct ct_http_lex L = p->lex;
-    size_t k = ct_http_lex_scan(&L, &p->lim, buf, len);
-    size_t n = k ? lib_exec(p, buf, k) : 0;
+    size_t k = ct_http_lex_scan(&L, &p->lim, buf + m, len - m);
+    size_t lk = m - from + k; /* what the library is given */
+    size_t n = lk ? lib_exec(p, buf + from, lk) : 0;
     enum http_errno e = HTTP_PARSER_ERRNO(&p->hp);
     if (e == HPE_CB_headers_complete)
         return fail(p, 400, "invalid head"); /* the callback set the real error */
@@ -641,12 +650,12 @@ static enum ct_http_ev feed_head(struct ct_http_parser *p, const char *buf, size
         return fail_lib(p);
     if (e == HPE_PAUSED) {
         /* head complete; the library stopped on the final LF */
-        if (L.st != CT_LX_DONE || n + 1 != k)
+        if (L.st != CT_LX_DONE || n + 1 != lk)
             return fail(p, 400, "parser disagreement on the end of the head");
         p->lex = L;
         p->msg.head_bytes = L.total;
         p->phase = PH_BODY;
-        if (lib_exec(p, buf + n, 1) != 1 || lib_failed(p)) {
+        if (lib_exec(p, buf + from + n, 1) != 1 || lib_failed(p)) {
             set_err(p, 400, "invalid head");
             p->pending_err = true;
         } else if (p->cb_end) {
@@ -658,7 +667,7 @@ static enum ct_http_ev feed_head(struct ct_http_parser *p, const char *buf, size
     p->lex = L;
     if (L.err_status)
         return fail(p, L.err_status, L.err_reason);
-    if (n != k || L.st == CT_LX_DONE)
+    if (n != lk || L.st == CT_LX_DONE)
         return fail(p, 400, "parser disagreement on the head");
     *used = m + k;
     return CT_HTTP_EV_MORE;
