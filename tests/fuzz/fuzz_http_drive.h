@@ -10,7 +10,8 @@
  * event, head field and body byte into a hash; a difference is the "any
  * split" property broken and aborts, like a crash. Every event is also
  * checked against the API contract (used <= len, MORE consumes all, body
- * pieces point into the input, views stay readable).
+ * pieces point into the input, views stay readable, a request's method is
+ * a token and its id the table's).
  */
 #ifndef CT_FUZZ_HTTP_DRIVE_H
 #define CT_FUZZ_HTTP_DRIVE_H
@@ -44,6 +45,12 @@ static uint64_t fz_mix_str(uint64_t h, struct ct_str s)
 
 static uint64_t fz_head(uint64_t h, const struct ct_http_msg *m)
 {
+    if (m->kind == CT_HTTP_REQUEST) {
+        /* any token is a method, kept as received and named by our table */
+        FUZZ_CHECK(ct_http_is_token(m->method_name));
+        FUZZ_CHECK(m->method == ct_http_method_lookup(m->method_name));
+        FUZZ_CHECK(m->target.len > 0);
+    }
     unsigned v[] = {m->kind,    m->method,     m->status,          m->version,
                     m->framing, m->keep_alive, m->expect_continue, m->upgrade};
     h = fz_mix(h, v, sizeof(v));
