@@ -653,6 +653,13 @@ static void test_unknown_method_bodies(void)
     EXPECT_REQ_ERR("connect a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n", 400, "target");
     EXPECT_REQ("FOO http://h/x HTTP/1.1\r\nHost: h\r\n\r\n",
                "HEAD(FOO http://h/x v11 fr0 cl0 ka1 ec0 up0 hb36 [Host=h*]) END ");
+    /* an upgrade request of an unknown method: the head, its body, then the
+     * next request, exactly as for a known one */
+    EXPECT_REQ("FOO /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: x\r\n"
+               "Content-Length: 2\r\n\r\nhiFOO / HTTP/1.1\r\nHost: a\r\n\r\n",
+               "HEAD(FOO /ws v11 fr1 cl2 ka1 ec0 up1 hb81 [Host=a*] [Connection=Upgrade*]"
+               " [Upgrade=x*] [Content-Length=2*]) BODY(2:hi)END "
+               "HEAD(FOO / v11 fr0 cl0 ka1 ec0 up0 hb27 [Host=a*]) END ");
     /* methods the library knows keep working, with and without a body */
     EXPECT_REQ("M-SEARCH / HTTP/1.1\r\nHost: a\r\n\r\n",
                "HEAD(M-SEARCH / v11 fr0 cl0 ka1 ec0 up0 hb32 [Host=a*]) END ");
