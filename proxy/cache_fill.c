@@ -23,6 +23,7 @@
  */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -534,6 +535,30 @@ void ct_cache_resp_body(struct ct_client *c, size_t n)
     }
     if (scratch && src)
         evbuffer_drain(src, evbuffer_get_length(src));
+}
+
+bool ct_cache_client_gone(struct ct_client *c)
+{
+    struct ct_creq *cr = c->cr;
+    if (cr == NULL || cr->fill == NULL || cr->bg || c->u == NULL ||
+        (c->state != CT_CS_FETCH && c->state != CT_CS_SEND) ||
+        (c->state == CT_CS_SEND && !cr->store_ok))
+        return false;
+    CT_DEBUG("w%u c%llu %s: client gone, filling %.*s on for the other readers", c->w->id,
+             (unsigned long long)c->id, c->peer, (int)c->req->target.len, c->req->target.p);
+    if (cr->self) { /* it was reading its own fill: stop */
+        cr->self = false;
+        ct_cache_unwait(cr);
+        cr->mode = CT_CREQ_FILL;
+    }
+    cr->bg = true; /* from now on the body goes to the scratch buffer only */
+    c->resp_chunked = false;
+    c->resp_close = true;
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    evbuffer_drain(out, evbuffer_get_length(out));
+    bufferevent_disable(c->bev, EV_WRITE);
+    ct_io_read(&c->io, false);
+    return true;
 }
 
 bool ct_cache_filling(const struct ct_client *c)

@@ -80,6 +80,12 @@ bool ct_cache_client_drained(struct ct_client *c);
  * object within stale-if-error); the failure is off. Otherwise the object
  * being filled is failed (never stored; its readers see a truncated body). */
 bool ct_cache_client_fail(struct ct_client *c, enum ct_close why);
+/* C's connection ended (EOF, error) or it stopped reading (send timeout)
+ * while it fetches an object that is being stored: true if the fetch goes on
+ * without it for the object's other readers (its output dropped, its reads
+ * and writes stopped; the request ends when the origin's response does, as
+ * a background fill); false: close as usual. */
+bool ct_cache_client_gone(struct ct_client *c);
 /* C is being freed: drop every reference and registration. */
 void ct_cache_client_free(struct ct_client *c);
 /* How the cache took part in C's current request (enum ct_stats_cs). */

@@ -843,6 +843,8 @@ bool ct_cache_client_fail(struct ct_client *c, enum ct_close why)
     struct ct_creq *cr = c->cr;
     if (cr == NULL)
         return false;
+    if (why == CT_CLOSE_TX_TIMEOUT && ct_cache_client_gone(c))
+        return true; /* it stopped reading; the object it fills is finished */
     if (cr->fill) { /* never stored, never complete: readers see it truncated */
         ct_obj_fail(cr->fill);
         ct_obj_release(&cr->fill);

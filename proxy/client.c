@@ -556,6 +556,8 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         tls_handshake_failed(c, what);
         return;
     }
+    if (ct_cache_client_gone(c))
+        return; /* its fetch fills an object others read: it goes on (cache_fill.c) */
     if (what & BEV_EVENT_EOF) {
         /* Between requests, a close is the normal end; mid-request the client
          * gave up, and the origin exchange is abandoned with it. */

@@ -90,6 +90,21 @@ else
     ct_failed "streaming: waiter got its first byte only at $tfb s of $ttot s"
 fi
 
+# ---- the fetching client goes away mid-body: the fetch goes on for the
+# others (it is stored and complete for a waiter that was streaming from it).
+ct_origin_reset "$OPORT"
+GU="$P/bytes/1048576?trickle=100&trickle-size=65536&$MA&g=1"
+curl -s -o /dev/null --max-time 0.4 "$GU"
+code=$?
+for ((i = 0; i < 200; i++)); do [ "$(origin_count)" = 1 ] && break; sleep 0.01; done
+curl -s -o "$CT_TMP/gone" "$GU"
+ct_check "fetcher gone: it was cut (curl 28)" "$code" 28
+ct_check "fetcher gone: a later reader gets the whole object" \
+    "$(md5sum <"$CT_TMP/gone")" "$(curl -s "$O/bytes/1048576" | md5sum)"
+h=$(curl -s -D - -o /dev/null "$GU" | tr -d '\r' | grep -i '^cache-status')
+ct_check_match "fetcher gone: the object was stored" "$h" 'cachet; hit'
+ct_check "fetcher gone: one origin fetch (+1 direct)" "$(origin_count)" 2
+
 # ---- a slow reader does not hold up a fast one (same object, fetched now).
 ct_origin_reset "$OPORT"
 BU="$P/bytes/4000000?trickle=20&trickle-size=262144&$MA&s=2"
