@@ -2,8 +2,8 @@
  * proxy/forward.c: what goes on the wire between the two parsers.
  *
  * - Request heads for the origin and response heads for the client, built
- *   straight into the peer's output evbuffer, one evbuffer_add per piece (no
- *   intermediate string, no per-request allocation).
+ *   straight into space reserved in the peer's output evbuffer (no
+ *   intermediate string, no per-request allocation, one commit per head).
  * - Hop-by-hop fields are dropped by the one rule in http/
  *   (ct_http_msg_field_is_hop: the table's CT_HDRF_HOP plus the tokens named
  *   by Connection), plus any Proxy-* field (RFC 9110 §7.6.1 lists Proxy-
@@ -20,15 +20,58 @@
 
 static const char VIA_US[] = "1.1 cachet";
 
-#define ADD_LIT(out, lit) evbuffer_add((out), (lit), sizeof(lit) - 1)
+/* A head is written straight into space reserved at the end of the peer's
+ * output buffer (evbuffer_reserve_space, committed once): one copy of each
+ * piece, one buffer callback per head instead of one per piece. BOUND is a
+ * safe upper bound (no field is written more than twice); should a piece
+ * still not fit, what was written is committed and the rest is appended
+ * with evbuffer_add, in order. */
+struct hw {
+    struct evbuffer *out;
+    struct evbuffer_iovec v;
+    char *p, *end; /* NULL p: reservation committed, append directly */
+};
 
-static void add_str(struct evbuffer *out, struct ct_str s)
+static void hw_begin(struct hw *w, struct evbuffer *out, size_t bound)
 {
-    if (s.len)
-        evbuffer_add(out, s.p, s.len);
+    w->out = out;
+    w->p = w->end = NULL;
+    if (evbuffer_reserve_space(out, (ev_ssize_t)bound, &w->v, 1) == 1) {
+        w->p = w->v.iov_base;
+        w->end = w->p + w->v.iov_len;
+    }
 }
 
-static void add_field(struct evbuffer *out, struct ct_str name, struct ct_str value)
+static void hw_end(struct hw *w)
+{
+    if (w->p == NULL)
+        return;
+    w->v.iov_len = (size_t)(w->p - (char *)w->v.iov_base);
+    int rc = evbuffer_commit_space(w->out, &w->v, 1);
+    CT_ASSERT(rc == 0);
+    w->p = w->end = NULL;
+}
+
+static void hw_put(struct hw *w, const char *s, size_t n)
+{
+    if (w->p != NULL && (size_t)(w->end - w->p) >= n) {
+        memcpy(w->p, s, n);
+        w->p += n;
+        return;
+    }
+    hw_end(w);
+    evbuffer_add(w->out, s, n);
+}
+
+#define ADD_LIT(out, lit) hw_put((out), (lit), sizeof(lit) - 1)
+
+static void add_str(struct hw *out, struct ct_str s)
+{
+    if (s.len)
+        hw_put(out, s.p, s.len);
+}
+
+static void add_field(struct hw *out, struct ct_str name, struct ct_str value)
 {
     add_str(out, name);
     ADD_LIT(out, ": ");
@@ -53,11 +96,10 @@ static bool drop_field(const struct ct_http_msg *msg, const struct ct_http_field
 
 /* Write "NAME: v1, v2, ..., EXTRA" joining every line of header ID with our
  * value last (RFC 9110 §5.3: a list may be combined in order). */
-static void add_joined(struct evbuffer *out, const struct ct_http_msg *msg, enum ct_hdr_id id,
+static void add_joined(struct hw *out, const struct ct_http_msg *msg, enum ct_hdr_id id,
                        struct ct_str extra)
 {
-    const char *name = ct_hdr_name(id);
-    evbuffer_add(out, name, strlen(name));
+    add_str(out, ct_str_c(ct_hdr_name(id)));
     ADD_LIT(out, ": ");
     for (const struct ct_http_field *f = ct_http_msg_find(msg, id, NULL); f;
          f = ct_http_msg_find(msg, id, f)) {
@@ -70,7 +112,7 @@ static void add_joined(struct evbuffer *out, const struct ct_http_msg *msg, enum
     ADD_LIT(out, "\r\n");
 }
 
-static void add_upgrade(struct evbuffer *out, const struct ct_http_msg *msg)
+static void add_upgrade(struct hw *out, const struct ct_http_msg *msg)
 {
     ADD_LIT(out, "Connection: upgrade\r\n");
     for (const struct ct_http_field *f = ct_http_msg_find(msg, CT_HDR_UPGRADE, NULL); f;
@@ -78,10 +120,15 @@ static void add_upgrade(struct evbuffer *out, const struct ct_http_msg *msg)
         add_field(out, CT_STR("Upgrade"), f->value);
 }
 
-void ct_fwd_request_head(struct evbuffer *out, const struct ct_fwd_req *fr)
+void ct_fwd_request_head(struct evbuffer *dst, const struct ct_fwd_req *fr)
 {
     const struct ct_http_msg *msg = fr->msg;
     const struct ct_http_field *host = NULL;
+    struct hw hw, *out = &hw;
+
+    hw_begin(out, dst,
+             2 * msg->head_bytes + 256 + fr->peer_ip.len + fr->default_host.len +
+                 fr->extra_name.len + fr->extra_value.len);
 
     add_str(out, msg->method_name);
     ADD_LIT(out, " ");
@@ -123,9 +170,10 @@ void ct_fwd_request_head(struct evbuffer *out, const struct ct_fwd_req *fr)
     if (msg->upgrade)
         add_upgrade(out, msg);
     ADD_LIT(out, "\r\n");
+    hw_end(out);
 }
 
-static void add_status_line(struct evbuffer *out, unsigned status, struct ct_str reason)
+static void add_status_line(struct hw *out, unsigned status, struct ct_str reason)
 {
     /* Three digits by hand: this runs once per response (no printf). */
     char line[13] = "HTTP/1.1 000 ";
@@ -133,16 +181,18 @@ static void add_status_line(struct evbuffer *out, unsigned status, struct ct_str
     line[9] = (char)('0' + status / 100);
     line[10] = (char)('0' + status / 10 % 10);
     line[11] = (char)('0' + status % 10);
-    evbuffer_add(out, line, sizeof(line));
+    hw_put(out, line, sizeof(line));
     if (reason.len == 0)
         reason = ct_str_c(ct_fwd_reason(status));
     add_str(out, reason);
     ADD_LIT(out, "\r\n");
 }
 
-void ct_fwd_response_head(struct evbuffer *out, const struct ct_http_msg *msg, bool chunked,
+void ct_fwd_response_head(struct evbuffer *dst, const struct ct_http_msg *msg, bool chunked,
                           enum ct_resp_conn conn)
 {
+    struct hw hw, *out = &hw;
+    hw_begin(out, dst, 2 * msg->head_bytes + 128);
     add_status_line(out, msg->status, msg->reason);
     for (size_t i = 0; i < msg->nfields; i++) {
         const struct ct_http_field *f = &msg->fields[i];
@@ -168,6 +218,7 @@ void ct_fwd_response_head(struct evbuffer *out, const struct ct_http_msg *msg, b
         break;
     }
     ADD_LIT(out, "\r\n");
+    hw_end(out);
 }
 
 void ct_fwd_body(struct evbuffer *out, struct evbuffer *src, size_t n, bool chunked)
@@ -175,20 +226,26 @@ void ct_fwd_body(struct evbuffer *out, struct evbuffer *src, size_t n, bool chun
     if (n == 0)
         return;
     if (chunked) {
-        char line[24];
-        int k = snprintf(line, sizeof(line), "%zx\r\n", n);
-        evbuffer_add(out, line, (size_t)k);
+        /* The chunk-size line in hex, by hand (once per chunk, no printf). */
+        static const char hex[] = "0123456789abcdef";
+        char line[2 * sizeof(size_t) + 2];
+        size_t i = sizeof(line);
+        line[--i] = '\n';
+        line[--i] = '\r';
+        for (size_t v = n; v; v >>= 4)
+            line[--i] = hex[v & 0xf];
+        evbuffer_add(out, line + i, sizeof(line) - i);
     }
     /* Moves chains by reference; only a partial chain at the end is copied. */
     int moved = evbuffer_remove_buffer(src, out, n);
     CT_ASSERT(moved >= 0 && (size_t)moved == n);
     if (chunked)
-        ADD_LIT(out, "\r\n");
+        evbuffer_add(out, "\r\n", 2);
 }
 
 void ct_fwd_body_end(struct evbuffer *out)
 {
-    ADD_LIT(out, "0\r\n\r\n");
+    evbuffer_add(out, "0\r\n\r\n", 5);
 }
 
 const char *ct_fwd_reason(unsigned status)
