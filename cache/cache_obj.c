@@ -250,8 +250,12 @@ int ct_obj_set_head(struct ct_obj *obj, const struct ct_obj_meta *m)
     obj->grace = (float)CT_MAX(m->grace, 0.0);
     obj->keep = (float)CT_MAX(m->keep, 0.0);
     if (m->body_src) {
-        CT_ASSERT(ct_obj_state(m->body_src) == CT_OBJ_COMPLETE);
-        obj->body_src = ct_obj_ref(m->body_src);
+        /* Share the body's owner, not the object handed in: after a second
+         * 304 that object is itself a head over someone else's body and has
+         * no segments of its own. Owners never borrow, so one hop is enough. */
+        struct ct_obj *owner = m->body_src->body_src ? m->body_src->body_src : m->body_src;
+        CT_ASSERT(ct_obj_state(owner) == CT_OBJ_COMPLETE && owner->body_src == NULL);
+        obj->body_src = ct_obj_ref(owner);
     }
 
     struct ct_cache_shard *sh = obj->shard;

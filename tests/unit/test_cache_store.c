@@ -531,6 +531,7 @@ static void test_revalidate_shares_body(void)
                             .head = CT_STR("HTTP/1.1 200 OK\r\nX-New: 1\r\n"),
                             .response_time = T0 + 20,
                             .ttl = 10,
+                            .keep = 100, /* still there, stale, for the second 304 */
                             .body_src = r.obj};
     CU_ASSERT_EQUAL(ct_obj_set_head(r.fetch, &m), CT_OK);
     ct_obj_complete(r.fetch, T0 + 20);
@@ -542,6 +543,22 @@ static void test_revalidate_shares_body(void)
     struct ct_cache_stats st;
     ct_cache_stats(c, &st);
     CU_ASSERT_EQUAL(st.objects, 2); /* old body kept alive by the new head */
+
+    /* a second 304 on the revalidated object: the body is still the first one's */
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 40, &r), CT_CACHE_STALE);
+    struct ct_obj_meta m2 = {.status = 200,
+                             .head = CT_STR("HTTP/1.1 200 OK\r\nX-New: 2\r\n"),
+                             .response_time = T0 + 40,
+                             .ttl = 10,
+                             .body_src = r.obj};
+    CU_ASSERT_EQUAL(ct_obj_set_head(r.fetch, &m2), CT_OK);
+    ct_obj_complete(r.fetch, T0 + 40);
+    ct_cache_lookup_res_release(&r);
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 41, &r), CT_CACHE_HIT);
+    CU_ASSERT_TRUE(ct_str_eq(ct_obj_head(r.obj), CT_STR("HTTP/1.1 200 OK\r\nX-New: 2\r\n")));
+    CU_ASSERT_TRUE(body_is(r.obj, "the body"));
+    CU_ASSERT_EQUAL(ct_obj_body_len(r.obj), 8);
+    ct_cache_lookup_res_release(&r);
     ct_cache_free(&c);
 }
 
