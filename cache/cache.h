@@ -194,6 +194,22 @@ struct ct_cache_lookup_req {
     void *match_arg;
     bool no_insert; /* never create a BUSY object (e.g. only-if-cached, HEAD
                        you will not store) */
+    bool revalidate; /* the request forbids using a stored response unvalidated
+                        (its no-cache, max-age=0, RFC 9111 §5.2.1.4): a fresh match
+                        is answered like a stale one (CT_CACHE_STALE with res.obj
+                        and res.fetch to revalidate it, or res.busy when a fetch
+                        is already running, so such requests coalesce); fresh
+                        variants stay visible to every other lookup */
+};
+
+/* What a MISS found under the key (RFC 9211 §2.2 fwd= values). */
+enum ct_cache_miss {
+    CT_CACHE_MISS_URI = 0, /* nothing stored under the key: fwd=uri-miss */
+    CT_CACHE_MISS_VARY,    /* responses stored under the key (complete or being
+                              stored), none selected by the request's fields:
+                              fwd=vary-miss */
+    CT_CACHE_MISS_OTHER,   /* a response the request selects was there but is
+                              unusable (expired, reaped by this lookup): fwd=miss */
 };
 
 /* Each pointer here is a new reference owned by the caller (or NULL). */
@@ -208,6 +224,7 @@ struct ct_cache_lookup_res {
                              ever; waiters meanwhile wait for their timeout). NULL when
                              no_insert, or when not even the entry fits in memory
                              (then fetch on your own and do not store). */
+    enum ct_cache_miss miss; /* MISS only (URI otherwise): what the key held */
 };
 
 /* Look REQ up at time NOW, atomically with creating the BUSY object on a miss,

@@ -274,10 +274,17 @@ enum ct_cache_cc_src ct_cache_policy_resp_cc(const struct ct_http_msg *resp,
 void ct_cache_policy_req_cc(const struct ct_http_msg *req, const struct ct_cache_policy_opts *opts,
                             struct ct_cc *cc)
 {
-    if (opts->ignore_req_cc)
+    if (opts->ignore_req_cc) {
         ct_cc_init(cc);
-    else
-        ct_cc_from_msg(cc, req, CT_HDR_CACHE_CONTROL);
+        return;
+    }
+    ct_cc_from_msg(cc, req, CT_HDR_CACHE_CONTROL);
+    /* HTTP/1.0 clients (and browsers' reloads) say "Pragma: no-cache":
+     * without any Cache-Control it means no-cache (RFC 7234 §5.4; RFC 9111
+     * §5.4 deprecates Pragma but the requests still come). */
+    if (ct_http_msg_find(req, CT_HDR_CACHE_CONTROL, NULL) == NULL &&
+        ct_http_msg_has_token(req, CT_HDR_PRAGMA, CT_STR("no-cache")))
+        cc->flags |= CT_CC_NO_CACHE;
 }
 
 bool ct_cache_policy_field_targeted(const struct ct_http_field *f,

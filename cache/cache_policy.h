@@ -222,8 +222,9 @@ enum ct_cache_use ct_cache_policy_on_miss(const struct ct_http_msg *req,
                                           const struct ct_cache_policy_opts *opts);
 
 /* The client's request Cache-Control into *CC, or an empty one (ct_cc_init)
- * with opts->ignore_req_cc. Pragma is not consulted: RFC 9111 §5.4
- * deprecates it and drops the old "Pragma: no-cache" equivalence. */
+ * with opts->ignore_req_cc. A request without Cache-Control that says
+ * "Pragma: no-cache" gets no-cache (the HTTP/1.0 spelling, RFC 7234 §5.4;
+ * RFC 9111 §5.4 deprecates Pragma, clients still send it). */
 void ct_cache_policy_req_cc(const struct ct_http_msg *req, const struct ct_cache_policy_opts *opts,
                             struct ct_cc *cc);
 

@@ -123,6 +123,8 @@ void ct_cache_unlink_obj(struct ct_cache_shard *sh, struct ct_obj *obj)
 
 struct scan {
     struct ct_obj *fresh, *stale, *busy, *busy_match, *hfm;
+    bool other_variant;  /* a response under the key the request does not select */
+    bool reaped_match;   /* a response it selects was expired and reaped here */
 };
 
 /* A response stored without Vary bytes answers every request (RFC 9111
@@ -151,6 +153,12 @@ static bool scan_variants(struct ct_cache_shard *sh, struct ct_cache_oh *oh,
         bool hfm = obj->flags & OBJ_F_HFM;
         if ((hfm || st == CT_OBJ_COMPLETE) && ct_cache_obj_is_expired(obj, now)) {
             CT_STAT_INC(sh, expired);
+            if (!hfm) { /* for the miss kind (RFC 9211): which one went */
+                if (vary_matches(req, obj))
+                    sc->reaped_match = true;
+                else
+                    sc->other_variant = true;
+            }
             bool last = obj == oh->variants && !next;
             ct_cache_unlink_obj(sh, obj); /* may free oh when it was the last */
             if (last)
@@ -162,10 +170,10 @@ static bool scan_variants(struct ct_cache_shard *sh, struct ct_cache_oh *oh,
         } else if (st == CT_OBJ_BUSY) {
             sc->busy = sc->busy ? sc->busy : obj;
         } else if (!vary_matches(req, obj)) {
-            continue;
+            sc->other_variant = true;
         } else if (st == CT_OBJ_STREAMING) {
             sc->busy_match = sc->busy_match ? sc->busy_match : obj;
-        } else if (ct_obj_is_fresh(obj, now)) {
+        } else if (ct_obj_is_fresh(obj, now) && !req->revalidate) {
             sc->fresh = obj;
             return true; /* newest fresh match wins */
         } else if (!sc->stale) {
@@ -199,6 +207,7 @@ static enum ct_cache_lookup decide(struct ct_cache_shard *sh, struct scan *sc,
                                    struct ct_cache_lookup_res *res, bool *need_fetch)
 {
     *need_fetch = false;
+    res->miss = CT_CACHE_MISS_URI; /* a retry may find something else */
     if (sc->fresh) {
         if (!atomic_load_explicit(&sc->fresh->visited, memory_order_relaxed))
             atomic_store_explicit(&sc->fresh->visited, 1, memory_order_relaxed);
@@ -222,6 +231,9 @@ static enum ct_cache_lookup decide(struct ct_cache_shard *sh, struct scan *sc,
         return CT_CACHE_BUSY;
     }
     *need_fetch = true;
+    res->miss = sc->reaped_match    ? CT_CACHE_MISS_OTHER
+                : sc->other_variant ? CT_CACHE_MISS_VARY
+                                    : CT_CACHE_MISS_URI;
     return CT_CACHE_MISS;
 }
 

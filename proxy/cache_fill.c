@@ -335,8 +335,9 @@ static bool revalidated(struct ct_client *c, const struct ct_http_msg *r304,
     cr->cs = CT_STATS_CS_STALE;
     if (!ct_cache_policy_304_selects(&v, r304)) {
         drop_fill(cr, now, 0);
-        serve_instead(c, stale, CT_STR("cachet; fwd=stale; fwd-status=304; detail=not-selected"),
-                      conn);
+        ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=304; detail=not-selected",
+                            cr->fwd_kind);
+        serve_instead(c, stale, cr->cstatus, conn);
         return true;
     }
     struct ct_http_field *stored, *merged;
@@ -352,12 +353,14 @@ static bool revalidated(struct ct_client *c, const struct ct_http_msg *r304,
         ct_obj_complete(cr->fill, now);
         struct ct_obj *obj = cr->fill;
         cr->fill = NULL;
-        serve_instead(c, obj, CT_STR("cachet; fwd=stale; fwd-status=304"), conn);
+        ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=304", cr->fwd_kind);
+        serve_instead(c, obj, cr->cstatus, conn);
         ct_obj_release(&obj);
     } else {
         drop_fill(cr, now, 0);
-        serve_instead(c, stale, CT_STR("cachet; fwd=stale; fwd-status=304; detail=not-updated"),
-                      conn);
+        ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=304; detail=not-updated",
+                            cr->fwd_kind);
+        serve_instead(c, stale, cr->cstatus, conn);
     }
     free(stored);
     free(merged);
@@ -389,9 +392,10 @@ static void fill_client_head(struct ct_client *c, const struct ct_http_msg *msg,
         snprintf(frame, sizeof(frame), "Content-Length: %llu\r\n",
                  (unsigned long long)msg->content_length);
     if (cr->stale)
-        ct_cache_set_status(cr, "cachet; fwd=stale; fwd-status=%u; stored", msg->status);
+        ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=%u; stored", cr->fwd_kind,
+                            msg->status);
     else
-        ct_cache_set_status(cr, "cachet; fwd=miss; stored");
+        ct_cache_set_status(cr, "cachet; fwd=%s; stored", cr->fwd_kind);
     ct_cache_write_head(c, cr->fill, NULL, cr->cstatus, "", frame, conn_text(conn));
 }
 
@@ -402,7 +406,7 @@ static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, enum c
     const struct ct_conf_cache *cc = &c->w->cf->cache;
     if (cr->stale && msg->status == 304)
         return revalidated(c, msg, conn, now);
-    if (cr->stale && msg->status >= 500 && ct_cache_sie_ok(c, cr->stale, now)) {
+    if (cr->stale && !cr->validate && msg->status >= 500 && ct_cache_sie_ok(c, cr->stale, now)) {
         drop_fill(cr, now, 0);
         cr->cs = CT_STATS_CS_STALE;
         serve_instead(c, cr->stale, CT_STR("cachet; hit; detail=stale-if-error"), conn);
@@ -422,8 +426,7 @@ static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, enum c
             c->resp_chunked = false;
             return true;
         }
-        ct_cache_set_status(cr, "cachet; fwd=%s; detail=%s", cr->stale ? "stale" : "uri-miss",
-                            why);
+        ct_cache_set_status(cr, "cachet; fwd=%s; detail=%s", cr->fwd_kind, why);
         return false;
     }
     cr->store_ok = true;
@@ -437,7 +440,8 @@ static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, enum c
          * (issue 5: on a miss, fetch the whole object and answer the range). */
         cr->self = true;
         c->resp_chunked = false;
-        if (ct_cache_emit(c, cr->fill, CT_STR("cachet; fwd=miss; stored"), conn == CT_RESP_CLOSE))
+        ct_cache_set_status(cr, "cachet; fwd=%s; stored", cr->fwd_kind);
+        if (ct_cache_emit(c, cr->fill, cr->cstatus, conn == CT_RESP_CLOSE))
             cr->mode = CT_CREQ_DONE;
         else
             ct_cache_stream_more(c);
@@ -457,7 +461,7 @@ bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum
         invalidate(c, msg);
     if (cr->mode == CT_CREQ_FILL && fill_head(c, msg, conn, now))
         return true;
-    if (cr->mode != CT_CREQ_FILL && cr->stale && msg->status >= 500 &&
+    if (cr->mode != CT_CREQ_FILL && cr->stale && !cr->validate && msg->status >= 500 &&
         ct_cache_sie_ok(c, cr->stale, now)) {
         cr->cs = CT_STATS_CS_STALE;
         serve_instead(c, cr->stale, CT_STR("cachet; hit; detail=stale-if-error"), conn);

@@ -125,6 +125,12 @@ struct ct_creq {
     struct ct_obj *obj;    /* being delivered, or busy one waited on */
     struct ct_obj *fill;   /* we are its fetcher */
     struct ct_obj *stale;  /* stale object being revalidated / refreshed */
+    const char *fwd_kind;  /* RFC 9211 fwd= of a forwarded answer: "uri-miss",
+                              "vary-miss", "miss" (from the store), "stale", or
+                              "request" (the client's no-cache / max-age=0 made us
+                              validate a fresh object) */
+    bool validate;         /* cr->stale is fresh, validated for the client's
+                              directives: never served instead of an error */
     struct ct_obj_body_pos pos;
     uint64_t body_left;    /* bytes still to deliver (Range); UINT64_MAX: to the end */
     uint64_t skip;         /* Range start not yet in the object: bytes to drop */

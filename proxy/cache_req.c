@@ -254,7 +254,8 @@ static void creq_reset(struct ct_creq *cr)
     cr->mode = CT_CREQ_NONE;
     cr->cs = CT_STATS_CS_NONE;
     cr->chunked = cr->discard = cr->store_ok = cr->bg = cr->resume = false;
-    cr->self = cr->stripped = false;
+    cr->self = cr->stripped = cr->validate = false;
+    cr->fwd_kind = "miss"; /* RFC 9211: when neither uri-miss nor vary-miss is known */
     cr->skip = 0;
     cr->relookups = 0;
     cr->cstatus = CT_STR_NULL;
@@ -693,11 +694,24 @@ static bool on_stale(struct ct_client *c, struct ct_cache_lookup_res *res, ct_ti
     res->obj = NULL;
     ct_cache_lookup_res_release(res);
     cr->mode = CT_CREQ_PASS;
-    ct_cache_set_status(cr, "cachet; fwd=stale; detail=not-stored");
+    ct_cache_set_status(cr, "cachet; fwd=%s; detail=not-stored", cr->fwd_kind);
     return false;
 }
 
-static bool lookup(struct ct_client *c)
+static const char *miss_name(enum ct_cache_miss m)
+{
+    switch (m) {
+    case CT_CACHE_MISS_URI: return "uri-miss";
+    case CT_CACHE_MISS_VARY: return "vary-miss";
+    case CT_CACHE_MISS_OTHER: break;
+    }
+    return "miss";
+}
+
+/* Look the request up; REVALIDATE: its directives forbid using the fresh
+ * object unvalidated, so the store answers STALE with the fetch slot (or the
+ * fetch in progress, to wait on) instead of HIT. */
+static bool lookup_as(struct ct_client *c, bool revalidate)
 {
     struct ct_creq *cr = c->cr;
     struct ct_wcache *wc = c->w->wc;
@@ -711,6 +725,7 @@ static bool lookup(struct ct_client *c)
         /* HEAD is answered from a stored GET but never fills one. */
         .no_insert = head || ct_cache_policy_on_miss(req, ct_cache_popts(c)) ==
                                  CT_CACHE_USE_GATEWAY_TIMEOUT,
+        .revalidate = revalidate,
     };
     struct ct_cache_lookup_res res = {0};
     cr->req_time = now;
@@ -720,14 +735,16 @@ static bool lookup(struct ct_client *c)
             ct_cache_lookup_res_release(&res);
             return true;
         }
-        /* The client wants the origin (no-cache, max-age=0...): forward,
-         * without a slot to store into (the object is fresh for others). */
+        /* The client wants it validated (no-cache, max-age=0..., RFC 9111
+         * §5.2.1): look again for the fetch slot, so the answer refreshes or
+         * replaces the object and such requests coalesce; the object stays
+         * fresh for everyone else meanwhile. */
         ct_cache_lookup_res_release(&res);
-        cr->mode = CT_CREQ_PASS;
-        cr->cs = CT_STATS_CS_MISS;
-        ct_cache_set_status(cr, "cachet; fwd=request");
-        return false;
+        CT_ASSERT(!revalidate);
+        return lookup_as(c, true);
     case CT_CACHE_STALE:
+        cr->fwd_kind = revalidate ? "request" : "stale";
+        cr->validate = revalidate;
         return on_stale(c, &res, now);
     case CT_CACHE_BUSY: {
         struct ct_obj *busy = res.busy;
@@ -745,10 +762,12 @@ static bool lookup(struct ct_client *c)
     case CT_CACHE_MISS:
         break;
     }
+    cr->fwd_kind = miss_name(res.miss);
     if (ct_cache_policy_on_miss(req, ct_cache_popts(c)) == CT_CACHE_USE_GATEWAY_TIMEOUT) {
         ct_cache_lookup_res_release(&res);
-        answer(c, 504, "504 Gateway Timeout (only-if-cached)\n",
-               "cachet; fwd=uri-miss; detail=only-if-cached");
+        char cs[64];
+        snprintf(cs, sizeof(cs), "cachet; fwd=%s; detail=only-if-cached", cr->fwd_kind);
+        answer(c, 504, "504 Gateway Timeout (only-if-cached)\n", cs);
         return true;
     }
     cr->cs = CT_STATS_CS_MISS;
@@ -757,8 +776,14 @@ static bool lookup(struct ct_client *c)
     ct_cache_lookup_res_release(&res);
     cr->mode = cr->fill ? CT_CREQ_FILL : CT_CREQ_PASS;
     if (cr->fill == NULL)
-        ct_cache_set_status(cr, "cachet; fwd=uri-miss; detail=%s", head ? "head" : "no-memory");
+        ct_cache_set_status(cr, "cachet; fwd=%s; detail=%s", cr->fwd_kind,
+                            head ? "head" : "no-memory");
     return false;
+}
+
+static bool lookup(struct ct_client *c)
+{
+    return lookup_as(c, false);
 }
 
 bool ct_cache_recv(struct ct_client *c)
@@ -863,7 +888,8 @@ bool ct_cache_client_fail(struct ct_client *c, enum ct_close why)
         ct_cache_finish(c);
         return true;
     }
-    if (cr->stale && !c->resp_head_sent && c->state == CT_CS_FETCH && origin_error(why) &&
+    if (cr->stale && !cr->validate && !c->resp_head_sent && c->state == CT_CS_FETCH &&
+        origin_error(why) &&
         ct_cache_sie_ok(c, cr->stale, ct_time_real())) {
         if (c->u)
             ct_upstream_release(&c->u, false);

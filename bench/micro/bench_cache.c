@@ -103,7 +103,7 @@ static bool fill(struct ct_obj *obj)
 
 static enum ct_cache_lookup get(struct ct_cache *c, const struct ct_cache_key *k, bool insert)
 {
-    struct ct_cache_lookup_req req = {k, {"", 0}, NULL, NULL, !insert};
+    struct ct_cache_lookup_req req = {k, {"", 0}, NULL, NULL, !insert, false};
     struct ct_cache_lookup_res res;
     enum ct_cache_lookup kind = ct_cache_lookup(c, &req, T0, &res);
     if (res.fetch)

@@ -41,7 +41,7 @@ h1=$(fetch "$P/bytes/1000?$MA")
 b1=$(md5sum <"$CT_TMP/body")
 h2=$(fetch "$P/bytes/1000?$MA")
 b2=$(md5sum <"$CT_TMP/body")
-ct_check "miss: Cache-Status" "$(hdr Cache-Status "$h1")" "cachet; fwd=miss; stored"
+ct_check "miss: Cache-Status" "$(hdr Cache-Status "$h1")" "cachet; fwd=uri-miss; stored"
 ct_check_match "hit: Cache-Status with ttl" "$(hdr Cache-Status "$h2")" '^cachet; hit; ttl=(5[0-9]|60)$'
 ct_check "hit: same body" "$b2" "$b1"
 ct_check "hit: same body as the origin's" "$b2" "$(curl -s "$O/bytes/1000" | md5sum)"
@@ -107,7 +107,7 @@ h=$(fetch "$RU" -H 'Range: bytes=30000-30009')
 ct_check "Range on a miss: 206" "$(status_of "$h")" "HTTP/1.1 206 Partial Content"
 ct_check "Range on a miss: Content-Range" "$(hdr Content-Range "$h")" "bytes 30000-30009/40000"
 ct_check "Range on a miss: the bytes" "$(md5sum <"$CT_TMP/body")" "$(curl -s "$O/bytes/40000" | head -c 30010 | tail -c 10 | md5sum)"
-ct_check "Range on a miss: stored" "$(hdr Cache-Status "$h")" "cachet; fwd=miss; stored"
+ct_check "Range on a miss: stored" "$(hdr Cache-Status "$h")" "cachet; fwd=uri-miss; stored"
 h=$(fetch "$RU")
 ct_check "after Range miss: whole object is a hit" "$(hdr Cache-Status "$h" | cut -d';' -f2) $(wc -c <"$CT_TMP/body")" " hit 40000"
 ct_origin_reset "$OPORT"
@@ -177,7 +177,7 @@ h2=$(fetch "$V" -H 'Accept-Encoding: br')
 h3=$(fetch "$V")
 ct_check "Vary: gzip variant hit" "$(hdr Cache-Status "$h1" | cut -d';' -f2)" " hit"
 ct_check "Vary: br variant hit" "$(hdr Cache-Status "$h2" | cut -d';' -f2)" " hit"
-ct_check "Vary: no Accept-Encoding is another variant" "$(hdr Cache-Status "$h3" | cut -d';' -f2)" " fwd=miss"
+ct_check "Vary: no Accept-Encoding is another variant" "$(hdr Cache-Status "$h3" | cut -d';' -f2)" " fwd=vary-miss"
 ct_check "Vary: three variants, three fetches" "$(origin_count)" 3
 ct_origin_reset "$OPORT"
 fetch "$P/bytes/64?$MA&vary=%2A" >/dev/null
@@ -192,7 +192,7 @@ ct_check "echo stored" "$(origin_count)" 1
 h=$(curl -s -D - -o /dev/null -X POST --data 'x=1' "$P/echo?$MA")
 ct_check "POST: bypass" "$(hdr Cache-Status "$h")" "cachet; fwd=bypass; detail=method"
 h=$(fetch "$P/echo?$MA")
-ct_check "after POST: GET refetched" "$(hdr Cache-Status "$h")" "cachet; fwd=miss; stored"
+ct_check "after POST: GET refetched" "$(hdr Cache-Status "$h")" "cachet; fwd=uri-miss; stored"
 ct_check "after POST: 3 origin requests" "$(origin_count)" 3
 
 # ---- PURGE (allowed from loopback by default): 200, then 404; refetch.
@@ -201,7 +201,7 @@ fetch "$P/bytes/77?$MA" >/dev/null
 ct_check "PURGE stored: 200" "$(curl -s -o /dev/null -w '%{http_code}' -X PURGE "$P/bytes/77?$MA")" 200
 ct_check "PURGE again: 404" "$(curl -s -o /dev/null -w '%{http_code}' -X PURGE "$P/bytes/77?$MA")" 404
 h=$(fetch "$P/bytes/77?$MA")
-ct_check "after PURGE: miss" "$(hdr Cache-Status "$h")" "cachet; fwd=miss; stored"
+ct_check "after PURGE: miss" "$(hdr Cache-Status "$h")" "cachet; fwd=uri-miss; stored"
 ct_check "PURGE: not forwarded, 2 fetches" "$(origin_count)" 2
 
 # ---- only-if-cached: 504 when not stored, the object when it is.

@@ -133,7 +133,7 @@ n1=$(origin_count)
 curl -s -o /dev/null "$KU"
 ct_check "mid-body close: not stored, next request refetches" "$(origin_count)" $((n1 + 1))
 h=$(curl -s -D - -o /dev/null "$P/delay/300?size=2000000&close=mid&$MA" | tr -d '\r' | grep -i '^cache-status')
-ct_check_match "mid-body close: still a miss" "$h" 'fwd=miss'
+ct_check_match "mid-body close: still a miss" "$h" 'fwd=uri-miss'
 
 # ---- purge during a fetch: later clients do not get the purged object.
 ct_origin_reset "$OPORT"
@@ -144,7 +144,7 @@ for ((i = 0; i < 200; i++)); do [ "$(origin_count)" = 1 ] && break; sleep 0.01; 
 ct_check "PURGE of a busy object: 200" "$(curl -s -o /dev/null -w '%{http_code}' -X PURGE "$PU")" 200
 wait $fpid
 h=$(curl -s -D - -o /dev/null "$PU" | tr -d '\r' | grep -i '^cache-status')
-ct_check "after a purge mid-fetch: fetched again" "$h" "Cache-Status: cachet; fwd=miss; stored"
+ct_check "after a purge mid-fetch: fetched again" "$h" "Cache-Status: cachet; fwd=uri-miss; stored"
 ct_check "purge mid-fetch: two origin fetches" "$(origin_count)" 2
 
 # ---- waiter timeout (2 s, then 504): the fetcher still gets its answer.

@@ -119,7 +119,7 @@ cs() { curl -s -D - -o /dev/null "$P$U" | tr -d '\r' | sed -n 's/^Cache-Status: 
 hits0=$(prom "$(curl -s "$A/metrics")" 'cachet_cache_requests_total{cache_status="hit"}')
 miss0=$(prom "$(curl -s "$A/metrics")" 'cachet_cache_requests_total{cache_status="miss"}')
 purged0=$(prom "$(curl -s "$A/metrics")" cachet_cache_purged_total)
-ct_check_match "first request: miss, stored" "$(cs)" 'fwd=miss; stored'
+ct_check_match "first request: miss, stored" "$(cs)" 'fwd=uri-miss; stored'
 ct_check_match "second: hit" "$(cs)" '; hit'
 m=$(curl -s "$A/metrics")
 ct_check "hit counted by cache status" \
@@ -133,7 +133,7 @@ out=$(curl -s -w ' %{http_code}' -X POST "$A/purge?url=$EU")
 ct_check "purge by URL" "$out" '{"purged":1}
  200'
 ct_check "purge again: 404" "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$A/purge?url=$EU")" 404
-ct_check_match "after the purge: miss" "$(cs)" 'fwd=miss'
+ct_check_match "after the purge: miss" "$(cs)" 'fwd=uri-miss'
 out=$(curl -s -X POST "$A/purge?prefix=http://127.0.0.1:$PPORT/gen%3Fsize%3D100%26cache")
 ct_check "purge by prefix" "$out" '{"purged":1}'
 ct_check "store: purged counted" \

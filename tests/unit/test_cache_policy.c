@@ -340,13 +340,24 @@ static void test_fresh_rfc_examples(void)
     /* "Age: 60" on a response whose Date is as old as it was received */
     rs = resp(&b, 200, "Date: Thu, 01 Dec 1994 15:00:00 GMT", "Age: 60", NULL);
     CU_ASSERT_DOUBLE_EQUAL(ct_cache_policy_initial_age(rs, 786294000.0, 786294000.0), 60.0, 1e-9);
-    /* Pragma: no-cache is not Cache-Control (§5.4) */
+    /* Pragma: no-cache counts only without Cache-Control (RFC 7234 §5.4),
+     * and not when the listener ignores the client's directives */
     struct tmsg a;
     struct ct_cache_fresh f;
     ct_cache_policy_fresh(resp(&b, 200, "Cache-Control: max-age=60", NULL), &o, T0, T0, &f);
     CU_ASSERT_EQUAL(
         ct_cache_policy_use(&f, req(&a, CT_METHOD_GET, "/", "Pragma: no-cache", NULL), &o, T0 + 1),
-        CT_CACHE_USE_FRESH);
+        CT_CACHE_USE_FETCH);
+    CU_ASSERT_EQUAL(ct_cache_policy_use(&f,
+                                        req(&a, CT_METHOD_GET, "/", "Pragma: no-cache",
+                                            "Cache-Control: max-stale", NULL),
+                                        &o, T0 + 1),
+                    CT_CACHE_USE_FRESH);
+    struct ct_cache_policy_opts ign = o;
+    ign.ignore_req_cc = true;
+    CU_ASSERT_EQUAL(ct_cache_policy_use(&f, req(&a, CT_METHOD_GET, "/", "Pragma: no-cache", NULL),
+                                        &ign, T0 + 1),
+                    CT_CACHE_USE_FRESH);
 }
 
 static void test_fresh_heuristic(void)

@@ -166,7 +166,7 @@ static void test_variants(void)
 
     /* a caller-supplied matcher decides */
     int calls = 0;
-    struct ct_cache_lookup_req req = {&k.key, CT_STR("GZIP"), match_ci, &calls, false};
+    struct ct_cache_lookup_req req = {&k.key, CT_STR("GZIP"), match_ci, &calls, false, false};
     CU_ASSERT_EQUAL(ct_cache_lookup(c, &req, T0, &res), CT_CACHE_HIT);
     CU_ASSERT_TRUE(body_is(res.obj, "gzip body"));
     CU_ASSERT_TRUE(calls >= 1);
@@ -476,7 +476,7 @@ static void test_no_insert(void)
     struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 4);
     struct tkey k;
     mk_key(&k, "h", "/oic");
-    struct ct_cache_lookup_req req = {&k.key, CT_STR(""), NULL, NULL, true};
+    struct ct_cache_lookup_req req = {&k.key, CT_STR(""), NULL, NULL, true, false};
     struct ct_cache_lookup_res r;
     CU_ASSERT_EQUAL(ct_cache_lookup(c, &req, T0, &r), CT_CACHE_MISS);
     CU_ASSERT_PTR_NULL(r.fetch);
@@ -793,7 +793,7 @@ static void test_table_churn(void)
             present[i] = false;
         }
         for (int i = 0; i < N; i++) {
-            struct ct_cache_lookup_req req = {&keys[i].key, CT_STR(""), NULL, NULL, true};
+            struct ct_cache_lookup_req req = {&keys[i].key, CT_STR(""), NULL, NULL, true, false};
             struct ct_cache_lookup_res r;
             enum ct_cache_lookup kind = ct_cache_lookup(c, &req, T0, &r);
             CU_ASSERT_EQUAL(kind, present[i] ? CT_CACHE_HIT : CT_CACHE_MISS);
@@ -866,6 +866,73 @@ static void test_cap_is_hard(void)
     (void)f;
 }
 
+/* What a miss found under the key (RFC 9211 fwd=uri-miss / vary-miss / miss),
+ * and a lookup that must revalidate a fresh match (request no-cache). */
+static void test_miss_kind_and_revalidate(void)
+{
+    struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 4);
+    struct tkey k;
+    mk_key(&k, "h", "/mk");
+    struct ct_cache_lookup_res r1, r2;
+    CU_ASSERT_EQUAL(lookup_v(c, &k, "gzip", T0, &r1), CT_CACHE_MISS);
+    CU_ASSERT_EQUAL(r1.miss, CT_CACHE_MISS_URI); /* nothing under the key */
+    struct fill gz = {"gzip body", "gzip", 10, 0, 0, true};
+    fill_obj(r1.fetch, &gz, T0);
+    ct_cache_lookup_res_release(&r1);
+    /* another variant: the URI is there, the request selects nothing */
+    CU_ASSERT_EQUAL(lookup_v(c, &k, "br", T0 + 1, &r1), CT_CACHE_MISS);
+    CU_ASSERT_EQUAL(r1.miss, CT_CACHE_MISS_VARY);
+    /* a variant being stored (head in) counts too */
+    struct fill br = {"br body", "br", 10, 0, 0, true};
+    set_head(r1.fetch, &br, T0 + 1);
+    CU_ASSERT_EQUAL(lookup_v(c, &k, "zstd", T0 + 1, &r2), CT_CACHE_MISS);
+    CU_ASSERT_EQUAL(r2.miss, CT_CACHE_MISS_VARY);
+    ct_obj_fail(r2.fetch);
+    ct_cache_lookup_res_release(&r2);
+    ct_obj_fail(r1.fetch);
+    ct_cache_lookup_res_release(&r1);
+    /* a hit leaves the field alone */
+    CU_ASSERT_EQUAL(lookup_v(c, &k, "gzip", T0 + 1, &r1), CT_CACHE_HIT);
+    CU_ASSERT_EQUAL(r1.miss, CT_CACHE_MISS_URI);
+    ct_cache_lookup_res_release(&r1);
+
+    /* revalidate: the fresh match comes back STALE with the one fetch; a
+     * second such lookup waits on it; a plain lookup still hits */
+    struct ct_cache_lookup_req rq = {&k.key, CT_STR("gzip"), NULL, NULL, false, true};
+    CU_ASSERT_EQUAL(ct_cache_lookup(c, &rq, T0 + 2, &r1), CT_CACHE_STALE);
+    CU_ASSERT_PTR_NOT_NULL(r1.obj);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r1.fetch);
+    CU_ASSERT_PTR_NULL(r1.busy);
+    CU_ASSERT_TRUE(ct_obj_is_fresh(r1.obj, T0 + 2));
+    CU_ASSERT_EQUAL(ct_cache_lookup(c, &rq, T0 + 2, &r2), CT_CACHE_STALE);
+    CU_ASSERT_PTR_EQUAL(r2.busy, r1.fetch);
+    CU_ASSERT_PTR_NULL(r2.fetch);
+    ct_cache_lookup_res_release(&r2);
+    CU_ASSERT_EQUAL(lookup_v(c, &k, "gzip", T0 + 2, &r2), CT_CACHE_HIT);
+    CU_ASSERT_PTR_EQUAL(r2.obj, r1.obj);
+    ct_cache_lookup_res_release(&r2);
+    /* the 200 that answers it replaces the stored variant */
+    struct fill gz2 = {"gzip v2", "gzip", 10, 0, 0, true};
+    fill_obj(r1.fetch, &gz2, T0 + 2);
+    ct_cache_lookup_res_release(&r1);
+    CU_ASSERT_EQUAL(lookup_v(c, &k, "gzip", T0 + 3, &r1), CT_CACHE_HIT);
+    CU_ASSERT_TRUE(body_is(r1.obj, "gzip v2"));
+    ct_cache_lookup_res_release(&r1);
+
+    /* expired past ttl + grace + keep and reaped by this lookup: "miss", the
+     * request selected a response that could not be used */
+    CU_ASSERT_EQUAL(lookup_v(c, &k, "gzip", T0 + 100, &r1), CT_CACHE_MISS);
+    CU_ASSERT_EQUAL(r1.miss, CT_CACHE_MISS_OTHER);
+    ct_obj_fail(r1.fetch);
+    ct_cache_lookup_res_release(&r1);
+    /* once reaped, nothing is left to say: uri-miss */
+    CU_ASSERT_EQUAL(lookup_v(c, &k, "gzip", T0 + 100, &r1), CT_CACHE_MISS);
+    CU_ASSERT_EQUAL(r1.miss, CT_CACHE_MISS_URI);
+    ct_obj_fail(r1.fetch);
+    ct_cache_lookup_res_release(&r1);
+    ct_cache_free(&c);
+}
+
 void ct_test_register(void)
 {
     CT_SUITE(
@@ -883,5 +950,6 @@ void ct_test_register(void)
         {"reader survives eviction and purge", test_reader_survives_eviction_and_purge},
         {"max_object_size", test_max_object_size}, {"incremental expiry sweep", test_expire_sweep},
         {"table churn (open addressing)", test_table_churn},
-        {"cap is hard when all is held", test_cap_is_hard});
+        {"cap is hard when all is held", test_cap_is_hard},
+        {"miss kind (RFC 9211) and revalidate lookups", test_miss_kind_and_revalidate});
 }
