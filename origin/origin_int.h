@@ -75,6 +75,7 @@ const char *ct_opattern_at(uint64_t off);
 /* ---- query parameters (origin_query.c) -------------------------------- */
 
 #define CT_OPARAM_MAX_COOKIES 16
+#define CT_OPARAM_MAX_HDRS 16 /* hdr=Name%3A%20Value knobs per request */
 #define CT_OPARAM_MAX_DELAY_MS 600000u
 #define CT_OPARAM_MAX_SIZE (UINT64_C(1) << 40)
 
@@ -85,6 +86,8 @@ struct ct_oparams {
     struct ct_str cache_control, expires, etag, last_modified, vary;
     struct ct_str set_cookie[CT_OPARAM_MAX_COOKIES];
     unsigned n_cookies;
+    struct ct_str hdr_name[CT_OPARAM_MAX_HDRS], hdr_value[CT_OPARAM_MAX_HDRS];
+    unsigned n_hdrs;      /* hdr=: any other field, sent as given, in order */
     bool has_size;
     uint64_t size;
     bool chunked;
@@ -100,7 +103,9 @@ struct ct_oparams {
  * escape. */
 long ct_ourl_decode(struct ct_str in, char *out, bool plus_space);
 
-/* Parse QUERY (without '?'). Values are URL-decoded into SCRATCH, which must
+/* Parse QUERY (without '?'). hdr=Name:Value (repeatable) adds a response
+ * field: Name a token, Value without CR, LF or NUL, never a field the origin
+ * writes itself (framing, Connection, Date, Server...). Values are URL-decoded into SCRATCH, which must
  * hold ct_oparams_scratch_len(QUERY.len) bytes. expires=+N / -N and
  * last-modified=+N / -N mean NOW plus or minus N seconds, and @T means the
  * Unix time T; they are formatted as HTTP dates. Unknown keys are ignored

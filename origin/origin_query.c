@@ -62,6 +62,9 @@ static int bad(char *err, size_t errlen, struct ct_str key, struct ct_str val, c
 {
     int kl = (int)CT_MIN(key.len, 40), vl = (int)CT_MIN(val.len, 60);
     snprintf(err, errlen, "bad query value %.*s=%.*s: %s", kl, key.p, vl, val.p, why);
+    for (char *p = err; *p; p++) /* the reason is one line, whatever was decoded */
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
     return CT_EPROTO;
 }
 
@@ -88,6 +91,43 @@ static struct ct_str date_value(struct ct_str v, time_t now, char *dst)
 }
 
 #define KEY_IS(lit) ct_str_eq(key, CT_STR(lit))
+
+/* Fields the origin writes itself (or that frame the message): a second
+ * copy from hdr= would make a broken or ambiguous response by accident. */
+static bool origin_owns(struct ct_str name)
+{
+    static const char *const own[] = {
+        "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Upgrade",
+        "Trailer", "TE", "Date", "Server", "Content-Type", "Content-Range", "Accept-Ranges",
+        "X-Origin-Seq",
+    };
+    for (size_t i = 0; i < CT_ARRAY_LEN(own); i++)
+        if (ct_str_eq_ci(name, ct_str_c(own[i])))
+            return true;
+    return false;
+}
+
+/* hdr=Name:Value (the ':' and spaces URL-encoded): one more response field. */
+static int set_hdr(struct ct_oparams *prm, struct ct_str key, struct ct_str v, char *err,
+                   size_t errlen)
+{
+    const char *colon = memchr(v.p, ':', v.len);
+    if (colon == NULL)
+        return bad(err, errlen, key, v, "expected Name:Value");
+    struct ct_str name = ct_str_make(v.p, (size_t)(colon - v.p));
+    struct ct_str value = ct_str_trim_ows(ct_str_make(colon + 1, v.len - name.len - 1));
+    if (!ct_http_is_token(name))
+        return bad(err, errlen, key, v, "the field name is not a token");
+    if (!header_safe(value))
+        return bad(err, errlen, key, v, "CR, LF or NUL in a header value");
+    if (origin_owns(name))
+        return bad(err, errlen, key, v, "a field the origin sets itself");
+    if (prm->n_hdrs == CT_OPARAM_MAX_HDRS)
+        return bad(err, errlen, key, v, "too many hdr (16 at most)");
+    prm->hdr_name[prm->n_hdrs] = name;
+    prm->hdr_value[prm->n_hdrs++] = value;
+    return CT_OK;
+}
 
 static int set_param(struct ct_oparams *prm, struct ct_str key, struct ct_str v, time_t now,
                      char *dates, char *err, size_t errlen)
@@ -118,6 +158,8 @@ static int set_param(struct ct_oparams *prm, struct ct_str key, struct ct_str v,
         if (parse_uint(v, 1, 60000, &n))
             return bad(err, errlen, key, v, "expected milliseconds 1-60000");
         prm->trickle_ms = (unsigned)n;
+    } else if (KEY_IS("hdr")) {
+        return set_hdr(prm, key, v, err, errlen);
     } else if (KEY_IS("trickle-size")) {
         if (parse_uint(v, 1, CT_OPATTERN_SPAN, &prm->trickle_size))
             return bad(err, errlen, key, v, "expected bytes 1-1048576");

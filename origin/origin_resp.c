@@ -159,6 +159,8 @@ static void put_controls(struct ct_oconn *c, struct ct_obuf *h)
         PUT_HDR(h, "Vary", prm->vary);
     for (unsigned i = 0; i < prm->n_cookies; i++)
         PUT_HDR(h, "Set-Cookie", prm->set_cookie[i]);
+    for (unsigned i = 0; i < prm->n_hdrs; i++)
+        put_hdr(h, prm->hdr_name[i].p, prm->hdr_name[i].len, prm->hdr_value[i]);
 }
 
 static void put_framing(struct ct_oconn *c, struct ct_obuf *h, bool body_allowed)

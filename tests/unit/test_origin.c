@@ -75,6 +75,44 @@ static void test_query_bad_values(void)
     CU_ASSERT_EQUAL(parse_q("&&x&=&", &p, err, sizeof(err)), CT_OK);
 }
 
+/* hdr=Name:Value: any field, validated, in order, 16 at most. */
+static void test_query_hdr(void)
+{
+    struct ct_oparams p;
+    char err[160];
+    CU_ASSERT_EQUAL(parse_q("hdr=CDN-Cache-Control%3A%20max-age%3D60&hdr=X-A:+b,%20c+"
+                            "&hdr=Cache-Control:private",
+                            &p, err, sizeof(err)),
+                    CT_OK);
+    CU_ASSERT_EQUAL(p.n_hdrs, 3);
+    STR_EQ(p.hdr_name[0], "CDN-Cache-Control");
+    STR_EQ(p.hdr_value[0], "max-age=60");
+    STR_EQ(p.hdr_name[1], "X-A");
+    STR_EQ(p.hdr_value[1], "b, c"); /* OWS trimmed */
+    STR_EQ(p.hdr_name[2], "Cache-Control");
+    const char *bad[][2] = {
+        {"hdr=NoColon", "Name:Value"},
+        {"hdr=Bad%20Name:1", "not a token"},
+        {"hdr=:1", "not a token"},
+        {"hdr=X-Evil:a%0d%0aX-Injected:%201", "CR, LF"},
+        {"hdr=X:a%00b", "CR, LF or NUL"},
+        {"hdr=content-length:%205", "sets itself"},
+        {"hdr=Transfer-Encoding:chunked", "sets itself"},
+        {"hdr=Connection:close", "sets itself"},
+    };
+    for (size_t i = 0; i < CT_ARRAY_LEN(bad); i++) {
+        err[0] = '\0';
+        CU_ASSERT_EQUAL(parse_q(bad[i][0], &p, err, sizeof(err)), CT_EPROTO);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i][1]));
+        CU_ASSERT_PTR_NULL(strchr(err, '\n')); /* one line */
+    }
+    char q[400] = "";
+    for (int i = 0; i < 17; i++)
+        strncat(q, "hdr=X-N:1&", sizeof(q) - strlen(q) - 1);
+    CU_ASSERT_EQUAL(parse_q(q, &p, err, sizeof(err)), CT_EPROTO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "too many"));
+}
+
 static void test_url_decode(void)
 {
     char out[32];
@@ -335,7 +373,8 @@ static void test_pattern(void)
 void ct_test_register(void)
 {
     CT_SUITE("origin query", {"knobs", test_query_knobs}, {"relative dates", test_query_dates},
-             {"bad values", test_query_bad_values}, {"url decode", test_url_decode});
+             {"bad values", test_query_bad_values}, {"url decode", test_url_decode},
+             {"hdr= fields", test_query_hdr});
     CT_SUITE("origin routes", {"target split", test_target_split},
              {"route match", test_route_match}, {"path normalize", test_path_normalize},
              {"mime", test_mime});
