@@ -28,6 +28,7 @@
 #include <event2/event.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,11 +116,48 @@ static void timer_arm(struct ct_client *c, uint64_t ms)
     evtimer_add(c->timer, &tv);
 }
 
+/* TLS: one SSL_write per record's worth of output, so a response's head and
+ * body (separate evbuffer chunks) leave as one record and one write(2), not
+ * one of each per chunk as bufferevent_openssl's do_write does. The first
+ * CT_TLS_WRITE bytes are made contiguous (a copy only when they span chunks:
+ * small responses; a large body's chunks are already that big). Whatever the
+ * socket does not take (WANT_WRITE; SSL_write is then retried by libevent
+ * from the same first bytes, a buffer at least as long, which OpenSSL allows
+ * with SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, set by libevent) and any error
+ * go to libevent by enabling EV_WRITE: its write timeout, its error event
+ * and OpenSSL's error queue then apply as before, on the next loop turn, so
+ * no callback runs under our caller. */
+#define CT_TLS_WRITE (16 * 1024)
+
+static void tls_flush(struct bufferevent *bev, SSL *ssl)
+{
+    struct evbuffer *out = bufferevent_get_output(bev);
+    size_t len;
+    while ((len = evbuffer_get_length(out)) > 0) {
+        size_t n = CT_MIN(len, (size_t)CT_TLS_WRITE);
+        unsigned char *p = evbuffer_pullup(out, (ev_ssize_t)n);
+        if (p == NULL)
+            break;
+        ERR_clear_error();
+        int r = SSL_write(ssl, p, (int)n);
+        if (r <= 0)
+            break; /* WANT_WRITE/WANT_READ or an error: libevent's to handle */
+        evbuffer_drain(out, (size_t)r);
+    }
+    if (evbuffer_get_length(out) > 0)
+        bufferevent_enable(bev, EV_WRITE);
+}
+
 void ct_flush(struct bufferevent *bev)
 {
     struct evbuffer *out = bufferevent_get_output(bev);
     if ((bufferevent_get_enabled(bev) & EV_WRITE) || evbuffer_get_length(out) == 0)
         return; /* libevent is already on it, or nothing to do */
+    SSL *ssl = bufferevent_openssl_get_ssl(bev); /* NULL: not a TLS bufferevent */
+    if (ssl != NULL) {
+        tls_flush(bev, ssl);
+        return;
+    }
     /* A socket bufferevent keeps its output's front frozen so that only it
      * drains it; its own write callback unfreezes around the write, and so
      * do we (same public calls, same order). */
@@ -220,13 +258,9 @@ void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, in
         c->state = CT_CS_READ_HEAD;
         timer_arm(c, w->cf->limits.client_header_timeout_ms);
     }
-    if (plain) {
-        /* Plain TCP: we write directly (ct_flush), libevent only takes over
-         * what the socket did not take; reads are ours (io.c). */
-        bufferevent_disable(bev, EV_READ | EV_WRITE);
-    } else {
-        bufferevent_enable(bev, EV_WRITE);
-    }
+    /* We write directly (ct_flush; TLS: tls_flush), libevent only takes over
+     * what the socket did not take. Plain TCP: reads are ours too (io.c). */
+    bufferevent_disable(bev, plain ? EV_READ | EV_WRITE : EV_WRITE);
     ct_io_read(&c->io, true);
 }
 
@@ -473,8 +507,7 @@ static void on_write(struct bufferevent *bev, void *arg)
 {
     struct ct_client *c = arg;
     CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
-    if (c->lc->kind == CT_LISTEN_HTTP && c->state != CT_CS_LINGER &&
-        evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+    if (c->state != CT_CS_LINGER && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
         bufferevent_disable(bev, EV_WRITE); /* back to direct writes */
     switch (c->state) {
     case CT_CS_LINGER:
