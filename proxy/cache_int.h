@@ -88,6 +88,10 @@ bool ct_cache_client_fail(struct ct_client *c, enum ct_close why);
 bool ct_cache_client_gone(struct ct_client *c);
 /* C is being freed: drop every reference and registration. */
 void ct_cache_client_free(struct ct_client *c);
+/* Did C's request come over HTTPS? Its listener's scheme, or for an
+ * internal background-refresh connection the triggering client's (so the
+ * refresh carries the original X-Forwarded-Proto). */
+bool ct_cache_client_https(const struct ct_client *c);
 /* How the cache took part in C's current request (enum ct_stats_cs). */
 unsigned ct_cache_client_cs(const struct ct_client *c);
 

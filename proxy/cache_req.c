@@ -284,6 +284,13 @@ void ct_cache_client_free(struct ct_client *c)
     c->cr = NULL;
 }
 
+bool ct_cache_client_https(const struct ct_client *c)
+{
+    if (c->cr && c->cr->bg_port) /* internal: bg_port is the trigger's default port */
+        return c->cr->bg_port == 443;
+    return c->lc->kind == CT_LISTEN_HTTPS;
+}
+
 unsigned ct_cache_client_cs(const struct ct_client *c)
 {
     return c->cr ? c->cr->cs : CT_STATS_CS_NONE;

@@ -118,7 +118,7 @@ void ct_fetch_upstream_ready(struct ct_client *c)
     struct ct_fwd_req fr = {
         .msg = ct_cache_fwd_msg(c),
         .peer_ip = ct_str_make(c->peer, c->peer_ip_len),
-        .https = c->lc->kind == CT_LISTEN_HTTPS,
+        .https = ct_cache_client_https(c), /* a background refresh: its trigger's */
         .chunked_body = req->framing == CT_FRAME_CHUNKED,
         .default_host = ct_str_c(ba->name),
     };
