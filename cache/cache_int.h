@@ -15,6 +15,7 @@
 #define CT_CACHE_INT_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 
 #include "cache/cache.h"
@@ -45,6 +46,10 @@ struct ct_cache_seg {
 struct ct_cache_shard;
 struct ct_cache_oh;
 
+/* Field order matters: everything a lookup hit reads (magic, refcnt, state,
+ * visited, flags, vary_len, vnext, expires, grace, keep) comes in the first
+ * CT_OBJ_HOT_BYTES: at malloc's 16-byte alignment a hit touches one or two
+ * lines of the object, not two or three (expires used to sit past byte 112). */
 struct ct_obj {
     unsigned magic;
     _Atomic unsigned refcnt;
@@ -55,9 +60,13 @@ struct ct_obj {
     uint16_t status;   /* fetcher, published by STREAMING */
     uint16_t date_len; /* blob layout, ditto */
     uint32_t head_len, etag_len, lm_len, vary_len;
+    ct_time_t expires;       /* fresh before; hit-for-miss: valid before */
+    float grace, keep;       /* seconds past expires: serve stale / keep */
+    float initial_age;       /* corrected_initial_age (1 s precision to 190 days) */
+    uint32_t size;           /* counted bytes, given back at free (objects < 4 GiB) */
+    struct ct_obj *vnext;    /* variant list of oh, newest first (shard lock) */
     /* shared, under shard->mtx */
     struct ct_cache_oh *oh;       /* while linked */
-    struct ct_obj *vnext;         /* variant list of oh, newest first */
     struct ct_obj *qprev, *qnext; /* SIEVE queue: qnext toward the tail (older) */
     struct ct_cache_waiter *waiters;
     /* set once at creation */
@@ -68,11 +77,10 @@ struct ct_obj {
     struct ct_cache_seg *seg_first, *seg_last;
     struct ct_obj *body_src; /* shared body (304 revalidation), holds a ref */
     ct_time_t response_time; /* RFC 9111 §4.2.3 */
-    ct_time_t expires;       /* fresh before; hit-for-miss: valid before */
-    float grace, keep;       /* seconds past expires: serve stale / keep */
-    float initial_age;       /* corrected_initial_age (1 s precision to 190 days) */
-    uint32_t size;           /* counted bytes, given back at free (objects < 4 GiB) */
 };
+
+#define CT_OBJ_HOT_BYTES (offsetof(struct ct_obj, vnext) + sizeof(struct ct_obj *))
+_Static_assert(CT_OBJ_HOT_BYTES <= 64, "a hit's fields must stay within 64 bytes");
 
 /* One key: its variants (newest first). */
 struct ct_cache_oh {

@@ -145,18 +145,40 @@ static void put_c(struct kbuf *b, char c)
 
 /* Host lower-cased (RFC 3986 §3.2.2: case-insensitive), ":DEFAULT_PORT" dropped
  * (§6.2.3: an empty or default port is equivalent to none). */
+/* ":PORT" into OUT (room for ":" and 10 digits); returns its length. By
+ * hand: snprintf cost ~100 ns, a third of a whole 1 M-key lookup (bench_cache). */
+static size_t fmt_port(char out[12], unsigned port)
+{
+    char digits[10];
+    size_t n = 0;
+    do {
+        digits[n++] = (char)('0' + port % 10);
+        port /= 10;
+    } while (port && n < sizeof(digits));
+    out[0] = ':';
+    for (size_t i = 0; i < n; i++)
+        out[1 + i] = digits[n - 1 - i];
+    return n + 1;
+}
+
 static void put_host(struct kbuf *b, struct ct_str host, unsigned default_port)
 {
     if (default_port) {
-        char port[16];
-        int n = snprintf(port, sizeof(port), ":%u", default_port);
-        if (n > 0 && host.len > (size_t)n && memcmp(host.p + host.len - n, port, (size_t)n) == 0)
-            host.len -= (size_t)n;
+        char port[12];
+        size_t n = fmt_port(port, default_port);
+        if (host.len > n && memcmp(host.p + host.len - n, port, n) == 0)
+            host.len -= n;
         else if (host.len > 1 && host.p[host.len - 1] == ':')
             host.len--;
     }
+    if (b->overflow || host.len > b->cap - b->len) {
+        b->overflow = true;
+        return;
+    }
+    char *dst = b->p + b->len; /* a local: char stores would force reloads of *b */
     for (size_t i = 0; i < host.len; i++)
-        put_c(b, ct_ascii_lower(host.p[i]));
+        dst[i] = ct_ascii_lower(host.p[i]);
+    b->len += host.len;
 }
 
 static int cmp_param(const void *a, const void *b)

@@ -60,6 +60,36 @@ static void test_key_host(void)
     CU_ASSERT_FALSE(same_key(&opts_keep, "a", "/A", "a", "/a"));
 }
 
+/* The default port is matched as ":<digits>" exactly at the end of the host
+ * (formatted without snprintf since the bench showed its cost). */
+static struct ct_str host_part(unsigned default_port, const char *host, char *buf, size_t cap)
+{
+    struct ct_cache_key k;
+    struct ct_cache_key_in in = {
+        CT_CACHE_MCLASS_GET, ct_str_c(host), default_port, CT_STR("/"), {NULL, 0}};
+    if (ct_cache_key_build(&opts_keep, &in, buf, cap, &k) != CT_OK)
+        return ct_str_make("(overflow)", 10);
+    return ct_str_make(k.bytes.p + 2, k.bytes.len - 2 - 2); /* between the NULs */
+}
+
+static void test_key_default_port(void)
+{
+    char b[64];
+    CU_ASSERT_TRUE(ct_str_eq(host_part(443, "h.example:443", b, sizeof(b)), CT_STR("h.example")));
+    CU_ASSERT_TRUE(ct_str_eq(host_part(443, "h:4430", b, sizeof(b)), CT_STR("h:4430")));
+    CU_ASSERT_TRUE(ct_str_eq(host_part(443, "h:1443", b, sizeof(b)), CT_STR("h:1443")));
+    CU_ASSERT_TRUE(ct_str_eq(host_part(443, ":443", b, sizeof(b)), CT_STR(":443"))); /* no host left */
+    CU_ASSERT_TRUE(ct_str_eq(host_part(8, "H:8", b, sizeof(b)), CT_STR("h")));
+    CU_ASSERT_TRUE(ct_str_eq(host_part(0, "h:0", b, sizeof(b)), CT_STR("h:0"))); /* 0: none */
+    CU_ASSERT_TRUE(ct_str_eq(host_part(4294967295u, "h:4294967295", b, sizeof(b)), CT_STR("h")));
+    CU_ASSERT_TRUE(ct_str_eq(host_part(65535, "h:65535", b, sizeof(b)), CT_STR("h")));
+    CU_ASSERT_TRUE(ct_str_eq(host_part(65535, "h:5535", b, sizeof(b)), CT_STR("h:5535")));
+    /* a host that fills the buffer exactly up to the target's room, and one byte more */
+    CU_ASSERT_TRUE(ct_str_eq(host_part(80, "ABCD", b, 2 + 4 + 1 + 1), CT_STR("abcd")));
+    CU_ASSERT_TRUE(ct_str_eq(host_part(80, "ABCDE", b, 2 + 4 + 1 + 1), CT_STR("(overflow)")));
+    CU_ASSERT_TRUE(ct_str_eq(host_part(80, "ABCDE", b, 2 + 4), CT_STR("(overflow)")));
+}
+
 static void test_key_query_modes(void)
 {
     struct ct_cache_key_opts drop = {CT_CACHE_QUERY_DROP, {NULL, 0}};
@@ -146,6 +176,7 @@ void ct_test_register(void)
 {
     CT_SUITE("cache_key", {"XXH64 reference vectors", test_xxh64_vectors},
              {"key byte layout", test_key_layout}, {"host normalisation", test_key_host},
+             {"default port exactly", test_key_default_port},
              {"query keep/drop/sort", test_key_query_modes},
              {"more params than sortable", test_key_sort_many_params},
              {"named header and method class", test_key_header_and_class},
