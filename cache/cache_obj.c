@@ -38,11 +38,6 @@ static size_t alloc_cost(size_t n)
     return n + CT_CACHE_MALLOC_OVERHEAD;
 }
 
-size_t ct_cache_obj_base_size(void)
-{
-    return alloc_cost(sizeof(struct ct_obj));
-}
-
 /* A new object with two references (table + caller) or one (HFM marker:
  * table only, caller sets). Its base size must already be reserved. */
 struct ct_obj *ct_cache_obj_new(struct ct_cache_shard *sh, unsigned flags)
@@ -82,10 +77,7 @@ void ct_cache_obj_free(struct ct_obj *obj)
 
 struct ct_obj *ct_obj_ref(struct ct_obj *obj)
 {
-    CT_CHECK_OBJ(obj, CT_OBJ_MAGIC);
-    unsigned old = atomic_fetch_add_explicit(&obj->refcnt, 1, memory_order_relaxed);
-    CT_ASSERT(old > 0);
-    return obj;
+    return ct_cache_obj_ref(obj);
 }
 
 /* Drop one reference; the last frees. No orphan check: for the table's own
@@ -120,7 +112,7 @@ void ct_obj_release_cb(const void *data, size_t len, void *arg)
 
 enum ct_obj_state ct_obj_state(const struct ct_obj *obj)
 {
-    return (enum ct_obj_state)atomic_load_explicit(&obj->state, memory_order_acquire);
+    return ct_cache_obj_state(obj);
 }
 
 /* ---- waiters (shard lock) -------------------------------------------------- */
@@ -380,19 +372,12 @@ double ct_obj_ttl_left(const struct ct_obj *obj, ct_time_t now)
 
 bool ct_obj_is_fresh(const struct ct_obj *obj, ct_time_t now)
 {
-    return now < obj->expires;
+    return ct_cache_obj_is_fresh(obj, now);
 }
 
 bool ct_obj_in_grace(const struct ct_obj *obj, ct_time_t now)
 {
     return now >= obj->expires && now < obj->expires + obj->grace;
-}
-
-bool ct_cache_obj_is_expired(const struct ct_obj *obj, ct_time_t now)
-{
-    if (obj->flags & OBJ_F_HFM)
-        return now >= obj->expires;
-    return now >= obj->expires + (double)obj->grace + (double)obj->keep;
 }
 
 size_t ct_obj_size(const struct ct_obj *obj)

@@ -149,7 +149,7 @@ static bool scan_variants(struct ct_cache_shard *sh, struct ct_cache_oh *oh,
     struct ct_obj *obj = oh->variants, *next;
     for (; obj; obj = next) {
         next = obj->vnext;
-        enum ct_obj_state st = ct_obj_state(obj);
+        enum ct_obj_state st = ct_cache_obj_state(obj);
         bool hfm = obj->flags & OBJ_F_HFM;
         if ((hfm || st == CT_OBJ_COMPLETE) && ct_cache_obj_is_expired(obj, now)) {
             CT_STAT_INC(sh, expired);
@@ -173,7 +173,7 @@ static bool scan_variants(struct ct_cache_shard *sh, struct ct_cache_oh *oh,
             sc->other_variant = true;
         } else if (st == CT_OBJ_STREAMING) {
             sc->busy_match = sc->busy_match ? sc->busy_match : obj;
-        } else if (ct_obj_is_fresh(obj, now) && !req->revalidate) {
+        } else if (ct_cache_obj_is_fresh(obj, now) && !req->revalidate) {
             sc->fresh = obj;
             return true; /* newest fresh match wins */
         } else if (!sc->stale) {
@@ -200,7 +200,7 @@ static struct ct_obj *new_fetch(struct ct_cache_shard *sh, struct ct_cache_oh *o
     struct ct_obj *obj = ct_cache_obj_new(sh, 0);
     *reserved -= (size_t)obj->size;
     link_obj(sh, oh, obj);
-    return ct_obj_ref(obj); /* one for the table, one for the fetcher */
+    return ct_cache_obj_ref(obj); /* one for the table, one for the fetcher */
 }
 
 static enum ct_cache_lookup decide(struct ct_cache_shard *sh, struct scan *sc,
@@ -211,7 +211,7 @@ static enum ct_cache_lookup decide(struct ct_cache_shard *sh, struct scan *sc,
     if (sc->fresh) {
         if (!atomic_load_explicit(&sc->fresh->visited, memory_order_relaxed))
             atomic_store_explicit(&sc->fresh->visited, 1, memory_order_relaxed);
-        res->obj = ct_obj_ref(sc->fresh);
+        res->obj = ct_cache_obj_ref(sc->fresh);
         return CT_CACHE_HIT;
     }
     if (sc->hfm) {
@@ -220,14 +220,14 @@ static enum ct_cache_lookup decide(struct ct_cache_shard *sh, struct scan *sc,
     struct ct_obj *busy = sc->busy_match ? sc->busy_match : sc->busy;
     if (sc->stale) {
         atomic_store_explicit(&sc->stale->visited, 1, memory_order_relaxed);
-        res->obj = ct_obj_ref(sc->stale);
+        res->obj = ct_cache_obj_ref(sc->stale);
         if (busy)
-            res->busy = ct_obj_ref(busy);
+            res->busy = ct_cache_obj_ref(busy);
         *need_fetch = !busy;
         return CT_CACHE_STALE;
     }
     if (busy) {
-        res->busy = ct_obj_ref(busy);
+        res->busy = ct_cache_obj_ref(busy);
         return CT_CACHE_BUSY;
     }
     *need_fetch = true;

@@ -48,15 +48,6 @@ void ct_cache_table_init(struct ct_cache_shard *sh, size_t nslots)
     sh->slots = ct_xcalloc(nslots, sizeof(*sh->slots));
 }
 
-/* Without the lock: a hint only. A prefetch never faults, so a stale array
- * (freed by a concurrent grow) or a mismatched size costs nothing but the hint. */
-void ct_cache_table_prefetch(struct ct_cache_shard *sh, uint64_t hash)
-{
-    uint64_t *slots = __atomic_load_n(&sh->slots, __ATOMIC_RELAXED);
-    size_t n = __atomic_load_n(&sh->nslots, __ATOMIC_RELAXED);
-    __builtin_prefetch(&slots[hash & (n - 1)]);
-}
-
 struct ct_cache_oh *ct_cache_oh_find(struct ct_cache_shard *sh, const struct ct_cache_key *key)
 {
     size_t mask = sh->nslots - 1, i = key->hash & mask;
