@@ -92,6 +92,7 @@ static struct ct_stats *sum_workers(struct ct_ops *ops)
     for (unsigned i = 0; i < px->nworkers; i++)
         if (px->workers[i] && px->workers[i]->stats)
             ct_stats_sum(sum, px->workers[i]->stats);
+    ct_ops_backend_counts(px, sum);
     ct_stats_add(&sum->admin_requests[0], ops->admin_requests);
     return sum;
 }

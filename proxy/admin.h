@@ -61,7 +61,11 @@ void ct_ops_upstream(struct ct_client *c, enum ct_stats_be what);
  * the main thread prepared (proxy/reload.c). */
 void ct_reload_worker_apply(struct ct_worker *w);
 
-/* Active health state of backend I of PX (true when checks are off). */
+/* Active health state of backend I of PX (true when checks are off). Main
+ * thread (px->backends changes with a reload). */
 bool ct_ops_backend_up(const struct ct_proxy *px, size_t i);
+/* Add the per-backend counters of PX's current backends (and of their
+ * same-named predecessors across reloads) into SUM's rows. Main thread. */
+void ct_ops_backend_counts(const struct ct_proxy *px, struct ct_stats *sum);
 
 #endif /* CT_ADMIN_H */

@@ -29,7 +29,7 @@ struct probe {
 #define CT_PROBE_MAGIC 0x9b0be001u
     struct ct_health *h;
     size_t idx;
-    const struct ct_backend_addr *addr;
+    struct ct_backend_addr *addr; /* its `down` is what workers read */
     const struct ct_conf_backend *bc;
     enum probe_state state;
     struct event *timer;      /* next probe */
@@ -65,6 +65,7 @@ static void probe_end(struct probe *pr, bool ok, const char *why)
         pr->fail_run = 0;
         if (++pr->ok_run >= pr->bc->health.rise && !atomic_load(up)) {
             atomic_store(up, true);
+            atomic_store(&pr->addr->down, false);
             CT_INFO("backend %s (%s) is up: %u successful health checks", name, pr->addr->name,
                     pr->ok_run);
         }
@@ -74,6 +75,7 @@ static void probe_end(struct probe *pr, bool ok, const char *why)
         CT_DEBUG("backend %s health check GET %s: %s", name, pr->bc->health.path, why);
         if (pr->fail_run >= pr->bc->health.fall && atomic_load(up)) {
             atomic_store(up, false);
+            atomic_store(&pr->addr->down, true);
             CT_WARN("backend %s (%s) is down: %u failed health checks, last: %s", name,
                     pr->addr->name, pr->fail_run, why);
         }
@@ -152,7 +154,7 @@ static void probe_start(evutil_socket_t fd, short what, void *arg)
         probe_end(pr, false, "cannot connect"); /* bev already freed by probe_end */
 }
 
-struct ct_health *ct_health_new(struct event_base *base, const struct ct_backend_addr *addrs,
+struct ct_health *ct_health_new(struct event_base *base, struct ct_backend_addr *addrs,
                                 const struct ct_conf_backend *bcs, size_t n)
 {
     size_t checked = 0;
@@ -168,7 +170,8 @@ struct ct_health *ct_health_new(struct event_base *base, const struct ct_backend
     h->up = ct_xcalloc(n, sizeof(*h->up));
     for (size_t i = 0; i < n; i++) {
         struct probe *pr = &h->probes[i];
-        atomic_init(&h->up[i], true);
+        /* a reload carries a surviving backend's state over (reload.c) */
+        atomic_init(&h->up[i], !atomic_load(&addrs[i].down));
         pr->magic = CT_PROBE_MAGIC;
         pr->h = h;
         pr->idx = i;
@@ -198,6 +201,7 @@ void ct_health_reconfigure(struct ct_health *h, const struct ct_conf_backend *bc
             pr->state = PROBE_IDLE;
             pr->ok_run = pr->fail_run = 0;
             atomic_store(&h->up[i], true); /* unchecked backends count as up */
+            atomic_store(&pr->addr->down, false);
         } else if (!was && is) {
             probe_arm(pr, 0);
         }

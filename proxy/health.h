@@ -8,9 +8,11 @@
  * start up (traffic is not held back at startup) and a first probe runs at
  * once.
  *
- * The up/down state is an atomic per backend: workers read it in their
- * backend selection (upstream.c pick_backend, through ct_ops_backend_up),
- * on top of their own passive health (max_fails/fail_timeout).
+ * The up/down state is an atomic per backend, also stored in the backend's
+ * shared object (ct_backend_addr.down): workers read that in their backend
+ * selection (upstream.c pick_backend), on top of their own passive health
+ * (max_fails/fail_timeout). A reload that changes the backend set replaces
+ * the checker (ct_health_new on the new objects; proxy/reload.c).
  */
 #ifndef CT_HEALTH_H
 #define CT_HEALTH_H
@@ -25,7 +27,7 @@ struct ct_health;
 
 /* Checks for the N backends (ADDRS[i] configured by BCS[i]) on BASE (main
  * thread). NULL when no backend enables health checks. Owned by the caller. */
-struct ct_health *ct_health_new(struct event_base *base, const struct ct_backend_addr *addrs,
+struct ct_health *ct_health_new(struct event_base *base, struct ct_backend_addr *addrs,
                                 const struct ct_conf_backend *bcs, size_t n);
 /* Stop every probe and free; sets *HP = NULL. Main thread. */
 void ct_health_free(struct ct_health **hp);

@@ -166,7 +166,16 @@ void ct_ops_worker_fini(struct ct_worker *w)
 
 bool ct_ops_backend_up(const struct ct_proxy *px, size_t i)
 {
-    return px->ops == NULL || ct_health_is_up(px->ops->health, i);
+    return i >= px->nbackends || !atomic_load(&px->backends[i].down);
+}
+
+void ct_ops_backend_counts(const struct ct_proxy *px, struct ct_stats *sum)
+{
+    for (size_t i = 0; i < px->nbackends && i < sum->nbackends; i++)
+        for (const struct ct_backend_addr *a = &px->backends[i]; a; a = a->prev)
+            for (size_t k = 0; k < CT_STATS_BE__COUNT; k++)
+                ct_stats_add(&sum->be[i][k], atomic_load_explicit(&a->counts[k],
+                                                                  memory_order_relaxed));
 }
 
 /* ---- hooks (worker threads) --------------------------------------------------- */
@@ -268,8 +277,10 @@ void ct_ops_upstream(struct ct_client *c, enum ct_stats_be what)
         return;
     if (what == CT_STATS_BE_upstream_requests && c->ops_tup == 0)
         c->ops_tup = ct_time_mono();
-    size_t i = (size_t)(ct_upstream_backend(c->u) - c->w->px->backends);
-    ct_stats_backend(c->w->stats, i, what);
+    /* On the backend's shared object (not this worker's block): it outlives
+     * a reload that retires the backend, and the next set's same-named
+     * backend continues its counts (ct_ops_backend_counts). */
+    ct_upstream_count(c->u, what);
 }
 
 /* ---- purge --------------------------------------------------------------------- */

@@ -21,12 +21,14 @@
 #define CT_PROXY_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
 #include "common/common.h"
 #include "conf/conf.h"
 #include "http/http.h"
+#include "proxy/stats.h"
 
 struct event_base;
 struct event;
@@ -93,10 +95,19 @@ void ct_io_timeouts(struct ct_io *io, uint64_t read_ms, uint64_t write_ms);
 
 /* ---- the proxy (main thread) --------------------------------------------- */
 
+/* One backend of one configuration generation, shared by every thread and
+ * kept until exit (a reload that changes the backend set makes new ones and
+ * retires the old array: in-flight upstreams still point at them). */
 struct ct_backend_addr {
     struct sockaddr_storage sa;
     socklen_t salen;
     char name[80]; /* "host:port" for logs */
+    _Atomic bool down; /* active health checks (health.c writes, workers read) */
+    /* per-backend counters (enum ct_stats_be), every worker adds (fetch_add);
+     * PREV: the same-named backend of the previous set, whose counts continue
+     * these (/metrics sums the chain), NULL for a new name */
+    _Atomic uint64_t counts[CT_STATS_BE__COUNT];
+    const struct ct_backend_addr *prev;
 };
 
 struct ct_listener_conf {
@@ -133,16 +144,21 @@ struct ct_proxy {
 
 /* ---- workers (worker.c) -------------------------------------------------- */
 
-/* Per-worker passive health and pool of one backend. */
+/* Per-worker passive health and pool of one backend. Heap object referenced
+ * by w->be[] and by each of its upstreams (NCONNS); a reload that removes or
+ * moves the backend RETIREs it (idle pool closed, no new connection) and the
+ * last upstream to close frees it (upstream.c). */
 struct ct_upstream;
 struct ct_backend_rt {
-    const struct ct_backend_addr *addr;
+    struct ct_backend_addr *addr;
     const struct ct_conf_backend *bc;
     unsigned fails;          /* consecutive failures */
     int64_t cw;              /* current weight (smooth weighted round robin) */
     ct_time_t down_until;    /* mono; skipped until then */
     struct ct_upstream *idle; /* pool: idle keep-alive connections */
     unsigned nidle;
+    unsigned nconns; /* upstreams pointing here (idle or lent) */
+    bool retired;    /* not in w->be any more: freed with its last upstream */
 };
 
 struct ct_client;
@@ -175,7 +191,8 @@ struct ct_worker {
     struct event *drain_timer;
     struct event *accept_retry; /* accept stopped after EMFILE & co. */
     bool accept_backoff;        /* ... until it fires */
-    struct ct_backend_rt *be; /* px->nbackends entries */
+    struct ct_backend_rt **be; /* NBE entries: this worker's backend set */
+    size_t nbe;
     struct ct_client *clients; /* every open client (for drain and exit) */
     unsigned nclients;
     struct ct_upstream *busy; /* upstreams lent to a client */
@@ -339,9 +356,17 @@ void ct_upstream_head_received(struct ct_upstream *u);
 void ct_upstream_tunnel(struct ct_upstream *u);
 /* Passive health: a failure counts towards max_fails. */
 void ct_upstream_mark_failed(struct ct_upstream *u);
+/* Per-backend counter WHAT += 1 for U's backend (any worker). */
+void ct_upstream_count(struct ct_upstream *u, enum ct_stats_be what);
+/* W's backends at start, or after a reload (on W's thread): backend i is
+ * ADDRS[i] configured by BCS[i]. A backend of the old set with the same name
+ * and address keeps its runtime state (passive health, weights, pool); the
+ * others are retired (see struct ct_backend_rt). */
+void ct_upstream_backends_set(struct ct_worker *w, struct ct_backend_addr *addrs,
+                              const struct ct_conf_backend *bcs, size_t n);
 /* Draining: close the idle pooled connections. */
 void ct_upstream_pool_close_idle(struct ct_worker *w);
-/* Worker exit: close every pooled and lent connection. */
+/* Worker exit: close every pooled and lent connection, free the backends. */
 void ct_upstream_pool_free(struct ct_worker *w);
 
 /* ---- forwarding (forward.c) ---------------------------------------------- */

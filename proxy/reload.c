@@ -6,11 +6,14 @@
  *   1. ct_conf_build() with the original command line (file + the same
  *      overrides). Errors: each "FILE:LINE: ..." goes to the error log and the
  *      running configuration stays.
- *   2. Refuse what this process cannot change live (backends added, removed or
- *      moved: their per-worker pools and passive-health state are indexed by
- *      position) and warn about settings that only take effect on a restart
- *      (workers, cache size and key options). The admin listener, on the
- *      main thread, is bound anew if its address changed and switched at once.
+ *   2. A changed backend set (added, removed, moved, renamed, reordered) is
+ *      resolved into a new array of shared backend objects (an address that
+ *      does not resolve refuses the reload); same-named backends chain to
+ *      their predecessor so /metrics counts continue. Warn about settings
+ *      that only take effect on a restart (workers, cache size and key
+ *      options). The admin listener, on the main thread, is bound anew if its
+ *      address changed and switched at once; so are px->backends and the
+ *      active health checker (restarted on the new set).
  *   3. Plan the listeners: kept (same kind and configured address), added,
  *      removed. HTTPS listeners are always replaced by a new one on the same
  *      address with a new TLS context, so certificates are re-read. An added
@@ -21,19 +24,23 @@
  *      a failure abandons the reload with nothing changed.
  *   5. Hand the new generation to each worker through its wake pipe ('r').
  *      Each worker switches at a safe point (between events): its config
- *      snapshot, backend settings, limits, access-log buffer, then opens the
- *      added listeners before closing the removed ones. Requests in flight
- *      go on; the cache is untouched.
+ *      snapshot, backend settings or set (ct_upstream_backends_set: same
+ *      name+address keep their runtime state, the others are retired and
+ *      freed with their last upstream), limits, access-log buffer, then opens
+ *      the added listeners before closing the removed ones. Requests in
+ *      flight go on; the cache is untouched.
  *   6. A 10 ms timer waits until every worker has switched, then announces
  *      the added listeners ("listening on KIND ADDR:PORT") and logs the end.
  *
  * Lifetimes: clients keep pointers to their listener's struct and workers to
- * the configuration they ran on, so replaced configurations and listener
- * structs are kept until exit (a few KiB per reload) and freed by
+ * the configuration they ran on, upstreams to their backend's object, so
+ * replaced configurations, listener structs and backend arrays are kept
+ * until exit (a few KiB per reload) and freed by
  * ct_reload_free_retired() after the workers are gone.
  */
 #include <errno.h>
 #include <event2/event.h>
+#include <netdb.h>
 #include <event2/listener.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -86,6 +93,13 @@ struct ct_reload {
     bool admin_change;
     struct evconnlistener *next_admin;
     char next_admin_name[80];
+    /* a new backend set (NULL: same backends, new settings); workers switch
+     * to it; replaced arrays are kept until exit (retired upstreams and
+     * counter chains point into them) */
+    struct ct_backend_addr *next_backends;
+    size_t next_nbackends;
+    struct ct_backend_addr **old_backends;
+    size_t nold_backends;
 };
 
 static void rl_listener_set(struct rl_listener *r, const struct ct_listener_conf *lc,
@@ -114,15 +128,97 @@ static struct ct_reload *reload_get(struct ct_ops *ops)
 
 /* ---- checks ------------------------------------------------------------------ */
 
+static const char *opt(const char *s) { return s ? s : ""; }
+
+/* Same backends (name, host, port) in the same order: only settings change,
+ * the running objects stay. */
 static bool backends_same(const struct ct_conf *a, const struct ct_conf *b)
 {
     if (a->nbackends != b->nbackends)
         return false;
     for (size_t i = 0; i < a->nbackends; i++)
         if (a->backends[i].port != b->backends[i].port ||
-            strcmp(a->backends[i].host, b->backends[i].host) != 0)
+            strcmp(a->backends[i].host, b->backends[i].host) != 0 ||
+            strcmp(opt(a->backends[i].name), opt(b->backends[i].name)) != 0)
             return false;
     return true;
+}
+
+/* The label of a backend in /metrics and the key that carries its counters
+ * over a reload. */
+static const char *be_label(const struct ct_conf_backend *bc, const struct ct_backend_addr *a)
+{
+    return bc->name ? bc->name : a->name;
+}
+
+static bool resolve(const struct ct_conf_backend *b, struct ct_backend_addr *ba)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    char port[8];
+    snprintf(port, sizeof(port), "%u", b->port);
+    int rc = getaddrinfo(b->host, port, &hints, &res);
+    if (rc != 0 || res == NULL) {
+        CT_ERR("SIGHUP: backend %s: cannot resolve %s: %s", b->name ? b->name : b->host, b->host,
+               gai_strerror(rc));
+        return false;
+    }
+    memcpy(&ba->sa, res->ai_addr, res->ai_addrlen);
+    ba->salen = res->ai_addrlen;
+    freeaddrinfo(res);
+    snprintf(ba->name, sizeof(ba->name), "%s:%u", b->host, b->port);
+    return true;
+}
+
+/* A new backend set for CF (NULL if an address does not resolve: the
+ * reload is refused). A backend named like a running one continues its
+ * counters (PREV); with the same address and checks on both sides, its
+ * active-health state too. */
+static struct ct_backend_addr *plan_backends(const struct ct_proxy *px, const struct ct_conf *cf)
+{
+    struct ct_backend_addr *nb = ct_xcalloc(cf->nbackends + 1, sizeof(*nb));
+    for (size_t i = 0; i < cf->nbackends; i++) {
+        const struct ct_conf_backend *bc = &cf->backends[i];
+        if (!resolve(bc, &nb[i])) {
+            free(nb);
+            return NULL;
+        }
+        for (size_t j = 0; j < px->nbackends; j++) {
+            const struct ct_backend_addr *o = &px->backends[j];
+            const struct ct_conf_backend *obc = &px->cf->backends[j];
+            if (strcmp(be_label(obc, o), be_label(bc, &nb[i])) != 0)
+                continue;
+            nb[i].prev = o;
+            if (o->salen == nb[i].salen && memcmp(&o->sa, &nb[i].sa, o->salen) == 0 &&
+                obc->health.enabled && bc->health.enabled)
+                atomic_store(&nb[i].down, atomic_load(&o->down));
+            break;
+        }
+    }
+    return nb;
+}
+
+/* Main thread: the new set is PX's from now on (admin, health); the
+ * workers follow through ct_reload_worker_apply. */
+static void switch_backends(struct ct_ops *ops, const struct ct_conf *cf)
+{
+    struct ct_reload *rl = ops->rl;
+    struct ct_proxy *px = ops->px;
+    if (rl->next_backends == NULL) {
+        ct_health_reconfigure(ops->health, cf->backends, cf->nbackends);
+        return;
+    }
+    rl->old_backends = ct_xrealloc(rl->old_backends,
+                                   (rl->nold_backends + 1) * sizeof(*rl->old_backends));
+    rl->old_backends[rl->nold_backends++] = px->backends;
+    px->backends = rl->next_backends;
+    px->nbackends = rl->next_nbackends;
+    /* The probes of the old set stop; the workers read `down` from the
+     * objects, never the checker, so it can go at once. */
+    ct_health_free(&ops->health);
+    ops->health = ct_health_new(px->main_base, px->backends, cf->backends, px->nbackends);
+    CT_INFO("SIGHUP: %zu backends (set changed)", px->nbackends);
 }
 
 static void warn_restart_only(const struct ct_conf *old, const struct ct_conf *cf)
@@ -385,8 +481,11 @@ void ct_reload_worker_apply(struct ct_worker *w)
     CT_CHECK_OBJ(rl, CT_RELOAD_MAGIC);
     const struct ct_conf *cf = rl->next_cf;
     w->cf = cf;
-    for (size_t i = 0; i < w->px->nbackends && i < cf->nbackends; i++)
-        w->be[i].bc = &cf->backends[i];
+    if (rl->next_backends)
+        ct_upstream_backends_set(w, rl->next_backends, cf->backends, rl->next_nbackends);
+    else
+        for (size_t i = 0; i < w->nbe && i < cf->nbackends; i++)
+            w->be[i]->bc = &cf->backends[i];
     w->limits.max_line = cf->limits.max_request_line_bytes;
     w->limits.max_head = cf->limits.max_header_bytes;
     w->limits.max_fields = cf->limits.max_header_count;
@@ -433,6 +532,8 @@ static void finish(struct ct_ops *ops)
     CT_FREE(&rl->add);
     CT_FREE(&rl->del);
     rl->nadd = rl->ndel = 0;
+    rl->next_backends = NULL; /* px->backends now */
+    rl->next_nbackends = 0;
 }
 
 static void on_done_timer(evutil_socket_t fd, short what, void *arg)
@@ -475,17 +576,29 @@ void ct_ops_reload(struct ct_ops *ops)
         CT_WARN("SIGHUP: the previous reload is still being applied; ignored");
         return;
     }
+    if (rl->done_timer && event_pending(rl->done_timer, EV_TIMEOUT, NULL)) {
+        /* every worker switched, its 10 ms timer has not run: finish that
+         * reload first (its plan, e.g. next_backends, is still in rl) */
+        evtimer_del(rl->done_timer);
+        finish(ops);
+    }
     CT_INFO("SIGHUP: reloading %s", px->cli && px->cli->conf_file ? px->cli->conf_file
                                                                    : "the embedded default");
     struct ct_conf *cf = px->cli ? load(ops) : NULL;
     if (cf && !backends_same(px->cf, cf)) {
-        CT_ERR("SIGHUP: %s: backends added, removed or moved: that needs a restart", cf->source);
-        ct_conf_free(&cf);
+        rl->next_backends = plan_backends(px, cf);
+        rl->next_nbackends = cf->nbackends;
+        if (rl->next_backends == NULL)
+            ct_conf_free(&cf);
     }
     if (cf && (!plan_listeners(ops, cf) || !plan_access_log(ops, px->cf, cf) ||
                !plan_admin(ops, px->cf, cf))) {
         plan_abandon(rl);
         ct_conf_free(&cf);
+    }
+    if (cf == NULL) { /* planned here, never handed over */
+        CT_FREE(&rl->next_backends);
+        rl->next_nbackends = 0;
     }
     if (cf == NULL) {
         CT_ERR("SIGHUP: configuration refused; the running one stays");
@@ -502,7 +615,7 @@ void ct_ops_reload(struct ct_ops *ops)
     rl->generation++;
     px->cf = cf; /* main thread's view; workers switch on their own */
     switch_admin(ops);
-    ct_health_reconfigure(ops->health, cf->backends, cf->nbackends);
+    switch_backends(ops, cf);
     rl->next_cf = cf;
     atomic_store(&rl->pending, px->nworkers);
     static const char r = 'r';
@@ -532,6 +645,9 @@ void ct_reload_free_retired(struct ct_ops *ops)
         free(rl->lcs[i]);
     }
     free(rl->lcs);
+    for (size_t i = 0; i < rl->nold_backends; i++)
+        free(rl->old_backends[i]);
+    free(rl->old_backends);
     /* The last one may be px->cf: nothing reads it after the workers. */
     for (size_t i = 0; i < rl->nconfs; i++)
         ct_conf_free(&rl->confs[i]);

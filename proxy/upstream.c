@@ -27,6 +27,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "common/log.h"
@@ -122,17 +123,27 @@ static struct ct_upstream **list_of(struct ct_upstream *u)
     return u->state == CT_US_IDLE ? &u->be->idle : &u->w->busy;
 }
 
+/* One upstream less points at BE: a retired backend goes with its last. */
+static void backend_unref(struct ct_backend_rt *be)
+{
+    CT_ASSERT(be->nconns > 0);
+    if (--be->nconns == 0 && be->retired)
+        free(be);
+}
+
 static void upstream_close(struct ct_upstream *u)
 {
+    struct ct_backend_rt *be = u->be;
     list_del(list_of(u), u);
     if (u->state == CT_US_IDLE)
-        u->be->nidle--;
+        be->nidle--;
     set_state(u, CT_US_CLOSED);
     ct_io_detach(&u->io);
     bufferevent_free(u->bev);
     ct_http_parser_free(&u->rp);
     u->magic = 0;
     free(u);
+    backend_unref(be);
 }
 
 /* ---- backends ----------------------------------------------------------------- */
@@ -147,9 +158,9 @@ static struct ct_backend_rt *pick_backend(struct ct_worker *w)
     struct ct_backend_rt *best = NULL;
     int64_t total = 0;
     ct_time_t now = 0;
-    for (size_t k = 0; k < w->px->nbackends; k++) {
-        struct ct_backend_rt *be = &w->be[k];
-        if (!ct_ops_backend_up(w->px, k))
+    for (size_t k = 0; k < w->nbe; k++) {
+        struct ct_backend_rt *be = w->be[k];
+        if (atomic_load_explicit(&be->addr->down, memory_order_relaxed))
             continue; /* active health checks say down (proxy/health.h) */
         if (be->down_until != 0) {
             if (now == 0)
@@ -196,6 +207,7 @@ static struct ct_upstream *upstream_new(struct ct_worker *w, struct ct_backend_r
     u->bev = bev;
     u->id = ++w->next_conn_id;
     u->rp = ct_http_parser_new(CT_HTTP_RESPONSE, NULL);
+    be->nconns++;
     list_push(&w->busy, u);
     /* Reads are ours (io.c), from the moment the connection is up. */
     bufferevent_setcb(bev, NULL, on_write, on_event, u);
@@ -257,7 +269,7 @@ void ct_upstream_release(struct ct_upstream **up, bool reusable)
     CT_CHECK_OBJ(u, CT_UPSTREAM_MAGIC);
     struct ct_backend_rt *be = u->be;
     u->c = NULL;
-    if (!reusable || u->state != CT_US_ACTIVE || u->w->draining ||
+    if (!reusable || u->state != CT_US_ACTIVE || u->w->draining || be->retired ||
         be->nidle >= be->bc->pool_max_idle ||
         evbuffer_get_length(bufferevent_get_input(u->bev)) != 0 ||
         evbuffer_get_length(bufferevent_get_output(u->bev)) != 0) {
@@ -373,16 +385,78 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     ct_fetch_upstream_closed(c, why);
 }
 
+static void close_idle(struct ct_backend_rt *be)
+{
+    while (be->idle)
+        upstream_close(be->idle);
+}
+
 void ct_upstream_pool_close_idle(struct ct_worker *w)
 {
-    for (size_t i = 0; i < w->px->nbackends; i++)
-        while (w->be[i].idle)
-            upstream_close(w->be[i].idle);
+    for (size_t i = 0; i < w->nbe; i++)
+        close_idle(w->be[i]);
 }
 
 void ct_upstream_pool_free(struct ct_worker *w)
 {
     ct_upstream_pool_close_idle(w);
     while (w->busy)
-        upstream_close(w->busy);
+        upstream_close(w->busy); /* frees the retired backends */
+    for (size_t i = 0; i < w->nbe; i++)
+        free(w->be[i]);
+    CT_FREE(&w->be);
+    w->nbe = 0;
+}
+
+void ct_upstream_count(struct ct_upstream *u, enum ct_stats_be what)
+{
+    if ((unsigned)what < CT_STATS_BE__COUNT)
+        atomic_fetch_add_explicit(&u->be->addr->counts[what], 1, memory_order_relaxed);
+}
+
+/* The backend of the old set that NEW continues: same name and address. */
+static struct ct_backend_rt *take_same(struct ct_backend_rt **old, size_t nold,
+                                       const struct ct_backend_addr *addr)
+{
+    for (size_t i = 0; i < nold; i++) {
+        struct ct_backend_rt *be = old[i];
+        if (be && be->addr->salen == addr->salen && strcmp(be->addr->name, addr->name) == 0 &&
+            memcmp(&be->addr->sa, &addr->sa, addr->salen) == 0) {
+            old[i] = NULL;
+            return be;
+        }
+    }
+    return NULL;
+}
+
+void ct_upstream_backends_set(struct ct_worker *w, struct ct_backend_addr *addrs,
+                              const struct ct_conf_backend *bcs, size_t n)
+{
+    struct ct_backend_rt **old = w->be;
+    size_t nold = w->nbe;
+    w->be = ct_xcalloc(n ? n : 1, sizeof(*w->be));
+    w->nbe = n;
+    for (size_t i = 0; i < n; i++) {
+        struct ct_backend_rt *be = take_same(old, nold, &addrs[i]);
+        if (be == NULL)
+            be = ct_xcalloc(1, sizeof(*be));
+        be->addr = &addrs[i]; /* same backend, this generation's shared object */
+        be->bc = &bcs[i];
+        w->be[i] = be;
+    }
+    /* Removed or moved: no new requests, pooled connections closed now;
+     * connections lent to a client finish their response first. */
+    for (size_t i = 0; i < nold; i++) {
+        struct ct_backend_rt *be = old[i];
+        if (be == NULL)
+            continue;
+        close_idle(be); /* before RETIRED: the last close must not free it here */
+        be->retired = true;
+        if (be->nconns == 0)
+            free(be);
+        else
+            CT_INFO("w%u backend %s retired; %u connections finish first", w->id,
+                    be->addr->name, be->nconns);
+    }
+    free(old);
 }

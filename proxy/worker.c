@@ -244,11 +244,7 @@ struct ct_worker *ct_worker_new(struct ct_proxy *px, unsigned id)
     w->limits.max_head = lim->max_header_bytes;
     w->limits.max_fields = lim->max_header_count;
     w->limits.max_body = lim->max_body_bytes;
-    w->be = ct_xcalloc(px->nbackends ? px->nbackends : 1, sizeof(*w->be));
-    for (size_t i = 0; i < px->nbackends; i++) {
-        w->be[i].addr = &px->backends[i];
-        w->be[i].bc = &px->cf->backends[i];
-    }
+    ct_upstream_backends_set(w, px->backends, px->cf->backends, px->nbackends);
     ct_ops_worker_init(w);
     w->ls = ct_xcalloc(px->nlisteners ? px->nlisteners : 1, sizeof(*w->ls));
     w->nls = px->nlisteners;
@@ -322,7 +318,7 @@ void ct_worker_join_free(struct ct_worker **wp)
     ct_wcache_free(&w->wc);
     event_base_free(w->base);
     ct_ops_worker_fini(w);
-    free(w->be);
+    ct_upstream_pool_free(w); /* a worker that never ran: its backends */
     w->magic = 0;
     free(w);
 }
