@@ -24,24 +24,11 @@
 #include "conf/conf.h"
 #include "proxy/admin.h"
 #include "proxy/cache_int.h"
+#include "proxy/ops_int.h"
 #include "proxy/proxy_int.h"
 #include "proxy/tls.h"
 
 #define CT_VERSION "0.1.0"
-
-static void addr_name(const struct sockaddr *sa, char *out, size_t len)
-{
-    char ip[INET6_ADDRSTRLEN] = "?";
-    if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
-        snprintf(out, len, "[%s]:%u", ip, ntohs(in6->sin6_port));
-    } else {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
-        snprintf(out, len, "%s:%u", ip, ntohs(in->sin_port));
-    }
-}
 
 static int resolve_backends(struct ct_proxy *px)
 {
@@ -51,21 +38,8 @@ static int resolve_backends(struct ct_proxy *px)
     for (size_t i = 0; i < cf->nbackends; i++) {
         const struct ct_conf_backend *b = &cf->backends[i];
         struct ct_backend_addr *ba = &px->backends[i];
-        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                                 .ai_flags = AI_NUMERICSERV};
-        struct addrinfo *res = NULL;
-        char port[8];
-        snprintf(port, sizeof(port), "%u", b->port);
-        int rc = getaddrinfo(b->host, port, &hints, &res);
-        if (rc != 0 || res == NULL) {
-            CT_ERR("backend %s: cannot resolve %s: %s", b->name ? b->name : b->host, b->host,
-                   gai_strerror(rc));
+        if (!ct_ops_backend_resolve(b, ba, ""))
             return CT_ECONF;
-        }
-        memcpy(&ba->sa, res->ai_addr, res->ai_addrlen);
-        ba->salen = res->ai_addrlen;
-        freeaddrinfo(res);
-        snprintf(ba->name, sizeof(ba->name), "%s:%u", b->host, b->port);
     }
     return px->nbackends ? CT_OK : CT_ECONF;
 }
@@ -114,7 +88,7 @@ static int setup_listeners(struct ct_proxy *px)
             lc->subject_header = ct_str_c(l->tls.client_subject_header);
         memcpy(&lc->sa, &l->addr.sa, l->addr.salen);
         lc->salen = l->addr.salen;
-        addr_name((struct sockaddr *)&lc->sa, lc->name, sizeof(lc->name));
+        ct_ops_addr_name((struct sockaddr *)&lc->sa, lc->name, sizeof(lc->name));
     }
     return CT_OK;
 }
@@ -135,7 +109,7 @@ static void learn_ports(struct ct_proxy *px, struct ct_worker *w0)
         socklen_t len = sizeof(lc->sa);
         getsockname(evconnlistener_get_fd(w0->ls[i].lev), (struct sockaddr *)&lc->sa, &len);
         lc->salen = len;
-        addr_name((struct sockaddr *)&lc->sa, lc->name, sizeof(lc->name));
+        ct_ops_addr_name((struct sockaddr *)&lc->sa, lc->name, sizeof(lc->name));
     }
 }
 

@@ -11,6 +11,7 @@
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+#include <netdb.h>
 #include <openssl/ssl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,6 +40,27 @@ void ct_ops_addr_name(const struct sockaddr *sa, char *out, size_t len)
         inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
         snprintf(out, len, "%s:%u", ip, ntohs(in->sin_port));
     }
+}
+
+bool ct_ops_backend_resolve(const struct ct_conf_backend *b, struct ct_backend_addr *ba,
+                            const char *during)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    char port[8];
+    snprintf(port, sizeof(port), "%u", b->port);
+    int rc = getaddrinfo(b->host, port, &hints, &res);
+    if (rc != 0 || res == NULL) {
+        CT_ERR("%sbackend %s: cannot resolve %s: %s", during, b->name ? b->name : b->host,
+               b->host, gai_strerror(rc));
+        return false;
+    }
+    memcpy(&ba->sa, res->ai_addr, res->ai_addrlen);
+    ba->salen = res->ai_addrlen;
+    freeaddrinfo(res);
+    snprintf(ba->name, sizeof(ba->name), "%s:%u", b->host, b->port);
+    return true;
 }
 
 /* ---- signals and timers ------------------------------------------------------- */

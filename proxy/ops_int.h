@@ -59,5 +59,12 @@ bool ct_reload_tls_stats(const struct ct_ops *ops, uint64_t *full, uint64_t *res
 /* ops.c: the access log's flush timer. */
 void ct_ops_start_alog_timer(struct ct_ops *ops);
 void ct_ops_addr_name(const struct sockaddr *sa, char *out, size_t len);
+/* Resolve backend B (numeric or by name) into BA's address and "host:port"
+ * name. On failure logs "DURING backend NAME: cannot resolve ..." and returns
+ * false. Main thread (getaddrinfo may block). */
+struct ct_conf_backend;
+struct ct_backend_addr;
+bool ct_ops_backend_resolve(const struct ct_conf_backend *b, struct ct_backend_addr *ba,
+                            const char *during);
 
 #endif /* CT_OPS_INT_H */

@@ -151,26 +151,6 @@ static const char *be_label(const struct ct_conf_backend *bc, const struct ct_ba
     return bc->name ? bc->name : a->name;
 }
 
-static bool resolve(const struct ct_conf_backend *b, struct ct_backend_addr *ba)
-{
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_NUMERICSERV};
-    struct addrinfo *res = NULL;
-    char port[8];
-    snprintf(port, sizeof(port), "%u", b->port);
-    int rc = getaddrinfo(b->host, port, &hints, &res);
-    if (rc != 0 || res == NULL) {
-        CT_ERR("SIGHUP: backend %s: cannot resolve %s: %s", b->name ? b->name : b->host, b->host,
-               gai_strerror(rc));
-        return false;
-    }
-    memcpy(&ba->sa, res->ai_addr, res->ai_addrlen);
-    ba->salen = res->ai_addrlen;
-    freeaddrinfo(res);
-    snprintf(ba->name, sizeof(ba->name), "%s:%u", b->host, b->port);
-    return true;
-}
-
 /* A new backend set for CF (NULL if an address does not resolve: the
  * reload is refused). A backend named like a running one continues its
  * counters (PREV); with the same address and checks on both sides, its
@@ -180,7 +160,7 @@ static struct ct_backend_addr *plan_backends(const struct ct_proxy *px, const st
     struct ct_backend_addr *nb = ct_xcalloc(cf->nbackends + 1, sizeof(*nb));
     for (size_t i = 0; i < cf->nbackends; i++) {
         const struct ct_conf_backend *bc = &cf->backends[i];
-        if (!resolve(bc, &nb[i])) {
+        if (!ct_ops_backend_resolve(bc, &nb[i], "SIGHUP: ")) {
             free(nb);
             return NULL;
         }
