@@ -357,7 +357,7 @@ static bool may_retry(const struct ct_client *c, enum ct_close why)
      * nginx's proxy_next_upstream error); the one that refused counts a
      * failure for passive health. */
     if (why == CT_CLOSE_ORIGIN_CONNECT)
-        return c->w->px->nbackends > 1;
+        return c->w->nbe > 1; /* the worker's own set: a reload swaps px's on the main thread */
     return why == CT_CLOSE_ORIGIN_RESET && ct_upstream_is_reused(c->u) && !c->up_got_byte &&
            (ct_http_method_flags(c->req->method) & CT_METHOD_IDEMPOTENT) != 0;
 }

@@ -309,11 +309,13 @@ void ct_client_set_state(struct ct_client *c, enum ct_client_state to);
 void ct_client_fail(struct ct_client *c, enum ct_close why);
 /* Flush the output, then close (lingering: input drained meanwhile). */
 void ct_client_finish(struct ct_client *c, enum ct_close why);
-/* Plain-TCP bufferevents are kept with EV_WRITE disabled while their output
- * is empty: ct_flush() writes what was queued at once (no write event, no
- * epoll_ctl, no extra loop turn) and hands any rest to libevent by enabling
- * EV_WRITE; the write callback disables it again once the output is empty.
- * A no-op for bufferevents whose EV_WRITE is enabled (TLS, or pending data). */
+/* Client bufferevents (plain TCP, and TLS once the handshake is done) are
+ * kept with EV_WRITE disabled while their output is empty: ct_flush() writes
+ * what was queued at once (TLS: one SSL_write per 16 KiB, so a head and a
+ * small body share one record) with no write event, no extra loop turn, and
+ * hands any rest to libevent by enabling EV_WRITE; the write callback
+ * disables it again once the output is empty. A no-op while EV_WRITE is
+ * enabled (pending data, or a TLS handshake). */
 void ct_flush(struct bufferevent *bev);
 /* Read/write timeouts of BEV in ms (0: none). */
 void ct_set_timeouts(struct bufferevent *bev, uint64_t read_ms, uint64_t write_ms);
