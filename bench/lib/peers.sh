@@ -112,14 +112,27 @@ p_start_stack() {
 # fall back to plain HTTP pass-through if it rejects the TLS/admin flags.
 # Capabilities are probed afterwards by run.sh (cache, TLS).
 p_start_cachet() {
-    local s=$1 bin=$2 oport=$3 workers=$4 cpus=$5 port tport aport
+    local s=$1 bin=$2 oport=$3 workers=$4 cpus=$5 port tport rport aport
     [ -x "$bin/cachet" ] || { SYS_WHY[$s]="not yet available (no $bin/cachet)"; return 1; }
-    b_free_port port && b_free_port tport && b_free_port aport || return 1
-    b_start "$s" "$cpus" "$bin/cachet" --http "127.0.0.1:$port" --https "127.0.0.1:$tport" \
-        --cert "$B_TMP/cert.pem" --key "$B_TMP/key.pem" --admin "127.0.0.1:$aport" \
-        --backend "127.0.0.1:$oport" --workers "$workers"
+    b_free_port port && b_free_port tport && b_free_port rport && b_free_port aport || return 1
+    # Like the peers: full handshakes against an HTTPS listener that refuses
+    # resumption (no tickets, no session cache, so no ticket is minted and
+    # thrown away per handshake), resumed ones against one with tickets.
+    local certs="certificates = ( { cert = \"$B_TMP/cert.pem\"; key = \"$B_TMP/key.pem\"; } );"
+    cat >"$B_TMP/$s.conf" <<EOF
+workers = $workers;
+listen = (
+  { kind = "http"; address = "127.0.0.1:$port"; },
+  { kind = "https"; address = "127.0.0.1:$tport";
+    tls = { $certs session_tickets = false; session_cache = false; }; },
+  { kind = "https"; address = "127.0.0.1:$rport"; tls = { $certs }; }
+);
+backends = ( { address = "127.0.0.1:$oport"; } );
+admin = { listen = "127.0.0.1:$aport"; };
+EOF
+    b_start "$s" "$cpus" "$bin/cachet" -c "$B_TMP/$s.conf"
     if b_wait_port "$s" "$port" 2>/dev/null; then
-        SYS_HTTPS[$s]=$tport SYS_TLSR[$s]=$tport
+        SYS_HTTPS[$s]=$tport SYS_TLSR[$s]=$rport
     else
         b_stop "$s"
         b_start "$s" "$cpus" "$bin/cachet" --http "127.0.0.1:$port" \
