@@ -110,28 +110,10 @@ static const char *conn_text(enum ct_resp_conn conn)
     return "";
 }
 
-void ct_cache_fwd_head(struct evbuffer *out, const struct ct_http_msg *msg, bool chunked,
-                       enum ct_resp_conn conn, struct ct_str cstatus,
-                       const struct ct_cache_policy_opts *po)
+/* Targeted cache control is for us only (RFC 9213 §2): never forwarded. */
+static bool omit_targeted(const struct ct_http_field *f, const void *po)
 {
-    char line[160];
-    int n = status_line(line, sizeof(line), msg);
-    evbuffer_add(out, line, (size_t)n);
-    for (size_t i = 0; i < msg->nfields; i++) {
-        const struct ct_http_field *f = &msg->fields[i];
-        if (f->id == CT_HDR_VIA || ct_http_msg_field_is_hop(msg, f) || is_proxy_field(f) ||
-            ct_cache_policy_field_targeted(f, po))
-            continue;
-        add_field(out, f->name, f->value);
-    }
-    add_via(out, msg);
-    /* An upstream cache's Cache-Status came first; ours is appended (RFC 9211 §2). */
-    add_field(out, CT_STR("Cache-Status"), cstatus);
-    if (chunked)
-        ADD_LIT(out, "Transfer-Encoding: chunked\r\n");
-    const char *ct = conn_text(conn);
-    evbuffer_add(out, ct, strlen(ct));
-    ADD_LIT(out, "\r\n");
+    return ct_cache_policy_field_targeted(f, po);
 }
 
 /* ---- the request ------------------------------------------------------------------ */
@@ -469,7 +451,9 @@ bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum
     }
     if (cr->cstatus.len == 0)
         ct_cache_set_status(cr, "cachet; fwd=bypass");
-    ct_cache_fwd_head(cout(c), msg, c->resp_chunked, conn, cr->cstatus, ct_cache_popts(c));
+    struct ct_fwd_resp_extra extra = {
+        .cache_status = cr->cstatus, .omit = omit_targeted, .omit_arg = ct_cache_popts(c)};
+    ct_fwd_response_head(cout(c), msg, c->resp_chunked, conn, &extra);
     return true;
 }
 

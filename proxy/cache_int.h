@@ -192,10 +192,6 @@ struct ct_wcache {
  * (prefix + status line + fields). */
 void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
                            const struct ct_cache_policy_opts *po, const struct ct_cache_blk *blk);
-/* The head of a forwarded (not delivered-from-object) response with CSTATUS. */
-void ct_cache_fwd_head(struct evbuffer *out, const struct ct_http_msg *msg, bool chunked,
-                       enum ct_resp_conn conn, struct ct_str cstatus,
-                       const struct ct_cache_policy_opts *po);
 /* cache_req.c, cache_deliver.c */
 const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_client *c);
 bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct ct_str *wire);

@@ -217,12 +217,12 @@ void ct_fetch_client_readable(struct ct_client *c)
 static void interim(struct ct_client *c, const struct ct_http_msg *msg)
 {
     if (msg->status != 100 && c->req->version == 11)
-        ct_fwd_response_head(cout(c), msg, false, CT_RESP_INTERIM);
+        ct_fwd_response_head(cout(c), msg, false, CT_RESP_INTERIM, NULL);
 }
 
 static void tunnel_start(struct ct_client *c, const struct ct_http_msg *msg)
 {
-    ct_fwd_response_head(cout(c), msg, false, CT_RESP_UPGRADE);
+    ct_fwd_response_head(cout(c), msg, false, CT_RESP_UPGRADE, NULL);
     c->resp_head_sent = true;
     c->status = msg->status;
     ct_client_set_state(c, CT_CS_TUNNEL);
@@ -255,7 +255,7 @@ static void final_head(struct ct_client *c, const struct ct_http_msg *msg)
                              : req->version == 10 ? CT_RESP_KEEP_ALIVE_10
                                                   : CT_RESP_KEEP;
     if (!ct_cache_resp_head(c, msg, conn))
-        ct_fwd_response_head(cout(c), msg, c->resp_chunked, conn);
+        ct_fwd_response_head(cout(c), msg, c->resp_chunked, conn, NULL);
     c->resp_head_sent = true;
     c->status = msg->status;
     ct_client_set_state(c, CT_CS_SEND);

@@ -189,18 +189,22 @@ static void add_status_line(struct hw *out, unsigned status, struct ct_str reaso
 }
 
 void ct_fwd_response_head(struct evbuffer *dst, const struct ct_http_msg *msg, bool chunked,
-                          enum ct_resp_conn conn)
+                          enum ct_resp_conn conn, const struct ct_fwd_resp_extra *extra)
 {
     struct hw hw, *out = &hw;
-    hw_begin(out, dst, 2 * msg->head_bytes + 128);
+    size_t cs_len = extra ? extra->cache_status.len : 0;
+    hw_begin(out, dst, 2 * msg->head_bytes + cs_len + 160);
     add_status_line(out, msg->status, msg->reason);
     for (size_t i = 0; i < msg->nfields; i++) {
         const struct ct_http_field *f = &msg->fields[i];
-        if (f->id == CT_HDR_VIA || drop_field(msg, f))
+        if (f->id == CT_HDR_VIA || drop_field(msg, f) ||
+            (extra && extra->omit && extra->omit(f, extra->omit_arg)))
             continue;
         add_field(out, f->name, f->value);
     }
     add_joined(out, msg, CT_HDR_VIA, CT_STR(VIA_US));
+    if (cs_len)
+        add_field(out, CT_STR("Cache-Status"), extra->cache_status);
     if (chunked)
         ADD_LIT(out, "Transfer-Encoding: chunked\r\n");
     switch (conn) {

@@ -394,10 +394,19 @@ enum ct_resp_conn {
     CT_RESP_UPGRADE,       /* 101: Connection: upgrade + the Upgrade field */
     CT_RESP_INTERIM,       /* 1xx: no Connection field */
 };
+/* What the cache adds to a forwarded response head: its Cache-Status value
+ * (appended after any upstream one, RFC 9211 §2) and fields it keeps from the
+ * client besides the hop-by-hop ones (targeted cache control, RFC 9213). */
+struct ct_fwd_resp_extra {
+    struct ct_str cache_status;
+    bool (*omit)(const struct ct_http_field *f, const void *arg);
+    const void *omit_arg;
+};
 /* Write the response head for the client into OUT. CHUNKED: we frame the
- * body with chunked coding. CONN: what our Connection header says. */
+ * body with chunked coding. CONN: what our Connection header says. EXTRA:
+ * NULL, or the cache's additions. */
 void ct_fwd_response_head(struct evbuffer *out, const struct ct_http_msg *msg, bool chunked,
-                          enum ct_resp_conn conn);
+                          enum ct_resp_conn conn, const struct ct_fwd_resp_extra *extra);
 /* Move N body bytes from SRC to OUT, as one chunk if CHUNKED. */
 void ct_fwd_body(struct evbuffer *out, struct evbuffer *src, size_t n, bool chunked);
 /* The last chunk, no trailers. */
