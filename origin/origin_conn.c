@@ -78,6 +78,9 @@ void ct_oconn_set_state(struct ct_oconn *c, enum ct_oconn_state s)
 void ct_oconn_arm_timer(struct ct_oconn *c, unsigned ms)
 {
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    /* Count MS from now, not from the loop's cached time: with many requests
+     * handled in one loop turn the cache lags, and /delay/MS answered early. */
+    event_base_update_cache_time(c->w->base);
     evtimer_add(c->timer, &tv);
 }
 

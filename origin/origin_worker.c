@@ -164,7 +164,14 @@ static void *worker_main(void *arg)
 
 static int worker_setup(struct ct_oworker *w)
 {
-    w->base = event_base_new();
+    /* The precise monotonic clock: the default coarse one ticks in jiffies,
+     * so a /delay/MS timer could fire a few ms before MS had passed. */
+    struct event_config *cfg = event_config_new();
+    if (cfg) {
+        event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+        w->base = event_base_new_with_config(cfg);
+        event_config_free(cfg);
+    }
     if (!w->base || pipe2(w->stop_pipe, O_NONBLOCK | O_CLOEXEC) < 0)
         return CT_EIO;
     w->stats = ct_ostats_new();
