@@ -71,6 +71,17 @@ ct_stop() {
     return $rc
 }
 
+# Build a scripted test peer written in C (for what cachet-origin cannot do:
+# a 101, a dropped second request): ct_cc OUT SRC DESC. On a compiler error
+# the test fails with its output and the script ends.
+ct_cc() {
+    if ! cc -O1 -o "$1" "$2" 2>"$CT_TMP/cc.err"; then
+        ct_failed "build $3" "$(cat "$CT_TMP/cc.err")"
+        ct_done
+        exit
+    fi
+}
+
 ct_pass() { CT_PASS=$((CT_PASS + 1)); echo "ok   - $1"; }
 ct_failed() { CT_FAIL=$((CT_FAIL + 1)); echo "FAIL - $1"; [ $# -gt 1 ] && echo "       $2"; return 0; }
 

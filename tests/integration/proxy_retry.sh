@@ -59,11 +59,7 @@ int main(void)
     }
 }
 C
-if ! cc -O1 -o "$CT_TMP/ka" "$CT_TMP/ka.c" 2>"$CT_TMP/cc.err"; then
-    ct_failed "build the scripted origin" "$(cat "$CT_TMP/cc.err")"
-    ct_done
-    exit
-fi
+ct_cc "$CT_TMP/ka" "$CT_TMP/ka.c" "the scripted origin"
 ct_start origin "$CT_TMP/ka"
 OPORT=$(ct_wait_listen origin) || exit 1
 ct_start proxy "$CT_BIN/cachet" --http 127.0.0.1:0 --https off --admin off --workers 1 \

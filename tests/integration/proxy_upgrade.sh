@@ -79,11 +79,7 @@ int main(void)
     }
 }
 C
-if ! cc -O1 -o "$CT_TMP/up" "$CT_TMP/up.c" 2>"$CT_TMP/cc.err"; then
-    ct_failed "build the 101 helper origin" "$(cat "$CT_TMP/cc.err")"
-    ct_done
-    exit
-fi
+ct_cc "$CT_TMP/up" "$CT_TMP/up.c" "the 101 helper origin"
 ct_start up "$CT_TMP/up"
 UPORT=$(ct_wait_listen up) || exit 1
 ct_start proxy "$CT_BIN/cachet" --http 127.0.0.1:0 --https off --admin off --workers 1 \
