@@ -70,8 +70,18 @@ bool ct_str_eq_ci(struct ct_str a, struct ct_str b)
 {
     if (a.len != b.len)
         return false;
-    for (size_t i = 0; i < a.len; i++)
-        if (ct_ascii_lower(a.p[i]) != ct_ascii_lower(b.p[i]))
+    /* Names usually arrive in the case they are compared with: skip equal
+     * words whole, and fold case only where bytes differ. */
+    size_t i = 0;
+    for (; a.len - i >= 8; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, a.p + i, 8);
+        memcpy(&y, b.p + i, 8);
+        if (x != y)
+            break;
+    }
+    for (; i < a.len; i++)
+        if (a.p[i] != b.p[i] && ct_ascii_lower(a.p[i]) != ct_ascii_lower(b.p[i]))
             return false;
     return true;
 }

@@ -233,11 +233,121 @@ static size_t skip_value_words(const char *buf, size_t i, size_t stop)
     return i;
 }
 
+/* ---- whole lines -------------------------------------------------------------
+ *
+ * Most heads arrive whole, and most lines in them are valid. These take one
+ * complete line at a time in tight loops, and accept only lines the byte
+ * machine below would accept, leaving the lexer in the state it would have
+ * reached; on anything else (an offence, a limit, a line not yet complete)
+ * they take nothing and the byte machine reads the line and names the exact
+ * byte. So what is reported never depends on which path read a line. */
+
+/* Bytes from I of BUF[..STOP) in the class WANT. */
+static size_t run_of(const char *buf, size_t i, size_t stop, uint8_t want)
+{
+    while (i < stop && (ct_http_cls[(unsigned char)buf[i]] & want))
+        i++;
+    return i;
+}
+
+static bool is_crlf_at(const char *buf, size_t i, size_t stop)
+{
+    return i + 1 < stop && buf[i] == '\r' && buf[i + 1] == '\n';
+}
+
+/* Field lines "name:value CRLF" from FIELD_START; returns bytes taken. */
+static size_t fast_field_lines(struct ct_http_lex *L, const struct ct_http_limits *lim,
+                               const char *buf, size_t len)
+{
+    size_t i = 0;
+    while (L->nfields < lim->max_fields && L->total < lim->max_head) {
+        /* every byte of the line must lie below max_head */
+        size_t stop = i + CT_MIN(len - i, lim->max_head - L->total);
+        size_t colon = run_of(buf, i, stop, CT_CH_TCHAR);
+        if (colon == i || colon >= stop || buf[colon] != ':')
+            break;
+        size_t eol = run_of(buf, skip_value_words(buf, colon + 1, stop), stop, CT_CH_FV);
+        if (!is_crlf_at(buf, eol, stop))
+            break;
+        L->nfields++;
+        L->total += eol + 2 - i;
+        i = eol + 2;
+    }
+    return i;
+}
+
+/* "HTTP/1.0" or "HTTP/1.1" at BUF[I..STOP): *MINOR gets the minor digit. */
+static bool fast_version(const char *buf, size_t i, size_t stop, uint8_t *minor)
+{
+    if (stop - i < 8 || memcmp(buf + i, "HTTP/1.", 7) != 0 ||
+        (buf[i + 7] != '0' && buf[i + 7] != '1'))
+        return false;
+    *minor = (uint8_t)(buf[i + 7] - '0');
+    return true;
+}
+
+static bool is_digit3(const char *p)
+{
+    return (ct_http_cls[(unsigned char)p[0]] & ct_http_cls[(unsigned char)p[1]] &
+            ct_http_cls[(unsigned char)p[2]] & CT_CH_DIGIT) != 0;
+}
+
+/* A whole request or status line at START (not an empty line); returns
+ * bytes taken (0: leave it to the byte machine, L untouched). */
+static size_t fast_start_line(struct ct_http_lex *L, const struct ct_http_limits *lim,
+                              const char *buf, size_t len)
+{
+    /* every byte below max_head; the line without its CRLF within max_line */
+    size_t stop = CT_MIN(len, lim->max_head - L->total);
+    size_t content_stop = CT_MIN(stop, lim->max_line);
+    size_t eol, method_len = 0;
+    uint8_t minor;
+    if (L->request) {
+        size_t sp = run_of(buf, 0, content_stop, CT_CH_TCHAR);
+        if (sp == 0 || sp >= content_stop || buf[sp] != ' ')
+            return 0;
+        size_t t_end = run_of(buf, sp + 1, content_stop, CT_CH_VCHAR);
+        if (t_end == sp + 1 || t_end >= content_stop || buf[t_end] != ' ' ||
+            !fast_version(buf, t_end + 1, content_stop, &minor))
+            return 0;
+        method_len = sp;
+        eol = t_end + 9;
+    } else {
+        if (content_stop < 12 || !fast_version(buf, 0, content_stop, &minor) || buf[8] != ' ' ||
+            !is_digit3(buf + 9))
+            return 0;
+        eol = 12;
+        if (eol < content_stop && buf[eol] == ' ')
+            eol = run_of(buf, eol + 1, content_stop, CT_CH_FV);
+    }
+    if (!is_crlf_at(buf, eol, stop))
+        return 0;
+    L->line_start = L->total;
+    L->major = 1;
+    L->minor = minor;
+    L->ver_idx = 8;
+    if (L->request) {
+        L->method_done = true;
+        L->method_len = method_len;
+    } else {
+        L->status_digits = 3;
+    }
+    L->st = CT_LX_FIELD_START;
+    L->total += eol + 2;
+    return eol + 2;
+}
+
 size_t ct_http_lex_scan(struct ct_http_lex *L, const struct ct_http_limits *lim, const char *buf,
                         size_t len)
 {
     size_t i = 0;
     for (; i < len && L->st != CT_LX_DONE; i++) {
+        if (L->st == CT_LX_START && buf[i] != '\r' && L->total < lim->max_head)
+            i += fast_start_line(L, lim, buf + i, len - i);
+        if (L->st == CT_LX_FIELD_START)
+            i += fast_field_lines(L, lim, buf + i, len - i);
+        if (i == len)
+            break;
         unsigned char c = (unsigned char)buf[i];
         if (L->total >= lim->max_head) {
             lex_fail(L, 431, L->trailer ? "trailer section too large" : "header section too large");

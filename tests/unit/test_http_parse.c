@@ -800,6 +800,44 @@ static void test_limits(void)
     expect_err_o(&o, S(CHUNKED_POST "0\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n"), 431, "too many");
 }
 
+/* Whole lines are read by the lexer's fast path, and lines cut by a split
+ * by its byte machine: at every line, head and field-count limit around the
+ * sizes of these heads, both must give the same transcript. */
+static void test_fast_lines_at_limits(void)
+{
+    static const char req[] = "GET /a/b?c=d HTTP/1.1\r\nHost: example.com\r\nUser-Agent: t/1\r\n"
+                              "Accept: */*\r\n\r\n";
+    static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nETag: \"x\"\r\n\r\nhi";
+    static const char resp_no_reason[] = "HTTP/1.0 204\r\nA: b\r\n\r\n";
+    const struct {
+        const struct opts *o;
+        const char *in;
+        size_t len, line;
+    } cases[] = {
+        {&REQ, req, sizeof(req) - 1, sizeof("GET /a/b?c=d HTTP/1.1") - 1},
+        {&RESP, resp, sizeof(resp) - 1, sizeof("HTTP/1.1 200 OK") - 1},
+        {&RESP, resp_no_reason, sizeof(resp_no_reason) - 1, sizeof("HTTP/1.0 204") - 1},
+    };
+    for (size_t c = 0; c < CT_ARRAY_LEN(cases); c++) {
+        struct ct_http_limits lim;
+        struct opts o = *cases[c].o;
+        o.lim = &lim;
+        for (size_t d = 0; d <= 4; d++) {
+            ct_http_limits_default(&lim);
+            lim.max_line = cases[c].line + 2 - d; /* fits, fits exactly, then 414 */
+            check_any_split(&o, cases[c].in, cases[c].len);
+            ct_http_limits_default(&lim);
+            lim.max_fields = (unsigned)(d + 1); /* 431 until every field fits */
+            check_any_split(&o, cases[c].in, cases[c].len);
+        }
+        for (size_t h = 16; h <= cases[c].len + 2; h++) {
+            ct_http_limits_default(&lim);
+            lim.max_head = h; /* 431 at every byte of the head, then fits */
+            check_any_split(&o, cases[c].in, cases[c].len);
+        }
+    }
+}
+
 static void test_big_head_within_limits(void)
 {
     /* our limits, not the library's 80 KiB default, decide */
@@ -1031,5 +1069,6 @@ void ct_test_register(void)
              {"no body: 204, 304, HEAD", test_response_no_body},
              {"1xx and tunnels", test_response_interim_and_tunnel},
              {"errors are 502", test_response_errors});
-    CT_SUITE("http_parse any split", {"same transcript for every split", test_any_split});
+    CT_SUITE("http_parse any split", {"same transcript for every split", test_any_split},
+             {"fast path and byte machine agree at the limits", test_fast_lines_at_limits});
 }
