@@ -125,6 +125,9 @@ b_init "$(mktemp -d "${TMPDIR:-/tmp}/cachet-bench.XXXXXX")"
 RUN_ID=$(date +%s)
 RUNS_CSV=$B_TMP/runs.csv
 echo "$RUNS_HEADER" >"$RUNS_CSV"
+# Where the server's CPU went (clock ticks per round): user space or kernel.
+SPLIT_CSV=$B_TMP/cpu_split.csv
+echo "workload,system,round,user_ticks,sys_ticks" >"$SPLIT_CSV"
 mkdir -p "$OUT"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 STARTED=$(date -u '+%Y-%m-%d %H:%M UTC')
@@ -274,6 +277,7 @@ LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
 r_summarize "$RUNS_CSV" >"$OUT/latest.csv"
 cp "$RUNS_CSV" "$OUT/latest-runs.csv"
+cp "$SPLIT_CSV" "$OUT/latest-cpu-split.csv"
 {
     echo "## cachet bench, $STARTED"
     echo
@@ -287,7 +291,7 @@ cp "$RUNS_CSV" "$OUT/latest-runs.csv"
     echo "about as much CPU as the server's, so their req/s is client-bound: compare CPU per request."
     echo "HTTPS p99 at c=1000 includes the 1000 initial handshakes."
     echo
-    [ ${#CELLS[@]} -eq 0 ] || r_markdown "$OUT/latest.csv"
+    [ ${#CELLS[@]} -eq 0 ] || r_markdown "$OUT/latest.csv" "$OUT/latest-cpu-split.csv"
     if [ -n "$MICRO" ]; then
         echo
         echo "Micro-benchmarks (one thread on CPU 1 unless they say otherwise):"
@@ -300,6 +304,6 @@ cp "$RUNS_CSV" "$OUT/latest-runs.csv"
 r_plot "$OUT/latest.csv" "$OUT/latest.png" || echo "bench: chart failed" >&2
 cat "$OUT/latest.md"
 echo >&2
-echo "bench: wrote $OUT/latest.md latest.csv latest-runs.csv latest.png" >&2
+echo "bench: wrote $OUT/latest.md latest.csv latest-runs.csv latest-cpu-split.csv latest.png" >&2
 b_cleanup
 if [ -z "${BENCH_KEEP:-}" ]; then rm -rf "$B_TMP"; else echo "bench: kept $B_TMP" >&2; fi

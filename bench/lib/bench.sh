@@ -14,6 +14,7 @@
 #   b_stop NAME                   TERM, then KILL after 5 s; reaps it
 #   b_pidtree PID...              the PIDs and all their descendants
 #   b_cpu_ticks PID...            utime+stime of those processes, clock ticks
+#   b_cpu_split PID...            "utime stime" of those processes, clock ticks
 #   b_wrk OUT URL CONNS SECS [wrk args]   one bounded wrk run, output in OUT
 #   b_parse_wrk FILE              "rps p50_ms p99_ms requests errors non2xx bytes_per_req"
 #   b_stime OUT HOSTPORT SECS PAR MODE   PAR parallel openssl s_time (MODE new|reuse)
@@ -138,6 +139,16 @@ b_cpu_ticks() {
         sum=$((sum + ${t:-0}))
     done
     echo "$sum"
+}
+
+b_cpu_split() {
+    local p u=0 k=0 t
+    for p in "$@"; do
+        t=$(awk '{ sub(/^.*\) /, ""); print $12, $13 }' "/proc/$p/stat" 2>/dev/null) || continue
+        [ -n "$t" ] || continue
+        u=$((u + ${t% *})) k=$((k + ${t#* }))
+    done
+    echo "$u $k"
 }
 
 b_wrk() {

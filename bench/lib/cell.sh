@@ -121,7 +121,7 @@ c_run() {
     case $object in hit*) curl -sk -m 5 -o /dev/null "$url"; curl -sk -m 5 -o /dev/null "$url" ;; esac
     o0=$(c_origin_reset "$s")
     pids=$(for n in ${SYS_PROCS[$s]}; do b_pidtree "${B_PID[$n]}"; done)
-    t0=$(b_cpu_ticks $pids)
+    t0=$(b_cpu_split $pids)
     b_qsample_start $(c_ports "$s")
     out=$B_TMP/cell.$wl.$proto.$s.$round
     local TIMEFORMAT='%U %S'
@@ -135,7 +135,7 @@ c_run() {
             w1=$(date +%s%N) ;;
     esac
     q=$(b_qsample_stop)
-    t1=$(b_cpu_ticks $pids)
+    t1=$(b_cpu_split $pids)
     o1=$(c_origin_count "$s")
     ccpu=$(awk '{ printf "%.2f", $1 + $2 }' "$out.time")
     if [ "${client:0:2}" = s_ ]; then
@@ -156,7 +156,9 @@ c_run() {
     origin=$(c_origin_delta "$o0" "$o1")
     check=$(c_check "$kind" "$err" "$non2xx" "$reqs" "$origin" "$conns" "$reused" "$self" "${bytes:-0}" "$(c_size "$object")")
     check=${check//,/;}
-    awk -v ticks=$((t1 - t0)) -v hz="$B_HZ" -v reqs="$reqs" -v row="$wl/$proto,$s,$round,$rps,$p50,$p99,$reqs,$err,$non2xx" \
+    local u0=${t0% *} k0=${t0#* } u1=${t1% *} k1=${t1#* }
+    echo "$wl/$proto,$s,$round,$((u1 - u0)),$((k1 - k0))" >>"$SPLIT_CSV"
+    awk -v ticks=$((u1 - u0 + k1 - k0)) -v hz="$B_HZ" -v reqs="$reqs" -v row="$wl/$proto,$s,$round,$rps,$p50,$p99,$reqs,$err,$non2xx" \
         -v tail="$ccpu,$q,$origin,$check" 'BEGIN {
             cpu = ticks / hz
             printf "%s,%.2f,%.3f,%s\n", row, cpu, (reqs > 0 ? cpu / reqs * 100000 : 0), tail }' >>"$RUNS_CSV"

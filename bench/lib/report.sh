@@ -45,10 +45,12 @@ r_summarize() {
         }' "$1"
 }
 
-# r_markdown SUMMARY_CSV: the table, then the derived figures.
+# r_markdown SUMMARY_CSV [SPLIT_CSV]: the table, then the derived figures
+# (SPLIT_CSV: user and kernel ticks per round, for the kernel's share).
 r_markdown() {
     awk -F, '
-        NR == 1 { next }
+        FNR == 1 { next }
+        FILENAME != ARGV[1] { ut[$1 "," $2] += $4; kt[$1 "," $2] += $5; next }
         {
             w = $1; s = $2; key = w "," s
             if ($3 == "-") {
@@ -66,6 +68,7 @@ r_markdown() {
             print "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
         }
         function ratio(a, b) { return (a + 0 > 0 && b + 0 > 0) ? sprintf("%.2f", a / b) : "-" }
+        function kshare(k) { return (ut[k] + kt[k] > 0) ? sprintf("%.0f %%", 100 * kt[k] / (ut[k] + kt[k])) : "-" }
         END {
             print ""
             print "Derived figures (medians; ratios computed within this run):"
@@ -86,11 +89,20 @@ r_markdown() {
             for (i = 1; i <= n; i++) {
                 s = S[i]; o = (s == "stack") ? "lt" : "co"
                 if (cpu["pass-1k/http," s] != "" && rps["pass-1k/http," o] != "")
-                    printf "| proxy-hop price: pass req/s vs %s direct (x); proxy CPU µs/req | %s | %s; %.1f |\n", o, s,
-                        ratio(rps["pass-1k/http," s], rps["pass-1k/http," o]), cpu["pass-1k/http," s] * 10
+                    printf "| proxy-hop price: pass req/s vs %s direct (x); proxy CPU µs/req (kernel share) | %s | %s; %.1f (%s) |\n", o, s,
+                        ratio(rps["pass-1k/http," s], rps["pass-1k/http," o]), cpu["pass-1k/http," s] * 10,
+                        kshare("pass-1k/http," s)
                 if (rps["slow-100ms/http," s] != "" && rps["slow-100ms/http,co"] != "")
                     printf "| cache gain, 100 ms origin (req/s vs origin direct, x); origin fetches | %s | %s; %s |\n", s,
                         ratio(rps["slow-100ms/http," s], rps["slow-100ms/http,co"]), org["slow-100ms/http," s]
+            }
+            n = split("co lt nginx varnish haproxy cachet", S, " ")
+            for (i = 1; i <= n; i++) {
+                k = "hit-1k/http," S[i]
+                if (S[i] == "co" || S[i] == "lt") k = "origin-1k/http," S[i]
+                if (cpu[k] != "" && kshare(k) != "-")
+                    printf "| kernel share of server CPU, 1 KiB %s over HTTP | %s | %s |\n",
+                        (S[i] == "co" || S[i] == "lt") ? "origin answer" : "hit", S[i], kshare(k)
             }
             if (rps["hit-1k/http,cachet-w2"] != "" && rps["hit-1k/http,cachet"] != "")
                 printf "| scaling: --workers 2 vs 1, hit-1k HTTP (x) | cachet | %s |\n",
@@ -119,7 +131,7 @@ r_markdown() {
                 }
                 printf "| %s | %s |\n", w, line
             }
-        }' "$1"
+        }' "$1" "${2:-/dev/null}"
 }
 
 # r_plot SUMMARY_CSV PNG: req/s, p99 and server CPU per cell (measured cells only).
