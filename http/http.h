@@ -120,7 +120,16 @@ struct ct_http_msg {
     bool expect_continue;    /* request: Expect: 100-continue */
     bool upgrade;            /* Connection: upgrade with an Upgrade field */
     size_t head_bytes;       /* size of the head on the wire */
+    /* Bit ID set: a field with that id is present. Bit 0 (UNKNOWN) says the
+     * set is filled in; a message built by hand leaves it 0 and look-ups
+     * scan. Most look-ups are for fields a message does not have. */
+    uint64_t ids_seen;
 };
+
+/* Give MSG the fields F[0..N) (views the caller keeps alive), and the
+ * ids_seen that goes with them. Anything that changes a message's fields
+ * goes through here, or look-ups would trust the old set. */
+void ct_http_msg_set_fields(struct ct_http_msg *msg, const struct ct_http_field *f, size_t n);
 
 /* First field with ID after AFTER (NULL: from the start); NULL if none. */
 const struct ct_http_field *ct_http_msg_find(const struct ct_http_msg *msg, enum ct_hdr_id id,

@@ -145,9 +145,23 @@ static size_t next_index(const struct ct_http_msg *msg, const struct ct_http_fie
     return (size_t)(after - msg->fields) + 1;
 }
 
+_Static_assert(CT_HDR__COUNT <= 64, "struct ct_http_msg's ids_seen holds one bit per id");
+
+void ct_http_msg_set_fields(struct ct_http_msg *msg, const struct ct_http_field *f, size_t n)
+{
+    uint64_t seen = 1; /* bit 0: the set is filled in */
+    for (size_t i = 0; i < n; i++)
+        seen |= 1ull << f[i].id;
+    msg->fields = f;
+    msg->nfields = n;
+    msg->ids_seen = seen;
+}
+
 const struct ct_http_field *ct_http_msg_find(const struct ct_http_msg *msg, enum ct_hdr_id id,
                                              const struct ct_http_field *after)
 {
+    if ((msg->ids_seen & 1) && !(msg->ids_seen & (1ull << id)))
+        return NULL;
     for (size_t i = next_index(msg, after); i < msg->nfields; i++)
         if (msg->fields[i].id == id)
             return &msg->fields[i];

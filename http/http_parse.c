@@ -251,8 +251,7 @@ static void split_head(struct ct_http_parser *p)
         f = fe + 2;
     }
     CT_ASSERT(n == L->nfields);
-    m->fields = p->fields;
-    m->nfields = n;
+    ct_http_msg_set_fields(m, p->fields, n);
     m->head_bytes = L->total;
 }
 
@@ -464,10 +463,9 @@ static bool shadow_scan(struct ct_http_parser *p, const char *buf, size_t len)
 static void message_begin(struct ct_http_parser *p)
 {
     p->hlen = 0;
-    memset(&p->msg, 0, sizeof(p->msg));
+    p->msg.nfields = 0; /* the rest of msg is set when the head is complete */
     p->lex = (struct ct_http_lex){.st = CT_LX_START, .request = p->kind == CT_HTTP_REQUEST};
     p->body_seen = p->body_left = 0;
-    memset(&p->cs, 0, sizeof(p->cs));
     p->tunnel_after_end = false;
     p->phase = PH_HEAD;
 }
@@ -490,6 +488,7 @@ static enum ct_http_ev body_begin(struct ct_http_parser *p)
         p->pending_end = m->content_length == 0;
         break;
     case CT_FRAME_CHUNKED:
+        memset(&p->cs, 0, sizeof(p->cs));
         if (!chunked_prologue(p)) {
             set_err(p, 400, "chunked decoder refused its prologue");
             p->pending_err = true;

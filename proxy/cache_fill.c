@@ -158,8 +158,7 @@ const struct ct_http_msg *ct_cache_fwd_msg(struct ct_client *c)
         n += ct_cache_policy_revalidate_hdrs(&v, &cr->fwd_fields[n]);
     }
     cr->fwd = *req;
-    cr->fwd.fields = cr->fwd_fields;
-    cr->fwd.nfields = n;
+    ct_http_msg_set_fields(&cr->fwd, cr->fwd_fields, n);
     return &cr->fwd;
 }
 

@@ -112,6 +112,44 @@ static void test_msg_find(void)
     CU_ASSERT_PTR_NULL(ct_http_msg_find_name(&m, CT_STR("X-b"), NULL));
 }
 
+/* The same look-ups with the id set filled in (as a parser does), and after
+ * the fields change through ct_http_msg_set_fields(). */
+static void test_msg_find_indexed(void)
+{
+    struct ct_http_field fs[] = {
+        mkf("Host", "a"),
+        mkf("Cache-Control", "no-cache"),
+        mkf("X-A", "1"),
+        mkf("cache-control", "max-age=5"),
+    };
+    struct ct_http_msg m = {.kind = CT_HTTP_REQUEST};
+    ct_http_msg_set_fields(&m, fs, CT_ARRAY_LEN(fs));
+    CU_ASSERT_EQUAL(m.nfields, CT_ARRAY_LEN(fs));
+    const struct ct_http_field *f = ct_http_msg_find(&m, CT_HDR_CACHE_CONTROL, NULL);
+    CU_ASSERT_PTR_EQUAL(f, &fs[1]);
+    CU_ASSERT_PTR_EQUAL(ct_http_msg_find(&m, CT_HDR_CACHE_CONTROL, f), &fs[3]);
+    CU_ASSERT_PTR_EQUAL(ct_http_msg_find(&m, CT_HDR_UNKNOWN, NULL), &fs[2]);
+    CU_ASSERT_PTR_NULL(ct_http_msg_find(&m, CT_HDR_IF_NONE_MATCH, NULL));
+    CU_ASSERT_FALSE(ct_http_msg_has_token(&m, CT_HDR_CONNECTION, CT_STR("close")));
+
+    /* a field added (a validator for revalidation): found once set again */
+    struct ct_http_field more[] = {fs[0], fs[1], mkf("If-None-Match", "\"x\"")};
+    ct_http_msg_set_fields(&m, more, CT_ARRAY_LEN(more));
+    CU_ASSERT_PTR_EQUAL(ct_http_msg_find(&m, CT_HDR_IF_NONE_MATCH, NULL), &more[2]);
+    CU_ASSERT_PTR_NULL(ct_http_msg_find(&m, CT_HDR_UNKNOWN, NULL));
+
+    /* and a parsed head carries the set */
+    struct ct_http_parser *p = ct_http_parser_new(CT_HTTP_REQUEST, NULL);
+    static const char req[] = "GET / HTTP/1.1\r\nHost: h\r\nVary: x\r\nX-Y: 1\r\n\r\n";
+    size_t used;
+    CU_ASSERT_EQUAL(ct_http_parser_feed(p, req, sizeof(req) - 1, &used, NULL), CT_HTTP_EV_HEAD);
+    const struct ct_http_msg *pm = ct_http_parser_msg(p);
+    CU_ASSERT_EQUAL(pm->ids_seen, 1ull | 1ull << CT_HDR_HOST | 1ull << CT_HDR_VARY);
+    CU_ASSERT_PTR_EQUAL(ct_http_msg_find(pm, CT_HDR_VARY, NULL), &pm->fields[1]);
+    CU_ASSERT_PTR_NULL(ct_http_msg_find(pm, CT_HDR_CONNECTION, NULL));
+    ct_http_parser_free(&p);
+}
+
 static void test_msg_has_token(void)
 {
     struct ct_http_field fs[] = {
@@ -157,6 +195,7 @@ static void test_field_is_hop(void)
 void ct_test_register(void)
 {
     CT_SUITE("http_hdr", {"method lookup is case-sensitive", test_method_lookup},
+             {"look-ups with the id set filled in", test_msg_find_indexed},
              {"method flags", test_method_flags},
              {"header lookup is case-insensitive", test_hdr_lookup_case},
              {"every table row is found", test_hdr_lookup_every_row},
