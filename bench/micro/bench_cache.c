@@ -12,7 +12,10 @@
  *      ~10 % of the keys, alpha 0.9 and 1.0): the store (sharded SIEVE) vs an
  *      exact LRU and an exact single-queue SIEVE of the same object capacity
  *
- * Usage: bench_cache [--keys N] [--quick]. Prints a plain-text table.
+ * Usage: bench_cache [--keys N] [--lookups N] [--lookups-only] [--quick].
+ * Prints a plain-text table. --lookups-only runs only the uniform lookups,
+ * raw and with key building (for callgrind --cache-sim=yes: per-call costs
+ * of ct_cache_lookup and ct_cache_key_build).
  * It is a CPU hog for a few seconds: run it alone (BENCH-NOTES.md).
  *
  * Reading the uniform 1 M-key figure: it is bound by memory latency, not by
@@ -259,6 +262,9 @@ static void bench_threads(struct ct_cache *c, const struct keyset *ks, const uin
 
 /* ---- 1-3: throughput and memory ----------------------------------------------- */
 
+static size_t opt_lookups;    /* 0: max(4 x keys, 4 M) */
+static bool opt_lookups_only; /* uniform raw + with key building only */
+
 static void bench_throughput(size_t nkeys)
 {
     struct keyset ks;
@@ -285,7 +291,7 @@ static void bench_throughput(size_t nkeys)
            (unsigned long long)st.objects, (unsigned long long)st.keys,
            (unsigned long long)st.bytes, (unsigned long long)st0.bytes);
 
-    size_t nlook = CT_MAX(nkeys * 4, (size_t)4000000);
+    size_t nlook = opt_lookups ? opt_lookups : CT_MAX(nkeys * 4, (size_t)4000000);
     uint32_t *order = malloc(nlook * sizeof(*order));
     for (size_t i = 0; i < nlook; i++)
         order[i] = (uint32_t)(rng() % nkeys);
@@ -294,11 +300,13 @@ static void bench_throughput(size_t nkeys)
     double dt = run_lookups(c, &ks, order, nlook, LK_RAW, ch, &hits);
     printf("lookup hit+release, uniform over %zu keys: %.2f M/s (%zu/%zu hits)\n", nkeys,
            nlook / dt / 1e6, hits, nlook);
-    dt = run_lookups(c, &ks, order, nlook, LK_HASH, ch, &hits);
-    printf("lookup incl. XXH64 of the key, uniform: %.2f M/s\n", nlook / dt / 1e6);
-    dt = run_lookups(c, &ks, order, nlook, LK_BUILD_ONLY, ch, &hits);
-    printf("key building alone (host + target, XXH64): %.1f ns per key (%s)\n", dt / nlook * 1e9,
-           hits == nlook ? "ok" : "?");
+    if (!opt_lookups_only) {
+        dt = run_lookups(c, &ks, order, nlook, LK_HASH, ch, &hits);
+        printf("lookup incl. XXH64 of the key, uniform: %.2f M/s\n", nlook / dt / 1e6);
+        dt = run_lookups(c, &ks, order, nlook, LK_BUILD_ONLY, ch, &hits);
+        printf("key building alone (host + target, XXH64): %.1f ns per key (%s)\n",
+               dt / nlook * 1e9, hits == nlook ? "ok" : "?");
+    }
     /* What the proxy does per request: build the key from the Host field and
      * the request target into a stack buffer, then look it up. */
     dt = run_lookups(c, &ks, order, nlook, LK_BUILD, ch, &hits);
@@ -308,7 +316,7 @@ static void bench_throughput(size_t nkeys)
     /* Zipf order: real traffic is skewed, so the hot part stays in CPU caches. */
     const double alphas[] = {0.9, 0.99, 1.2};
     double *cdf = malloc(nkeys * sizeof(*cdf));
-    for (size_t a = 0; a < CT_ARRAY_LEN(alphas); a++) {
+    for (size_t a = 0; a < CT_ARRAY_LEN(alphas) && !opt_lookups_only; a++) {
         double sum = 0;
         for (size_t i = 0; i < nkeys; i++)
             cdf[i] = (sum += 1.0 / pow((double)(i + 1), alphas[a]));
@@ -330,7 +338,8 @@ static void bench_throughput(size_t nkeys)
     }
     free(cdf);
     free(ch);
-    bench_threads(c, &ks, order, nlook);
+    if (!opt_lookups_only)
+        bench_threads(c, &ks, order, nlook);
     free(order);
     ct_cache_free(&c);
     keyset_free(&ks);
@@ -536,12 +545,17 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--keys") && i + 1 < argc) {
             nkeys = strtoul(argv[++i], NULL, 10);
+        } else if (!strcmp(argv[i], "--lookups") && i + 1 < argc) {
+            opt_lookups = strtoul(argv[++i], NULL, 10);
+        } else if (!strcmp(argv[i], "--lookups-only")) {
+            opt_lookups_only = true;
         } else if (!strcmp(argv[i], "--quick")) {
             nkeys = 100000;
             nreq = 200000;
             hr_keys = 20000;
         } else {
-            fprintf(stderr, "usage: %s [--keys N] [--quick]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--keys N] [--lookups N] [--lookups-only] [--quick]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -550,6 +564,7 @@ int main(int argc, char **argv)
     printf("sizeof(struct ct_cache_waiter) %zu, ct_cache_obj_base counted in 'per object'\n",
            sizeof(struct ct_cache_waiter));
     bench_throughput(nkeys);
-    bench_hit_ratio(nreq, hr_keys, 0.10);
+    if (!opt_lookups_only)
+        bench_hit_ratio(nreq, hr_keys, 0.10);
     return 0;
 }
