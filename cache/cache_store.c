@@ -213,14 +213,22 @@ static struct ct_obj *new_fetch(struct ct_cache_shard *sh, struct ct_obj *head,
     return ct_cache_obj_ref(obj); /* one for the table, one for the fetcher */
 }
 
+/* The SIEVE bit: a relaxed load, and a store only when it is not set yet, so
+ * hits on a popular object do not keep dirtying its line (no locked
+ * instruction either way: the eviction hand clears it under the lock). */
+static void mark_visited(struct ct_obj *obj)
+{
+    if (!atomic_load_explicit(&obj->visited, memory_order_relaxed))
+        atomic_store_explicit(&obj->visited, 1, memory_order_relaxed);
+}
+
 static enum ct_cache_lookup decide(struct ct_cache_shard *sh, struct scan *sc,
                                    struct ct_cache_lookup_res *res, bool *need_fetch)
 {
     *need_fetch = false;
     res->miss = CT_CACHE_MISS_URI; /* a retry may find something else */
     if (sc->fresh) {
-        if (!atomic_load_explicit(&sc->fresh->visited, memory_order_relaxed))
-            atomic_store_explicit(&sc->fresh->visited, 1, memory_order_relaxed);
+        mark_visited(sc->fresh);
         res->obj = ct_cache_obj_ref(sc->fresh);
         return CT_CACHE_HIT;
     }
@@ -229,7 +237,7 @@ static enum ct_cache_lookup decide(struct ct_cache_shard *sh, struct scan *sc,
     }
     struct ct_obj *busy = sc->busy_match ? sc->busy_match : sc->busy;
     if (sc->stale) {
-        atomic_store_explicit(&sc->stale->visited, 1, memory_order_relaxed);
+        mark_visited(sc->stale);
         res->obj = ct_cache_obj_ref(sc->stale);
         if (busy)
             res->busy = ct_cache_obj_ref(busy);

@@ -19,15 +19,24 @@
  * It is a CPU hog for a few seconds: run it alone (BENCH-NOTES.md).
  *
  * Reading the uniform 1 M-key figure: it is bound by memory latency, not by
- * instructions. A cold hit waits for two dependent DRAM loads, the slot (its
- * address comes from the hash) and then the objhead it points to (the object
- * was allocated right after its objhead here, so it mostly comes along). On
- * the 2-core EPYC VM this was tuned on, a dependent load over 512 MiB costs
- * ~184 ns with 4 KiB pages and ~156 ns with transparent huge pages (pointer
- * chase, pinned): 2 x 156..184 ns = 312..368 ns, 2.7..3.2 M/s, which is
- * where the figure sits (3.0..3.4: the slot prefetch issued before taking the
- * lock hides a little of the first miss). The shard mutex's locked
- * instructions keep consecutive lookups from overlapping their misses.
+ * instructions. A hit reads the key's slot (8 bytes, its address comes from
+ * the hash; the 16 MiB of slots mostly stay in the 32 MiB L3) and then the
+ * object, whose lookup fields and key bytes are contiguous (cache_int.h),
+ * and it must do a locked increment on the object's refcount: a line unique
+ * to the object. 1 M objects are >= 64 MiB of such lines, more than L3, so
+ * nearly every uniform hit waits for one DRAM round trip. On the 2-core EPYC
+ * VM this was measured on, a dependent load over 512 MiB costs ~205 ns with
+ * 4 KiB pages and ~159 ns with transparent huge pages (pointer chase,
+ * pinned, quiet moment; ~200 ns either way when the other core is busy);
+ * the instructions of a raw hit cost ~38 ns (--keys 10000: ~26 M/s). One at
+ * a time that is 1 / (205 + 38) ns = 4.1 M/s with 4 KiB pages and
+ * 1 / (159 + 38) ns = 5.1 M/s with huge pages: 5 M/s uniform needs huge
+ * pages under the objects (GLIBC_TUNABLES=glibc.malloc.hugetlb=1) and a quiet
+ * machine. The raw loop reads a little above that bound because the CPU's
+ * out-of-order window starts the next lookup's slot load while this one
+ * waits; the proxy does thousands of instructions between two lookups, so
+ * the per-request figure to expect is the one with key building, where the
+ * late hash leaves no such overlap (slot miss + object miss + ~75 ns).
  * Cache-resident figures (--keys 10000, Zipf) measure the instructions.
  */
 #include <math.h>
@@ -262,6 +271,22 @@ static void bench_threads(struct ct_cache *c, const struct keyset *ks, const uin
 
 /* ---- 1-3: throughput and memory ----------------------------------------------- */
 
+/* AnonHugePages of this process in KiB (-1: unknown), to tell whether the
+ * store's memory is on transparent huge pages (the uniform figure depends
+ * on it; GLIBC_TUNABLES=glibc.malloc.hugetlb=1 makes malloc ask for them). */
+static long anon_huge_kib(void)
+{
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "AnonHugePages: %ld kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
 static size_t opt_lookups;    /* 0: max(4 x keys, 4 M) */
 static bool opt_lookups_only; /* uniform raw + with key building only */
 
@@ -287,9 +312,10 @@ static void bench_throughput(size_t nkeys)
     printf("counted bytes per object: %.0f (key %zu + head %zu + body %zu = %.0f payload; "
            "overhead %.0f incl. buckets)\n",
            per_obj, ks.keys[0].bytes.len, strlen(HEAD), sizeof(BODY), payload, per_obj - payload);
-    printf("  objects %llu keys %llu bytes %llu (of which empty table %llu)\n",
+    printf("  objects %llu keys %llu bytes %llu (of which empty table %llu); "
+           "on huge pages: %ld MiB\n",
            (unsigned long long)st.objects, (unsigned long long)st.keys,
-           (unsigned long long)st.bytes, (unsigned long long)st0.bytes);
+           (unsigned long long)st.bytes, (unsigned long long)st0.bytes, anon_huge_kib() / 1024);
 
     size_t nlook = opt_lookups ? opt_lookups : CT_MAX(nkeys * 4, (size_t)4000000);
     uint32_t *order = malloc(nlook * sizeof(*order));
