@@ -144,7 +144,6 @@ void ct_cache_obj_release_busy(struct ct_obj *obj); /* takes the shard lock */
 typedef size_t ct_cache_key_fn(struct ct_cache_shard *sh, struct ct_obj *head, void *arg);
 void ct_cache_table_init(struct ct_cache_shard *sh, size_t nslots);
 void ct_cache_table_fini(struct ct_cache_shard *sh);
-struct ct_obj *ct_cache_table_find(struct ct_cache_shard *sh, const struct ct_cache_key *key);
 /* The head of linked OBJ's key. */
 struct ct_obj *ct_cache_table_head(struct ct_cache_shard *sh, const struct ct_obj *obj);
 size_t ct_cache_table_grow_cost(const struct ct_cache_shard *sh); /* 0: no growth due */
@@ -218,6 +217,40 @@ static inline struct ct_obj *ct_cache_obj_ref(struct ct_obj *obj)
     unsigned old = atomic_fetch_add_explicit(&obj->refcnt, 1, memory_order_relaxed);
     CT_ASSERT(old > 0);
     return obj;
+}
+
+/* A slot: the head object's pointer in the low 48 bits, 16 bits of the hash
+ * above (cache_table.c). Here because the lookup's probe is inline. */
+#define CT_CACHE_TAG_SHIFT 48
+
+static inline uint64_t ct_cache_slot_tag(uint64_t hash)
+{
+    return (hash >> 32) & 0xffff; /* not the index bits (low) nor the shard bits (top) */
+}
+
+static inline struct ct_obj *ct_cache_slot_obj(uint64_t slot)
+{
+    return (struct ct_obj *)(uintptr_t)(slot & ((UINT64_C(1) << CT_CACHE_TAG_SHIFT) - 1));
+}
+
+/* The head (newest variant) of KEY, or NULL (shard lock held). A slot whose
+ * tag differs is skipped without touching its object. */
+static inline struct ct_obj *ct_cache_table_find(struct ct_cache_shard *sh,
+                                                 const struct ct_cache_key *key)
+{
+    size_t mask = sh->nslots - 1, i = key->hash & mask;
+    uint64_t tag = ct_cache_slot_tag(key->hash);
+    for (size_t n = 0; n < sh->nslots; n++, i = (i + 1) & mask) {
+        uint64_t s = sh->slots[i];
+        if (s == 0)
+            return NULL;
+        if ((s >> CT_CACHE_TAG_SHIFT) != tag)
+            continue;
+        struct ct_obj *obj = ct_cache_slot_obj(s);
+        if (ct_cache_obj_has_key(obj, key))
+            return obj;
+    }
+    return NULL;
 }
 
 #endif /* CT_CACHE_INT_H */

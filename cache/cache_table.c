@@ -24,17 +24,17 @@
 
 #include "cache/cache_int.h"
 
-#define TAG_SHIFT 48
+#define TAG_SHIFT CT_CACHE_TAG_SHIFT
 #define PTR_MASK ((UINT64_C(1) << TAG_SHIFT) - 1)
 
 static uint64_t tag_of(uint64_t hash)
 {
-    return (hash >> 32) & 0xffff; /* not the index bits (low) nor the shard bits (top) */
+    return ct_cache_slot_tag(hash);
 }
 
 static struct ct_obj *slot_obj(uint64_t slot)
 {
-    return (struct ct_obj *)(uintptr_t)(slot & PTR_MASK);
+    return ct_cache_slot_obj(slot);
 }
 
 static uint64_t make_slot(struct ct_obj *obj)
@@ -48,23 +48,6 @@ void ct_cache_table_init(struct ct_cache_shard *sh, size_t nslots)
 {
     sh->nslots = nslots;
     sh->slots = ct_xcalloc(nslots, sizeof(*sh->slots));
-}
-
-struct ct_obj *ct_cache_table_find(struct ct_cache_shard *sh, const struct ct_cache_key *key)
-{
-    size_t mask = sh->nslots - 1, i = key->hash & mask;
-    uint64_t tag = tag_of(key->hash);
-    for (size_t n = 0; n < sh->nslots; n++, i = (i + 1) & mask) {
-        uint64_t s = sh->slots[i];
-        if (s == 0)
-            return NULL;
-        if ((s >> TAG_SHIFT) != tag)
-            continue;
-        struct ct_obj *obj = slot_obj(s);
-        if (ct_cache_obj_has_key(obj, key))
-            return obj;
-    }
-    return NULL;
 }
 
 /* The index of the slot holding linked OBJ's key (present: asserted). */
