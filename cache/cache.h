@@ -1,11 +1,11 @@
 /*
  * cache/cache.h: the shared object store (Varnish-style), for all worker threads.
  *
- * What it is: a sharded hash table of keys ("objheads"), each holding a list of
- * variants (Vary), each variant a refcounted object (struct ct_obj). No sockets,
- * no libevent, no logging, no clock: time is passed in (`now`), decisions
- * (ttl, grace, keep, the Vary secondary key bytes, whether to store at all)
- * come from the caller (cache/cache_policy.h makes them).
+ * What it is: a sharded hash table of keys, each holding a list of variants
+ * (Vary), each variant a refcounted object (struct ct_obj) that carries its
+ * key. No sockets, no libevent, no logging, no clock: time is passed in
+ * (`now`), decisions (ttl, grace, keep, the Vary secondary key bytes, whether
+ * to store at all) come from the caller (cache/cache_policy.h makes them).
  *
  * Object life (forward only):
  *
@@ -25,8 +25,8 @@
  * the last release, so a reader is never freed under its feet.
  *
  * Memory. A hard cap on bytes: the objects (struct, header block, validators,
- * Vary key, body segments), the key entries and the tables' slot arrays are
- * all counted, and bytes are reserved BEFORE they are allocated, so the count never
+ * Vary key, body segments, their copy of the key) and the tables' slot arrays
+ * are all counted, and bytes are reserved BEFORE they are allocated, so the count never
  * exceeds the cap. Bytes are given back when memory is really freed (at the
  * last release), so an evicted object still held by a slow reader still counts;
  * when readers hold everything, reservations fail (CT_ELIMIT, stats.nomem)
@@ -293,7 +293,7 @@ struct ct_cache_stats {
     uint64_t bytes;     /* counted bytes in use now */
     uint64_t max_bytes; /* the cap */
     uint64_t objects;   /* objects alive (linked or still referenced) */
-    uint64_t keys;      /* objheads in the table */
+    uint64_t keys;      /* distinct keys in the table */
 };
 
 void ct_cache_stats(const struct ct_cache *cache, struct ct_cache_stats *st);

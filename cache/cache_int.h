@@ -3,7 +3,7 @@
  * outside cache/ (tests and the proxy use cache/cache.h).
  *
  * Locking, in one place:
- * - shard->mtx guards the shard's table (slots, objheads, variant lists),
+ * - shard->mtx guards the shard's table (slots, variant lists),
  *   its SIEVE queue and hand, its sweep cursor, and the waiter lists of the
  *   objects of that shard. One shard lock at a time, never two.
  * - obj->refcnt, obj->state, obj->visited, segment lengths and links, and
@@ -21,7 +21,6 @@
 #include "cache/cache.h"
 
 #define CT_OBJ_MAGIC 0x0b1ec7edu
-#define CT_OH_MAGIC 0x0b7eadedu
 #define CT_CACHE_MAGIC 0xcace57e5u
 
 /* What one malloc costs beyond what was asked (glibc chunk header, rounding):
@@ -32,7 +31,7 @@
 #define CT_CACHE_SEG_SIZE (16 * 1024)
 
 /* Object flags (written under the shard lock; read under it too). */
-#define OBJ_F_LINKED 0x01 /* in an objhead's variant list and the SIEVE queue */
+#define OBJ_F_LINKED 0x01 /* in the table (its key's variant list) and the SIEVE queue */
 #define OBJ_F_HFM 0x02    /* a hit-for-miss marker, not a response */
 #define OBJ_F_PURGED 0x04 /* removed while BUSY: never linked again */
 
@@ -44,29 +43,26 @@ struct ct_cache_seg {
 };
 
 struct ct_cache_shard;
-struct ct_cache_oh;
 
-/* Field order matters: everything a lookup hit reads (magic, refcnt, state,
- * visited, flags, vary_len, vnext, expires, grace, keep) comes in the first
- * CT_OBJ_HOT_BYTES: at malloc's 16-byte alignment a hit touches one or two
- * lines of the object, not two or three (expires used to sit past byte 112). */
+/* An object carries its key: the table's slots point at the newest object of
+ * each key and the other variants hang off it (vnext), so a lookup hit reads
+ * the slot and then one contiguous run of the object (the lookup fields, the
+ * hash and the key bytes: two cache lines for a key up to ~45 bytes), with no
+ * separate objhead to load in between (that was a third dependent miss per
+ * hit when the objhead and object were not neighbours in memory).
+ *
+ * Field order matters: the cold fields (delivery, queue, bookkeeping) come
+ * first and the fields a lookup reads come last, right before the key, so
+ * they share lines with it. The magic is therefore not at offset 0: it opens
+ * the hot part instead (CT_CHECK_OBJ works on any offset). */
 struct ct_obj {
-    unsigned magic;
-    _Atomic unsigned refcnt;
-    _Atomic unsigned char state;   /* enum ct_obj_state, forward only */
-    _Atomic unsigned char visited; /* SIEVE bit, set on hit without the lock */
-    unsigned char flags;           /* OBJ_F_*, shard lock */
-    unsigned char _pad;
+    /* written by the fetcher, published by the state store */
     uint16_t status;   /* fetcher, published by STREAMING */
     uint16_t date_len; /* blob layout, ditto */
-    uint32_t head_len, etag_len, lm_len, vary_len;
-    ct_time_t expires;       /* fresh before; hit-for-miss: valid before */
-    float grace, keep;       /* seconds past expires: serve stale / keep */
-    float initial_age;       /* corrected_initial_age (1 s precision to 190 days) */
-    uint32_t size;           /* counted bytes, given back at free (objects < 4 GiB) */
-    struct ct_obj *vnext;    /* variant list of oh, newest first (shard lock) */
+    uint32_t head_len, etag_len, lm_len;
+    float initial_age; /* corrected_initial_age (1 s precision to 190 days) */
+    uint32_t size;     /* counted bytes, given back at free (objects < 4 GiB) */
     /* shared, under shard->mtx */
-    struct ct_cache_oh *oh;       /* while linked */
     struct ct_obj *qprev, *qnext; /* SIEVE queue: qnext toward the tail (older) */
     struct ct_cache_waiter *waiters;
     /* set once at creation */
@@ -77,18 +73,27 @@ struct ct_obj {
     struct ct_cache_seg *seg_first, *seg_last;
     struct ct_obj *body_src; /* shared body (304 revalidation), holds a ref */
     ct_time_t response_time; /* RFC 9111 §4.2.3 */
-};
 
-#define CT_OBJ_HOT_BYTES (offsetof(struct ct_obj, vnext) + sizeof(struct ct_obj *))
-_Static_assert(CT_OBJ_HOT_BYTES <= 64, "a hit's fields must stay within 64 bytes");
-
-/* One key: its variants (newest first). */
-struct ct_cache_oh {
+    /* ---- hot: what a lookup reads, in this order, then the key ---- */
+    unsigned magic;
+    _Atomic unsigned refcnt;
+    _Atomic unsigned char state;   /* enum ct_obj_state, forward only */
+    _Atomic unsigned char visited; /* SIEVE bit, set on hit without the lock */
+    unsigned char flags;           /* OBJ_F_*, shard lock */
+    unsigned char _pad;
+    uint32_t vary_len;    /* blob layout, published by STREAMING */
+    ct_time_t expires;    /* fresh before; hit-for-miss: valid before */
+    float grace, keep;    /* seconds past expires: serve stale / keep */
+    struct ct_obj *vnext; /* next (older) variant of the key (shard lock) */
+    /* set once at creation */
     uint64_t hash;
-    struct ct_obj *variants;
     uint32_t key_len;
     char key[];
 };
+
+#define CT_OBJ_HOT_OFFSET offsetof(struct ct_obj, magic)
+_Static_assert(offsetof(struct ct_obj, key) - CT_OBJ_HOT_OFFSET <= 56,
+               "a hit's fields and the key must stay together");
 
 struct ct_cache_counters {
 #define CT_CACHE_STAT_FIELD(name, text) _Atomic uint64_t name;
@@ -99,7 +104,7 @@ struct ct_cache_counters {
 struct ct_cache_shard {
     pthread_mutex_t mtx;
     struct ct_cache *cache;
-    uint64_t *slots;      /* tagged objhead pointers, open addressing (cache_table.c) */
+    uint64_t *slots;      /* tagged pointers to each key's newest object (cache_table.c) */
     size_t nslots;        /* power of two */
     _Atomic size_t nkeys; /* written under mtx, read relaxed by stats */
     /* SIEVE queue: head = newest, tail = oldest; hand walks tail -> head */
@@ -134,21 +139,23 @@ void ct_cache_unreserve(struct ct_cache *cache, size_t n);
 void ct_cache_unlink_obj(struct ct_cache_shard *sh, struct ct_obj *obj);
 void ct_cache_obj_release_busy(struct ct_obj *obj); /* takes the shard lock */
 
-/* cache_table.c (shard lock held) */
-static inline size_t ct_cache_oh_cost(size_t key_len)
-{
-    return sizeof(struct ct_cache_oh) + key_len + CT_CACHE_MALLOC_OVERHEAD;
-}
-typedef size_t ct_cache_oh_fn(struct ct_cache_shard *sh, struct ct_cache_oh *oh, void *arg);
+/* cache_table.c (shard lock held). The table maps a key to its newest
+ * linked object (the "head"); the other variants follow through vnext. */
+typedef size_t ct_cache_key_fn(struct ct_cache_shard *sh, struct ct_obj *head, void *arg);
 void ct_cache_table_init(struct ct_cache_shard *sh, size_t nslots);
 void ct_cache_table_fini(struct ct_cache_shard *sh);
-struct ct_cache_oh *ct_cache_oh_find(struct ct_cache_shard *sh, const struct ct_cache_key *key);
-struct ct_cache_oh *ct_cache_oh_insert(struct ct_cache_shard *sh, const struct ct_cache_key *key,
-                                       size_t *prepaid);
+/* The head of linked OBJ's key. */
+struct ct_obj *ct_cache_table_head(struct ct_cache_shard *sh, const struct ct_obj *obj);
 size_t ct_cache_table_grow_cost(const struct ct_cache_shard *sh); /* 0: no growth due */
-void ct_cache_oh_remove(struct ct_cache_shard *sh, struct ct_cache_oh *oh);
-/* Call FN on every objhead (FN may remove it); returns the sum of FN's results. */
-size_t ct_cache_table_each(struct ct_cache_shard *sh, ct_cache_oh_fn *fn, void *arg);
+/* Make room for one more key, growing the table if due (paid from *PREPAID,
+ * what is used is taken off, or from free memory). False: full. */
+bool ct_cache_table_room(struct ct_cache_shard *sh, size_t *prepaid);
+void ct_cache_table_insert(struct ct_cache_shard *sh, struct ct_obj *obj); /* new key; room made */
+/* Replace the head OLD of a key by NEW (same key), or remove the key if NEW is NULL. */
+void ct_cache_table_replace(struct ct_cache_shard *sh, struct ct_obj *old, struct ct_obj *new);
+/* Call FN on every key's head; FN removes all of the key's variants or none.
+ * Returns the sum of FN's results. */
+size_t ct_cache_table_each(struct ct_cache_shard *sh, ct_cache_key_fn *fn, void *arg);
 
 /* cache_evict.c (shard lock held) */
 void ct_cache_q_push(struct ct_cache_shard *sh, struct ct_obj *obj);
@@ -158,7 +165,9 @@ struct ct_obj *ct_cache_q_victim(struct ct_cache_shard *sh);
 /* cache_obj.c */
 void ct_cache_obj_put(struct ct_obj *obj);  /* no lock taken: safe under a shard lock */
 void ct_cache_obj_free(struct ct_obj *obj); /* refcount reached 0 */
-struct ct_obj *ct_cache_obj_new(struct ct_cache_shard *sh, unsigned flags);
+/* ct_cache_obj_base_size(KEY's length) must be reserved. */
+struct ct_obj *ct_cache_obj_new(struct ct_cache_shard *sh, uint64_t hash, struct ct_str key,
+                                unsigned flags);
 void ct_cache_obj_wake_all(struct ct_obj *obj); /* shard lock held */
 
 /* ---- the hit path's small helpers, inline: as calls across files they were
@@ -173,9 +182,16 @@ static inline void ct_cache_table_prefetch(struct ct_cache_shard *sh, uint64_t h
     __builtin_prefetch(&slots[hash & (n - 1)]);
 }
 
-static inline size_t ct_cache_obj_base_size(void)
+/* The object struct with its key: what a lookup reserves to create one. */
+static inline size_t ct_cache_obj_base_size(size_t key_len)
 {
-    return sizeof(struct ct_obj) + CT_CACHE_MALLOC_OVERHEAD;
+    return sizeof(struct ct_obj) + key_len + CT_CACHE_MALLOC_OVERHEAD;
+}
+
+static inline bool ct_cache_obj_has_key(const struct ct_obj *obj, const struct ct_cache_key *key)
+{
+    return obj->hash == key->hash && obj->key_len == key->bytes.len &&
+           memcmp(obj->key, key->bytes.p, key->bytes.len) == 0;
 }
 
 static inline enum ct_obj_state ct_cache_obj_state(const struct ct_obj *obj)
@@ -201,6 +217,40 @@ static inline struct ct_obj *ct_cache_obj_ref(struct ct_obj *obj)
     unsigned old = atomic_fetch_add_explicit(&obj->refcnt, 1, memory_order_relaxed);
     CT_ASSERT(old > 0);
     return obj;
+}
+
+/* A slot: the head object's pointer in the low 48 bits, 16 bits of the hash
+ * above (cache_table.c). Here because the lookup's probe is inline. */
+#define CT_CACHE_TAG_SHIFT 48
+
+static inline uint64_t ct_cache_slot_tag(uint64_t hash)
+{
+    return (hash >> 32) & 0xffff; /* not the index bits (low) nor the shard bits (top) */
+}
+
+static inline struct ct_obj *ct_cache_slot_obj(uint64_t slot)
+{
+    return (struct ct_obj *)(uintptr_t)(slot & ((UINT64_C(1) << CT_CACHE_TAG_SHIFT) - 1));
+}
+
+/* The head (newest variant) of KEY, or NULL (shard lock held). A slot whose
+ * tag differs is skipped without touching its object. */
+static inline struct ct_obj *ct_cache_table_find(struct ct_cache_shard *sh,
+                                                 const struct ct_cache_key *key)
+{
+    size_t mask = sh->nslots - 1, i = key->hash & mask;
+    uint64_t tag = ct_cache_slot_tag(key->hash);
+    for (size_t n = 0; n < sh->nslots; n++, i = (i + 1) & mask) {
+        uint64_t s = sh->slots[i];
+        if (s == 0)
+            return NULL;
+        if ((s >> CT_CACHE_TAG_SHIFT) != tag)
+            continue;
+        struct ct_obj *obj = ct_cache_slot_obj(s);
+        if (ct_cache_obj_has_key(obj, key))
+            return obj;
+    }
+    return NULL;
 }
 
 #endif /* CT_CACHE_INT_H */

@@ -3,7 +3,8 @@
  * waiters, references, free.
  *
  * Memory of an object, counted against the cap when reserved:
- *   - the struct itself (+ malloc overhead), reserved by the lookup that creates it;
+ *   - the struct with its key (+ malloc overhead), reserved by the lookup that
+ *     creates it (there is no separate per-key allocation: cache_int.h);
  *   - the first segment, one allocation holding [segment header][body capacity]
  *     [head | etag | last-modified | vary], reserved by ct_obj_set_head: with a
  *     Content-Length (body_hint) the whole response is this one block;
@@ -28,9 +29,10 @@
 #include "cache/cache_int.h"
 
 /* Per-object overhead budget (issue 5: <= 256 bytes beyond key, head, body):
- * object 136 + objhead 24 + first segment header 24 + 3 x 16 malloc overhead
- * + ~8-16 of slot array = ~245. Keep the structs from creeping. */
-_Static_assert(sizeof(struct ct_obj) <= 136, "struct ct_obj grew past its budget");
+ * object 144 (key included separately) + first segment header 24 + 2 x 16
+ * malloc overhead + ~8-16 of slot array = ~210-216. Keep the structs from
+ * creeping. */
+_Static_assert(sizeof(struct ct_obj) <= 144, "struct ct_obj grew past its budget");
 _Static_assert(sizeof(struct ct_cache_seg) <= 24, "segment header grew");
 
 static size_t alloc_cost(size_t n)
@@ -38,18 +40,24 @@ static size_t alloc_cost(size_t n)
     return n + CT_CACHE_MALLOC_OVERHEAD;
 }
 
-/* A new object with two references (table + caller) or one (HFM marker:
- * table only, caller sets). Its base size must already be reserved. */
-struct ct_obj *ct_cache_obj_new(struct ct_cache_shard *sh, unsigned flags)
+/* A new object with one reference, for KEY (bytes copied). Its base size
+ * must already be reserved. */
+struct ct_obj *ct_cache_obj_new(struct ct_cache_shard *sh, uint64_t hash, struct ct_str key,
+                                unsigned flags)
 {
-    struct ct_obj *obj = ct_xcalloc(1, sizeof(*obj));
+    CT_ASSERT(key.len <= UINT32_MAX);
+    struct ct_obj *obj = ct_xcalloc(1, sizeof(*obj) + key.len);
     obj->magic = CT_OBJ_MAGIC;
+    obj->hash = hash;
+    obj->key_len = (uint32_t)key.len;
+    if (key.len)
+        memcpy(obj->key, key.p, key.len);
     atomic_init(&obj->refcnt, 1);
     atomic_init(&obj->state, CT_OBJ_BUSY);
     atomic_init(&obj->visited, 0);
     obj->flags = (unsigned char)flags;
     obj->shard = sh;
-    obj->size = (uint32_t)ct_cache_obj_base_size();
+    obj->size = (uint32_t)ct_cache_obj_base_size(key.len);
     atomic_fetch_add_explicit(&sh->cache->objects, 1, memory_order_relaxed);
     return obj;
 }
@@ -286,7 +294,7 @@ int ct_obj_append(struct ct_obj *obj, const void *data, size_t len)
         /* Check and reserve before copying anything: on error nothing changed. */
         size_t cap = next_seg_cap(last, rest);
         size_t cost = alloc_cost(sizeof(*seg) + cap);
-        size_t obj_bytes = (size_t)obj->size - ct_cache_obj_base_size();
+        size_t obj_bytes = (size_t)obj->size - ct_cache_obj_base_size(obj->key_len);
         if (obj_bytes + cost > cache->cfg.max_object_size) {
             cap = rest; /* the last segment may be exact when the limit is near */
             cost = alloc_cost(sizeof(*seg) + cap);

@@ -1,12 +1,16 @@
 /*
- * cache/cache_store.c: the table. Shards, keys (objheads) and their variant
- * lists, lookup-or-insert, the fetcher's end states, purge, expiry, memory.
+ * cache/cache_store.c: the table. Shards, keys and their variant lists,
+ * lookup-or-insert, the fetcher's end states, purge, expiry, memory.
  *
  *   cache ─┬─ shard[hash >> (64 - bits)] ── mutex
- *          │     ├─ slots[hash & mask ...] ─▶ oh  (open addressing, cache_table.c)
- *          │     │                             └─ variants: obj ─▶ obj ... (newest first)
+ *          │     ├─ slots[hash & mask ...] ─▶ obj (newest variant, carries the key;
+ *          │     │                              open addressing, cache_table.c)
+ *          │     │                             └─ vnext: obj ─▶ obj ... (older variants)
  *          │     └─ SIEVE queue of the shard's objects (cache_evict.c)
  *          └─ bytes (atomic): every counted byte, reserved before allocation
+ *
+ * Every object carries its key; the table points at the head (newest) of
+ * each key's variant list, so adding or removing the head rewrites its slot.
  *
  * Locking: one shard mutex at a time, never two; a reservation that must
  * evict is made with no shard lock held (eviction locks shards one by one),
@@ -91,31 +95,36 @@ int ct_cache_reserve(struct ct_cache *cache, size_t n)
 
 /* ---- the table (shard lock held) ---------------------------------------------- */
 
-static void link_obj(struct ct_cache_shard *sh, struct ct_cache_oh *oh, struct ct_obj *obj)
+/* Link OBJ as the newest variant of its key, whose current head is HEAD
+ * (NULL: a new key, for which ct_cache_table_room() said yes). */
+static void link_obj(struct ct_cache_shard *sh, struct ct_obj *head, struct ct_obj *obj)
 {
-    obj->oh = oh;
-    obj->vnext = oh->variants;
-    oh->variants = obj;
+    obj->vnext = head;
+    if (head)
+        ct_cache_table_replace(sh, head, obj);
+    else
+        ct_cache_table_insert(sh, obj);
     obj->flags |= OBJ_F_LINKED;
     ct_cache_q_push(sh, obj);
 }
 
 /* Take OBJ out of the table and drop the table's reference (which may free
- * it, and its objhead when it was the last variant). */
+ * it; its key goes with its last variant). */
 void ct_cache_unlink_obj(struct ct_cache_shard *sh, struct ct_obj *obj)
 {
-    struct ct_cache_oh *oh = obj->oh;
     CT_ASSERT(obj->flags & OBJ_F_LINKED);
-    struct ct_obj **pp = &oh->variants;
-    while (*pp != obj)
-        pp = &(*pp)->vnext;
-    *pp = obj->vnext;
+    struct ct_obj *head = ct_cache_table_head(sh, obj);
+    if (head == obj) {
+        ct_cache_table_replace(sh, obj, obj->vnext); /* NULL: the key goes */
+    } else {
+        struct ct_obj *prev = head;
+        while (prev->vnext != obj)
+            prev = prev->vnext;
+        prev->vnext = obj->vnext;
+    }
     obj->vnext = NULL;
-    obj->oh = NULL;
     obj->flags &= (unsigned char)~OBJ_F_LINKED;
     ct_cache_q_remove(sh, obj);
-    if (!oh->variants)
-        ct_cache_oh_remove(sh, oh);
     ct_cache_obj_put(obj); /* the table's reference; no lock taken */
 }
 
@@ -140,13 +149,14 @@ static bool vary_matches(const struct ct_cache_lookup_req *req, const struct ct_
     return ct_str_eq(stored, req->vary);
 }
 
-/* Walk OH's variants: reap the expired, remember the first fresh match, the
- * first stale match, busy objects and an active hit-for-miss marker. Returns
- * false if reaping freed OH (its last variant went). */
-static bool scan_variants(struct ct_cache_shard *sh, struct ct_cache_oh *oh,
+/* Walk the variants from *HEADP: reap the expired, remember the first fresh
+ * match, the first stale match, busy objects and an active hit-for-miss
+ * marker. *HEADP follows the head as reaping removes it (NULL: the key went
+ * with its last variant). */
+static void scan_variants(struct ct_cache_shard *sh, struct ct_obj **headp,
                           const struct ct_cache_lookup_req *req, ct_time_t now, struct scan *sc)
 {
-    struct ct_obj *obj = oh->variants, *next;
+    struct ct_obj *obj = *headp, *next;
     for (; obj; obj = next) {
         next = obj->vnext;
         enum ct_obj_state st = ct_cache_obj_state(obj);
@@ -159,10 +169,9 @@ static bool scan_variants(struct ct_cache_shard *sh, struct ct_cache_oh *oh,
                 else
                     sc->other_variant = true;
             }
-            bool last = obj == oh->variants && !next;
-            ct_cache_unlink_obj(sh, obj); /* may free oh when it was the last */
-            if (last)
-                return false;
+            if (obj == *headp)
+                *headp = next;
+            ct_cache_unlink_obj(sh, obj);
             continue;
         }
         if (hfm) {
@@ -175,32 +184,42 @@ static bool scan_variants(struct ct_cache_shard *sh, struct ct_cache_oh *oh,
             sc->busy_match = sc->busy_match ? sc->busy_match : obj;
         } else if (ct_cache_obj_is_fresh(obj, now) && !req->revalidate) {
             sc->fresh = obj;
-            return true; /* newest fresh match wins */
+            return; /* newest fresh match wins */
         } else if (!sc->stale) {
             sc->stale = obj;
         }
     }
-    return true;
 }
 
-/* Create the BUSY object for a miss (reservation made by the caller, what
- * is used is taken off *RESERVED). NULL if the table is full. */
-static struct ct_obj *new_fetch(struct ct_cache_shard *sh, struct ct_cache_oh *oh,
+/* Create the BUSY object for a miss as the new head of KEY (current head
+ * HEAD, NULL if the key is new). Its reservation was made by the caller;
+ * what is used is taken off *RESERVED (with the table's growth). NULL if the
+ * table is full. */
+static struct ct_obj *new_fetch(struct ct_cache_shard *sh, struct ct_obj *head,
                                 const struct ct_cache_key *key, size_t *reserved)
 {
-    if (!oh) {
-        CT_ASSERT(*reserved >= ct_cache_oh_cost(key->bytes.len) + ct_cache_obj_base_size());
-        *reserved -= ct_cache_oh_cost(key->bytes.len) + ct_cache_obj_base_size();
-        oh = ct_cache_oh_insert(sh, key, reserved); /* takes the table growth it uses */
-        *reserved += ct_cache_oh_cost(key->bytes.len) + ct_cache_obj_base_size();
-        if (!oh)
+    size_t base = ct_cache_obj_base_size(key->bytes.len);
+    CT_ASSERT(*reserved >= base);
+    if (!head) {
+        *reserved -= base; /* the growth is what stays beyond the object */
+        bool room = ct_cache_table_room(sh, reserved);
+        *reserved += base;
+        if (!room)
             return NULL;
-        *reserved -= ct_cache_oh_cost(key->bytes.len);
     }
-    struct ct_obj *obj = ct_cache_obj_new(sh, 0);
+    struct ct_obj *obj = ct_cache_obj_new(sh, key->hash, key->bytes, 0);
     *reserved -= (size_t)obj->size;
-    link_obj(sh, oh, obj);
+    link_obj(sh, head, obj);
     return ct_cache_obj_ref(obj); /* one for the table, one for the fetcher */
+}
+
+/* The SIEVE bit: a relaxed load, and a store only when it is not set yet, so
+ * hits on a popular object do not keep dirtying its line (no locked
+ * instruction either way: the eviction hand clears it under the lock). */
+static void mark_visited(struct ct_obj *obj)
+{
+    if (!atomic_load_explicit(&obj->visited, memory_order_relaxed))
+        atomic_store_explicit(&obj->visited, 1, memory_order_relaxed);
 }
 
 static enum ct_cache_lookup decide(struct ct_cache_shard *sh, struct scan *sc,
@@ -209,8 +228,7 @@ static enum ct_cache_lookup decide(struct ct_cache_shard *sh, struct scan *sc,
     *need_fetch = false;
     res->miss = CT_CACHE_MISS_URI; /* a retry may find something else */
     if (sc->fresh) {
-        if (!atomic_load_explicit(&sc->fresh->visited, memory_order_relaxed))
-            atomic_store_explicit(&sc->fresh->visited, 1, memory_order_relaxed);
+        mark_visited(sc->fresh);
         res->obj = ct_cache_obj_ref(sc->fresh);
         return CT_CACHE_HIT;
     }
@@ -219,7 +237,7 @@ static enum ct_cache_lookup decide(struct ct_cache_shard *sh, struct scan *sc,
     }
     struct ct_obj *busy = sc->busy_match ? sc->busy_match : sc->busy;
     if (sc->stale) {
-        atomic_store_explicit(&sc->stale->visited, 1, memory_order_relaxed);
+        mark_visited(sc->stale);
         res->obj = ct_cache_obj_ref(sc->stale);
         if (busy)
             res->busy = ct_cache_obj_ref(busy);
@@ -255,7 +273,7 @@ enum ct_cache_lookup ct_cache_lookup(struct ct_cache *cache, const struct ct_cac
     CT_CHECK_OBJ(cache, CT_CACHE_MAGIC);
     const struct ct_cache_key *key = req->key;
     struct ct_cache_shard *sh = shard_of(cache, key->hash);
-    size_t base = ct_cache_obj_base_size() + ct_cache_oh_cost(key->bytes.len), reserved = 0;
+    size_t base = ct_cache_obj_base_size(key->bytes.len), reserved = 0;
     enum ct_cache_lookup kind;
     bool need_fetch;
 
@@ -264,18 +282,18 @@ enum ct_cache_lookup ct_cache_lookup(struct ct_cache *cache, const struct ct_cac
     pthread_mutex_lock(&sh->mtx);
     CT_STAT_INC(sh, lookups);
     for (;;) {
-        struct ct_cache_oh *oh = ct_cache_oh_find(sh, key);
+        struct ct_obj *head = ct_cache_table_find(sh, key);
         struct scan sc = {0};
-        if (oh && !scan_variants(sh, oh, req, now, &sc))
-            oh = NULL; /* the scan reaped its last variant */
+        if (head)
+            scan_variants(sh, &head, req, now, &sc); /* may reap the key */
         kind = decide(sh, &sc, res, &need_fetch);
         if (!need_fetch || req->no_insert)
             break;
-        /* object + objhead + the table's growth if this insert triggers it */
-        size_t need = base + (oh ? 0 : ct_cache_table_grow_cost(sh));
+        /* object with its key + the table's growth if this insert triggers it */
+        size_t need = base + (head ? 0 : ct_cache_table_grow_cost(sh));
         if (reserved >= need || ct_cache_try_reserve(cache, need - reserved)) {
             reserved = CT_MAX(reserved, need);
-            res->fetch = new_fetch(sh, oh, key, &reserved);
+            res->fetch = new_fetch(sh, head, key, &reserved);
             break;
         }
         /* Reserving may evict, which locks shards: drop ours and look again,
@@ -298,9 +316,13 @@ enum ct_cache_lookup ct_cache_lookup(struct ct_cache *cache, const struct ct_cac
 
 void ct_cache_lookup_res_release(struct ct_cache_lookup_res *res)
 {
-    ct_obj_release(&res->obj);
-    ct_obj_release(&res->busy);
-    ct_obj_release(&res->fetch);
+    /* tested here: a hit has only OBJ, and each call was ~7 instructions */
+    if (res->obj)
+        ct_obj_release(&res->obj);
+    if (res->busy)
+        ct_obj_release(&res->busy);
+    if (res->fetch)
+        ct_obj_release(&res->fetch);
 }
 
 /* ---- the fetcher's end states ------------------------------------------------------ */
@@ -319,7 +341,7 @@ void ct_obj_complete(struct ct_obj *obj, ct_time_t now)
          * list) are evicted. OBJ itself is never the one to go. */
         struct ct_str vary = ct_obj_vary(obj);
         unsigned kept = 0;
-        struct ct_obj *o = obj->oh->variants, *next;
+        struct ct_obj *o = ct_cache_table_head(sh, obj), *next;
         for (; o; o = next) {
             next = o->vnext;
             if (o == obj || ct_obj_state(o) != CT_OBJ_COMPLETE || (o->flags & OBJ_F_HFM)) {
@@ -389,23 +411,24 @@ void ct_obj_abandon(struct ct_obj *obj, ct_time_t now, double hfm_ttl)
     struct ct_cache_shard *sh = obj->shard;
     struct ct_obj *marker = NULL;
 
-    if (hfm_ttl > 0 && ct_cache_reserve(sh->cache, ct_cache_obj_base_size()) == CT_OK) {
-        marker = ct_cache_obj_new(sh, OBJ_F_HFM);
+    if (hfm_ttl > 0 &&
+        ct_cache_reserve(sh->cache, ct_cache_obj_base_size(obj->key_len)) == CT_OK) {
+        marker = ct_cache_obj_new(sh, obj->hash, ct_str_make(obj->key, obj->key_len), OBJ_F_HFM);
         marker->expires = now + hfm_ttl;
     }
     pthread_mutex_lock(&sh->mtx);
     atomic_store_explicit(&obj->state, CT_OBJ_ABANDONED, memory_order_release);
     if (obj->flags & OBJ_F_LINKED) {
-        struct ct_cache_oh *oh = obj->oh;
         if (marker) {
             /* One marker per key: an older one is replaced. Link the new one
-             * before unlinking OBJ so the objhead survives. */
-            for (struct ct_obj *o = oh->variants, *next; o; o = next) {
+             * before unlinking OBJ so the key stays in the table. */
+            for (struct ct_obj *o = ct_cache_table_head(sh, obj), *next; o; o = next) {
                 next = o->vnext;
                 if (o->flags & OBJ_F_HFM)
                     ct_cache_unlink_obj(sh, o);
             }
-            link_obj(sh, oh, marker); /* the table takes the marker's only reference */
+            /* the table takes the marker's only reference */
+            link_obj(sh, ct_cache_table_head(sh, obj), marker);
             marker = NULL;
         }
         ct_cache_unlink_obj(sh, obj);
@@ -418,15 +441,14 @@ void ct_obj_abandon(struct ct_obj *obj, ct_time_t now, double hfm_ttl)
 
 /* ---- purge and expiry ------------------------------------------------------------------ */
 
-/* Unlink every variant of OH (which frees OH). BUSY ones are marked so that
- * their fetcher's complete cannot make them visible again. */
-static size_t purge_oh(struct ct_cache_shard *sh, struct ct_cache_oh *oh, void *unused)
+/* Unlink every variant of the key whose head is HEAD (the key goes with
+ * them). BUSY ones are marked so that their fetcher's complete cannot make
+ * them visible again. */
+static size_t purge_key(struct ct_cache_shard *sh, struct ct_obj *head, void *unused)
 {
     size_t n = 0;
-    bool more = true;
-    while (more) {
-        struct ct_obj *obj = oh->variants;
-        more = obj->vnext != NULL; /* after the last unlink OH is gone */
+    for (struct ct_obj *obj = head, *next; obj; obj = next) {
+        next = obj->vnext;
         obj->flags |= OBJ_F_PURGED;
         CT_STAT_INC(sh, purged);
         ct_cache_unlink_obj(sh, obj);
@@ -442,19 +464,20 @@ size_t ct_cache_purge(struct ct_cache *cache, const struct ct_cache_key *key)
     size_t n = 0;
 
     pthread_mutex_lock(&sh->mtx);
-    struct ct_cache_oh *oh = ct_cache_oh_find(sh, key);
-    if (oh)
-        n = purge_oh(sh, oh, NULL);
+    struct ct_obj *head = ct_cache_table_find(sh, key);
+    if (head)
+        n = purge_key(sh, head, NULL);
     pthread_mutex_unlock(&sh->mtx);
     return n;
 }
 
-static size_t purge_if_prefix(struct ct_cache_shard *sh, struct ct_cache_oh *oh, void *arg)
+static size_t purge_if_prefix(struct ct_cache_shard *sh, struct ct_obj *head, void *arg)
 {
     const struct ct_str *prefix = arg;
-    if (oh->key_len < prefix->len || (prefix->len && memcmp(oh->key, prefix->p, prefix->len) != 0))
+    if (head->key_len < prefix->len ||
+        (prefix->len && memcmp(head->key, prefix->p, prefix->len) != 0))
         return 0;
-    return purge_oh(sh, oh, NULL);
+    return purge_key(sh, head, NULL);
 }
 
 size_t ct_cache_purge_prefix(struct ct_cache *cache, struct ct_str prefix)
@@ -574,7 +597,7 @@ void ct_cache_free(struct ct_cache **cachep)
     for (unsigned s = 0; s < cache->cfg.shards; s++) {
         struct ct_cache_shard *sh = &cache->shards[s];
         pthread_mutex_lock(&sh->mtx);
-        ct_cache_table_each(sh, purge_oh, NULL);
+        ct_cache_table_each(sh, purge_key, NULL);
         pthread_mutex_unlock(&sh->mtx);
     }
     /* Every reference handed out must be back: objects would outlive us. */

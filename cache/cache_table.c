@@ -1,14 +1,16 @@
 /*
- * cache/cache_table.c: a shard's hash table of objheads (shard lock held for
+ * cache/cache_table.c: a shard's hash table of keys (shard lock held for
  * everything here).
  *
  * Open addressing with linear probing over 8-byte slots. A slot holds the
- * objhead pointer with 16 bits of its hash in the top bits (x86-64 and arm64
- * user pointers fit in 48 bits; asserted), so a probe rejects a non-matching
- * key without touching its objhead: a hit costs one slot load (usually one
- * cache line for the whole probe sequence) and one objhead load. Chained
- * buckets cost a pointer chase per chain entry instead, and the objhead miss
- * was most of a lookup's time on a 1 M-key table (bench_cache).
+ * pointer to the key's newest linked object (which carries the key bytes,
+ * its hash and the lookup fields together, cache_int.h) with 16 bits of the
+ * hash in the top bits (x86-64 and arm64 user pointers fit in 48 bits;
+ * asserted), so a probe rejects a non-matching key without touching its
+ * object (1 in 65536 does): a hit costs one slot load (usually one cache
+ * line for the whole probe sequence) and one object load. Chained buckets
+ * cost a pointer chase per chain entry instead, and a separate objhead
+ * between slot and object was one more dependent miss (bench_cache).
  *
  * Load factor kept at or below 3/4 by doubling; the slot array is counted
  * against the cap. Growing happens under the shard lock, where evicting is
@@ -22,24 +24,24 @@
 
 #include "cache/cache_int.h"
 
-#define TAG_SHIFT 48
+#define TAG_SHIFT CT_CACHE_TAG_SHIFT
 #define PTR_MASK ((UINT64_C(1) << TAG_SHIFT) - 1)
 
 static uint64_t tag_of(uint64_t hash)
 {
-    return (hash >> 32) & 0xffff; /* not the index bits (low) nor the shard bits (top) */
+    return ct_cache_slot_tag(hash);
 }
 
-static struct ct_cache_oh *slot_oh(uint64_t slot)
+static struct ct_obj *slot_obj(uint64_t slot)
 {
-    return (struct ct_cache_oh *)(uintptr_t)(slot & PTR_MASK);
+    return ct_cache_slot_obj(slot);
 }
 
-static uint64_t make_slot(struct ct_cache_oh *oh)
+static uint64_t make_slot(struct ct_obj *obj)
 {
-    uint64_t p = (uint64_t)(uintptr_t)oh;
+    uint64_t p = (uint64_t)(uintptr_t)obj;
     CT_ASSERT((p & ~PTR_MASK) == 0);
-    return p | (tag_of(oh->hash) << TAG_SHIFT);
+    return p | (tag_of(obj->hash) << TAG_SHIFT);
 }
 
 void ct_cache_table_init(struct ct_cache_shard *sh, size_t nslots)
@@ -48,27 +50,30 @@ void ct_cache_table_init(struct ct_cache_shard *sh, size_t nslots)
     sh->slots = ct_xcalloc(nslots, sizeof(*sh->slots));
 }
 
-struct ct_cache_oh *ct_cache_oh_find(struct ct_cache_shard *sh, const struct ct_cache_key *key)
+/* The index of the slot holding linked OBJ's key (present: asserted). */
+static size_t index_of_key(const struct ct_cache_shard *sh, const struct ct_obj *obj)
 {
-    size_t mask = sh->nslots - 1, i = key->hash & mask;
-    uint64_t tag = tag_of(key->hash);
+    size_t mask = sh->nslots - 1, i = obj->hash & mask;
+    uint64_t tag = tag_of(obj->hash);
+    struct ct_cache_key key = {obj->hash, {obj->key, obj->key_len}};
     for (size_t n = 0; n < sh->nslots; n++, i = (i + 1) & mask) {
         uint64_t s = sh->slots[i];
-        if (s == 0)
-            return NULL;
-        if ((s >> TAG_SHIFT) != tag)
-            continue;
-        struct ct_cache_oh *oh = slot_oh(s);
-        if (oh->hash == key->hash && oh->key_len == key->bytes.len &&
-            memcmp(oh->key, key->bytes.p, key->bytes.len) == 0)
-            return oh;
+        CT_ASSERT(s != 0);
+        if ((s >> TAG_SHIFT) == tag && ct_cache_obj_has_key(slot_obj(s), &key))
+            return i;
     }
-    return NULL;
+    CT_ASSERT(!"linked object's key not in its table");
+    return 0;
+}
+
+struct ct_obj *ct_cache_table_head(struct ct_cache_shard *sh, const struct ct_obj *obj)
+{
+    return slot_obj(sh->slots[index_of_key(sh, obj)]);
 }
 
 static void place(uint64_t *slots, size_t nslots, uint64_t s)
 {
-    size_t mask = nslots - 1, i = slot_oh(s)->hash & mask;
+    size_t mask = nslots - 1, i = slot_obj(s)->hash & mask;
     while (slots[i])
         i = (i + 1) & mask;
     slots[i] = s;
@@ -108,23 +113,18 @@ static bool grow(struct ct_cache_shard *sh, size_t *prepaid)
     return true;
 }
 
-/* A new objhead for KEY (not present); ct_cache_oh_cost() of it must be
- * reserved, and the growth of the table may be in *PREPAID (what is used is
- * taken off). NULL if the table is nearly full and cannot grow. */
-struct ct_cache_oh *ct_cache_oh_insert(struct ct_cache_shard *sh, const struct ct_cache_key *key,
-                                       size_t *prepaid)
+bool ct_cache_table_room(struct ct_cache_shard *sh, size_t *prepaid)
 {
     size_t nkeys = atomic_load_explicit(&sh->nkeys, memory_order_relaxed);
-    if (needs_grow(sh) && !grow(sh, prepaid) && (nkeys + 1) * 16 > sh->nslots * 15)
-        return NULL;
-    struct ct_cache_oh *oh = ct_xmalloc(sizeof(*oh) + key->bytes.len);
-    oh->hash = key->hash;
-    oh->variants = NULL;
-    oh->key_len = (uint32_t)key->bytes.len;
-    memcpy(oh->key, key->bytes.p, key->bytes.len);
-    place(sh->slots, sh->nslots, make_slot(oh));
+    return !needs_grow(sh) || grow(sh, prepaid) || (nkeys + 1) * 16 <= sh->nslots * 15;
+}
+
+void ct_cache_table_insert(struct ct_cache_shard *sh, struct ct_obj *obj)
+{
+    size_t nkeys = atomic_load_explicit(&sh->nkeys, memory_order_relaxed);
+    CT_ASSERT((nkeys + 1) * 16 <= sh->nslots * 15);
+    place(sh->slots, sh->nslots, make_slot(obj));
     atomic_store_explicit(&sh->nkeys, nkeys + 1, memory_order_relaxed);
-    return oh;
 }
 
 /* Is home slot K outside the cyclic range (I, J]? Then the entry at J may move to I. */
@@ -133,14 +133,12 @@ static bool may_move(size_t i, size_t j, size_t k)
     return i <= j ? (k <= i || k > j) : (k <= i && k > j);
 }
 
-void ct_cache_oh_remove(struct ct_cache_shard *sh, struct ct_cache_oh *oh)
+static void remove_at(struct ct_cache_shard *sh, size_t i)
 {
-    size_t mask = sh->nslots - 1, i = oh->hash & mask;
-    while (slot_oh(sh->slots[i]) != oh)
-        i = (i + 1) & mask;
+    size_t mask = sh->nslots - 1;
     /* backward-shift: pull later entries of the run into the hole */
     for (size_t j = (i + 1) & mask; sh->slots[j]; j = (j + 1) & mask) {
-        size_t k = slot_oh(sh->slots[j])->hash & mask;
+        size_t k = slot_obj(sh->slots[j])->hash & mask;
         if (may_move(i, j, k)) {
             sh->slots[i] = sh->slots[j];
             i = j;
@@ -149,23 +147,34 @@ void ct_cache_oh_remove(struct ct_cache_shard *sh, struct ct_cache_oh *oh)
     sh->slots[i] = 0;
     atomic_store_explicit(&sh->nkeys, atomic_load_explicit(&sh->nkeys, memory_order_relaxed) - 1,
                           memory_order_relaxed);
-    size_t cost = ct_cache_oh_cost(oh->key_len);
-    free(oh);
-    ct_cache_unreserve(sh->cache, cost);
 }
 
-size_t ct_cache_table_each(struct ct_cache_shard *sh, ct_cache_oh_fn *fn, void *arg)
+void ct_cache_table_replace(struct ct_cache_shard *sh, struct ct_obj *old, struct ct_obj *new)
+{
+    size_t mask = sh->nslots - 1, i = old->hash & mask;
+    /* by identity: OLD is the head, so its own pointer is in the table */
+    while (slot_obj(sh->slots[i]) != old)
+        i = (i + 1) & mask;
+    if (new) {
+        CT_ASSERT(new->hash == old->hash);
+        sh->slots[i] = make_slot(new);
+    } else {
+        remove_at(sh, i);
+    }
+}
+
+size_t ct_cache_table_each(struct ct_cache_shard *sh, ct_cache_key_fn *fn, void *arg)
 {
     size_t n = 0;
     for (size_t i = 0; i < sh->nslots; i++) {
-        /* FN may remove the objhead; backward-shift may then move an entry
-         * into slot I, so look at I again until it holds what FN left. Entries
+        /* FN may remove the key; backward-shift may then move an entry into
+         * slot I, so look at I again until it holds what FN left. Entries
          * only move toward lower slots, so none is skipped; one that wraps
          * from the start to the end is merely seen twice. */
         while (sh->slots[i]) {
-            struct ct_cache_oh *oh = slot_oh(sh->slots[i]);
-            n += fn(sh, oh, arg);
-            if (slot_oh(sh->slots[i]) == oh)
+            struct ct_obj *head = slot_obj(sh->slots[i]);
+            n += fn(sh, head, arg);
+            if (slot_obj(sh->slots[i]) == head)
                 break;
         }
     }

@@ -12,19 +12,31 @@
  *      ~10 % of the keys, alpha 0.9 and 1.0): the store (sharded SIEVE) vs an
  *      exact LRU and an exact single-queue SIEVE of the same object capacity
  *
- * Usage: bench_cache [--keys N] [--quick]. Prints a plain-text table.
+ * Usage: bench_cache [--keys N] [--lookups N] [--lookups-only] [--quick].
+ * Prints a plain-text table. --lookups-only runs only the uniform lookups,
+ * raw and with key building (for callgrind --cache-sim=yes: per-call costs
+ * of ct_cache_lookup and ct_cache_key_build).
  * It is a CPU hog for a few seconds: run it alone (BENCH-NOTES.md).
  *
  * Reading the uniform 1 M-key figure: it is bound by memory latency, not by
- * instructions. A cold hit waits for two dependent DRAM loads, the slot (its
- * address comes from the hash) and then the objhead it points to (the object
- * was allocated right after its objhead here, so it mostly comes along). On
- * the 2-core EPYC VM this was tuned on, a dependent load over 512 MiB costs
- * ~184 ns with 4 KiB pages and ~156 ns with transparent huge pages (pointer
- * chase, pinned): 2 x 156..184 ns = 312..368 ns, 2.7..3.2 M/s, which is
- * where the figure sits (3.0..3.4: the slot prefetch issued before taking the
- * lock hides a little of the first miss). The shard mutex's locked
- * instructions keep consecutive lookups from overlapping their misses.
+ * instructions. A hit reads the key's slot (8 bytes, its address comes from
+ * the hash; the 16 MiB of slots mostly stay in the 32 MiB L3) and then the
+ * object, whose lookup fields and key bytes are contiguous (cache_int.h),
+ * and it must do a locked increment on the object's refcount: a line unique
+ * to the object. 1 M objects are >= 64 MiB of such lines, more than L3, so
+ * nearly every uniform hit waits for one DRAM round trip. On the 2-core EPYC
+ * VM this was measured on, a dependent load over 512 MiB costs ~205 ns with
+ * 4 KiB pages and ~159 ns with transparent huge pages (pointer chase,
+ * pinned, quiet moment; ~200 ns either way when the other core is busy);
+ * the instructions of a raw hit cost ~38 ns (--keys 10000: ~26 M/s). One at
+ * a time that is 1 / (205 + 38) ns = 4.1 M/s with 4 KiB pages and
+ * 1 / (159 + 38) ns = 5.1 M/s with huge pages: 5 M/s uniform needs huge
+ * pages under the objects (GLIBC_TUNABLES=glibc.malloc.hugetlb=1) and a quiet
+ * machine. The raw loop reads a little above that bound because the CPU's
+ * out-of-order window starts the next lookup's slot load while this one
+ * waits; the proxy does thousands of instructions between two lookups, so
+ * the per-request figure to expect is the one with key building, where the
+ * late hash leaves no such overlap (slot miss + object miss + ~75 ns).
  * Cache-resident figures (--keys 10000, Zipf) measure the instructions.
  */
 #include <math.h>
@@ -133,18 +145,83 @@ static enum ct_cache_lookup get(struct ct_cache *c, const struct ct_cache_key *k
     return kind;
 }
 
-/* The proxy calls lookup with a key it has just built from the request, so
- * the key is in L1; a table of 1 M keys here is not. Prefetching the bench's
- * own key a few requests ahead gives the store the same starting point
- * (nothing of the store's memory is prefetched). */
-static inline void prefetch_key(const struct keyset *ks, const uint32_t *order, size_t i, size_t n)
+/* Lookup inputs. The proxy looks up a key it has just built from a request
+ * it has just parsed: the request bytes and the key are in L1, only the
+ * store's memory is cold. So the inputs are precomputed, in lookup order, a
+ * chunk at a time outside the timed loop (copied from the key set), and the
+ * timed loop reads them sequentially: nothing of the store is touched while
+ * preparing, and nothing is allocated per lookup. (Before, the loop read the
+ * key set at random with software prefetches 8 lookups ahead: two or three
+ * extra random DRAM lines per lookup competing with the store's, which is
+ * why "key building alone" read ~150 ns for ~40 ns of work.) */
+#define CHUNK 2048
+struct lk_chunk {
+    struct ct_cache_key keys[CHUNK];
+    char bytes[CHUNK][KEY_STRIDE];
+    struct ct_str targets[CHUNK];
+    char tbytes[CHUNK][TARGET_STRIDE];
+};
+
+enum lk_mode {
+    LK_RAW,        /* hash precomputed (the proxy hashes once per request) */
+    LK_HASH,       /* XXH64 of the key bytes, then lookup */
+    LK_BUILD,      /* key built from host + target (lower-case, port, XXH64), then lookup */
+    LK_BUILD_ONLY, /* the key building alone */
+};
+
+static void chunk_fill(struct lk_chunk *ch, const struct keyset *ks, const uint32_t *order,
+                       size_t m)
 {
-    if (i < n) {
-        __builtin_prefetch(&ks->keys[order[i]]);
-        __builtin_prefetch(ks->bytes + (size_t)order[i] * KEY_STRIDE);
-        __builtin_prefetch(ks->targets + (size_t)order[i] * TARGET_STRIDE);
-        __builtin_prefetch(&ks->target_len[order[i]]);
+    for (size_t j = 0; j < m; j++) {
+        size_t k = order[j];
+        const struct ct_cache_key *src = &ks->keys[k];
+        memcpy(ch->bytes[j], src->bytes.p, src->bytes.len);
+        ch->keys[j] = (struct ct_cache_key){src->hash, {ch->bytes[j], src->bytes.len}};
+        memcpy(ch->tbytes[j], ks->targets + k * TARGET_STRIDE, ks->target_len[k]);
+        ch->targets[j] = ct_str_make(ch->tbytes[j], ks->target_len[k]);
     }
+}
+
+/* N lookups in ORDER, one at a time as the proxy does; returns CPU seconds
+ * spent in the timed loops. *HITS counts CT_CACHE_HIT (or a checksum). */
+static double run_lookups(struct ct_cache *c, const struct keyset *ks, const uint32_t *order,
+                          size_t n, enum lk_mode mode, struct lk_chunk *ch, size_t *hits)
+{
+    const struct ct_cache_key_opts kopts = {CT_CACHE_QUERY_KEEP, {NULL, 0}};
+    double busy = 0;
+    *hits = 0;
+    for (size_t i = 0; i < n; i += CHUNK) {
+        size_t m = CT_MIN((size_t)CHUNK, n - i);
+        chunk_fill(ch, ks, order + i, m);
+        double t = now_s();
+        for (size_t j = 0; j < m; j++) {
+            struct ct_cache_key k;
+            char kbuf[KEY_STRIDE];
+            switch (mode) {
+            case LK_RAW:
+                *hits += get(c, &ch->keys[j], false) == CT_CACHE_HIT;
+                break;
+            case LK_HASH:
+                ct_cache_key_from_bytes(ch->keys[j].bytes, &k);
+                *hits += get(c, &k, false) == CT_CACHE_HIT;
+                break;
+            case LK_BUILD:
+            case LK_BUILD_ONLY: {
+                struct ct_cache_key_in in = {
+                    CT_CACHE_MCLASS_GET, CT_STR(BENCH_HOST), 80, ch->targets[j], {NULL, 0}};
+                if (ct_cache_key_build(&kopts, &in, kbuf, sizeof(kbuf), &k) != CT_OK)
+                    abort();
+                if (mode == LK_BUILD)
+                    *hits += get(c, &k, false) == CT_CACHE_HIT;
+                else
+                    *hits += k.hash != 0;
+                break;
+            }
+            }
+        }
+        busy += now_s() - t;
+    }
+    return busy;
 }
 
 /* Several threads looking up the same store (the last Zipf order): shards
@@ -161,12 +238,10 @@ struct lthread {
 static void *lookup_thread(void *arg)
 {
     struct lthread *t = arg;
-    double t0 = now_s();
-    for (size_t i = t->from; i < t->from + t->n; i++) {
-        prefetch_key(t->ks, t->order, i + 8, t->from + t->n);
-        get(t->c, &t->ks->keys[t->order[i]], false);
-    }
-    t->cpu_s = now_s() - t0;
+    struct lk_chunk *ch = malloc(sizeof(*ch));
+    size_t hits;
+    t->cpu_s = run_lookups(t->c, t->ks, t->order + t->from, t->n, LK_RAW, ch, &hits);
+    free(ch);
     return NULL;
 }
 
@@ -190,11 +265,30 @@ static void bench_threads(struct ct_cache *c, const struct keyset *ks, const uin
     clock_gettime(CLOCK_MONOTONIC, &w1);
     double wall = (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) / 1e9;
     printf("lookup, %d threads, same store (last Zipf order): %.2f M/s summed per CPU-second, "
-           "%.2f M/s wall-clock aggregate\n",
+           "%.2f M/s wall-clock aggregate (includes preparing inputs)\n",
            NT, per_cpu / 1e6, (double)(n / NT * NT) / wall / 1e6);
 }
 
 /* ---- 1-3: throughput and memory ----------------------------------------------- */
+
+/* AnonHugePages of this process in KiB (-1: unknown), to tell whether the
+ * store's memory is on transparent huge pages (the uniform figure depends
+ * on it; GLIBC_TUNABLES=glibc.malloc.hugetlb=1 makes malloc ask for them). */
+static long anon_huge_kib(void)
+{
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "AnonHugePages: %ld kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+static size_t opt_lookups;    /* 0: max(4 x keys, 4 M) */
+static bool opt_lookups_only; /* uniform raw + with key building only */
 
 static void bench_throughput(size_t nkeys)
 {
@@ -218,78 +312,37 @@ static void bench_throughput(size_t nkeys)
     printf("counted bytes per object: %.0f (key %zu + head %zu + body %zu = %.0f payload; "
            "overhead %.0f incl. buckets)\n",
            per_obj, ks.keys[0].bytes.len, strlen(HEAD), sizeof(BODY), payload, per_obj - payload);
-    printf("  objects %llu keys %llu bytes %llu (of which empty table %llu)\n",
+    printf("  objects %llu keys %llu bytes %llu (of which empty table %llu); "
+           "on huge pages: %ld MiB\n",
            (unsigned long long)st.objects, (unsigned long long)st.keys,
-           (unsigned long long)st.bytes, (unsigned long long)st0.bytes);
+           (unsigned long long)st.bytes, (unsigned long long)st0.bytes, anon_huge_kib() / 1024);
 
-    size_t nlook = CT_MAX(nkeys * 4, (size_t)4000000);
+    size_t nlook = opt_lookups ? opt_lookups : CT_MAX(nkeys * 4, (size_t)4000000);
     uint32_t *order = malloc(nlook * sizeof(*order));
     for (size_t i = 0; i < nlook; i++)
         order[i] = (uint32_t)(rng() % nkeys);
-    size_t hits = 0;
-    t = now_s();
-    for (size_t i = 0; i < nlook; i++) {
-        prefetch_key(&ks, order, i + 8, nlook);
-        hits += get(c, &ks.keys[order[i]], false) == CT_CACHE_HIT;
-    }
-    double dt = now_s() - t;
+    struct lk_chunk *ch = malloc(sizeof(*ch));
+    size_t hits;
+    double dt = run_lookups(c, &ks, order, nlook, LK_RAW, ch, &hits);
     printf("lookup hit+release, uniform over %zu keys: %.2f M/s (%zu/%zu hits)\n", nkeys,
            nlook / dt / 1e6, hits, nlook);
-
-    t = now_s();
-    hits = 0;
-    for (size_t i = 0; i < nlook; i++) {
-        prefetch_key(&ks, order, i + 8, nlook);
-        struct ct_cache_key k;
-        ct_cache_key_from_bytes(ks.keys[order[i]].bytes, &k);
-        hits += get(c, &k, false) == CT_CACHE_HIT;
+    if (!opt_lookups_only) {
+        dt = run_lookups(c, &ks, order, nlook, LK_HASH, ch, &hits);
+        printf("lookup incl. XXH64 of the key, uniform: %.2f M/s\n", nlook / dt / 1e6);
+        dt = run_lookups(c, &ks, order, nlook, LK_BUILD_ONLY, ch, &hits);
+        printf("key building alone (host + target, XXH64): %.1f ns per key (%s)\n",
+               dt / nlook * 1e9, hits == nlook ? "ok" : "?");
     }
-    dt = now_s() - t;
-    printf("lookup incl. XXH64 of the key, uniform: %.2f M/s\n", nlook / dt / 1e6);
-
-    /* The key building alone, to tell its cost from the lookup's. */
-    struct ct_cache_key_opts kopts = {CT_CACHE_QUERY_KEEP, {NULL, 0}};
-    uint64_t sink = 0;
-    t = now_s();
-    for (size_t i = 0; i < nlook; i++) {
-        prefetch_key(&ks, order, i + 8, nlook);
-        char kbuf[KEY_STRIDE];
-        struct ct_cache_key k;
-        struct ct_cache_key_in in = {
-            CT_CACHE_MCLASS_GET, CT_STR(BENCH_HOST), 80,
-            {ks.targets + (size_t)order[i] * TARGET_STRIDE, ks.target_len[order[i]]}, {NULL, 0}};
-        if (ct_cache_key_build(&kopts, &in, kbuf, sizeof(kbuf), &k) != CT_OK)
-            abort();
-        sink += k.hash;
-    }
-    dt = now_s() - t;
-    printf("key building alone (host + target, XXH64): %.1f ns per key (%s)\n", dt / nlook * 1e9,
-           sink ? "ok" : "?");
-
     /* What the proxy does per request: build the key from the Host field and
-     * the request target (lower-casing, port, query handling, XXH64) into a
-     * stack buffer, then look it up. */
-    t = now_s();
-    hits = 0;
-    for (size_t i = 0; i < nlook; i++) {
-        prefetch_key(&ks, order, i + 8, nlook);
-        char kbuf[KEY_STRIDE];
-        struct ct_cache_key k;
-        struct ct_cache_key_in in = {
-            CT_CACHE_MCLASS_GET, CT_STR(BENCH_HOST), 80,
-            {ks.targets + (size_t)order[i] * TARGET_STRIDE, ks.target_len[order[i]]}, {NULL, 0}};
-        if (ct_cache_key_build(&kopts, &in, kbuf, sizeof(kbuf), &k) != CT_OK)
-            abort();
-        hits += get(c, &k, false) == CT_CACHE_HIT;
-    }
-    dt = now_s() - t;
+     * the request target into a stack buffer, then look it up. */
+    dt = run_lookups(c, &ks, order, nlook, LK_BUILD, ch, &hits);
     printf("lookup incl. building the key from host + target, uniform: %.2f M/s (%zu hits)\n",
            nlook / dt / 1e6, hits);
 
     /* Zipf order: real traffic is skewed, so the hot part stays in CPU caches. */
     const double alphas[] = {0.9, 0.99, 1.2};
     double *cdf = malloc(nkeys * sizeof(*cdf));
-    for (size_t a = 0; a < CT_ARRAY_LEN(alphas); a++) {
+    for (size_t a = 0; a < CT_ARRAY_LEN(alphas) && !opt_lookups_only; a++) {
         double sum = 0;
         for (size_t i = 0; i < nkeys; i++)
             cdf[i] = (sum += 1.0 / pow((double)(i + 1), alphas[a]));
@@ -305,17 +358,14 @@ static void bench_throughput(size_t nkeys)
             }
             order[i] = (uint32_t)((lo * 2654435761u) % nkeys); /* rank -> scattered key */
         }
-        t = now_s();
-        for (size_t i = 0; i < nlook; i++) {
-            prefetch_key(&ks, order, i + 8, nlook);
-            get(c, &ks.keys[order[i]], false);
-        }
-        dt = now_s() - t;
+        dt = run_lookups(c, &ks, order, nlook, LK_RAW, ch, &hits);
         printf("lookup hit+release, Zipf %.2f over %zu keys: %.2f M/s\n", alphas[a], nkeys,
                nlook / dt / 1e6);
     }
     free(cdf);
-    bench_threads(c, &ks, order, nlook);
+    free(ch);
+    if (!opt_lookups_only)
+        bench_threads(c, &ks, order, nlook);
     free(order);
     ct_cache_free(&c);
     keyset_free(&ks);
@@ -521,12 +571,17 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--keys") && i + 1 < argc) {
             nkeys = strtoul(argv[++i], NULL, 10);
+        } else if (!strcmp(argv[i], "--lookups") && i + 1 < argc) {
+            opt_lookups = strtoul(argv[++i], NULL, 10);
+        } else if (!strcmp(argv[i], "--lookups-only")) {
+            opt_lookups_only = true;
         } else if (!strcmp(argv[i], "--quick")) {
             nkeys = 100000;
             nreq = 200000;
             hr_keys = 20000;
         } else {
-            fprintf(stderr, "usage: %s [--keys N] [--quick]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--keys N] [--lookups N] [--lookups-only] [--quick]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -535,6 +590,7 @@ int main(int argc, char **argv)
     printf("sizeof(struct ct_cache_waiter) %zu, ct_cache_obj_base counted in 'per object'\n",
            sizeof(struct ct_cache_waiter));
     bench_throughput(nkeys);
-    bench_hit_ratio(nreq, hr_keys, 0.10);
+    if (!opt_lookups_only)
+        bench_hit_ratio(nreq, hr_keys, 0.10);
     return 0;
 }

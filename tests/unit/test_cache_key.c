@@ -90,6 +90,35 @@ static void test_key_default_port(void)
     CU_ASSERT_TRUE(ct_str_eq(host_part(80, "ABCDE", b, 2 + 4), CT_STR("(overflow)")));
 }
 
+/* The host is lower-cased a word at a time: every byte value, at every
+ * position of a word and in the byte tail, must come out as the byte rule
+ * says (only 'A'..'Z' change; bytes >= 0x80 and '@', '[', '`', '{' do not). */
+static void test_key_host_lower_all_bytes(void)
+{
+    char host[300], want[300], b[320];
+    for (size_t len = 1; len <= 19; len++) {
+        for (unsigned v = 0; v < 256; v++) {
+            for (size_t i = 0; i < len; i++) {
+                host[i] = (char)((v + i * 37) & 0xff);
+                want[i] = (char)((host[i] >= 'A' && host[i] <= 'Z') ? host[i] + 32 : host[i]);
+            }
+            host[len - 1] = 'x'; /* no port stripping in the way */
+            want[len - 1] = 'x';
+            struct ct_cache_key k;
+            struct ct_cache_key_in in = {
+                CT_CACHE_MCLASS_GET, ct_str_make(host, len), 80, CT_STR("/"), {NULL, 0}};
+            CU_ASSERT_EQUAL_FATAL(ct_cache_key_build(&opts_keep, &in, b, sizeof(b), &k), CT_OK);
+            CU_ASSERT_EQUAL_FATAL(memcmp(k.bytes.p + 2, want, len), 0);
+        }
+    }
+    /* hosts ending in a digit are still checked for the default port */
+    CU_ASSERT_TRUE(ct_str_eq(host_part(80, "10.0.0.1", b, sizeof(b)), CT_STR("10.0.0.1")));
+    CU_ASSERT_TRUE(ct_str_eq(host_part(80, "10.0.0.1:80", b, sizeof(b)), CT_STR("10.0.0.1")));
+    CU_ASSERT_TRUE(ct_str_eq(host_part(80, "[::1]:80", b, sizeof(b)), CT_STR("[::1]")));
+    CU_ASSERT_TRUE(ct_str_eq(host_part(80, "[::1]", b, sizeof(b)), CT_STR("[::1]")));
+    CU_ASSERT_TRUE(ct_str_eq(host_part(80, "Example.COM.", b, sizeof(b)), CT_STR("example.com.")));
+}
+
 static void test_key_query_modes(void)
 {
     struct ct_cache_key_opts drop = {CT_CACHE_QUERY_DROP, {NULL, 0}};
@@ -177,6 +206,7 @@ void ct_test_register(void)
     CT_SUITE("cache_key", {"XXH64 reference vectors", test_xxh64_vectors},
              {"key byte layout", test_key_layout}, {"host normalisation", test_key_host},
              {"default port exactly", test_key_default_port},
+             {"host lower-cased word-wise, every byte", test_key_host_lower_all_bytes},
              {"query keep/drop/sort", test_key_query_modes},
              {"more params than sortable", test_key_sort_many_params},
              {"named header and method class", test_key_header_and_class},

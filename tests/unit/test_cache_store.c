@@ -769,6 +769,86 @@ static void test_expire_sweep(void)
     ct_cache_free(&c);
 }
 
+/* Objects carry their key and the table points at each key's newest
+ * variant: removing a middle variant or the head keeps the others reachable
+ * and the key counted once; the key goes with its last variant. */
+static enum ct_cache_lookup peek(struct ct_cache *c, struct tkey *k, const char *vary,
+                                 ct_time_t now, const char *want_body)
+{
+    struct ct_cache_lookup_req req = {&k->key, ct_str_c(vary), NULL, NULL, true, false};
+    struct ct_cache_lookup_res r;
+    enum ct_cache_lookup kind = ct_cache_lookup(c, &req, now, &r);
+    if (kind == CT_CACHE_HIT)
+        CU_ASSERT_TRUE(body_is(r.obj, want_body));
+    ct_cache_lookup_res_release(&r);
+    return kind;
+}
+
+static void test_variant_heads(void)
+{
+    struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 1);
+    struct tkey k;
+    mk_key(&k, "h", "/v3");
+    struct fill a = {"a", "A", 100, 0, 0, true}; /* oldest, lasts longest */
+    struct fill b = {"b", "B", 10, 0, 0, true};  /* middle, goes first */
+    struct fill h = {"c", "C", 20, 0, 0, true};  /* newest: the head, goes second */
+    store(c, &k, &a, T0);
+    store(c, &k, &b, T0);
+    store(c, &k, &h, T0);
+    struct ct_cache_stats st;
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.keys, 1);
+    CU_ASSERT_EQUAL(st.objects, 3);
+
+    CU_ASSERT_EQUAL(peek(c, &k, "B", T0 + 15, NULL), CT_CACHE_MISS); /* middle reaped */
+    CU_ASSERT_EQUAL(peek(c, &k, "A", T0 + 15, "a"), CT_CACHE_HIT);
+    CU_ASSERT_EQUAL(peek(c, &k, "C", T0 + 15, "c"), CT_CACHE_HIT);
+    CU_ASSERT_EQUAL(peek(c, &k, "C", T0 + 25, NULL), CT_CACHE_MISS); /* head reaped */
+    CU_ASSERT_EQUAL(peek(c, &k, "A", T0 + 25, "a"), CT_CACHE_HIT);
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.keys, 1);
+    CU_ASSERT_EQUAL(st.objects, 1);
+    CU_ASSERT_EQUAL(st.expired, 2);
+
+    /* a new variant becomes the head again, then everything goes */
+    store(c, &k, &h, T0 + 25);
+    CU_ASSERT_EQUAL(peek(c, &k, "C", T0 + 26, "c"), CT_CACHE_HIT);
+    CU_ASSERT_EQUAL(peek(c, &k, "A", T0 + 26, "a"), CT_CACHE_HIT);
+    CU_ASSERT_EQUAL(peek(c, &k, "A", T0 + 200, NULL), CT_CACHE_MISS);
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.keys, 0);
+    CU_ASSERT_EQUAL(st.objects, 0);
+    ct_cache_free(&c);
+}
+
+/* Two different keys with the same 64-bit hash (same shard, same slot tag):
+ * the key bytes, not the hash, decide; removing one leaves the other. */
+static void test_same_hash_keys(void)
+{
+    struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 4);
+    struct tkey k1, k2, k3;
+    mk_key(&k1, "h", "/x");
+    mk_key(&k2, "h", "/y");
+    mk_key(&k3, "h", "/xy"); /* k1 is a prefix of it */
+    k2.key.hash = k3.key.hash = k1.key.hash;
+    struct fill f1 = {"one", NULL, 60, 0, 0, true};
+    struct fill f2 = {"two", NULL, 60, 0, 0, true};
+    store(c, &k1, &f1, T0);
+    CU_ASSERT_EQUAL(peek(c, &k2, "", T0, NULL), CT_CACHE_MISS);
+    CU_ASSERT_EQUAL(peek(c, &k3, "", T0, NULL), CT_CACHE_MISS);
+    store(c, &k2, &f2, T0);
+    CU_ASSERT_EQUAL(peek(c, &k1, "", T0, "one"), CT_CACHE_HIT);
+    CU_ASSERT_EQUAL(peek(c, &k2, "", T0, "two"), CT_CACHE_HIT);
+    struct ct_cache_stats st;
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.keys, 2);
+    CU_ASSERT_EQUAL(ct_cache_purge(c, &k1.key), 1);
+    CU_ASSERT_EQUAL(peek(c, &k1, "", T0, NULL), CT_CACHE_MISS);
+    CU_ASSERT_EQUAL(peek(c, &k2, "", T0, "two"), CT_CACHE_HIT);
+    CU_ASSERT_EQUAL(ct_cache_purge(c, &k3.key), 0);
+    ct_cache_free(&c);
+}
+
 /* Open addressing with backward-shift deletion: after many random removals
  * every remaining key is still found and no removed key is. */
 static void test_table_churn(void)
@@ -950,6 +1030,8 @@ void ct_test_register(void)
         {"reader survives eviction and purge", test_reader_survives_eviction_and_purge},
         {"max_object_size", test_max_object_size}, {"incremental expiry sweep", test_expire_sweep},
         {"table churn (open addressing)", test_table_churn},
+        {"variant heads: middle and head removed", test_variant_heads},
+        {"same hash, different keys", test_same_hash_keys},
         {"cap is hard when all is held", test_cap_is_hard},
         {"miss kind (RFC 9211) and revalidate lookups", test_miss_kind_and_revalidate});
 }
