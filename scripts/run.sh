@@ -11,7 +11,8 @@ trap stop EXIT INT TERM
 "$bin/cachet-origin" --port 8081 &
 pids+=($!)
 if [ -x "$bin/cachet" ]; then
-    "$bin/cachet" &
+    # as conf/cachet.service runs it: malloc may use transparent huge pages
+    GLIBC_TUNABLES=glibc.malloc.hugetlb=1 "$bin/cachet" &
     pids+=($!)
     cat <<EOT
 
