@@ -38,6 +38,11 @@ void ct_ohandle_echo(struct ct_oconn *c)
     CT_OBUF_LIT(b, "}\n");
     ct_oresp_copy_body(c, 200, "application/json");
     c->resp.controls = true;
+    /* An echo describes one request: a cache in front must not answer the
+     * next one with it, or a test reading it would read an old request.
+     * A query's cache-control= still says otherwise. */
+    if (c->prm.cache_control.len == 0)
+        c->prm.cache_control = CT_STR("no-store");
 }
 
 void ct_ohandle_stats(struct ct_oconn *c)
