@@ -20,7 +20,6 @@
  */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/event.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -279,8 +278,9 @@ void ct_cache_write_head(struct ct_client *c, struct ct_obj *obj, const char *st
  * before returning, so no reference is taken for the bytes the socket took.
  * What it did not take is queued as before, in order (the object's bytes by
  * reference, ours copied), and libevent's write event takes over, exactly as
- * ct_flush() leaves it: its write timeout and error event apply. TLS keeps
- * the evbuffer path (one record per response, see add_ref). */
+ * ct_flush() leaves it: its write timeout and error event apply (helpers in
+ * forward.c). TLS keeps the evbuffer path (one record per response, see
+ * add_ref). */
 #define DIRECT_IOV 16
 
 struct direct {
@@ -300,16 +300,13 @@ static void direct_add(struct direct *d, const void *p, size_t len, bool obj_byt
 
 static bool direct_ok(struct ct_client *c, const struct ct_obj *obj)
 {
-    return c->lc->kind != CT_LISTEN_HTTPS && ct_obj_state(obj) == CT_OBJ_COMPLETE &&
-           !(bufferevent_get_enabled(c->bev) & EV_WRITE) &&
-           evbuffer_get_length(cout(c)) == 0;
+    return ct_obj_state(obj) == CT_OBJ_COMPLETE && ct_fwd_can_write_now(c->bev);
 }
 
 /* Write D now; queue what the socket did not take (C's output is empty). */
 static void direct_write(struct ct_client *c, struct ct_obj *obj, struct direct *d)
 {
-    ssize_t n = writev(bufferevent_getfd(c->bev), d->iov, d->n);
-    size_t sent = n > 0 ? (size_t)n : 0;
+    size_t sent = ct_fwd_write_now(c->bev, d->iov, d->n);
     struct evbuffer *out = cout(c);
     for (int i = 0; i < d->n; i++) {
         size_t len = d->iov[i].iov_len, k = CT_MIN(sent, len);
@@ -322,9 +319,7 @@ static void direct_write(struct ct_client *c, struct ct_obj *obj, struct direct 
         else
             evbuffer_add(out, p, len - k);
     }
-    /* EAGAIN or an error alike: libevent writes the rest or reports it. */
-    if (evbuffer_get_length(out) > 0)
-        bufferevent_enable(c->bev, EV_WRITE);
+    ct_fwd_write_rest(c->bev);
 }
 
 /* The complete body from cr->pos into D's free slots (the rest: pump()). */

@@ -131,7 +131,7 @@ void ct_fetch_upstream_ready(struct ct_client *c)
             fr.extra_value = ct_str_make(subject, (size_t)n);
     }
     ct_http_parser_set_request_method(ct_upstream_parser(c->u), req->method);
-    ct_fwd_request_head(uout(c), &fr);
+    ct_fwd_request_head(ct_upstream_bev(c->u), &fr);
     if (req->expect_continue && req->version == 11 && body_expected(req) && !c->sent_continue) {
         static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
         evbuffer_add(cout(c), cont, sizeof(cont) - 1);

@@ -13,7 +13,11 @@
  * - Error responses: a short plain-text status line, never origin internals.
  */
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
 #include <stdio.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "proxy/proxy_int.h"
@@ -30,16 +34,30 @@ struct hw {
     struct evbuffer *out;
     struct evbuffer_iovec v;
     char *p, *end; /* NULL p: reservation committed, append directly */
+    bool stack;    /* v is the caller's buffer, not a reservation in OUT */
 };
 
 static void hw_begin(struct hw *w, struct evbuffer *out, size_t bound)
 {
     w->out = out;
     w->p = w->end = NULL;
+    w->stack = false;
     if (evbuffer_reserve_space(out, (ev_ssize_t)bound, &w->v, 1) == 1) {
         w->p = w->v.iov_base;
         w->end = w->p + w->v.iov_len;
     }
+}
+
+/* Into the caller's BUF instead (for a direct write); on overflow what it
+ * holds is appended to OUT and the rest follows it there, in order. */
+static void hw_begin_stack(struct hw *w, struct evbuffer *out, char *buf, size_t cap)
+{
+    w->out = out;
+    w->v.iov_base = buf;
+    w->v.iov_len = cap;
+    w->p = buf;
+    w->end = buf + cap;
+    w->stack = true;
 }
 
 static void hw_end(struct hw *w)
@@ -47,8 +65,12 @@ static void hw_end(struct hw *w)
     if (w->p == NULL)
         return;
     w->v.iov_len = (size_t)(w->p - (char *)w->v.iov_base);
-    int rc = evbuffer_commit_space(w->out, &w->v, 1);
-    CT_ASSERT(rc == 0);
+    if (w->stack) {
+        evbuffer_add(w->out, w->v.iov_base, w->v.iov_len);
+    } else {
+        int rc = evbuffer_commit_space(w->out, &w->v, 1);
+        CT_ASSERT(rc == 0);
+    }
     w->p = w->end = NULL;
 }
 
@@ -156,16 +178,26 @@ static void add_upgrade(struct hw *out, const struct ct_http_msg *msg)
         add_field(out, CT_STR("Upgrade"), f->value);
 }
 
-void ct_fwd_request_head(struct evbuffer *dst, const struct ct_fwd_req *fr)
+/* A request head whose bound fits is rendered here and, with nothing queued
+ * before it, written at once: no evbuffer chain (malloc), commit, buffer
+ * callbacks or drain per request. */
+#define STACK_HEAD 4096
+
+void ct_fwd_request_head(struct bufferevent *bev, const struct ct_fwd_req *fr)
 {
     const struct ct_http_msg *msg = fr->msg;
     const struct ct_http_field *host = NULL;
+    struct evbuffer *dst = bufferevent_get_output(bev);
     struct hw hw, *out = &hw;
     bool has_conn = has_connection(msg);
+    size_t bound = 2 * msg->head_bytes + 256 + fr->peer_ip.len + fr->default_host.len +
+                   fr->extra_name.len + fr->extra_value.len;
+    char stack[STACK_HEAD];
 
-    hw_begin(out, dst,
-             2 * msg->head_bytes + 256 + fr->peer_ip.len + fr->default_host.len +
-                 fr->extra_name.len + fr->extra_value.len);
+    if (bound <= sizeof(stack))
+        hw_begin_stack(out, dst, stack, sizeof(stack));
+    else
+        hw_begin(out, dst, bound);
 
     add_str(out, msg->method_name);
     ADD_LIT(out, " ");
@@ -207,6 +239,16 @@ void ct_fwd_request_head(struct evbuffer *dst, const struct ct_fwd_req *fr)
     if (msg->upgrade)
         add_upgrade(out, msg);
     ADD_LIT(out, "\r\n");
+    if (out->stack && out->p != NULL && ct_fwd_can_write_now(bev)) {
+        size_t len = (size_t)(out->p - stack);
+        struct iovec v = {stack, len};
+        size_t sent = ct_fwd_write_now(bev, &v, 1);
+        if (sent < len) {
+            evbuffer_add(dst, stack + sent, len - sent);
+            ct_fwd_write_rest(bev);
+        }
+        return;
+    }
     hw_end(out);
 }
 
@@ -261,6 +303,27 @@ void ct_fwd_response_head(struct evbuffer *dst, const struct ct_http_msg *msg, b
     }
     ADD_LIT(out, "\r\n");
     hw_end(out);
+}
+
+bool ct_fwd_can_write_now(struct bufferevent *bev)
+{
+    return !(bufferevent_get_enabled(bev) & EV_WRITE) &&
+           evbuffer_get_length(bufferevent_get_output(bev)) == 0 &&
+           bufferevent_openssl_get_ssl(bev) == NULL; /* TLS: records, see ct_flush */
+}
+
+size_t ct_fwd_write_now(struct bufferevent *bev, const struct iovec *iov, int n)
+{
+    ssize_t k = writev(bufferevent_getfd(bev), iov, n);
+    /* EAGAIN or an error alike: the caller queues it all, and libevent's
+     * write then reports the error through the event callback. */
+    return k > 0 ? (size_t)k : 0;
+}
+
+void ct_fwd_write_rest(struct bufferevent *bev)
+{
+    if (evbuffer_get_length(bufferevent_get_output(bev)) > 0)
+        bufferevent_enable(bev, EV_WRITE);
 }
 
 void ct_fwd_body(struct evbuffer *out, struct evbuffer *src, size_t n, bool chunked)

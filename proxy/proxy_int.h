@@ -384,8 +384,22 @@ struct ct_fwd_req {
     struct ct_str extra_name, extra_value;
 };
 
-/* Write the request head for the origin into OUT. */
-void ct_fwd_request_head(struct evbuffer *out, const struct ct_fwd_req *fr);
+/* Send the request head for the origin on BEV (an upstream): written at once
+ * when nothing is queued (ct_fwd_write_now), else queued on its output. */
+void ct_fwd_request_head(struct bufferevent *bev, const struct ct_fwd_req *fr);
+
+/* Direct writes, past the evbuffer (forward.c). A plain-TCP bufferevent with
+ * nothing queued and EV_WRITE off (see ct_flush) may be written to at once:
+ * ct_fwd_can_write_now() says so. ct_fwd_write_now() makes one writev(2) of
+ * IOV[0..N) and returns the bytes the socket took (0 on EAGAIN or an error);
+ * the caller queues the rest in order on the output and then calls
+ * ct_fwd_write_rest(), which hands it to libevent (EV_WRITE on: its write
+ * timeout and error event apply, as after ct_flush). No allocation, no
+ * buffer callback when the socket takes it all. */
+struct iovec;
+bool ct_fwd_can_write_now(struct bufferevent *bev);
+size_t ct_fwd_write_now(struct bufferevent *bev, const struct iovec *iov, int n);
+void ct_fwd_write_rest(struct bufferevent *bev);
 
 enum ct_resp_conn {
     CT_RESP_KEEP,          /* HTTP/1.1 client: nothing to say */
