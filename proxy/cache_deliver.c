@@ -303,23 +303,26 @@ static bool direct_ok(struct ct_client *c, const struct ct_obj *obj)
     return ct_obj_state(obj) == CT_OBJ_COMPLETE && ct_fwd_can_write_now(c->bev);
 }
 
-/* Write D now; queue what the socket did not take (C's output is empty). */
+struct direct_rest {
+    struct ct_client *c;
+    struct ct_obj *obj;
+    const struct direct *d;
+};
+
+/* What the socket did not take: the object's bytes by reference, ours copied. */
+static void direct_queue(void *arg, int i, const char *p, size_t len)
+{
+    struct direct_rest *r = arg;
+    if (r->d->obj_bytes[i])
+        evbuffer_add_reference(cout(r->c), p, len, ct_obj_release_cb, ct_obj_ref(r->obj));
+    else
+        evbuffer_add(cout(r->c), p, len);
+}
+
 static void direct_write(struct ct_client *c, struct ct_obj *obj, struct direct *d)
 {
-    size_t sent = ct_fwd_write_now(c->bev, d->iov, d->n);
-    struct evbuffer *out = cout(c);
-    for (int i = 0; i < d->n; i++) {
-        size_t len = d->iov[i].iov_len, k = CT_MIN(sent, len);
-        sent -= k;
-        if (k == len)
-            continue;
-        const char *p = (const char *)d->iov[i].iov_base + k;
-        if (d->obj_bytes[i])
-            evbuffer_add_reference(out, p, len - k, ct_obj_release_cb, ct_obj_ref(obj));
-        else
-            evbuffer_add(out, p, len - k);
-    }
-    ct_fwd_write_rest(c->bev);
+    struct direct_rest r = {c, obj, d};
+    ct_fwd_writev(c->bev, d->iov, d->n, direct_queue, &r);
 }
 
 /* The complete body from cr->pos into D's free slots (the rest: pump()). */

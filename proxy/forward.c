@@ -240,13 +240,8 @@ void ct_fwd_request_head(struct bufferevent *bev, const struct ct_fwd_req *fr)
         add_upgrade(out, msg);
     ADD_LIT(out, "\r\n");
     if (out->stack && out->p != NULL && ct_fwd_can_write_now(bev)) {
-        size_t len = (size_t)(out->p - stack);
-        struct iovec v = {stack, len};
-        size_t sent = ct_fwd_write_now(bev, &v, 1);
-        if (sent < len) {
-            evbuffer_add(dst, stack + sent, len - sent);
-            ct_fwd_write_rest(bev);
-        }
+        struct iovec v = {stack, (size_t)(out->p - stack)};
+        ct_fwd_writev(bev, &v, 1, NULL, NULL);
         return;
     }
     hw_end(out);
@@ -267,13 +262,45 @@ static void add_status_line(struct hw *out, unsigned status, struct ct_str reaso
     ADD_LIT(out, "\r\n");
 }
 
+static size_t response_head_bound(const struct ct_http_msg *msg,
+                                  const struct ct_fwd_resp_extra *extra)
+{
+    return 2 * msg->head_bytes + (extra ? extra->cache_status.len : 0) + 160;
+}
+
+static void response_head(struct hw *out, const struct ct_http_msg *msg, bool chunked,
+                          enum ct_resp_conn conn, const struct ct_fwd_resp_extra *extra);
+
 void ct_fwd_response_head(struct evbuffer *dst, const struct ct_http_msg *msg, bool chunked,
                           enum ct_resp_conn conn, const struct ct_fwd_resp_extra *extra)
 {
-    struct hw hw, *out = &hw;
+    struct hw hw;
+    hw_begin(&hw, dst, response_head_bound(msg, extra));
+    response_head(&hw, msg, chunked, conn, extra);
+    hw_end(&hw);
+}
+
+size_t ct_fwd_response_head_buf(struct evbuffer *dst, char *buf, size_t cap,
+                                const struct ct_http_msg *msg, bool chunked, enum ct_resp_conn conn,
+                                const struct ct_fwd_resp_extra *extra)
+{
+    if (response_head_bound(msg, extra) > cap) {
+        ct_fwd_response_head(dst, msg, chunked, conn, extra);
+        return 0;
+    }
+    struct hw hw;
+    hw_begin_stack(&hw, dst, buf, cap);
+    response_head(&hw, msg, chunked, conn, extra);
+    if (hw.p == NULL)
+        return 0; /* overflowed (the bound is safe, but): all of it is in DST */
+    return (size_t)(hw.p - buf);
+}
+
+static void response_head(struct hw *out, const struct ct_http_msg *msg, bool chunked,
+                          enum ct_resp_conn conn, const struct ct_fwd_resp_extra *extra)
+{
     size_t cs_len = extra ? extra->cache_status.len : 0;
     bool has_conn = has_connection(msg);
-    hw_begin(out, dst, 2 * msg->head_bytes + cs_len + 160);
     add_status_line(out, msg->status, msg->reason);
     for (size_t i = 0; i < msg->nfields; i++) {
         const struct ct_http_field *f = &msg->fields[i];
@@ -302,7 +329,6 @@ void ct_fwd_response_head(struct evbuffer *dst, const struct ct_http_msg *msg, b
         break;
     }
     ADD_LIT(out, "\r\n");
-    hw_end(out);
 }
 
 bool ct_fwd_can_write_now(struct bufferevent *bev)
@@ -312,17 +338,24 @@ bool ct_fwd_can_write_now(struct bufferevent *bev)
            bufferevent_openssl_get_ssl(bev) == NULL; /* TLS: records, see ct_flush */
 }
 
-size_t ct_fwd_write_now(struct bufferevent *bev, const struct iovec *iov, int n)
+void ct_fwd_writev(struct bufferevent *bev, const struct iovec *iov, int n, ct_fwd_queue_cb *queue,
+                   void *arg)
 {
+    struct evbuffer *out = bufferevent_get_output(bev);
     ssize_t k = writev(bufferevent_getfd(bev), iov, n);
-    /* EAGAIN or an error alike: the caller queues it all, and libevent's
-     * write then reports the error through the event callback. */
-    return k > 0 ? (size_t)k : 0;
-}
-
-void ct_fwd_write_rest(struct bufferevent *bev)
-{
-    if (evbuffer_get_length(bufferevent_get_output(bev)) > 0)
+    size_t sent = k > 0 ? (size_t)k : 0;
+    for (int i = 0; i < n; i++) {
+        size_t len = iov[i].iov_len, done = CT_MIN(sent, len);
+        sent -= done;
+        if (done == len)
+            continue;
+        const char *p = (const char *)iov[i].iov_base + done;
+        if (queue)
+            queue(arg, i, p, len - done);
+        else
+            evbuffer_add(out, p, len - done);
+    }
+    if (evbuffer_get_length(out) > 0)
         bufferevent_enable(bev, EV_WRITE);
 }
 

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The hit path's direct write (proxy/cache_deliver.c): a plain-HTTP hit on a
-# complete object leaves in one writev straight from the object, and what the
-# socket does not take is queued and sent by libevent. Checked where that
-# matters: an 8 MiB hit to a client with a tiny receive window (the writev is
-# partial, the rest must follow intact), pipelined hits behind such a partial
-# write (they must queue behind it, in order), HEAD, 304 and a Range from the
-# same object, and the counters (hits, one origin fetch).
+# Direct writes (proxy/cache_deliver.c, proxy/fetch.c, proxy/forward.c): a
+# plain-HTTP hit on a complete object leaves in one writev straight from the
+# object, a small pass response in one writev of its head (from the stack)
+# and its body (from the upstream's input), and what the socket does not take
+# is queued and sent by libevent. Checked where that matters: an 8 MiB hit to
+# a client with a tiny receive window (the writev is partial, the rest must
+# follow intact), pipelined hits and pass responses behind partial writes
+# (they must queue behind them, in order), HEAD, 304 and a Range from the
+# same object, pass responses of several sizes (whole body in one read or
+# not), and the counters (hits, origin fetches).
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -101,9 +104,28 @@ sum=$(curl -s "${urls[@]}" | md5sum | cut -c1-32)
 ct_check "50 keep-alive hits: same bytes" "$sum" \
     "$(for ((i = 0; i < 50; i++)); do curl -s "$O$SMALL"; done | md5sum | cut -c1-32)"
 
+# Pass (no-store) responses to the same slow client, pipelined: small ones
+# go out directly with their body, bigger ones (the body over several reads)
+# the usual way; partial writes must keep every byte and the order.
+NS='cache-control=no-store'
+refs=""
+reqs=()
+for size in 1000 60000 100000 200000 0 1000; do
+    reqs+=("/bytes/$size?$NS&s=$size")
+    refs+="200 $size $(curl -s "$O/bytes/$size" | md5sum | cut -c1-32) "
+done
+out=$(slow "${reqs[@]}" | cut -d' ' -f1-3 | tr '\n' ' ')
+ct_check "pipelined pass responses to a slow reader: in order, whole" "$out" "$refs"
+out=$(slow "$BIG" "/bytes/1000?$NS" "HEAD /bytes/1000?$NS" "/bytes/1000?$NS" | cut -d' ' -f1-3 | tr '\n' ' ')
+ct_check "pass responses behind a partial hit write, HEAD among them" "$out" \
+    "200 8388608 $big_md5 200 1000 $(curl -s "$O/bytes/1000" | md5sum | cut -c1-32) 200 1000 d41d8cd98f00b204e9800998ecf8427e 200 1000 $(curl -s "$O/bytes/1000" | md5sum | cut -c1-32) "
+h=$(curl -s -D - -o /dev/null "$P/bytes/10?$NS")
+ct_check "pass: Cache-Status bypass" "$(hdr Cache-Status "$h")" "cachet; fwd=uri-miss; detail=no-store"
+ct_check "pass: Via" "$(hdr Via "$h")" "1.1 cachet"
+
 h1=$(hits)
-ct_check "every one of them a hit" "$((h1 - h0))" "$((1 + 4 + 2 + 1 + 2 + 50))"
-ct_check "one origin fetch per object" "$(ct_origin_total "$OPORT")" \
-    "$((2 + 1 + 1 + 1 + 50))" # 2 fills + the reference fetches above, never a hit
+ct_check "every one of them a hit" "$((h1 - h0))" "$((1 + 4 + 2 + 1 + 2 + 50 + 1))"
+ct_check "one origin fetch per object, one per pass" "$(ct_origin_total "$OPORT")" \
+    "$((2 + 1 + 1 + 1 + 50 + 6 * 2 + 3 * 1 + 2 + 1))" # fills, reference fetches, passes
 
 ct_done
