@@ -37,20 +37,32 @@ static char *put(char *p, const char *s, size_t n)
     return p + n;
 }
 
+/* Two digits per division (three numbers per hit: Age, ttl, length). */
 char *ct_cache_put_i64(char *p, int64_t v)
 {
+    static const char pairs[201] = "000102030405060708091011121314151617181920212223242526272829"
+                                   "303132333435363738394041424344454647484950515253545556575859"
+                                   "606162636465666768697071727374757677787980818283848586878889"
+                                   "90919293949596979899";
     char tmp[24];
-    size_t n = 0;
+    char *e = tmp + sizeof(tmp), *q = e;
     uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
+    while (u >= 100) {
+        unsigned d = (unsigned)(u % 100) * 2;
+        u /= 100;
+        *--q = pairs[d + 1];
+        *--q = pairs[d];
+    }
+    if (u >= 10) {
+        *--q = pairs[u * 2 + 1];
+        *--q = pairs[u * 2];
+    } else {
+        *--q = (char)('0' + u);
+    }
     if (v < 0)
         *p++ = '-';
-    while (n)
-        *p++ = tmp[--n];
-    return p;
+    memcpy(p, q, (size_t)(e - q));
+    return p + (e - q);
 }
 
 /* Object bytes to the client's output: by reference (one object reference
