@@ -142,8 +142,8 @@ static bool is_proxy_field(const struct ct_http_field *f)
  * drop, which is what the rule answers then. */
 static bool drop_field(const struct ct_http_msg *msg, bool has_conn, const struct ct_http_field *f)
 {
-    bool hop = has_conn ? ct_http_msg_field_is_hop(msg, f)
-                        : (ct_hdr_flags(f->id) & CT_HDRF_HOP) != 0;
+    bool hop =
+        has_conn ? ct_http_msg_field_is_hop(msg, f) : (ct_hdr_flags(f->id) & CT_HDRF_HOP) != 0;
     return hop || is_proxy_field(f);
 }
 
