@@ -432,9 +432,11 @@ static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, enum c
     return true;
 }
 
-bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum ct_resp_conn conn)
+bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum ct_resp_conn conn,
+                        struct ct_fwd_resp_extra *extra)
 {
     struct ct_creq *cr = c->cr;
+    *extra = (struct ct_fwd_resp_extra){0};
     if (cr == NULL)
         return false;
     ct_time_t now = ct_time_real();
@@ -450,10 +452,9 @@ bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum
     }
     if (cr->cstatus.len == 0)
         ct_cache_set_status(cr, "cachet; fwd=bypass");
-    struct ct_fwd_resp_extra extra = {
+    *extra = (struct ct_fwd_resp_extra){
         .cache_status = cr->cstatus, .omit = omit_targeted, .omit_arg = ct_cache_popts(c)};
-    ct_fwd_response_head(cout(c), msg, c->resp_chunked, conn, &extra);
-    return true;
+    return false; /* fetch.c forwards it (at once with its body when it can) */
 }
 
 /* ---- the body ------------------------------------------------------------------------ */

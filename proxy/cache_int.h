@@ -54,8 +54,10 @@ bool ct_cache_recv(struct ct_client *c);
 const struct ct_http_msg *ct_cache_fwd_msg(struct ct_client *c);
 /* A final response head from the origin. True: the cache wrote the head for
  * the client itself (Cache-Status, Age; maybe from a stored object); false:
- * write it as usual. May reset c->resp_chunked. */
-bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum ct_resp_conn conn);
+ * the caller forwards it as usual with *EXTRA (the cache's Cache-Status and
+ * the fields it keeps to itself; zeroed: none). May reset c->resp_chunked. */
+bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum ct_resp_conn conn,
+                        struct ct_fwd_resp_extra *extra);
 /* Where the origin's body goes in SEND: the client's output; NULL when an
  * object was delivered instead (dropped); a scratch buffer for a background
  * refresh (the client already has its answer). */

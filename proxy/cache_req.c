@@ -307,21 +307,30 @@ const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_client *c)
 
 /* Cache-Status is set for every forwarded response, and its formats only use
  * %s and %u: those are expanded here by hand (vsnprintf's format parsing
- * showed on the pass path); any other conversion goes to vsnprintf. Same
- * result either way, truncated to the buffer like snprintf. */
+ * showed on the pass path), and the literal runs between them are copied
+ * whole (a byte loop over the format cost ~600 instructions per response);
+ * any other conversion goes to vsnprintf. Same result either way, truncated
+ * to the buffer like snprintf. */
+static size_t cstatus_put(char *b, size_t n, size_t cap, const char *s, size_t k)
+{
+    k = CT_MIN(k, cap - n);
+    memcpy(b + n, s, k);
+    return n + k;
+}
+
 static size_t cstatus_fmt(char *b, size_t cap, const char *fmt, va_list ap)
 {
     size_t n = 0;
-    for (const char *f = fmt; *f != '\0' && n < cap; f++) {
-        if (*f != '%') {
-            b[n++] = *f;
-        } else if (f[1] == 's') {
+    const char *f = fmt;
+    while (*f != '\0' && n < cap) {
+        const char *pct = strchr(f, '%');
+        if (pct == NULL)
+            return cstatus_put(b, n, cap, f, strlen(f));
+        n = cstatus_put(b, n, cap, f, (size_t)(pct - f));
+        if (pct[1] == 's') {
             const char *s = va_arg(ap, const char *);
-            size_t k = CT_MIN(strlen(s), cap - n);
-            memcpy(b + n, s, k);
-            n += k;
-            f++;
-        } else if (f[1] == 'u') {
+            n = cstatus_put(b, n, cap, s, strlen(s));
+        } else if (pct[1] == 'u') {
             unsigned v = va_arg(ap, unsigned);
             char d[10];
             size_t k = 0;
@@ -330,10 +339,10 @@ static size_t cstatus_fmt(char *b, size_t cap, const char *fmt, va_list ap)
             while ((v /= 10) != 0);
             while (k > 0 && n < cap)
                 b[n++] = d[--k];
-            f++;
         } else {
             return SIZE_MAX;
         }
+        f = pct + 2;
     }
     return n;
 }

@@ -28,6 +28,7 @@
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+#include <sys/uio.h>
 
 #include "common/log.h"
 #include "proxy/cache_int.h"
@@ -131,7 +132,7 @@ void ct_fetch_upstream_ready(struct ct_client *c)
             fr.extra_value = ct_str_make(subject, (size_t)n);
     }
     ct_http_parser_set_request_method(ct_upstream_parser(c->u), req->method);
-    ct_fwd_request_head(uout(c), &fr);
+    ct_fwd_request_head(ct_upstream_bev(c->u), &fr);
     if (req->expect_continue && req->version == 11 && body_expected(req) && !c->sent_continue) {
         static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
         evbuffer_add(cout(c), cont, sizeof(cont) - 1);
@@ -233,6 +234,68 @@ static void tunnel_start(struct ct_client *c, const struct ct_http_msg *msg)
     tunnel_up(c);
 }
 
+/* Direct response: when the whole body of a Content-Length response is
+ * already in the upstream's input (a small response: one read) and nothing
+ * is queued for the client, the head (rendered on the stack) and the body
+ * (where the read put it) leave in one writev: no evbuffer chain for the
+ * head, no chain moved, no drain of the client's output. The parser then
+ * only consumes the body bytes (c->resp_direct: sink NULL). What the socket
+ * does not take is copied to the client's output, in order, and libevent's
+ * write event takes over (as after ct_flush). Not for a response the cache
+ * stores (it reads the body from the client's output, cache_fill.c), nor
+ * chunked or close-delimited ones. */
+#define DIRECT_BODY_IOV 8
+#define DIRECT_HEAD 4096
+
+/* The body's pieces in V (N at most), or -1: not a direct response. */
+static int direct_body(struct ct_client *c, const struct ct_http_msg *msg, bool no_body,
+                       struct iovec *v, int n)
+{
+    if (c->resp_chunked || !ct_fwd_can_write_now(c->bev) || ct_cache_filling(c) ||
+        ct_cache_body_sink(c) != cout(c))
+        return -1;
+    if (no_body)
+        return 0;
+    if (msg->framing != CT_FRAME_LENGTH || msg->content_length > CT_BP_HIGH)
+        return -1;
+    size_t len = (size_t)msg->content_length;
+    struct evbuffer *in = uin(c);
+    if (len == 0)
+        return 0;
+    if (evbuffer_get_length(in) < len)
+        return -1;
+    struct evbuffer_iovec ev[DIRECT_BODY_IOV];
+    int k = evbuffer_peek(in, (ev_ssize_t)len, NULL, ev, CT_MIN(n, DIRECT_BODY_IOV));
+    if (k <= 0 || k > CT_MIN(n, DIRECT_BODY_IOV))
+        return -1;
+    size_t left = len;
+    for (int i = 0; i < k; i++) {
+        size_t take = CT_MIN(left, ev[i].iov_len);
+        v[i] = (struct iovec){ev[i].iov_base, take};
+        left -= take;
+    }
+    CT_ASSERT(left == 0);
+    return k;
+}
+
+static void forward_head(struct ct_client *c, const struct ct_http_msg *msg, bool no_body,
+                         enum ct_resp_conn conn, const struct ct_fwd_resp_extra *extra)
+{
+    struct iovec v[1 + DIRECT_BODY_IOV];
+    int nb = direct_body(c, msg, no_body, v + 1, DIRECT_BODY_IOV);
+    if (nb < 0) {
+        ct_fwd_response_head(cout(c), msg, c->resp_chunked, conn, extra);
+        return;
+    }
+    char head[DIRECT_HEAD];
+    size_t hlen = ct_fwd_response_head_buf(cout(c), head, sizeof(head), msg, false, conn, extra);
+    if (hlen == 0)
+        return; /* the head went to the output: the body follows as usual */
+    v[0] = (struct iovec){head, hlen};
+    ct_fwd_writev(c->bev, v, nb + 1, NULL, NULL); /* the rest copied: the input is drained */
+    c->resp_direct = true;
+}
+
 /* A final response head: decide the framing towards the client and send it.
  * RFC 9112 §6.3: a close-delimited or chunked body goes to an HTTP/1.1 client
  * chunked (we know its end), to an HTTP/1.0 client close-delimited. */
@@ -254,8 +317,10 @@ static void final_head(struct ct_client *c, const struct ct_http_msg *msg)
     enum ct_resp_conn conn = c->resp_close      ? CT_RESP_CLOSE
                              : req->version == 10 ? CT_RESP_KEEP_ALIVE_10
                                                   : CT_RESP_KEEP;
-    if (!ct_cache_resp_head(c, msg, conn))
-        ct_fwd_response_head(cout(c), msg, c->resp_chunked, conn, NULL);
+    struct ct_fwd_resp_extra extra;
+    c->resp_direct = false;
+    if (!ct_cache_resp_head(c, msg, conn, &extra))
+        forward_head(c, msg, no_body, conn, &extra);
     c->resp_head_sent = true;
     c->status = msg->status;
     ct_client_set_state(c, CT_CS_SEND);
@@ -292,9 +357,9 @@ void ct_fetch_upstream_readable(struct ct_client *c)
             return;
         }
         size_t n, before = evbuffer_get_length(in);
-        enum ct_http_ev ev =
-            ct_fwd_pump(p, in, c->state == CT_CS_SEND ? ct_cache_body_sink(c) : NULL,
-                        c->resp_chunked, &n);
+        enum ct_http_ev ev = ct_fwd_pump(
+            p, in, c->state == CT_CS_SEND && !c->resp_direct ? ct_cache_body_sink(c) : NULL,
+            c->resp_chunked, &n);
         switch (ev) {
         case CT_HTTP_EV_MORE:
             if (evbuffer_get_length(in) == 0 || evbuffer_get_length(in) == before) {
@@ -325,7 +390,7 @@ void ct_fetch_upstream_readable(struct ct_client *c)
         }
         case CT_HTTP_EV_BODY:
             ct_cache_resp_body(c, n);
-            if (c->state == CT_CS_SEND && ct_cache_body_sink(c) == cout(c))
+            if (c->state == CT_CS_SEND && (c->resp_direct || ct_cache_body_sink(c) == cout(c)))
                 c->ops_body_bytes += n; /* to the client (not a discarded or background fill) */
             break;
         case CT_HTTP_EV_END:

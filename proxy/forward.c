@@ -13,7 +13,11 @@
  * - Error responses: a short plain-text status line, never origin internals.
  */
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
 #include <stdio.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "proxy/proxy_int.h"
@@ -30,16 +34,30 @@ struct hw {
     struct evbuffer *out;
     struct evbuffer_iovec v;
     char *p, *end; /* NULL p: reservation committed, append directly */
+    bool stack;    /* v is the caller's buffer, not a reservation in OUT */
 };
 
 static void hw_begin(struct hw *w, struct evbuffer *out, size_t bound)
 {
     w->out = out;
     w->p = w->end = NULL;
+    w->stack = false;
     if (evbuffer_reserve_space(out, (ev_ssize_t)bound, &w->v, 1) == 1) {
         w->p = w->v.iov_base;
         w->end = w->p + w->v.iov_len;
     }
+}
+
+/* Into the caller's BUF instead (for a direct write); on overflow what it
+ * holds is appended to OUT and the rest follows it there, in order. */
+static void hw_begin_stack(struct hw *w, struct evbuffer *out, char *buf, size_t cap)
+{
+    w->out = out;
+    w->v.iov_base = buf;
+    w->v.iov_len = cap;
+    w->p = buf;
+    w->end = buf + cap;
+    w->stack = true;
 }
 
 static void hw_end(struct hw *w)
@@ -47,20 +65,30 @@ static void hw_end(struct hw *w)
     if (w->p == NULL)
         return;
     w->v.iov_len = (size_t)(w->p - (char *)w->v.iov_base);
-    int rc = evbuffer_commit_space(w->out, &w->v, 1);
-    CT_ASSERT(rc == 0);
+    if (w->stack) {
+        evbuffer_add(w->out, w->v.iov_base, w->v.iov_len);
+    } else {
+        int rc = evbuffer_commit_space(w->out, &w->v, 1);
+        CT_ASSERT(rc == 0);
+    }
     w->p = w->end = NULL;
 }
 
-static void hw_put(struct hw *w, const char *s, size_t n)
+static void hw_put_slow(struct hw *w, const char *s, size_t n)
+{
+    hw_end(w);
+    evbuffer_add(w->out, s, n);
+}
+
+/* Inline, so that a literal's copy is a few moves, not a call to memcpy. */
+static inline void hw_put(struct hw *w, const char *s, size_t n)
 {
     if (w->p != NULL && (size_t)(w->end - w->p) >= n) {
         memcpy(w->p, s, n);
         w->p += n;
         return;
     }
-    hw_end(w);
-    evbuffer_add(w->out, s, n);
+    hw_put_slow(w, s, n);
 }
 
 #define ADD_LIT(out, lit) hw_put((out), (lit), sizeof(lit) - 1)
@@ -71,27 +99,57 @@ static void add_str(struct hw *out, struct ct_str s)
         hw_put(out, s.p, s.len);
 }
 
+/* "NAME: VALUE\r\n": one room check and two copies for the whole line (it
+ * runs for every forwarded field, both ways); the piecewise path only when
+ * the reservation is short. */
 static void add_field(struct hw *out, struct ct_str name, struct ct_str value)
 {
-    add_str(out, name);
-    ADD_LIT(out, ": ");
-    add_str(out, value);
-    ADD_LIT(out, "\r\n");
+    size_t n = name.len + value.len + 4;
+    if (out->p == NULL || (size_t)(out->end - out->p) < n) {
+        add_str(out, name);
+        ADD_LIT(out, ": ");
+        add_str(out, value);
+        ADD_LIT(out, "\r\n");
+        return;
+    }
+    char *p = out->p;
+    memcpy(p, name.p, name.len);
+    p += name.len;
+    *p++ = ':';
+    *p++ = ' ';
+    if (value.len)
+        memcpy(p, value.p, value.len);
+    p += value.len;
+    *p++ = '\r';
+    *p++ = '\n';
+    out->p = p;
 }
 
 static bool is_proxy_field(const struct ct_http_field *f)
 {
     static const struct ct_str proxy = {"proxy", 5};
-    if (f->name.len < proxy.len)
+    /* First letter first: nearly no field starts with a p. */
+    if (f->name.len < proxy.len || ct_ascii_lower(f->name.p[0]) != 'p')
         return false;
     if (!ct_str_eq_ci(ct_str_make(f->name.p, proxy.len), proxy))
         return false;
     return f->name.len == proxy.len || f->name.p[proxy.len] == '-';
 }
 
-static bool drop_field(const struct ct_http_msg *msg, const struct ct_http_field *f)
+/* The hop-by-hop rule of http/ (ct_http_msg_field_is_hop), with its search
+ * for Connection lines done once per head rather than once per field: a head
+ * without Connection (most of them) only has the table's CT_HDRF_HOP fields to
+ * drop, which is what the rule answers then. */
+static bool drop_field(const struct ct_http_msg *msg, bool has_conn, const struct ct_http_field *f)
 {
-    return ct_http_msg_field_is_hop(msg, f) || is_proxy_field(f);
+    bool hop =
+        has_conn ? ct_http_msg_field_is_hop(msg, f) : (ct_hdr_flags(f->id) & CT_HDRF_HOP) != 0;
+    return hop || is_proxy_field(f);
+}
+
+static bool has_connection(const struct ct_http_msg *msg)
+{
+    return ct_http_msg_find(msg, CT_HDR_CONNECTION, NULL) != NULL;
 }
 
 /* Write "NAME: v1, v2, ..., EXTRA" joining every line of header ID with our
@@ -120,15 +178,26 @@ static void add_upgrade(struct hw *out, const struct ct_http_msg *msg)
         add_field(out, CT_STR("Upgrade"), f->value);
 }
 
-void ct_fwd_request_head(struct evbuffer *dst, const struct ct_fwd_req *fr)
+/* A request head whose bound fits is rendered here and, with nothing queued
+ * before it, written at once: no evbuffer chain (malloc), commit, buffer
+ * callbacks or drain per request. */
+#define STACK_HEAD 4096
+
+void ct_fwd_request_head(struct bufferevent *bev, const struct ct_fwd_req *fr)
 {
     const struct ct_http_msg *msg = fr->msg;
     const struct ct_http_field *host = NULL;
+    struct evbuffer *dst = bufferevent_get_output(bev);
     struct hw hw, *out = &hw;
+    bool has_conn = has_connection(msg);
+    size_t bound = 2 * msg->head_bytes + 256 + fr->peer_ip.len + fr->default_host.len +
+                   fr->extra_name.len + fr->extra_value.len;
+    char stack[STACK_HEAD];
 
-    hw_begin(out, dst,
-             2 * msg->head_bytes + 256 + fr->peer_ip.len + fr->default_host.len +
-                 fr->extra_name.len + fr->extra_value.len);
+    if (bound <= sizeof(stack))
+        hw_begin_stack(out, dst, stack, sizeof(stack));
+    else
+        hw_begin(out, dst, bound);
 
     add_str(out, msg->method_name);
     ADD_LIT(out, " ");
@@ -151,7 +220,7 @@ void ct_fwd_request_head(struct evbuffer *dst, const struct ct_fwd_req *fr)
         default:
             break;
         }
-        if (drop_field(msg, f) ||
+        if (drop_field(msg, has_conn, f) ||
             (fr->extra_name.len && ct_str_eq_ci(f->name, fr->extra_name)))
             continue;
         add_field(out, f->name, f->value);
@@ -170,6 +239,11 @@ void ct_fwd_request_head(struct evbuffer *dst, const struct ct_fwd_req *fr)
     if (msg->upgrade)
         add_upgrade(out, msg);
     ADD_LIT(out, "\r\n");
+    if (out->stack && out->p != NULL && ct_fwd_can_write_now(bev)) {
+        struct iovec v = {stack, (size_t)(out->p - stack)};
+        ct_fwd_writev(bev, &v, 1, NULL, NULL);
+        return;
+    }
     hw_end(out);
 }
 
@@ -188,16 +262,49 @@ static void add_status_line(struct hw *out, unsigned status, struct ct_str reaso
     ADD_LIT(out, "\r\n");
 }
 
+static size_t response_head_bound(const struct ct_http_msg *msg,
+                                  const struct ct_fwd_resp_extra *extra)
+{
+    return 2 * msg->head_bytes + (extra ? extra->cache_status.len : 0) + 160;
+}
+
+static void response_head(struct hw *out, const struct ct_http_msg *msg, bool chunked,
+                          enum ct_resp_conn conn, const struct ct_fwd_resp_extra *extra);
+
 void ct_fwd_response_head(struct evbuffer *dst, const struct ct_http_msg *msg, bool chunked,
                           enum ct_resp_conn conn, const struct ct_fwd_resp_extra *extra)
 {
-    struct hw hw, *out = &hw;
+    struct hw hw;
+    hw_begin(&hw, dst, response_head_bound(msg, extra));
+    response_head(&hw, msg, chunked, conn, extra);
+    hw_end(&hw);
+}
+
+size_t ct_fwd_response_head_buf(struct evbuffer *dst, char *buf, size_t cap,
+                                const struct ct_http_msg *msg, bool chunked, enum ct_resp_conn conn,
+                                const struct ct_fwd_resp_extra *extra)
+{
+    if (response_head_bound(msg, extra) > cap) {
+        ct_fwd_response_head(dst, msg, chunked, conn, extra);
+        return 0;
+    }
+    struct hw hw;
+    hw_begin_stack(&hw, dst, buf, cap);
+    response_head(&hw, msg, chunked, conn, extra);
+    if (hw.p == NULL)
+        return 0; /* overflowed (the bound is safe, but): all of it is in DST */
+    return (size_t)(hw.p - buf);
+}
+
+static void response_head(struct hw *out, const struct ct_http_msg *msg, bool chunked,
+                          enum ct_resp_conn conn, const struct ct_fwd_resp_extra *extra)
+{
     size_t cs_len = extra ? extra->cache_status.len : 0;
-    hw_begin(out, dst, 2 * msg->head_bytes + cs_len + 160);
+    bool has_conn = has_connection(msg);
     add_status_line(out, msg->status, msg->reason);
     for (size_t i = 0; i < msg->nfields; i++) {
         const struct ct_http_field *f = &msg->fields[i];
-        if (f->id == CT_HDR_VIA || drop_field(msg, f) ||
+        if (f->id == CT_HDR_VIA || drop_field(msg, has_conn, f) ||
             (extra && extra->omit && extra->omit(f, extra->omit_arg)))
             continue;
         add_field(out, f->name, f->value);
@@ -222,7 +329,34 @@ void ct_fwd_response_head(struct evbuffer *dst, const struct ct_http_msg *msg, b
         break;
     }
     ADD_LIT(out, "\r\n");
-    hw_end(out);
+}
+
+bool ct_fwd_can_write_now(struct bufferevent *bev)
+{
+    return !(bufferevent_get_enabled(bev) & EV_WRITE) &&
+           evbuffer_get_length(bufferevent_get_output(bev)) == 0 &&
+           bufferevent_openssl_get_ssl(bev) == NULL; /* TLS: records, see ct_flush */
+}
+
+void ct_fwd_writev(struct bufferevent *bev, const struct iovec *iov, int n, ct_fwd_queue_cb *queue,
+                   void *arg)
+{
+    struct evbuffer *out = bufferevent_get_output(bev);
+    ssize_t k = writev(bufferevent_getfd(bev), iov, n);
+    size_t sent = k > 0 ? (size_t)k : 0;
+    for (int i = 0; i < n; i++) {
+        size_t len = iov[i].iov_len, done = CT_MIN(sent, len);
+        sent -= done;
+        if (done == len)
+            continue;
+        const char *p = (const char *)iov[i].iov_base + done;
+        if (queue)
+            queue(arg, i, p, len - done);
+        else
+            evbuffer_add(out, p, len - done);
+    }
+    if (evbuffer_get_length(out) > 0)
+        bufferevent_enable(bev, EV_WRITE);
 }
 
 void ct_fwd_body(struct evbuffer *out, struct evbuffer *src, size_t n, bool chunked)

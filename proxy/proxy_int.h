@@ -282,6 +282,7 @@ struct ct_client {
     /* the response in flight */
     bool resp_head_sent;
     bool resp_chunked;          /* we add chunked framing towards the client */
+    bool resp_direct;           /* head and body already written (fetch.c) */
     bool resp_close;            /* close after this response */
     bool up_keep_alive;         /* the origin connection may be reused */
     bool up_paused;             /* upstream reads stopped: client output full */
@@ -384,8 +385,24 @@ struct ct_fwd_req {
     struct ct_str extra_name, extra_value;
 };
 
-/* Write the request head for the origin into OUT. */
-void ct_fwd_request_head(struct evbuffer *out, const struct ct_fwd_req *fr);
+/* Send the request head for the origin on BEV (an upstream): written at once
+ * when nothing is queued (ct_fwd_writev), else queued on its output. */
+void ct_fwd_request_head(struct bufferevent *bev, const struct ct_fwd_req *fr);
+
+/* Direct writes, past the evbuffer (forward.c). A plain-TCP bufferevent with
+ * nothing queued and EV_WRITE off (see ct_flush) may be written to at once:
+ * ct_fwd_can_write_now() says so. ct_fwd_writev() then makes one writev(2)
+ * of IOV[0..N) and queues on the output, in order, what the socket did not
+ * take (EAGAIN and errors alike: all of it): piece I's rest through
+ * QUEUE(ARG, I, P, LEN) when QUEUE is given (e.g. by reference), else
+ * copied; then libevent takes over (EV_WRITE on: its write timeout and error
+ * event apply, as after ct_flush). No allocation and no buffer callback
+ * when the socket takes it all. */
+struct iovec;
+typedef void ct_fwd_queue_cb(void *arg, int i, const char *p, size_t len);
+bool ct_fwd_can_write_now(struct bufferevent *bev);
+void ct_fwd_writev(struct bufferevent *bev, const struct iovec *iov, int n, ct_fwd_queue_cb *queue,
+                   void *arg);
 
 enum ct_resp_conn {
     CT_RESP_KEEP,          /* HTTP/1.1 client: nothing to say */
@@ -407,6 +424,12 @@ struct ct_fwd_resp_extra {
  * NULL, or the cache's additions. */
 void ct_fwd_response_head(struct evbuffer *out, const struct ct_http_msg *msg, bool chunked,
                           enum ct_resp_conn conn, const struct ct_fwd_resp_extra *extra);
+/* The same head rendered into BUF (CAP bytes) for a direct write; returns
+ * its length. Returns 0 if it did not fit: then it was written into OUT
+ * instead, as by ct_fwd_response_head (either way it exists once). */
+size_t ct_fwd_response_head_buf(struct evbuffer *out, char *buf, size_t cap,
+                                const struct ct_http_msg *msg, bool chunked, enum ct_resp_conn conn,
+                                const struct ct_fwd_resp_extra *extra);
 /* Move N body bytes from SRC to OUT, as one chunk if CHUNKED. */
 void ct_fwd_body(struct evbuffer *out, struct evbuffer *src, size_t n, bool chunked);
 /* The last chunk, no trailers. */

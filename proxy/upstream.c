@@ -280,7 +280,10 @@ void ct_upstream_release(struct ct_upstream **up, bool reusable)
     set_state(u, CT_US_IDLE);
     list_push(&be->idle, u);
     be->nidle++;
-    ct_io_timeouts(&u->io, be->bc->pool_idle_timeout_ms, 0);
+    /* The write timeout stays what the next request sets (acquire): an idle
+     * connection has nothing queued, so it is never armed meanwhile, and two
+     * bufferevent_set_timeouts per request are saved. */
+    ct_io_timeouts(&u->io, be->bc->pool_idle_timeout_ms, be->bc->header_timeout_ms);
     ct_io_read(&u->io, true);
 }
 
