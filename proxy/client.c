@@ -116,17 +116,18 @@ static void timer_arm(struct ct_client *c, uint64_t ms)
     evtimer_add(c->timer, &tv);
 }
 
-/* TLS: one SSL_write per record's worth of output, so a response's head and
- * body (separate evbuffer chunks) leave as one record and one write(2), not
- * one of each per chunk as bufferevent_openssl's do_write does. The first
- * CT_TLS_WRITE bytes are made contiguous (a copy only when they span chunks:
- * small responses; a large body's chunks are already that big). Whatever the
- * socket does not take (WANT_WRITE; SSL_write is then retried by libevent
- * from the same first bytes, a buffer at least as long, which OpenSSL allows
- * with SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, set by libevent) and any error
- * go to libevent by enabling EV_WRITE: its write timeout, its error event
- * and OpenSSL's error queue then apply as before, on the next loop turn, so
- * no callback runs under our caller. */
+/* TLS before io.c took the connection over (the first response on it; see
+ * io.c ct_io_flush for all later ones): one SSL_write per record's worth of
+ * output, so a response's head and body (separate evbuffer chunks) leave as
+ * one record and one write(2), not one of each per chunk as
+ * bufferevent_openssl's do_write does. The first CT_TLS_WRITE bytes are
+ * made contiguous (a copy only when they span chunks). Whatever the socket
+ * does not take (WANT_WRITE; SSL_write is then retried by libevent from the
+ * same first bytes, a buffer at least as long, which OpenSSL allows with
+ * SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, set by libevent) and any error go to
+ * libevent by enabling EV_WRITE: its write timeout, its error event and
+ * OpenSSL's error queue then apply as before, on the next loop turn, so no
+ * callback runs under our caller. */
 #define CT_TLS_WRITE (16 * 1024)
 
 static void tls_flush(struct bufferevent *bev, SSL *ssl)
@@ -148,12 +149,24 @@ static void tls_flush(struct bufferevent *bev, SSL *ssl)
         bufferevent_enable(bev, EV_WRITE);
 }
 
+/* The client whose TLS bufferevent BEV is (only clients have TLS ones). */
+static struct ct_client *tls_client_of(struct bufferevent *bev)
+{
+    void *arg = NULL;
+    bufferevent_getcb(bev, NULL, NULL, NULL, &arg);
+    struct ct_client *c = arg;
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    return c;
+}
+
 void ct_flush(struct bufferevent *bev)
 {
     struct evbuffer *out = bufferevent_get_output(bev);
+    SSL *ssl = bufferevent_openssl_get_ssl(bev); /* NULL: not a TLS bufferevent */
+    if (ssl != NULL && ct_io_flush(&tls_client_of(bev)->io))
+        return; /* io.c writes this connection */
     if ((bufferevent_get_enabled(bev) & EV_WRITE) || evbuffer_get_length(out) == 0)
         return; /* libevent is already on it, or nothing to do */
-    SSL *ssl = bufferevent_openssl_get_ssl(bev); /* NULL: not a TLS bufferevent */
     if (ssl != NULL) {
         tls_flush(bev, ssl);
         return;
@@ -332,7 +345,8 @@ void ct_client_finish(struct ct_client *c, enum ct_close why)
     ct_io_timeouts(&c->io, 0, 0);
     evtimer_del(c->timer);
     timer_arm(c, LINGER_MS);
-    bufferevent_enable(c->bev, EV_WRITE);
+    if (!ct_io_flush(&c->io)) /* TLS taken over: io.c writes, never the bufferevent */
+        bufferevent_enable(c->bev, EV_WRITE);
     ct_io_read(&c->io, true);
     if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
         on_write(c->bev, c);

@@ -69,13 +69,20 @@ unsigned ct_close_status(enum ct_close why);
 
 /* ---- connection reads (io.c) ---------------------------------------------- */
 
-/* The read side of one connection (see io.c for why plain TCP does not use
- * the bufferevent's reads). Embedded in its owner; the callbacks have the
- * bufferevent signatures and get the owner's ARG. */
+/* The read side of one connection, and both sides of a TLS connection once
+ * its handshake is done (see io.c for why not the bufferevent's own I/O).
+ * Embedded in its owner; the callbacks have the bufferevent signatures and
+ * get the owner's ARG; the write callback and write watermarks are the
+ * bufferevent's own (bufferevent_setcb / bufferevent_setwatermark). */
 struct ct_io {
     struct bufferevent *bev;
     struct event *rev; /* plain TCP: our read event; NULL: the bufferevent reads (TLS) */
+    struct event *wev; /* TLS after the take-over: our write event, armed while blocked */
+    struct ssl_st *ssl; /* TLS after the take-over (the bufferevent still owns it) */
     bool reading;
+    bool rd_wants_w;  /* TLS: an SSL_read needs the socket writable */
+    uint8_t werr;     /* TLS: 1 write error to report, 2 reported (writes stop) */
+    size_t wretry;    /* TLS: length of the SSL_write that got WANT_WRITE (0: none) */
     uint64_t read_ms, write_ms;
     void (*readcb)(struct bufferevent *, void *);
     void (*eventcb)(struct bufferevent *, short, void *);
@@ -92,6 +99,12 @@ void ct_io_detach(struct ct_io *io);
 void ct_io_read(struct ct_io *io, bool on);
 /* Idle read timeout and write timeout in ms (0: none). */
 void ct_io_timeouts(struct ct_io *io, uint64_t read_ms, uint64_t write_ms);
+/* TLS after the take-over: write the output now (one SSL_write per record
+ * of up to 16 KiB), arm the write event for what the socket refuses, and
+ * report errors from the event loop (never under the caller). Returns false
+ * when IO does not own the writes (plain TCP, or TLS before the take-over):
+ * the caller writes through the bufferevent. */
+bool ct_io_flush(struct ct_io *io);
 
 /* ---- the proxy (main thread) --------------------------------------------- */
 
@@ -315,7 +328,9 @@ void ct_client_finish(struct ct_client *c, enum ct_close why);
  * small body share one record) with no write event, no extra loop turn, and
  * hands any rest to libevent by enabling EV_WRITE; the write callback
  * disables it again once the output is empty. A no-op while EV_WRITE is
- * enabled (pending data, or a TLS handshake). */
+ * enabled (pending data, or a TLS handshake). TLS connections io.c took
+ * over (ct_io_flush) never use the bufferevent's writes: ct_flush() goes
+ * there, and nothing may enable EV_WRITE on them. */
 void ct_flush(struct bufferevent *bev);
 /* Read/write timeouts of BEV in ms (0: none). */
 void ct_set_timeouts(struct bufferevent *bev, uint64_t read_ms, uint64_t write_ms);
