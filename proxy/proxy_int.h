@@ -274,6 +274,8 @@ struct ct_client {
     struct ct_io io;            /* its read side */
     struct ct_http_parser *rp;  /* request parser, reused for every request */
     struct event *timer;        /* head / keep-alive / linger deadline */
+    uint64_t deadline_ms;       /* that deadline (monotonic ms; 0: none), kept lazily */
+    uint64_t timer_at_ms;       /* when the timer fires (0: not armed) */
     struct ct_upstream *u;      /* borrowed from the pool during a fetch */
     struct ct_creq *cr;         /* the cache's part of its requests (cache_req.c) */
     struct ct_client *next, *prev; /* w->clients */
