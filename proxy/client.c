@@ -591,6 +591,7 @@ static void tls_handshake_failed(struct ct_client *c, short what)
      * and drop what comes, until the client's EOF or LINGER_MS. */
     ct_tls_answer_plain_http(bufferevent_getfd(c->bev));
     bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+    ct_io_detach(&c->io);
     ct_io_attach(&c->io, c->w->base, c->bev, true, on_read, on_event, c);
     c->failed = true;
     c->why = CT_CLOSE_TLS_HANDSHAKE;

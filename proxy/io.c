@@ -63,12 +63,55 @@ static struct timeval tv_ms(uint64_t ms)
     return (struct timeval){(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
 }
 
+/* The read idle timeout (no byte for read_ms while reading) is a deadline
+ * kept lazily on its own timer, as the client's is (client.c deadline_set):
+ * a persistent read event with a timeout moves in libevent's timer heap on
+ * every read, and each ct_io_timeouts() moved it again. Now a read only
+ * notes the time (monotonic clock), the timer is re-armed only when a
+ * deadline comes before the time it is set for, and one that fires early is
+ * set again for the rest. */
+static uint64_t now_ms(void) { return (uint64_t)(ct_time_mono() * 1000.0); }
+
+static void rd_deadline(struct ct_io *io)
+{
+    if (io->read_ms == 0) {
+        io->rd_deadline_ms = 0;
+        return;
+    }
+    io->rd_deadline_ms = now_ms() + io->read_ms;
+    if (io->tev_at_ms != 0 && io->tev_at_ms <= io->rd_deadline_ms)
+        return; /* fires first: on_read_timer sets it again for the rest */
+    struct timeval tv = tv_ms(io->read_ms);
+    evtimer_add(io->tev, &tv);
+    io->tev_at_ms = io->rd_deadline_ms;
+}
+
 static void stop(struct ct_io *io)
 {
     if (io->reading) {
         event_del(io->rev);
         io->reading = false;
     }
+    io->rd_deadline_ms = 0; /* the timer stays armed; its firing is ignored */
+}
+
+static void on_read_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_io *io = arg;
+    (void)fd;
+    (void)what;
+    io->tev_at_ms = 0;
+    if (!io->reading || io->rd_deadline_ms == 0)
+        return;
+    uint64_t now = now_ms();
+    if (now < io->rd_deadline_ms) {
+        struct timeval tv = tv_ms(io->rd_deadline_ms - now);
+        evtimer_add(io->tev, &tv);
+        io->tev_at_ms = io->rd_deadline_ms;
+        return;
+    }
+    stop(io);
+    io->eventcb(io->bev, BEV_EVENT_READING | BEV_EVENT_TIMEOUT, io->arg); /* may free IO */
 }
 
 static void on_tls_readable(evutil_socket_t fd, short what, void *arg);
@@ -77,12 +120,8 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
     struct ct_io *io = arg;
     struct evbuffer *in = bufferevent_get_input(io->bev);
+    (void)what; /* EV_READ only: the timeout is on_read_timer's */
 
-    if (what & EV_TIMEOUT) {
-        stop(io);
-        io->eventcb(io->bev, BEV_EVENT_READING | BEV_EVENT_TIMEOUT, io->arg);
-        return;
-    }
     if (evbuffer_get_length(in) >= CT_READ_HIGH) {
         stop(io); /* the owner turns reading on again once it consumed */
         return;
@@ -105,6 +144,8 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
         int rc = evbuffer_commit_space(in, v, used);
         CT_ASSERT(rc == 0);
         evbuffer_freeze(in, 0);
+        if (io->read_ms)
+            rd_deadline(io);
         io->readcb(io->bev, io->arg); /* may free IO */
         return;
     }
@@ -142,13 +183,9 @@ static void on_tls_readable(evutil_socket_t fd, short what, void *arg)
     SSL *ssl = io->ssl;
     (void)fd;
 
+    (void)what; /* EV_READ only: the timeout is on_read_timer's */
     if (!io->reading)
         return; /* made active by ct_io_read(on), turned off since */
-    if (what & EV_TIMEOUT) {
-        stop(io);
-        io->eventcb(io->bev, BEV_EVENT_READING | BEV_EVENT_TIMEOUT, io->arg);
-        return;
-    }
     size_t got = 0;
     int err = SSL_ERROR_NONE;
     do {
@@ -178,6 +215,8 @@ static void on_tls_readable(evutil_socket_t fd, short what, void *arg)
     } while (SSL_has_pending(ssl));
     if (got > 0) {
         /* An error or EOF behind the data shows again on the next call. */
+        if (io->read_ms && io->reading)
+            rd_deadline(io);
         io->readcb(io->bev, io->arg); /* may free IO */
         return;
     }
@@ -396,6 +435,9 @@ void ct_io_attach(struct ct_io *io, struct event_base *base, struct bufferevent 
     io->wretry = 0;
     io->ssl = NULL;
     io->wev = NULL;
+    io->rd_deadline_ms = io->tev_at_ms = 0;
+    io->tev = evtimer_new(base, on_read_timer, io);
+    CT_ASSERT(io->tev != NULL);
     io->read_ms = io->write_ms = 0;
     io->rev = plain ? event_new(base, bufferevent_getfd(bev), EV_READ | EV_PERSIST, on_readable, io)
                     : NULL;
@@ -412,6 +454,11 @@ void ct_io_detach(struct ct_io *io)
         event_free(io->wev);
         io->wev = NULL;
     }
+    if (io->tev) {
+        event_free(io->tev);
+        io->tev = NULL;
+    }
+    io->rd_deadline_ms = io->tev_at_ms = 0;
     io->ssl = NULL;
     io->reading = false;
 }
@@ -433,9 +480,9 @@ void ct_io_read(struct ct_io *io, bool on)
     }
     if (io->reading)
         return;
-    struct timeval tv = tv_ms(io->read_ms);
-    event_add(io->rev, io->read_ms ? &tv : NULL);
+    event_add(io->rev, NULL);
     io->reading = true;
+    rd_deadline(io);
     /* Records OpenSSL already holds will not make the socket readable. */
     if (is_tls(io) && SSL_has_pending(io->ssl))
         event_active(io->rev, EV_READ, 1);
@@ -463,12 +510,7 @@ void ct_io_timeouts(struct ct_io *io, uint64_t read_ms, uint64_t write_ms)
     }
     if (read_ms != io->read_ms) {
         io->read_ms = read_ms;
-        if (io->reading) {
-            struct timeval tv = tv_ms(read_ms);
-            if (read_ms)
-                event_add(io->rev, &tv); /* re-arms the timeout from now */
-            else
-                event_remove_timer(io->rev);
-        }
+        if (io->reading)
+            rd_deadline(io); /* from now, as event_add would */
     }
 }

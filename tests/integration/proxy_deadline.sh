@@ -5,7 +5,11 @@
 # keep-alive connection used again after its first header deadline has
 # passed must stay open, close at keepalive_timeout after its last response
 # (not at a stale deadline), and a slow head sent after a keep-alive pause
-# must get its 408 at client_header_timeout from its first byte.
+# must get its 408 at client_header_timeout from its first byte. The read
+# timeouts of origin connections are kept the same way (io.c rd_deadline):
+# a body trickling with pauses shorter than read_timeout arrives whole though
+# it takes longer than read_timeout; a pause longer cuts it; a pooled
+# connection (idle deadline 60 s) answers 504 at response_header_timeout.
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -14,7 +18,8 @@ OPORT=$(ct_wait_listen origin) || exit 1
 cat >"$CT_TMP/cachet.conf" <<CONF
 workers = 1;
 listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
-backends = ( { address = "127.0.0.1:$OPORT"; } );
+backends = ( { address = "127.0.0.1:$OPORT"; response_header_timeout = "400ms";
+               read_timeout = "400ms"; max_fails = 0; } );
 limits = { client_header_timeout = "400ms"; keepalive_timeout = "1200ms"; };
 admin = { listen = "off"; };
 CONF
@@ -78,4 +83,23 @@ slow=$(get 'slow head')
 ct_check_match "a slow head after a keep-alive pause: 408 ~400 ms from its first byte ($slow)" \
     "$slow" '^HTTP/1.1 408 Request Timeout ([3-9][0-9][0-9])$'
 [ "$CT_FAIL" -eq 0 ] || printf '%s\n' "$res"
+
+P="http://127.0.0.1:$PPORT"
+# 5 pieces 150 ms apart (~600 ms in all, > read_timeout): whole.
+out=$(curl -s -w ' %{http_code}' "$P/gen?size=5000&trickle=150&trickle-size=1000&cache-control=no-store")
+ct_check "a body trickling faster than read_timeout arrives whole" "${#out} ${out##* }" "5004 200"
+# Pieces 900 ms apart: cut after the first silence of 400 ms.
+start=$(date +%s%N)
+out=$(curl -s -o /dev/null -w '%{size_download}' "$P/gen?size=3000&trickle=900&trickle-size=1000&cache-control=no-store")
+ms=$((($(date +%s%N) - start) / 1000000))
+ct_check "a body pausing longer than read_timeout is cut (got $out bytes)" "$out" 1000
+ct_check_match "cut ~400 ms after its first piece (was $ms ms)" "$ms" '^([3-9][0-9][0-9]|1[0-4][0-9][0-9])$'
+# The origin connection goes back to the pool (60 s idle deadline), then a
+# slow answer on it: 504 at the 400 ms header timeout.
+curl -s -o /dev/null "$P/gen?size=10&cache-control=no-store"
+start=$(date +%s%N)
+code=$(curl -s -o /dev/null -w '%{http_code}' "$P/delay/3000?cache-control=no-store")
+ms=$((($(date +%s%N) - start) / 1000000))
+ct_check "a pooled origin connection that does not answer: 504" "$code" 504
+ct_check_match "504 at ~400 ms, not at the pool's idle deadline (was $ms ms)" "$ms" '^([3-9][0-9][0-9]|1[0-4][0-9][0-9])$'
 ct_done
