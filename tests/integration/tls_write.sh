@@ -5,8 +5,9 @@
 # whole with bounded memory (back-pressure through our write event and the
 # write callback at the low mark); a response with Connection: close larger
 # than the socket buffer is flushed, then closed with close_notify; a client
-# that stops reading is cut at send_timeout; and a keep-alive HTTPS hit costs
-# no epoll_ctl (no write event added and removed per response).
+# that stops reading is cut at send_timeout; a keep-alive HTTPS hit costs no
+# epoll_ctl (no write event added and removed per response); a 100 KiB hit
+# goes out as 16 KiB records, one write(2) each.
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -127,16 +128,17 @@ elif what == "stall":
     s.sendall(req("/bytes/200000000"))
     time.sleep(float(sys.argv[3]))
 elif what == "hits":
-    n = int(sys.argv[3])
-    s.sendall(req("/gen?size=1024&cache-control=max-age%3D60&k=hits"))
+    n, size = int(sys.argv[3]), int(sys.argv[4])
+    path = "/gen?size=%d&cache-control=max-age%%3D60&k=hits" % size
+    s.sendall(req(path))
     r.response()
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     sys.stdin.readline()
     for _ in range(n):
-        s.sendall(req("/gen?size=1024&cache-control=max-age%3D60&k=hits"))
+        s.sendall(req(path))
         st, h, got, ok = r.response()
-    print("hits|%s" % h.get("cache-status", "")[:12])
+    print("hits|%s %d %s" % (h.get("cache-status", "")[:12], got, ok))
 EOF
 py() { timeout 120 python3 "$CT_TMP/tlsw.py" "$SPORT" "$@" 2>&1; }
 get() { printf '%s\n' "$1" | sed -n "s/^$2|//p"; }
@@ -182,11 +184,17 @@ wait "$job" 2>/dev/null
 ct_check_match "a TLS client that stops reading is cut at the send timeout" \
     "$(cat "$CT_TMP/proxy.err")" 'sending the response.*client send timeout'
 
-# No write event per response: 200 keep-alive hits, counted by strace.
-if command -v strace >/dev/null; then
-    coproc HITS { timeout 120 python3 "$CT_TMP/tlsw.py" "$SPORT" hits 200 2>&1; }
+# Under strace: no write event per response (200 keep-alive 1 KiB hits, no
+# epoll_ctl), and a 100 KiB hit leaves in full 16 KiB records, one write(2)
+# each (7 per response: the head fills the first record).
+# traced SIZE N STRACE-ARGS...: N hits of SIZE bytes, strace output in
+# $CT_TMP/strace.out, the client's last line in $res.
+traced() {
+    local size=$1 n=$2 st line i
+    shift 2
+    coproc HITS { timeout 120 python3 "$CT_TMP/tlsw.py" "$SPORT" hits "$n" "$size" 2>&1; }
     read -r line <&"${HITS[0]}"
-    strace -c -f -o "$CT_TMP/strace.out" -p "$PID" 2>"$CT_TMP/strace.err" &
+    strace -f -o "$CT_TMP/strace.out" -p "$PID" "$@" 2>"$CT_TMP/strace.err" &
     st=$!
     for ((i = 0; i < 1000; i++)); do # "attached with N threads": every thread
         grep -q 'attached' "$CT_TMP/strace.err" 2>/dev/null && break
@@ -196,11 +204,22 @@ if command -v strace >/dev/null; then
     res=$(cat <&"${HITS[0]}")
     kill -INT "$st"
     wait "$st" 2>/dev/null
+}
+if command -v strace >/dev/null; then
+    traced 1024 200 -c
     ctl=$(awk '$NF == "epoll_ctl" {print $4}' "$CT_TMP/strace.out")
-    ct_check "200 keep-alive HTTPS hits were hits" "$(get "$res" hits)" "cachet; hit;"
+    ct_check "200 keep-alive HTTPS hits were hits, whole" "$(get "$res" hits)" "cachet; hit; 1024 True"
     ct_check_match "200 keep-alive HTTPS hits: at most 4 epoll_ctl (was ${ctl:-0})" "${ctl:-0}" '^[0-4]$'
+    traced 102400 5 -e trace=write
+    ct_check "5 keep-alive 100 KiB HTTPS hits, whole" "$(get "$res" hits)" "cachet; hit; 102400 True"
+    # TLS 1.3 record of 16 KiB: 16384 + 5 (header) + 1 (type) + 16 (tag); the
+    # 24-byte write, if strace is still there, is the close_notify at the end.
+    sizes=$(sed -n 's/^[0-9]* *write([0-9]*, .*, \([0-9]*\)) *= [0-9]*$/\1/p' "$CT_TMP/strace.out" |
+        sort -n | uniq -c | awk '{printf "%s%sx%s", (NR > 1 ? " " : ""), $1, $2}')
+    ct_check_match "100 KiB hits: 6 full 16 KiB records + 1 per response, one write each ($sizes)" \
+        "$sizes" '^(1x24 )?5x[0-9]+ 30x16406$'
 else
-    echo "# strace not installed: epoll_ctl count not checked"
+    echo "# strace not installed: epoll_ctl count and record sizes not checked"
 fi
 ct_check "proxy still running" "$(kill -0 "$PID" 2>/dev/null && echo yes)" yes
 ct_done
