@@ -194,6 +194,7 @@ traced() {
     shift 2
     coproc HITS { timeout 120 python3 "$CT_TMP/tlsw.py" "$SPORT" hits "$n" "$size" 2>&1; }
     read -r line <&"${HITS[0]}"
+    rm -f "$CT_TMP/strace.err" # or the wait below sees the previous run's line
     strace -f -o "$CT_TMP/strace.out" -p "$PID" "$@" 2>"$CT_TMP/strace.err" &
     st=$!
     for ((i = 0; i < 1000; i++)); do # "attached with N threads": every thread
