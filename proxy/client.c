@@ -18,7 +18,8 @@
  *
  * Timeouts: one timer per connection holds the phase deadline: keep-alive
  * idle (no byte of the next request yet), header (from the first byte of a
- * head; absolute, so a slowloris trickle cannot extend it -> 408), linger.
+ * head; absolute, so a slowloris trickle cannot extend it -> 408), linger;
+ * re-armed lazily (deadline_set), not on every request.
  * Body reads and sends use the bufferevent's own read/write timeouts.
  */
 #include <arpa/inet.h>
@@ -110,23 +111,48 @@ void ct_client_set_state(struct ct_client *c, enum ct_client_state to)
     c->state = to;
 }
 
+/* The connection's one deadline (TLS handshake, keep-alive idle, request
+ * head, linger) is kept lazily, as nginx and Varnish keep theirs: the timer
+ * is re-armed only when a new deadline comes before the time it is set for;
+ * one that fires before the current deadline (which moved later meanwhile)
+ * is set again for the rest (on_timer). A keep-alive connection moves its
+ * deadline twice per request (idle, then head) without touching the timer,
+ * which instead fires about once per header timeout to find it moved.
+ * Deadlines are read on the precise monotonic clock, so a timer libevent
+ * fires early (it arms from the loop's cached time) is simply set again. */
+static uint64_t now_ms(void) { return (uint64_t)(ct_time_mono() * 1000.0); }
+
 static void timer_arm(struct ct_client *c, uint64_t ms)
 {
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
     evtimer_add(c->timer, &tv);
 }
 
-/* TLS: one SSL_write per record's worth of output, so a response's head and
- * body (separate evbuffer chunks) leave as one record and one write(2), not
- * one of each per chunk as bufferevent_openssl's do_write does. The first
- * CT_TLS_WRITE bytes are made contiguous (a copy only when they span chunks:
- * small responses; a large body's chunks are already that big). Whatever the
- * socket does not take (WANT_WRITE; SSL_write is then retried by libevent
- * from the same first bytes, a buffer at least as long, which OpenSSL allows
- * with SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, set by libevent) and any error
- * go to libevent by enabling EV_WRITE: its write timeout, its error event
- * and OpenSSL's error queue then apply as before, on the next loop turn, so
- * no callback runs under our caller. */
+/* The deadline is MS from now (0: the next loop turn). */
+static void deadline_set(struct ct_client *c, uint64_t ms)
+{
+    c->deadline_ms = now_ms() + ms;
+    if (c->timer_at_ms != 0 && c->timer_at_ms <= c->deadline_ms)
+        return; /* fires first: on_timer sets it again for the rest */
+    timer_arm(c, ms);
+    c->timer_at_ms = c->deadline_ms;
+}
+
+/* No deadline (FETCH .. SEND): the timer stays armed, its firing is ignored. */
+static void deadline_clear(struct ct_client *c) { c->deadline_ms = 0; }
+
+/* TLS before io.c took the connection over (the first response on it; see
+ * io.c ct_io_flush for all later ones): one SSL_write per record's worth of
+ * output, so a response's head and body (separate evbuffer chunks) leave as
+ * one record and one write(2), not one of each per chunk as
+ * bufferevent_openssl's do_write does. The first CT_TLS_WRITE bytes are
+ * made contiguous (a copy only when they span chunks). Whatever the socket
+ * does not take (WANT_WRITE; SSL_write is then retried by libevent from the
+ * same first bytes, a buffer at least as long, which OpenSSL allows with
+ * SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, set by libevent) and any error go to
+ * libevent by enabling EV_WRITE: its write timeout, its error event and
+ * OpenSSL's error queue then apply as before, on the next loop turn, so no
+ * callback runs under our caller. */
 #define CT_TLS_WRITE (16 * 1024)
 
 static void tls_flush(struct bufferevent *bev, SSL *ssl)
@@ -148,12 +174,24 @@ static void tls_flush(struct bufferevent *bev, SSL *ssl)
         bufferevent_enable(bev, EV_WRITE);
 }
 
+/* The client whose TLS bufferevent BEV is (only clients have TLS ones). */
+static struct ct_client *tls_client_of(struct bufferevent *bev)
+{
+    void *arg = NULL;
+    bufferevent_getcb(bev, NULL, NULL, NULL, &arg);
+    struct ct_client *c = arg;
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    return c;
+}
+
 void ct_flush(struct bufferevent *bev)
 {
     struct evbuffer *out = bufferevent_get_output(bev);
+    SSL *ssl = bufferevent_openssl_get_ssl(bev); /* NULL: not a TLS bufferevent */
+    if (ssl != NULL && ct_io_flush(&tls_client_of(bev)->io))
+        return; /* io.c writes this connection */
     if ((bufferevent_get_enabled(bev) & EV_WRITE) || evbuffer_get_length(out) == 0)
         return; /* libevent is already on it, or nothing to do */
-    SSL *ssl = bufferevent_openssl_get_ssl(bev); /* NULL: not a TLS bufferevent */
     if (ssl != NULL) {
         tls_flush(bev, ssl);
         return;
@@ -253,10 +291,10 @@ void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, in
     if (lc->kind == CT_LISTEN_HTTPS) {
         c->state = CT_CS_TLS_HANDSHAKE;
         uint64_t ms = lc->handshake_timeout_ms;
-        timer_arm(c, ms ? ms : 10000);
+        deadline_set(c, ms ? ms : 10000);
     } else {
         c->state = CT_CS_READ_HEAD;
-        timer_arm(c, w->cf->limits.client_header_timeout_ms);
+        deadline_set(c, w->cf->limits.client_header_timeout_ms);
     }
     /* We write directly (ct_flush; TLS: tls_flush), libevent only takes over
      * what the socket did not take. Plain TCP: reads are ours too (io.c). */
@@ -330,9 +368,9 @@ void ct_client_finish(struct ct_client *c, enum ct_close why)
     ct_client_set_state(c, CT_CS_LINGER);
     bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
     ct_io_timeouts(&c->io, 0, 0);
-    evtimer_del(c->timer);
-    timer_arm(c, LINGER_MS);
-    bufferevent_enable(c->bev, EV_WRITE);
+    deadline_set(c, LINGER_MS);
+    if (!ct_io_flush(&c->io)) /* TLS taken over: io.c writes, never the bufferevent */
+        bufferevent_enable(c->bev, EV_WRITE);
     ct_io_read(&c->io, true);
     if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
         on_write(c->bev, c);
@@ -399,9 +437,8 @@ static void enter_read_head(struct ct_client *c)
     c->status = 0;
     c->head_started = evbuffer_get_length(bufferevent_get_input(c->bev)) > 0;
     ct_io_timeouts(&c->io, 0, w->cf->limits.send_timeout_ms);
-    evtimer_del(c->timer);
-    timer_arm(c, c->head_started ? w->cf->limits.client_header_timeout_ms
-                                 : w->cf->limits.keepalive_timeout_ms);
+    deadline_set(c, c->head_started ? w->cf->limits.client_header_timeout_ms
+                                    : w->cf->limits.keepalive_timeout_ms);
     ct_io_read(&c->io, true);
 }
 
@@ -424,8 +461,7 @@ void ct_client_response_done(struct ct_client *c)
     struct ct_worker *w = c->w;
     if (w->read_depth >= 8) {
         c->resume = true;
-        evtimer_del(c->timer);
-        timer_arm(c, 0);
+        deadline_set(c, 0);
         return;
     }
     w->read_depth++;
@@ -447,8 +483,7 @@ static void read_head(struct ct_client *c)
         /* First byte of a head: the header clock starts now and is not
          * extended by later bytes (slowloris gets 408, not infinity). */
         c->head_started = true;
-        evtimer_del(c->timer);
-        timer_arm(c, c->w->cf->limits.client_header_timeout_ms);
+        deadline_set(c, c->w->cf->limits.client_header_timeout_ms);
     }
     while (evbuffer_get_length(in) > 0) {
         size_t n;
@@ -457,7 +492,7 @@ static void read_head(struct ct_client *c)
         case CT_HTTP_EV_MORE:
             continue;
         case CT_HTTP_EV_HEAD:
-            evtimer_del(c->timer);
+            deadline_clear(c);
             c->req = ct_http_parser_msg(c->rp);
             c->nreq++;
             c->w->n_requests++;
@@ -556,12 +591,12 @@ static void tls_handshake_failed(struct ct_client *c, short what)
      * and drop what comes, until the client's EOF or LINGER_MS. */
     ct_tls_answer_plain_http(bufferevent_getfd(c->bev));
     bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+    ct_io_detach(&c->io);
     ct_io_attach(&c->io, c->w->base, c->bev, true, on_read, on_event, c);
     c->failed = true;
     c->why = CT_CLOSE_TLS_HANDSHAKE;
     ct_client_set_state(c, CT_CS_LINGER);
-    evtimer_del(c->timer);
-    timer_arm(c, LINGER_MS);
+    deadline_set(c, LINGER_MS);
     ct_io_read(&c->io, true);
 }
 
@@ -572,8 +607,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     if (what & BEV_EVENT_CONNECTED) {
         CT_ASSERT(c->state == CT_CS_TLS_HANDSHAKE);
         ct_client_set_state(c, CT_CS_READ_HEAD);
-        evtimer_del(c->timer);
-        timer_arm(c, c->w->cf->limits.client_header_timeout_ms);
+        deadline_set(c, c->w->cf->limits.client_header_timeout_ms);
         return;
     }
     if (c->state == CT_CS_LINGER) {
@@ -604,11 +638,23 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct ct_client *c = arg;
     CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    (void)fd;
+    (void)what;
+    c->timer_at_ms = 0;
+    if (c->deadline_ms == 0)
+        return; /* left armed through a state without a deadline */
+    uint64_t now = now_ms();
+    if (now < c->deadline_ms) { /* the deadline moved later since it was armed */
+        timer_arm(c, c->deadline_ms - now);
+        c->timer_at_ms = c->deadline_ms;
+        return;
+    }
+    c->deadline_ms = 0;
     switch (c->state) {
     case CT_CS_READ_HEAD:
         if (c->resume) { /* not a deadline: the deferred parse of pipelined bytes */
             c->resume = false;
-            timer_arm(c, c->w->cf->limits.client_header_timeout_ms);
+            deadline_set(c, c->w->cf->limits.client_header_timeout_ms);
             read_head(c);
         } else if (c->head_started)
             ct_client_fail(c, CT_CLOSE_RX_TIMEOUT);

@@ -1,5 +1,6 @@
 /*
- * proxy/io.c: the read side of a connection, over a bufferevent.
+ * proxy/io.c: the read side of a connection, over a bufferevent, and both
+ * sides of a TLS connection once its handshake is done.
  *
  * Why not the bufferevent's own reads for plain TCP: libevent 2.1 reads a
  * socket at most 4096 bytes at a time (EVBUFFER_MAX_READ) and asks the kernel
@@ -14,16 +15,27 @@
  *
  * TLS: libevent's bufferevent_openssl does the handshake and reads until the
  * connection first goes back to reading a request (ct_io_read(on) with the
- * handshake done, e.g. after the first response). From then on reads are ours
- * too (tls_take_over): bufferevent_openssl reads each record with two
- * read(2)s (its 5-byte header, then its body); with read-ahead OpenSSL takes
- * what the socket has in one, and we stop calling SSL_read once OpenSSL holds
- * nothing more (SSL_has_pending) instead of reading until EAGAIN. Same
- * callbacks, same EOF/ERROR/TIMEOUT events. Bytes OpenSSL already holds when
- * reading is turned back on are read without waiting for the socket
- * (event_active). An SSL_read that needs to write (WANT_WRITE) hands reading
- * back to libevent, which handles that case, until reading is next turned on. Until the take-over, every
- * function here falls back to bufferevent_enable/disable/set_timeouts.
+ * handshake done and the output empty, e.g. after the first response). From
+ * then on the socket is ours both ways (tls_take_over):
+ * - reads: bufferevent_openssl reads each record with two read(2)s (its
+ *   5-byte header, then its body); with read-ahead OpenSSL takes what the
+ *   socket has in one, and we stop calling SSL_read once OpenSSL holds
+ *   nothing more (SSL_has_pending) instead of reading until EAGAIN. Bytes
+ *   OpenSSL already holds when reading is turned back on are read without
+ *   waiting for the socket (event_active).
+ * - writes: ct_io_flush() (from ct_flush) writes the output at once, one
+ *   SSL_write per record of up to 16 KiB; our write event is armed only
+ *   while the socket refuses (with the send timeout), and calls the
+ *   bufferevent's write callback once the output is down to its low
+ *   watermark, as libevent would (back-pressure, close after flush).
+ *   bufferevent_openssl added and removed its write event around every
+ *   response (2 epoll_ctl + a loop turn); now a keep-alive HTTPS response
+ *   costs what an HTTP one does: read(2) + write(2).
+ * Same callbacks, same EOF/ERROR/TIMEOUT events (READING or WRITING), and
+ * errors are reported from the event loop, never under the caller. An
+ * SSL_read that needs to write waits for writability on our write event.
+ * Until the take-over, every function here falls back to
+ * bufferevent_enable/disable/set_timeouts.
  *
  * Input is bounded: when the input buffer holds CT_READ_HIGH bytes nobody
  * consumed (pipelined requests behind a slow response), reading stops until
@@ -34,6 +46,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
+#include <event2/bufferevent_struct.h>
 #include <event2/event.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -50,12 +63,55 @@ static struct timeval tv_ms(uint64_t ms)
     return (struct timeval){(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
 }
 
+/* The read idle timeout (no byte for read_ms while reading) is a deadline
+ * kept lazily on its own timer, as the client's is (client.c deadline_set):
+ * a persistent read event with a timeout moves in libevent's timer heap on
+ * every read, and each ct_io_timeouts() moved it again. Now a read only
+ * notes the time (monotonic clock), the timer is re-armed only when a
+ * deadline comes before the time it is set for, and one that fires early is
+ * set again for the rest. */
+static uint64_t now_ms(void) { return (uint64_t)(ct_time_mono() * 1000.0); }
+
+static void rd_deadline(struct ct_io *io)
+{
+    if (io->read_ms == 0) {
+        io->rd_deadline_ms = 0;
+        return;
+    }
+    io->rd_deadline_ms = now_ms() + io->read_ms;
+    if (io->tev_at_ms != 0 && io->tev_at_ms <= io->rd_deadline_ms)
+        return; /* fires first: on_read_timer sets it again for the rest */
+    struct timeval tv = tv_ms(io->read_ms);
+    evtimer_add(io->tev, &tv);
+    io->tev_at_ms = io->rd_deadline_ms;
+}
+
 static void stop(struct ct_io *io)
 {
     if (io->reading) {
         event_del(io->rev);
         io->reading = false;
     }
+    io->rd_deadline_ms = 0; /* the timer stays armed; its firing is ignored */
+}
+
+static void on_read_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_io *io = arg;
+    (void)fd;
+    (void)what;
+    io->tev_at_ms = 0;
+    if (!io->reading || io->rd_deadline_ms == 0)
+        return;
+    uint64_t now = now_ms();
+    if (now < io->rd_deadline_ms) {
+        struct timeval tv = tv_ms(io->rd_deadline_ms - now);
+        evtimer_add(io->tev, &tv);
+        io->tev_at_ms = io->rd_deadline_ms;
+        return;
+    }
+    stop(io);
+    io->eventcb(io->bev, BEV_EVENT_READING | BEV_EVENT_TIMEOUT, io->arg); /* may free IO */
 }
 
 static void on_tls_readable(evutil_socket_t fd, short what, void *arg);
@@ -64,12 +120,8 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
     struct ct_io *io = arg;
     struct evbuffer *in = bufferevent_get_input(io->bev);
+    (void)what; /* EV_READ only: the timeout is on_read_timer's */
 
-    if (what & EV_TIMEOUT) {
-        stop(io);
-        io->eventcb(io->bev, BEV_EVENT_READING | BEV_EVENT_TIMEOUT, io->arg);
-        return;
-    }
     if (evbuffer_get_length(in) >= CT_READ_HIGH) {
         stop(io); /* the owner turns reading on again once it consumed */
         return;
@@ -92,6 +144,8 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
         int rc = evbuffer_commit_space(in, v, used);
         CT_ASSERT(rc == 0);
         evbuffer_freeze(in, 0);
+        if (io->read_ms)
+            rd_deadline(io);
         io->readcb(io->bev, io->arg); /* may free IO */
         return;
     }
@@ -103,9 +157,21 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
     io->eventcb(io->bev, BEV_EVENT_READING | (n == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR), io->arg);
 }
 
-static bool is_tls(const struct ct_io *io)
+static bool is_tls(const struct ct_io *io) { return io->ssl != NULL; }
+
+/* OpenSSL's SSL_get_error() reads this thread's error queue, so it must be
+ * empty before each SSL call; it nearly always is, and clearing an empty
+ * queue costs more (16 slots) than looking. */
+static void err_clear(void)
 {
-    return io->rev != NULL && event_get_callback(io->rev) == on_tls_readable;
+    if (ERR_peek_error() != 0)
+        ERR_clear_error();
+}
+
+static void wev_arm(struct ct_io *io)
+{
+    struct timeval tv = tv_ms(io->write_ms);
+    event_add(io->wev, io->write_ms ? &tv : NULL);
 }
 
 /* SSL_read into the input until OpenSSL holds nothing more: one read(2) per
@@ -114,16 +180,12 @@ static void on_tls_readable(evutil_socket_t fd, short what, void *arg)
 {
     struct ct_io *io = arg;
     struct evbuffer *in = bufferevent_get_input(io->bev);
-    SSL *ssl = bufferevent_openssl_get_ssl(io->bev);
+    SSL *ssl = io->ssl;
     (void)fd;
 
+    (void)what; /* EV_READ only: the timeout is on_read_timer's */
     if (!io->reading)
         return; /* made active by ct_io_read(on), turned off since */
-    if (what & EV_TIMEOUT) {
-        stop(io);
-        io->eventcb(io->bev, BEV_EVENT_READING | BEV_EVENT_TIMEOUT, io->arg);
-        return;
-    }
     size_t got = 0;
     int err = SSL_ERROR_NONE;
     do {
@@ -140,7 +202,7 @@ static void on_tls_readable(evutil_socket_t fd, short what, void *arg)
             err = SSL_ERROR_SSL;
             break;
         }
-        ERR_clear_error();
+        err_clear();
         int r = SSL_read(ssl, v.iov_base, (int)CT_MIN(v.iov_len, (size_t)INT_MAX));
         if (r <= 0) {
             err = SSL_get_error(ssl, r);
@@ -153,6 +215,8 @@ static void on_tls_readable(evutil_socket_t fd, short what, void *arg)
     } while (SSL_has_pending(ssl));
     if (got > 0) {
         /* An error or EOF behind the data shows again on the next call. */
+        if (io->read_ms && io->reading)
+            rd_deadline(io);
         io->readcb(io->bev, io->arg); /* may free IO */
         return;
     }
@@ -161,13 +225,11 @@ static void on_tls_readable(evutil_socket_t fd, short what, void *arg)
     case SSL_ERROR_WANT_READ:
         return;
     case SSL_ERROR_WANT_WRITE:
-        /* Renegotiation-like traffic under a full socket: libevent knows
-         * how to wait for writability on behalf of a read. */
-        event_free(io->rev);
-        io->rev = NULL;
-        io->reading = false;
-        ct_set_timeouts(io->bev, io->read_ms, io->write_ms);
-        bufferevent_enable(io->bev, EV_READ);
+        /* The read has something to send (a post-handshake message) and
+         * the socket is full: retried when it is writable (on_tls_writable). */
+        io->rd_wants_w = true;
+        if (!event_pending(io->wev, EV_WRITE, NULL))
+            wev_arm(io);
         return;
     default:
         /* As bufferevent_openssl reports it: close_notify is an EOF, a
@@ -181,23 +243,183 @@ static void on_tls_readable(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* The handshake is done and libevent was reading: our event from now on. */
-static void tls_take_over(struct ct_io *io)
+/* TLS writes: one SSL_write per record (up to 16 KiB of the output's first
+ * bytes), so a response's head and a small body leave as one record and one
+ * write(2). When the record spans evbuffer chunks (a head, then a body) its
+ * bytes are gathered into a per-thread buffer; a large body's record is
+ * written straight from its chunk (a cache object's memory: no copy beyond
+ * the encryption). Output is drained only once SSL_write took it, so after
+ * WANT_WRITE the retry offers the same bytes again, at least as many
+ * (OpenSSL's rule; the buffer may move: libevent set
+ * SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER). Returns CT_OK (output empty),
+ * CT_EAGAIN (the socket is full) or CT_EIO; adds what was sent to *WROTE. */
+#define CT_TLS_RECORD (16 * 1024)
+
+static int tls_write(struct ct_io *io, size_t *wrote)
 {
-    SSL_set_read_ahead(bufferevent_openssl_get_ssl(io->bev), 1);
-    bufferevent_disable(io->bev, EV_READ);
-    struct timeval w = tv_ms(io->write_ms);
-    bufferevent_set_timeouts(io->bev, NULL, io->write_ms ? &w : NULL);
-    io->rev = event_new(bufferevent_get_base(io->bev), bufferevent_getfd(io->bev),
-                        EV_READ | EV_PERSIST, on_tls_readable, io);
-    CT_ASSERT(io->rev != NULL);
+    static _Thread_local unsigned char gather[CT_TLS_RECORD];
+    struct evbuffer *out = bufferevent_get_output(io->bev);
+    size_t len;
+    while ((len = evbuffer_get_length(out)) > 0) {
+        size_t n = CT_MIN(len, (size_t)CT_TLS_RECORD);
+        if (n < io->wretry) {
+            /* The owner dropped output under a record OpenSSL holds
+             * half-sent (it abandoned the response): no way to go on. */
+            return CT_EIO;
+        }
+        struct evbuffer_iovec v;
+        const void *p = gather;
+        if (evbuffer_peek(out, (ev_ssize_t)n, NULL, &v, 1) >= 1 && v.iov_len >= n)
+            p = v.iov_base;
+        else
+            evbuffer_copyout(out, gather, n);
+        err_clear();
+        int r = SSL_write(io->ssl, p, (int)n);
+        if (r > 0) {
+            io->wretry = 0;
+            evbuffer_drain(out, (size_t)r);
+            *wrote += (size_t)r;
+            continue;
+        }
+        int err = SSL_get_error(io->ssl, r);
+        if (err == SSL_ERROR_WANT_WRITE) {
+            io->wretry = n;
+            return CT_EAGAIN;
+        }
+        /* SSL_ERROR_WANT_READ cannot happen: renegotiation is off
+         * (tls_ctx.c), so a server's SSL_write never has to read first.
+         * Taken as an error rather than a wait that might never end. */
+        ERR_clear_error();
+        return CT_EIO;
+    }
+    return CT_OK;
+}
+
+/* Report a write error once, from the event loop; writes stop for good. */
+static void write_failed(struct ct_io *io)
+{
+    io->werr = 2;
+    event_del(io->wev);
+    io->eventcb(io->bev, BEV_EVENT_WRITING | BEV_EVENT_ERROR, io->arg); /* may free IO */
+}
+
+/* The socket is writable again (or the write timeout expired): go on, and
+ * tell the owner once the output is down to its low watermark, as a
+ * bufferevent's write callback does. */
+static void on_tls_writable(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_io *io = arg;
+    (void)fd;
+    if (io->werr == 1) {
+        write_failed(io);
+        return;
+    }
+    if (io->werr != 0) {
+        event_del(io->wev);
+        return;
+    }
+    if (what & EV_TIMEOUT) {
+        event_del(io->wev);
+        io->eventcb(io->bev, BEV_EVENT_WRITING | BEV_EVENT_TIMEOUT, io->arg);
+        return;
+    }
+    if (io->rd_wants_w) {
+        io->rd_wants_w = false;
+        if (io->reading)
+            event_active(io->rev, EV_READ, 1);
+    }
+    size_t wrote = 0;
+    int rc = tls_write(io, &wrote);
+    if (rc == CT_EIO) {
+        write_failed(io);
+        return;
+    }
+    if (rc == CT_OK && !io->rd_wants_w)
+        event_del(io->wev);
+    if (wrote == 0)
+        return;
+    size_t low = 0;
+    bufferevent_data_cb writecb = NULL;
+    void *cbarg = NULL;
+    bufferevent_getwatermark(io->bev, EV_WRITE, &low, NULL);
+    bufferevent_getcb(io->bev, NULL, &writecb, NULL, &cbarg);
+    if (writecb != NULL && evbuffer_get_length(bufferevent_get_output(io->bev)) <= low)
+        writecb(io->bev, cbarg); /* may free IO */
+}
+
+bool ct_io_flush(struct ct_io *io)
+{
+    if (io->ssl == NULL)
+        return false;
+    if (io->werr != 0 || event_pending(io->wev, EV_WRITE, NULL))
+        return true; /* dead, or waiting for the socket: on_tls_writable goes on */
+    size_t wrote = 0;
+    int rc = tls_write(io, &wrote);
+    if (rc == CT_EAGAIN) {
+        wev_arm(io);
+    } else if (rc == CT_EIO) {
+        io->werr = 1; /* reported from the loop: no callback under our caller */
+        event_active(io->wev, EV_WRITE, 1);
+    }
+    return true;
+}
+
+/* Point one of the bufferevent's own events at fd -1, callbacks unchanged:
+ * libevent keeps negative fds out of epoll, so it never fires again. */
+static void park(struct event *ev, struct event_base *base)
+{
+    event_assign(ev, base, -1, event_get_events(ev), event_get_callback(ev),
+                 event_get_callback_arg(ev));
+}
+
+/* The handshake is done, libevent was reading and has nothing to write: the
+ * socket is ours from now on, both ways. bufferevent_openssl's output
+ * callback adds its write event whenever the output goes from empty to not,
+ * EV_WRITE enabled or not, and its write callback deletes it again: two
+ * epoll_ctl and an extra loop turn per response even when we wrote it all
+ * at once. So its two events are parked on fd -1 (struct bufferevent's
+ * ev_read/ev_write, event2/bufferevent_struct.h; not bufferevent_setfd(),
+ * which in 2.1.12 resets the SSL to its accepting state), where adding them
+ * costs no syscall and they never fire; its timeouts are cleared, so they
+ * never fire as timers either. The bufferevent keeps its buffers, its
+ * callbacks, its watermarks and the SSL (with its socket BIO, so kTLS state
+ * is kept too), and still frees the SSL and closes the fd (taken from that
+ * BIO) in bufferevent_free(). From now on nothing may enable EV_READ or
+ * EV_WRITE on it: ct_flush() and ct_io_read() come here. Returns false, with
+ * libevent still reading, if it cannot take over yet. */
+static bool tls_take_over(struct ct_io *io)
+{
+    struct bufferevent *bev = io->bev;
+    struct event_base *base = bufferevent_get_base(bev);
+    SSL *ssl = bufferevent_openssl_get_ssl(bev);
+    evutil_socket_t fd = bufferevent_getfd(bev);
+    bufferevent_disable(bev, EV_READ | EV_WRITE);
+    if (event_pending(&bev->ev_read, EV_READ | EV_WRITE | EV_TIMEOUT, NULL) ||
+        event_pending(&bev->ev_write, EV_READ | EV_WRITE | EV_TIMEOUT, NULL)) {
+        /* libevent is in the middle of something (a read blocked on a
+         * write): leave it reading, try again on the next request. */
+        bufferevent_enable(bev, EV_READ);
+        return false;
+    }
+    bufferevent_set_timeouts(bev, NULL, NULL);
+    park(&bev->ev_read, base);
+    park(&bev->ev_write, base);
+    CT_ASSERT(bufferevent_getfd(bev) < 0);
+    SSL_set_read_ahead(ssl, 1);
+    io->ssl = ssl;
+    io->rev = event_new(base, fd, EV_READ | EV_PERSIST, on_tls_readable, io);
+    io->wev = event_new(base, fd, EV_WRITE | EV_PERSIST, on_tls_writable, io);
+    CT_ASSERT(io->rev != NULL && io->wev != NULL);
     io->reading = false;
+    return true;
 }
 
 static bool tls_can_take_over(const struct ct_io *io)
 {
     SSL *ssl = bufferevent_openssl_get_ssl(io->bev);
-    return ssl != NULL && SSL_is_init_finished(ssl) && bufferevent_getfd(io->bev) >= 0;
+    return ssl != NULL && SSL_is_init_finished(ssl) && bufferevent_getfd(io->bev) >= 0 &&
+           evbuffer_get_length(bufferevent_get_output(io->bev)) == 0 &&
+           !(bufferevent_get_enabled(io->bev) & EV_WRITE);
 }
 
 void ct_io_attach(struct ct_io *io, struct event_base *base, struct bufferevent *bev, bool plain,
@@ -208,7 +430,14 @@ void ct_io_attach(struct ct_io *io, struct event_base *base, struct bufferevent 
     io->readcb = readcb;
     io->eventcb = eventcb;
     io->arg = arg;
-    io->reading = false;
+    io->reading = io->rd_wants_w = false;
+    io->werr = 0;
+    io->wretry = 0;
+    io->ssl = NULL;
+    io->wev = NULL;
+    io->rd_deadline_ms = io->tev_at_ms = 0;
+    io->tev = evtimer_new(base, on_read_timer, io);
+    CT_ASSERT(io->tev != NULL);
     io->read_ms = io->write_ms = 0;
     io->rev = plain ? event_new(base, bufferevent_getfd(bev), EV_READ | EV_PERSIST, on_readable, io)
                     : NULL;
@@ -221,13 +450,23 @@ void ct_io_detach(struct ct_io *io)
         event_free(io->rev); /* deletes it first */
         io->rev = NULL;
     }
+    if (io->wev) {
+        event_free(io->wev);
+        io->wev = NULL;
+    }
+    if (io->tev) {
+        event_free(io->tev);
+        io->tev = NULL;
+    }
+    io->rd_deadline_ms = io->tev_at_ms = 0;
+    io->ssl = NULL;
     io->reading = false;
 }
 
 void ct_io_read(struct ct_io *io, bool on)
 {
     if (io->rev == NULL && on && tls_can_take_over(io))
-        tls_take_over(io);
+        (void)tls_take_over(io);
     if (io->rev == NULL) {
         if (on)
             bufferevent_enable(io->bev, EV_READ);
@@ -241,11 +480,11 @@ void ct_io_read(struct ct_io *io, bool on)
     }
     if (io->reading)
         return;
-    struct timeval tv = tv_ms(io->read_ms);
-    event_add(io->rev, io->read_ms ? &tv : NULL);
+    event_add(io->rev, NULL);
     io->reading = true;
+    rd_deadline(io);
     /* Records OpenSSL already holds will not make the socket readable. */
-    if (is_tls(io) && SSL_has_pending(bufferevent_openssl_get_ssl(io->bev)))
+    if (is_tls(io) && SSL_has_pending(io->ssl))
         event_active(io->rev, EV_READ, 1);
 }
 
@@ -258,18 +497,20 @@ void ct_io_timeouts(struct ct_io *io, uint64_t read_ms, uint64_t write_ms)
         return;
     }
     if (write_ms != io->write_ms) {
-        struct timeval w = tv_ms(write_ms);
-        bufferevent_set_timeouts(io->bev, NULL, write_ms ? &w : NULL);
         io->write_ms = write_ms;
+        if (!is_tls(io)) {
+            struct timeval w = tv_ms(write_ms);
+            bufferevent_set_timeouts(io->bev, NULL, write_ms ? &w : NULL);
+        } else if (event_pending(io->wev, EV_WRITE, NULL)) {
+            if (write_ms)
+                wev_arm(io); /* re-arms the timeout from now, as bufferevents do */
+            else
+                event_remove_timer(io->wev);
+        }
     }
     if (read_ms != io->read_ms) {
         io->read_ms = read_ms;
-        if (io->reading) {
-            struct timeval tv = tv_ms(read_ms);
-            if (read_ms)
-                event_add(io->rev, &tv); /* re-arms the timeout from now */
-            else
-                event_remove_timer(io->rev);
-        }
+        if (io->reading)
+            rd_deadline(io); /* from now, as event_add would */
     }
 }

@@ -69,13 +69,22 @@ unsigned ct_close_status(enum ct_close why);
 
 /* ---- connection reads (io.c) ---------------------------------------------- */
 
-/* The read side of one connection (see io.c for why plain TCP does not use
- * the bufferevent's reads). Embedded in its owner; the callbacks have the
- * bufferevent signatures and get the owner's ARG. */
+/* The read side of one connection, and both sides of a TLS connection once
+ * its handshake is done (see io.c for why not the bufferevent's own I/O).
+ * Embedded in its owner; the callbacks have the bufferevent signatures and
+ * get the owner's ARG; the write callback and write watermarks are the
+ * bufferevent's own (bufferevent_setcb / bufferevent_setwatermark). */
 struct ct_io {
     struct bufferevent *bev;
     struct event *rev; /* plain TCP: our read event; NULL: the bufferevent reads (TLS) */
+    struct event *wev; /* TLS after the take-over: our write event, armed while blocked */
+    struct ssl_st *ssl; /* TLS after the take-over (the bufferevent still owns it) */
     bool reading;
+    bool rd_wants_w;  /* TLS: an SSL_read needs the socket writable */
+    uint8_t werr;     /* TLS: 1 write error to report, 2 reported (writes stop) */
+    size_t wretry;    /* TLS: length of the SSL_write that got WANT_WRITE (0: none) */
+    struct event *tev; /* our reads: the read idle timeout (io.c rd_deadline) */
+    uint64_t rd_deadline_ms, tev_at_ms; /* its deadline, when it fires (monotonic ms; 0: none) */
     uint64_t read_ms, write_ms;
     void (*readcb)(struct bufferevent *, void *);
     void (*eventcb)(struct bufferevent *, short, void *);
@@ -92,6 +101,12 @@ void ct_io_detach(struct ct_io *io);
 void ct_io_read(struct ct_io *io, bool on);
 /* Idle read timeout and write timeout in ms (0: none). */
 void ct_io_timeouts(struct ct_io *io, uint64_t read_ms, uint64_t write_ms);
+/* TLS after the take-over: write the output now (one SSL_write per record
+ * of up to 16 KiB), arm the write event for what the socket refuses, and
+ * report errors from the event loop (never under the caller). Returns false
+ * when IO does not own the writes (plain TCP, or TLS before the take-over):
+ * the caller writes through the bufferevent. */
+bool ct_io_flush(struct ct_io *io);
 
 /* ---- the proxy (main thread) --------------------------------------------- */
 
@@ -261,6 +276,8 @@ struct ct_client {
     struct ct_io io;            /* its read side */
     struct ct_http_parser *rp;  /* request parser, reused for every request */
     struct event *timer;        /* head / keep-alive / linger deadline */
+    uint64_t deadline_ms;       /* that deadline (monotonic ms; 0: none), kept lazily */
+    uint64_t timer_at_ms;       /* when the timer fires (0: not armed) */
     struct ct_upstream *u;      /* borrowed from the pool during a fetch */
     struct ct_creq *cr;         /* the cache's part of its requests (cache_req.c) */
     struct ct_client *next, *prev; /* w->clients */
@@ -316,7 +333,9 @@ void ct_client_finish(struct ct_client *c, enum ct_close why);
  * small body share one record) with no write event, no extra loop turn, and
  * hands any rest to libevent by enabling EV_WRITE; the write callback
  * disables it again once the output is empty. A no-op while EV_WRITE is
- * enabled (pending data, or a TLS handshake). */
+ * enabled (pending data, or a TLS handshake). TLS connections io.c took
+ * over (ct_io_flush) never use the bufferevent's writes: ct_flush() goes
+ * there, and nothing may enable EV_WRITE on them. */
 void ct_flush(struct bufferevent *bev);
 /* Read/write timeouts of BEV in ms (0: none). */
 void ct_set_timeouts(struct bufferevent *bev, uint64_t read_ms, uint64_t write_ms);

@@ -200,9 +200,10 @@ void ct_tls_conn_describe(SSL *ssl, char *buf, size_t len);
 /* Send close_notify (RFC 8446 §6.1) before freeing a connection that ends
  * normally, without waiting for the peer's. It also keeps the session
  * resumable: OpenSSL removes the cached session of a connection freed without
- * one (TLS 1.2 session ids; tickets are unaffected). Nonblocking; with
- * bufferevent_openssl the SSL writes straight to the socket, so call it once
- * the output buffer is empty, then bufferevent_free(). No-op before the
+ * one (TLS 1.2 session ids; tickets are unaffected). Nonblocking; the SSL
+ * writes straight to the socket (bufferevent_openssl's socket BIO, which
+ * proxy/io.c keeps when it takes a connection over), so call it once the
+ * output buffer is empty, then bufferevent_free(). No-op before the
  * handshake completed or when already sent; leaves no OpenSSL errors. */
 void ct_tls_close_notify(SSL *ssl);
 
