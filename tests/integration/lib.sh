@@ -41,6 +41,26 @@ ct_start() {
 
 ct_pid() { echo "${CT_PIDS[$1]}"; }
 
+# ct_rss_kb PID: the resident set size of PID, in KiB.
+ct_rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+
+# ct_peak_rss_during PID OUT CMD...: run CMD (its stdout into OUT) while
+# sampling PID's RSS every 20 ms; prints the peak seen (KiB).
+ct_peak_rss_during() {
+    local pid=$1 out=$2 peak r job
+    shift 2
+    peak=$(ct_rss_kb "$pid")
+    "$@" >"$out" &
+    job=$!
+    while kill -0 "$job" 2>/dev/null; do
+        r=$(ct_rss_kb "$pid")
+        ((r > peak)) && peak=$r
+        sleep 0.02
+    done
+    wait "$job"
+    echo "$peak"
+}
+
 # Wait up to 10 s for the announce line; print the port.
 ct_wait_listen() {
     local name=$1 kind=${2:-} pattern i line

@@ -19,42 +19,25 @@ PPORT=$(ct_wait_listen proxy http) || exit 1
 P="http://127.0.0.1:$PPORT"
 PID=$(ct_pid proxy)
 
-rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$PID/status"; }
-# peak_during CMD...: run CMD (its output in $CT_TMP/cmd.out), sampling
-# cachet's RSS every 20 ms; prints the peak (KiB).
-peak_during() {
-    local peak r
-    peak=$(rss_kb)
-    "$@" >"$CT_TMP/cmd.out" &
-    local job=$!
-    while kill -0 "$job" 2>/dev/null; do
-        r=$(rss_kb)
-        ((r > peak)) && peak=$r
-        sleep 0.02
-    done
-    wait "$job"
-    echo "$peak"
-}
-
 curl -s -o /dev/null "$P/bytes/1000000" # warm the pools and buffers
-base=$(rss_kb)
-peak=$(peak_during curl -s --max-time 120 -o /dev/null -w '%{size_download}' "$P/bytes/1073741824")
+base=$(ct_rss_kb "$PID")
+peak=$(ct_peak_rss_during "$PID" "$CT_TMP/cmd.out" curl -s --max-time 120 -o /dev/null -w '%{size_download}' "$P/bytes/1073741824")
 ct_check "1 GiB response delivered whole" "$(cat "$CT_TMP/cmd.out")" 1073741824
 growth=$(((peak - base) / 1024))
 echo "# 1 GiB: RSS before ${base} KiB, peak ${peak} KiB, growth ${growth} MiB"
 ct_check_match "1 GiB: RSS growth <= 16 MiB (was ${growth} MiB)" "$growth" '^([0-9]|1[0-6])$'
 
 # A slow reader: cachet must stop reading the origin, not buffer 64 MiB.
-base=$(rss_kb)
-peak=$(peak_during curl -s -o /dev/null --limit-rate 32M "$P/bytes/67108864")
+base=$(ct_rss_kb "$PID")
+peak=$(ct_peak_rss_during "$PID" "$CT_TMP/cmd.out" curl -s -o /dev/null --limit-rate 32M "$P/bytes/67108864")
 growth=$(((peak - base) / 1024))
 echo "# slow reader: growth ${growth} MiB"
 ct_check_match "slow reader: RSS growth <= 16 MiB (was ${growth} MiB)" "$growth" '^([0-9]|1[0-6])$'
 
 # A 256 MiB upload streams through (chunked from stdin, re-chunked to the
 # origin, which reads and drops it).
-base=$(rss_kb)
-peak=$(peak_during bash -c "head -c 268435456 /dev/zero | curl -s -X POST -H 'Transfer-Encoding: chunked' --data-binary @- -o /dev/null -w '%{http_code}' '$P/json'")
+base=$(ct_rss_kb "$PID")
+peak=$(ct_peak_rss_during "$PID" "$CT_TMP/cmd.out" bash -c "head -c 268435456 /dev/zero | curl -s -X POST -H 'Transfer-Encoding: chunked' --data-binary @- -o /dev/null -w '%{http_code}' '$P/json'")
 growth=$(((peak - base) / 1024))
 echo "# 256 MiB upload: growth ${growth} MiB"
 ct_check "256 MiB chunked upload answered 200" "$(cat "$CT_TMP/cmd.out")" 200

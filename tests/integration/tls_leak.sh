@@ -13,7 +13,6 @@ ct_start proxy "$CT_BIN/cachet" --http off --https 127.0.0.1:0 --admin off --wor
 SPORT=$(ct_wait_listen proxy https) || exit 1
 PID=$(ct_pid proxy)
 
-rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$PID/status"; }
 # round SECONDS: four parallel s_time clients; prints the handshakes made.
 round() {
     local i
@@ -25,12 +24,12 @@ round() {
 
 warm=$(round 2)
 ct_check_match "warm-up handshakes made" "$warm" '^[1-9][0-9]+$'
-before=$(rss_kb)
+before=$(ct_rss_kb "$PID")
 total=0
 for ((r = 0; r < 10 && total < 10000; r++)); do
     total=$((total + $(round 3)))
 done
-after=$(rss_kb)
+after=$(ct_rss_kb "$PID")
 echo "    $total handshakes: RSS ${before} kB -> ${after} kB"
 ct_check_match "10 000 full handshakes made" "$total" '^[0-9]{5,}$'
 ct_check "served after the loop" \

@@ -26,7 +26,6 @@ CONF
 ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf"
 SPORT=$(ct_wait_listen proxy https) || exit 1
 PID=$(ct_pid proxy)
-rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$PID/status"; }
 
 cat >"$CT_TMP/tlsw.py" <<'EOF'
 import hashlib, os, socket, ssl, sys, time
@@ -152,16 +151,8 @@ ct_check "pipelined passes reached the origin in order" "$(get "$res" 'pipeline 
 # reading the origin instead of buffering (our write event, then the write
 # callback at the low mark resumes it).
 N=67108864
-base=$(rss_kb)
-py big "$N" >"$CT_TMP/big.out" &
-job=$!
-peak=$base
-while kill -0 "$job" 2>/dev/null; do
-    r=$(rss_kb)
-    ((r > peak)) && peak=$r
-    sleep 0.02
-done
-wait "$job"
+base=$(ct_rss_kb "$PID")
+peak=$(ct_peak_rss_during "$PID" "$CT_TMP/big.out" py big "$N")
 res=$(cat "$CT_TMP/big.out")
 growth=$(((peak - base) / 1024))
 echo "# 64 MiB over TLS to a slow reader: RSS growth ${growth} MiB"
