@@ -72,6 +72,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* The RFC 9111 decisions the store takes as inputs (written alongside; the
  * guard keeps a checkout without it building). */
@@ -429,6 +430,13 @@ int ct_obj_body_seek(const struct ct_obj *obj, struct ct_obj_body_pos *pos, uint
 
 /* Body bytes available now (final once COMPLETE). */
 uint64_t ct_obj_body_len(const struct ct_obj *obj);
+
+/* A complete object whose body lives in a memfd (Content-Length bodies of
+ * CT_CACHE_MAPPED_MIN bytes and more, while the process has file descriptors
+ * to spare): that file and the offset in it of body byte 0, for sendfile(2);
+ * -1 otherwise. The file is the object's memory, not a copy: it stays open
+ * while a reference is held, and the bytes never change. */
+int ct_obj_body_fd(const struct ct_obj *obj, off_t *off);
 
 /* ---- waiting on a busy object --------------------------------------------- */
 

@@ -27,6 +27,10 @@
  * counted per allocation so the cap bounds real memory, not just payload. */
 #define CT_CACHE_MALLOC_OVERHEAD 16
 
+/* A Content-Length body of at least this many bytes gets its first segment
+ * in a memfd mapping instead of the heap (cache_obj.c, ct_obj_body_fd()). */
+#define CT_CACHE_MAPPED_MIN (64 * 1024)
+
 /* Body segments grow by this much when no body_hint was given. */
 #define CT_CACHE_SEG_SIZE (16 * 1024)
 
@@ -80,7 +84,7 @@ struct ct_obj {
     _Atomic unsigned char state;   /* enum ct_obj_state, forward only */
     _Atomic unsigned char visited; /* SIEVE bit, set on hit without the lock */
     unsigned char flags;           /* OBJ_F_*, shard lock */
-    unsigned char _pad;
+    unsigned char body_mapped; /* seg_first lives in a memfd mapping (set before STREAMING) */
     uint32_t vary_len;    /* blob layout, published by STREAMING */
     ct_time_t expires;    /* fresh before; hit-for-miss: valid before */
     float grace, keep;    /* seconds past expires: serve stale / keep */
@@ -121,6 +125,7 @@ struct ct_cache {
     struct ct_cache_shard *shards;
     _Atomic size_t bytes;   /* counted bytes in use */
     _Atomic size_t objects; /* objects allocated and not yet freed */
+    _Atomic unsigned mapped_fds; /* memfds held by mapped bodies */
     _Atomic unsigned evict_cursor;
     _Atomic unsigned sweep_cursor;
 };

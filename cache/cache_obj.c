@@ -10,6 +10,13 @@
  *     Content-Length (body_hint) the whole response is this one block;
  *   - further segments appended while STREAMING (1 KiB, doubling up to 16 KiB,
  *     or the size of the append if larger), reserved by ct_obj_append.
+ * A first segment with a body of CT_CACHE_MAPPED_MIN bytes or more is a
+ * memfd mapping instead of a heap block (counted in whole pages), so that a
+ * plain-HTTP hit can sendfile(2) the body from the object's own pages: the
+ * kernel then hands the socket page references instead of copying 100 KiB
+ * into it, which is what nginx's file cache gets from its files. The pages
+ * outlive a freed object for as long as the socket still holds them (they
+ * are the file's, not malloc's), and nothing writes them after COMPLETE.
  * Segments never move or shrink, so readers hand (pointer, length) out by
  * reference; the bytes go back to the cap at the last ct_obj_release().
  *
@@ -25,6 +32,9 @@
  * that checked "nothing new" under the lock cannot miss the next wake-up.
  */
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "cache/cache_int.h"
 
@@ -39,6 +49,8 @@ static size_t alloc_cost(size_t n)
 {
     return n + CT_CACHE_MALLOC_OVERHEAD;
 }
+
+static void seg_unmap(struct ct_cache *cache, struct ct_cache_seg *seg);
 
 /* A new object with one reference, for KEY (bytes copied). Its base size
  * must already be reserved. */
@@ -71,7 +83,10 @@ void ct_cache_obj_free(struct ct_obj *obj)
     struct ct_cache_seg *seg = obj->seg_first;
     while (seg) {
         struct ct_cache_seg *next = atomic_load_explicit(&seg->next, memory_order_relaxed);
-        free(seg);
+        if (seg == obj->seg_first && obj->body_mapped)
+            seg_unmap(cache, seg);
+        else
+            free(seg);
         seg = next;
     }
     if (obj->body_src)
@@ -199,13 +214,99 @@ void ct_obj_unwait(struct ct_cache_waiter *w)
 
 /* ---- the fetcher's side -------------------------------------------------- */
 
-static struct ct_cache_seg *seg_alloc(size_t cap, size_t extra)
+static struct ct_cache_seg *seg_init(void *mem, size_t cap)
 {
-    struct ct_cache_seg *seg = ct_xmalloc(sizeof(*seg) + cap + extra);
+    struct ct_cache_seg *seg = mem;
     atomic_init(&seg->next, NULL);
     atomic_init(&seg->len, 0);
     seg->cap = cap;
     return seg;
+}
+
+static struct ct_cache_seg *seg_alloc(size_t cap, size_t extra)
+{
+    return seg_init(ct_xmalloc(sizeof(struct ct_cache_seg) + cap + extra), cap);
+}
+
+/* ---- mapped first segments ---------------------------------------------------
+ *
+ * [struct seg_map][struct ct_cache_seg][body][blob] at offset 0 of a memfd
+ * of that many bytes rounded up to pages, mapped shared. */
+struct seg_map {
+    int fd;
+    size_t len; /* of the mapping */
+};
+#define SEG_MAP_HDR ((sizeof(struct seg_map) + 15) & ~(size_t)15)
+
+static size_t page_round(size_t n)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    return (n + pg - 1) / pg * pg;
+}
+
+static size_t mapped_len(size_t cap, size_t extra)
+{
+    return page_round(SEG_MAP_HDR + sizeof(struct ct_cache_seg) + cap + extra);
+}
+
+/* Mapped bodies hold a descriptor each: at most a quarter of the process's
+ * limit, so that connections never run short because of the cache. */
+static bool fd_budget_take(struct ct_cache *cache)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        rl.rlim_cur = 1024;
+    unsigned budget = (unsigned)CT_MIN(rl.rlim_cur / 4, (rlim_t)65536);
+    unsigned n = atomic_fetch_add_explicit(&cache->mapped_fds, 1, memory_order_relaxed);
+    if (n < budget)
+        return true;
+    atomic_fetch_sub_explicit(&cache->mapped_fds, 1, memory_order_relaxed);
+    return false;
+}
+
+/* A mapped first segment of LEN bytes (mapped_len()), or NULL (no descriptor
+ * to spare, or the kernel refused): the caller takes the heap instead. */
+static struct ct_cache_seg *seg_map(struct ct_cache *cache, size_t len, size_t cap)
+{
+    if (!fd_budget_take(cache))
+        return NULL;
+    int fd = memfd_create("cachet-body", MFD_CLOEXEC);
+    void *mem = MAP_FAILED;
+    if (fd >= 0 && ftruncate(fd, (off_t)len) == 0)
+        mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (mem == MAP_FAILED) {
+        if (fd >= 0)
+            close(fd);
+        atomic_fetch_sub_explicit(&cache->mapped_fds, 1, memory_order_relaxed);
+        return NULL;
+    }
+    *(struct seg_map *)mem = (struct seg_map){fd, len};
+    return seg_init((char *)mem + SEG_MAP_HDR, cap);
+}
+
+static void seg_unmap(struct ct_cache *cache, struct ct_cache_seg *seg)
+{
+    struct seg_map *m = (struct seg_map *)((char *)seg - SEG_MAP_HDR);
+    int fd = m->fd;
+    munmap(m, m->len);
+    close(fd);
+    atomic_fetch_sub_explicit(&cache->mapped_fds, 1, memory_order_relaxed);
+}
+
+int ct_obj_body_fd(const struct ct_obj *obj, off_t *off)
+{
+    CT_CHECK_OBJ(obj, CT_OBJ_MAGIC);
+    if (ct_obj_state(obj) != CT_OBJ_COMPLETE)
+        return -1;
+    const struct ct_obj *owner = obj->body_src ? obj->body_src : obj;
+    if (!owner->body_mapped)
+        return -1;
+    const struct ct_cache_seg *seg = owner->seg_first;
+    if (atomic_load_explicit(&seg->next, memory_order_acquire) != NULL)
+        return -1; /* the body went on past its first segment: not one run of the file */
+    const struct seg_map *m = (const struct seg_map *)((const char *)seg - SEG_MAP_HDR);
+    *off = (off_t)(SEG_MAP_HDR + sizeof(struct ct_cache_seg));
+    return m->fd;
 }
 
 static char *blob_of(const struct ct_obj *obj)
@@ -224,11 +325,22 @@ int ct_obj_set_head(struct ct_obj *obj, const struct ct_obj_meta *m)
     if (blob > UINT32_MAX / 2 || m->date.len > UINT16_MAX || body > cache->cfg.max_object_size ||
         blob + body > cache->cfg.max_object_size)
         return CT_ELIMIT;
-    size_t cost = alloc_cost(sizeof(struct ct_cache_seg) + (size_t)body + blob);
+    bool mapped = body >= CT_CACHE_MAPPED_MIN;
+    size_t cost = mapped ? mapped_len((size_t)body, blob)
+                         : alloc_cost(sizeof(struct ct_cache_seg) + (size_t)body + blob);
     if (ct_cache_reserve(cache, cost) != CT_OK)
         return CT_ELIMIT;
+    struct ct_cache_seg *seg = mapped ? seg_map(cache, cost, (size_t)body) : NULL;
+    if (mapped && seg == NULL) { /* the heap after all: count that instead */
+        ct_cache_unreserve(cache, cost);
+        mapped = false;
+        cost = alloc_cost(sizeof(struct ct_cache_seg) + (size_t)body + blob);
+        if (ct_cache_reserve(cache, cost) != CT_OK)
+            return CT_ELIMIT;
+    }
     obj->size += (uint32_t)cost;
-    obj->seg_first = obj->seg_last = seg_alloc((size_t)body, blob);
+    obj->body_mapped = mapped;
+    obj->seg_first = obj->seg_last = seg ? seg : seg_alloc((size_t)body, blob);
 
     char *p = blob_of(obj);
     const struct ct_str parts[] = {m->head, m->etag, m->last_modified, m->date, m->vary};

@@ -33,6 +33,8 @@
 #include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -43,6 +45,9 @@
 #include "proxy/tls.h"
 
 #define LINGER_MS 5000
+/* How often a lingering connection whose last bytes are still in the kernel
+ * looks again (linger_draining). */
+#define LINGER_POLL_MS 100
 
 static void on_read(struct bufferevent *bev, void *arg);
 static void on_write(struct bufferevent *bev, void *arg);
@@ -127,6 +132,8 @@ static void timer_arm(struct ct_client *c, uint64_t ms)
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
     evtimer_add(c->timer, &tv);
 }
+
+static bool linger_draining(struct ct_client *c);
 
 /* The deadline is MS from now (0: the next loop turn). */
 static void deadline_set(struct ct_client *c, uint64_t ms)
@@ -547,11 +554,18 @@ static void on_write(struct bufferevent *bev, void *arg)
     switch (c->state) {
     case CT_CS_LINGER:
         if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
-            /* All out. Plain TCP: half-close and wait for the client's EOF
-             * (bounded by the linger timer). TLS: close now. */
-            if (c->lc->kind == CT_LISTEN_HTTPS ||
-                shutdown(bufferevent_getfd(bev), SHUT_WR) != 0)
+            /* All out of our buffers. Plain TCP: half-close and wait for
+             * the client's EOF (bounded by the linger timer). TLS: close
+             * now, unless the kernel still holds part of the response: then
+             * close once it has gone (linger_draining). */
+            if (c->lc->kind == CT_LISTEN_HTTPS) {
+                if (linger_draining(c))
+                    deadline_set(c, LINGER_POLL_MS);
+                else
+                    client_close(c, c->why);
+            } else if (shutdown(bufferevent_getfd(bev), SHUT_WR) != 0) {
                 client_close(c, c->why);
+            }
         }
         break;
     case CT_CS_SEND:
@@ -634,6 +648,27 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     client_close(c, (what & BEV_EVENT_WRITING) ? CT_CLOSE_TX_ERROR : CT_CLOSE_RX_ERROR);
 }
 
+/* Does the kernel still hold bytes of our last response that the client is
+ * taking? The send queue holds up to tcp_wmem's maximum (4 MB here): to a
+ * slow reader a "finished" response can still be seconds from its end, and
+ * closing then leaves an orphan socket that Linux gives up on with the
+ * reader's last megabytes. So a lingering connection stays while its queue
+ * shrinks, and is closed once the queue is empty or has not moved for
+ * send_timeout (a reader that stopped). */
+static bool linger_draining(struct ct_client *c)
+{
+    int held = 0;
+    if (ioctl(bufferevent_getfd(c->bev), SIOCOUTQ, &held) != 0 || held <= 0)
+        return false;
+    uint64_t now = now_ms();
+    if (c->linger_outq == 0 || held < c->linger_outq) {
+        c->linger_outq = held;
+        c->linger_moved_ms = now;
+    }
+    uint64_t stall = c->w->cf->limits.send_timeout_ms ? c->w->cf->limits.send_timeout_ms : LINGER_MS;
+    return now - c->linger_moved_ms < stall;
+}
+
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct ct_client *c = arg;
@@ -665,6 +700,10 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         client_close(c, CT_CLOSE_TLS_HANDSHAKE);
         break;
     case CT_CS_LINGER:
+        if (linger_draining(c)) {
+            deadline_set(c, LINGER_POLL_MS);
+            break;
+        }
         client_close(c, c->why);
         break;
     default:

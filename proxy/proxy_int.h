@@ -278,6 +278,8 @@ struct ct_client {
     struct event *timer;        /* head / keep-alive / linger deadline */
     uint64_t deadline_ms;       /* that deadline (monotonic ms; 0: none), kept lazily */
     uint64_t timer_at_ms;       /* when the timer fires (0: not armed) */
+    int linger_outq;            /* linger: bytes the kernel still held at the last look */
+    uint64_t linger_moved_ms;   /* linger: when that count last went down */
     struct ct_upstream *u;      /* borrowed from the pool during a fetch */
     struct ct_creq *cr;         /* the cache's part of its requests (cache_req.c) */
     struct ct_client *next, *prev; /* w->clients */

@@ -2,8 +2,12 @@
  * tests/unit/test_cache_store.c: the store through cache/cache.h only, one
  * thread (several threads: test_cache_threads.c). Time is moved, never slept.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "cache/cache.h"
 #include "tests/unit/ct_test.h"
@@ -1013,6 +1017,140 @@ static void test_miss_kind_and_revalidate(void)
     ct_cache_free(&c);
 }
 
+/* The whole body of OBJ equals WANT[0..N) (any size). */
+static bool body_equals(const struct ct_obj *obj, const char *want, size_t n)
+{
+    struct ct_obj_body_pos pos = CT_OBJ_BODY_POS_INIT;
+    struct ct_str chunk;
+    size_t at = 0;
+    enum ct_obj_body r;
+    while ((r = ct_obj_body_next(obj, &pos, 0, &chunk)) == CT_OBJ_BODY_DATA) {
+        if (at + chunk.len > n || memcmp(want + at, chunk.p, chunk.len) != 0)
+            return false;
+        at += chunk.len;
+    }
+    return r == CT_OBJ_BODY_END && at == n;
+}
+
+/* The file behind a mapped body holds exactly the body at the given offset. */
+static bool fd_holds(int fd, off_t off, const char *want, size_t n)
+{
+    char *buf = malloc(n);
+    bool ok = buf && pread(fd, buf, n, off) == (ssize_t)n && memcmp(buf, want, n) == 0;
+    free(buf);
+    return ok;
+}
+
+/* Store a complete object with a Content-Length body BODY[0..N) under TARGET;
+ * returns it (one reference) for inspection. */
+static struct ct_obj *store_big(struct ct_cache *c, const char *target, const char *body, size_t n,
+                                bool hint)
+{
+    struct tkey k;
+    mk_key(&k, "h", target);
+    struct ct_cache_lookup_res r;
+    CU_ASSERT_EQUAL_FATAL(lookup(c, &k, T0, &r), CT_CACHE_MISS);
+    struct ct_obj_meta m = {.status = 200,
+                            .head = CT_STR("HTTP/1.1 200 OK\r\n"),
+                            .response_time = T0,
+                            .ttl = 60,
+                            .keep = 100,
+                            .body_hint = hint ? n : 0};
+    CU_ASSERT_EQUAL_FATAL(ct_obj_set_head(r.fetch, &m), CT_OK);
+    off_t off;
+    CU_ASSERT_EQUAL(ct_obj_body_fd(r.fetch, &off), -1); /* not while it fills */
+    CU_ASSERT_EQUAL_FATAL(ct_obj_append(r.fetch, body, n / 2), CT_OK);
+    CU_ASSERT_EQUAL_FATAL(ct_obj_append(r.fetch, body + n / 2, n - n / 2), CT_OK);
+    CU_ASSERT_EQUAL(ct_obj_body_fd(r.fetch, &off), -1);
+    ct_obj_complete(r.fetch, T0);
+    struct ct_obj *obj = ct_obj_ref(r.fetch);
+    ct_cache_lookup_res_release(&r);
+    return obj;
+}
+
+/* Content-Length bodies of CT_CACHE_MAPPED_MIN bytes and more live in a memfd
+ * that plain-HTTP hits sendfile() from: the file holds exactly the body,
+ * only once the object is complete; a 304's new head shares it; the pages are
+ * counted whole and given back, the file closed with the last reference.
+ * Small bodies and bodies without a length stay on the heap, and so do bodies
+ * past the descriptor budget (a quarter of RLIMIT_NOFILE), served alike. */
+static void test_mapped_bodies(void)
+{
+    struct ct_cache *c = mk_cache(64 << 20, 16 << 20, 4);
+    size_t idle = idle_bytes(c);
+    size_t n = 100 * 1024 + 7;
+    char *body = malloc(n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(body);
+    for (size_t i = 0; i < n; i++)
+        body[i] = (char)('a' + i % 23);
+
+    struct ct_obj *big = store_big(c, "/big", body, n, true);
+    off_t off;
+    int fd = ct_obj_body_fd(big, &off);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_TRUE(fd_holds(fd, off, body, n));
+    CU_ASSERT_TRUE(body_equals(big, body, n));
+    size_t used = idle_bytes(c) - idle;
+    CU_ASSERT(used >= n && used % 4096 < 1024); /* whole pages, plus the struct and key */
+
+    /* a 304 keeps serving the same file through its new head */
+    struct tkey k;
+    mk_key(&k, "h", "/big");
+    struct ct_cache_lookup_res r;
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 100, &r), CT_CACHE_STALE);
+    struct ct_obj_meta m = {.status = 200,
+                            .head = CT_STR("HTTP/1.1 200 OK\r\nX-New: 1\r\n"),
+                            .response_time = T0 + 100,
+                            .ttl = 60,
+                            .body_src = r.obj};
+    CU_ASSERT_EQUAL_FATAL(ct_obj_set_head(r.fetch, &m), CT_OK);
+    ct_obj_complete(r.fetch, T0 + 100);
+    off_t off2;
+    CU_ASSERT_EQUAL(ct_obj_body_fd(r.fetch, &off2), fd);
+    CU_ASSERT_EQUAL(off2, off);
+    ct_cache_lookup_res_release(&r);
+
+    /* small, or without a length: the heap */
+    struct ct_obj *small = store_big(c, "/small", body, 64 * 1024 - 1, true);
+    CU_ASSERT_EQUAL(ct_obj_body_fd(small, &off2), -1);
+    CU_ASSERT_TRUE(body_equals(small, body, 64 * 1024 - 1));
+    struct ct_obj *nolen = store_big(c, "/nolen", body, n, false);
+    CU_ASSERT_EQUAL(ct_obj_body_fd(nolen, &off2), -1);
+    CU_ASSERT_TRUE(body_equals(nolen, body, n));
+    ct_obj_release(&small);
+    ct_obj_release(&nolen);
+
+    /* gone with the last reference: the file is closed, the bytes given back */
+    CU_ASSERT(ct_cache_purge(c, &k.key) >= 1);
+    CU_ASSERT_NOT_EQUAL(fcntl(fd, F_GETFD), -1); /* still open: we hold a reference */
+    ct_obj_release(&big);
+    errno = 0;
+    CU_ASSERT_EQUAL(fcntl(fd, F_GETFD), -1);
+    CU_ASSERT_EQUAL(errno, EBADF);
+
+    /* the descriptor budget: with a soft limit of 64, 16 mapped bodies */
+    struct rlimit old, low;
+    CU_ASSERT_EQUAL_FATAL(getrlimit(RLIMIT_NOFILE, &old), 0);
+    low = old;
+    low.rlim_cur = 64;
+    CU_ASSERT_EQUAL_FATAL(setrlimit(RLIMIT_NOFILE, &low), 0);
+    struct ct_obj *objs[20];
+    int mapped = 0;
+    for (int i = 0; i < 20; i++) {
+        char target[16];
+        snprintf(target, sizeof(target), "/b%d", i);
+        objs[i] = store_big(c, target, body, n, true);
+        mapped += ct_obj_body_fd(objs[i], &off2) >= 0;
+        CU_ASSERT_TRUE(body_equals(objs[i], body, n));
+    }
+    CU_ASSERT_EQUAL(mapped, 16);
+    CU_ASSERT_EQUAL(setrlimit(RLIMIT_NOFILE, &old), 0);
+    for (int i = 0; i < 20; i++)
+        ct_obj_release(&objs[i]);
+    ct_cache_free(&c);
+    free(body);
+}
+
 void ct_test_register(void)
 {
     CT_SUITE(
@@ -1033,5 +1171,6 @@ void ct_test_register(void)
         {"variant heads: middle and head removed", test_variant_heads},
         {"same hash, different keys", test_same_hash_keys},
         {"cap is hard when all is held", test_cap_is_hard},
-        {"miss kind (RFC 9211) and revalidate lookups", test_miss_kind_and_revalidate});
+        {"miss kind (RFC 9211) and revalidate lookups", test_miss_kind_and_revalidate},
+        {"large bodies in a memfd (sendfile)", test_mapped_bodies});
 }

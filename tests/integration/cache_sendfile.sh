@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Large stored bodies go out with sendfile(2) over plain HTTP (cache/cache_obj.c
+# keeps Content-Length bodies of 64 KiB and more in a memfd; proxy/
+# cache_deliver.c direct_sendfile): the bytes are the origin's, whole, for a
+# plain hit, a Range, HEAD, a reader with a tiny receive window (sendfile
+# takes part, the rest is queued from the same memory; and the connection
+# (Connection: close) is not closed while the kernel still holds the end of
+# the response: client.c linger_draining) and over HTTPS (which encrypts from
+# the mapping); small bodies keep the writev path.
+# needs: cachet cachet-origin
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
+OPORT=$(ct_wait_listen origin) || exit 1
+cat >"$CT_TMP/cachet.conf" <<CONF
+workers = 1;
+listen = ( { kind = "http"; address = "127.0.0.1:0"; },
+           { kind = "https"; address = "127.0.0.1:0"; tls = { self_signed = true; }; } );
+backends = ( { address = "127.0.0.1:$OPORT"; } );
+cache = { size = "64M"; max_object_size = "16M"; };
+admin = { listen = "off"; };
+CONF
+ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf"
+PPORT=$(ct_wait_listen proxy http) || exit 1
+SPORT=$(ct_wait_listen proxy https) || exit 1
+PID=$(ct_pid proxy)
+P="http://127.0.0.1:$PPORT"
+O="http://127.0.0.1:$OPORT"
+BIG="/gen?size=200000&cache-control=max-age%3D600"
+HUGE="/bytes/12000000?cache-control=max-age%3D600"
+SMALL="/gen?size=2000&cache-control=max-age%3D600"
+
+sum() { md5sum | cut -d' ' -f1; }
+want_big=$(curl -s "$O$BIG" | sum)
+want_huge=$(curl -s "$O$HUGE" | sum)
+
+ct_check "200 KB miss: the origin's bytes" "$(curl -s "$P$BIG" | sum)" "$want_big"
+status=$(curl -s -D - -o "$CT_TMP/big" "$P$BIG" | tr -d '\r' | awk -F': ' 'tolower($1) == "cache-status" {print $2}')
+ct_check_match "200 KB second request is a hit" "$status" '^cachet; hit'
+ct_check "200 KB hit: the origin's bytes" "$(sum <"$CT_TMP/big")" "$want_big"
+
+# Range on the stored object: the same bytes as the origin's
+ct_check "Range 150000-150099 of a 200 KB hit" "$(curl -s -r 150000-150099 "$P$BIG" | sum)" \
+    "$(curl -s "$O$BIG" | tail -c +150001 | head -c 100 | sum)"
+ct_check "HEAD of a 200 KB hit: no body, its length" \
+    "$(curl -s -I "$P$BIG" | tr -d '\r' | awk -F': ' 'tolower($1) == "content-length" {print $2}')/$(curl -s -I "$P$BIG" -o /dev/null -w '%{size_download}')" \
+    "200000/0"
+
+# A reader with a 4 KiB receive window: sendfile takes part, the rest is
+# queued (by reference, from the same memory) and sent as the reader drains.
+curl -s -o /dev/null "$P$HUGE"
+cat >"$CT_TMP/slow.py" <<'PY'
+import hashlib, socket, ssl, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(("127.0.0.1", int(sys.argv[1])))
+if sys.argv[3] == "tls":
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    s = ctx.wrap_socket(s)
+s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % sys.argv[2]).encode())
+time.sleep(0.3)  # let the first sendfile fill the window
+data = b""
+while True:
+    try:
+        d = s.recv(65536)
+    except (ssl.SSLError, ConnectionResetError):
+        break
+    if not d:
+        break
+    data += d
+head, _, body = data.partition(b"\r\n\r\n")
+print(len(body), hashlib.md5(body).hexdigest())
+PY
+slow=$(timeout 60 python3 "$CT_TMP/slow.py" "$PPORT" "$HUGE" plain)
+ct_check "12 MB hit (more than the socket buffer takes) to a reader with a 4 KiB window: whole" "$slow" "12000000 $want_huge"
+# The same over TLS, where the connection is closed (not half-closed) once
+# the kernel has sent what it held.
+ct_check "12 MB HTTPS hit to a reader with a 4 KiB window: whole" \
+    "$(timeout 60 python3 "$CT_TMP/slow.py" "$SPORT" "$HUGE" tls)" "12000000 $want_huge"
+ct_check "200 KB hit over HTTPS: the origin's bytes" \
+    "$(curl -sk "https://127.0.0.1:$SPORT$BIG" | sum)" "$want_big"
+ct_check "2 KB hit: whole" "$(curl -s "$P$SMALL" | sum)" "$(curl -s "$O$SMALL" | sum)"
+
+# The path itself: 200 KB hits call sendfile, 2 KB hits do not
+# traced URL N: N hits of URL under strace -e trace=sendfile; prints the calls.
+traced() {
+    local url=$1 n=$2 st i
+    rm -f "$CT_TMP/strace.err" "$CT_TMP/strace.out"
+    strace -f -e trace=sendfile -o "$CT_TMP/strace.out" -p "$PID" 2>"$CT_TMP/strace.err" &
+    st=$!
+    for ((i = 0; i < 1000; i++)); do
+        grep -q 'attached' "$CT_TMP/strace.err" 2>/dev/null && break
+        sleep 0.01
+    done
+    for ((i = 0; i < n; i++)); do curl -s -o /dev/null "$url"; done
+    kill -INT "$st"
+    wait "$st" 2>/dev/null
+    grep -c 'sendfile(' "$CT_TMP/strace.out"
+}
+if command -v strace >/dev/null; then
+    ct_check_match "3 plain-HTTP 200 KB hits use sendfile" "$(traced "$P$BIG" 3)" '^([3-9]|[1-9][0-9]+)$'
+    ct_check "3 plain-HTTP 2 KB hits do not" "$(traced "$P$SMALL" 3)" 0
+else
+    echo "# strace not installed: the sendfile calls not checked"
+fi
+ct_check "proxy still running" "$(kill -0 "$PID" 2>/dev/null && echo yes)" yes
+ct_done
