@@ -648,17 +648,20 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     client_close(c, (what & BEV_EVENT_WRITING) ? CT_CLOSE_TX_ERROR : CT_CLOSE_RX_ERROR);
 }
 
-/* Does the kernel still hold bytes of our last response that the client is
- * taking? The send queue holds up to tcp_wmem's maximum (4 MB here): to a
- * slow reader a "finished" response can still be seconds from its end, and
- * closing then leaves an orphan socket that Linux gives up on with the
- * reader's last megabytes. So a lingering connection stays while its queue
- * shrinks, and is closed once the queue is empty or has not moved for
- * send_timeout (a reader that stopped). */
+/* Does the kernel still hold bytes of our last response that it has not
+ * even sent, because the client is taking them slowly? The send queue holds
+ * up to tcp_wmem's maximum (4 MB here): to a slow reader a "finished"
+ * response can still be seconds from its end, and closing then leaves an
+ * orphan socket that Linux gives up on with the reader's last megabytes. So
+ * a lingering connection stays while that backlog shrinks, and is closed
+ * once it is gone or has not moved for send_timeout (a reader that stopped).
+ * Bytes sent and merely not yet acknowledged (SIOCOUTQ counts those too) do
+ * not hold a close back: the kernel finishes those on its own, and waiting
+ * for their ACK would cost every short connection a poll interval. */
 static bool linger_draining(struct ct_client *c)
 {
     int held = 0;
-    if (ioctl(bufferevent_getfd(c->bev), SIOCOUTQ, &held) != 0 || held <= 0)
+    if (ioctl(bufferevent_getfd(c->bev), SIOCOUTQNSD, &held) != 0 || held <= 0)
         return false;
     uint64_t now = now_ms();
     if (c->linger_outq == 0 || held < c->linger_outq) {

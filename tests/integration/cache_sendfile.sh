@@ -79,6 +79,39 @@ ct_check "12 MB hit (more than the socket buffer takes) to a reader with a 4 KiB
 # the kernel has sent what it held.
 ct_check "12 MB HTTPS hit to a reader with a 4 KiB window: whole" \
     "$(timeout 60 python3 "$CT_TMP/slow.py" "$SPORT" "$HUGE" tls)" "12000000 $want_huge"
+# ...but an answer the kernel has already sent is not held back: a
+# Connection: close response over TLS ends (EOF) right after its last byte.
+# The median wait over 10 connections (a wait for the ACK of the last bytes,
+# one 100 ms poll, was 100+ ms each).
+eof_wait=$(timeout 60 python3 - "$SPORT" "$SMALL" <<'PY'
+import socket, ssl, sys, time
+ctx = ssl.create_default_context()
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+waits = []
+for _ in range(10):
+    s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))))
+    s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % sys.argv[2]).encode())
+    data, t_body = b"", None
+    while True:
+        try:
+            d = s.recv(65536)
+        except (ssl.SSLError, ConnectionResetError):
+            d = b""
+        if not d:
+            break
+        data += d
+        head, sep, body = data.partition(b"\r\n\r\n")
+        if sep and t_body is None and len(body) >= 2000:
+            t_body = time.monotonic()
+    waits.append((time.monotonic() - t_body) * 1000 if t_body else 9999)
+    s.close()
+waits.sort()
+print("%.0f" % waits[len(waits) // 2])
+PY
+)
+ct_check "Connection: close over TLS: EOF right after the body (median ${eof_wait} ms < 50)" \
+    "$([ "${eof_wait:-9999}" -lt 50 ] && echo yes)" yes
 ct_check "200 KB hit over HTTPS: the origin's bytes" \
     "$(curl -sk "https://127.0.0.1:$SPORT$BIG" | sum)" "$want_big"
 ct_check "2 KB hit: whole" "$(curl -s "$P$SMALL" | sum)" "$(curl -s "$O$SMALL" | sum)"
