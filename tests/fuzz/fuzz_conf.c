@@ -29,6 +29,7 @@
  * LeakSanitizer for that one frame.
  */
 #include "conf/conf.h"
+#include "tests/fuzz/fuzz_check.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -36,14 +37,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define FUZZ_CHECK(cond)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);         \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -17,17 +17,10 @@
 #define CT_FUZZ_HTTP_DRIVE_H
 
 #include "http/http.h"
+#include "tests/fuzz/fuzz_check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-
-#define FUZZ_CHECK(cond)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);         \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static uint64_t fz_mix(uint64_t h, const void *p, size_t n)
 {
