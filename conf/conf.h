@@ -242,6 +242,13 @@ void ct_conf_dump(const struct ct_conf *cf, FILE *fp);
  * table: every key, type, default and help. README.md embeds its output. */
 void ct_conf_print_reference(FILE *fp);
 
+/* The reason a setting's default was chosen (the reference's "Why this
+ * default"), by its reference key such as "cache.grace" or
+ * "listen[].tls.min_version"; NULL if none is written down. */
+const char *ct_conf_default_reason(const char *key);
+/* Every key that has a reason, into *KEYS (static storage); the count. */
+size_t ct_conf_default_reasons(const char ***keys);
+
 /* ---- command line ------------------------------------------------------- */
 
 #define CT_CLI_MAX_REPEAT 16

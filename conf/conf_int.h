@@ -59,6 +59,10 @@ struct ct_conf_row {
     const struct ct_conf_enum *enums; /* NULL-name terminated */
     const struct ct_conf_section *sub;
     const char *help;
+    /* NULL, or the rule a value other than the default departs from, e.g.
+     * "RFC 9111 §4.2.4: ...". The defaults follow the RFCs (DESIGN.md); such
+     * a row is an opt-in, and the reference and `cachet -T` say so. */
+    const char *departs;
 };
 
 struct ct_conf_section {

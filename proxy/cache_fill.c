@@ -85,6 +85,7 @@ void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
     blk.status_len = (uint32_t)n;
     evbuffer_add(out, &blk, sizeof(blk));
     evbuffer_add(out, line, (size_t)n);
+    bool has_date = false;
     for (size_t i = 0; i < msg->nfields; i++) {
         const struct ct_http_field *f = &msg->fields[i];
         /* Per-hit fields are written on every delivery; the framing is ours;
@@ -93,7 +94,18 @@ void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
             f->id == CT_HDR_TRANSFER_ENCODING || f->id == CT_HDR_VIA || is_proxy_field(f) ||
             ct_cache_policy_field_targeted(f, po) || !ct_cache_policy_field_storable(msg, f, po))
             continue;
+        if (f->id == CT_HDR_DATE && has_date)
+            continue; /* a singleton (RFC 9110 §6.6.1): the first line counts */
+        has_date |= f->id == CT_HDR_DATE;
         add_field(out, f->name, f->value);
+    }
+    /* Hits carry the origin's Date, not the time of the hit: Age says how long
+     * it sat here (RFC 9110 §6.6.1, RFC 9111 §5.1). A response without one
+     * gets the time it was received, as a recipient with a clock must add. */
+    if (!has_date) {
+        char date[CT_HTTP_DATE_LEN + 1];
+        ct_http_date_format((time_t)blk.fresh.response_time, date);
+        add_field(out, CT_STR("Date"), ct_str_make(date, CT_HTTP_DATE_LEN));
     }
     add_via(out, msg);
 }
@@ -190,8 +202,10 @@ static struct ct_str first_value(const struct ct_http_msg *msg, enum ct_hdr_id i
     return f ? f->value : CT_STR_NULL;
 }
 
-/* grace and keep of a response, seconds (issue 6: grace serves stale while
- * one fetch refreshes; keep holds it longer for 304s and stale-if-error). */
+/* grace and keep of a response, seconds: grace serves stale while one fetch
+ * refreshes (the response's stale-while-revalidate, or the operator's opt-in
+ * cache.grace); keep holds it longer for 304s (objects with a validator) and
+ * for stale-if-error. */
 static void windows(struct ct_client *c, const struct ct_cache_fresh *f, bool validator,
                     double *grace, double *keep)
 {
@@ -207,7 +221,8 @@ static void windows(struct ct_client *c, const struct ct_cache_fresh *f, bool va
 }
 
 /* Set the fill object's head from MSG (answering REQ) with BODY_SRC (a 304
- * update) or a body to come. Returns CT_OK or the store's error. */
+ * update) or a body to come. Returns CT_OK, CT_ENOENT when nothing could
+ * reuse the response (it is not stored), or the store's error. */
 static int store_head(struct ct_client *c, const struct ct_http_msg *msg, struct ct_obj *body_src,
                       ct_time_t now)
 {
@@ -245,8 +260,17 @@ static int store_head(struct ct_client *c, const struct ct_http_msg *msg, struct
         .body_hint = !body_src && msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0,
         .body_src = body_src,
     };
-    windows(c, &blk.fresh, meta.etag.len || meta.last_modified.len, &meta.grace, &meta.keep);
-    int rc = ct_obj_set_head(cr->fill, &meta);
+    bool validator = meta.etag.len || meta.last_modified.len;
+    windows(c, &blk.fresh, validator, &meta.grace, &meta.keep);
+    int rc = CT_ENOENT;
+    /* Nothing could reuse it without the origin: stale on arrival, no
+     * validator to revalidate with and no window to serve it stale in
+     * (RFC 9111 §4.2.4). Storing it would only cost memory and make later
+     * requests queue behind each other's fetches; nginx does not store it
+     * either. A 304 update (BODY_SRC) has a validator by construction. */
+    if (body_src || validator || meta.grace > 0 || meta.keep > 0 ||
+        ct_cache_policy_ttl(&blk.fresh, now) > 0)
+        rc = ct_obj_set_head(cr->fill, &meta);
     evbuffer_free(tmp);
     free(vkey);
     return rc;
@@ -397,7 +421,8 @@ static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, enum c
     const char *why = not_storable(c, msg, &hfm);
     int rc = why ? CT_OK : store_head(c, msg, NULL, now);
     if (why == NULL && rc != CT_OK)
-        why = rc == CT_ELIMIT ? "no-memory" : "vary-star";
+        why = rc == CT_ELIMIT ? "no-memory" : rc == CT_ENOENT ? "no-freshness" : "vary-star";
+    hfm = hfm || rc == CT_ENOENT;
     if (why) {
         /* Waiters are released at once; the marker keeps later requests for
          * this key from queueing behind a fetch (issue 6). */
