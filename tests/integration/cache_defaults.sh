@@ -98,7 +98,7 @@ get "$U" >/dev/null
 ct_wait_until 30 past "$t0" 2
 h=$(get "$U")
 ct_check_match "stale-while-revalidate from the response: stale hit" "$(hdr Cache-Status "$h")" \
-    '^cachet; hit; ttl=-[0-9]+; detail=stale-while-revalidate$'
+    '^cachet; hit; ttl=-?[0-9]+; detail=stale-while-revalidate$'
 
 # ---- a hit carries the origin's Date; Age says how long it has been here.
 ct_origin_reset "$OPORT"
