@@ -371,6 +371,13 @@ bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct
         return false;
     memcpy(blk, h.p, sizeof(*blk)); /* the block is not aligned for the struct */
     *wire = ct_str_make(h.p + sizeof(*blk), h.len - sizeof(*blk));
+    /* A soft purge (cache.h) ended its freshness at ct_obj_expires(): every
+     * decision made from the stored freshness sees that. The store computed
+     * its expiry from these very fields, so only a purge makes them differ. */
+    struct ct_cache_fresh *f = &blk->fresh;
+    ct_time_t purged = ct_obj_expires(obj);
+    if (CT_UNLIKELY(purged < f->response_time - f->initial_age + (double)f->lifetime))
+        f->lifetime = (int64_t)CT_MAX(0.0, purged - f->response_time + f->initial_age); /* floor */
     return true;
 }
 
