@@ -429,6 +429,10 @@ double ct_obj_age(const struct ct_obj *obj, ct_time_t now);
 double ct_obj_ttl_left(const struct ct_obj *obj, ct_time_t now);
 bool ct_obj_is_fresh(const struct ct_obj *obj, ct_time_t now);
 bool ct_obj_in_grace(const struct ct_obj *obj, ct_time_t now); /* stale, within grace */
+/* Copy OBJ's tags, while it is in the table, into OUT (at most MAX) with
+ * their bytes in BUF[0..CAP) (tags that do not fit are left out). Returns the
+ * count: 0 for an untagged object or one that has left the table. */
+size_t ct_obj_tags(struct ct_obj *obj, struct ct_str *out, size_t max, char *buf, size_t cap);
 /* When it stops being fresh: response_time - initial_age + ttl, or the time
  * of a soft purge if that came first (the only change after COMPLETE). */
 ct_time_t ct_obj_expires(const struct ct_obj *obj);

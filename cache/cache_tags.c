@@ -316,6 +316,27 @@ size_t ct_cache_purge_tag(struct ct_cache *cache, struct ct_str tag, enum ct_cac
     return done;
 }
 
+size_t ct_obj_tags(struct ct_obj *obj, struct ct_str *out, size_t max, char *buf, size_t cap)
+{
+    CT_CHECK_OBJ(obj, CT_OBJ_MAGIC);
+    struct ct_cache_shard *sh = obj->shard;
+    size_t n = 0, used = 0;
+    pthread_mutex_lock(&sh->mtx);
+    /* links live while the object is linked, which this lock keeps; a tag's
+     * name never changes and outlives every link to it */
+    const struct ct_cache_links *ls = obj->links;
+    for (uint32_t i = 0; ls && i < ls->n && n < max; i++) {
+        const struct tag *t = ls->l[i].tag;
+        if (used + t->len > cap)
+            continue;
+        memcpy(buf + used, t->name, t->len);
+        out[n++] = ct_str_make(buf + used, t->len);
+        used += t->len;
+    }
+    pthread_mutex_unlock(&sh->mtx);
+    return n;
+}
+
 void ct_cache_tags_stats(const struct ct_cache *cache, struct ct_cache_stats *st)
 {
     for (unsigned i = 0; i < TAG_SHARDS; i++) {

@@ -172,6 +172,11 @@ struct ct_conf_cache {
     enum ct_conf_waiter waiter_timeout_action;
     struct ct_conf_cidr *purge_allow;
     size_t npurge_allow;
+    char **tag_headers;            /* response fields read as tags (surrogate keys) */
+    size_t ntag_headers;
+    unsigned max_tags;             /* per object; past it: counted, logged, left out */
+    unsigned max_tag_length;       /* bytes per tag; longer: counted, logged, left out */
+    bool expose_tags;              /* forward the tag fields to clients (debugging) */
 };
 
 struct ct_conf_limits {

@@ -217,6 +217,8 @@ static void check_cache(const struct ct_conf *cf, struct ct_conf_errors *errs)
                     "cache.size)", a, b);
     }
     check_token(cf, errs, "cache.key_header", c->key_header);
+    for (size_t i = 0; i < c->ntag_headers; i++)
+        check_token(cf, errs, "cache.tag_headers", c->tag_headers[i]);
     check_token(cf, errs, "cache.targeted_cache_control", c->targeted_cc);
 }
 

@@ -46,6 +46,9 @@
      .help = h}
 #define ROW_STRLIST(T, key, f, fn, d, h)                                                      \
     {.name = key, .type = CT_ROW_STRLIST, FLD(T, f), .off2 = offsetof(T, fn), .def = d, .help = h}
+#define ROW_FIELDLIST(T, key, f, fn, d, h)                                                    \
+    {.name = key, .type = CT_ROW_STRLIST, .flags = CT_ROW_FIELDS, FLD(T, f),                   \
+     .off2 = offsetof(T, fn), .def = d, .help = h}
 #define ROW_CIDRLIST(T, key, f, fn, d, h)                                                     \
     {.name = key, .type = CT_ROW_CIDRLIST, FLD(T, f), .off2 = offsetof(T, fn), .def = d,       \
      .help = h}
@@ -275,6 +278,18 @@ static const struct ct_conf_row cache_rows[] = {
              "What a waiter does on timeout: answer `504` or start its own `fetch`."),
     ROW_CIDRLIST(T, "purge_allow", purge_allow, npurge_allow, "[" Q("127.0.0.0/8") ", " Q("::1/128") "]",
                  "Client address prefixes allowed to PURGE."),
+    ROW_FIELDLIST(T, "tag_headers", tag_headers, ntag_headers,
+                  "[" Q("Surrogate-Key") ", " Q("Cache-Tag") ", " Q("xkey") "]",
+                  "Response fields whose values tag the stored object for purges by tag "
+                  "(`Surrogate-Key` and `xkey` space-separated, `Cache-Tag` and any other "
+                  "comma-separated); matched exactly, case included; `[]` = no tags."),
+    ROW_UINT(T, "max_tags", max_tags, 0, 1, 128, "128", /* CT_CACHE_TAGS_MAX */
+             "Tags kept per object; the rest are left out, counted (`tags_refused`) and logged."),
+    ROW_UINT(T, "max_tag_length", max_tag_length, 0, 1, 1024, "1024", /* CT_CACHE_TAG_MAX_LEN */
+             "Longest tag, in bytes; longer ones are left out, counted and logged."),
+    ROW_BOOL(T, "expose_tags", expose_tags, "false",
+             "Send the tag fields on to clients (for debugging); by default they are for "
+             "cachet only."),
 };
 static const struct ct_conf_section cache_section = SECTION("cache", T, cache_rows);
 #undef T
@@ -607,6 +622,13 @@ static const struct {
     {"cache.waiter_timeout_action", "a slow origin is not sent every waiter's request at once "
                                     "(nginx's `fetch` behaviour is the alternative)."},
     {"cache.purge_allow", "purging is an operator's action: loopback only."},
+    {"cache.tag_headers", "the fields Fastly (`Surrogate-Key`), Cloudflare (`Cache-Tag`) and "
+                          "Varnish's xkey read, so an origin written for any of them works."},
+    {"cache.max_tags", "Akamai's limit (128 per object); the index costs 32 bytes per tag per "
+                       "object."},
+    {"cache.max_tag_length", "Fastly's limit (1 KiB per key)."},
+    {"cache.expose_tags", "tags describe the origin's data model, and Fastly and Cloudflare strip "
+                          "them before delivery too."},
     {"limits.max_request_line", "RFC 9112 §3 recommends supporting at least 8000 octets; nginx's "
                                 "`large_client_header_buffers` is 8k."},
     {"limits.max_header_bytes", "twice nginx's 4 x 8k; HAProxy's whole buffer is 16 KiB."},
@@ -729,7 +751,10 @@ void ct_conf_row_expect(const struct ct_conf_row *r, char *buf, size_t len)
         snprintf(buf, len, "\"HOST:PORT\" such as \"127.0.0.1:8081\" or \"origin.example:80\"");
         break;
     case CT_ROW_STRLIST:
-        snprintf(buf, len, "server names such as [\"example.com\", \"*.example.com\"]");
+        if (r->flags & CT_ROW_FIELDS)
+            snprintf(buf, len, "header field names such as [\"Surrogate-Key\", \"Cache-Tag\"]");
+        else
+            snprintf(buf, len, "server names such as [\"example.com\", \"*.example.com\"]");
         break;
     case CT_ROW_CIDRLIST:
         snprintf(buf, len, "address prefixes such as [\"127.0.0.0/8\", \"::1/128\"]");
