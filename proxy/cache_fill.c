@@ -83,6 +83,8 @@ _Static_assert(CT_CACHE_TAGS_MAX == 128 && CT_CACHE_TAG_MAX_LEN == 1024,
 
 bool ct_cache_is_tag_field(const struct ct_conf_cache *cc, const struct ct_http_field *f)
 {
+    if (f->id != CT_HDR_UNKNOWN) /* conf_check.c: tag fields are outside the table */
+        return false;
     for (size_t i = 0; i < cc->ntag_headers; i++)
         if (ct_str_eq_ci(f->name, ct_str_c(cc->tag_headers[i])))
             return true;
@@ -188,6 +190,8 @@ static bool omit_ours(const struct ct_http_field *f, const void *arg)
 {
     const struct ct_client *c = arg;
     const struct ct_conf_cache *cc = &c->w->cf->cache;
+    if (f->id != CT_HDR_UNKNOWN) /* per pass-response field: the common case first */
+        return f->id == CT_HDR_CDN_CACHE_CONTROL;
     return ct_cache_policy_field_targeted(f, ct_cache_popts(c)) ||
            (!cc->expose_tags && ct_cache_is_tag_field(cc, f));
 }
