@@ -274,6 +274,7 @@ void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, in
     c->bev = bev;
     c->id = ++w->next_conn_id;
     c->rp = ct_http_parser_new(CT_HTTP_REQUEST, &w->limits);
+    ct_http_parser_set_gateway(c->rp, true);
     c->timer = evtimer_new(w->base, on_timer, c);
     peer_name(c, sa);
     (void)salen;
