@@ -180,6 +180,8 @@ struct ct_conf_limits {
     unsigned max_header_count;
     uint64_t max_body_bytes; /* 0 = unlimited */
     uint64_t client_header_timeout_ms;
+    uint64_t client_body_timeout_ms;  /* whole body, from its head ... */
+    uint64_t client_body_min_rate;    /* ... plus 1 s per this many bytes (0: fixed) */
     uint64_t keepalive_timeout_ms;
     uint64_t send_timeout_ms;
     unsigned max_connections_per_worker;

@@ -272,6 +272,19 @@ static const struct ct_conf_row limits_rows[] = {
              "Largest request body (413 past it); 0 = unlimited (streamed)."),
     ROW_DUR(T, "client_header_timeout", client_header_timeout_ms, 0, 100, 1 * HOUR, Q("10s"),
             "A request head must arrive within this (slowloris gets 408)."),
+    ROW_DUR(T, "client_body_timeout", client_body_timeout_ms, 0, 100, 24 * HOUR, Q("60s"),
+            "A request body must arrive within this from the end of its head, plus one second "
+            "per client_body_min_rate bytes received; a body trickled slower gets 408 and the "
+            "origin connection is dropped. Time cachet itself stops reading (the origin takes "
+            "the body slowly) is not counted. The per-read bound stays client_header_timeout. "
+            "Why: nginx's client_body_timeout (60s) bounds each read only, HAProxy's timeout "
+            "http-request the head (the body only with http-buffer-request), so one byte "
+            "every few seconds holds a connection and an upstream for ever; this is Apache "
+            "mod_reqtimeout's body=...,MinRate=... rule."),
+    ROW_SIZE(T, "client_body_min_rate", client_body_min_rate, 0, 1 * GiB, Q("1K"),
+             "Bytes per second of request body that earn one more second of "
+             "client_body_timeout (Apache's MinRate is 500), so large uploads at any usable "
+             "speed finish; 0 = a fixed deadline."),
     ROW_DUR(T, "keepalive_timeout", keepalive_timeout_ms, 0, 0, 1 * HOUR, Q("75s"),
             "Idle time allowed between requests on a connection; 0s = no keep-alive."),
     ROW_DUR(T, "send_timeout", send_timeout_ms, 0, 100, 1 * HOUR, Q("60s"),

@@ -102,6 +102,8 @@ void ct_fetch_start(struct ct_client *c)
         ct_client_fail(c, CT_CLOSE_METHOD);
         return;
     }
+    if (body_expected(c->req))
+        ct_client_body_clock(c, true);
     switch (lookup(c)) {
     case STEP_FETCH:
         fetch_connect(c, false);
@@ -156,10 +158,12 @@ static bool pump_request_body(struct ct_client *c)
     bool chunked = c->req->framing == CT_FRAME_CHUNKED;
     const struct ct_conf_limits *lim = &c->w->cf->limits;
 
+    uint64_t bytes0 = c->req_body_bytes;
     while (!c->req_body_done) {
         if (evbuffer_get_length(out) >= CT_BP_HIGH && !drained(ct_upstream_bev(c->u))) {
             c->req_paused = true; /* the upstream's on_write resumes us */
             ct_io_read(&c->io, false);
+            ct_client_body_pause(c, true); /* the origin's slowness, not the client's */
             return true;
         }
         size_t n, before = evbuffer_get_length(in);
@@ -170,15 +174,19 @@ static bool pump_request_body(struct ct_client *c)
             break;
         case CT_HTTP_EV_MORE:
             if (evbuffer_get_length(in) == 0 || evbuffer_get_length(in) == before) {
-                /* Need bytes from the client; a stalled body gets 408. */
+                /* Need bytes from the client; a stalled body gets 408, and
+                 * so does one trickled past its deadline. */
                 c->req_paused = false;
                 ct_io_timeouts(&c->io, lim->client_header_timeout_ms, lim->send_timeout_ms);
                 ct_io_read(&c->io, true);
+                if (c->req_body_bytes != bytes0)
+                    ct_client_body_clock(c, false);
                 return true;
             }
             break;
         case CT_HTTP_EV_END:
             c->req_body_done = true;
+            ct_client_body_clock(c, false); /* stops it */
             if (chunked)
                 ct_fwd_body_end(out);
             if (body_expected(c->req)) /* the body clock stops */
@@ -489,6 +497,7 @@ void ct_fetch_upstream_drained(struct ct_client *c)
         ct_io_read(&c->io, true);
         tunnel_up(c);
     } else if (!c->req_body_done) {
+        ct_client_body_pause(c, false);
         pump_request(c);
     }
 }
