@@ -210,7 +210,16 @@ static const struct ct_conf_row backend_rows[] = {
     ROW_UINT(T, "max_fails", max_fails, 0, 0, 1000, "3",
              "Passive health: consecutive failures before the backend is skipped; 0 = never."),
     ROW_DUR(T, "fail_timeout", fail_timeout_ms, 0, 1, 1 * HOUR, Q("10s"),
-            "Passive health: how long a failed backend is skipped."),
+            "Passive health: how long a failed backend is skipped. Never the last backend in "
+            "rotation: with one backend (or every other one skipped) passive health takes "
+            "nothing out, as nginx ignores max_fails for a lone server."),
+    ROW_STRLIST(T, "passive_fail_on", passive_fail_on, n_passive_fail_on,
+                "[" Q("connect") ", " Q("timeout") ", " Q("reset") "]",
+                "Passive health: what counts as a failure: `connect` (refused or timed out), "
+                "`timeout` (no response head in time), `reset` (closed before a response "
+                "head), `invalid` (malformed head), `5xx`. Default: the origin failing as a "
+                "whole, nginx's proxy_next_upstream error timeout; a bad or 5xx answer is "
+                "one URL's problem and takes no backend out unless listed."),
     ROW_GROUP(T, "health_check", health, health_section, "Active health check (group)."),
 };
 #undef T

@@ -332,7 +332,7 @@ static void final_head(struct ct_client *c, const struct ct_http_msg *msg)
     c->resp_head_sent = true;
     c->status = msg->status;
     ct_client_set_state(c, CT_CS_SEND);
-    ct_upstream_head_received(c->u);
+    ct_upstream_head_received(c->u, msg->status);
 }
 
 static void response_end(struct ct_client *c)
@@ -383,7 +383,7 @@ void ct_fetch_upstream_readable(struct ct_client *c)
             }
             if (msg->status == 101) {
                 if (!c->req->upgrade) {
-                    ct_upstream_mark_failed(c->u);
+                    ct_upstream_mark_failed(c->u, CT_CONF_FAIL_INVALID);
                     ct_client_fail(c, CT_CLOSE_ORIGIN_BAD);
                     return;
                 }
@@ -410,7 +410,7 @@ void ct_fetch_upstream_readable(struct ct_client *c)
         case CT_HTTP_EV_ERROR:
             ct_ops_upstream(c, CT_STATS_BE_upstream_errors);
             if (c->state == CT_CS_FETCH)
-                ct_upstream_mark_failed(c->u);
+                ct_upstream_mark_failed(c->u, CT_CONF_FAIL_INVALID);
             ct_client_fail(c, c->state == CT_CS_FETCH ? CT_CLOSE_ORIGIN_BAD
                                                       : CT_CLOSE_ORIGIN_TRUNC);
             return;
@@ -449,7 +449,7 @@ void ct_fetch_upstream_closed(struct ct_client *c, enum ct_close why)
             return;
         }
         if (why == CT_CLOSE_ORIGIN_RESET)
-            ct_upstream_mark_failed(c->u);
+            ct_upstream_mark_failed(c->u, CT_CONF_FAIL_RESET);
         ct_ops_upstream(c, why == CT_CLOSE_ORIGIN_TIMEOUT ? CT_STATS_BE_upstream_timeouts
                                                           : CT_STATS_BE_upstream_errors);
         ct_client_fail(c, why);

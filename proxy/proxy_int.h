@@ -386,10 +386,13 @@ const struct ct_backend_addr *ct_upstream_backend(const struct ct_upstream *u);
 /* Phases set the timeouts: request fully sent -> response head clock;
  * head received -> idle-between-reads clock; tunnel. */
 void ct_upstream_request_sent(struct ct_upstream *u);
-void ct_upstream_head_received(struct ct_upstream *u);
+/* STATUS: the final response's (a 5xx may count for passive health). */
+void ct_upstream_head_received(struct ct_upstream *u, unsigned status);
 void ct_upstream_tunnel(struct ct_upstream *u);
-/* Passive health: a failure counts towards max_fails. */
-void ct_upstream_mark_failed(struct ct_upstream *u);
+/* Passive health: a failure of KIND, counted towards max_fails if the
+ * backend's passive_fail_on lists it. Never takes out the last backend in
+ * rotation. */
+void ct_upstream_mark_failed(struct ct_upstream *u, enum ct_conf_fail kind);
 /* Per-backend counter WHAT += 1 for U's backend (any worker). */
 void ct_upstream_count(struct ct_upstream *u, enum ct_stats_be what);
 /* W's backends at start, or after a reload (on W's thread): backend i is
