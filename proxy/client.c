@@ -19,8 +19,10 @@
  * Timeouts: one timer per connection holds the phase deadline: keep-alive
  * idle (no byte of the next request yet), header (from the first byte of a
  * head; absolute, so a slowloris trickle cannot extend it -> 408), linger;
- * re-armed lazily (deadline_set), not on every request.
- * Body reads and sends use the bufferevent's own read/write timeouts.
+ * re-armed lazily (deadline_set), not on every request; in FETCH and SEND it
+ * is the request body's deadline (ct_client_body_clock: a trickled body gets
+ * 408 however fast each byte comes).
+ * Each body read and send also has the bufferevent's own read/write timeout.
  */
 #include <arpa/inet.h>
 #include <event2/buffer.h>
