@@ -183,7 +183,9 @@ void ct_http_parser_free(struct ct_http_parser **pp);
  * Host becomes its authority, added when missing (RFC 9112 §3.2.2: the
  * target's authority wins, and a proxy generates Host from it), so whoever
  * reads the message sees one authority; a target with userinfo is a 400.
- * Off by default. */
+ * End-to-end fields that Connection names (RFC 9110 §7.6.1: removed before
+ * forwarding) are removed from the message, so that the proxy and the cache
+ * act on the request the origin gets. Off by default. */
 void ct_http_parser_set_gateway(struct ct_http_parser *p, bool on);
 
 /* Response parsers: the method of the request this response answers, which

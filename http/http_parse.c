@@ -431,6 +431,50 @@ static int absolute_to_origin_form(struct ct_http_parser *p)
     return 0;
 }
 
+/* Does a Connection token of M name something other than the options we
+ * read ourselves (close, keep-alive, upgrade)? */
+static bool connection_names_fields(const struct ct_http_msg *m)
+{
+    for (const struct ct_http_field *c = ct_http_msg_find(m, CT_HDR_CONNECTION, NULL); c;
+         c = ct_http_msg_find(m, CT_HDR_CONNECTION, c)) {
+        struct ct_str rest = c->value, tok;
+        while (ct_http_list_next(&rest, &tok))
+            if (!ct_str_eq_ci(tok, CT_STR("keep-alive")) && !ct_str_eq_ci(tok, CT_STR("close")) &&
+                !ct_str_eq_ci(tok, CT_STR("upgrade")))
+                return true;
+    }
+    return false;
+}
+
+/* A gateway's request: RFC 9110 §7.6.1, the fields Connection names are
+ * removed before the message is forwarded. They are removed here, from the
+ * message itself, so that what cachet acts on is what the origin is sent:
+ * otherwise "Accept-Language: fr" with "Connection: Accept-Language" would
+ * have the origin's default answer stored as the French variant (Vary
+ * selection, cache.key_header, Authorization and Cookie rules read the
+ * request). The table's hop-by-hop fields stay (they never leave; Connection
+ * and Upgrade are read below), and so do the pinned ones (the framing). Most
+ * requests with Connection say only keep-alive or close: one walk of it. */
+static void drop_connection_named(struct ct_http_parser *p)
+{
+    struct ct_http_msg *m = &p->msg;
+    if (!connection_names_fields(m))
+        return;
+    /* Mark first, then compact: the rule reads the Connection lines, which
+     * must stay where they are while it runs. */
+    const enum ct_hdr_id gone = CT_HDR__COUNT; /* no field has it, no look-up finds it */
+    for (size_t i = 0; i < m->nfields; i++) {
+        struct ct_http_field *f = &p->fields[i];
+        if (!(ct_hdr_flags(f->id) & CT_HDRF_HOP) && ct_http_msg_field_is_hop(m, f))
+            f->id = gone;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < m->nfields; i++)
+        if (p->fields[i].id != gone)
+            p->fields[n++] = p->fields[i];
+    ct_http_msg_set_fields(m, p->fields, n);
+}
+
 static int check_request(struct ct_http_parser *p)
 {
     struct ct_http_msg *m = &p->msg;
@@ -446,6 +490,8 @@ static int check_request(struct ct_http_parser *p)
     if (p->gateway && m->method != CT_METHOD_CONNECT && m->target.p[0] != '/' &&
         !(m->target.len == 1 && m->target.p[0] == '*') && absolute_to_origin_form(p) < 0)
         return -1;
+    if (p->gateway && (m->ids_seen & (1ull << CT_HDR_CONNECTION)))
+        drop_connection_named(p);
     if (m->method == CT_METHOD_CONNECT && m->framing != CT_FRAME_NONE)
         return set_err(p, 400, "CONNECT with a body"), -1;
     bool cont = false;

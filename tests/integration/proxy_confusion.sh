@@ -4,6 +4,7 @@
 # - Connection naming a framing field (Content-Length, Transfer-Encoding)
 #   or Host: the request reaches the origin framed and addressed as cachet
 #   parsed it, so a body is never read by the origin as a second request;
+#   any other field it names is dropped for the cache too (Vary poisoning);
 # - absolute-form targets: the target's authority wins over Host (RFC 9112
 #   §3.2.2) for the forwarded Host, X-Forwarded-Host and the cache key;
 # - Upgrade: h2c is never tunnelled: Upgrade and HTTP2-Settings are dropped
@@ -88,6 +89,17 @@ ct_check "... nothing smuggled to the origin" "$(opath /json)" 0
 R=$(raw "GET /echo HTTP/1.1\r\nHost: site.test\r\nConnection: keep-alive, Host\r\n\r\n")
 ct_check "Connection: Host: the origin still gets Host" \
     "$(py '[v for k, v in json.loads(r[0]["body"])["headers"] if k.lower() == "host"]')" "['site.test']"
+
+# A field that Connection names is not sent to the origin, so the cache must
+# not act on it either: the origin's answer to a request without
+# Accept-Language is not the "fr" variant.
+T='/echo?vary=Accept-Language&cache-control=max-age%3D60&k=conn'
+R=$(raw "GET $T HTTP/1.1\r\n${H}Accept-Language: fr\r\nConnection: Accept-Language\r\n\r\n")
+ct_check "Connection: Accept-Language: not sent to the origin" \
+    "$(py '[v for k, v in json.loads(r[0]["body"])["headers"] if k.lower() == "accept-language"]')" "[]"
+R=$(raw "GET $T HTTP/1.1\r\n${H}Accept-Language: fr\r\n\r\n")
+ct_check "... and its answer is not served as the fr variant" \
+    "$(py '[v for k, v in json.loads(r[0]["body"])["headers"] if k.lower() == "accept-language"]')" "['fr']"
 
 # ---- absolute-form targets -----------------------------------------------------
 R=$(raw "GET http://other.test/echo?x=1 HTTP/1.1\r\nHost: hostile.test\r\n\r\n")

@@ -472,6 +472,31 @@ static void test_gateway_absolute_form(void)
     gateway_case("GET http://other.test/ HTTP/1.1\r\n\r\n", NULL, NULL, 400); /* Host still required */
 }
 
+/* Gateway parsers drop what Connection names (but the framing), so the
+ * proxy's cache reads the request the origin gets; others keep it. */
+static void test_gateway_connection_named(void)
+{
+    static const char in[] = "GET / HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, X-A, "
+                             "accept-language, Content-Length\r\nX-A: 1\r\nAccept-Language: fr\r\n"
+                             "X-B: 2\r\nContent-Length: 0\r\nx-a: 3\r\n\r\n";
+    for (int gw = 0; gw < 2; gw++) {
+        struct ct_http_parser *p = ct_http_parser_new(CT_HTTP_REQUEST, NULL);
+        ct_http_parser_set_gateway(p, gw);
+        size_t used;
+        CU_ASSERT_EQUAL_FATAL(ct_http_parser_feed(p, in, sizeof(in) - 1, &used, NULL),
+                              CT_HTTP_EV_HEAD);
+        const struct ct_http_msg *m = ct_http_parser_msg(p);
+        CU_ASSERT_EQUAL(m->nfields, gw ? 4u : 7u);
+        CU_ASSERT_EQUAL(ct_http_msg_find_name(m, CT_STR("x-a"), NULL) == NULL, gw);
+        CU_ASSERT_EQUAL(ct_http_msg_find_name(m, CT_STR("Accept-Language"), NULL) == NULL, gw);
+        CU_ASSERT_PTR_NOT_NULL(ct_http_msg_find_name(m, CT_STR("X-B"), NULL));
+        CU_ASSERT_PTR_NOT_NULL(ct_http_msg_find(m, CT_HDR_CONTENT_LENGTH, NULL));
+        CU_ASSERT_PTR_NOT_NULL(ct_http_msg_find(m, CT_HDR_CONNECTION, NULL));
+        CU_ASSERT_TRUE(m->keep_alive);
+        ct_http_parser_free(&p);
+    }
+}
+
 static void test_leading_empty_lines(void)
 {
     /* RFC 9112 §2.2: empty lines before the request line are ignored */
@@ -1106,6 +1131,7 @@ void ct_test_register(void)
              {"Upgrade: h2c is not an upgrade", test_upgrade_h2c_is_not},
              {"gateway: absolute-form to origin-form, Host from the authority",
               test_gateway_absolute_form},
+             {"gateway: fields Connection names are dropped", test_gateway_connection_named},
              {"leading empty lines", test_leading_empty_lines});
     CT_SUITE("http_parse rules", {"CL with TE", test_cl_and_te},
              {"duplicate or invalid CL", test_duplicate_cl},
