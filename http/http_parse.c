@@ -431,19 +431,43 @@ static int absolute_to_origin_form(struct ct_http_parser *p)
     return 0;
 }
 
-/* Does a Connection token of M name something other than the options we
- * read ourselves (close, keep-alive, upgrade)? */
-static bool connection_names_fields(const struct ct_http_msg *m)
+/* The Connection options of M, in one pass over its fields: close,
+ * keep-alive, upgrade, and whether any other token (a field name) is there.
+ * It runs for every message, hits included: a lone keep-alive or close
+ * (nearly every line) needs no list walk. */
+struct conn_opts {
+    bool close, keep_alive, upgrade, names_fields;
+};
+
+static void connection_options(const struct ct_http_msg *m, struct conn_opts *o)
 {
-    for (const struct ct_http_field *c = ct_http_msg_find(m, CT_HDR_CONNECTION, NULL); c;
-         c = ct_http_msg_find(m, CT_HDR_CONNECTION, c)) {
+    *o = (struct conn_opts){false, false, false, false};
+    if ((m->ids_seen & 1) && !(m->ids_seen & (1ull << CT_HDR_CONNECTION)))
+        return;
+    for (size_t i = 0; i < m->nfields; i++) {
+        const struct ct_http_field *c = &m->fields[i];
+        if (c->id != CT_HDR_CONNECTION)
+            continue;
+        if (c->value.len == 10 && ct_str_eq_ci(c->value, CT_STR("keep-alive"))) {
+            o->keep_alive = true;
+            continue;
+        }
+        if (c->value.len == 5 && ct_str_eq_ci(c->value, CT_STR("close"))) {
+            o->close = true;
+            continue;
+        }
         struct ct_str rest = c->value, tok;
-        while (ct_http_list_next(&rest, &tok))
-            if (!ct_str_eq_ci(tok, CT_STR("keep-alive")) && !ct_str_eq_ci(tok, CT_STR("close")) &&
-                !ct_str_eq_ci(tok, CT_STR("upgrade")))
-                return true;
+        while (ct_http_list_next(&rest, &tok)) {
+            if (ct_str_eq_ci(tok, CT_STR("keep-alive")))
+                o->keep_alive = true;
+            else if (ct_str_eq_ci(tok, CT_STR("close")))
+                o->close = true;
+            else if (ct_str_eq_ci(tok, CT_STR("upgrade")))
+                o->upgrade = true;
+            else
+                o->names_fields = true;
+        }
     }
-    return false;
 }
 
 /* A gateway's request: RFC 9110 §7.6.1, the fields Connection names are
@@ -458,8 +482,6 @@ static bool connection_names_fields(const struct ct_http_msg *m)
 static void drop_connection_named(struct ct_http_parser *p)
 {
     struct ct_http_msg *m = &p->msg;
-    if (!connection_names_fields(m))
-        return;
     /* Mark first, then compact: the rule reads the Connection lines, which
      * must stay where they are while it runs. */
     const enum ct_hdr_id gone = CT_HDR__COUNT; /* no field has it, no look-up finds it */
@@ -490,8 +512,6 @@ static int check_request(struct ct_http_parser *p)
     if (p->gateway && m->method != CT_METHOD_CONNECT && m->target.p[0] != '/' &&
         !(m->target.len == 1 && m->target.p[0] == '*') && absolute_to_origin_form(p) < 0)
         return -1;
-    if (p->gateway && (m->ids_seen & (1ull << CT_HDR_CONNECTION)))
-        drop_connection_named(p);
     if (m->method == CT_METHOD_CONNECT && m->framing != CT_FRAME_NONE)
         return set_err(p, 400, "CONNECT with a body"), -1;
     bool cont = false;
@@ -540,16 +560,18 @@ static int head_complete(struct ct_http_parser *p)
         return -1;
     if ((p->kind == CT_HTTP_REQUEST ? check_request(p) : check_response(p)) < 0)
         return -1;
-    bool close = ct_http_msg_has_token(m, CT_HDR_CONNECTION, CT_STR("close"));
-    bool ka = ct_http_msg_has_token(m, CT_HDR_CONNECTION, CT_STR("keep-alive"));
-    m->keep_alive = (m->version == 11 ? !close : ka && !close) && m->framing != CT_FRAME_CLOSE;
+    struct conn_opts co;
+    connection_options(m, &co);
+    if (co.names_fields && p->gateway)
+        drop_connection_named(p);
+    m->keep_alive = (m->version == 11 ? !co.close : co.keep_alive && !co.close) &&
+                    m->framing != CT_FRAME_CLOSE;
     /* h2c is not an upgrade anyone may tunnel: HTTP/2 over cleartext would
      * carry requests past the proxy, straight to the origin (RFC 9113 §3.1
      * deprecated it; HTTP/2 starts by ALPN or prior knowledge). Such a request
      * is answered as the HTTP/1.1 request it also is; Upgrade and
      * HTTP2-Settings are hop-by-hop and go no further. */
-    m->upgrade = ct_http_msg_has_token(m, CT_HDR_CONNECTION, CT_STR("upgrade")) &&
-                 ct_http_msg_find(m, CT_HDR_UPGRADE, NULL) != NULL &&
+    m->upgrade = co.upgrade && ct_http_msg_find(m, CT_HDR_UPGRADE, NULL) != NULL &&
                  !ct_http_msg_has_token(m, CT_HDR_UPGRADE, CT_STR("h2c"));
     return 0;
 }

@@ -51,9 +51,9 @@ static void test_hdr_lookup_every_row(void)
             lo[i] = ct_ascii_lower(name[i]);
             up[i] = (char)((name[i] >= 'a' && name[i] <= 'z') ? name[i] - 32 : name[i]);
         }
-        CU_ASSERT_EQUAL(ct_hdr_lookup(ct_str_make(name, n)), id);
-        CU_ASSERT_EQUAL(ct_hdr_lookup(ct_str_make(lo, n)), id);
-        CU_ASSERT_EQUAL(ct_hdr_lookup(ct_str_make(up, n)), id);
+        CU_ASSERT_EQUAL((int)ct_hdr_lookup(ct_str_make(name, n)), id);
+        CU_ASSERT_EQUAL((int)ct_hdr_lookup(ct_str_make(lo, n)), id);
+        CU_ASSERT_EQUAL((int)ct_hdr_lookup(ct_str_make(up, n)), id);
     }
 }
 
