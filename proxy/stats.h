@@ -80,7 +80,9 @@ enum ct_stats_close {
     X(requests, COUNTER, CLASS, "Client requests finished, by response status class.") \
     X(cache_requests, COUNTER, CACHE, "Client requests finished, by cache status.") \
     X(connections_closed, COUNTER, CLOSE, "Client connections closed, by reason.") \
-    X(admin_requests, COUNTER, NONE, "Requests served by the admin listener.")
+    X(admin_requests, COUNTER, NONE, "Requests served by the admin listener.") \
+    X(cache_tags_refused, COUNTER, NONE,                                       \
+      "Tags left out of stored objects: over cache.max_tags or cache.max_tag_length.")
 
 /* Per backend, label "backend" (its configured name). */
 #define CT_STATS_BE_TABLE(X)                                                   \
