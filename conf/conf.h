@@ -141,7 +141,23 @@ struct ct_conf_backend {
     uint64_t pool_idle_timeout_ms;
     unsigned max_fails;       /* passive health: consecutive failures ... */
     uint64_t fail_timeout_ms; /* ... then skipped for this long */
+    char **passive_fail_on;   /* ... of these kinds (names, as written) */
+    size_t n_passive_fail_on;
+    unsigned passive_fail_mask; /* derived: CT_CONF_FAIL_* of passive_fail_on */
     struct ct_conf_health health;
+};
+
+/* What counts as a failure for passive health (backends[].passive_fail_on). */
+#define CT_CONF_FAIL_TABLE(X)                                                  \
+    X(CONNECT, "connect") /* refused, or no connection within connect_timeout */ \
+    X(TIMEOUT, "timeout") /* no response head within response_header_timeout */ \
+    X(RESET, "reset")     /* closed or reset before a response head */         \
+    X(INVALID, "invalid") /* a malformed response head (or an unasked 101) */  \
+    X(HTTP_5XX, "5xx")    /* a response with a 5xx status */
+enum ct_conf_fail {
+#define CT_CONF_FAIL_ENUM(id, name) CT_CONF_FAIL_##id,
+    CT_CONF_FAIL_TABLE(CT_CONF_FAIL_ENUM)
+#undef CT_CONF_FAIL_ENUM
 };
 
 enum ct_conf_query { CT_CONF_QUERY_KEEP, CT_CONF_QUERY_DROP, CT_CONF_QUERY_SORT };
@@ -185,6 +201,8 @@ struct ct_conf_limits {
     unsigned max_header_count;
     uint64_t max_body_bytes; /* 0 = unlimited */
     uint64_t client_header_timeout_ms;
+    uint64_t client_body_timeout_ms;  /* whole body, from its head ... */
+    uint64_t client_body_min_rate;    /* ... plus 1 s per this many bytes (0: fixed) */
     uint64_t keepalive_timeout_ms;
     uint64_t send_timeout_ms;
     unsigned max_connections_per_worker;

@@ -187,6 +187,25 @@ static void check_backends(struct ct_conf *cf, struct ct_conf_errors *errs)
                 break;
             }
         }
+        b->passive_fail_mask = 0;
+        for (size_t k = 0; k < b->n_passive_fail_on; k++) {
+            static const char *const kinds[] = {
+#define CT_CONF_FAIL_NAME(id, name) [CT_CONF_FAIL_##id] = name,
+                CT_CONF_FAIL_TABLE(CT_CONF_FAIL_NAME)
+#undef CT_CONF_FAIL_NAME
+            };
+            size_t f = 0;
+            while (f < CT_ARRAY_LEN(kinds) && strcmp(kinds[f], b->passive_fail_on[k]) != 0)
+                f++;
+            if (f < CT_ARRAY_LEN(kinds)) {
+                b->passive_fail_mask |= 1u << f;
+                continue;
+            }
+            snprintf(path, sizeof(path), "backends[%zu].passive_fail_on", i);
+            CHECK_ERR(cf, errs, path, "unknown failure \"%s\" (expected \"connect\", "
+                                      "\"timeout\", \"reset\", \"invalid\" or \"5xx\")",
+                      b->passive_fail_on[k]);
+        }
         if (b->health.path[0] != '/') {
             snprintf(path, sizeof(path), "backends[%zu].health_check.path", i);
             CHECK_ERR(cf, errs, path, "invalid request target \"%s\" (expected a path "

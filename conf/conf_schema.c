@@ -222,7 +222,14 @@ static const struct ct_conf_row backend_rows[] = {
     ROW_UINT(T, "max_fails", max_fails, 0, 0, 1000, "3",
              "Passive health: consecutive failures before the backend is skipped; 0 = never."),
     ROW_DUR(T, "fail_timeout", fail_timeout_ms, 0, 1, 1 * HOUR, Q("10s"),
-            "Passive health: how long a failed backend is skipped."),
+            "Passive health: how long a failed backend is skipped. Never the last backend in "
+            "rotation: with one backend (or every other one skipped) passive health takes "
+            "nothing out, as nginx ignores max_fails for a lone server."),
+    ROW_STRLIST(T, "passive_fail_on", passive_fail_on, n_passive_fail_on,
+                "[" Q("connect") ", " Q("timeout") ", " Q("reset") "]",
+                "Passive health: what counts as a failure: `connect` (refused or timed out), "
+                "`timeout` (no response head in time), `reset` (closed before a response "
+                "head), `invalid` (malformed head), `5xx`."),
     ROW_GROUP(T, "health_check", health, health_section, "Active health check (group)."),
 };
 #undef T
@@ -306,6 +313,15 @@ static const struct ct_conf_row limits_rows[] = {
              "Largest request body (413 past it); 0 = unlimited (streamed)."),
     ROW_DUR(T, "client_header_timeout", client_header_timeout_ms, 0, 100, 1 * HOUR, Q("10s"),
             "A request head must arrive within this (slowloris gets 408)."),
+    ROW_DUR(T, "client_body_timeout", client_body_timeout_ms, 0, 100, 24 * HOUR, Q("60s"),
+            "A request body must arrive within this from the end of its head, plus one second "
+            "per client_body_min_rate bytes received; a body trickled slower gets 408 and the "
+            "origin connection is dropped. Time cachet itself stops reading (the origin takes "
+            "the body slowly) is not counted. The per-read bound stays client_header_timeout."),
+    ROW_SIZE(T, "client_body_min_rate", client_body_min_rate, 0, 1 * GiB, Q("1K"),
+             "Bytes per second of request body that earn one more second of "
+             "client_body_timeout, so large uploads at any usable speed finish; 0 = a fixed "
+             "deadline."),
     ROW_DUR(T, "keepalive_timeout", keepalive_timeout_ms, 0, 0, 1 * HOUR, Q("75s"),
             "Idle time allowed between requests on a connection; 0s = no keep-alive."),
     ROW_DUR(T, "send_timeout", send_timeout_ms, 0, 100, 1 * HOUR, Q("60s"),
@@ -576,6 +592,10 @@ static const struct {
                                  "every burst."},
     {"backends[].max_fails", "three in a row, not nginx's one, so a single reset does not take a "
                              "backend out."},
+    {"backends[].passive_fail_on",
+     "the origin failing as a whole, nginx's `proxy_next_upstream error timeout` (what its "
+     "`max_fails` counts): a malformed or 5xx answer is one URL's problem and takes no backend "
+     "out unless listed (nginx's `invalid_header`, `http_500`...)."},
     {"backends[].fail_timeout", "nginx's `fail_timeout` (10 s)."},
     {"backends[].health_check.enabled", "probing needs a path the origin answers cheaply; passive "
                                         "health works without one (nginx open source has only "
@@ -638,6 +658,14 @@ static const struct {
                         "because it buffers)."},
     {"limits.client_header_timeout", "a request head is one packet for a real client; 10 s "
                                      "stops slowloris sooner than nginx's 60 s."},
+    {"limits.client_body_timeout",
+     "nginx's `client_body_timeout` (60 s) bounds each read only, and HAProxy's `timeout "
+     "http-request` the head (the body only with `http-buffer-request`), so one byte every few "
+     "seconds holds a connection and an upstream for ever; a whole-body deadline that grows "
+     "with the bytes received is Apache mod_reqtimeout's `body=20,MinRate=500`, with nginx's "
+     "60 s."},
+    {"limits.client_body_min_rate", "Apache's `MinRate` is 500 bytes/s; 1 KiB/s is a slow "
+                                    "mobile upload, and a trickle earns nothing."},
     {"limits.keepalive_timeout", "nginx's `keepalive_timeout` (75 s)."},
     {"limits.send_timeout", "nginx's `send_timeout` (60 s)."},
     {"limits.max_connections_per_worker", "fits the usual 8192..65536 file limit with room for "

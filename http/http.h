@@ -64,6 +64,11 @@ unsigned ct_http_method_flags(enum ct_http_method m);
 #define CT_HDRF_PER_HIT 0x08    /* written fresh by the cache on every hit */
 #define CT_HDRF_NO_STORE 0x10   /* never stored with a cached response */
 #define CT_HDRF_TARGETED_CC 0x20 /* targeted cache control, RFC 9213 */
+/* Never made hop-by-hop by a Connection token: the message's framing and
+ * authority (Content-Length, Host) are read from it once, and the next hop
+ * must get them as read ("Connection: Content-Length" would otherwise send
+ * the body unframed: the next request, smuggled). */
+#define CT_HDRF_PINNED 0x40
 
 /* The table itself: CT_HDR_TABLE(X) with X(ID, "Canonical-Name", flags). */
 #include "http/http_hdr_tbl.h"
@@ -118,7 +123,7 @@ struct ct_http_msg {
     uint64_t content_length; /* with CT_FRAME_LENGTH */
     bool keep_alive;         /* version default adjusted by Connection */
     bool expect_continue;    /* request: Expect: 100-continue */
-    bool upgrade;            /* Connection: upgrade with an Upgrade field */
+    bool upgrade;            /* Connection: upgrade with an Upgrade field, not h2c */
     size_t head_bytes;       /* size of the head on the wire */
     /* Bit ID set: a field with that id is present. Bit 0 (UNKNOWN) says the
      * set is filled in; a message built by hand leaves it 0 and look-ups
@@ -141,7 +146,8 @@ const struct ct_http_field *ct_http_msg_find_name(const struct ct_http_msg *msg,
 /* Does any line of header ID contain TOKEN as a list element (case-insensitive)? */
 bool ct_http_msg_has_token(const struct ct_http_msg *msg, enum ct_hdr_id id, struct ct_str token);
 /* Is this field hop-by-hop for this message: flagged CT_HDRF_HOP, or named
- * by a token of the message's Connection header (RFC 9110 §7.6.1)? */
+ * by a token of the message's Connection header (RFC 9110 §7.6.1) and not
+ * CT_HDRF_PINNED? */
 bool ct_http_msg_field_is_hop(const struct ct_http_msg *msg, const struct ct_http_field *f);
 
 /* ---- the parser ------------------------------------------------------ */
@@ -171,6 +177,16 @@ struct ct_http_parser;
 struct ct_http_parser *ct_http_parser_new(enum ct_http_kind kind,
                                           const struct ct_http_limits *limits);
 void ct_http_parser_free(struct ct_http_parser **pp);
+
+/* Request parsers of a gateway (the proxy, not cachet-origin, which must
+ * see requests as sent): an absolute-form target becomes origin-form and
+ * Host becomes its authority, added when missing (RFC 9112 §3.2.2: the
+ * target's authority wins, and a proxy generates Host from it), so whoever
+ * reads the message sees one authority; a target with userinfo is a 400.
+ * End-to-end fields that Connection names (RFC 9110 §7.6.1: removed before
+ * forwarding) are removed from the message, so that the proxy and the cache
+ * act on the request the origin gets. Off by default. */
+void ct_http_parser_set_gateway(struct ct_http_parser *p, bool on);
 
 /* Response parsers: the method of the request this response answers, which
  * decides whether a body follows (HEAD: none; CONNECT 2xx: tunnel). Call before

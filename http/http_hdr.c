@@ -188,10 +188,17 @@ bool ct_http_msg_has_token(const struct ct_http_msg *msg, enum ct_hdr_id id, str
 
 bool ct_http_msg_field_is_hop(const struct ct_http_msg *msg, const struct ct_http_field *f)
 {
-    if (ct_hdr_flags(f->id) & CT_HDRF_HOP)
+    unsigned flags = ct_hdr_flags(f->id);
+    if (flags & CT_HDRF_HOP)
         return true;
-    /* RFC 9110 §7.6.1: every field named in Connection is hop-by-hop too
-     * ("Connection: X-Trace" makes X-Trace hop-by-hop), whatever its name. */
+    /* The framing and the authority were decided from these fields; a
+     * token naming them does not undo that. The request (or response) goes
+     * on framed and addressed as it was parsed, as nginx and HAProxy forward
+     * it: they ignore such tokens (a 400 would refuse what they accept). */
+    if (flags & CT_HDRF_PINNED)
+        return false;
+    /* RFC 9110 §7.6.1: every other field named in Connection is hop-by-hop
+     * too ("Connection: X-Trace" makes X-Trace hop-by-hop), whatever its name. */
     for (const struct ct_http_field *c = ct_http_msg_find(msg, CT_HDR_CONNECTION, NULL); c;
          c = ct_http_msg_find(msg, CT_HDR_CONNECTION, c)) {
         struct ct_str rest = c->value, tok;

@@ -15,7 +15,7 @@
     X(CDN_CACHE_CONTROL, "CDN-Cache-Control", CT_HDRF_LIST | CT_HDRF_TARGETED_CC) \
     X(CONNECTION, "Connection", CT_HDRF_HOP | CT_HDRF_LIST | CT_HDRF_PER_HIT)    \
     X(CONTENT_ENCODING, "Content-Encoding", CT_HDRF_LIST)                        \
-    X(CONTENT_LENGTH, "Content-Length", CT_HDRF_SINGLE)                          \
+    X(CONTENT_LENGTH, "Content-Length", CT_HDRF_SINGLE | CT_HDRF_PINNED)         \
     X(CONTENT_LOCATION, "Content-Location", CT_HDRF_SINGLE)                      \
     X(CONTENT_RANGE, "Content-Range", CT_HDRF_SINGLE)                            \
     X(CONTENT_TYPE, "Content-Type", CT_HDRF_SINGLE)                              \
@@ -25,7 +25,8 @@
     X(EXPECT, "Expect", CT_HDRF_LIST)                                            \
     X(EXPIRES, "Expires", CT_HDRF_SINGLE)                                        \
     X(FORWARDED, "Forwarded", CT_HDRF_LIST)                                      \
-    X(HOST, "Host", CT_HDRF_SINGLE)                                              \
+    X(HOST, "Host", CT_HDRF_SINGLE | CT_HDRF_PINNED)                             \
+    X(HTTP2_SETTINGS, "HTTP2-Settings", CT_HDRF_HOP | CT_HDRF_SINGLE)            \
     X(IF_MATCH, "If-Match", CT_HDRF_LIST)                                        \
     X(IF_MODIFIED_SINCE, "If-Modified-Since", CT_HDRF_SINGLE)                    \
     X(IF_NONE_MATCH, "If-None-Match", CT_HDRF_LIST)                              \

@@ -53,6 +53,7 @@ struct ct_http_parser {
     struct ct_http_limits lim;
     enum phase phase;
     enum ct_http_method req_method; /* responses: what the request was */
+    bool gateway;                   /* requests: ct_http_parser_set_gateway() */
 
     /* head storage: reused across messages */
     char *hbuf;
@@ -381,6 +382,121 @@ static bool target_ok(const struct ct_http_msg *m)
            (u.field_set & (1u << UF_HOST));
 }
 
+/* A gateway's absolute-form request (target_ok() passed): RFC 9112 §3.2.2,
+ * the target's authority wins over Host, and a proxy MUST generate Host from
+ * it rather than forward the received one. So the message is made what the
+ * next hop will get: Host = the authority (added if there was none, HTTP/1.0),
+ * target = origin-form. Everything downstream (the forwarded head,
+ * X-Forwarded-Host, the cache key, logs) then sees one authority.
+ * "http://a?q" has no '/' to start its origin-form at: the authority moves
+ * one byte left (into the "//" before it) to make room for one. Returns 0, or
+ * -1 with the error set. */
+static int absolute_to_origin_form(struct ct_http_parser *p)
+{
+    struct ct_http_msg *m = &p->msg;
+    char *t = (char *)m->target.p, *end = t + m->target.len; /* in hbuf: ours */
+    char *a = memchr(t, ':', m->target.len);
+    if (a == NULL || end - a < 3 || a[1] != '/' || a[2] != '/')
+        return set_err(p, 400, "invalid request target form"), -1;
+    a += 3;
+    char *e = a;
+    while (e < end && *e != '/' && *e != '?')
+        e++;
+    struct ct_str auth = ct_str_make(a, (size_t)(e - a));
+    /* RFC 9110 §4.2.4: userinfo is deprecated; a recipient SHOULD treat it as
+     * an error (it has hidden the real host from readers of the URI). */
+    if (memchr(auth.p, '@', auth.len))
+        return set_err(p, 400, "userinfo in the request target"), -1;
+    if (auth.len == 0 || !host_ok(auth))
+        return set_err(p, 400, "invalid authority in the request target"), -1;
+    if (e == end) {
+        m->target = CT_STR("/");
+    } else if (*e == '?') {
+        memmove(a - 1, a, auth.len);
+        auth.p = a - 1;
+        e[-1] = '/';
+        m->target = ct_str_make(e - 1, (size_t)(end - e + 1));
+    } else {
+        m->target = ct_str_make(e, (size_t)(end - e));
+    }
+    const struct ct_http_field *host = ct_http_msg_find(m, CT_HDR_HOST, NULL);
+    if (host) {
+        p->fields[host - p->fields].value = auth;
+        return 0;
+    }
+    size_t n = m->nfields;
+    fields_reserve(p, n + 1);
+    p->fields[n] = (struct ct_http_field){CT_STR("Host"), auth, CT_HDR_HOST};
+    ct_http_msg_set_fields(m, p->fields, n + 1);
+    return 0;
+}
+
+/* The Connection options of M, in one pass over its fields: close,
+ * keep-alive, upgrade, and whether any other token (a field name) is there.
+ * It runs for every message, hits included: a lone keep-alive or close
+ * (nearly every line) needs no list walk. */
+struct conn_opts {
+    bool close, keep_alive, upgrade, names_fields;
+};
+
+static void connection_options(const struct ct_http_msg *m, struct conn_opts *o)
+{
+    *o = (struct conn_opts){false, false, false, false};
+    if ((m->ids_seen & 1) && !(m->ids_seen & (1ull << CT_HDR_CONNECTION)))
+        return;
+    for (size_t i = 0; i < m->nfields; i++) {
+        const struct ct_http_field *c = &m->fields[i];
+        if (c->id != CT_HDR_CONNECTION)
+            continue;
+        if (c->value.len == 10 && ct_str_eq_ci(c->value, CT_STR("keep-alive"))) {
+            o->keep_alive = true;
+            continue;
+        }
+        if (c->value.len == 5 && ct_str_eq_ci(c->value, CT_STR("close"))) {
+            o->close = true;
+            continue;
+        }
+        struct ct_str rest = c->value, tok;
+        while (ct_http_list_next(&rest, &tok)) {
+            if (ct_str_eq_ci(tok, CT_STR("keep-alive")))
+                o->keep_alive = true;
+            else if (ct_str_eq_ci(tok, CT_STR("close")))
+                o->close = true;
+            else if (ct_str_eq_ci(tok, CT_STR("upgrade")))
+                o->upgrade = true;
+            else
+                o->names_fields = true;
+        }
+    }
+}
+
+/* A gateway's request: RFC 9110 §7.6.1, the fields Connection names are
+ * removed before the message is forwarded. They are removed here, from the
+ * message itself, so that what cachet acts on is what the origin is sent:
+ * otherwise "Accept-Language: fr" with "Connection: Accept-Language" would
+ * have the origin's default answer stored as the French variant (Vary
+ * selection, cache.key_header, Authorization and Cookie rules read the
+ * request). The table's hop-by-hop fields stay (they never leave; Connection
+ * and Upgrade are read below), and so do the pinned ones (the framing). Most
+ * requests with Connection say only keep-alive or close: one walk of it. */
+static void drop_connection_named(struct ct_http_parser *p)
+{
+    struct ct_http_msg *m = &p->msg;
+    /* Mark first, then compact: the rule reads the Connection lines, which
+     * must stay where they are while it runs. */
+    const enum ct_hdr_id gone = CT_HDR__COUNT; /* no field has it, no look-up finds it */
+    for (size_t i = 0; i < m->nfields; i++) {
+        struct ct_http_field *f = &p->fields[i];
+        if (!(ct_hdr_flags(f->id) & CT_HDRF_HOP) && ct_http_msg_field_is_hop(m, f))
+            f->id = gone;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < m->nfields; i++)
+        if (p->fields[i].id != gone)
+            p->fields[n++] = p->fields[i];
+    ct_http_msg_set_fields(m, p->fields, n);
+}
+
 static int check_request(struct ct_http_parser *p)
 {
     struct ct_http_msg *m = &p->msg;
@@ -393,6 +509,9 @@ static int check_request(struct ct_http_parser *p)
         return set_err(p, 400, "invalid Host"), -1;
     if (!target_ok(m))
         return set_err(p, 400, "invalid request target form"), -1;
+    if (p->gateway && m->method != CT_METHOD_CONNECT && m->target.p[0] != '/' &&
+        !(m->target.len == 1 && m->target.p[0] == '*') && absolute_to_origin_form(p) < 0)
+        return -1;
     if (m->method == CT_METHOD_CONNECT && m->framing != CT_FRAME_NONE)
         return set_err(p, 400, "CONNECT with a body"), -1;
     bool cont = false;
@@ -441,11 +560,19 @@ static int head_complete(struct ct_http_parser *p)
         return -1;
     if ((p->kind == CT_HTTP_REQUEST ? check_request(p) : check_response(p)) < 0)
         return -1;
-    bool close = ct_http_msg_has_token(m, CT_HDR_CONNECTION, CT_STR("close"));
-    bool ka = ct_http_msg_has_token(m, CT_HDR_CONNECTION, CT_STR("keep-alive"));
-    m->keep_alive = (m->version == 11 ? !close : ka && !close) && m->framing != CT_FRAME_CLOSE;
-    m->upgrade = ct_http_msg_has_token(m, CT_HDR_CONNECTION, CT_STR("upgrade")) &&
-                 ct_http_msg_find(m, CT_HDR_UPGRADE, NULL) != NULL;
+    struct conn_opts co;
+    connection_options(m, &co);
+    if (co.names_fields && p->gateway)
+        drop_connection_named(p);
+    m->keep_alive = (m->version == 11 ? !co.close : co.keep_alive && !co.close) &&
+                    m->framing != CT_FRAME_CLOSE;
+    /* h2c is not an upgrade anyone may tunnel: HTTP/2 over cleartext would
+     * carry requests past the proxy, straight to the origin (RFC 9113 §3.1
+     * deprecated it; HTTP/2 starts by ALPN or prior knowledge). Such a request
+     * is answered as the HTTP/1.1 request it also is; Upgrade and
+     * HTTP2-Settings are hop-by-hop and go no further. */
+    m->upgrade = co.upgrade && ct_http_msg_find(m, CT_HDR_UPGRADE, NULL) != NULL &&
+                 !ct_http_msg_has_token(m, CT_HDR_UPGRADE, CT_STR("h2c"));
     return 0;
 }
 
@@ -708,6 +835,13 @@ void ct_http_parser_free(struct ct_http_parser **pp)
     p->magic = 0;
     free(p);
     *pp = NULL;
+}
+
+void ct_http_parser_set_gateway(struct ct_http_parser *p, bool on)
+{
+    CT_CHECK_OBJ(p, CT_HTTP_PARSER_MAGIC);
+    CT_ASSERT(p->kind == CT_HTTP_REQUEST);
+    p->gateway = on;
 }
 
 void ct_http_parser_set_request_method(struct ct_http_parser *p, enum ct_http_method m)

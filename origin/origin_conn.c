@@ -139,6 +139,15 @@ static void reading(struct ct_oconn *c, bool on)
 static void linger(struct ct_oconn *c)
 {
     ct_oconn_set_state(c, CT_OCS_LINGER);
+    if (c->rst) {
+        /* No FIN: with a zero linger time close(2) resets the connection,
+         * as a crashed or overloaded origin does. Closed from the timer,
+         * not under the caller. */
+        struct linger l = {.l_onoff = 1, .l_linger = 0};
+        setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+        ct_oconn_arm_timer(c, 0);
+        return;
+    }
     shutdown(c->fd, SHUT_WR);
     evbuffer_drain(c->in, evbuffer_get_length(c->in));
     if (c->peer_eof) {

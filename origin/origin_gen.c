@@ -87,7 +87,8 @@ void ct_ohandle_delay(struct ct_oconn *c)
     X("short", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly 22 bytes of body")     \
     X("lf", "HTTP/1.1 200 OK\nContent-Length: 2\n\nok")                        \
     X("garbage", "\x01\x02 this is not HTTP at all\r\n\r\n")                   \
-    X("empty", "")
+    X("empty", "")                                                             \
+    X("reset", "") /* and an RST instead of a FIN (origin_conn.c linger) */
 
 static const struct {
     struct ct_str name;
@@ -107,6 +108,7 @@ void ct_ohandle_bad(struct ct_oconn *c)
             r->kind = CT_OBODY_MEM;
             r->mem = bad_replies[i].reply.p;
             r->len = bad_replies[i].reply.len;
+            c->rst = ct_str_eq(c->rest, CT_STR("reset"));
             return;
         }
     }

@@ -360,6 +360,7 @@ struct ct_oconn {
     struct event *timer; /* delay, trickle, linger */
     char peer[64];
     bool peer_eof;
+    bool rst; /* /bad/reset: end with an RST (SO_LINGER 0), not a FIN */
     bool parser_pending; /* the parser may have events without more input */
     bool keep_alive; /* of the current request */
     /* the current request; views into the parser or scratch */

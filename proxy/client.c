@@ -19,8 +19,10 @@
  * Timeouts: one timer per connection holds the phase deadline: keep-alive
  * idle (no byte of the next request yet), header (from the first byte of a
  * head; absolute, so a slowloris trickle cannot extend it -> 408), linger;
- * re-armed lazily (deadline_set), not on every request.
- * Body reads and sends use the bufferevent's own read/write timeouts.
+ * re-armed lazily (deadline_set), not on every request; in FETCH and SEND it
+ * is the request body's deadline (ct_client_body_clock: a trickled body gets
+ * 408 however fast each byte comes).
+ * Each body read and send also has the bufferevent's own read/write timeout.
  */
 #include <arpa/inet.h>
 #include <event2/buffer.h>
@@ -148,6 +150,43 @@ static void deadline_set(struct ct_client *c, uint64_t ms)
 /* No deadline (FETCH .. SEND): the timer stays armed, its firing is ignored. */
 static void deadline_clear(struct ct_client *c) { c->deadline_ms = 0; }
 
+/* FETCH .. SEND have one deadline only, the request body's (Apache
+ * mod_reqtimeout's body=T,MinRate=R): T from the end of the head, one more
+ * second per R bytes received. Moving it later costs no timer call (see
+ * deadline_set), so it is set again after every piece of body. */
+void ct_client_body_clock(struct ct_client *c, bool start)
+{
+    const struct ct_conf_limits *lim = &c->w->cf->limits;
+    uint64_t now = now_ms();
+    if (start) {
+        c->body_t0_ms = now;
+        c->body_paused_ms = 0;
+    }
+    if (c->req_body_done || c->body_paused_ms) {
+        deadline_clear(c);
+        return;
+    }
+    uint64_t allowed = lim->client_body_timeout_ms;
+    if (lim->client_body_min_rate)
+        allowed += c->req_body_bytes * 1000 / lim->client_body_min_rate;
+    uint64_t end = c->body_t0_ms + allowed;
+    deadline_set(c, end > now ? end - now : 0);
+}
+
+void ct_client_body_pause(struct ct_client *c, bool paused)
+{
+    if (paused == (c->body_paused_ms != 0))
+        return;
+    if (paused) {
+        c->body_paused_ms = now_ms();
+        deadline_clear(c);
+        return;
+    }
+    c->body_t0_ms += now_ms() - c->body_paused_ms; /* cachet's wait, not the client's */
+    c->body_paused_ms = 0;
+    ct_client_body_clock(c, false);
+}
+
 /* TLS before io.c took the connection over (the first response on it; see
  * io.c ct_io_flush for all later ones): one SSL_write per record's worth of
  * output, so a response's head and body (separate evbuffer chunks) leave as
@@ -274,6 +313,7 @@ void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, in
     c->bev = bev;
     c->id = ++w->next_conn_id;
     c->rp = ct_http_parser_new(CT_HTTP_REQUEST, &w->limits);
+    ct_http_parser_set_gateway(c->rp, true);
     c->timer = evtimer_new(w->base, on_timer, c);
     peer_name(c, sa);
     (void)salen;
@@ -438,6 +478,7 @@ static void enter_read_head(struct ct_client *c)
     c->req = NULL;
     c->req_body_done = c->req_paused = c->sent_continue = false;
     c->req_body_bytes = 0;
+    c->body_paused_ms = 0;
     c->retries = 0;
     c->resp_head_sent = c->resp_chunked = c->resp_close = false;
     c->up_keep_alive = c->up_paused = c->up_got_byte = false;
@@ -709,6 +750,17 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         }
         client_close(c, c->why);
         break;
+    case CT_CS_FETCH:
+    case CT_CS_SEND:
+        /* The request body's deadline: a trickle must not hold this
+         * connection and its upstream for ever (408, or a close once the
+         * response has begun). Only while cachet reads the body for an
+         * upstream; anything else that left the deadline set has ended it. */
+        if (!c->req_body_done && c->u != NULL && c->body_paused_ms == 0)
+            ct_client_fail(c, CT_CLOSE_RX_TIMEOUT);
+        break;
+    case CT_CS_TUNNEL:
+        break; /* a body deadline left from before the 101: the tunnel has its own timeouts */
     default:
         CT_WRONG("client timer in a state without a deadline");
     }

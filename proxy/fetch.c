@@ -102,6 +102,8 @@ void ct_fetch_start(struct ct_client *c)
         ct_client_fail(c, CT_CLOSE_METHOD);
         return;
     }
+    if (body_expected(c->req))
+        ct_client_body_clock(c, true);
     switch (lookup(c)) {
     case STEP_FETCH:
         fetch_connect(c, false);
@@ -156,10 +158,12 @@ static bool pump_request_body(struct ct_client *c)
     bool chunked = c->req->framing == CT_FRAME_CHUNKED;
     const struct ct_conf_limits *lim = &c->w->cf->limits;
 
+    uint64_t bytes0 = c->req_body_bytes;
     while (!c->req_body_done) {
         if (evbuffer_get_length(out) >= CT_BP_HIGH && !drained(ct_upstream_bev(c->u))) {
             c->req_paused = true; /* the upstream's on_write resumes us */
             ct_io_read(&c->io, false);
+            ct_client_body_pause(c, true); /* the origin's slowness, not the client's */
             return true;
         }
         size_t n, before = evbuffer_get_length(in);
@@ -170,15 +174,19 @@ static bool pump_request_body(struct ct_client *c)
             break;
         case CT_HTTP_EV_MORE:
             if (evbuffer_get_length(in) == 0 || evbuffer_get_length(in) == before) {
-                /* Need bytes from the client; a stalled body gets 408. */
+                /* Need bytes from the client; a stalled body gets 408, and
+                 * so does one trickled past its deadline. */
                 c->req_paused = false;
                 ct_io_timeouts(&c->io, lim->client_header_timeout_ms, lim->send_timeout_ms);
                 ct_io_read(&c->io, true);
+                if (c->req_body_bytes != bytes0)
+                    ct_client_body_clock(c, false);
                 return true;
             }
             break;
         case CT_HTTP_EV_END:
             c->req_body_done = true;
+            ct_client_body_clock(c, false); /* stops it */
             if (chunked)
                 ct_fwd_body_end(out);
             if (body_expected(c->req)) /* the body clock stops */
@@ -324,7 +332,7 @@ static void final_head(struct ct_client *c, const struct ct_http_msg *msg)
     c->resp_head_sent = true;
     c->status = msg->status;
     ct_client_set_state(c, CT_CS_SEND);
-    ct_upstream_head_received(c->u);
+    ct_upstream_head_received(c->u, msg->status);
 }
 
 static void response_end(struct ct_client *c)
@@ -375,7 +383,7 @@ void ct_fetch_upstream_readable(struct ct_client *c)
             }
             if (msg->status == 101) {
                 if (!c->req->upgrade) {
-                    ct_upstream_mark_failed(c->u);
+                    ct_upstream_mark_failed(c->u, CT_CONF_FAIL_INVALID);
                     ct_client_fail(c, CT_CLOSE_ORIGIN_BAD);
                     return;
                 }
@@ -402,7 +410,7 @@ void ct_fetch_upstream_readable(struct ct_client *c)
         case CT_HTTP_EV_ERROR:
             ct_ops_upstream(c, CT_STATS_BE_upstream_errors);
             if (c->state == CT_CS_FETCH)
-                ct_upstream_mark_failed(c->u);
+                ct_upstream_mark_failed(c->u, CT_CONF_FAIL_INVALID);
             ct_client_fail(c, c->state == CT_CS_FETCH ? CT_CLOSE_ORIGIN_BAD
                                                       : CT_CLOSE_ORIGIN_TRUNC);
             return;
@@ -441,7 +449,7 @@ void ct_fetch_upstream_closed(struct ct_client *c, enum ct_close why)
             return;
         }
         if (why == CT_CLOSE_ORIGIN_RESET)
-            ct_upstream_mark_failed(c->u);
+            ct_upstream_mark_failed(c->u, CT_CONF_FAIL_RESET);
         ct_ops_upstream(c, why == CT_CLOSE_ORIGIN_TIMEOUT ? CT_STATS_BE_upstream_timeouts
                                                           : CT_STATS_BE_upstream_errors);
         ct_client_fail(c, why);
@@ -489,6 +497,7 @@ void ct_fetch_upstream_drained(struct ct_client *c)
         ct_io_read(&c->io, true);
         tunnel_up(c);
     } else if (!c->req_body_done) {
+        ct_client_body_pause(c, false);
         pump_request(c);
     }
 }

@@ -297,6 +297,9 @@ struct ct_client {
     bool req_paused;            /* client reads stopped: upstream output full */
     bool sent_continue;
     uint64_t req_body_bytes;
+    uint64_t body_t0_ms;        /* body deadline clock start (monotonic ms), moved
+                                   forward by the time reads were paused */
+    uint64_t body_paused_ms;    /* when reads paused for the upstream (0: not) */
     unsigned retries;
     /* the response in flight */
     bool resp_head_sent;
@@ -341,6 +344,13 @@ void ct_client_finish(struct ct_client *c, enum ct_close why);
 void ct_flush(struct bufferevent *bev);
 /* Read/write timeouts of BEV in ms (0: none). */
 void ct_set_timeouts(struct bufferevent *bev, uint64_t read_ms, uint64_t write_ms);
+/* The request body's deadline (limits.client_body_timeout, extended by
+ * client_body_min_rate per byte received): start it with the head (START),
+ * move it after body bytes, stop it at the body's end (req_body_done). While
+ * reads are paused for the upstream (req_paused) it does not run:
+ * ct_client_body_pause() stops and restarts its clock. 408 on expiry. */
+void ct_client_body_clock(struct ct_client *c, bool start);
+void ct_client_body_pause(struct ct_client *c, bool paused);
 /* The response is complete: next request (keep-alive) or close. */
 void ct_client_response_done(struct ct_client *c);
 const char *ct_client_state_name(enum ct_client_state s);
@@ -376,10 +386,13 @@ const struct ct_backend_addr *ct_upstream_backend(const struct ct_upstream *u);
 /* Phases set the timeouts: request fully sent -> response head clock;
  * head received -> idle-between-reads clock; tunnel. */
 void ct_upstream_request_sent(struct ct_upstream *u);
-void ct_upstream_head_received(struct ct_upstream *u);
+/* STATUS: the final response's (a 5xx may count for passive health). */
+void ct_upstream_head_received(struct ct_upstream *u, unsigned status);
 void ct_upstream_tunnel(struct ct_upstream *u);
-/* Passive health: a failure counts towards max_fails. */
-void ct_upstream_mark_failed(struct ct_upstream *u);
+/* Passive health: a failure of KIND, counted towards max_fails if the
+ * backend's passive_fail_on lists it. Never takes out the last backend in
+ * rotation. */
+void ct_upstream_mark_failed(struct ct_upstream *u, enum ct_conf_fail kind);
 /* Per-backend counter WHAT += 1 for U's backend (any worker). */
 void ct_upstream_count(struct ct_upstream *u, enum ct_stats_be what);
 /* W's backends at start, or after a reload (on W's thread): backend i is

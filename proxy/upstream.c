@@ -6,7 +6,8 @@
  *
  * Each worker has, per backend, a keep-alive pool (struct ct_backend_rt:
  * idle list, max idle, idle timeout) and passive health (consecutive
- * failures; max_fails of them skip the backend for fail_timeout). Nothing
+ * failures of the kinds passive_fail_on lists; max_fails of them skip the
+ * backend for fail_timeout, unless it is the last one in rotation). Nothing
  * here is shared between threads.
  *
  * A struct ct_upstream owns its bufferevent and its response parser (reused
@@ -180,16 +181,40 @@ static struct ct_backend_rt *pick_backend(struct ct_worker *w)
     return best;
 }
 
-void ct_upstream_mark_failed(struct ct_upstream *u)
+/* Is some backend of W other than BE in rotation now (not skipped by
+ * passive or active health)? */
+static bool other_backend_live(struct ct_worker *w, const struct ct_backend_rt *be, ct_time_t now)
+{
+    for (size_t k = 0; k < w->nbe; k++) {
+        const struct ct_backend_rt *o = w->be[k];
+        if (o != be && !atomic_load_explicit(&o->addr->down, memory_order_relaxed) &&
+            (o->down_until == 0 || now >= o->down_until))
+            return true;
+    }
+    return false;
+}
+
+void ct_upstream_mark_failed(struct ct_upstream *u, enum ct_conf_fail kind)
 {
     struct ct_backend_rt *be = u->be;
+    if (!(be->bc->passive_fail_mask & (1u << kind)))
+        return; /* not a failure of the backend as configured (passive_fail_on) */
     be->fails++;
     if (be->bc->max_fails == 0 || be->fails < be->bc->max_fails)
         return;
-    be->down_until = ct_time_mono() + (double)be->bc->fail_timeout_ms / 1000.0;
-    CT_WARN("w%u backend %s: %u consecutive failures, skipped for %llu ms", u->w->id,
-            be->addr->name, be->fails, (unsigned long long)be->bc->fail_timeout_ms);
+    ct_time_t now = ct_time_mono();
     be->fails = 0;
+    /* nginx: a lone server is never considered unavailable. Nor is the
+     * last one in rotation here: skipping it would answer every request
+     * 503 for fail_timeout, when trying it can only do as well. */
+    if (!other_backend_live(u->w, be, now)) {
+        CT_WARN("w%u backend %s: %u consecutive failures; kept, it is the last backend in "
+                "rotation", u->w->id, be->addr->name, be->bc->max_fails);
+        return;
+    }
+    be->down_until = now + (double)be->bc->fail_timeout_ms / 1000.0;
+    CT_WARN("w%u backend %s: %u consecutive failures, skipped for %llu ms", u->w->id,
+            be->addr->name, be->bc->max_fails, (unsigned long long)be->bc->fail_timeout_ms);
 }
 
 /* ---- connecting ------------------------------------------------------------- */
@@ -295,10 +320,13 @@ void ct_upstream_request_sent(struct ct_upstream *u)
         ct_io_timeouts(&u->io, u->be->bc->header_timeout_ms, u->be->bc->header_timeout_ms);
 }
 
-void ct_upstream_head_received(struct ct_upstream *u)
+void ct_upstream_head_received(struct ct_upstream *u, unsigned status)
 {
     u->head_seen = true;
-    u->be->fails = 0;
+    if (status >= 500 && (u->be->bc->passive_fail_mask & (1u << CT_CONF_FAIL_HTTP_5XX)))
+        ct_upstream_mark_failed(u, CT_CONF_FAIL_HTTP_5XX);
+    else
+        u->be->fails = 0;
     ct_io_timeouts(&u->io, u->be->bc->read_timeout_ms, u->be->bc->header_timeout_ms);
 }
 
@@ -370,13 +398,13 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         return;
     case CT_US_CONNECTING:
         why = (what & BEV_EVENT_TIMEOUT) ? CT_CLOSE_ORIGIN_TIMEOUT : CT_CLOSE_ORIGIN_CONNECT;
-        ct_upstream_mark_failed(u);
+        ct_upstream_mark_failed(u, CT_CONF_FAIL_CONNECT);
         break;
     case CT_US_ACTIVE:
     case CT_US_TUNNEL:
         why = (what & BEV_EVENT_TIMEOUT) ? CT_CLOSE_ORIGIN_TIMEOUT : CT_CLOSE_ORIGIN_RESET;
         if ((what & BEV_EVENT_TIMEOUT) && u->state == CT_US_ACTIVE && !u->head_seen)
-            ct_upstream_mark_failed(u);
+            ct_upstream_mark_failed(u, CT_CONF_FAIL_TIMEOUT);
         break;
     default:
         CT_WRONG("upstream event after close");

@@ -3,7 +3,8 @@
  * targets.
  *
  * Input layout: byte 0 = flags (bit 0: small limits; bits 1-2: the request
- * method a response answers), byte 1 = seed of the split, the rest = bytes on
+ * method a response answers; bit 3: a gateway's request parser, which turns
+ * absolute-form into origin-form in place), byte 1 = seed of the split, the rest = bytes on
  * the wire. Each input is parsed twice: whole, and delivered in random
  * pieces (sizes drawn from the seed) the way a socket would deliver them,
  * unconsumed bytes kept in front of the next read. Both runs fold every
@@ -72,10 +73,13 @@ static size_t fz_step(uint32_t *s)
 
 /* One run over IN. SEED 0: whole; otherwise random pieces. */
 static uint64_t fz_run(enum ct_http_kind kind, const struct ct_http_limits *lim,
-                       enum ct_http_method req_method, const char *in, size_t len, uint32_t seed)
+                       enum ct_http_method req_method, bool gateway, const char *in, size_t len,
+                       uint32_t seed)
 {
     struct ct_http_parser *p = ct_http_parser_new(kind, lim);
     ct_http_parser_set_request_method(p, req_method);
+    if (kind == CT_HTTP_REQUEST)
+        ct_http_parser_set_gateway(p, gateway);
     uint64_t h = 1469598103934665603ull;
     uint32_t rs = seed;
     size_t step = fz_step(&rs);
@@ -100,7 +104,13 @@ static uint64_t fz_run(enum ct_http_kind kind, const struct ct_http_limits *lim,
             h = fz_mix(h, &ev, sizeof(ev));
         if (ev == CT_HTTP_EV_HEAD) {
             FUZZ_CHECK(ct_http_parser_in_message(p));
-            h = fz_head(h, ct_http_parser_msg(p));
+            const struct ct_http_msg *m = ct_http_parser_msg(p);
+            /* a gateway's requests are origin-form (or * or CONNECT's), with one Host */
+            FUZZ_CHECK(!gateway || kind != CT_HTTP_REQUEST || m->method == CT_METHOD_CONNECT ||
+                       (m->target.len > 0 && (m->target.p[0] == '/' || m->target.p[0] == '*')));
+            FUZZ_CHECK(!gateway || kind != CT_HTTP_REQUEST || m->target.p[0] != '/' ||
+                       m->version == 10 || ct_http_msg_find(m, CT_HDR_HOST, NULL) != NULL);
+            h = fz_head(h, m);
             body = 0;
         } else if (ev == CT_HTTP_EV_END) {
             if (ct_http_parser_is_tunnel(p))
@@ -137,11 +147,12 @@ static int fz_one_input(enum ct_http_kind kind, const uint8_t *data, size_t size
     if (data[0] & 1)
         lim = &small;
     enum ct_http_method m = methods[(data[0] >> 1) & 3];
+    bool gateway = (data[0] & 8) != 0;
     uint32_t seed = data[1] | 0x100u; /* never 0: that is the whole run */
     const char *in = (const char *)data + 2;
     size_t len = size - 2;
-    uint64_t whole = fz_run(kind, lim, m, in, len, 0);
-    uint64_t split = fz_run(kind, lim, m, in, len, seed);
+    uint64_t whole = fz_run(kind, lim, m, gateway, in, len, 0);
+    uint64_t split = fz_run(kind, lim, m, gateway, in, len, seed);
     FUZZ_CHECK(whole == split);
     return 0;
 }

@@ -79,6 +79,18 @@ ct_check "close=mid chunked: no last chunk" "$(sed -n '/^$/,$p' <<<"$OUT" | tr '
 ct_check "/bad/status sent raw" "$(raw 'GET /bad/status HTTP/1.1\r\nHost: x\r\n\r\n' | head -1 | tr -d '\r')" "HTTP/1.1 abc Broken"
 ct_check "/bad/cl-te sent raw" "$(raw 'GET /bad/cl-te HTTP/1.1\r\nHost: x\r\n\r\n' | grep -ac 'Transfer-Encoding: chunked')" 1
 ct_check "/bad/empty closes silently" "$(raw 'GET /bad/empty HTTP/1.1\r\nHost: x\r\n\r\n' | wc -c)" 0
+ct_check "/bad/reset resets the connection (RST, no FIN, no byte)" "$(python3 -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.settimeout(10)
+s.sendall(b"GET /bad/reset HTTP/1.1\r\nHost: x\r\n\r\n")
+try:
+    print("EOF" if s.recv(100) == b"" else "data")
+except ConnectionResetError:
+    print("reset")
+except socket.timeout:
+    print("timeout")
+' "$PORT")" reset
 ct_check "/bad/short is short" "$(raw 'GET /bad/short HTTP/1.1\r\nHost: x\r\n\r\n' | tail -c 21)" "only 22 bytes of body"
 ct_check "/bad/unknown 404" "$(curl -s -o /dev/null -w '%{http_code}' "$U/bad/unknown")" 404
 T0=$(now_ms)

@@ -6,6 +6,7 @@
 # reaching the client. cachet-origin has no 101 endpoint and cannot send
 # arbitrary fields, so this test builds a tiny origin (C, with the compiler
 # the build already needs): GET /hop answers with hop-by-hop fields, GET
+# /hopcl with "Connection: Content-Length", GET
 # /early with a 103 before its 200; any
 # request carrying "Upgrade:" gets a 101 and then every byte echoed
 # upper-cased; anything else gets a 400. The tunnel is also checked over
@@ -47,6 +48,13 @@ int main(void)
                             "Keep-Alive: timeout=9\r\nProxy-Authenticate: Basic\r\n"
                             "Proxy-Connection: keep-alive\r\nTrailer: X-T\r\nUpgrade: h2c\r\n"
                             "Via: 1.0 origin\r\nX-End: kept\r\nContent-Length: 2\r\n\r\nok";
+            write(c, r, strlen(r));
+            close(c);
+            continue;
+        }
+        if (strncmp(buf, "GET /hopcl ", 11) == 0) {
+            const char *r = "HTTP/1.1 200 OK\r\nConnection: Content-Length\r\n"
+                            "Cache-Control: no-store\r\nContent-Length: 2\r\n\r\nok";
             write(c, r, strlen(r));
             close(c);
             continue;
@@ -119,6 +127,21 @@ done
 ct_check_match "response end-to-end field kept" "$h" $'\nx-end: kept\n'
 ct_check_match "response Via appended to the origin's" "$h" $'\nvia: 1\\.0 origin, 1\\.1 cachet\n'
 ct_check_match "response body intact" "$h" $'\n\nok$'
+
+# A Connection token naming Content-Length does not unframe the response
+# (the client would take the next response's bytes for this body); no-store,
+# so that it is forwarded, not re-framed from a stored object.
+h=$(curl -s -D - --max-time 5 "http://127.0.0.1:$PPORT/hopcl" | tr -d '\r' | tr 'A-Z' 'a-z')
+ct_check_match "response: Connection: Content-Length keeps its Content-Length" "$h" \
+    $'\ncontent-length: 2\n'
+
+# Upgrade: h2c is never tunnelled (HTTP/2 would carry requests past cachet):
+# Upgrade and HTTP2-Settings are not forwarded, so this origin, which
+# switches to its tunnel for any request carrying Upgrade, answers 400.
+resp=$(exec 3<>"/dev/tcp/127.0.0.1/$PPORT"
+    printf 'GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n' >&3
+    IFS= read -r -t 5 line <&3; echo "${line%$'\r'}")
+ct_check "Upgrade: h2c is not tunnelled" "$resp" "HTTP/1.1 400 Bad Request"
 
 # Interim 1xx (103 Early Hints) pass through to HTTP/1.1 clients, before the
 # final response; HTTP/1.0 clients never get a 1xx (RFC 9110 §15.2).

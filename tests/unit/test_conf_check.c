@@ -280,6 +280,11 @@ static void test_err_backend_names(void)
                "  health_check = { enabled = true; path = \"health\"; }; } );\n",
                "t.conf:3: backends[0].health_check.path: invalid request target \"health\" "
                "(expected a path starting with /)");
+    EXPECT_ERR("listen = ( { kind = \"http\"; address = \"127.0.0.1:8080\"; } );\n"
+               "backends = ( { address = \"o.example:80\";\n"
+               "  passive_fail_on = [ \"reset\", \"500\" ]; } );\n",
+               "t.conf:3: backends[0].passive_fail_on: unknown failure \"500\" (expected "
+               "\"connect\", \"timeout\", \"reset\", \"invalid\" or \"5xx\")");
 }
 
 static void test_backend_settings(void)
@@ -304,6 +309,19 @@ static void test_backend_settings(void)
     CU_ASSERT_EQUAL(cf->backends[0].health.fall, 5);
     CU_ASSERT_STRING_EQUAL(cf->backends[1].name, "[::1]:81");
     CU_ASSERT_STRING_EQUAL(cf->backends[1].host, "::1");
+    /* passive health counts what the origin fails as a whole, by default */
+    CU_ASSERT_EQUAL(cf->backends[1].passive_fail_mask, (1u << CT_CONF_FAIL_CONNECT) |
+                                                           (1u << CT_CONF_FAIL_TIMEOUT) |
+                                                           (1u << CT_CONF_FAIL_RESET));
+    ct_conf_free(&cf);
+    EXPECT_OK("listen = ( { kind = \"http\"; address = \"127.0.0.1:8080\"; } );\n"
+              "backends = ( { address = \"o.example:80\"; passive_fail_on = [ \"5xx\", "
+              "\"invalid\" ]; },\n"
+              "  { address = \"o.example:81\"; passive_fail_on = [ ]; } );\n",
+              &cf);
+    CU_ASSERT_EQUAL(cf->backends[0].passive_fail_mask,
+                    (1u << CT_CONF_FAIL_HTTP_5XX) | (1u << CT_CONF_FAIL_INVALID));
+    CU_ASSERT_EQUAL(cf->backends[1].passive_fail_mask, 0);
     ct_conf_free(&cf);
 }
 

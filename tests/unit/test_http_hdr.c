@@ -51,9 +51,9 @@ static void test_hdr_lookup_every_row(void)
             lo[i] = ct_ascii_lower(name[i]);
             up[i] = (char)((name[i] >= 'a' && name[i] <= 'z') ? name[i] - 32 : name[i]);
         }
-        CU_ASSERT_EQUAL(ct_hdr_lookup(ct_str_make(name, n)), id);
-        CU_ASSERT_EQUAL(ct_hdr_lookup(ct_str_make(lo, n)), id);
-        CU_ASSERT_EQUAL(ct_hdr_lookup(ct_str_make(up, n)), id);
+        CU_ASSERT_EQUAL((int)ct_hdr_lookup(ct_str_make(name, n)), id);
+        CU_ASSERT_EQUAL((int)ct_hdr_lookup(ct_str_make(lo, n)), id);
+        CU_ASSERT_EQUAL((int)ct_hdr_lookup(ct_str_make(up, n)), id);
     }
 }
 
@@ -192,10 +192,32 @@ static void test_field_is_hop(void)
     CU_ASSERT_FALSE(ct_http_msg_field_is_hop(&plain, &fs[0]));
 }
 
+/* "Connection: Content-Length" must not unframe a body (the origin would
+ * read it as the next request), nor "Connection: Host" unaddress a request. */
+static void test_conn_cannot_drop_pinned(void)
+{
+    struct ct_http_field fs[] = {
+        mkf("Host", "a"),
+        mkf("Connection", "keep-alive, Content-Length, host, Transfer-Encoding, X-A"),
+        mkf("Content-Length", "5"),
+        mkf("X-A", "1"),
+        mkf("Transfer-Encoding", "chunked"),
+    };
+    struct ct_http_msg m = {.fields = fs, .nfields = CT_ARRAY_LEN(fs)};
+    CU_ASSERT_TRUE(ct_hdr_flags(CT_HDR_CONTENT_LENGTH) & CT_HDRF_PINNED);
+    CU_ASSERT_TRUE(ct_hdr_flags(CT_HDR_HOST) & CT_HDRF_PINNED);
+    CU_ASSERT_FALSE(ct_http_msg_field_is_hop(&m, &fs[0])); /* Host */
+    CU_ASSERT_FALSE(ct_http_msg_field_is_hop(&m, &fs[2])); /* Content-Length */
+    CU_ASSERT_TRUE(ct_http_msg_field_is_hop(&m, &fs[3]));  /* any other named field */
+    /* always hop-by-hop: the proxy writes its own Transfer-Encoding */
+    CU_ASSERT_TRUE(ct_http_msg_field_is_hop(&m, &fs[4]));
+}
+
 void ct_test_register(void)
 {
     CT_SUITE("http_hdr", {"method lookup is case-sensitive", test_method_lookup},
              {"look-ups with the id set filled in", test_msg_find_indexed},
+             {"Connection cannot drop Content-Length or Host", test_conn_cannot_drop_pinned},
              {"method flags", test_method_flags},
              {"header lookup is case-insensitive", test_hdr_lookup_case},
              {"every table row is found", test_hdr_lookup_every_row},

@@ -418,6 +418,85 @@ static void test_upgrade_request(void)
                " [Upgrade=websocket*]) END ");
 }
 
+/* h2c is never an upgrade: it would tunnel HTTP/2 requests past the proxy. */
+static void test_upgrade_h2c_is_not(void)
+{
+    static const char in[] = "GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+                             "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n";
+    struct ct_http_parser *p = ct_http_parser_new(CT_HTTP_REQUEST, NULL);
+    size_t used;
+    CU_ASSERT_EQUAL(ct_http_parser_feed(p, in, sizeof(in) - 1, &used, NULL), CT_HTTP_EV_HEAD);
+    const struct ct_http_msg *m = ct_http_parser_msg(p);
+    CU_ASSERT_FALSE(m->upgrade);
+    const struct ct_http_field *f = ct_http_msg_find(m, CT_HDR_HTTP2_SETTINGS, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_TRUE(ct_http_msg_field_is_hop(m, f));
+    ct_http_parser_free(&p);
+}
+
+/* Gateway parsers: absolute-form becomes origin-form with Host = authority. */
+static void gateway_case(const char *in, const char *target, const char *host, unsigned err)
+{
+    struct ct_http_parser *p = ct_http_parser_new(CT_HTTP_REQUEST, NULL);
+    ct_http_parser_set_gateway(p, true);
+    size_t used;
+    enum ct_http_ev ev = ct_http_parser_feed(p, in, strlen(in), &used, NULL);
+    if (err) {
+        CU_ASSERT_EQUAL(ev, CT_HTTP_EV_ERROR);
+        CU_ASSERT_EQUAL(ct_http_parser_error_status(p), err);
+    } else {
+        CU_ASSERT_EQUAL_FATAL(ev, CT_HTTP_EV_HEAD);
+        const struct ct_http_msg *m = ct_http_parser_msg(p);
+        CU_ASSERT_TRUE(ct_str_eq(m->target, ct_str_c(target)));
+        const struct ct_http_field *h = ct_http_msg_find(m, CT_HDR_HOST, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+        CU_ASSERT_TRUE(ct_str_eq(h->value, ct_str_c(host)));
+        CU_ASSERT_PTR_NULL(ct_http_msg_find(m, CT_HDR_HOST, h));
+        CU_ASSERT_EQUAL(ct_http_parser_feed(p, "", 0, &used, NULL), CT_HTTP_EV_END);
+    }
+    ct_http_parser_free(&p);
+}
+
+static void test_gateway_absolute_form(void)
+{
+    gateway_case("GET http://other.test/x?y HTTP/1.1\r\nHost: hostile.test\r\n\r\n", "/x?y",
+                 "other.test", 0);
+    gateway_case("GET http://other.test:8080?q=1 HTTP/1.1\r\nHost: h\r\nX-A: b\r\n\r\n", "/?q=1",
+                 "other.test:8080", 0);
+    gateway_case("GET HTTPS://[::1]:8443 HTTP/1.1\r\nHost: h\r\n\r\n", "/", "[::1]:8443", 0);
+    gateway_case("GET http://other.test/ HTTP/1.0\r\nX-A: b\r\n\r\n", "/", "other.test", 0);
+    gateway_case("GET /p HTTP/1.1\r\nHost: h\r\n\r\n", "/p", "h", 0);
+    gateway_case("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n", "*", "h", 0);
+    gateway_case("GET http://u:pw@other.test/ HTTP/1.1\r\nHost: other.test\r\n\r\n", NULL, NULL,
+                 400);
+    gateway_case("GET http://other.test/ HTTP/1.1\r\n\r\n", NULL, NULL, 400); /* Host still required */
+}
+
+/* Gateway parsers drop what Connection names (but the framing), so the
+ * proxy's cache reads the request the origin gets; others keep it. */
+static void test_gateway_connection_named(void)
+{
+    static const char in[] = "GET / HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, X-A, "
+                             "accept-language, Content-Length\r\nX-A: 1\r\nAccept-Language: fr\r\n"
+                             "X-B: 2\r\nContent-Length: 0\r\nx-a: 3\r\n\r\n";
+    for (int gw = 0; gw < 2; gw++) {
+        struct ct_http_parser *p = ct_http_parser_new(CT_HTTP_REQUEST, NULL);
+        ct_http_parser_set_gateway(p, gw);
+        size_t used;
+        CU_ASSERT_EQUAL_FATAL(ct_http_parser_feed(p, in, sizeof(in) - 1, &used, NULL),
+                              CT_HTTP_EV_HEAD);
+        const struct ct_http_msg *m = ct_http_parser_msg(p);
+        CU_ASSERT_EQUAL(m->nfields, gw ? 4u : 7u);
+        CU_ASSERT_EQUAL(ct_http_msg_find_name(m, CT_STR("x-a"), NULL) == NULL, gw);
+        CU_ASSERT_EQUAL(ct_http_msg_find_name(m, CT_STR("Accept-Language"), NULL) == NULL, gw);
+        CU_ASSERT_PTR_NOT_NULL(ct_http_msg_find_name(m, CT_STR("X-B"), NULL));
+        CU_ASSERT_PTR_NOT_NULL(ct_http_msg_find(m, CT_HDR_CONTENT_LENGTH, NULL));
+        CU_ASSERT_PTR_NOT_NULL(ct_http_msg_find(m, CT_HDR_CONNECTION, NULL));
+        CU_ASSERT_TRUE(m->keep_alive);
+        ct_http_parser_free(&p);
+    }
+}
+
 static void test_leading_empty_lines(void)
 {
     /* RFC 9112 §2.2: empty lines before the request line are ignored */
@@ -1024,8 +1103,8 @@ static const char *split_inputs[] = {
 };
 
 static const char *split_responses[] = {
-    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"
-    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nxy\r\n0\r\n\r\n",
+    ("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"
+     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nxy\r\n0\r\n\r\n"), /* one input */
     "HTTP/1.1 200 OK\r\nServer: s\r\n\r\nclose-delimited body",
     "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\nraw",
     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nxy\r\n0\r\n\n",
@@ -1049,6 +1128,10 @@ void ct_test_register(void)
              {"pipelining", test_pipelining}, {"keep-alive rules", test_keep_alive},
              {"request target forms", test_target_forms}, {"Expect", test_expect},
              {"upgrade request", test_upgrade_request},
+             {"Upgrade: h2c is not an upgrade", test_upgrade_h2c_is_not},
+             {"gateway: absolute-form to origin-form, Host from the authority",
+              test_gateway_absolute_form},
+             {"gateway: fields Connection names are dropped", test_gateway_connection_named},
              {"leading empty lines", test_leading_empty_lines});
     CT_SUITE("http_parse rules", {"CL with TE", test_cl_and_te},
              {"duplicate or invalid CL", test_duplicate_cl},
