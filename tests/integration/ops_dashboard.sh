@@ -130,4 +130,30 @@ else
         head -c 8 "$SHOTS/dashboard.png" | od -An -c | tr -d ' ')" 'PNG'
 fi
 
+# ---- cachet ctl top --------------------------------------------------------------------
+# no traffic now: the table must show exactly what /stats says
+st=$(curl -s "$A/stats")
+top=$("$CT_BIN/cachet" ctl top --once -i 0.5 --admin "127.0.0.1:$APORT")
+ct_check "ctl top: exit 0" "$?" 0
+col() { awk -v k="$1" '{ line = $0; sub(/^ +/, "", line) } index(line, k " ") == 1 { print $(NF-1) }' <<<"$top"; }
+ct_check "ctl top: cache hit as in /stats" "$(col 'cache hit')" "$(jget "$st" 'd["cache_requests"]["hit"]')"
+ct_check "ctl top: cache miss as in /stats" "$(col 'cache miss')" "$(jget "$st" 'd["cache_requests"]["miss"]')"
+ct_check "ctl top: no requests in the interval" "$(awk '$1 == "requests" { print $3 }' <<<"$top")" 0
+ct_check_match "ctl top: the backend row" "$top" $'\n'"127\\.0\\.0\\.1:$OPORT +not checked +[0-9]+ +0 +0 +0 +0"
+ct_check_match "ctl top: latency percentiles row" "$top" $'\n''latency p50 / p90 / p99 '
+ct_check "ctl top --once: no terminal control codes" "$(grep -c $'\033' <<<"$top")" 0
+"$CT_BIN/cachet" ctl top --once --admin 127.0.0.1:1 >/dev/null 2>"$CT_TMP/top.err"
+ct_check "ctl top: nobody listening: exit 1" "$?" 1
+ct_check_match "ctl top: ... says so" "$(cat "$CT_TMP/top.err")" 'cannot connect to the admin listener 127.0.0.1:1'
+"$CT_BIN/cachet" ctl top --bogus >/dev/null 2>&1
+ct_check "ctl top: unknown option: exit 2" "$?" 2
+cat >"$CT_TMP/off.conf" <<EOF
+listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
+backends = ( { address = "127.0.0.1:$OPORT"; } );
+admin = { listen = "off"; };
+EOF
+"$CT_BIN/cachet" ctl top --once -c "$CT_TMP/off.conf" >/dev/null 2>"$CT_TMP/top.err"
+ct_check_match "ctl top -c: admin listener off: said, exit 1" "$? $(cat "$CT_TMP/top.err")" \
+    '^1 .*the admin listener is off'
+
 ct_done
