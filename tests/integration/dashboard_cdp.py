@@ -24,7 +24,7 @@ import tempfile
 import time
 
 CHROMIUM = os.environ.get("CT_CHROMIUM", "/usr/bin/chromium")
-BOUND_S = float(os.environ.get("CT_CDP_BOUND_S", "90"))
+BOUND_S = float(os.environ.get("CT_CDP_BOUND_S", "60"))
 
 
 class Cdp:

@@ -26,12 +26,13 @@ A="http://127.0.0.1:$APORT"
 jget() {
     python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print(eval(sys.argv[1]))' "$2" <<<"$1"
 }
-# stat_poll EXPR WANT: poll /stats until python EXPR on it prints WANT (up to ~60 s); prints the last value.
+# stat_poll EXPR WANT: poll /stats until python EXPR on it prints WANT (for up
+# to 45 s); prints the last value.
 stat_poll() {
-    local v i
-    for ((i = 0; i < 600; i++)); do
+    local v end=$((SECONDS + 45))
+    while :; do
         v=$(jget "$(curl -s "$A/stats")" "$1")
-        [ "$v" = "$2" ] && break
+        [ "$v" = "$2" ] || ((SECONDS > end)) && break
         sleep 0.1
     done
     echo "$v"
