@@ -3,12 +3,13 @@
 Chromium and check it, over the DevTools protocol (CDP) on
 --remote-debugging-pipe: stdlib only, no npm, no websocket library.
 
-    dashboard_cdp.py URL SHOT_DIR TRAFFIC_CMD MIN_HITS
+    dashboard_cdp.py URL SHOT_DIR TRAFFIC_CMD MIN_HITS [PURGE_URL]
 
 Loads URL at 1280x1500, waits for the page to show snapshots, reads the hit
 counter (#hits), runs TRAFFIC_CMD (a shell command that makes MIN_HITS more
 hits), waits for the counter to move by that much, saves SHOT_DIR/dashboard.png, then narrows the
-window to 400 px (SHOT_DIR/dashboard-narrow.png). Every JavaScript exception,
+window to 400 px (SHOT_DIR/dashboard-narrow.png); with PURGE_URL, purges it
+with the page's form, accepting its confirmation dialog. Every JavaScript exception,
 console.error and error log entry (a CSP violation is one) is collected.
 Prints one "key=value" line per finding for the calling test to check; exit
 status 0 unless the browser could not be driven at all. Every wait is a poll
@@ -131,8 +132,32 @@ JSON.stringify(Array.prototype.map.call(document.querySelectorAll('canvas'), fun
 """
 
 
+def purge(cdp, sess, ev, poll, target):
+    """Type TARGET into the purge form, press "Purge URL", accept the
+    confirmation dialog like a user would; return what the page then says."""
+    ev("document.getElementById('purge-url').value = %s" % json.dumps(target))
+    click = cdp.send("Runtime.evaluate", {
+        "expression": "document.querySelector('#purge button[data-kind=url]').click()"},
+        session=sess)
+    deadline = time.monotonic() + BOUND_S
+    dialog = None
+    while dialog is None:  # confirm() blocks the page until it is answered
+        msg = cdp._read(deadline)
+        if msg.get("method") == "Page.javascriptDialogOpening":
+            dialog = msg["params"].get("message", "")
+        elif "method" in msg:
+            cdp.events.append(msg)
+    cdp.call("Page.handleJavaScriptDialog", {"accept": True}, session=sess)
+    while cdp._read(deadline).get("id") != click:
+        pass
+    said = poll("document.getElementById('purge-out').textContent",
+                lambda v: v is not None and v.startswith(("purged", "error", "purge failed")))
+    return "%s -> %s" % (dialog, said)
+
+
 def main():
     url, shot_dir, traffic, min_hits = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    purge_url = sys.argv[5] if len(sys.argv) > 5 else None
     profile = tempfile.mkdtemp(prefix="ct-chromium.")
     log = open(os.path.join(shot_dir, "chromium.log"), "wb")
     cdp = Cdp(profile, log)
@@ -185,7 +210,12 @@ def main():
         out["listener_rows"] = ev("document.querySelectorAll('#listeners tbody tr').length")
         out["purge_shown"] = ev("!document.getElementById('purge-card').hidden")
         out["state"] = ev("document.getElementById('state').textContent")
-        png = cdp.call("Page.captureScreenshot", {"format": "png"}, session=sess)["data"]
+        # the page, not the empty viewport below it
+        tall = ev("document.documentElement.scrollHeight") or metrics["height"]
+        clip = {"x": 0, "y": 0, "width": metrics["width"], "height": min(tall, metrics["height"]),
+                "scale": 1}
+        png = cdp.call("Page.captureScreenshot", {"format": "png", "clip": clip},
+                       session=sess)["data"]
         with open(os.path.join(shot_dir, "dashboard.png"), "wb") as f:
             f.write(base64.b64decode(png))
         # a narrow window: nothing wider than the viewport
@@ -197,6 +227,8 @@ def main():
         png = cdp.call("Page.captureScreenshot", {"format": "png"}, session=sess)["data"]
         with open(os.path.join(shot_dir, "dashboard-narrow.png"), "wb") as f:
             f.write(base64.b64decode(png))
+        if purge_url:
+            out["purge"] = purge(cdp, sess, ev, poll, purge_url)
         # events that arrived between calls
         cdp.call("Runtime.evaluate", {"expression": "1"}, session=sess)
     finally:

@@ -107,7 +107,7 @@ else
     # the traffic the page must see while open (run by the driver, between two readings)
     more="for i in \$(seq 30); do curl -s -o /dev/null '$P/gen?size=1024&cache-control=max-age%3D600&k=1'; done"
     rm -f "$SHOTS/dashboard.png" "$SHOTS/dashboard-narrow.png"
-    python3 "$CT_SRC/tests/integration/dashboard_cdp.py" "$A/" "$SHOTS" "$more" 30 >"$CT_TMP/cdp.out" \
+    python3 "$CT_SRC/tests/integration/dashboard_cdp.py" "$A/" "$SHOTS" "$more" 30 "$P/gen?size=1024&cache-control=max-age%3D600&k=1" >"$CT_TMP/cdp.out" \
         2>"$CT_TMP/cdp.err"
     r() { sed -n "s/^$1=//p" "$CT_TMP/cdp.out"; }
     [ -s "$CT_TMP/cdp.out" ] || ct_failed "drive chromium" "$(tail -5 "$CT_TMP/cdp.err")"
@@ -125,6 +125,11 @@ else
     ct_check "listeners table: http, https, admin" "$(r listener_rows)" 3
     ct_check "purge shown (the admin listener has a cache to purge)" "$(r purge_shown)" True
     ct_check "narrow window: nothing wider than 400 px" "$(r narrow_overflow)" 0
+    ct_check "purge from the page: confirmed, then done" "$(r purge)" \
+        "Purge $P/gen?size=1024&cache-control=max-age%3D600&k=1 from the cache? -> purged 1 object(s)"
+    ct_check_match "... the object is gone (a miss)" \
+        "$(curl -s -D - -o /dev/null "$P/gen?size=1024&cache-control=max-age%3D600&k=1" | tr -d '\r' | sed -n 's/^Cache-Status: //p')" \
+        'fwd=uri-miss'
     ct_check "no JavaScript error" "$(r js_errors)" 0
     grep -E '^(js_error|chart):' "$CT_TMP/cdp.out"
     ct_check_match "screenshot saved" "$(file -b "$SHOTS/dashboard.png" 2>/dev/null ||
