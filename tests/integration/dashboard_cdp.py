@@ -211,7 +211,8 @@ def main():
         out["purge_shown"] = ev("!document.getElementById('purge-card').hidden")
         out["state"] = ev("document.getElementById('state').textContent")
         # the page, not the empty viewport below it
-        tall = ev("document.documentElement.scrollHeight") or metrics["height"]
+        tall = ev("Math.ceil(document.querySelector('main').getBoundingClientRect().bottom) + 8")
+        tall = tall or metrics["height"]
         clip = {"x": 0, "y": 0, "width": metrics["width"], "height": min(tall, metrics["height"]),
                 "scale": 1}
         png = cdp.call("Page.captureScreenshot", {"format": "png", "clip": clip},

@@ -162,4 +162,12 @@ EOF
 ct_check_match "ctl top -c: admin listener off: said, exit 1" "$? $(cat "$CT_TMP/top.err")" \
     '^1 .*the admin listener is off'
 
+# ---- exit with streams open --------------------------------------------------------------
+curl -s -N -o /dev/null --max-time 120 "$A/events" &
+sp=$!
+ct_check "a stream open" "$(stat_poll 'd["admin_event_streams"]' 1)" 1
+ct_stop proxy
+ct_check "SIGTERM with a stream open: exit 0 (under ASan: nothing leaked)" "$?" 0
+wait "$sp" 2>/dev/null
+
 ct_done
