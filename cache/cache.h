@@ -244,6 +244,14 @@ void ct_cache_lookup_res_release(struct ct_cache_lookup_res *res);
 
 /* ---- purge and expiry -------------------------------------------------- */
 
+/* How a purge removes: HARD unlinks (the next request fetches anew); SOFT
+ * marks stale at `now` (Fastly's soft purge): the object is then served only
+ * as stale-while-revalidate / stale-if-error / max-stale allow, revalidated
+ * with its validators, and refreshed by one fetch while the others wait or
+ * get it stale, so a mass soft purge costs the origin one request per
+ * object. Objects without validators or a stale window simply expire. */
+enum ct_cache_purge { CT_CACHE_PURGE_HARD, CT_CACHE_PURGE_SOFT };
+
 /* Remove KEY with all its variants, BUSY ones included (a BUSY object purged
  * mid-fetch is never found by later lookups; the fetcher and its streaming
  * readers keep their references). Returns the number of objects removed
@@ -255,6 +263,28 @@ size_t ct_cache_purge(struct ct_cache *cache, const struct ct_cache_key *key);
  * lookup waits at most for the scan of one shard, 1/shards of the table).
  * Returns the number of objects removed. */
 size_t ct_cache_purge_prefix(struct ct_cache *cache, struct ct_str prefix);
+
+/* ct_cache_purge and ct_cache_purge_prefix with a MODE (HARD: the same). */
+size_t ct_cache_purge_key_mode(struct ct_cache *cache, const struct ct_cache_key *key,
+                               enum ct_cache_purge mode, ct_time_t now);
+size_t ct_cache_purge_prefix_mode(struct ct_cache *cache, struct ct_str prefix,
+                                  enum ct_cache_purge mode, ct_time_t now);
+
+/* ---- tags (surrogate keys, cache_tags.c) ------------------------------- */
+
+/* Limits per tag and per object, as Fastly (keys of 1 KiB) and Akamai (128
+ * tags per object) cap them. The caller (the proxy) applies its configured
+ * limits, at most these, and counts what it refuses. */
+#define CT_CACHE_TAG_MAX_LEN 1024
+#define CT_CACHE_TAGS_MAX 128
+
+/* Purge every object (every variant, every key) tagged exactly TAG (bytes
+ * compared as they are: the proxy decides about case). Cost: O(objects with
+ * the tag), one shard lock at a time. Returns the number purged. Memory of the
+ * index: 32 bytes per (object, tag) link plus one allocation per tagged object,
+ * and each distinct tag once (ct_cache_stats: tag_bytes). */
+size_t ct_cache_purge_tag(struct ct_cache *cache, struct ct_str tag, enum ct_cache_purge mode,
+                          ct_time_t now);
 
 /* Incremental sweep, for a periodic timer: examine at most BUDGET objects
  * (continuing where the last call stopped) and reclaim those past
@@ -284,6 +314,7 @@ bool ct_cache_fits(const struct ct_cache *cache, uint64_t bytes);
     X(evictions, "objects evicted for memory")                                                     \
     X(expired, "objects reclaimed past ttl+grace+keep")                                            \
     X(purged, "objects removed by purge")                                                          \
+    X(soft_purged, "objects marked stale by a soft purge")                                         \
     X(replaced, "objects replaced by a newer variant")                                             \
     X(nomem, "reservations refused (cap reached, nothing evictable)")
 
@@ -295,6 +326,9 @@ struct ct_cache_stats {
     uint64_t max_bytes; /* the cap */
     uint64_t objects;   /* objects alive (linked or still referenced) */
     uint64_t keys;      /* distinct keys in the table */
+    uint64_t tags;      /* distinct tags in the index */
+    uint64_t tag_links; /* (object, tag) links */
+    uint64_t tag_bytes; /* the index's counted bytes (part of `bytes`) */
 };
 
 void ct_cache_stats(const struct ct_cache *cache, struct ct_cache_stats *st);
@@ -313,11 +347,11 @@ enum ct_obj_state {
 struct ct_obj_meta {
     unsigned status;
     struct ct_str head; /* the header block, rendered once, without the per-hit
-                           fields (Date, Age, Cache-Status, Connection) */
+                           fields (Age, Cache-Status, Connection) */
     struct ct_str etag; /* validators, empty if none */
     struct ct_str last_modified;
-    struct ct_str date;      /* the response's Date value (not in HEAD: Date is written per
-                                hit), for If-Modified-Since without Last-Modified */
+    struct ct_str date;      /* the response's Date value, for If-Modified-Since without
+                                Last-Modified */
     struct ct_str vary;      /* Vary secondary key bytes, matched at lookup */
     ct_time_t response_time; /* RFC 9111 §4.2.3 response_time */
     double initial_age;      /* corrected_initial_age, seconds (>= 0) */
@@ -330,6 +364,9 @@ struct ct_obj_meta {
                                 reference instead of its own (a 304 revalidation updates
                                 the head and keeps the body, RFC 9111 §4.3.4); the new
                                 object takes its own reference on it; no ct_obj_append */
+    const struct ct_str *tags; /* tags (surrogate keys) for ct_cache_purge_tag: each 1 to
+                                  CT_CACHE_TAG_MAX_LEN bytes, at most CT_CACHE_TAGS_MAX */
+    size_t ntags;
 };
 
 /* New reference on OBJ; returns OBJ. */
@@ -392,6 +429,13 @@ double ct_obj_age(const struct ct_obj *obj, ct_time_t now);
 double ct_obj_ttl_left(const struct ct_obj *obj, ct_time_t now);
 bool ct_obj_is_fresh(const struct ct_obj *obj, ct_time_t now);
 bool ct_obj_in_grace(const struct ct_obj *obj, ct_time_t now); /* stale, within grace */
+/* Copy OBJ's tags, while it is in the table, into OUT (at most MAX) with
+ * their bytes in BUF[0..CAP) (tags that do not fit are left out). Returns the
+ * count: 0 for an untagged object or one that has left the table. */
+size_t ct_obj_tags(struct ct_obj *obj, struct ct_str *out, size_t max, char *buf, size_t cap);
+/* When it stops being fresh: response_time - initial_age + ttl, or the time
+ * of a soft purge if that came first (the only change after COMPLETE). */
+ct_time_t ct_obj_expires(const struct ct_obj *obj);
 /* Counted bytes of this object (struct, head, validators, body capacity);
  * final once COMPLETE (read it from other threads only then). */
 size_t ct_obj_size(const struct ct_obj *obj);

@@ -125,17 +125,23 @@ int64_t ct_cache_policy_lifetime(const struct ct_http_msg *resp,
     return l;
 }
 
-/* Age (§5.1): delta-seconds; anything else (a list, a sign, a fraction,
- * several lines) is not a valid Age and is ignored. Clamped to 2^31. */
+/* Age (§5.1): delta-seconds. The field is a singleton, but "a cache
+ * encountering a message with a list-based Age field value SHOULD use the
+ * first member": so the first member of the first line counts (several lines
+ * are one list, RFC 9110 §5.3), "7200, 0" is 7200 s old and "0, 7200" is new.
+ * A first member that is not one non-negative integer (a sign, a fraction,
+ * "1a") is invalid and, as §5.1 says, the field is then ignored. Clamped to
+ * 2^31 (§1.2.2). */
 static double age_value(const struct ct_http_msg *resp)
 {
     const struct ct_http_field *f = ct_http_msg_find(resp, CT_HDR_AGE, NULL);
-    if (!f || ct_http_msg_find(resp, CT_HDR_AGE, f))
+    struct ct_str rest, v;
+    if (!f)
         return 0;
-    struct ct_str v = f->value;
+    rest = f->value;
+    if (!ct_http_list_next(&rest, &v) || v.len == 0)
+        return 0;
     int64_t a = 0;
-    if (v.len == 0)
-        return 0;
     for (size_t i = 0; i < v.len; i++) {
         if (v.p[i] < '0' || v.p[i] > '9')
             return 0;

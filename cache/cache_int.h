@@ -77,6 +77,7 @@ struct ct_obj {
     struct ct_cache_seg *seg_first, *seg_last;
     struct ct_obj *body_src; /* shared body (304 revalidation), holds a ref */
     ct_time_t response_time; /* RFC 9111 §4.2.3 */
+    struct ct_cache_links *links; /* tag index links (cache_tags.c), while linked */
 
     /* ---- hot: what a lookup reads, in this order, then the key ---- */
     unsigned magic;
@@ -86,7 +87,9 @@ struct ct_obj {
     unsigned char flags;           /* OBJ_F_*, shard lock */
     unsigned char body_mapped; /* seg_first lives in a memfd mapping (set before STREAMING) */
     uint32_t vary_len;    /* blob layout, published by STREAMING */
-    ct_time_t expires;    /* fresh before; hit-for-miss: valid before */
+    ct_time_t expires;    /* fresh before; hit-for-miss: valid before. A soft
+                             purge lowers it under the shard lock after COMPLETE:
+                             lock-free readers use obj_expires() */
     float grace, keep;    /* seconds past expires: serve stale / keep */
     struct ct_obj *vnext; /* next (older) variant of the key (shard lock) */
     /* set once at creation */
@@ -118,8 +121,12 @@ struct ct_cache_shard {
     struct ct_cache_counters st; /* written under mtx, read relaxed anywhere */
 } __attribute__((aligned(64)));
 
+struct ct_cache_tag_shard;
+struct ct_cache_links;
+
 struct ct_cache {
     unsigned magic;
+    struct ct_cache_tag_shard *tags; /* the tag index (cache_tags.c) */
     struct ct_cache_config cfg;
     unsigned shard_bits;
     struct ct_cache_shard *shards;
@@ -137,7 +144,22 @@ struct ct_cache {
                           atomic_load_explicit(&(sh)->st.name, memory_order_relaxed) + 1,          \
                           memory_order_relaxed)
 
+/* cache_tags.c. Link OBJ (its head being set, not COMPLETE yet) to TAGS
+ * (each 1..CT_CACHE_TAG_MAX_LEN bytes, at most CT_CACHE_TAGS_MAX; duplicates
+ * dropped) if it is still in the table: CT_OK or CT_ELIMIT (no memory). No
+ * lock held. Unlink: shard lock held (ct_cache_unlink_obj). */
+void ct_cache_tags_init(struct ct_cache *cache);
+void ct_cache_tags_fini(struct ct_cache *cache);
+int ct_cache_tags_link(struct ct_obj *obj, const struct ct_str *tags, size_t n);
+void ct_cache_tags_unlink(struct ct_obj *obj);
+void ct_cache_tags_stats(const struct ct_cache *cache, struct ct_cache_stats *st);
+
 /* cache_store.c */
+/* Purge linked OBJ (shard lock held): hard unlinks it, soft marks it stale
+ * at NOW (a BUSY object, which has no freshness yet, is unlinked). Returns
+ * the number of objects purged (0 or 1). */
+size_t ct_cache_purge_obj(struct ct_cache_shard *sh, struct ct_obj *obj, enum ct_cache_purge mode,
+                          ct_time_t now);
 int ct_cache_reserve(struct ct_cache *cache, size_t n);
 bool ct_cache_try_reserve(struct ct_cache *cache, size_t n); /* never evicts */
 void ct_cache_unreserve(struct ct_cache *cache, size_t n);
@@ -204,16 +226,25 @@ static inline enum ct_obj_state ct_cache_obj_state(const struct ct_obj *obj)
     return (enum ct_obj_state)atomic_load_explicit(&obj->state, memory_order_acquire);
 }
 
+/* expires, read without the shard lock (a soft purge may lower it). */
+static inline ct_time_t obj_expires(const struct ct_obj *obj)
+{
+    ct_time_t e;
+    __atomic_load(&obj->expires, &e, __ATOMIC_RELAXED);
+    return e;
+}
+
 static inline bool ct_cache_obj_is_fresh(const struct ct_obj *obj, ct_time_t now)
 {
-    return now < obj->expires;
+    return now < obj_expires(obj);
 }
 
 static inline bool ct_cache_obj_is_expired(const struct ct_obj *obj, ct_time_t now)
 {
+    ct_time_t e = obj_expires(obj);
     if (obj->flags & OBJ_F_HFM)
-        return now >= obj->expires;
-    return now >= obj->expires + (double)obj->grace + (double)obj->keep;
+        return now >= e;
+    return now >= e + (double)obj->grace + (double)obj->keep;
 }
 
 static inline struct ct_obj *ct_cache_obj_ref(struct ct_obj *obj)

@@ -39,10 +39,10 @@
 #include "cache/cache_int.h"
 
 /* Per-object overhead budget (issue 5: <= 256 bytes beyond key, head, body):
- * object 144 (key included separately) + first segment header 24 + 2 x 16
- * malloc overhead + ~8-16 of slot array = ~210-216. Keep the structs from
- * creeping. */
-_Static_assert(sizeof(struct ct_obj) <= 144, "struct ct_obj grew past its budget");
+ * object 152 (key included separately; 8 of it the tag links pointer, issue
+ * 16) + first segment header 24 + 2 x 16 malloc overhead + ~8-16 of slot
+ * array = ~218-224. Keep the structs from creeping. */
+_Static_assert(sizeof(struct ct_obj) <= 152, "struct ct_obj grew past its budget");
 _Static_assert(sizeof(struct ct_cache_seg) <= 24, "segment header grew");
 
 static size_t alloc_cost(size_t n)
@@ -370,6 +370,13 @@ int ct_obj_set_head(struct ct_obj *obj, const struct ct_obj_meta *m)
         obj->body_src = ct_obj_ref(owner);
     }
 
+    /* Before STREAMING: a purge by tag must find the object as soon as a
+     * reader can. Without memory for its links it is not stored at all (an
+     * object that escaped tag purges would be worse): CT_ELIMIT, the caller
+     * abandons it, and what was set above is freed with it. */
+    if (m->ntags && ct_cache_tags_link(obj, m->tags, m->ntags) != CT_OK)
+        return CT_ELIMIT;
+
     struct ct_cache_shard *sh = obj->shard;
     pthread_mutex_lock(&sh->mtx);
     atomic_store_explicit(&obj->state, CT_OBJ_STREAMING, memory_order_release);
@@ -487,7 +494,12 @@ double ct_obj_age(const struct ct_obj *obj, ct_time_t now)
 
 double ct_obj_ttl_left(const struct ct_obj *obj, ct_time_t now)
 {
-    return obj->expires - now;
+    return obj_expires(obj) - now;
+}
+
+ct_time_t ct_obj_expires(const struct ct_obj *obj)
+{
+    return obj_expires(obj);
 }
 
 bool ct_obj_is_fresh(const struct ct_obj *obj, ct_time_t now)
@@ -497,7 +509,8 @@ bool ct_obj_is_fresh(const struct ct_obj *obj, ct_time_t now)
 
 bool ct_obj_in_grace(const struct ct_obj *obj, ct_time_t now)
 {
-    return now >= obj->expires && now < obj->expires + obj->grace;
+    ct_time_t e = obj_expires(obj);
+    return now >= e && now < e + obj->grace;
 }
 
 size_t ct_obj_size(const struct ct_obj *obj)

@@ -172,8 +172,10 @@ int64_t ct_cache_policy_lifetime(const struct ct_http_msg *resp,
  *   response_delay = response_time - request_time
  *   corrected_age_value = age_value + response_delay
  *   corrected_initial_age = max(apparent_age, corrected_age_value)
- * A missing or invalid Date counts as RESPONSE_TIME; an Age that is not one
- * non-negative integer is ignored (0); an Age past 2^31 clamps to 2^31. */
+ * A missing or invalid Date counts as RESPONSE_TIME. Age counts by the first
+ * member of its first line (§5.1: "7200, 0" and two lines "7200" / "0" are
+ * 7200); a first member that is not a non-negative integer is ignored (0); an
+ * Age past 2^31 clamps to 2^31. */
 double ct_cache_policy_initial_age(const struct ct_http_msg *resp, ct_time_t request_time,
                                    ct_time_t response_time);
 

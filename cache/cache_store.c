@@ -125,6 +125,9 @@ void ct_cache_unlink_obj(struct ct_cache_shard *sh, struct ct_obj *obj)
     obj->vnext = NULL;
     obj->flags &= (unsigned char)~OBJ_F_LINKED;
     ct_cache_q_remove(sh, obj);
+    /* before the table's reference goes: the tag index may only point at
+     * objects that reference keeps alive (cache_tags.c) */
+    ct_cache_tags_unlink(obj);
     ct_cache_obj_put(obj); /* the table's reference; no lock taken */
 }
 
@@ -444,54 +447,92 @@ void ct_obj_abandon(struct ct_obj *obj, ct_time_t now, double hfm_ttl)
 /* Unlink every variant of the key whose head is HEAD (the key goes with
  * them). BUSY ones are marked so that their fetcher's complete cannot make
  * them visible again. */
-static size_t purge_key(struct ct_cache_shard *sh, struct ct_obj *head, void *unused)
+size_t ct_cache_purge_obj(struct ct_cache_shard *sh, struct ct_obj *obj, enum ct_cache_purge mode,
+                          ct_time_t now)
 {
+    enum ct_obj_state st = ct_obj_state(obj);
+    if (mode == CT_CACHE_PURGE_SOFT && !(obj->flags & OBJ_F_HFM) &&
+        (st == CT_OBJ_STREAMING || st == CT_OBJ_COMPLETE)) {
+        /* Stale from now on; lookups read expires under this lock, the
+         * proxy without it (obj_expires): one atomic store serves both. */
+        if (now < obj->expires)
+            __atomic_store(&obj->expires, &now, __ATOMIC_RELAXED);
+        CT_STAT_INC(sh, soft_purged);
+        return 1;
+    }
+    obj->flags |= OBJ_F_PURGED;
+    CT_STAT_INC(sh, purged);
+    ct_cache_unlink_obj(sh, obj);
+    return 1;
+}
+
+struct purge_how {
+    enum ct_cache_purge mode;
+    ct_time_t now;
+    struct ct_str prefix;
+};
+
+static size_t purge_key(struct ct_cache_shard *sh, struct ct_obj *head, void *arg)
+{
+    const struct purge_how *how = arg;
     size_t n = 0;
     for (struct ct_obj *obj = head, *next; obj; obj = next) {
         next = obj->vnext;
-        obj->flags |= OBJ_F_PURGED;
-        CT_STAT_INC(sh, purged);
-        ct_cache_unlink_obj(sh, obj);
-        n++;
+        n += ct_cache_purge_obj(sh, obj, how ? how->mode : CT_CACHE_PURGE_HARD,
+                                how ? how->now : 0);
     }
     return n;
 }
 
-size_t ct_cache_purge(struct ct_cache *cache, const struct ct_cache_key *key)
+size_t ct_cache_purge_key_mode(struct ct_cache *cache, const struct ct_cache_key *key,
+                               enum ct_cache_purge mode, ct_time_t now)
 {
     CT_CHECK_OBJ(cache, CT_CACHE_MAGIC);
     struct ct_cache_shard *sh = shard_of(cache, key->hash);
+    struct purge_how how = {.mode = mode, .now = now};
     size_t n = 0;
 
     pthread_mutex_lock(&sh->mtx);
     struct ct_obj *head = ct_cache_table_find(sh, key);
     if (head)
-        n = purge_key(sh, head, NULL);
+        n = purge_key(sh, head, &how);
     pthread_mutex_unlock(&sh->mtx);
     return n;
 }
 
-static size_t purge_if_prefix(struct ct_cache_shard *sh, struct ct_obj *head, void *arg)
+size_t ct_cache_purge(struct ct_cache *cache, const struct ct_cache_key *key)
 {
-    const struct ct_str *prefix = arg;
-    if (head->key_len < prefix->len ||
-        (prefix->len && memcmp(head->key, prefix->p, prefix->len) != 0))
-        return 0;
-    return purge_key(sh, head, NULL);
+    return ct_cache_purge_key_mode(cache, key, CT_CACHE_PURGE_HARD, 0);
 }
 
-size_t ct_cache_purge_prefix(struct ct_cache *cache, struct ct_str prefix)
+static size_t purge_if_prefix(struct ct_cache_shard *sh, struct ct_obj *head, void *arg)
+{
+    const struct purge_how *how = arg;
+    if (head->key_len < how->prefix.len ||
+        (how->prefix.len && memcmp(head->key, how->prefix.p, how->prefix.len) != 0))
+        return 0;
+    return purge_key(sh, head, arg);
+}
+
+size_t ct_cache_purge_prefix_mode(struct ct_cache *cache, struct ct_str prefix,
+                                  enum ct_cache_purge mode, ct_time_t now)
 {
     CT_CHECK_OBJ(cache, CT_CACHE_MAGIC);
+    struct purge_how how = {.mode = mode, .now = now, .prefix = prefix};
     size_t n = 0;
 
     for (unsigned s = 0; s < cache->cfg.shards; s++) {
         struct ct_cache_shard *sh = &cache->shards[s];
         pthread_mutex_lock(&sh->mtx);
-        n += ct_cache_table_each(sh, purge_if_prefix, &prefix);
+        n += ct_cache_table_each(sh, purge_if_prefix, &how);
         pthread_mutex_unlock(&sh->mtx);
     }
     return n;
+}
+
+size_t ct_cache_purge_prefix(struct ct_cache *cache, struct ct_str prefix)
+{
+    return ct_cache_purge_prefix_mode(cache, prefix, CT_CACHE_PURGE_HARD, 0);
 }
 
 /* Examine up to QUOTA objects of SH from its sweep cursor toward the newest. */
@@ -552,6 +593,7 @@ void ct_cache_stats(const struct ct_cache *cache, struct ct_cache_stats *st)
     st->bytes = atomic_load_explicit(&cache->bytes, memory_order_relaxed);
     st->max_bytes = cache->cfg.max_bytes;
     st->objects = atomic_load_explicit(&cache->objects, memory_order_relaxed);
+    ct_cache_tags_stats(cache, st);
 }
 
 struct ct_cache *ct_cache_new(const struct ct_cache_config *cfg)
@@ -584,6 +626,7 @@ struct ct_cache *ct_cache_new(const struct ct_cache_config *cfg)
         ct_cache_table_init(sh, INITIAL_SLOTS);
     }
     atomic_init(&cache->bytes, table);
+    ct_cache_tags_init(cache);
     return cache;
 }
 
@@ -602,6 +645,7 @@ void ct_cache_free(struct ct_cache **cachep)
     }
     /* Every reference handed out must be back: objects would outlive us. */
     CT_ASSERT(atomic_load_explicit(&cache->objects, memory_order_relaxed) == 0);
+    ct_cache_tags_fini(cache);
     for (unsigned s = 0; s < cache->cfg.shards; s++) {
         ct_cache_table_fini(&cache->shards[s]);
         pthread_mutex_destroy(&cache->shards[s].mtx);

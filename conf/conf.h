@@ -172,6 +172,11 @@ struct ct_conf_cache {
     enum ct_conf_waiter waiter_timeout_action;
     struct ct_conf_cidr *purge_allow;
     size_t npurge_allow;
+    char **tag_headers;            /* response fields read as tags (surrogate keys) */
+    size_t ntag_headers;
+    unsigned max_tags;             /* per object; past it: counted, logged, left out */
+    unsigned max_tag_length;       /* bytes per tag; longer: counted, logged, left out */
+    bool expose_tags;              /* forward the tag fields to clients (debugging) */
 };
 
 struct ct_conf_limits {
@@ -241,6 +246,13 @@ void ct_conf_dump(const struct ct_conf *cf, FILE *fp);
 /* Print the configuration reference (Markdown) generated from the schema
  * table: every key, type, default and help. README.md embeds its output. */
 void ct_conf_print_reference(FILE *fp);
+
+/* The reason a setting's default was chosen (the reference's "Why this
+ * default"), by its reference key such as "cache.grace" or
+ * "listen[].tls.min_version"; NULL if none is written down. */
+const char *ct_conf_default_reason(const char *key);
+/* Every key that has a reason, into *KEYS (static storage); the count. */
+size_t ct_conf_default_reasons(const char ***keys);
 
 /* ---- command line ------------------------------------------------------- */
 

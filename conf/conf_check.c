@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "conf/conf_int.h"
+#include "http/http.h"
 
 static const char *loc(const struct ct_conf *cf, const char *path)
 {
@@ -27,13 +28,7 @@ static const char *loc(const struct ct_conf *cf, const char *path)
 /* RFC 9110 5.1: field-name = token. */
 static bool is_token(const char *s)
 {
-    if (!s || !*s)
-        return false;
-    for (; *s; s++)
-        if (!strchr("!#$%&'*+-.^_`|~", *s) && !((*s >= '0' && *s <= '9') ||
-                                               ((*s | 0x20) >= 'a' && (*s | 0x20) <= 'z')))
-            return false;
-    return true;
+    return s && ct_http_is_token(ct_str_c(s));
 }
 
 static void check_token(const struct ct_conf *cf, struct ct_conf_errors *errs, const char *path,
@@ -217,7 +212,24 @@ static void check_cache(const struct ct_conf *cf, struct ct_conf_errors *errs)
                     "cache.size)", a, b);
     }
     check_token(cf, errs, "cache.key_header", c->key_header);
+    for (size_t i = 0; i < c->ntag_headers; i++) {
+        /* (each is a token: the loader checked) the proxy recognises tag fields among the fields its header table
+         * does not know, so a pass response pays nothing for them */
+        if (ct_hdr_lookup(ct_str_c(c->tag_headers[i])) != CT_HDR_UNKNOWN)
+            CHECK_ERR(cf, errs, "cache.tag_headers",
+                      "\"%s\" is a standard field, not a tag field (expected a name such as "
+                      "Surrogate-Key or X-Tags)",
+                      c->tag_headers[i]);
+    }
     check_token(cf, errs, "cache.targeted_cache_control", c->targeted_cc);
+    /* RFC 9213 targeted fields are fields of their own; the pass path tells
+     * them (and tags) apart from the standard fields it knows by id */
+    if (is_token(c->targeted_cc) && ct_hdr_lookup(ct_str_c(c->targeted_cc)) != CT_HDR_UNKNOWN &&
+        ct_hdr_lookup(ct_str_c(c->targeted_cc)) != CT_HDR_CDN_CACHE_CONTROL)
+        CHECK_ERR(cf, errs, "cache.targeted_cache_control",
+                  "\"%s\" is a standard field (expected a targeted field name such as "
+                  "Cachet-Cache-Control, RFC 9213)",
+                  c->targeted_cc);
 }
 
 int ct_conf_finish(struct ct_conf *cf, struct ct_conf_errors *errs)

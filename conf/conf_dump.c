@@ -142,12 +142,29 @@ static void put_value(const struct ct_conf_row *r, const void *base, int indent,
     }
 }
 
+/* Does ROW hold its default? Rendered and compared with the default as the
+ * schema writes it, which is also how the file would say it. */
+static bool is_default(const struct ct_conf_row *r, const void *base)
+{
+    char *v = NULL;
+    size_t n = 0;
+    FILE *mem = open_memstream(&v, &n);
+    CT_ASSERT(mem != NULL);
+    put_value(r, base, 0, mem);
+    fclose(mem);
+    bool same = r->def && strcmp(v, r->def) == 0;
+    free(v);
+    return same;
+}
+
 static void dump_section(const struct ct_conf_section *sec, const void *base, int indent, FILE *fp)
 {
     for (size_t i = 0; i < sec->nrows; i++) {
         const struct ct_conf_row *r = &sec->rows[i];
         if (sec->why_not && sec->why_not(r->name, base))
             continue;
+        if (r->departs && !is_default(r, base))
+            fprintf(fp, "%*s# departs from %s\n", indent, "", r->departs);
         fprintf(fp, "%*s%s = ", indent, "", r->name);
         put_value(r, base, indent, fp);
         fputs(";\n", fp);
@@ -161,6 +178,8 @@ void ct_conf_dump(const struct ct_conf *cf, FILE *fp)
     /* the source name goes into a comment: keep it on one line */
     for (const char *s = cf->source; *s; s++)
         fputc(*s == '\n' ? ' ' : *s, fp);
-    fputs("\n", fp);
+    fputs("\n# The defaults follow RFC 9110/9111; a setting marked \"departs from\" is an\n"
+          "# opt-in that does not (see the configuration reference).\n",
+          fp);
     dump_section(&ct_conf_root_section, cf, 0, fp);
 }

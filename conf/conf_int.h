@@ -41,6 +41,7 @@ enum ct_row_type {
 #define CT_ROW_REQUIRED 0x1u /* no default: must be set */
 #define CT_ROW_AUTO 0x2u     /* UINT: "auto" means 0 */
 #define CT_ROW_OFF 0x4u      /* DUR/ADDR: "off" means 0 / no address */
+#define CT_ROW_FIELDS 0x8u   /* STRLIST: header field names (tokens), not server names */
 
 struct ct_conf_enum {
     const char *name;
@@ -59,6 +60,10 @@ struct ct_conf_row {
     const struct ct_conf_enum *enums; /* NULL-name terminated */
     const struct ct_conf_section *sub;
     const char *help;
+    /* NULL, or the rule a value other than the default departs from, e.g.
+     * "RFC 9111 §4.2.4: ...". The defaults follow the RFCs (DESIGN.md); such
+     * a row is an opt-in, and the reference and `cachet -T` say so. */
+    const char *departs;
 };
 
 struct ct_conf_section {

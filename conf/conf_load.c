@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "conf/conf_int.h"
+#include "http/http.h"
 
 void ct_conf_setting_where(const struct ct_conf_loadctx *lc, const config_setting_t *s,
                            char *buf, size_t len)
@@ -206,9 +207,15 @@ static int parse_strings(struct ct_conf_loadctx *lc, const struct ct_conf_row *r
         const char *str = str_of(e);
         char epath[256];
         snprintf(epath, sizeof(epath), "%s[%zu]", path, i);
-        int erc = !str ? CT_ECONF
-                  : cidr ? ct_conf_parse_cidr(str, (struct ct_conf_cidr *)v + got)
-                         : ct_conf_parse_server_name(str, (char **)v + got);
+        int erc = CT_ECONF;
+        if (!str)
+            erc = CT_ECONF;
+        else if (cidr)
+            erc = ct_conf_parse_cidr(str, (struct ct_conf_cidr *)v + got);
+        else if (!(r->flags & CT_ROW_FIELDS))
+            erc = ct_conf_parse_server_name(str, (char **)v + got);
+        else if (ct_http_is_token(ct_str_c(str))) /* RFC 9110 §5.1, as written */
+            erc = (((char **)v)[got] = ct_xstrdup(str)) ? CT_OK : CT_ECONF;
         if (erc == CT_OK)
             got++;
         else

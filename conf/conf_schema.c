@@ -27,6 +27,12 @@
 #define ROW_DUR(T, key, f, fl, lo, hi, d, h)                                                  \
     {.name = key, .type = CT_ROW_DUR, .flags = fl, FLD(T, f), .min = lo, .max = hi, .def = d,  \
      .help = h}
+/* Rows whose non-default values depart from an RFC (the opt-ins). */
+#define ROW_BOOL_DEP(T, key, f, d, h, dep)                                                         \
+    {.name = key, .type = CT_ROW_BOOL, FLD(T, f), .def = d, .help = h, .departs = dep}
+#define ROW_DUR_DEP(T, key, f, fl, lo, hi, d, h, dep)                                              \
+    {.name = key, .type = CT_ROW_DUR, .flags = fl, FLD(T, f), .min = lo, .max = hi, .def = d,  \
+     .help = h, .departs = dep}
 #define ROW_FRAC(T, key, f, d, h) {.name = key, .type = CT_ROW_FRAC, FLD(T, f), .def = d, .help = h}
 #define ROW_STR(T, key, f, fl, d, h)                                                          \
     {.name = key, .type = CT_ROW_STR, .flags = fl, FLD(T, f), .def = d, .help = h}
@@ -40,6 +46,9 @@
      .help = h}
 #define ROW_STRLIST(T, key, f, fn, d, h)                                                      \
     {.name = key, .type = CT_ROW_STRLIST, FLD(T, f), .off2 = offsetof(T, fn), .def = d, .help = h}
+#define ROW_FIELDLIST(T, key, f, fn, d, h)                                                    \
+    {.name = key, .type = CT_ROW_STRLIST, .flags = CT_ROW_FIELDS, FLD(T, f),                   \
+     .off2 = offsetof(T, fn), .def = d, .help = h}
 #define ROW_CIDRLIST(T, key, f, fn, d, h)                                                     \
     {.name = key, .type = CT_ROW_CIDRLIST, FLD(T, f), .off2 = offsetof(T, fn), .def = d,       \
      .help = h}
@@ -165,9 +174,12 @@ static const struct ct_conf_row listener_rows[] = {
              "https."),
     ROW_UINT(T, "redirect_port", redirect_port, 0, 0, 65535, "0",
              "Port put in the redirect's Location; 0 = the first HTTPS listener's port."),
-    ROW_BOOL(T, "honour_client_cache_control", honour_client_cc, "true",
-             "Obey request Cache-Control (no-cache, max-age, only-if-cached...). Public sites "
-             "often turn this off."),
+    ROW_BOOL_DEP(T, "honour_client_cache_control", honour_client_cc, "true",
+                 "Obey request Cache-Control (no-cache, max-age, min-fresh, max-stale, "
+                 "only-if-cached) and `Pragma: no-cache`; `false` serves fresh hits whatever the "
+                 "client asks (public sites often turn it off, so a reload button cannot reach "
+                 "the origin).",
+                 "RFC 9111 §5.2.1 (request directives ignored)"),
     ROW_GROUP(T, "tls", tls, tls_section, "HTTPS listeners: TLS settings (group)."),
 };
 #undef T
@@ -223,19 +235,29 @@ static const struct ct_conf_row cache_rows[] = {
              "Memory for objects, counting headers, body and bookkeeping."),
     ROW_SIZE(T, "max_object_size", max_object_bytes, 1, 1 * TiB, Q("16M"),
              "Larger responses are passed through, not stored."),
-    ROW_DUR(T, "default_ttl", default_ttl_ms, CT_ROW_OFF, 0, 365 * DAY, Q("off"),
-            "Freshness for responses without any (no max-age, Expires or Last-Modified)."),
+    ROW_DUR_DEP(T, "default_ttl", default_ttl_ms, CT_ROW_OFF, 0, 365 * DAY, Q("off"),
+                "Freshness for storable responses without any (no max-age, Expires or "
+                "Last-Modified); `off` = none, as the RFC says (Varnish's `default_ttl` is 120s, "
+                "nginx caches only what `proxy_cache_valid` names).",
+                "RFC 9111 §4.2.2 (freshness without an explicit or heuristic basis)"),
     ROW_FRAC(T, "heuristic_fraction", heuristic_fraction, "0.1",
              "Heuristic freshness: this fraction of the time since Last-Modified (RFC 9111 "
              "4.2.2)."),
     ROW_DUR(T, "heuristic_max", heuristic_max_ms, 0, 0, 365 * DAY, Q("1d"),
             "Cap on heuristic freshness."),
-    ROW_DUR(T, "grace", grace_ms, 0, 0, 365 * DAY, Q("10s"),
-            "Serve a stale object this long past its TTL while one background fetch refreshes "
-            "it (adds to stale-while-revalidate)."),
-    ROW_DUR(T, "keep", keep_ms, 0, 0, 365 * DAY, Q("0s"),
-            "Keep stale objects with validators this long past TTL + grace, for conditional "
-            "revalidation."),
+    ROW_DUR_DEP(T, "grace", grace_ms, 0, 0, 365 * DAY, Q("0s"),
+                "Serve any stale object this long past its TTL while one background fetch "
+                "refreshes it, without the origin's permission (Varnish's `default_grace`, 10s "
+                "there). The default serves stale only where the response "
+                "(`stale-while-revalidate`, `stale-if-error`), the client (`max-stale`) or "
+                "`stale_if_error` allows it.",
+                "RFC 9111 §4.2.4 (a cache MUST NOT generate a stale response unless permitted)"),
+    ROW_DUR(T, "keep", keep_ms, 0, 0, 365 * DAY, Q("7d"),
+            "Keep stale objects that carry a validator (ETag, Last-Modified) this long past TTL + "
+            "grace, and revalidate them with a conditional request (a 304 refreshes the stored "
+            "headers, RFC 9111 §4.3.4) instead of fetching them whole. Eviction still wins: a "
+            "kept object costs memory only while nothing newer needs it (Varnish's `keep`, ATS "
+            "keeps stale objects until evicted, nginx `proxy_cache_revalidate`)."),
     ROW_DUR(T, "stale_if_error", stale_if_error_ms, 0, 0, 365 * DAY, Q("0s"),
             "Serve stale this long past TTL when the origin fails (response stale-if-error "
             "wins when given)."),
@@ -256,6 +278,18 @@ static const struct ct_conf_row cache_rows[] = {
              "What a waiter does on timeout: answer `504` or start its own `fetch`."),
     ROW_CIDRLIST(T, "purge_allow", purge_allow, npurge_allow, "[" Q("127.0.0.0/8") ", " Q("::1/128") "]",
                  "Client address prefixes allowed to PURGE."),
+    ROW_FIELDLIST(T, "tag_headers", tag_headers, ntag_headers,
+                  "[" Q("Surrogate-Key") ", " Q("Cache-Tag") ", " Q("xkey") "]",
+                  "Response fields whose values tag the stored object for purges by tag "
+                  "(`Surrogate-Key` and `xkey` space-separated, `Cache-Tag` and any other "
+                  "comma-separated); matched exactly, case included; `[]` = no tags."),
+    ROW_UINT(T, "max_tags", max_tags, 0, 1, 128, "128", /* CT_CACHE_TAGS_MAX */
+             "Tags kept per object; the rest are left out, counted (`tags_refused`) and logged."),
+    ROW_UINT(T, "max_tag_length", max_tag_length, 0, 1, 1024, "1024", /* CT_CACHE_TAG_MAX_LEN */
+             "Longest tag, in bytes; longer ones are left out, counted and logged."),
+    ROW_BOOL(T, "expose_tags", expose_tags, "false",
+             "Send the tag fields on to clients (for debugging); by default they are for "
+             "cachet only."),
 };
 static const struct ct_conf_section cache_section = SECTION("cache", T, cache_rows);
 #undef T
@@ -479,6 +513,162 @@ static const char *type_name(const struct ct_conf_row *r)
     return "?";
 }
 
+/* ---- why each default (the reference's "Why this default") ---------------
+ *
+ * Beside the schema so a default and its reason change together; keyed by the
+ * reference's key. tests/unit/test_conf_dump.c checks that every row with a
+ * default has one and that none names a key the schema lacks. */
+static const struct {
+    const char *key, *why;
+} reasons[] = {
+    {"workers", "one event loop per core, as nginx's `worker_processes auto` and HAProxy's "
+                "`nbthread`."},
+    {"listen[].redirect_to_https", "a listener serves what it is asked; redirecting is a site's "
+                                   "policy (nginx needs a `return 301` too)."},
+    {"listen[].redirect_port", "the port clients would use for HTTPS here."},
+    {"listen[].honour_client_cache_control",
+     "RFC 9111 §5.2.1 defines what the client's directives mean for a cache; nginx (without "
+     "`proxy_cache_bypass`) and Varnish's builtin VCL ignore them, which is the opt-in here."},
+    {"listen[].tls.self_signed", "a listener in a file names its certificate; only the embedded "
+                                 "default, meant for trying cachet out, makes one."},
+    {"listen[].tls.certificates[].server_names", "a single certificate serves every name."},
+    {"listen[].tls.certificates[].default", "the first certificate, as nginx takes its first "
+                                            "server block."},
+    {"listen[].tls.min_version", "TLS 1.0 and 1.1 are deprecated (RFC 8996); Mozilla's "
+                                 "intermediate profile, nginx since 1.23 and HAProxy start at "
+                                 "1.2."},
+    {"listen[].tls.ciphers", "Mozilla's intermediate profile: forward secrecy and AEAD only, "
+                             "every client of the last decade."},
+    {"listen[].tls.ciphersuites", "OpenSSL's TLS 1.3 default (RFC 8446 §9.1 requires "
+                                  "TLS_AES_128_GCM_SHA256)."},
+    {"listen[].tls.groups", "what every TLS 1.3 client offers; X25519 first as the fastest "
+                            "(Mozilla's profile)."},
+    {"listen[].tls.session_tickets", "a resumed handshake costs about 3/4 of a full one here "
+                                     "(BENCH-NOTES); nginx and HAProxy issue tickets by "
+                                     "default."},
+    {"listen[].tls.ticket_key_rotation",
+     "a stolen ticket key decrypts the sessions it protected, so keys live an hour (the "
+     "previous one still decrypts), as Mozilla advises; nginx never rotates without a reload."},
+    {"listen[].tls.session_cache", "resumption for clients that do not take tickets."},
+    {"listen[].tls.session_cache_size", "about 5 MiB per listener; nginx's `shared:SSL:10m` "
+                                        "holds about 40000."},
+    {"listen[].tls.handshake_timeout", "ten seconds cover a slow mobile round trip several "
+                                       "times over and stop idle handshakes holding sockets "
+                                       "(HAProxy's `timeout client` applies to them too)."},
+    {"listen[].tls.ktls", "kernel TLS needs the kernel's `tls` module and helps only with "
+                          "sendfile of large bodies; nginx's KTLS is opt-in too."},
+    {"listen[].tls.client_ca", "client certificates are a site's policy."},
+    {"listen[].tls.client_verify", "client certificates are a site's policy."},
+    {"listen[].tls.client_subject_header", "nothing is added to requests unless asked."},
+    {"backends[].name", "the address names the backend well enough."},
+    {"backends[].weight", "equal shares, as nginx's `weight=1`."},
+    {"backends[].connect_timeout",
+     "an origin on the same network connects in milliseconds, so 5 s means it is down (HAProxy's "
+     "examples use `timeout connect 5s`; nginx's 60 s holds a client a minute)."},
+    {"backends[].response_header_timeout",
+     "long enough for a slow page, short enough that a hung origin answers 504 in half of "
+     "nginx's `proxy_read_timeout` and Varnish's `first_byte_timeout` (60 s)."},
+    {"backends[].read_timeout", "as response_header_timeout: half of nginx's "
+                                "`proxy_read_timeout` and Varnish's `between_bytes_timeout`."},
+    {"backends[].pool_idle_timeout", "nginx's upstream `keepalive_timeout` (60 s); a request on a "
+                                     "connection the origin closed meanwhile is retried once."},
+    {"backends[].pool_max_idle", "see the meaning: a pool smaller than a burst reconnects after "
+                                 "every burst."},
+    {"backends[].max_fails", "three in a row, not nginx's one, so a single reset does not take a "
+                             "backend out."},
+    {"backends[].fail_timeout", "nginx's `fail_timeout` (10 s)."},
+    {"backends[].health_check.enabled", "probing needs a path the origin answers cheaply; passive "
+                                        "health works without one (nginx open source has only "
+                                        "passive checks)."},
+    {"backends[].health_check.interval", "nginx Plus' `health_check interval=5`."},
+    {"backends[].health_check.timeout", "a probe slower than this would be a slow page for a "
+                                        "client too."},
+    {"backends[].health_check.path", "every origin answers `/`; set a cheap health URL."},
+    {"backends[].health_check.expect_status", "a healthy `/` answers 200."},
+    {"backends[].health_check.rise", "HAProxy's `rise 2`: one good probe could be luck."},
+    {"backends[].health_check.fall", "HAProxy's `fall 3`: one lost probe is not an outage."},
+    {"cache.size", "a demonstration size; set it to the memory the cache may use (Varnish's "
+                   "default storage is 100 MB)."},
+    {"cache.max_object_size", "1/16 of the default cache, so one object cannot flush it "
+                              "(HAProxy caps objects at half of its cache)."},
+    {"cache.default_ttl", "RFC 9111 §4.2.2 gives freshness only from the response or a "
+                          "Last-Modified heuristic; inventing it serves content the origin never "
+                          "allowed to be reused."},
+    {"cache.heuristic_fraction", "the 10 % RFC 9111 §4.2.2 suggests, as Squid and ATS use."},
+    {"cache.heuristic_max", "ATS's `heuristic_max_lifetime` (one day): a file unchanged for a "
+                            "year is still re-checked daily."},
+    {"cache.grace", "RFC 9111 §4.2.4: stale responses need the origin's or the client's "
+                    "permission, which `stale-while-revalidate`, `stale-if-error` and "
+                    "`max-stale` give."},
+    {"cache.keep", "a 304 costs the origin a fraction of a full answer (RFC 9111 §4.3); a week "
+                   "covers weekly-changing content, and eviction reclaims kept objects before "
+                   "fresh ones."},
+    {"cache.stale_if_error", "serving stale on errors needs permission (RFC 5861 "
+                             "`stale-if-error`, honoured by default); nginx's "
+                             "`proxy_cache_use_stale` is off by default too."},
+    {"cache.store_set_cookie", "Set-Cookie is nearly always per user: nginx and Varnish's builtin "
+                               "VCL do not store such responses either."},
+    {"cache.key_query", "the query is part of the target URI, which is the key (RFC 9111 §2)."},
+    {"cache.key_header", "RFC 9111 keys on the URI; Vary adds request fields where the origin "
+                         "asks."},
+    {"cache.targeted_cache_control", "RFC 9213 targeted fields are named per cache: this one is "
+                                     "cachet's."},
+    {"cache.hit_for_miss", "Varnish's hit-for-miss lifetime (120 s): long enough to keep "
+                           "uncacheable URLs out of the waiting list, short enough to notice "
+                           "when they become cacheable."},
+    {"cache.waiter_timeout", "as long as the fetch it waits for may take "
+                             "(response_header_timeout); nginx's `proxy_cache_lock_timeout` is 5 "
+                             "s, Varnish waits without a limit."},
+    {"cache.waiter_timeout_action", "a slow origin is not sent every waiter's request at once "
+                                    "(nginx's `fetch` behaviour is the alternative)."},
+    {"cache.purge_allow", "purging is an operator's action: loopback only."},
+    {"cache.tag_headers", "the fields Fastly (`Surrogate-Key`), Cloudflare (`Cache-Tag`) and "
+                          "Varnish's xkey read, so an origin written for any of them works."},
+    {"cache.max_tags", "Akamai's limit (128 per object); the index costs 32 bytes per tag per "
+                       "object."},
+    {"cache.max_tag_length", "Fastly's limit (1 KiB per key)."},
+    {"cache.expose_tags", "tags describe the origin's data model, and Fastly and Cloudflare strip "
+                          "them before delivery too."},
+    {"limits.max_request_line", "RFC 9112 §3 recommends supporting at least 8000 octets; nginx's "
+                                "`large_client_header_buffers` is 8k."},
+    {"limits.max_header_bytes", "twice nginx's 4 x 8k; HAProxy's whole buffer is 16 KiB."},
+    {"limits.max_header_count", "Apache's `LimitRequestFields` (100)."},
+    {"limits.max_body", "bodies are streamed to the origin, not buffered, so their size costs "
+                        "no memory here; the origin knows its limits (nginx's 1 MiB exists "
+                        "because it buffers)."},
+    {"limits.client_header_timeout", "a request head is one packet for a real client; 10 s "
+                                     "stops slowloris sooner than nginx's 60 s."},
+    {"limits.keepalive_timeout", "nginx's `keepalive_timeout` (75 s)."},
+    {"limits.send_timeout", "nginx's `send_timeout` (60 s)."},
+    {"limits.max_connections_per_worker", "fits the usual 8192..65536 file limit with room for "
+                                          "origin connections; nginx's Debian default is 768."},
+    {"limits.drain_timeout", "Kubernetes' default termination grace period (30 s)."},
+    {"admin.listen", "stats, metrics and purges are for operators: on loopback."},
+    {"logs.error_log", "stderr, so systemd's journal or a terminal has it."},
+    {"logs.level", "errors and what changes state (start, reload, backend up/down), not every "
+                   "request."},
+    {"logs.access_log", "one line per request costs CPU and disk on the hit path; turn it on "
+                        "where it is wanted (Varnish logs to memory, varnishncsa is separate)."},
+    {"logs.access_format", "nginx's and Apache's `combined`, which every log tool reads."},
+};
+
+const char *ct_conf_default_reason(const char *key)
+{
+    for (size_t i = 0; i < CT_ARRAY_LEN(reasons); i++)
+        if (strcmp(reasons[i].key, key) == 0)
+            return reasons[i].why;
+    return NULL;
+}
+
+size_t ct_conf_default_reasons(const char ***keys)
+{
+    static const char *k[CT_ARRAY_LEN(reasons)];
+    for (size_t i = 0; i < CT_ARRAY_LEN(reasons); i++)
+        k[i] = reasons[i].key;
+    *keys = k;
+    return CT_ARRAY_LEN(reasons);
+}
+
 /* Markdown cells must not contain '|'; the defaults don't, the help neither. */
 static void print_rows(const struct ct_conf_section *sec, const char *prefix, FILE *fp)
 {
@@ -491,9 +681,15 @@ static void print_rows(const struct ct_conf_section *sec, const char *prefix, FI
         /* "Expected" only where it says more than the type column */
         bool say = r->type != CT_ROW_STR && r->type != CT_ROW_GROUP && r->type != CT_ROW_LIST &&
                    r->type != CT_ROW_BOOL;
-        fprintf(fp, "| `%s` | %s | %s%s%s | %s%s%s%s |\n", key, type_name(r), r->def ? "`" : "",
+        fprintf(fp, "| `%s` | %s | %s%s%s | %s%s%s%s", key, type_name(r), r->def ? "`" : "",
                 def, r->def ? "`" : "", r->help, say ? " Expected: " : "", say ? expect : "",
                 say ? "." : "");
+        const char *why = ct_conf_default_reason(key);
+        if (why)
+            fprintf(fp, " *Why this default:* %s", why);
+        if (r->departs)
+            fprintf(fp, " **Any other value is an opt-in that departs from %s.**", r->departs);
+        fputs(" |\n", fp);
         if (r->type == CT_ROW_GROUP)
             print_rows(r->sub, key, fp);
         if (r->type == CT_ROW_LIST) {
@@ -555,7 +751,10 @@ void ct_conf_row_expect(const struct ct_conf_row *r, char *buf, size_t len)
         snprintf(buf, len, "\"HOST:PORT\" such as \"127.0.0.1:8081\" or \"origin.example:80\"");
         break;
     case CT_ROW_STRLIST:
-        snprintf(buf, len, "server names such as [\"example.com\", \"*.example.com\"]");
+        if (r->flags & CT_ROW_FIELDS)
+            snprintf(buf, len, "header field names such as [\"Surrogate-Key\", \"Cache-Tag\"]");
+        else
+            snprintf(buf, len, "server names such as [\"example.com\", \"*.example.com\"]");
         break;
     case CT_ROW_CIDRLIST:
         snprintf(buf, len, "address prefixes such as [\"127.0.0.0/8\", \"::1/128\"]");

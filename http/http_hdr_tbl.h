@@ -20,7 +20,7 @@
     X(CONTENT_RANGE, "Content-Range", CT_HDRF_SINGLE)                            \
     X(CONTENT_TYPE, "Content-Type", CT_HDRF_SINGLE)                              \
     X(COOKIE, "Cookie", 0)                                                       \
-    X(DATE, "Date", CT_HDRF_SINGLE | CT_HDRF_PER_HIT)                            \
+    X(DATE, "Date", CT_HDRF_SINGLE)                                              \
     X(ETAG, "ETag", CT_HDRF_SINGLE)                                              \
     X(EXPECT, "Expect", CT_HDRF_LIST)                                            \
     X(EXPIRES, "Expires", CT_HDRF_SINGLE)                                        \

@@ -6,7 +6,8 @@
  * segments go to the client's output by reference, one object reference per
  * handed-out piece (ct_obj_ref), released by libevent when the bytes are gone
  * (ct_obj_release_cb), so the object outlives every evbuffer that points into
- * it. Per hit we write Date, Age (RFC 9111 §4.2.3 current_age), Cache-Status
+ * it. Per hit we write Age (RFC 9111 §4.2.3 current_age; Date is the stored
+ * one, the origin's), Cache-Status
  * (RFC 9211), the framing and Connection, from one stack buffer.
  *
  * From a complete 200 we also answer the client's conditionals (304, RFC 9110
@@ -239,7 +240,7 @@ static void plan(struct ct_client *c, struct ct_obj *obj, const struct ct_cache_
 /* The per-hit fields, built by hand into TAIL (TAIL_MAX bytes): this runs on
  * every hit, and printf's format parsing showed in profiles. Returns the
  * length, the head's final CRLF included. */
-#define TAIL_MAX (CT_HTTP_DATE_LEN + 160 + 96 + 64 + 32 + sizeof(((struct ct_creq *)0)->cstatus_buf))
+#define TAIL_MAX (160 + 96 + 64 + 32 + sizeof(((struct ct_creq *)0)->cstatus_buf))
 
 static size_t render_tail(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatus,
                           const char *extra, const char *frame, const char *conn, char *tail)
@@ -249,9 +250,7 @@ static size_t render_tail(struct ct_client *c, struct ct_obj *obj, struct ct_str
     CT_ASSERT(cstatus.len <= sizeof(((struct ct_creq *)0)->cstatus_buf) && ne < 96 && nf < 64 &&
               nc < 32);
     char *p = tail;
-    p = put(p, "Date: ", 6);
-    p = put(p, ct_cache_date_now(c->w->wc), CT_HTTP_DATE_LEN);
-    p = put(p, "\r\nAge: ", 7);
+    p = put(p, "Age: ", 5);
     p = ct_cache_put_i64(p, age > 0 ? (int64_t)age : 0);
     p = put(p, "\r\nCache-Status: ", 16);
     p = put(p, cstatus.p, cstatus.len);

@@ -76,24 +76,98 @@ static int status_line(char *buf, size_t cap, const struct ct_http_msg *msg)
     return CT_MIN(n, (int)cap - 1);
 }
 
-void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
-                           const struct ct_cache_policy_opts *po, const struct ct_cache_blk *blk0)
+/* ---- tags (issue 16) --------------------------------------------------------- */
+
+_Static_assert(CT_CACHE_TAGS_MAX == 128 && CT_CACHE_TAG_MAX_LEN == 1024,
+               "conf_schema.c's bounds of cache.max_tags and cache.max_tag_length");
+
+bool ct_cache_is_tag_field(const struct ct_conf_cache *cc, const struct ct_http_field *f)
 {
+    if (f->id != CT_HDR_UNKNOWN) /* conf_check.c: tag fields are outside the table */
+        return false;
+    for (size_t i = 0; i < cc->ntag_headers; i++)
+        if (ct_str_eq_ci(f->name, ct_str_c(cc->tag_headers[i])))
+            return true;
+    return false;
+}
+
+/* Fastly's Surrogate-Key and Varnish's xkey list tags with spaces; Cloudflare's
+ * Cache-Tag, and any field of the operator's, with commas. */
+static bool space_separated(struct ct_str name)
+{
+    return ct_str_eq_ci(name, CT_STR("Surrogate-Key")) || ct_str_eq_ci(name, CT_STR("xkey"));
+}
+
+size_t ct_cache_tags_of(struct ct_client *c, const struct ct_http_msg *msg,
+                        struct ct_str out[CT_CACHE_TAGS_MAX])
+{
+    const struct ct_conf_cache *cc = &c->w->cf->cache;
+    size_t n = 0, refused = 0;
+    for (size_t i = 0; i < msg->nfields; i++) {
+        const struct ct_http_field *f = &msg->fields[i];
+        if (!ct_cache_is_tag_field(cc, f))
+            continue;
+        bool spaces = space_separated(f->name);
+        const char *p = f->value.p, *end = p + f->value.len;
+        while (p < end) {
+            while (p < end && (*p == ' ' || *p == '\t' || (!spaces && *p == ',')))
+                p++;
+            const char *q = p;
+            while (q < end && (spaces ? *q != ' ' && *q != '\t' : *q != ','))
+                q++;
+            struct ct_str t = ct_str_trim_ows(ct_str_make(p, (size_t)(q - p)));
+            p = q;
+            if (t.len == 0)
+                continue;
+            if (t.len > cc->max_tag_length || n == cc->max_tags)
+                refused++;
+            else
+                out[n++] = t;
+        }
+    }
+    if (refused) {
+        ct_stats_add(&c->w->stats->cache_tags_refused[0], refused);
+        CT_INFO("w%u c%llu: %.*s: %zu tags left out (cache.max_tags = %u, cache.max_tag_length "
+                "= %u)",
+                c->w->id, (unsigned long long)c->id, (int)c->req->target.len, c->req->target.p,
+                refused, cc->max_tags, cc->max_tag_length);
+    }
+    return n;
+}
+
+void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
+                           const struct ct_client *c, const struct ct_cache_blk *blk0)
+{
+    const struct ct_cache_policy_opts *po = ct_cache_popts(c);
+    const struct ct_conf_cache *cc = &c->w->cf->cache;
     struct ct_cache_blk blk = *blk0;
     char line[160];
     int n = status_line(line, sizeof(line), msg);
     blk.status_len = (uint32_t)n;
     evbuffer_add(out, &blk, sizeof(blk));
     evbuffer_add(out, line, (size_t)n);
+    bool has_date = false;
     for (size_t i = 0; i < msg->nfields; i++) {
         const struct ct_http_field *f = &msg->fields[i];
         /* Per-hit fields are written on every delivery; the framing is ours;
          * targeted cache control is for us only (RFC 9213 §2). */
         if ((ct_hdr_flags(f->id) & CT_HDRF_PER_HIT) || f->id == CT_HDR_CONTENT_LENGTH ||
             f->id == CT_HDR_TRANSFER_ENCODING || f->id == CT_HDR_VIA || is_proxy_field(f) ||
-            ct_cache_policy_field_targeted(f, po) || !ct_cache_policy_field_storable(msg, f, po))
+            ct_cache_policy_field_targeted(f, po) || !ct_cache_policy_field_storable(msg, f, po) ||
+            (!cc->expose_tags && ct_cache_is_tag_field(cc, f)))
             continue;
+        if (f->id == CT_HDR_DATE && has_date)
+            continue; /* a singleton (RFC 9110 §6.6.1): the first line counts */
+        has_date |= f->id == CT_HDR_DATE;
         add_field(out, f->name, f->value);
+    }
+    /* Hits carry the origin's Date, not the time of the hit: Age says how long
+     * it sat here (RFC 9110 §6.6.1, RFC 9111 §5.1). A response without one
+     * gets the time it was received, as a recipient with a clock must add. */
+    if (!has_date) {
+        char date[CT_HTTP_DATE_LEN + 1];
+        ct_http_date_format((time_t)blk.fresh.response_time, date);
+        add_field(out, CT_STR("Date"), ct_str_make(date, CT_HTTP_DATE_LEN));
     }
     add_via(out, msg);
 }
@@ -110,10 +184,16 @@ static const char *conn_text(enum ct_resp_conn conn)
     return "";
 }
 
-/* Targeted cache control is for us only (RFC 9213 §2): never forwarded. */
-static bool omit_targeted(const struct ct_http_field *f, const void *po)
+/* Targeted cache control is for us only (RFC 9213 §2), and so are the tags
+ * unless cache.expose_tags: never forwarded. */
+static bool omit_ours(const struct ct_http_field *f, const void *arg)
 {
-    return ct_cache_policy_field_targeted(f, po);
+    const struct ct_client *c = arg;
+    const struct ct_conf_cache *cc = &c->w->cf->cache;
+    if (f->id != CT_HDR_UNKNOWN) /* per pass-response field: the common case first */
+        return f->id == CT_HDR_CDN_CACHE_CONTROL;
+    return ct_cache_policy_field_targeted(f, ct_cache_popts(c)) ||
+           (!cc->expose_tags && ct_cache_is_tag_field(cc, f));
 }
 
 /* ---- the request ------------------------------------------------------------------ */
@@ -190,8 +270,10 @@ static struct ct_str first_value(const struct ct_http_msg *msg, enum ct_hdr_id i
     return f ? f->value : CT_STR_NULL;
 }
 
-/* grace and keep of a response, seconds (issue 6: grace serves stale while
- * one fetch refreshes; keep holds it longer for 304s and stale-if-error). */
+/* grace and keep of a response, seconds: grace serves stale while one fetch
+ * refreshes (the response's stale-while-revalidate, or the operator's opt-in
+ * cache.grace); keep holds it longer for 304s (objects with a validator) and
+ * for stale-if-error. */
 static void windows(struct ct_client *c, const struct ct_cache_fresh *f, bool validator,
                     double *grace, double *keep)
 {
@@ -207,7 +289,8 @@ static void windows(struct ct_client *c, const struct ct_cache_fresh *f, bool va
 }
 
 /* Set the fill object's head from MSG (answering REQ) with BODY_SRC (a 304
- * update) or a body to come. Returns CT_OK or the store's error. */
+ * update) or a body to come. Returns CT_OK, CT_ENOENT when nothing could
+ * reuse the response (it is not stored), or the store's error. */
 static int store_head(struct ct_client *c, const struct ct_http_msg *msg, struct ct_obj *body_src,
                       ct_time_t now)
 {
@@ -231,7 +314,7 @@ static int store_head(struct ct_client *c, const struct ct_http_msg *msg, struct
     else if (msg->framing == CT_FRAME_LENGTH)
         blk.length = msg->content_length;
     struct evbuffer *tmp = evbuffer_new();
-    ct_cache_render_block(tmp, msg, po, &blk);
+    ct_cache_render_block(tmp, msg, c, &blk);
     size_t hlen = evbuffer_get_length(tmp);
     struct ct_obj_meta meta = {
         .status = msg->status,
@@ -245,9 +328,31 @@ static int store_head(struct ct_client *c, const struct ct_http_msg *msg, struct
         .body_hint = !body_src && msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0,
         .body_src = body_src,
     };
-    windows(c, &blk.fresh, meta.etag.len || meta.last_modified.len, &meta.grace, &meta.keep);
-    int rc = ct_obj_set_head(cr->fill, &meta);
+    /* Tags: the response's; after a 304 without tag fields, the stored
+     * object's (its tag fields are not in the stored block: the index has
+     * them, RFC 9111 §4.3.4 keeps what the 304 does not replace). */
+    struct ct_str tags[CT_CACHE_TAGS_MAX];
+    char *tagbuf = NULL;
+    meta.tags = tags;
+    meta.ntags = ct_cache_tags_of(c, msg, tags);
+    if (meta.ntags == 0 && body_src) {
+        size_t cap = (size_t)CT_CACHE_TAGS_MAX * CT_CACHE_TAG_MAX_LEN;
+        tagbuf = ct_xmalloc(cap);
+        meta.ntags = ct_obj_tags(body_src, tags, CT_CACHE_TAGS_MAX, tagbuf, cap);
+    }
+    bool validator = meta.etag.len || meta.last_modified.len;
+    windows(c, &blk.fresh, validator, &meta.grace, &meta.keep);
+    int rc = CT_ENOENT;
+    /* Nothing could reuse it without the origin: stale on arrival, no
+     * validator to revalidate with and no window to serve it stale in
+     * (RFC 9111 §4.2.4). Storing it would only cost memory and make later
+     * requests queue behind each other's fetches; nginx does not store it
+     * either. A 304 update (BODY_SRC) has a validator by construction. */
+    if (body_src || validator || meta.grace > 0 || meta.keep > 0 ||
+        ct_cache_policy_ttl(&blk.fresh, now) > 0)
+        rc = ct_obj_set_head(cr->fill, &meta);
     evbuffer_free(tmp);
+    free(tagbuf);
     free(vkey);
     return rc;
 }
@@ -397,7 +502,8 @@ static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, enum c
     const char *why = not_storable(c, msg, &hfm);
     int rc = why ? CT_OK : store_head(c, msg, NULL, now);
     if (why == NULL && rc != CT_OK)
-        why = rc == CT_ELIMIT ? "no-memory" : "vary-star";
+        why = rc == CT_ELIMIT ? "no-memory" : rc == CT_ENOENT ? "no-freshness" : "vary-star";
+    hfm = hfm || rc == CT_ENOENT;
     if (why) {
         /* Waiters are released at once; the marker keeps later requests for
          * this key from queueing behind a fetch (issue 6). */
@@ -453,7 +559,7 @@ bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum
     if (cr->cstatus.len == 0)
         ct_cache_set_status(cr, "cachet; fwd=bypass");
     *extra = (struct ct_fwd_resp_extra){
-        .cache_status = cr->cstatus, .omit = omit_targeted, .omit_arg = ct_cache_popts(c)};
+        .cache_status = cr->cstatus, .omit = omit_ours, .omit_arg = c};
     return false; /* fetch.c forwards it (at once with its body when it can) */
 }
 

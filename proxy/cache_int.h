@@ -193,7 +193,14 @@ struct ct_wcache {
 /* Render MSG's storable fields (and our Via) into OUT as the stored block
  * (prefix + status line + fields). */
 void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
-                           const struct ct_cache_policy_opts *po, const struct ct_cache_blk *blk);
+                           const struct ct_client *c, const struct ct_cache_blk *blk);
+/* Is F one of cache.tag_headers (matched case-insensitively, RFC 9110 §5.1)? */
+bool ct_cache_is_tag_field(const struct ct_conf_cache *cc, const struct ct_http_field *f);
+/* The tags named by MSG's tag fields (cache.tag_headers) into OUT (at most
+ * cache.max_tags; views into MSG), counting and logging what the limits
+ * leave out. Returns the count. */
+size_t ct_cache_tags_of(struct ct_client *c, const struct ct_http_msg *msg,
+                        struct ct_str out[CT_CACHE_TAGS_MAX]);
 /* cache_req.c, cache_deliver.c */
 const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_client *c);
 bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct ct_str *wire);

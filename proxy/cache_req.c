@@ -371,6 +371,13 @@ bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct
         return false;
     memcpy(blk, h.p, sizeof(*blk)); /* the block is not aligned for the struct */
     *wire = ct_str_make(h.p + sizeof(*blk), h.len - sizeof(*blk));
+    /* A soft purge (cache.h) ended its freshness at ct_obj_expires(): every
+     * decision made from the stored freshness sees that. The store computed
+     * its expiry from these very fields, so only a purge makes them differ. */
+    struct ct_cache_fresh *f = &blk->fresh;
+    ct_time_t purged = ct_obj_expires(obj);
+    if (CT_UNLIKELY(purged < f->response_time - f->initial_age + (double)f->lifetime))
+        f->lifetime = (int64_t)CT_MAX(0.0, purged - f->response_time + f->initial_age); /* floor */
     return true;
 }
 
@@ -614,11 +621,25 @@ static void purge(struct ct_client *c)
         answer(c, 403, "403 PURGE not allowed from this address\n", "cachet; detail=purge");
         return;
     }
+    /* Soft (Fastly's `Fastly-Soft-Purge: 1`): stale at once, revalidated. */
+    const struct ct_http_field *sf = ct_http_msg_find_name(c->req, CT_STR("Soft-Purge"), NULL);
+    if (sf == NULL)
+        sf = ct_http_msg_find_name(c->req, CT_STR("Fastly-Soft-Purge"), NULL);
+    enum ct_cache_purge mode =
+        sf && ct_str_eq(sf->value, CT_STR("1")) ? CT_CACHE_PURGE_SOFT : CT_CACHE_PURGE_HARD;
+    ct_time_t now = ct_time_real();
     size_t n = 0;
-    if (ct_cache_key_for(c, c->req->target, &cr->key))
-        n = ct_cache_purge(c->w->wc->cache, &cr->key);
-    CT_INFO("w%u c%llu %s: PURGE %.*s: %zu objects", c->w->id, (unsigned long long)c->id,
-            c->peer, (int)c->req->target.len, c->req->target.p, n);
+    /* With tag fields (cache.tag_headers), the tags they name are purged
+     * instead of the URL: `PURGE / HTTP/1.1` + `Surrogate-Key: a b`. */
+    struct ct_str tags[CT_CACHE_TAGS_MAX];
+    size_t ntags = ct_cache_tags_of(c, c->req, tags);
+    for (size_t i = 0; i < ntags; i++)
+        n += ct_cache_purge_tag(c->w->wc->cache, tags[i], mode, now);
+    if (ntags == 0 && ct_cache_key_for(c, c->req->target, &cr->key))
+        n = ct_cache_purge_key_mode(c->w->wc->cache, &cr->key, mode, now);
+    CT_INFO("w%u c%llu %s: PURGE%s %.*s%s: %zu objects", c->w->id, (unsigned long long)c->id,
+            c->peer, mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "", (int)c->req->target.len,
+            c->req->target.p, ntags ? " by tag" : "", n);
     answer(c, n ? 200 : 404, n ? "200 Purged\n" : "404 Not in cache\n", "cachet; detail=purge");
 }
 

@@ -394,16 +394,46 @@ static unsigned purge_body(struct ct_stats_out *body, unsigned status, const cha
     return status;
 }
 
+/* POST /purge?tag=T[&tag=U...]: every object tagged exactly T, U... */
+static unsigned purge_tags(struct ct_ops *ops, struct ct_str query, enum ct_cache_purge mode,
+                           struct ct_stats_out *body)
+{
+    char val[CT_CACHE_TAG_MAX_LEN + 2]; /* query_param keeps one byte free */
+    size_t n = 0, ntags = 0;
+    ct_time_t now = ct_time_real();
+    for (size_t i = 0; i < query.len;) {
+        const char *amp = memchr(query.p + i, '&', query.len - i);
+        size_t end = amp ? (size_t)(amp - query.p) : query.len;
+        struct ct_str one = ct_str_make(query.p + i, end - i), tag;
+        i = end + 1;
+        if (one.len < 4 || memcmp(one.p, "tag=", 4) != 0)
+            continue;
+        if (!query_param(one, "tag", val, sizeof(val), &tag) || tag.len == 0)
+            return purge_body(body, 400, "a tag is empty, malformed or longer than 1024 bytes", 0);
+        n += ct_cache_purge_tag(ops->cache, tag, mode, now);
+        ntags++;
+    }
+    CT_INFO("admin: purge%s of %zu tags: %zu objects", mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "",
+            ntags, n);
+    return purge_body(body, n ? 200 : 404, NULL, n);
+}
+
 unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_out *body)
 {
     if (ops->cache == NULL)
         return purge_body(body, 501, "no cache", 0);
     char val[4096];
-    struct ct_str url, host, path;
+    struct ct_str url, host, path, soft;
     unsigned port;
+    enum ct_cache_purge mode =
+        query_param(query, "soft", val, sizeof(val), &soft) && ct_str_eq(soft, CT_STR("1"))
+            ? CT_CACHE_PURGE_SOFT
+            : CT_CACHE_PURGE_HARD;
+    if (query_param(query, "tag", val, sizeof(val), &url))
+        return purge_tags(ops, query, mode, body);
     bool prefix = query_param(query, "prefix", val, sizeof(val), &url);
     if (!prefix && !query_param(query, "url", val, sizeof(val), &url))
-        return purge_body(body, 400, "expected ?url=URL or ?prefix=URL", 0);
+        return purge_body(body, 400, "expected ?url=URL, ?prefix=URL or ?tag=TAG", 0);
     if (!split_url(url, &host, &port, &path))
         return purge_body(body, 400, "expected an absolute http:// or https:// URL", 0);
     size_t n, cap = host.len + path.len + 256;
@@ -414,7 +444,7 @@ unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_o
             free(buf);
             return purge_body(body, 400, "URL too long", 0);
         }
-        n = ct_cache_purge_prefix(ops->cache, pfx);
+        n = ct_cache_purge_prefix_mode(ops->cache, pfx, mode, ct_time_real());
     } else {
         const struct ct_conf_cache *cc = &ops->px->cf->cache;
         struct ct_cache_key_opts opts = {
@@ -432,9 +462,10 @@ unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_o
         }
         struct ct_cache_key key;
         CT_ASSERT(ct_cache_key_build(&opts, &in, buf, cap, &key) == CT_OK);
-        n = ct_cache_purge(ops->cache, &key);
+        n = ct_cache_purge_key_mode(ops->cache, &key, mode, ct_time_real());
     }
     free(buf);
-    CT_INFO("admin: purge %s %.*s: %zu objects", prefix ? "prefix" : "url", (int)url.len, url.p, n);
+    CT_INFO("admin: purge%s %s %.*s: %zu objects", mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "",
+            prefix ? "prefix" : "url", (int)url.len, url.p, n);
     return purge_body(body, n ? 200 : 404, NULL, n);
 }

@@ -401,9 +401,13 @@ static void json_cache(struct ct_stats_out *o, const struct ct_cache_stats *c)
 #define CT_STATS_JCACHE(name, text) ct_stats_out_printf(o, "\"%s\":%llu,", #name, (unsigned long long)c->name);
     CT_CACHE_STATS_TABLE(CT_STATS_JCACHE)
 #undef CT_STATS_JCACHE
-    ct_stats_out_printf(o, "\"bytes\":%llu,\"max_bytes\":%llu,\"objects\":%llu,\"keys\":%llu}",
+    ct_stats_out_printf(o,
+                        "\"bytes\":%llu,\"max_bytes\":%llu,\"objects\":%llu,\"keys\":%llu,"
+                        "\"tags\":%llu,\"tag_links\":%llu,\"tag_bytes\":%llu}",
                         (unsigned long long)c->bytes, (unsigned long long)c->max_bytes,
-                        (unsigned long long)c->objects, (unsigned long long)c->keys);
+                        (unsigned long long)c->objects, (unsigned long long)c->keys,
+                        (unsigned long long)c->tags, (unsigned long long)c->tag_links,
+                        (unsigned long long)c->tag_bytes);
 }
 
 static void json_listeners(struct ct_stats_out *o, const struct ct_stats_view *v)
@@ -548,6 +552,10 @@ static void prom_cache(struct ct_stats_out *o, const struct ct_cache_stats *c)
     prom_gauge(o, "cache_max_bytes", "Cache store: the memory cap.", c->max_bytes);
     prom_gauge(o, "cache_objects", "Cache store: objects alive.", c->objects);
     prom_gauge(o, "cache_keys", "Cache store: keys in the table.", c->keys);
+    prom_gauge(o, "cache_tags", "Tag index: distinct tags.", c->tags);
+    prom_gauge(o, "cache_tag_links", "Tag index: (object, tag) links.", c->tag_links);
+    prom_gauge(o, "cache_tag_bytes", "Tag index: bytes (part of cachet_cache_bytes).",
+               c->tag_bytes);
 }
 
 static void prom_reload(struct ct_stats_out *o, const struct ct_stats_reload *r)

@@ -101,7 +101,9 @@ enum ct_stats_close {
     X(admin_requests, COUNTER, NONE, "Requests served by the admin listener.")   \
     X(admin_event_streams, GAUGE, NONE, "GET /events streams open on the admin listener.") \
     X(admin_event_streams_dropped, COUNTER, NONE,                               \
-      "Event streams closed because their client did not read.")
+      "Event streams closed because their client did not read.")                \
+    X(cache_tags_refused, COUNTER, NONE,                                       \
+      "Tags left out of stored objects: over cache.max_tags or cache.max_tag_length.")
 
 /* Per backend, label "backend" (its configured name). */
 #define CT_STATS_BE_TABLE(X)                                                   \

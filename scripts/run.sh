@@ -17,9 +17,10 @@ if [ -x "$bin/cachet" ]; then
     cat <<EOT
 
 cachet is running (Ctrl-C stops it):
-  curl -i http://127.0.0.1:8080/json             through the cache, HTTP
-  curl -ik https://127.0.0.1:8443/1k             through the cache, HTTPS (self-signed)
+  curl -i http://127.0.0.1:8080/json             no freshness: fetched each time (Cache-Status says why)
+  curl -ik https://127.0.0.1:8443/1k             HTTPS (self-signed); has a validator: stored, revalidated (304)
   curl -i 'http://127.0.0.1:8080/gen?size=1024&cache-control=max-age%3D60'
+                                                 fresh for 60 s: the second one is a hit
   curl -s http://127.0.0.1:8082/stats            cachet's counters (admin)
   curl -s http://127.0.0.1:8081/_origin/stats    what reached the origin
 EOT

@@ -565,8 +565,68 @@ static void bench_hit_ratio(size_t nreq, size_t nkeys, double cache_frac)
     keyset_free(&ks);
 }
 
+/* ---- tags (issue 16) -----------------------------------------------------------
+ *
+ * NKEYS objects with 10 tags each: "shared" on every 10th object (100 k of
+ * 1 M), the others from a pool of NKEYS/10 tags (so each pool tag sits on
+ * about 9 objects). Reports the index's bytes per link and the time a purge
+ * of "shared" takes (the worker time of `POST /purge?tag=shared`); the p99 of
+ * hits during it is measured end to end by bench/run.sh's purge cell. */
+static void bench_tags(size_t nkeys)
+{
+    struct ct_cache_config cfg = {.max_bytes = (size_t)4 << 30, .max_object_size = 1 << 20};
+    struct ct_cache *c = ct_cache_new(&cfg);
+    struct keyset ks;
+    keyset_init(&ks, nkeys);
+    size_t pool = nkeys / 10 ? nkeys / 10 : 1;
+    char names[10][24];
+    struct ct_str tags[10];
+    double t0 = now_s();
+    for (size_t i = 0; i < nkeys; i++) {
+        size_t n = 0;
+        if (i % 10 == 0)
+            tags[n++] = CT_STR("shared");
+        while (n < 10) {
+            int len = snprintf(names[n], sizeof(names[n]), "t%zu", (size_t)(rng() % pool));
+            tags[n] = ct_str_make(names[n], (size_t)len);
+            n++;
+        }
+        struct ct_cache_lookup_req req = {&ks.keys[i], {"", 0}, NULL, NULL, false, false};
+        struct ct_cache_lookup_res res;
+        ct_cache_lookup(c, &req, T0, &res);
+        if (res.fetch) {
+            struct ct_obj_meta m = {.status = 200, .head = CT_STR(HEAD), .response_time = T0,
+                                    .ttl = 1e6, .tags = tags, .ntags = n};
+            if (ct_obj_set_head(res.fetch, &m) == CT_OK)
+                ct_obj_complete(res.fetch, T0);
+            else
+                ct_obj_abandon(res.fetch, T0, 0);
+        }
+        ct_cache_lookup_res_release(&res);
+    }
+    double t1 = now_s();
+    struct ct_cache_stats st;
+    ct_cache_stats(c, &st);
+    printf("tags: %zu objects x 10 tags stored in %.2f s; index %llu links, %llu tags, "
+           "%.1f bytes per link (structs of distinct tags included)\n",
+           nkeys, t1 - t0, (unsigned long long)st.tag_links, (unsigned long long)st.tags,
+           (double)st.tag_bytes / (double)st.tag_links);
+    double p0 = now_s();
+    size_t purged = ct_cache_purge_tag(c, CT_STR("shared"), CT_CACHE_PURGE_HARD, T0);
+    double p1 = now_s();
+    printf("tags: purge of the tag on %zu objects: %.1f ms (%.0f ns per object)\n", purged,
+           (p1 - p0) * 1e3, (p1 - p0) * 1e9 / (double)(purged ? purged : 1));
+    p0 = now_s();
+    size_t soft = ct_cache_purge_tag(c, CT_STR("t7"), CT_CACHE_PURGE_SOFT, T0);
+    p1 = now_s();
+    printf("tags: soft purge of a pool tag (%zu objects): %.3f ms\n", soft, (p1 - p0) * 1e3);
+    ct_cache_free(&c);
+    keyset_free(&ks);
+}
+
 int main(int argc, char **argv)
 {
+    bool opt_tags = false;
     size_t nkeys = 1000000, nreq = 1000000, hr_keys = 100000;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--keys") && i + 1 < argc) {
@@ -575,12 +635,15 @@ int main(int argc, char **argv)
             opt_lookups = strtoul(argv[++i], NULL, 10);
         } else if (!strcmp(argv[i], "--lookups-only")) {
             opt_lookups_only = true;
+        } else if (!strcmp(argv[i], "--tags")) {
+            opt_tags = true;
         } else if (!strcmp(argv[i], "--quick")) {
             nkeys = 100000;
             nreq = 200000;
             hr_keys = 20000;
         } else {
-            fprintf(stderr, "usage: %s [--keys N] [--lookups N] [--lookups-only] [--quick]\n",
+            fprintf(stderr,
+                    "usage: %s [--keys N] [--lookups N] [--lookups-only] [--tags] [--quick]\n",
                     argv[0]);
             return 2;
         }
@@ -589,6 +652,10 @@ int main(int argc, char **argv)
     printf("cachet cache store micro-benchmark (one thread; rates per CPU-second)\n");
     printf("sizeof(struct ct_cache_waiter) %zu, ct_cache_obj_base counted in 'per object'\n",
            sizeof(struct ct_cache_waiter));
+    if (opt_tags) {
+        bench_tags(nkeys);
+        return 0;
+    }
     bench_throughput(nkeys);
     if (!opt_lookups_only)
         bench_hit_ratio(nreq, hr_keys, 0.10);

@@ -69,7 +69,9 @@ t1=$(now_ms)
 ct_check_match "uncacheable: 100 complete answers" "$out" '^100 200 1000 '
 ct_check "uncacheable: every client went to the origin" "$(origin_count)" 100
 el=$((t1 - t0))
-if [ "$el" -lt 8000 ]; then ct_pass "uncacheable: waiters released at once ($el ms for 100)"; else ct_failed "uncacheable: waiters serialised ($el ms)"; fi
+# Serialised, 100 fetches of 500 ms take 50 s; half of that is the bound, so
+# 100 curl processes starting on a loaded (or sanitized) machine still pass.
+if [ "$el" -lt 25000 ]; then ct_pass "uncacheable: waiters released at once ($el ms for 100)"; else ct_failed "uncacheable: waiters serialised ($el ms)"; fi
 
 # ---- streaming while fetching: the first bytes reach a waiter long before
 # the origin finishes (trickle: 64 KiB every 100 ms, 1 MiB in ~1.6 s).
@@ -118,7 +120,7 @@ kill "$spid" 2>/dev/null
 wait "$spid" 2>/dev/null
 ct_check "slow reader: the fast one got everything" "$size" 4000000
 el=$((t1 - t0))
-if [ "$el" -lt 5000 ]; then ct_pass "slow reader: fast reader done in $el ms (slow one needs ~20 s)"; else ct_failed "slow reader held the fast one: $el ms"; fi
+if [ "$el" -lt 12000 ]; then ct_pass "slow reader: fast reader done in $el ms (slow one needs ~20 s)"; else ct_failed "slow reader held the fast one: $el ms"; fi
 ct_check "slow reader: one origin fetch" "$(origin_count)" 1
 rss=$(awk '/VmRSS/ {print $2}' "/proc/$(ct_pid proxy)/status")
 echo "     (cachet RSS after the slow/fast pair: $((rss / 1024)) MiB)"

@@ -10,6 +10,7 @@
 #                             empty for cachet-origin's "listening on ADDR:PORT");
 #                             prints PORT
 #   ct_stop NAME [SIG]        signal it (default TERM) and wait for it
+#   ct_wait_until SECS CMD... poll CMD until it succeeds, at most SECS seconds
 #   ct_check DESC ACTUAL EXPECTED      equality
 #   ct_check_match DESC ACTUAL REGEX   bash regex
 #   ct_done
@@ -61,11 +62,12 @@ ct_peak_rss_during() {
     echo "$peak"
 }
 
-# Wait up to 10 s for the announce line; print the port.
+# Wait up to 60 s for the announce line (a sanitized build beside a parallel
+# ctest can take seconds to start); print the port.
 ct_wait_listen() {
     local name=$1 kind=${2:-} pattern i line
     if [ -n "$kind" ]; then pattern="^listening on $kind "; else pattern="^listening on [0-9[]"; fi
-    for ((i = 0; i < 1000; i++)); do
+    for ((i = 0; i < 6000; i++)); do
         line=$(grep -m1 -E "$pattern" "$CT_TMP/$name.out" 2>/dev/null)
         if [ -n "$line" ]; then
             echo "${line##*:}"
@@ -79,6 +81,19 @@ ct_wait_listen() {
         sleep 0.01
     done
     echo "ct_wait_listen: $name did not announce '$pattern'" >&2
+    return 1
+}
+
+# ct_wait_until SECONDS CMD...: poll CMD every 10 ms until it succeeds (0) or
+# SECONDS pass (1). For conditions whose time grows under load or sanitizers:
+# the bound is generous, the wait is as short as the condition allows.
+ct_wait_until() {
+    local limit=$1 i
+    shift
+    for ((i = 0; i < limit * 100; i++)); do
+        "$@" && return 0
+        sleep 0.01
+    done
     return 1
 }
 

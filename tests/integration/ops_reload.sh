@@ -64,12 +64,16 @@ L2=$!
 # keep-alive: many requests per connection (curl reuses it within one command)
 loop "$CT_TMP/codes.ka" -o /dev/null -o /dev/null -o /dev/null "$P/json" "$P/json" "$P/json" "$P/json" &
 L3=$!
+# Each reload waits until every client has made two more requests since the
+# last one, so requests surely overlap every reload however slow the machine
+# (a fixed pause made 6 requests in all on a loaded machine).
+lines() { local f n=0; for f in http https ka; do n=$(wc -l <"$CT_TMP/codes.$f" 2>/dev/null || echo 0); [ "$n" -ge "$1" ] || return 1; done; }
 ok=1
 for n in 1 2 3 4 5; do
-    sleep 0.2
+    ct_wait_until 120 lines $((2 * n)) || ok=0
     reload $n || ok=0
 done
-sleep 0.2
+ct_wait_until 120 lines 12 || ok=0
 touch "$STOP"
 wait $L1 $L2 $L3
 ct_check "5 reloads completed" "$ok" 1

@@ -56,9 +56,11 @@ curl -s --no-progress-meter -Z --parallel-immediate --parallel-max 100 \
 T1=$(now_ms)
 ct_check "100 delayed answers, all 200" "$(grep -c '^200 ' "$CT_TMP/delays")" 100
 ct_check "each waited >= 0.5 s" "$(awk '$2 < 0.5' "$CT_TMP/delays" | wc -l)" 0
-ct_check "none waited for another (all < 1 s; slowest $(sort -k2 -n "$CT_TMP/delays" | tail -1 | cut -d' ' -f2) s)" \
-    "$(awk '$2 >= 1.0' "$CT_TMP/delays" | wc -l)" 0
-ct_check "100 x /delay/500 together in < 1.5 s (took $((T1 - T0)) ms)" "$(((T1 - T0) < 1500))" 1
+# Bounds sit halfway to what a serialising origin would take (100 x 0.5 s
+# over its workers), so a loaded or sanitized run still passes.
+ct_check "none waited for another (all < 8 s; slowest $(sort -k2 -n "$CT_TMP/delays" | tail -1 | cut -d' ' -f2) s)" \
+    "$(awk '$2 >= 8.0' "$CT_TMP/delays" | wc -l)" 0
+ct_check "100 x /delay/500 together in < 10 s (took $((T1 - T0)) ms)" "$(((T1 - T0) < 10000))" 1
 ct_check "stats counted 100" "$(ct_origin_total "$PORT")" 100
 T0=$(now_ms)
 curl -s -o /dev/null "$U/json?delay=300"
@@ -86,24 +88,24 @@ T0=$(now_ms)
 ct_stop origin TERM
 ct_check "SIGTERM with responses in flight exits 0" "$?" 0
 T1=$(now_ms)
-ct_check "and promptly (took $((T1 - T0)) ms)" "$(((T1 - T0) < 2000))" 1
+ct_check "and promptly, not after the 20 s delay (took $((T1 - T0)) ms)" "$(((T1 - T0) < 10000))" 1
 wait "$C1" "$C2" 2>/dev/null
 
 # ---- --delay ------------------------------------------------------------------
-ct_start slow "$CT_BIN/cachet-origin" --port 0 --workers 1 --delay 300
+ct_start slow "$CT_BIN/cachet-origin" --port 0 --workers 1 --delay 3000
 PORT=$(ct_wait_listen slow) || { ct_failed "slow origin starts"; ct_done; exit 1; }
 T0=$(now_ms)
 curl -s -o /dev/null "http://127.0.0.1:$PORT/json"
 T1=$(now_ms)
-ct_check "--delay applies (took $((T1 - T0)) ms)" "$(((T1 - T0) >= 300))" 1
+ct_check "--delay applies (took $((T1 - T0)) ms)" "$(((T1 - T0) >= 3000))" 1
 T0=$(now_ms)
 curl -s -o /dev/null "http://127.0.0.1:$PORT/_origin/stats"
 T1=$(now_ms)
-ct_check "--delay spares /_origin/ (took $((T1 - T0)) ms)" "$(((T1 - T0) < 300))" 1
+ct_check "--delay spares /_origin/ (took $((T1 - T0)) ms)" "$(((T1 - T0) < 2000))" 1
 T0=$(now_ms)
 curl -s -o /dev/null "http://127.0.0.1:$PORT/json?delay=0"
 T1=$(now_ms)
-ct_check "delay=0 overrides --delay (took $((T1 - T0)) ms)" "$(((T1 - T0) < 300))" 1
+ct_check "delay=0 overrides --delay (took $((T1 - T0)) ms)" "$(((T1 - T0) < 2000))" 1
 ct_stop slow TERM
 ct_check "clean exit (--delay)" "$?" 0
 ct_done

@@ -318,6 +318,15 @@ static void test_err_cache(void)
     EXPECT_ERR(BASE "cache = { targeted_cache_control = \"X:Y\"; };\n",
                "t.conf:3: cache.targeted_cache_control: invalid header name \"X:Y\" (expected "
                "a token such as X-Name)");
+    EXPECT_ERR(BASE "cache = { targeted_cache_control = \"Cache-Control\"; };\n",
+               "t.conf:3: cache.targeted_cache_control: \"Cache-Control\" is a standard field "
+               "(expected a targeted field name such as Cachet-Cache-Control, RFC 9213)");
+    EXPECT_ERR(BASE "cache = { tag_headers = [ \"Surrogate-Key\", \"Bad Name\" ]; };\n",
+               "t.conf:3: cache.tag_headers[1]: invalid value \"Bad Name\" (expected header field "
+               "names such as [\"Surrogate-Key\", \"Cache-Tag\"])");
+    EXPECT_ERR(BASE "cache = { tag_headers = [ \"ETag\" ]; };\n",
+               "t.conf:3: cache.tag_headers: \"ETag\" is a standard field, not a tag field "
+               "(expected a name such as Surrogate-Key or X-Tags)");
 }
 
 static void test_err_logs(void)

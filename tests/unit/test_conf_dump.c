@@ -199,10 +199,52 @@ static void test_readme_reference(void)
     free(readme);
 }
 
+/* Every default has its reason written beside it (issue 12), and no reason
+ * outlives its setting. */
+static void test_every_default_has_a_reason(void)
+{
+    char *ref = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&ref, &len);
+    ct_conf_print_reference(fp);
+    fclose(fp);
+    size_t ndefaults = 0;
+    for (char *line = ref; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, "| `", 3) != 0)
+            continue;
+        /* | `key` | type | default | meaning | */
+        char *c1 = strchr(line + 1, '|'), *c2 = c1 ? strchr(c1 + 1, '|') : NULL;
+        char *c3 = c2 ? strchr(c2 + 1, '|') : NULL, *eol = strchr(line, '\n');
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c3);
+        bool has_default = memchr(c2, '`', (size_t)(c3 - c2)) != NULL; /* not groups, "required" */
+        if (!has_default)
+            continue;
+        ndefaults++;
+        char *why = strstr(c3, "*Why this default:*");
+        if (why == NULL || (eol && why > eol)) {
+            fprintf(stderr, "no reason for the default of %.*s\n", (int)(c1 - line - 1), line + 1);
+            CU_FAIL("a default without a reason");
+        }
+    }
+    CU_ASSERT(ndefaults > 60);
+    const char **keys;
+    size_t n = ct_conf_default_reasons(&keys);
+    for (size_t i = 0; i < n; i++) {
+        char pat[200];
+        snprintf(pat, sizeof(pat), "| `%s` |", keys[i]);
+        if (!strstr(ref, pat)) {
+            fprintf(stderr, "a reason for %s, which is not a setting\n", keys[i]);
+            CU_FAIL("a reason for no setting");
+        }
+    }
+    free(ref);
+}
+
 void ct_test_register(void)
 {
     CT_SUITE("conf dump and docs", {"round trip of the default", test_round_trip_default},
              {"round trip of every setting", test_round_trip_everything},
              {"conf/cachet.conf loads", test_example_loads},
-             {"README reference matches the table", test_readme_reference});
+             {"README reference matches the table", test_readme_reference},
+             {"every default has a reason", test_every_default_has_a_reason});
 }

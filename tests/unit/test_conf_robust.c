@@ -130,14 +130,16 @@ static void mutate(char *buf, size_t *len, size_t cap)
         break;
     case 1: /* delete a run */
         if (*len) {
-            size_t n = CT_MIN((size_t)(rnd() % 8 + 1), *len - pos);
+            size_t r = rnd() % 8 + 1; /* once: CT_MIN evaluates its arguments twice */
+            size_t n = CT_MIN(r, *len - pos);
             memmove(buf + pos, buf + pos + n, *len - pos - n);
             *len -= n;
         }
         break;
     case 2: /* duplicate a run */
         if (*len && *len + 32 < cap) {
-            size_t n = CT_MIN((size_t)(rnd() % 32 + 1), *len - pos);
+            size_t r = rnd() % 32 + 1;
+            size_t n = CT_MIN(r, *len - pos);
             memmove(buf + pos + n, buf + pos, *len - pos);
             *len += n;
         }
