@@ -260,6 +260,10 @@ static void on_read(struct bufferevent *bev, void *arg)
         enum ct_http_ev ev = ct_fwd_pump(ac->rp, in, NULL, false, &n);
         if (ev == CT_HTTP_EV_END)
             route(ac, ct_http_parser_msg(ac->rp));
+        else if (ev == CT_HTTP_EV_ERROR)
+            error(ac, NULL, ct_http_parser_error_status(ac->rp), NULL);
+        else if (ev == CT_HTTP_EV_MORE && (before == 0 || evbuffer_get_length(in) == before))
+            break;
         if (ac->streaming) {
             /* Responses queued before on this connection go out first: the
              * stream appends to the same output. Pipelined input is dropped. */
@@ -269,10 +273,6 @@ static void on_read(struct bufferevent *bev, void *arg)
             ct_ops_events_add(ops, bev);
             return;
         }
-        else if (ev == CT_HTTP_EV_ERROR)
-            error(ac, NULL, ct_http_parser_error_status(ac->rp), NULL);
-        else if (ev == CT_HTTP_EV_MORE && (before == 0 || evbuffer_get_length(in) == before))
-            break;
         if (ev == CT_HTTP_EV_END && evbuffer_get_length(in) == 0)
             break; /* the next request has not started */
     }

@@ -6,8 +6,9 @@
  *
  * Cost. One timer for the whole admin listener, never one per client, and
  * armed only while a stream is open: each tick sums the workers' counters
- * and renders the JSON once (what one GET /stats costs), then appends the same
- * bytes to every stream. Workers are not touched (relaxed loads only).
+ * and renders the JSON once (what one GET /stats costs), then sends the same
+ * bytes to every stream, one send(2) each when its socket takes them.
+ * Workers are not touched (relaxed loads only).
  *
  * Bounds. At most MAX_STREAMS streams (the next one gets 503). A stream is
  * write-only: what its client sends is read and dropped. A client that does
@@ -22,6 +23,7 @@
  * from the admin connection that read the request) and is freed only by
  * stream_close().
  */
+#include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -87,6 +89,28 @@ static void frame(struct ct_ops *ops, struct ct_stats_out *out)
     ct_stats_out_mem(out, "\n\n", 2);
 }
 
+/* Queue P on ST's stream. With nothing pending, one send(2) now: through
+ * the bufferevent a write costs two epoll_ctl and a loop turn on top (its
+ * write event is added, fires once, and is removed), per stream per
+ * second. What the socket does not take goes to the bufferevent's output,
+ * written by libevent as usual (with its write timeout). -1: the peer is
+ * gone. */
+static int send_now(struct stream *st, const char *p, size_t len)
+{
+    struct evbuffer *o = bufferevent_get_output(st->bev);
+    ssize_t n = 0;
+    if (evbuffer_get_length(o) == 0) {
+        n = send(bufferevent_getfd(st->bev), p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            return -1;
+        if (n < 0)
+            n = 0;
+    }
+    if ((size_t)n < len)
+        evbuffer_add(o, p + n, len - (size_t)n);
+    return 0;
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct ct_ops_events *evs = arg;
@@ -103,7 +127,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
             stream_close(st);
             continue;
         }
-        evbuffer_add(o, out.p, out.len);
+        if (send_now(st, out.p, out.len) < 0) {
+            stream_close(st); /* the client is gone (EPIPE, ECONNRESET) */
+            continue;
+        }
     }
     ct_stats_out_free(&out);
 }
