@@ -6,8 +6,10 @@
  * pipelining work, bodies are read and dropped) and answering errors exactly
  * like the proxy (ct_fwd_error). Routes:
  *
+ *     GET|HEAD /          text/html                the dashboard (dashboard.html)
  *     GET|HEAD /stats     application/json         ct_stats_render_json
  *     GET|HEAD /metrics   text/plain; version=0.0.4 ct_stats_render_prom
+ *     GET /events         text/event-stream        /stats once a second (ops_events.c)
  *     POST /purge?url=URL | ?prefix=URL            the cache's purge API
  *     anything else       404; a known path with a wrong method: 405 + Allow
  *
@@ -46,12 +48,26 @@ struct admin_conn {
     struct bufferevent *bev;
     struct ct_http_parser *rp;
     bool closing; /* last response queued: free once it is written */
+    bool streaming; /* GET /events: the bufferevent goes to ops_events.c */
     struct admin_conn *next, *prev;
 };
 
 /* ---- connections ------------------------------------------------------------ */
 
-static void admin_close(struct admin_conn *ac)
+/* The page: proxy/dashboard.html, made into this array at build time
+ * (proxy/embed.cmake). */
+extern const unsigned char ct_dashboard_html[];
+extern const size_t ct_dashboard_html_len;
+
+/* The page may load nothing from anywhere (no fonts, scripts or images from
+ * other hosts) and may talk only to this listener. */
+#define DASHBOARD_HEADERS                                                        \
+    "Content-Security-Policy: default-src 'none'; script-src 'unsafe-inline'; " \
+    "style-src 'unsafe-inline'; img-src data:; connect-src 'self'\r\n"          \
+    "X-Content-Type-Options: nosniff\r\nX-Frame-Options: DENY\r\n"
+
+/* Unlink AC from the list and free it; its bufferevent too unless KEEP_BEV. */
+static void admin_drop(struct admin_conn *ac, bool keep_bev)
 {
     struct ct_ops *ops = ac->ops;
     if (ac->prev)
@@ -60,11 +76,14 @@ static void admin_close(struct admin_conn *ac)
         ops->conns = ac->next;
     if (ac->next)
         ac->next->prev = ac->prev;
-    bufferevent_free(ac->bev);
+    if (!keep_bev)
+        bufferevent_free(ac->bev);
     ct_http_parser_free(&ac->rp);
     ac->magic = 0;
     free(ac);
 }
+
+static void admin_close(struct admin_conn *ac) { admin_drop(ac, false); }
 
 static void respond(struct admin_conn *ac, const struct ct_http_msg *req, unsigned status,
                     const char *ctype, const char *extra, const char *body, size_t len)
@@ -94,10 +113,16 @@ static struct ct_stats *sum_workers(struct ct_ops *ops)
             ct_stats_sum(sum, px->workers[i]->stats);
     ct_ops_backend_counts(px, sum);
     ct_stats_add(&sum->admin_requests[0], ops->admin_requests);
+    uint64_t open, dropped;
+    ct_ops_events_counts(ops, &open, &dropped);
+    ct_stats_add(&sum->admin_event_streams[0], open);
+    ct_stats_add(&sum->admin_event_streams_dropped[0], dropped);
     return sum;
 }
 
-static void render(struct ct_ops *ops, bool json, struct ct_stats_out *out)
+#define ADMIN_MAX_LISTENERS 64
+
+void ct_ops_render(struct ct_ops *ops, bool json, struct ct_stats_out *out)
 {
     struct ct_proxy *px = ops->px;
     struct ct_stats *sum = sum_workers(ops);
@@ -113,7 +138,19 @@ static void render(struct ct_ops *ops, bool json, struct ct_stats_out *out)
         .backend_names = names,
         .backend_up = ops->health ? up : NULL,
         .uptime_s = ct_time_mono() - ops->started,
+        .reload = ops->reload,
+        .purge = ops->cache != NULL,
     };
+    const struct ct_listener_conf *lcs[ADMIN_MAX_LISTENERS];
+    struct ct_stats_listener ls[ADMIN_MAX_LISTENERS + 1];
+    size_t nl = ct_reload_listeners(ops, lcs, ADMIN_MAX_LISTENERS);
+    for (size_t i = 0; i < nl; i++)
+        ls[i] = (struct ct_stats_listener){lcs[i]->kind == CT_LISTEN_HTTP ? "http" : "https",
+                                           lcs[i]->name};
+    if (ops->lev)
+        ls[nl++] = (struct ct_stats_listener){"admin", ops->admin_name};
+    v.listeners = ls;
+    v.nlisteners = nl;
     struct ct_cache_stats cs;
     if (ops->cache) {
         ct_cache_stats(ops->cache, &cs);
@@ -145,7 +182,7 @@ static void render(struct ct_ops *ops, bool json, struct ct_stats_out *out)
 static void serve_stats(struct admin_conn *ac, const struct ct_http_msg *req, bool json)
 {
     struct ct_stats_out out = {0};
-    render(ac->ops, json, &out);
+    ct_ops_render(ac->ops, json, &out);
     respond(ac, req, 200, json ? "application/json" : "text/plain; version=0.0.4; charset=utf-8",
             NULL, out.p, out.len);
     ct_stats_out_free(&out);
@@ -177,7 +214,18 @@ static void route(struct admin_conn *ac, const struct ct_http_msg *req)
     }
     bool get = req->method == CT_METHOD_GET || req->method == CT_METHOD_HEAD;
     ac->ops->admin_requests++;
-    if (ct_str_eq(path, CT_STR("/stats")) || ct_str_eq(path, CT_STR("/metrics"))) {
+    if (ct_str_eq(path, CT_STR("/"))) {
+        if (!get)
+            error(ac, req, 405, "Allow: GET, HEAD\r\n");
+        else
+            respond(ac, req, 200, "text/html; charset=utf-8", DASHBOARD_HEADERS,
+                    (const char *)ct_dashboard_html, ct_dashboard_html_len);
+    } else if (ct_str_eq(path, CT_STR("/events"))) {
+        if (req->method != CT_METHOD_GET)
+            error(ac, req, 405, "Allow: GET\r\n");
+        else
+            ac->streaming = true; /* on_read hands the connection over */
+    } else if (ct_str_eq(path, CT_STR("/stats")) || ct_str_eq(path, CT_STR("/metrics"))) {
         if (!get)
             error(ac, req, 405, "Allow: GET, HEAD\r\n");
         else
@@ -216,6 +264,15 @@ static void on_read(struct bufferevent *bev, void *arg)
             error(ac, NULL, ct_http_parser_error_status(ac->rp), NULL);
         else if (ev == CT_HTTP_EV_MORE && (before == 0 || evbuffer_get_length(in) == before))
             break;
+        if (ac->streaming) {
+            /* Responses queued before on this connection go out first: the
+             * stream appends to the same output. Pipelined input is dropped. */
+            struct ct_ops *ops = ac->ops;
+            evbuffer_drain(in, evbuffer_get_length(in));
+            admin_drop(ac, true);
+            ct_ops_events_add(ops, bev);
+            return;
+        }
         if (ev == CT_HTTP_EV_END && evbuffer_get_length(in) == 0)
             break; /* the next request has not started */
     }

@@ -24,6 +24,7 @@
 #include "conf/conf.h"
 #include "proxy/admin.h"
 #include "proxy/cache_int.h"
+#include "proxy/ctl.h"
 #include "proxy/ops_int.h"
 #include "proxy/proxy_int.h"
 #include "proxy/tls.h"
@@ -234,6 +235,8 @@ int main(int argc, char **argv)
 {
     struct ct_cli cli;
     char err[512];
+    if (argc >= 2 && strcmp(argv[1], "ctl") == 0)
+        return ct_ctl_main(argc - 1, argv + 1); /* cachet ctl top: talks to a running cachet */
     if (ct_conf_cli_parse(argc, argv, &cli, err, sizeof(err)) != CT_OK) {
         fprintf(stderr, "cachet: %s\n", err);
         ct_conf_cli_usage(argv[0], stderr);

@@ -158,6 +158,7 @@ void ct_ops_free(struct ct_ops **opsp)
     if (ops == NULL)
         return;
     CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
+    ct_ops_events_free(ops);
     ct_ops_admin_close(ops);
     ct_health_free(&ops->health);
     struct event *evs[] = {ops->sig_hup, ops->sig_usr1, ops->alog_timer};
@@ -202,18 +203,27 @@ void ct_ops_backend_counts(const struct ct_proxy *px, struct ct_stats *sum)
 
 /* ---- hooks (worker threads) --------------------------------------------------- */
 
+static enum ct_stats_proto proto_of(const struct ct_client *c)
+{
+    return c->lc->kind == CT_LISTEN_HTTPS ? CT_STATS_PROTO_https : CT_STATS_PROTO_http;
+}
+
 void ct_ops_conn_open(struct ct_client *c)
 {
-    if (c->w->stats && !c->lc->internal)
+    if (c->w->stats && !c->lc->internal) {
         ct_stats_conn_open(c->w->stats);
+        ct_stats_conn_proto(c->w->stats, proto_of(c), true);
+    }
 }
 
 void ct_ops_conn_close(struct ct_client *c)
 {
     if (c->req && !c->ops_logged)
         ct_ops_req_end(c, c->resp_head_sent ? c->status : 0);
-    if (c->w->stats && !c->lc->internal)
+    if (c->w->stats && !c->lc->internal) {
         ct_stats_conn_close(c->w->stats, (unsigned)c->why);
+        ct_stats_conn_proto(c->w->stats, proto_of(c), false);
+    }
 }
 
 void ct_ops_req_start(struct ct_client *c)
@@ -287,8 +297,11 @@ void ct_ops_req_end(struct ct_client *c, unsigned status)
     double ut = c->ops_tup > 0 ? now - c->ops_tup : -1;
     if (c->ops_cs == CT_STATS_CS_NONE)
         c->ops_cs = (uint8_t)ct_cache_client_cs(c); /* what the cache path decided */
-    if (c->w->stats)
+    if (c->w->stats) {
         ct_stats_req_done(c->w->stats, status, (uint64_t)(rt * 1e6), (enum ct_stats_cs)c->ops_cs);
+        ct_stats_req_bytes(c->w->stats, (c->req ? c->req->head_bytes : 0) + c->req_body_bytes,
+                           c->ops_body_bytes);
+    }
     if (c->w->alog)
         access_log(c, status, rt, ut);
 }

@@ -36,6 +36,8 @@ struct ct_ops {
     struct event *sig_hup, *sig_usr1;
     struct ct_health *health;      /* NULL: no backend has checks */
     struct ct_reload *rl;          /* reload.c state; NULL before the first SIGHUP */
+    struct ct_stats_reload reload; /* reload outcomes, for /stats */
+    struct ct_ops_events *events;  /* GET /events streams (ops_events.c); NULL: none yet */
 };
 
 /* admin.c */
@@ -56,6 +58,22 @@ void ct_reload_free_retired(struct ct_ops *ops);
 /* Add the handshakes of the TLS contexts reloads created to FULL and RESUMED;
  * returns true if there is any such context. */
 bool ct_reload_tls_stats(const struct ct_ops *ops, uint64_t *full, uint64_t *resumed);
+/* The client listeners in use (after any reload's switch), at most CAP of
+ * them into OUT; returns how many. Main thread. */
+struct ct_listener_conf;
+size_t ct_reload_listeners(const struct ct_ops *ops, const struct ct_listener_conf **out,
+                           size_t cap);
+/* admin.c: the /stats JSON (JSON) or the /metrics text of the whole process,
+ * appended to OUT. Main thread. */
+void ct_ops_render(struct ct_ops *ops, bool json, struct ct_stats_out *out);
+/* ops_events.c: GET /events. Takes over BEV (an admin connection whose
+ * request was read: its input holds nothing more we need) and streams one
+ * snapshot a second until the client leaves, falls behind or cachet exits.
+ * Answers 503 itself when too many streams are open. */
+void ct_ops_events_add(struct ct_ops *ops, struct bufferevent *bev);
+void ct_ops_events_free(struct ct_ops *ops);
+/* Streams open now, and those closed because their client did not read. */
+void ct_ops_events_counts(const struct ct_ops *ops, uint64_t *open, uint64_t *dropped);
 /* ops.c: the access log's flush timer. */
 void ct_ops_start_alog_timer(struct ct_ops *ops);
 void ct_ops_addr_name(const struct sockaddr *sa, char *out, size_t len);

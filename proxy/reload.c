@@ -548,6 +548,19 @@ static struct ct_conf *load(struct ct_ops *ops)
     return cf;
 }
 
+/* For /stats: the outcome of this SIGHUP. */
+static void reload_counted(struct ct_ops *ops, bool ok)
+{
+    struct ct_stats_reload *r = &ops->reload;
+    r->generation = ops->rl->generation;
+    r->last_time = ct_time_real();
+    r->last_ok = ok;
+    if (ok)
+        r->ok++;
+    else
+        r->failed++;
+}
+
 void ct_ops_reload(struct ct_ops *ops)
 {
     struct ct_proxy *px = ops->px;
@@ -582,6 +595,7 @@ void ct_ops_reload(struct ct_ops *ops)
     }
     if (cf == NULL) {
         CT_ERR("SIGHUP: configuration refused; the running one stays");
+        reload_counted(ops, false);
         return;
     }
     warn_restart_only(px->cf, cf);
@@ -593,6 +607,7 @@ void ct_ops_reload(struct ct_ops *ops)
     rl->confs = ct_xrealloc(rl->confs, (rl->nconfs + 1) * sizeof(*rl->confs));
     rl->confs[rl->nconfs++] = cf;
     rl->generation++;
+    reload_counted(ops, true);
     px->cf = cf; /* main thread's view; workers switch on their own */
     switch_admin(ops);
     switch_backends(ops, cf);
@@ -652,4 +667,19 @@ bool ct_reload_tls_stats(const struct ct_ops *ops, uint64_t *full, uint64_t *res
         *resumed += ts.handshakes_resumed;
     }
     return any;
+}
+
+size_t ct_reload_listeners(const struct ct_ops *ops, const struct ct_listener_conf **out,
+                           size_t cap)
+{
+    const struct ct_reload *rl = ops->rl;
+    size_t n = 0;
+    if (rl == NULL) { /* no reload yet: main.c's set */
+        for (size_t i = 0; i < ops->px->nlisteners && n < cap; i++)
+            out[n++] = &ops->px->listeners[i];
+        return n;
+    }
+    for (size_t i = 0; i < rl->nactive && n < cap; i++)
+        out[n++] = rl->active[i].lc;
+    return n;
 }

@@ -49,6 +49,22 @@ void ct_stats_conn_close(struct ct_stats *s, unsigned why)
         ct_stats_add(&s->connections_closed[why], 1);
 }
 
+void ct_stats_conn_proto(struct ct_stats *s, enum ct_stats_proto p, bool open)
+{
+    if ((unsigned)p >= CT_STATS_PROTO__COUNT)
+        return;
+    if (open)
+        ct_stats_add(&s->connections_open_by_proto[p], 1);
+    else
+        ct_stats_sub(&s->connections_open_by_proto[p], 1);
+}
+
+void ct_stats_req_bytes(struct ct_stats *s, uint64_t in_bytes, uint64_t out_body_bytes)
+{
+    ct_stats_add(&s->request_bytes[0], in_bytes);
+    ct_stats_add(&s->response_body_bytes[0], out_body_bytes);
+}
+
 static const uint64_t lat_bounds_us[CT_STATS_LAT_N] = {
 #define CT_STATS_LAT_VAL(us) us,
     CT_STATS_LAT_BUCKETS(CT_STATS_LAT_VAL)
@@ -223,7 +239,7 @@ static void prom_label_escape(struct ct_stats_out *o, const char *s)
 /* ---- descriptors ------------------------------------------------------------- */
 
 enum kind { COUNTER, GAUGE };
-enum labels { NONE, CLASS, CACHE, CLOSE };
+enum labels { NONE, CLASS, CACHE, CLOSE, PROTO };
 
 struct desc {
     const char *name;
@@ -258,6 +274,12 @@ static const char *const close_names[] = {
 #undef CT_CLOSE
 };
 
+static const char *const proto_names[] = {
+#define CT_STATS_PROTO_NAME(name) #name,
+    CT_STATS_PROTO_TABLE(CT_STATS_PROTO_NAME)
+#undef CT_STATS_PROTO_NAME
+};
+
 static const char *const be_names[] = {
 #define CT_STATS_BE_NAME(id, help) #id,
     CT_STATS_BE_TABLE(CT_STATS_BE_NAME)
@@ -275,6 +297,7 @@ static const char *label_name(enum labels l)
     case CLASS: return "class";
     case CACHE: return "cache_status";
     case CLOSE: return "reason";
+    case PROTO: return "proto";
     default: return "";
     }
 }
@@ -285,6 +308,7 @@ static const char *label_value(enum labels l, size_t i)
     case CLASS: return class_names[i];
     case CACHE: return cs_names[i];
     case CLOSE: return close_names[i];
+    case PROTO: return proto_names[i];
     default: return "";
     }
 }
@@ -386,6 +410,32 @@ static void json_cache(struct ct_stats_out *o, const struct ct_cache_stats *c)
                         (unsigned long long)c->tag_bytes);
 }
 
+static void json_listeners(struct ct_stats_out *o, const struct ct_stats_view *v)
+{
+    OUT_LIT(o, "\"listeners\":[");
+    for (size_t i = 0; i < v->nlisteners; i++) {
+        if (i)
+            OUT_LIT(o, ",");
+        OUT_LIT(o, "{\"kind\":");
+        json_str(o, v->listeners[i].kind);
+        OUT_LIT(o, ",\"addr\":");
+        json_str(o, v->listeners[i].addr);
+        OUT_LIT(o, "}");
+    }
+    OUT_LIT(o, "]");
+}
+
+static void json_reload(struct ct_stats_out *o, const struct ct_stats_reload *r)
+{
+    ct_stats_out_printf(o, "\"reload\":{\"generation\":%u,\"ok\":%llu,\"failed\":%llu,",
+                        r->generation, (unsigned long long)r->ok, (unsigned long long)r->failed);
+    if (r->last_time > 0)
+        ct_stats_out_printf(o, "\"last_time\":%.3f,\"last_ok\":%s}", r->last_time,
+                            r->last_ok ? "true" : "false");
+    else
+        OUT_LIT(o, "\"last_time\":null,\"last_ok\":null}");
+}
+
 void ct_stats_render_json(const struct ct_stats_view *v, struct ct_stats_out *o)
 {
     CT_CHECK_OBJ(v->sum, CT_STATS_MAGIC);
@@ -400,6 +450,11 @@ void ct_stats_render_json(const struct ct_stats_view *v, struct ct_stats_out *o)
     json_backends(o, v);
     OUT_LIT(o, ",");
     json_cache(o, v->cache);
+    OUT_LIT(o, ",");
+    json_listeners(o, v);
+    OUT_LIT(o, ",");
+    json_reload(o, &v->reload);
+    ct_stats_out_printf(o, ",\"purge\":%s", v->purge ? "true" : "false");
     if (v->tls)
         ct_stats_out_printf(o, ",\"tls\":{\"handshakes_full\":%llu,\"handshakes_resumed\":%llu}}\n",
                             (unsigned long long)v->tls_full, (unsigned long long)v->tls_resumed);
@@ -503,6 +558,19 @@ static void prom_cache(struct ct_stats_out *o, const struct ct_cache_stats *c)
                c->tag_bytes);
 }
 
+static void prom_reload(struct ct_stats_out *o, const struct ct_stats_reload *r)
+{
+    prom_gauge(o, "reload_generation", "Configurations applied by reloads since start.",
+               r->generation);
+    prom_head(o, "reloads", "_total", "counter", "Reloads (SIGHUP), by result.");
+    ct_stats_out_printf(o, "cachet_reloads_total{result=\"ok\"} %llu\n"
+                           "cachet_reloads_total{result=\"failed\"} %llu\n",
+                        (unsigned long long)r->ok, (unsigned long long)r->failed);
+    prom_head(o, "reload_last_timestamp_seconds", "", "gauge",
+              "Unix time of the last reload attempt; 0: none.");
+    ct_stats_out_printf(o, "cachet_reload_last_timestamp_seconds %.3f\n", r->last_time);
+}
+
 void ct_stats_render_prom(const struct ct_stats_view *v, struct ct_stats_out *o)
 {
     CT_CHECK_OBJ(v->sum, CT_STATS_MAGIC);
@@ -514,6 +582,7 @@ void ct_stats_render_prom(const struct ct_stats_view *v, struct ct_stats_out *o)
     prom_backends(o, v);
     if (v->cache)
         prom_cache(o, v->cache);
+    prom_reload(o, &v->reload);
     if (v->tls) {
         prom_head(o, "tls_handshakes", "_total", "counter", "Completed TLS handshakes, by type.");
         ct_stats_out_printf(o, "cachet_tls_handshakes_total{type=\"full\"} %llu\n"

@@ -55,6 +55,17 @@ enum ct_stats_cs {
         CT_STATS_CS__COUNT
 };
 
+/* The protocol a client connection speaks: its listener's kind (HTTP/2 would
+ * add a row). */
+#define CT_STATS_PROTO_TABLE(X) X(http) X(https)
+
+enum ct_stats_proto {
+#define CT_STATS_PROTO_ENUM(name) CT_STATS_PROTO_##name,
+    CT_STATS_PROTO_TABLE(CT_STATS_PROTO_ENUM)
+#undef CT_STATS_PROTO_ENUM
+        CT_STATS_PROTO__COUNT
+};
+
 /* Mirrors enum ct_close (proxy_int.h): same table, same order. */
 enum ct_stats_close {
 #define CT_CLOSE(name, is_err, status, text) CT_STATS_CLOSE_##name,
@@ -68,19 +79,29 @@ enum ct_stats_close {
 #define CT_STATS_NL_CLASS 6
 #define CT_STATS_NL_CACHE CT_STATS_CS__COUNT
 #define CT_STATS_NL_CLOSE CT_STATS_CLOSE__COUNT
+#define CT_STATS_NL_PROTO CT_STATS_PROTO__COUNT
 
 /* ---- the tables ------------------------------------------------------------ */
 
 /* X(id, kind, labels, help): kind COUNTER or GAUGE; labels NONE, CLASS (label
- * "class"), CACHE (label "cache_status") or CLOSE (label "reason").
+ * "class"), CACHE (label "cache_status"), CLOSE (label "reason") or PROTO
+ * (label "proto").
  * Prometheus name: cachet_<id>, plus _total for counters. */
 #define CT_STATS_TABLE(X)                                                      \
     X(connections_accepted, COUNTER, NONE, "Client connections accepted.")      \
     X(connections_open, GAUGE, NONE, "Client connections open now.")            \
+    X(connections_open_by_proto, GAUGE, PROTO, "Client connections open now, by protocol.") \
     X(requests, COUNTER, CLASS, "Client requests finished, by response status class.") \
     X(cache_requests, COUNTER, CACHE, "Client requests finished, by cache status.") \
     X(connections_closed, COUNTER, CLOSE, "Client connections closed, by reason.") \
-    X(admin_requests, COUNTER, NONE, "Requests served by the admin listener.") \
+    X(request_bytes, COUNTER, NONE,                                             \
+      "Request bytes from clients: heads as received, bodies without chunk framing.") \
+    X(response_body_bytes, COUNTER, NONE,                                       \
+      "Response body bytes sent to clients, without chunk framing.")            \
+    X(admin_requests, COUNTER, NONE, "Requests served by the admin listener.")   \
+    X(admin_event_streams, GAUGE, NONE, "GET /events streams open on the admin listener.") \
+    X(admin_event_streams_dropped, COUNTER, NONE,                               \
+      "Event streams closed because their client did not read.")                \
     X(cache_tags_refused, COUNTER, NONE,                                       \
       "Tags left out of stored objects: over cache.max_tags or cache.max_tag_length.")
 
@@ -145,6 +166,10 @@ static inline uint64_t ct_stats_get(const _Atomic uint64_t *c)
 void ct_stats_conn_open(struct ct_stats *s);
 /* A connection closed for WHY (an enum ct_close value; open--). */
 void ct_stats_conn_close(struct ct_stats *s, unsigned why);
+/* A connection of protocol P opened (OPEN) or closed (!OPEN). */
+void ct_stats_conn_proto(struct ct_stats *s, enum ct_stats_proto p, bool open);
+/* A request read IN_BYTES from its client and sent OUT_BODY_BYTES of body. */
+void ct_stats_req_bytes(struct ct_stats *s, uint64_t in_bytes, uint64_t out_body_bytes);
 /* A request finished with STATUS (0: no response) after LATENCY_US, with
  * cache status CS. */
 void ct_stats_req_done(struct ct_stats *s, unsigned status, uint64_t latency_us,
@@ -167,6 +192,20 @@ void ct_stats_out_free(struct ct_stats_out *o);
 void ct_stats_out_printf(struct ct_stats_out *o, const char *fmt, ...) CT_PRINTF(2, 3);
 void ct_stats_out_mem(struct ct_stats_out *o, const char *p, size_t len);
 
+/* A listening address, as shown (no client address is ever shown). */
+struct ct_stats_listener {
+    const char *kind; /* "http", "https", "admin" */
+    const char *addr; /* "IP:PORT" */
+};
+
+/* Configuration reloads (SIGHUP) since start. */
+struct ct_stats_reload {
+    unsigned generation; /* configurations applied after the first one */
+    uint64_t ok, failed;
+    double last_time; /* Unix time of the last attempt; 0: none yet */
+    bool last_ok;
+};
+
 /* Everything a rendering shows besides the summed block. */
 struct ct_stats_view {
     const struct ct_stats *sum;
@@ -176,6 +215,10 @@ struct ct_stats_view {
     bool tls;                         /* an HTTPS listener exists */
     uint64_t tls_full, tls_resumed;   /* handshakes */
     double uptime_s;
+    const struct ct_stats_listener *listeners;
+    size_t nlisteners;
+    struct ct_stats_reload reload;
+    bool purge; /* the admin listener takes POST /purge (it has a cache) */
 };
 
 /* Append the JSON object (/stats) or the Prometheus text format 0.0.4

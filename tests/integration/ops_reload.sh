@@ -125,6 +125,11 @@ done
 ct_check_match "busy port refused" "$(cat "$CT_TMP/proxy.err")" "SIGHUP: cannot listen on 127.0.0.1:$APORT: Address already in use"
 ct_check "admin still answers" "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$APORT/stats")" 200
 ct_check "generation count unchanged" "$(grep -c 'in use by every worker' "$CT_TMP/proxy.err")" 5
+ct_check "/stats: reloads by result, the last one refused" \
+    "$(curl -s "http://127.0.0.1:$APORT/stats" | grep -o '"reload":{[^}]*}' | sed 's/"last_time":[0-9.]*/T/')" \
+    '"reload":{"generation":5,"ok":5,"failed":3,T,"last_ok":false}'
+ct_check_match "/metrics: reloads by result" "$(curl -s "http://127.0.0.1:$APORT/metrics")" \
+    'cachet_reload_generation 5.*cachet_reloads_total\{result="ok"\} 5.cachet_reloads_total\{result="failed"\} 3'
 
 # ---- a listener added by reload answers; access log turned on ----------------------------
 ALOG="$CT_TMP/access.log"

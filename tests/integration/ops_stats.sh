@@ -110,7 +110,33 @@ for ((i = 0; i < 200; i++)); do
     sleep 0.01
 done
 ct_check "connections_open counts an idle connection" "$o" 1
+m=$(curl -s "$A/metrics")
+ct_check "... by protocol: http" "$(prom "$m" 'cachet_connections_open_by_proto{proto="http"}')" 1
+ct_check "... by protocol: https" "$(prom "$m" 'cachet_connections_open_by_proto{proto="https"}')" 0
+# request and response bytes of one request whose size is known exactly
+REQ=$'GET /bytes/1000?cache-control=no-store HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
+rb0=$(prom "$m" cachet_request_bytes_total)
+bb0=$(prom "$m" cachet_response_body_bytes_total)
+printf '%s' "$REQ" >&5
+cat <&5 >/dev/null
 exec 5<&-
+for ((i = 0; i < 200; i++)); do
+    m=$(curl -s "$A/metrics")
+    [ "$(prom "$m" cachet_response_body_bytes_total)" != "$bb0" ] && break
+    sleep 0.01
+done
+ct_check "request bytes: the head as sent" "$(($(prom "$m" cachet_request_bytes_total) - rb0))" "${#REQ}"
+ct_check "response body bytes: 1000" "$(($(prom "$m" cachet_response_body_bytes_total) - bb0))" 1000
+if [ $have_py = 1 ]; then
+    st=$(curl -s "$A/stats")
+    ct_check "/stats lists the listeners" "$(jget "$st" '[l["kind"] for l in d["listeners"]]')" \
+        "['http', 'https', 'admin']"
+    ct_check "/stats: the admin listener's address" "$(jget "$st" 'd["listeners"][2]["addr"]')" \
+        "127.0.0.1:$APORT"
+    ct_check "/stats: no reload yet" "$(jget "$st" 'd["reload"]')" \
+        "{'generation': 0, 'ok': 0, 'failed': 0, 'last_time': None, 'last_ok': None}"
+    ct_check "/stats: purges allowed (a cache)" "$(jget "$st" 'd["purge"]')" True
+fi
 
 # ---- cache counters and purge through the admin API ------------------------------------
 U="/gen?size=100&cache-control=max-age%3D60&k=ops"
@@ -154,7 +180,7 @@ ct_check_match "combined line" "$line" \
     '^127\.0\.0\.1 - - \[[0-9]{2}/[A-Z][a-z]{2}/[0-9]{4}:[0-9:]{8} [+-][0-9]{4}\] "GET /json\?x=1 HTTP/1\.1" 200 [0-9]+ "http://ref/" "agent \\x22quoted\\x22" rt=[0-9]+\.[0-9]{3} ut=[0-9]+\.[0-9]{3} cs=[A-Z_]+ tls=-$'
 ct_check_match "404 line" "$(grep -F 'status=404' "$ALOG")" '" 404 [0-9]+ '
 ct_check_match "TLS line says the version" "$(grep -F 'tls=TLS' "$ALOG")" 'tls=TLSv1\.[23]$'
-ct_check "one line per proxied request" "$(wc -l <"$ALOG")" 15
+ct_check "one line per proxied request" "$(wc -l <"$ALOG")" 16
 # (workers write their own batches: lines are whole but not in time order)
 ct_check "cache status in the log: HIT" "$(grep -F 'k=ops' "$ALOG" | grep -c '" 200 100 .* cs=HIT tls=-$')" 1
 ct_check "cache status in the log: MISS" "$(grep -F 'k=ops' "$ALOG" | grep -c '" 200 100 .* cs=MISS tls=-$')" 2

@@ -431,6 +431,64 @@ static void test_sum_workers(void)
 }
 
 
+/* Connections by protocol, request/response bytes, listeners, reloads and the
+ * purge flag: in the JSON (valid, escaped) and in the Prometheus text. */
+static void test_dashboard_figures(void)
+{
+    struct ct_stats *s = ct_stats_new(1);
+    ct_stats_conn_proto(s, CT_STATS_PROTO_https, true);
+    ct_stats_conn_proto(s, CT_STATS_PROTO_https, true);
+    ct_stats_conn_proto(s, CT_STATS_PROTO_http, true);
+    ct_stats_conn_proto(s, CT_STATS_PROTO_https, false);
+    ct_stats_conn_proto(s, CT_STATS_PROTO__COUNT, true); /* out of range: ignored */
+    ct_stats_req_bytes(s, 93, 1024);
+    ct_stats_req_bytes(s, 7, 0);
+    struct ct_stats_view v;
+    view_of(&v, s);
+    const struct ct_stats_listener ls[] = {{"http", "127.0.0.1:8080"}, {"admin", "[::1]:\"8082"}};
+    char *js = render(&v, true);
+    CU_ASSERT_TRUE(json_valid(js, strlen(js)));
+    CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"connections_open_by_proto\":{\"http\":1,\"https\":1}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"request_bytes\":100,\"response_body_bytes\":1024"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"listeners\":[]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"reload\":{\"generation\":0,\"ok\":0,\"failed\":0,"
+                                      "\"last_time\":null,\"last_ok\":null}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"purge\":false"));
+    free(js);
+    v.listeners = ls;
+    v.nlisteners = 2;
+    v.reload = (struct ct_stats_reload){.generation = 3, .ok = 3, .failed = 1,
+                                        .last_time = 1796096220.25, .last_ok = false};
+    v.purge = true;
+    js = render(&v, true);
+    CU_ASSERT_TRUE(json_valid(js, strlen(js)));
+    CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"listeners\":[{\"kind\":\"http\",\"addr\":\"127.0.0.1:8080\"},"
+                                      "{\"kind\":\"admin\",\"addr\":\"[::1]:\\\"8082\"}]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"reload\":{\"generation\":3,\"ok\":3,\"failed\":1,"
+                                      "\"last_time\":1796096220.250,\"last_ok\":false}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"purge\":true"));
+    free(js);
+    char *t = render(&v, false);
+    check_prom_format(t);
+    CU_ASSERT_EQUAL(sample(t, "cachet_connections_open_by_proto{proto=\"https\"}"), 1);
+    CU_ASSERT_EQUAL(sample(t, "cachet_connections_open_by_proto{proto=\"http\"}"), 1);
+    CU_ASSERT_EQUAL(sample(t, "cachet_request_bytes_total"), 100);
+    CU_ASSERT_EQUAL(sample(t, "cachet_response_body_bytes_total"), 1024);
+    CU_ASSERT_EQUAL(sample(t, "cachet_reload_generation"), 3);
+    CU_ASSERT_EQUAL(sample(t, "cachet_reloads_total{result=\"ok\"}"), 3);
+    CU_ASSERT_EQUAL(sample(t, "cachet_reloads_total{result=\"failed\"}"), 1);
+    CU_ASSERT_EQUAL(sample(t, "cachet_reload_last_timestamp_seconds"), 1796096220);
+    free(t);
+    /* summed like every other row */
+    struct ct_stats *sum = ct_stats_new(1);
+    ct_stats_sum(sum, s);
+    ct_stats_sum(sum, s);
+    CU_ASSERT_EQUAL(ct_stats_get(&sum->connections_open_by_proto[CT_STATS_PROTO_https]), 2);
+    CU_ASSERT_EQUAL(ct_stats_get(&sum->request_bytes[0]), 200);
+    ct_stats_free(&sum);
+    ct_stats_free(&s);
+}
+
 /* ---- access log ------------------------------------------------------------------ */
 
 static struct ct_accesslog_rec sample_rec(void)
@@ -610,7 +668,8 @@ void ct_test_register(void)
              {"JSON escaping of quotes, controls and non-UTF-8", test_json_escape},
              {"Prometheus text format, labels escaped", test_prom_format},
              {"latency histogram: le buckets cumulative, +Inf == count", test_histogram},
-             {"worker blocks sum", test_sum_workers});
+             {"worker blocks sum", test_sum_workers},
+             {"dashboard figures: protocols, bytes, listeners, reloads", test_dashboard_figures});
     CT_SUITE("accesslog", {"combined format, nginx escaping", test_alog_combined},
              {"JSON lines format, JSON escaping", test_alog_json},
              {"buffered writer: batches, threads, reopen after a rename", test_alog_writer});
