@@ -34,6 +34,7 @@
 #include "proxy/health.h"
 #include "proxy/ops_int.h"
 #include "proxy/proxy_int.h"
+#include "proxy/mem.h"
 #include "proxy/tls.h"
 
 #define ADMIN_TIMEOUT_S 30
@@ -114,6 +115,9 @@ static void render(struct ct_ops *ops, bool json, struct ct_stats_out *out)
         .backend_up = ops->health ? up : NULL,
         .uptime_s = ct_time_mono() - ops->started,
     };
+    struct ct_mem_stats ms;
+    ct_mem_stats(&ms);
+    v.mem = &ms;
     struct ct_cache_stats cs;
     if (ops->cache) {
         ct_cache_stats(ops->cache, &cs);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "cache/cache.h"
+#include "proxy/mem.h"
 #include "proxy/stats.h"
 
 /* ---- blocks -------------------------------------------------------------- */
@@ -382,6 +383,15 @@ static void json_cache(struct ct_stats_out *o, const struct ct_cache_stats *c)
                         (unsigned long long)c->objects, (unsigned long long)c->keys);
 }
 
+static void json_mem(struct ct_stats_out *o, const struct ct_mem_stats *m)
+{
+    OUT_LIT(o, ",\"memory\":{\"allocator\":");
+    json_str(o, m->allocator);
+    ct_stats_out_printf(o, ",\"allocated\":%llu,\"resident\":%llu,\"retained\":%llu,\"rss\":%llu}",
+                        (unsigned long long)m->allocated, (unsigned long long)m->resident,
+                        (unsigned long long)m->retained, (unsigned long long)m->rss);
+}
+
 void ct_stats_render_json(const struct ct_stats_view *v, struct ct_stats_out *o)
 {
     CT_CHECK_OBJ(v->sum, CT_STATS_MAGIC);
@@ -396,6 +406,8 @@ void ct_stats_render_json(const struct ct_stats_view *v, struct ct_stats_out *o)
     json_backends(o, v);
     OUT_LIT(o, ",");
     json_cache(o, v->cache);
+    if (v->mem)
+        json_mem(o, v->mem);
     if (v->tls)
         ct_stats_out_printf(o, ",\"tls\":{\"handshakes_full\":%llu,\"handshakes_resumed\":%llu}}\n",
                             (unsigned long long)v->tls_full, (unsigned long long)v->tls_resumed);
@@ -495,6 +507,24 @@ static void prom_cache(struct ct_stats_out *o, const struct ct_cache_stats *c)
     prom_gauge(o, "cache_keys", "Cache store: keys in the table.", c->keys);
 }
 
+/* Beside cachet_cache_bytes: what the allocator holds for them (and for
+ * everything else), so the gap between the cap and RSS has names. */
+static void prom_mem(struct ct_stats_out *o, const struct ct_mem_stats *m)
+{
+    prom_head(o, "memory_allocator_info", "", "gauge", "The allocator cachet runs on.");
+    OUT_LIT(o, "cachet_memory_allocator_info{allocator=\"");
+    prom_label_escape(o, m->allocator);
+    OUT_LIT(o, "\"} 1\n");
+    prom_gauge(o, "memory_allocated_bytes", "Allocator: bytes in live allocations.", m->allocated);
+    prom_gauge(o, "memory_resident_bytes",
+               "Allocator: bytes of its pages in RAM (glibc: an upper bound).", m->resident);
+    prom_gauge(o, "memory_retained_bytes",
+               "Allocator: jemalloc: mapped but given back; glibc: free bytes it holds.",
+               m->retained);
+    prom_gauge(o, "memory_rss_bytes", "Process resident set, mapped cache bodies included.",
+               m->rss);
+}
+
 void ct_stats_render_prom(const struct ct_stats_view *v, struct ct_stats_out *o)
 {
     CT_CHECK_OBJ(v->sum, CT_STATS_MAGIC);
@@ -506,6 +536,8 @@ void ct_stats_render_prom(const struct ct_stats_view *v, struct ct_stats_out *o)
     prom_backends(o, v);
     if (v->cache)
         prom_cache(o, v->cache);
+    if (v->mem)
+        prom_mem(o, v->mem);
     if (v->tls) {
         prom_head(o, "tls_handshakes", "_total", "counter", "Completed TLS handshakes, by type.");
         ct_stats_out_printf(o, "cachet_tls_handshakes_total{type=\"full\"} %llu\n"

@@ -15,6 +15,7 @@
 
 #include "cache/cache.h"
 #include "proxy/accesslog.h"
+#include "proxy/mem.h"
 #include "proxy/stats.h"
 #include "tests/unit/ct_test.h"
 
@@ -351,6 +352,41 @@ static void test_prom_format(void)
     ct_stats_free(&s);
 }
 
+/* The allocator's figures sit beside the cache's own bytes in both
+ * renderings, and only when the view carries them. */
+static void test_memory_figures(void)
+{
+    struct ct_stats *s = ct_stats_new(0);
+    struct ct_stats_view v;
+    view_of(&v, s);
+    struct ct_cache_stats cs = {.bytes = 4096, .max_bytes = 65536};
+    struct ct_mem_stats ms = {.allocator = "glibc", .allocated = 1000, .resident = 2000,
+                              .retained = 300, .rss = 40960};
+    v.cache = &cs;
+    char *js = render(&v, true);
+    char *t = render(&v, false);
+    CU_ASSERT_PTR_NULL(strstr(js, "\"memory\""));
+    CU_ASSERT_PTR_NULL(strstr(t, "cachet_memory_"));
+    free(js);
+    free(t);
+    v.mem = &ms;
+    js = render(&v, true);
+    CU_ASSERT_TRUE(json_valid(js, strlen(js)));
+    CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"memory\":{\"allocator\":\"glibc\",\"allocated\":1000,"
+                                      "\"resident\":2000,\"retained\":300,\"rss\":40960}"));
+    t = render(&v, false);
+    check_prom_format(t);
+    CU_ASSERT_EQUAL(sample(t, "cachet_memory_allocator_info{allocator=\"glibc\"}"), 1);
+    CU_ASSERT_EQUAL(sample(t, "cachet_memory_allocated_bytes"), 1000);
+    CU_ASSERT_EQUAL(sample(t, "cachet_memory_resident_bytes"), 2000);
+    CU_ASSERT_EQUAL(sample(t, "cachet_memory_retained_bytes"), 300);
+    CU_ASSERT_EQUAL(sample(t, "cachet_memory_rss_bytes"), 40960);
+    CU_ASSERT_EQUAL(sample(t, "cachet_cache_bytes"), 4096);
+    free(js);
+    free(t);
+    ct_stats_free(&s);
+}
+
 static void test_histogram(void)
 {
     struct ct_stats *s = ct_stats_new(0);
@@ -609,6 +645,7 @@ void ct_test_register(void)
     CT_SUITE("stats", {"JSON is valid and has every counter", test_json_valid_every_counter},
              {"JSON escaping of quotes, controls and non-UTF-8", test_json_escape},
              {"Prometheus text format, labels escaped", test_prom_format},
+             {"allocator figures beside the cache's bytes", test_memory_figures},
              {"latency histogram: le buckets cumulative, +Inf == count", test_histogram},
              {"worker blocks sum", test_sum_workers});
     CT_SUITE("accesslog", {"combined format, nginx escaping", test_alog_combined},
