@@ -640,6 +640,55 @@ static void test_alog_writer(void)
     rmdir(dir);
 }
 
+/* A full disk (/dev/full behind a symlink): lines are dropped, not retried
+ * half-way; the report says so once, then at most every
+ * CT_ACCESSLOG_REPORT_S, and says when writing works again (the link now
+ * points at a file, reopened as after logrotate). */
+static void test_alog_disk_full(void)
+{
+    char dir[] = "/tmp/ct-alog.XXXXXX";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    char link[128], file[128], err[256], msg[512];
+    snprintf(link, sizeof(link), "%s/access.log", dir);
+    snprintf(file, sizeof(file), "%s/real.log", dir);
+    CU_ASSERT_EQUAL_FATAL(symlink("/dev/full", link), 0);
+    struct ct_accesslog *al = ct_accesslog_open(link, CT_ACCESSLOG_COMBINED, err, sizeof(err));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(al);
+    struct ct_accesslog_buf *b = ct_accesslog_buf_new(al);
+    struct ct_accesslog_rec r = sample_rec();
+    CU_ASSERT_EQUAL(ct_accesslog_report(al, 100.0, msg, sizeof(msg)), 0); /* nothing yet */
+    ct_accesslog_log(b, &r);
+    ct_accesslog_log(b, &r);
+    ct_accesslog_flush_all(al);
+    CU_ASSERT_EQUAL(ct_accesslog_dropped(al), 2);
+    CU_ASSERT_EQUAL(ct_accesslog_report(al, 100.0, msg, sizeof(msg)), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "No space left on device"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "2 lines dropped"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, link));
+    /* still failing: quiet until CT_ACCESSLOG_REPORT_S has passed */
+    ct_accesslog_log(b, &r);
+    ct_accesslog_flush_all(al);
+    CU_ASSERT_EQUAL(ct_accesslog_report(al, 100.0 + CT_ACCESSLOG_REPORT_S - 1, msg, sizeof(msg)), 0);
+    ct_accesslog_log(b, &r);
+    ct_accesslog_flush_all(al);
+    CU_ASSERT_EQUAL(ct_accesslog_report(al, 100.0 + CT_ACCESSLOG_REPORT_S, msg, sizeof(msg)), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "4 lines dropped"));
+    /* space again: the next lines are written, and that is said once */
+    CU_ASSERT_EQUAL(unlink(link), 0);
+    CU_ASSERT_EQUAL(symlink(file, link), 0);
+    CU_ASSERT_EQUAL(ct_accesslog_reopen(al), CT_OK);
+    ct_accesslog_log(b, &r);
+    ct_accesslog_flush_all(al);
+    CU_ASSERT_EQUAL(ct_accesslog_report(al, 200.0, msg, sizeof(msg)), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "writing again (4 lines dropped in all)"));
+    CU_ASSERT_EQUAL(ct_accesslog_report(al, 201.0, msg, sizeof(msg)), 0);
+    CU_ASSERT_EQUAL(count_lines(file), 1);
+    ct_accesslog_free(&al);
+    unlink(link);
+    unlink(file);
+    rmdir(dir);
+}
+
 void ct_test_register(void)
 {
     CT_SUITE("stats", {"JSON is valid and has every counter", test_json_valid_every_counter},
@@ -650,5 +699,7 @@ void ct_test_register(void)
              {"worker blocks sum", test_sum_workers});
     CT_SUITE("accesslog", {"combined format, nginx escaping", test_alog_combined},
              {"JSON lines format, JSON escaping", test_alog_json},
-             {"buffered writer: batches, threads, reopen after a rename", test_alog_writer});
+             {"buffered writer: batches, threads, reopen after a rename", test_alog_writer},
+             {"disk full: lines dropped, reported once, then every 10 s, recovery said",
+              test_alog_disk_full});
 }
