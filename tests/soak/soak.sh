@@ -100,13 +100,23 @@ bound=$((CACHE_MB * 1024 * 115 / 100 + 48 * 1024))
 first=$(awk -F, 'NR > 1 && $1 >= 120 { print $2; exit }' "$CT_TMP/soak.csv")
 echo "RSS KiB: empty $empty_rss, at 2 min ${first:-n/a}, end $end_rss, peak $peak, bound $bound"
 ct_check "RSS peak ${peak} KiB <= 1.15 x cache.size + 48 MiB (${bound} KiB)" "$((peak <= bound))" 1
-# flat: every sample from minute 2 on, but the 15 s after each purge (the
-# cache refills), within 5 % of their median
-awk -F, 'NR > 1 && $1 >= 120 && !($1 % 60 < 15) { print $2 }' "$CT_TMP/soak.csv" | sort -n >"$CT_TMP/steady"
-if [ -s "$CT_TMP/steady" ]; then
-    read -r med lo hi <<<"$(awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], v[1], v[NR] }' "$CT_TMP/steady")"
+# flat: RSS follows what the cache holds, which purges empty every minute,
+# so flatness is judged where the cache is full (>= 90 % of cache.size):
+# from minute 2 on, every such sample within 5 % of their median; and no
+# growth: the mean of the last third of them no more than 5 % above the
+# first third's.
+cap=$((CACHE_MB * 1048576))
+awk -F, -v cap="$cap" 'NR > 1 && $1 >= 120 && $5 >= cap * 0.9 { print $2 }' "$CT_TMP/soak.csv" >"$CT_TMP/full"
+if [ "$(wc -l <"$CT_TMP/full")" -ge 6 ]; then
+    read -r med lo hi <<<"$(sort -n "$CT_TMP/full" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], v[1], v[NR] }')"
     ok=$(awk -v m="$med" -v l="$lo" -v h="$hi" 'BEGIN { print (h <= m * 1.05 && l >= m * 0.95) ? 1 : 0 }')
-    ct_check "RSS flat from minute 2: median $med KiB, $lo..$hi within +-5 %" "$ok" 1
+    ct_check "RSS flat from minute 2 at a full cache: median $med KiB, $lo..$hi within +-5 %" "$ok" 1
+    read -r early late <<<"$(awk '{ v[NR] = $1 } END { n = int(NR / 3); a = 0; b = 0
+        for (i = 1; i <= n; i++) { a += v[i]; b += v[NR - n + i] } print int(a / n), int(b / n) }' "$CT_TMP/full")"
+    ct_check "no growth at a full cache: first third $early KiB, last third $late KiB (<= +5 %)" \
+        "$((late * 100 <= early * 105))" 1
+else
+    ct_check "enough samples at a full cache to judge flatness" "$(wc -l <"$CT_TMP/full")" ">= 6"
 fi
 echo "threads: $(awk -F, 'NR > 1 { print $4 }' "$CT_TMP/soak.csv" | sort -n | uniq -c | tr -s ' ' | tr '\n' ';')"
 wrong=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["wrong"])' "$CT_TMP/check.out" 2>/dev/null)
