@@ -7,6 +7,8 @@
 #   make test    every test through CTest, plain and under ASan+UBSan
 #   make bench   the benchmark harness (bench/run.sh; BENCH_ARGS=--quick|--full)
 #   make fuzz    a short libFuzzer run of every fuzz target (FUZZ_SECONDS=60)
+#   make soak    the 10-minute soak under load and faults (SOAK_SECONDS=600;
+#                not part of make test; tests/soak/soak.sh)
 
 BUILD      ?= build
 BUILD_SAN  ?= build-san
@@ -23,7 +25,7 @@ BENCH_PKGS = wrk lighttpd nginx-light varnish haproxy nghttp2-client gnuplot-nox
              util-linux
 
 .PHONY: all deps deps-test deps-fuzz deps-bench build build-san run test test-plain \
-        test-san bench fuzz clean
+        test-san bench fuzz soak clean
 
 all: build
 
@@ -79,6 +81,9 @@ fuzz: deps-fuzz
 
 bench: deps-bench build
 	./bench/run.sh $(BENCH_ARGS)
+
+soak: deps-bench deps-test build
+	SOAK_SECONDS=$${SOAK_SECONDS:-600} ./tests/soak/soak.sh $(BUILD)/bin
 
 clean:
 	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_FUZZ)

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +37,11 @@ struct ct_accesslog {
     enum ct_accesslog_fmt fmt;
     struct ct_accesslog_buf *bufs;
     _Atomic uint64_t lines, dropped;
+    _Atomic int write_errno; /* of the last failed write (0: short write) */
+    /* ct_accesslog_report(), main thread only */
+    uint64_t seen_lines, seen_dropped;
+    double reported_at;
+    bool failing;
 };
 
 /* ---- formatting ---------------------------------------------------------- */
@@ -266,10 +272,12 @@ static void buf_flush_locked(struct ct_accesslog_buf *b)
     do
         n = write(fd, b->out.p, b->out.len);
     while (n < 0 && errno == EINTR);
-    if (n == (ssize_t)b->out.len)
+    if (n == (ssize_t)b->out.len) {
         atomic_fetch_add(&al->lines, b->nlines);
-    else
+    } else {
+        atomic_store(&al->write_errno, n < 0 ? errno : 0);
         atomic_fetch_add(&al->dropped, b->nlines);
+    }
     b->out.len = 0;
     b->nlines = 0;
 }
@@ -356,6 +364,32 @@ void ct_accesslog_log(struct ct_accesslog_buf *b, const struct ct_accesslog_rec 
     if (b->out.len >= CT_ACCESSLOG_FLUSH)
         buf_flush_locked(b);
     pthread_mutex_unlock(&b->mu);
+}
+
+int ct_accesslog_report(struct ct_accesslog *al, double now, char *msg, size_t msglen)
+{
+    CT_CHECK_OBJ(al, CT_ACCESSLOG_MAGIC);
+    uint64_t lines = atomic_load(&al->lines), dropped = atomic_load(&al->dropped);
+    bool new_drops = dropped > al->seen_dropped, new_lines = lines > al->seen_lines;
+    const char *name = al->path ? al->path : "stdout";
+    int report = 0;
+    al->seen_lines = lines;
+    al->seen_dropped = dropped;
+    if (new_drops && (!al->failing || now - al->reported_at >= CT_ACCESSLOG_REPORT_S)) {
+        int e = atomic_load(&al->write_errno);
+        snprintf(msg, msglen, "access log %s: cannot write (%s): %llu lines dropped so far; "
+                 "requests are served", name, e ? strerror(e) : "short write",
+                 (unsigned long long)dropped);
+        al->failing = true;
+        al->reported_at = now;
+        report = -1;
+    } else if (!new_drops && new_lines && al->failing) {
+        snprintf(msg, msglen, "access log %s: writing again (%llu lines dropped in all)", name,
+                 (unsigned long long)dropped);
+        al->failing = false;
+        report = 1;
+    }
+    return report;
 }
 
 uint64_t ct_accesslog_lines(const struct ct_accesslog *al) { return atomic_load(&al->lines); }

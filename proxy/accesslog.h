@@ -94,6 +94,14 @@ struct ct_accesslog_buf *ct_accesslog_buf_new(struct ct_accesslog *al);
 /* Log REC through B (the owning worker only). */
 void ct_accesslog_log(struct ct_accesslog_buf *b, const struct ct_accesslog_rec *rec);
 
+/* Write errors, for the error log (main thread, from the flush timer; NOW
+ * in seconds). Returns -1 with a line in MSG when lines were dropped since
+ * the last call (the first time, then at most every CT_ACCESSLOG_REPORT_S
+ * while writes keep failing: a full disk must not flood the error log), 1
+ * with a line when lines are written again after drops, else 0. */
+#define CT_ACCESSLOG_REPORT_S 10.0
+int ct_accesslog_report(struct ct_accesslog *al, double now, char *msg, size_t msglen);
+
 /* Lines written and lines lost to write errors, for tests and stats. */
 uint64_t ct_accesslog_lines(const struct ct_accesslog *al);
 uint64_t ct_accesslog_dropped(const struct ct_accesslog *al);

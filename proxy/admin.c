@@ -36,6 +36,7 @@
 #include "proxy/health.h"
 #include "proxy/ops_int.h"
 #include "proxy/proxy_int.h"
+#include "proxy/mem.h"
 #include "proxy/tls.h"
 
 #define ADMIN_TIMEOUT_S 30
@@ -151,6 +152,9 @@ void ct_ops_render(struct ct_ops *ops, bool json, struct ct_stats_out *out)
         ls[nl++] = (struct ct_stats_listener){"admin", ops->admin_name};
     v.listeners = ls;
     v.nlisteners = nl;
+    struct ct_mem_stats ms;
+    ct_mem_stats(&ms);
+    v.mem = &ms;
     struct ct_cache_stats cs;
     if (ops->cache) {
         ct_cache_stats(ops->cache, &cs);

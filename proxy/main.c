@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -25,6 +26,7 @@
 #include "proxy/admin.h"
 #include "proxy/cache_int.h"
 #include "proxy/ctl.h"
+#include "proxy/mem.h"
 #include "proxy/ops_int.h"
 #include "proxy/proxy_int.h"
 #include "proxy/tls.h"
@@ -103,6 +105,30 @@ static void on_ticket_tick(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Worker 0 bound port 0 to a real port: the others must bind that one. */
+/* Once a second: let the allocator give free pages back (proxy/mem.h). */
+struct mem_tick {
+    struct event *ev;
+    struct ct_proxy *px;
+    struct ct_mem_trim trim;
+};
+
+static void on_mem_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct mem_tick *mt = arg;
+    struct timespec c0, c1;
+    double t0 = ct_time_mono();
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    struct ct_cache_stats cs = {0};
+    if (mt->px->cache)
+        ct_cache_stats(mt->px->cache, &cs);
+    if (!ct_mem_maintain(&mt->trim, t0, cs.bytes, cs.max_bytes))
+        return;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+    CT_DEBUG("memory: free pages given back in %.2f ms (%.2f ms of CPU)",
+             (ct_time_mono() - t0) * 1e3,
+             (double)(c1.tv_sec - c0.tv_sec) * 1e3 + (double)(c1.tv_nsec - c0.tv_nsec) / 1e6);
+}
+
 static void learn_ports(struct ct_proxy *px, struct ct_worker *w0)
 {
     for (size_t i = 0; i < px->nlisteners; i++) {
@@ -170,6 +196,7 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
     px.main_base = base;
     struct event *sigs[2] = {NULL, NULL};
     struct event *tick = NULL;
+    struct mem_tick mt = {.px = &px};
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned n = cf->workers ? cf->workers : (unsigned)(cores > 0 ? cores : 1);
 
@@ -192,6 +219,8 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
         tick = event_new(base, -1, EV_PERSIST, on_ticket_tick, &px);
         event_add(tick, &(struct timeval){1, 0});
     }
+    mt.ev = event_new(base, -1, EV_PERSIST, on_mem_tick, &mt);
+    event_add(mt.ev, &(struct timeval){1, 0});
     if (ct_ops_new(&px) == NULL) /* admin listener, access log, SIGHUP/SIGUSR1 */
         goto out;
     px.cache = ct_cache_from_conf(cf);
@@ -220,6 +249,8 @@ out:
             event_free(sigs[i]);
     if (tick)
         event_free(tick);
+    if (mt.ev)
+        event_free(mt.ev);
     ct_ops_free(&px.ops);
     event_base_free(base);
     for (size_t i = 0; i < px.nlisteners; i++)

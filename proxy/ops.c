@@ -88,8 +88,15 @@ static void on_alog_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct ct_ops *ops = arg;
     CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
-    if (ops->alog) /* a reload may have turned it off */
-        ct_accesslog_flush_all(ops->alog);
+    char msg[512];
+    if (ops->alog == NULL) /* a reload may have turned it off */
+        return;
+    ct_accesslog_flush_all(ops->alog);
+    int r = ct_accesslog_report(ops->alog, ct_time_mono(), msg, sizeof(msg));
+    if (r < 0)
+        CT_ERR("%s", msg);
+    else if (r > 0)
+        CT_INFO("%s", msg);
 }
 
 /* ---- life ------------------------------------------------------------------------ */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "cache/cache.h"
+#include "proxy/mem.h"
 #include "proxy/stats.h"
 
 /* ---- blocks -------------------------------------------------------------- */
@@ -436,6 +437,15 @@ static void json_reload(struct ct_stats_out *o, const struct ct_stats_reload *r)
         OUT_LIT(o, "\"last_time\":null,\"last_ok\":null}");
 }
 
+static void json_mem(struct ct_stats_out *o, const struct ct_mem_stats *m)
+{
+    OUT_LIT(o, ",\"memory\":{\"allocator\":");
+    json_str(o, m->allocator);
+    ct_stats_out_printf(o, ",\"allocated\":%llu,\"resident\":%llu,\"retained\":%llu,\"rss\":%llu}",
+                        (unsigned long long)m->allocated, (unsigned long long)m->resident,
+                        (unsigned long long)m->retained, (unsigned long long)m->rss);
+}
+
 void ct_stats_render_json(const struct ct_stats_view *v, struct ct_stats_out *o)
 {
     CT_CHECK_OBJ(v->sum, CT_STATS_MAGIC);
@@ -455,6 +465,8 @@ void ct_stats_render_json(const struct ct_stats_view *v, struct ct_stats_out *o)
     OUT_LIT(o, ",");
     json_reload(o, &v->reload);
     ct_stats_out_printf(o, ",\"purge\":%s", v->purge ? "true" : "false");
+    if (v->mem)
+        json_mem(o, v->mem);
     if (v->tls)
         ct_stats_out_printf(o, ",\"tls\":{\"handshakes_full\":%llu,\"handshakes_resumed\":%llu}}\n",
                             (unsigned long long)v->tls_full, (unsigned long long)v->tls_resumed);
@@ -571,6 +583,24 @@ static void prom_reload(struct ct_stats_out *o, const struct ct_stats_reload *r)
     ct_stats_out_printf(o, "cachet_reload_last_timestamp_seconds %.3f\n", r->last_time);
 }
 
+/* Beside cachet_cache_bytes: what the allocator holds for them (and for
+ * everything else), so the gap between the cap and RSS has names. */
+static void prom_mem(struct ct_stats_out *o, const struct ct_mem_stats *m)
+{
+    prom_head(o, "memory_allocator_info", "", "gauge", "The allocator cachet runs on.");
+    OUT_LIT(o, "cachet_memory_allocator_info{allocator=\"");
+    prom_label_escape(o, m->allocator);
+    OUT_LIT(o, "\"} 1\n");
+    prom_gauge(o, "memory_allocated_bytes", "Allocator: bytes in live allocations.", m->allocated);
+    prom_gauge(o, "memory_resident_bytes",
+               "Allocator: bytes of its pages in RAM (glibc: an upper bound).", m->resident);
+    prom_gauge(o, "memory_retained_bytes",
+               "Allocator: jemalloc: mapped but given back; glibc: free bytes it holds.",
+               m->retained);
+    prom_gauge(o, "memory_rss_bytes", "Process resident set, mapped cache bodies included.",
+               m->rss);
+}
+
 void ct_stats_render_prom(const struct ct_stats_view *v, struct ct_stats_out *o)
 {
     CT_CHECK_OBJ(v->sum, CT_STATS_MAGIC);
@@ -583,6 +613,8 @@ void ct_stats_render_prom(const struct ct_stats_view *v, struct ct_stats_out *o)
     if (v->cache)
         prom_cache(o, v->cache);
     prom_reload(o, &v->reload);
+    if (v->mem)
+        prom_mem(o, v->mem);
     if (v->tls) {
         prom_head(o, "tls_handshakes", "_total", "counter", "Completed TLS handshakes, by type.");
         ct_stats_out_printf(o, "cachet_tls_handshakes_total{type=\"full\"} %llu\n"

@@ -31,6 +31,7 @@
 #include "common/common.h"
 
 struct ct_cache_stats; /* cache/cache.h */
+struct ct_mem_stats;   /* proxy/mem.h */
 
 /* ---- label sets ---------------------------------------------------------- */
 
@@ -212,6 +213,7 @@ struct ct_stats_view {
     const char *const *backend_names; /* sum->nbackends names */
     const int *backend_up;            /* per backend 1/0; NULL: not checked */
     const struct ct_cache_stats *cache; /* NULL: no cache */
+    const struct ct_mem_stats *mem;   /* the allocator's figures; NULL: not shown */
     bool tls;                         /* an HTTPS listener exists */
     uint64_t tls_full, tls_resumed;   /* handshakes */
     double uptime_s;

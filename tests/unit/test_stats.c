@@ -15,6 +15,7 @@
 
 #include "cache/cache.h"
 #include "proxy/accesslog.h"
+#include "proxy/mem.h"
 #include "proxy/stats.h"
 #include "tests/unit/ct_test.h"
 
@@ -351,6 +352,41 @@ static void test_prom_format(void)
     ct_stats_free(&s);
 }
 
+/* The allocator's figures sit beside the cache's own bytes in both
+ * renderings, and only when the view carries them. */
+static void test_memory_figures(void)
+{
+    struct ct_stats *s = ct_stats_new(0);
+    struct ct_stats_view v;
+    view_of(&v, s);
+    struct ct_cache_stats cs = {.bytes = 4096, .max_bytes = 65536};
+    struct ct_mem_stats ms = {.allocator = "glibc", .allocated = 1000, .resident = 2000,
+                              .retained = 300, .rss = 40960};
+    v.cache = &cs;
+    char *js = render(&v, true);
+    char *t = render(&v, false);
+    CU_ASSERT_PTR_NULL(strstr(js, "\"memory\""));
+    CU_ASSERT_PTR_NULL(strstr(t, "cachet_memory_"));
+    free(js);
+    free(t);
+    v.mem = &ms;
+    js = render(&v, true);
+    CU_ASSERT_TRUE(json_valid(js, strlen(js)));
+    CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"memory\":{\"allocator\":\"glibc\",\"allocated\":1000,"
+                                      "\"resident\":2000,\"retained\":300,\"rss\":40960}"));
+    t = render(&v, false);
+    check_prom_format(t);
+    CU_ASSERT_EQUAL(sample(t, "cachet_memory_allocator_info{allocator=\"glibc\"}"), 1);
+    CU_ASSERT_EQUAL(sample(t, "cachet_memory_allocated_bytes"), 1000);
+    CU_ASSERT_EQUAL(sample(t, "cachet_memory_resident_bytes"), 2000);
+    CU_ASSERT_EQUAL(sample(t, "cachet_memory_retained_bytes"), 300);
+    CU_ASSERT_EQUAL(sample(t, "cachet_memory_rss_bytes"), 40960);
+    CU_ASSERT_EQUAL(sample(t, "cachet_cache_bytes"), 4096);
+    free(js);
+    free(t);
+    ct_stats_free(&s);
+}
+
 static void test_histogram(void)
 {
     struct ct_stats *s = ct_stats_new(0);
@@ -662,15 +698,67 @@ static void test_alog_writer(void)
     rmdir(dir);
 }
 
+/* A full disk (/dev/full behind a symlink): lines are dropped, not retried
+ * half-way; the report says so once, then at most every
+ * CT_ACCESSLOG_REPORT_S, and says when writing works again (the link now
+ * points at a file, reopened as after logrotate). */
+static void test_alog_disk_full(void)
+{
+    char dir[] = "/tmp/ct-alog.XXXXXX";
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    char link[128], file[128], err[256], msg[512];
+    snprintf(link, sizeof(link), "%s/access.log", dir);
+    snprintf(file, sizeof(file), "%s/real.log", dir);
+    CU_ASSERT_EQUAL_FATAL(symlink("/dev/full", link), 0);
+    struct ct_accesslog *al = ct_accesslog_open(link, CT_ACCESSLOG_COMBINED, err, sizeof(err));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(al);
+    struct ct_accesslog_buf *b = ct_accesslog_buf_new(al);
+    struct ct_accesslog_rec r = sample_rec();
+    CU_ASSERT_EQUAL(ct_accesslog_report(al, 100.0, msg, sizeof(msg)), 0); /* nothing yet */
+    ct_accesslog_log(b, &r);
+    ct_accesslog_log(b, &r);
+    ct_accesslog_flush_all(al);
+    CU_ASSERT_EQUAL(ct_accesslog_dropped(al), 2);
+    CU_ASSERT_EQUAL(ct_accesslog_report(al, 100.0, msg, sizeof(msg)), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "No space left on device"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "2 lines dropped"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, link));
+    /* still failing: quiet until CT_ACCESSLOG_REPORT_S has passed */
+    ct_accesslog_log(b, &r);
+    ct_accesslog_flush_all(al);
+    CU_ASSERT_EQUAL(ct_accesslog_report(al, 100.0 + CT_ACCESSLOG_REPORT_S - 1, msg, sizeof(msg)), 0);
+    ct_accesslog_log(b, &r);
+    ct_accesslog_flush_all(al);
+    CU_ASSERT_EQUAL(ct_accesslog_report(al, 100.0 + CT_ACCESSLOG_REPORT_S, msg, sizeof(msg)), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "4 lines dropped"));
+    /* space again: the next lines are written, and that is said once */
+    CU_ASSERT_EQUAL(unlink(link), 0);
+    CU_ASSERT_EQUAL(symlink(file, link), 0);
+    CU_ASSERT_EQUAL(ct_accesslog_reopen(al), CT_OK);
+    ct_accesslog_log(b, &r);
+    ct_accesslog_flush_all(al);
+    CU_ASSERT_EQUAL(ct_accesslog_report(al, 200.0, msg, sizeof(msg)), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "writing again (4 lines dropped in all)"));
+    CU_ASSERT_EQUAL(ct_accesslog_report(al, 201.0, msg, sizeof(msg)), 0);
+    CU_ASSERT_EQUAL(count_lines(file), 1);
+    ct_accesslog_free(&al);
+    unlink(link);
+    unlink(file);
+    rmdir(dir);
+}
+
 void ct_test_register(void)
 {
     CT_SUITE("stats", {"JSON is valid and has every counter", test_json_valid_every_counter},
              {"JSON escaping of quotes, controls and non-UTF-8", test_json_escape},
              {"Prometheus text format, labels escaped", test_prom_format},
+             {"allocator figures beside the cache's bytes", test_memory_figures},
              {"latency histogram: le buckets cumulative, +Inf == count", test_histogram},
              {"worker blocks sum", test_sum_workers},
              {"dashboard figures: protocols, bytes, listeners, reloads", test_dashboard_figures});
     CT_SUITE("accesslog", {"combined format, nginx escaping", test_alog_combined},
              {"JSON lines format, JSON escaping", test_alog_json},
-             {"buffered writer: batches, threads, reopen after a rename", test_alog_writer});
+             {"buffered writer: batches, threads, reopen after a rename", test_alog_writer},
+             {"disk full: lines dropped, reported once, then every 10 s, recovery said",
+              test_alog_disk_full});
 }
