@@ -56,7 +56,7 @@ function desc(w,   n, p) {
     if (n == "hit-1k") return "1 KiB cache hit, " p ", 100 connections"
     if (n == "hit-1k-c1000") return "1 KiB cache hit, " p ", 1000 connections"
     if (n == "hit-100k") return "100 KiB cache hit, " p ", 100 connections"
-    if (n ~ /^hit-1k-m[0-9]+$/) return "1 KiB cache hit, " p ", 100 connections × " substr(n, 9) " streams"
+    if (n ~ /^hit-1k-m[0-9]+$/) return "1 KiB cache hit, " p ", 100 connections × " substr(n, 9) (substr(n, 9) == 1 ? " stream" : " streams")
     if (n == "newconn") return "a new " p " connection per request (1 KiB hit)"
     if (n == "tls-full") return "a full TLS handshake per request (client-bound: compare CPU)"
     if (n == "tls-resumed") return "a resumed TLS handshake per request (client-bound: compare CPU)"
@@ -236,7 +236,7 @@ END {
             w = word[i]
             if (is_h2(w) || w !~ /^hit-/) continue
             t = desc(w)
-            if (w ~ /c1000\/https/) { sub(/1000 connections/, "c=1000", t); t = t " (p99 includes the 1000 handshakes)" }
+            if (w ~ /c1000\/https/) { sub(/1000 connections/, "c=1000", t); t = t " (p99 includes 1000 handshakes)" }
             panel(w ": " t, 0, "num", "")
             n = ordered(w)
             for (j = 1; j <= n; j++) {
