@@ -51,17 +51,17 @@ function is_h2(w) { return w ~ /(^|[-\/])h2([-\/]|$)/ }
 function desc(w,   n, p) {
     n = w; sub(/\/.*/, "", n); p = w; sub(/^[^\/]*\//, "", p); p = toupper(p)
     if (p == "H2") p = "HTTP/2"
-    if (n == "origin-1k") return "1 KiB straight from the origin server, " p
-    if (n == "origin-json") return "small JSON straight from the origin server, " p
+    if (n == "origin-1k") return "1 KiB from the origin server alone, " p
+    if (n == "origin-json") return "small JSON from the origin server alone, " p
     if (n == "hit-1k") return "1 KiB cache hit, " p ", 100 connections"
     if (n == "hit-1k-c1000") return "1 KiB cache hit, " p ", 1000 connections"
     if (n == "hit-100k") return "100 KiB cache hit, " p ", 100 connections"
     if (n ~ /^hit-1k-m[0-9]+$/) return "1 KiB cache hit, " p ", 100 connections × " substr(n, 9) (substr(n, 9) == 1 ? " stream" : " streams")
     if (n == "newconn") return "a new " p " connection per request (1 KiB hit)"
-    if (n == "tls-full") return "a full TLS handshake per request (client-bound: compare CPU)"
-    if (n == "tls-resumed") return "a resumed TLS handshake per request (client-bound: compare CPU)"
+    if (n == "tls-full") return "a full TLS handshake per request (client-bound)"
+    if (n == "tls-resumed") return "a resumed TLS handshake per request (client-bound)"
     if (n == "pass-1k") return "pass-through (no-store), 1 KiB, " p
-    if (n == "slow-100ms") return "cacheable object behind a 100 ms origin, cold each round"
+    if (n == "slow-100ms") return "cacheable, behind a 100 ms origin, cold each round"
     return w
 }
 function kfmt(v) {
@@ -149,7 +149,7 @@ END {
             }
         }
     } else if (chart == "tls") {
-        printf "T\tWhat TLS costs\tkeep-alive: the 1 KiB hit over HTTPS against HTTP; per new connection: server CPU of the handshake plus one 1 KiB hit\t1\n"
+        printf "T\tWhat TLS costs\tkeep-alive: the 1 KiB hit over HTTPS against HTTP; per new connection: server CPU of the handshake (TLS 1.3, ECDSA P-256) plus one 1 KiB hit\t1\n"
         # HTTPS ÷ HTTP req/s, keep-alive 1 KiB hit.
         y = 0; m = 0
         for (i = 1; i <= ns; i++) O2[i] = every[i]
@@ -181,7 +181,7 @@ END {
         for (i = 1; i <= ns; i++) {
             s = O2[i]; a = "newconn/http," s; f = "tls-full/https," s; r = "tls-resumed/https," s
             if (!(f in cpu) && !(r in cpu)) continue
-            if (!m++) panel("server CPU per new connection, µs: plain TCP, full TLS 1.3 handshake (ECDSA P-256), resumed handshake", 0, "num", "")
+            if (!m++) panel("server CPU per new connection, µs: plain TCP, full TLS 1.3 handshake, resumed handshake", 0, "num", "")
             row_label(y + 2, fullname(s), s == "cachet")
             if ((a in cpu) && cpu[a] != "-") bar(y + 1, cpu[a] * 10, "-", "-", light(colour(s), 0.65), 0, "-", 0, "plain TCP " ufmt(cpu[a] * 10) " µs")
             else bar(y + 1, 0, "-", "-", 0, 0, "-", 0, "plain TCP not measured")
@@ -236,7 +236,7 @@ END {
             w = word[i]
             if (is_h2(w) || w !~ /^hit-/) continue
             t = desc(w)
-            if (w ~ /c1000\/https/) { sub(/1000 connections/, "c=1000", t); t = t " (p99 includes 1000 handshakes)" }
+            if (w ~ /c1000\/https/) t = "1 KiB hit, HTTPS, c=1000; p99 includes the 1000 handshakes"
             panel(w ": " t, 0, "num", "")
             n = ordered(w)
             for (j = 1; j <= n; j++) {

@@ -17,8 +17,11 @@ function nice(x,   e, m) {
 # For a gnuplot string in double quotes.
 function q(t) { gsub(/\\/, "\\\\", t); gsub(/"/, "\\\"", t); return t }
 # Bold text is wider.
-function textpx(t, bold) { return (bold ? 7.1 : 6.3) * length(t) + 14 }
+function textpx(t, bold) { return (bold ? 0.71 : 0.63) * PT * length(t) + 14 }
 
+# Font size in points: big enough to read when the README shrinks a
+# two-column picture to its page width.
+BEGIN { PT = 12 }
 $1 == "T" { title = q($2); subtitle = q($3); cols = $4 + 0; next }
 $1 == "P" { np++; ptitle[np] = q($2); pbold[np] = $3; pfmt[np] = $4; nb[np] = 0; ymax[np] = 0; nl[np] = 0; nr[np] = 0; next }
 $1 == "B" {
@@ -44,7 +47,7 @@ END {
     pw = W / cols
     # The left margin fits the longest row name.
     LEFT = widest + 14 > 150 ? widest + 14 : 150
-    RIGHT = 16; PTOP = 34; PBOT = 30; ROW = 25; TOP = 74
+    RIGHT = 16; PTOP = 3.4 * PT; PBOT = 3 * PT; ROW = 2.4 * PT + 2; TOP = 7.4 * PT
     # Rows of panels: each as tall as its tallest panel.
     H = TOP
     for (p = 1; p <= np; p++) {
@@ -55,8 +58,8 @@ END {
     nrows = int((np + cols - 1) / cols)
     for (r = 0; r < nrows; r++) { rowtop[r] = H; H += rowh[r] }
     H = int(H + 10)
-    if (term == "svg") printf "set terminal svg size %d,%d dynamic font \"sans,10\" noenhanced background rgb \"white\"\n", W, H
-    else printf "set terminal pngcairo size %d,%d font \"sans,10\" noenhanced background rgb \"white\"\n", W, H
+    if (term == "svg") printf "set terminal svg size %d,%d dynamic font \"sans,%d\" noenhanced background rgb \"white\"\n", W, H, PT
+    else printf "set terminal pngcairo size %d,%d font \"sans,%d\" noenhanced background rgb \"white\"\n", W, H, PT
     printf "set output \"%s\"\n", out
     print "set datafile missing \"-\""
     print "set style fill solid 1.0 border lc rgb \"#444444\""
@@ -82,19 +85,19 @@ END {
         step = nice(xmax / 4)
         print "unset label; unset arrow"
         if (p == 1) {
-            printf "set label 9001 \"%s\" at screen %.5f, screen %.5f left font \"sans:Bold,15\"\n", title, 14 / W, 1 - 26 / H
-            printf "set label 9002 \"%s\" at screen %.5f, screen %.5f left font \"sans,10\" tc rgb \"#444444\"\n", subtitle, 14 / W, 1 - 50 / H
+            printf "set label 9001 \"%s\" at screen %.5f, screen %.5f left font \"sans:Bold,%d\"\n", title, 14 / W, 1 - 2.6 * PT / H, PT + 5
+            printf "set label 9002 \"%s\" at screen %.5f, screen %.5f left font \"sans,%d\" tc rgb \"#444444\"\n", subtitle, 14 / W, 1 - 5 * PT / H, PT
         }
         printf "set lmargin at screen %.5f; set rmargin at screen %.5f\n", (x0 + LEFT) / W, (x0 + pw - RIGHT) / W
         printf "set tmargin at screen %.5f; set bmargin at screen %.5f\n", 1 - top / H, 1 - bot / H
         printf "set xrange [0:%g]; set yrange [%g:0.4]\n", X, rows + 0.6
         printf "set xtics 0, %g, %g\n", step, xmax
         printf "set format x \"%s\"\n", pfmt[p] == "si" ? "%.0s%c" : "%g"
-        printf "set label 1 \"%s\" at screen %.5f, screen %.5f left font \"sans:Bold,11\"%s\n", ptitle[p],
-            (x0 + 14) / W, 1 - (y0 + 20) / H, pbold[p] ? " tc rgb \"#a04000\"" : ""
+        printf "set label 1 \"%s\" at screen %.5f, screen %.5f left font \"sans:Bold,%d\"%s\n", ptitle[p],
+            (x0 + 14) / W, 1 - (y0 + 2 * PT) / H, PT + 1, pbold[p] ? " tc rgb \"#a04000\"" : ""
         for (i = 1; i <= nl[p]; i++)
             printf "set label %d \"%s\" at graph 0, first %s right offset -0.8,0 font \"%s\"\n", 10 + i, lt[p, i], ly[p, i],
-                lb[p, i] ? "sans:Bold,10" : "sans,10"
+                (lb[p, i] ? "sans:Bold," : "sans,") PT
         for (i = 1; i <= nr[p]; i++)
             printf "set arrow from first %s, graph 0 to first %s, graph 1 nohead dt 2 lw 1.2 lc rgb \"#555555\"\n", rx[p, i], rx[p, i]
         printf "$b%d << EOD\n", p
@@ -113,8 +116,8 @@ END {
         if (has2) printf ", \\\n  %s using (($2+$7)/2):1:2:7:($1-0.34):($1+0.34):8 with boxxyerror lc rgb variable", d
         if (hasb) printf ", \\\n  %s using ($11/2):($6 > 0 ? $1 : NaN):(0):11:($1-0.34):($1+0.34) with boxxyerror fs empty lw 2.2 lc rgb \"black\"", d
         if (hasw) printf ", \\\n  %s using 2:1:3:4 with xerrorbars pt 7 ps 0 lw 1.4 lc rgb \"#222222\"", d
-        printf ", \\\n  %s using 9:($6 > 0 ? NaN : $1):10 with labels left offset 0.6,0 font \"sans,10\" tc rgb \"#222222\"", d
-        if (hasb) printf ", \\\n  %s using 9:($6 > 0 ? $1 : NaN):10 with labels left offset 0.6,0 font \"sans:Bold,10\" tc rgb \"#000000\"", d
+        printf ", \\\n  %s using 9:($6 > 0 ? NaN : $1):10 with labels left offset 0.6,0 font \"sans,%d\" tc rgb \"#222222\"", d, PT
+        if (hasb) printf ", \\\n  %s using 9:($6 > 0 ? $1 : NaN):10 with labels left offset 0.6,0 font \"sans:Bold,%d\" tc rgb \"#000000\"", d, PT
         printf "\n"
     }
     print "unset multiplot"
