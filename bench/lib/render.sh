@@ -27,6 +27,10 @@ r_md() {
     elapsed=$(r_meta "$dir" elapsed)
     echo "## cachet bench, $(r_meta "$dir" started)"
     echo
+    if [ ! -s "$dir/latest-meta.txt" ]; then
+        echo "(No latest-meta.txt beside the CSVs: the date, command and machine of this run are unknown.)"
+        echo
+    fi
     echo "Command: \`$(r_meta "$dir" command)\` ($(r_meta "$dir" mode), $(r_meta "$dir" rounds) alternating rounds, $((${elapsed:-0} / 60)) min $((${elapsed:-0} % 60)) s)."
     echo "Machine: $(r_meta "$dir" machine); loadavg $(r_meta "$dir" load_before) before, $(r_meta "$dir" load_after) after."
     [ -z "$(r_meta "$dir" build)" ] || echo "Build: $(r_meta "$dir" build)."
