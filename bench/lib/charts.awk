@@ -70,6 +70,22 @@ function kfmt(v) {
 }
 function ufmt(v) { return v < 100 ? sprintf("%.1f", v) : sprintf("%.0f", v) }
 function max(a, b) { return a > b ? a : b }
+# A cell whose checks failed says so on its bar; if it has no figure at all,
+# the reason stands in for it.
+function flagged(k, t,   r) {
+    if (!(k in bad)) return t
+    r = why(bad[k])
+    if (rps[k] + 0 == 0) return "no result: " substr(r, 1, 40)
+    return t "   ✗ " substr(r, 1, 36)
+}
+# "r1: X; r2: X; r3: X" (the summary's failed rounds) as "X, 3 rounds".
+function why(s,   n, a, i, f, same) {
+    n = split(s, a, "; ")
+    same = 1
+    for (i = 1; i <= n; i++) { sub(/^r[0-9]+: /, "", a[i]); if (a[i] != a[1]) same = 0 }
+    if (same) return a[1] (n > 1 ? ", " n " rounds" : ", 1 round")
+    return s
+}
 function ratio(a, b) { return (a + 0 > 0 && b + 0 > 0) ? sprintf("%.2f", a / b) : "" }
 
 function panel(title, bold, xfmt, xlabel) {
@@ -105,8 +121,8 @@ function rps_panels(h2,   i, n, j, w, s, k, y, t, c) {
             t = kfmt(rps[k])
             if (h2 && cpu[k] != "-") t = t " · " ufmt(cpu[k] * 10) " µs CPU/req"
             c = ratio(rps[w ",cachet"], rps[k])
-            if (!is_cachet(s) && c != "") t = t "   (cachet " c "×)"
-            bar(y, rps[k], lo[k], hi[k], colour(s), s == "cachet", "-", 0, t)
+            if (!is_cachet(s) && c != "" && !(k in bad) && !((w ",cachet") in bad)) t = t "   (cachet " c "×)"
+            bar(y, rps[k], lo[k], hi[k], colour(s), s == "cachet", "-", 0, flagged(k, t))
         }
     }
 }
@@ -122,6 +138,7 @@ FNR == 1 { next }
     if (!((k) in kseen)) { kseen[k] = 1; sys[w] = sys[w] " " s }
     if ($3 == "-") { na[k] = $12; next }
     rps[k] = $3; lo[k] = $4; hi[k] = $5; p50[k] = $6; p99[k] = $7; cpu[k] = $8; org[k] = $11
+    if ($12 !~ /^ok/) bad[k] = $12
     if (!(s in sseen)) { sseen[s] = 1; every[++ns] = s }
 }
 END {
@@ -142,6 +159,7 @@ END {
                 s = O[j]; k = w "," s
                 row_label(j, fullname(s), s == "cachet")
                 if ((k in na) || cpu[k] == "-") { bar(j, 0, "-", "-", colour(s), 0, "-", 0, "not measured"); continue }
+                if ((k in bad) && rps[k] + 0 == 0) { bar(j, 0, "-", "-", colour(s), 0, "-", 0, flagged(k, "")); continue }
                 v = cpu[k] * 10; f = kshare(k)
                 if (f < 0) bar(j, v, "-", "-", colour(s), s == "cachet", "-", 0, ufmt(v) " µs")
                 else bar(j, v * (1 - f), "-", "-", colour(s), s == "cachet", v, light(colour(s), 0.55),
@@ -149,7 +167,7 @@ END {
             }
         }
     } else if (chart == "tls") {
-        printf "T\tWhat TLS costs\tkeep-alive: the 1 KiB hit over HTTPS against HTTP; per new connection: server CPU of the handshake (TLS 1.3, ECDSA P-256) plus one 1 KiB hit\t1\n"
+        printf "T\tWhat TLS costs\tkeep-alive: the 1 KiB hit, HTTPS against HTTP; new connections: server CPU of a handshake (TLS 1.3, P-256) and one hit\t1\n"
         # HTTPS ÷ HTTP req/s, keep-alive 1 KiB hit.
         y = 0; m = 0
         for (i = 1; i <= ns; i++) O2[i] = every[i]
@@ -243,6 +261,7 @@ END {
                 s = O[j]; k = w "," s
                 row_label(j, fullname(s), s == "cachet")
                 if (!(k in p50) || p50[k] == "-") { bar(j, 0, "-", "-", 0, 0, "-", 0, "not measured"); continue }
+                if ((k in bad) && rps[k] + 0 == 0) { bar(j, 0, "-", "-", 0, 0, "-", 0, flagged(k, "")); continue }
                 bar(j, p50[k], "-", "-", colour(s), s == "cachet", p99[k], light(colour(s), 0.6),
                     sprintf("p50 %.2f · p99 %.2f ms", p50[k], p99[k]))
             }

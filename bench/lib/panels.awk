@@ -11,7 +11,8 @@ function nice(x,   e, m) {
     if (x <= 0) return 1
     e = 10 ^ int(log(x) / log(10) - (x < 1 ? 1 : 0))
     m = x / e
-    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 2.5 ? 2.5 : m <= 5 ? 5 : 10) * e
+    # (no 2.5: "%.0s%c" would print 2500 as "2k")
+    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * e
 }
 # Roughly how wide a label is in pixels (bytes overcount the few UTF-8 signs).
 # For a gnuplot string in double quotes.
@@ -75,7 +76,8 @@ END {
         # The x range leaves room for every bar's label after its end.
         xmax = 0
         for (i = 1; i <= nb[p]; i++) if (lx[p, i] > xmax) xmax = lx[p, i]
-        if (xmax <= 0) xmax = 1
+        allzero = xmax <= 0
+        if (allzero) xmax = 1
         X = xmax * 1.05
         for (i = 1; i <= nb[p]; i++) {
             room = plotw - textpx(tx[p, i], tb[p, i])
@@ -91,7 +93,9 @@ END {
         printf "set lmargin at screen %.5f; set rmargin at screen %.5f\n", (x0 + LEFT) / W, (x0 + pw - RIGHT) / W
         printf "set tmargin at screen %.5f; set bmargin at screen %.5f\n", 1 - top / H, 1 - bot / H
         printf "set xrange [0:%g]; set yrange [%g:0.4]\n", X, rows + 0.6
-        printf "set xtics 0, %g, %g\n", step, xmax
+        # A panel of cells that all failed has no scale to show.
+        if (allzero) print "unset xtics"
+        else printf "set xtics 0, %g, %g\n", step, xmax
         printf "set format x \"%s\"\n", pfmt[p] == "si" ? "%.0s%c" : "%g"
         printf "set label 1 \"%s\" at screen %.5f, screen %.5f left font \"sans:Bold,%d\"%s\n", ptitle[p],
             (x0 + 14) / W, 1 - (y0 + 2 * PT) / H, PT + 1, pbold[p] ? " tc rgb \"#a04000\"" : ""
