@@ -254,7 +254,7 @@ END {
             w = word[i]
             if (is_h2(w) || w !~ /^hit-/) continue
             t = desc(w)
-            if (w ~ /c1000\/https/) t = "1 KiB hit, HTTPS, c=1000; p99 includes the 1000 handshakes"
+            if (w ~ /c1000\/https/) t = "1 KiB hit, HTTPS, c=1000 (p99 has the handshakes)"
             panel(w ": " t, 0, "num", "")
             n = ordered(w)
             for (j = 1; j <= n; j++) {
