@@ -16,7 +16,8 @@ usage: bench/run.sh [--quick | --full] [--only LIST] [--bin DIR] [--out DIR]
                    --only 'origin-*'   --only nginx,cachet   --only hit-1k/https
                    --only origin-1k:co (WORKLOAD:SYSTEM, one cell)
   --bin DIR        where cachet and cachet-origin are (default: build/bin)
-  --out DIR        where latest.{md,csv,png} go (default: bench/results)
+  --out DIR        where the report goes (default: bench/results): latest.md,
+                   latest.html, the pictures latest-*.png and the CSVs
   --duration SECS  seconds per cell, overriding the mode
   --rounds N       alternating rounds per cell (default 3)
   --workers N      workers of the scaling row "cachet-w2" (default 2)
@@ -57,6 +58,7 @@ source "$HERE/lib/bench.sh"
 source "$HERE/lib/peers.sh"
 source "$HERE/lib/cell.sh"
 source "$HERE/lib/report.sh"
+source "$HERE/lib/render.sh"
 
 for tool in wrk taskset ss curl openssl awk; do
     command -v $tool >/dev/null || { echo "run.sh: $tool is missing (make deps-bench)" >&2; exit 2; }
@@ -287,32 +289,24 @@ LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 r_summarize "$RUNS_CSV" >"$OUT/latest.csv"
 cp "$RUNS_CSV" "$OUT/latest-runs.csv"
 cp "$SPLIT_CSV" "$OUT/latest-cpu-split.csv"
+# What render.sh needs besides the CSVs to write the report again later.
 {
-    echo "## cachet bench, $STARTED"
-    echo
-    echo "Command: \`$CMDLINE\` ($MODE, $ROUNDS alternating rounds, $((ELAPSED / 60)) min $((ELAPSED % 60)) s)."
-    echo "Machine: $(nproc --all) cores, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), $(uname -r);" \
-        "loadavg $LOAD_BEFORE before, $LOAD_AFTER after."
-    echo "Servers pinned to CPU 1 (cachet-w2: CPUs 0-1, sharing CPU 0 with wrk), wrk -t1 / openssl s_time on CPU 0."
-    echo "Server CPU is utime+stime over all the system's processes (origin excluded for proxies);"
-    echo "client CPU is the load generator's for the cell: near the cell's length, the client was the limit."
-    echo "TLS handshake cells use openssl s_time (4 parallel, no latency figures); the client side costs"
-    echo "about as much CPU as the server's, so their req/s is client-bound: compare CPU per request."
-    echo "HTTPS p99 at c=1000 includes the 1000 initial handshakes."
-    echo
-    [ ${#CELLS[@]} -eq 0 ] || r_markdown "$OUT/latest.csv" "$OUT/latest-cpu-split.csv"
-    if [ -n "$MICRO" ]; then
-        echo
-        echo "Micro-benchmarks (one thread on CPU 1 unless they say otherwise):"
-        echo
-        echo '```'
-        cat "$B_TMP/micro.txt"
-        echo '```'
-    fi
-} >"$OUT/latest.md"
-r_plot "$OUT/latest.csv" "$OUT/latest.png" || echo "bench: chart failed" >&2
+    echo "started=$STARTED"
+    echo "command=$CMDLINE"
+    echo "mode=$MODE"
+    echo "rounds=$ROUNDS"
+    echo "elapsed=$ELAPSED"
+    echo "machine=$(nproc --all) cores, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)," \
+        "$(awk '/^MemTotal:/ { printf "%.1f GiB RAM", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r)"
+    echo "load_before=$LOAD_BEFORE"
+    echo "load_after=$LOAD_AFTER"
+    echo "build=${BIN#"$SRC"/}, source $(git -C "$SRC" describe --always --dirty 2>/dev/null || echo "not a git checkout")"
+} >"$OUT/latest-meta.txt"
+if [ -n "$MICRO" ]; then cp "$B_TMP/micro.txt" "$OUT/latest-micro.txt"; else rm -f "$OUT/latest-micro.txt"; fi
+r_render "$OUT"
 cat "$OUT/latest.md"
 echo >&2
-echo "bench: wrote $OUT/latest.md latest.csv latest-runs.csv latest-cpu-split.csv latest.png" >&2
+echo "bench: wrote $OUT/latest.md latest.html latest.csv latest-runs.csv latest-cpu-split.csv latest-meta.txt and the pictures:" \
+    "$(cd "$OUT" && ls latest-*.png 2>/dev/null | tr '\n' ' ')" >&2
 b_cleanup
 if [ -z "${BENCH_KEEP:-}" ]; then rm -rf "$B_TMP"; else echo "bench: kept $B_TMP" >&2; fi

@@ -1,5 +1,22 @@
-# bench/lib/report.sh: turn the per-round CSV into the summary CSV, the
-# markdown table (with derived figures) and the PNG chart.
+# bench/lib/report.sh: turn the per-round CSV into the summary CSV and the
+# markdown table (with derived figures). The pictures and the HTML report
+# are bench/lib/render.sh's.
+
+# The systems' full names, for every table and picture (the CSVs keep the
+# short codes run.sh takes in --only). Shared by the awk programs here and
+# in render.sh; a code it does not know is shown as it is.
+R_AWK_NAMES='
+function fullname(s) {
+    if (s == "co") return "cachet-origin"
+    if (s == "lt") return "lighttpd"
+    if (s == "nginx") return "nginx proxy_cache"
+    if (s == "varnish") return "Varnish"
+    if (s == "haproxy") return "HAProxy cache"
+    if (s == "stack") return "nginx → Varnish → lighttpd"
+    if (s == "cachet-w2") return "cachet ×2 workers"
+    return s
+}
+'
 
 SUMMARY_HEADER="workload,system,rps_median,rps_min,rps_max,p50_ms,p99_ms,cpu_s_per_100k,client_cpu_s,max_listen_q,origin_reqs,check"
 
@@ -47,29 +64,40 @@ r_summarize() {
 
 # r_markdown SUMMARY_CSV [SPLIT_CSV]: the table, then the derived figures
 # (SPLIT_CSV: user and kernel ticks per round, for the kernel's share).
+# Systems by their full names; the last column is cachet's req/s over the
+# row's in the same workload (1.27× means cachet answered 27 % more).
 r_markdown() {
-    awk -F, '
+    awk -F, "$R_AWK_NAMES"'
         FNR == 1 { next }
         FILENAME != ARGV[1] { ut[$1 "," $2] += $4; kt[$1 "," $2] += $5; next }
         {
             w = $1; s = $2; key = w "," s
-            if ($3 == "-") {
-                printf "| %s | %s | %s | | | | | | | |\n", w, s, $12
-                next
-            }
-            rng = ($4 == $5) ? "" : sprintf(" (%s–%s)", $4, $5)
-            printf "| %s | %s | %s%s | %s | %s | %s | %s | %s | %s | %s |\n", w, s, $3, rng, $6, $7, $8, $9, $10, $11, $12
+            row[++nr] = $0
+            if ($3 == "-") next
             rps[key] = $3; cpu[key] = $8; org[key] = $11
             if (!(w in wseen)) { wseen[w] = 1; word[++nw] = w }
             sys[w] = sys[w] " " s
         }
-        BEGIN {
-            print "| workload | system | req/s median (min–max) | p50 ms | p99 ms | server CPU s / 100k req | client CPU s | max listen Q | origin reqs (per round) | check |"
-            print "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
-        }
         function ratio(a, b) { return (a + 0 > 0 && b + 0 > 0) ? sprintf("%.2f", a / b) : "-" }
         function kshare(k) { return (ut[k] + kt[k] > 0) ? sprintf("%.0f %%", 100 * kt[k] / (ut[k] + kt[k])) : "-" }
+        function vs_cachet(w, s,   c) {
+            c = rps[w ",cachet"]
+            if (s == "cachet" || c == "" || rps[w "," s] == "") return "-"
+            return ratio(c, rps[w "," s]) "×"
+        }
         END {
+            print "| workload | system | req/s median (min–max) | p50 ms | p99 ms | server CPU s / 100k req | client CPU s | max listen Q | origin reqs (per round) | check | cachet ÷ this system (req/s) |"
+            print "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |"
+            for (i = 1; i <= nr; i++) {
+                split(row[i], f, ",")
+                if (f[3] == "-") {
+                    printf "| %s | %s | %s | | | | | | | | |\n", f[1], fullname(f[2]), f[12]
+                    continue
+                }
+                rng = (f[4] == f[5]) ? "" : sprintf(" (%s–%s)", f[4], f[5])
+                printf "| %s | %s | %s%s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f[1], fullname(f[2]), f[3], rng,
+                    f[6], f[7], f[8], f[9], f[10], f[11], f[12], vs_cachet(f[1], f[2])
+            }
             print ""
             print "Derived figures (medians; ratios computed within this run):"
             print ""
@@ -79,21 +107,21 @@ r_markdown() {
             for (i = 1; i <= n; i++) {
                 s = S[i]
                 h = rps["hit-1k/http," s]; t = rps["hit-1k/https," s]
-                if (h != "" && t != "") printf "| TLS overhead, keep-alive hit (HTTPS/HTTP req/s) | %s | %s |\n", s, ratio(t, h)
+                if (h != "" && t != "") printf "| TLS overhead, keep-alive hit (HTTPS/HTTP req/s) | %s | %s |\n", fullname(s), ratio(t, h)
                 h = cpu["newconn/http," s]; t = cpu["tls-full/https," s]
-                if (h != "" && t != "") printf "| full TLS handshake vs plain connection (CPU per request, x) | %s | %s |\n", s, ratio(t, h)
+                if (h != "" && t != "") printf "| full TLS handshake vs plain connection (CPU per request, x) | %s | %s |\n", fullname(s), ratio(t, h)
                 h = cpu["tls-resumed/https," s]
-                if (h != "" && t != "") printf "| full vs resumed handshake (CPU per request, x) | %s | %s |\n", s, ratio(t, h)
+                if (h != "" && t != "") printf "| full vs resumed handshake (CPU per request, x) | %s | %s |\n", fullname(s), ratio(t, h)
             }
             n = split("nginx varnish haproxy stack cachet", S, " ")
             for (i = 1; i <= n; i++) {
                 s = S[i]; o = (s == "stack") ? "lt" : "co"
                 if (cpu["pass-1k/http," s] != "" && rps["pass-1k/http," o] != "")
-                    printf "| proxy-hop price: pass req/s vs %s direct (x); proxy CPU µs/req (kernel share) | %s | %s; %.1f (%s) |\n", o, s,
-                        ratio(rps["pass-1k/http," s], rps["pass-1k/http," o]), cpu["pass-1k/http," s] * 10,
+                    printf "| proxy-hop price: pass req/s vs %s direct (x); proxy CPU µs/req (kernel share) | %s | %s; %.1f (%s) |\n",
+                        fullname(o), fullname(s), ratio(rps["pass-1k/http," s], rps["pass-1k/http," o]), cpu["pass-1k/http," s] * 10,
                         kshare("pass-1k/http," s)
                 if (rps["slow-100ms/http," s] != "" && rps["slow-100ms/http,co"] != "")
-                    printf "| cache gain, 100 ms origin (req/s vs origin direct, x); origin fetches | %s | %s; %s |\n", s,
+                    printf "| cache gain, 100 ms origin (req/s vs origin direct, x); origin fetches | %s | %s; %s |\n", fullname(s),
                         ratio(rps["slow-100ms/http," s], rps["slow-100ms/http,co"]), org["slow-100ms/http," s]
             }
             n = split("co lt nginx varnish haproxy cachet", S, " ")
@@ -102,7 +130,7 @@ r_markdown() {
                 if (S[i] == "co" || S[i] == "lt") k = "origin-1k/http," S[i]
                 if (cpu[k] != "" && kshare(k) != "-")
                     printf "| kernel share of server CPU, 1 KiB %s over HTTP | %s | %s |\n",
-                        (S[i] == "co" || S[i] == "lt") ? "origin answer" : "hit", S[i], kshare(k)
+                        (S[i] == "co" || S[i] == "lt") ? "origin answer" : "hit", fullname(S[i]), kshare(k)
             }
             if (rps["hit-1k/http,cachet-w2"] != "" && rps["hit-1k/http,cachet"] != "")
                 printf "| scaling: --workers 2 vs 1, hit-1k HTTP (x) | cachet | %s |\n",
@@ -117,7 +145,7 @@ r_markdown() {
                 for (j = 1; j <= m; j++) {
                     p = P[j]
                     if (p ~ /^cachet/ || p == "co" || p == "lt" || rps[w "," p] == "") continue
-                    line = line sprintf("%s%s %s / %s", line == "" ? "" : "; ", p,
+                    line = line sprintf("%s%s %s / %s", line == "" ? "" : "; ", fullname(p),
                         ratio(rps[c], rps[w "," p]), ratio(cpu[c], cpu[w "," p]))
                 }
                 if (line == "") continue
@@ -132,14 +160,4 @@ r_markdown() {
                 printf "| %s | %s |\n", w, line
             }
         }' "$1" "${2:-/dev/null}"
-}
-
-# r_plot SUMMARY_CSV PNG: req/s, p99 and server CPU per cell (measured cells only).
-r_plot() {
-    local dat=$B_TMP/plot.dat here
-    here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-    awk -F, 'NR > 1 && $3 != "-" { printf "\"%s %s\" %s %s %s\n", $1, $2, $3, ($7 == "-" ? "NaN" : $7), ($8 == "-" ? "NaN" : $8) }' "$1" >"$dat"
-    [ -s "$dat" ] || return 0
-    command -v gnuplot >/dev/null || { echo "gnuplot not installed: no chart" >&2; return 0; }
-    gnuplot -e "datafile='$dat'; outfile='$2'; rows=$(wc -l <"$dat")" "$here/plot.gp"
 }

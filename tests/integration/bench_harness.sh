@@ -91,10 +91,16 @@ ct_check "the cell checked itself" "$check" ok
 
 sum=$(grep '^origin-1k/http,co,' "$out/latest.csv")
 ct_check_match "summary row has the median" "$sum" "^origin-1k/http,co,$rps,$rps,$rps,"
-ct_check_match "markdown table row" "$(grep '| origin-1k/http | co |' "$out/latest.md")" "^\| origin-1k/http \| co \| $rps \| "
+ct_check_match "markdown table row" "$(grep '| origin-1k/http | cachet-origin |' "$out/latest.md")" \
+    "^\| origin-1k/http \| cachet-origin \| $rps \| "
 ct_check_match "table header names the command" "$(grep '^Command:' "$out/latest.md")" 'run.sh --only origin-1k:co --rounds 1 --duration 2'
+ct_check_match "meta file has the command for render.sh" "$(grep '^command=' "$out/latest-meta.txt")" \
+    'run.sh --only origin-1k:co --rounds 1 --duration 2'
+# The report itself is tests/integration/bench_report.sh's; here only that
+# run.sh wrote it.
+ct_check_match "HTML report written" "$(grep -c 'cachet-origin' "$out/latest.html" 2>/dev/null)" '^[1-9]'
 if command -v gnuplot >/dev/null; then
-    ct_check_match "chart is a PNG" "$(head -c 4 "$out/latest.png" | tail -c 3)" '^PNG$'
+    ct_check_match "chart is a PNG" "$(head -c 4 "$out/latest-rps.png" | tail -c 3)" '^PNG$'
 fi
 
 # 3. Every process it started is gone: nothing listens on the origin's port.
