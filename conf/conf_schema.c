@@ -46,6 +46,9 @@
      .help = h}
 #define ROW_STRLIST(T, key, f, fn, d, h)                                                      \
     {.name = key, .type = CT_ROW_STRLIST, FLD(T, f), .off2 = offsetof(T, fn), .def = d, .help = h}
+#define ROW_WORDLIST(T, key, f, fn, d, h)                                                     \
+    {.name = key, .type = CT_ROW_STRLIST, .flags = CT_ROW_WORDS, FLD(T, f),                    \
+     .off2 = offsetof(T, fn), .def = d, .help = h}
 #define ROW_FIELDLIST(T, key, f, fn, d, h)                                                    \
     {.name = key, .type = CT_ROW_STRLIST, .flags = CT_ROW_FIELDS, FLD(T, f),                   \
      .off2 = offsetof(T, fn), .def = d, .help = h}
@@ -225,7 +228,7 @@ static const struct ct_conf_row backend_rows[] = {
             "Passive health: how long a failed backend is skipped. Never the last backend in "
             "rotation: with one backend (or every other one skipped) passive health takes "
             "nothing out, as nginx ignores max_fails for a lone server."),
-    ROW_STRLIST(T, "passive_fail_on", passive_fail_on, n_passive_fail_on,
+    ROW_WORDLIST(T, "passive_fail_on", passive_fail_on, n_passive_fail_on,
                 "[" Q("connect") ", " Q("timeout") ", " Q("reset") "]",
                 "Passive health: what counts as a failure: `connect` (refused or timed out), "
                 "`timeout` (no response head in time), `reset` (closed before a response "
@@ -779,7 +782,9 @@ void ct_conf_row_expect(const struct ct_conf_row *r, char *buf, size_t len)
         snprintf(buf, len, "\"HOST:PORT\" such as \"127.0.0.1:8081\" or \"origin.example:80\"");
         break;
     case CT_ROW_STRLIST:
-        if (r->flags & CT_ROW_FIELDS)
+        if (r->flags & CT_ROW_WORDS)
+            snprintf(buf, len, "an array of the words above, such as %s", r->def);
+        else if (r->flags & CT_ROW_FIELDS)
             snprintf(buf, len, "header field names such as [\"Surrogate-Key\", \"Cache-Tag\"]");
         else
             snprintf(buf, len, "server names such as [\"example.com\", \"*.example.com\"]");
