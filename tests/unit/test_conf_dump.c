@@ -152,6 +152,17 @@ static void test_example_loads(void)
     ct_conf_free(&cf);
 }
 
+/* The generated reference table (caller frees). */
+static char *reference(void)
+{
+    char *ref = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&ref, &len);
+    ct_conf_print_reference(fp);
+    fclose(fp);
+    return ref;
+}
+
 /* README.md's "## Configuration reference" holds the generated table
  * verbatim: every key, its type, default and help. */
 static void test_readme_reference(void)
@@ -165,11 +176,7 @@ static void test_readme_reference(void)
     char *end = strstr(sec + 1, "\n## ");
     if (end)
         *end = '\0';
-    char *ref = NULL;
-    size_t len = 0;
-    FILE *fp = open_memstream(&ref, &len);
-    ct_conf_print_reference(fp);
-    fclose(fp);
+    char *ref = reference();
     size_t nkeys = 0;
     for (char *line = ref; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
         if (strncmp(line, "| `", 3) != 0)
@@ -203,11 +210,7 @@ static void test_readme_reference(void)
  * outlives its setting. */
 static void test_every_default_has_a_reason(void)
 {
-    char *ref = NULL;
-    size_t len = 0;
-    FILE *fp = open_memstream(&ref, &len);
-    ct_conf_print_reference(fp);
-    fclose(fp);
+    char *ref = reference();
     size_t ndefaults = 0;
     for (char *line = ref; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
         if (strncmp(line, "| `", 3) != 0)
