@@ -114,7 +114,7 @@ static enum ct_obj_body pump(struct ct_client *c, bool bp)
             /* The socket may take it all at once: then no write event would
              * ever come to resume us, so go on. Otherwise libevent writes
              * the rest and ct_cache_client_drained() resumes us. */
-            ct_flush(c->bev);
+            ct_io_flush(&c->io);
             if (evbuffer_get_length(out) >= CT_BP_LOW)
                 return CT_OBJ_BODY_DATA;
         }
@@ -290,8 +290,8 @@ void ct_cache_write_head(struct ct_client *c, struct ct_obj *obj, const char *st
  * before returning, so no reference is taken for the bytes the socket took.
  * What it did not take is queued as before, in order (the object's bytes by
  * reference, ours copied), and libevent's write event takes over, exactly as
- * ct_flush() leaves it: its write timeout and error event apply (helpers in
- * forward.c). TLS keeps the evbuffer path (one record per response, see
+ * ct_io_flush() leaves it: its write timeout and error event apply (helpers in
+ * io.c). TLS keeps the evbuffer path (one record per response, see
  * add_ref). */
 #define DIRECT_IOV 16
 
@@ -312,7 +312,7 @@ static void direct_add(struct direct *d, const void *p, size_t len, bool obj_byt
 
 static bool direct_ok(struct ct_client *c, const struct ct_obj *obj)
 {
-    return ct_obj_state(obj) == CT_OBJ_COMPLETE && ct_fwd_can_write_now(c->bev);
+    return ct_obj_state(obj) == CT_OBJ_COMPLETE && ct_io_can_write_now(&c->io);
 }
 
 struct direct_rest {
@@ -334,7 +334,7 @@ static void direct_queue(void *arg, int i, const char *p, size_t len)
 static void direct_write(struct ct_client *c, struct ct_obj *obj, struct direct *d)
 {
     struct direct_rest r = {c, obj, d};
-    ct_fwd_writev(c->bev, d->iov, d->n, direct_queue, &r);
+    ct_io_writev(&c->io, d->iov, d->n, direct_queue, &r);
 }
 
 /* The complete body from cr->pos into D's free slots (the rest: pump()). */
@@ -364,7 +364,7 @@ static void direct_sendfile(struct ct_client *c, int fd, off_t base)
     struct ct_creq *cr = c->cr;
     if (evbuffer_get_length(cout(c)) > 0)
         return;
-    int sock = bufferevent_getfd(c->bev);
+    int sock = ct_io_fd(&c->io);
     while (cr->body_left > 0) {
         off_t off = base + (off_t)cr->pos.off;
         size_t want = (size_t)CT_MIN(cr->body_left, (uint64_t)(1u << 30));
@@ -486,7 +486,7 @@ void ct_cache_stream_more(struct ct_client *c)
             return;
         case CT_OBJ_BODY_WAIT:
             if (ct_cache_wait_obj(cr, CT_OBJ_STREAMING, cr->pos.off)) {
-                ct_flush(c->bev);
+                ct_io_flush(&c->io);
                 return;
             }
             continue;
@@ -495,7 +495,7 @@ void ct_cache_stream_more(struct ct_client *c)
                 ct_fwd_body_end(cout(c));
             if (cr->self) { /* the fetch ends the response (cache_fill.c) */
                 cr->mode = CT_CREQ_DONE;
-                ct_flush(c->bev);
+                ct_io_flush(&c->io);
                 return;
             }
             ct_cache_finish(c);
@@ -503,7 +503,7 @@ void ct_cache_stream_more(struct ct_client *c)
         case CT_OBJ_BODY_FAILED:
             /* The fetch died: what was sent must look truncated. */
             cr->mode = CT_CREQ_DONE;
-            ct_flush(c->bev);
+            ct_io_flush(&c->io);
             ct_client_fail(c, CT_CLOSE_ORIGIN_TRUNC);
             return;
         }

@@ -376,7 +376,7 @@ static void serve_instead(struct ct_client *c, struct ct_obj *obj, struct ct_str
         return; /* the client already has its answer */
     CT_ASSERT(ct_cache_emit(c, obj, cstatus, conn == CT_RESP_CLOSE));
     ct_obj_release(&cr->obj);
-    ct_flush(c->bev);
+    ct_io_flush(&c->io);
 }
 
 /* Parse our own stored block back into fields (only on a 304 update, never

@@ -441,7 +441,7 @@ void ct_cache_finish(struct ct_client *c)
     ct_obj_release(&cr->stale);
     if (cr->mode != CT_CREQ_PASS && cr->mode != CT_CREQ_FILL)
         cr->mode = CT_CREQ_DONE;
-    ct_flush(c->bev);
+    ct_io_flush(&c->io);
     ct_client_response_done(c);
 }
 
@@ -742,7 +742,7 @@ static bool on_stale(struct ct_client *c, struct ct_cache_lookup_res *res, ct_ti
         ct_obj_release(&cr->obj); /* emit's hold: the whole body is queued */
         cr->bg = true;
         cr->mode = CT_CREQ_FILL;
-        ct_flush(c->bev);
+        ct_io_flush(&c->io);
         /* The client may close now that it has its answer: do not read, so
          * its EOF does not end the refresh; reading resumes with its next
          * request (enter_read_head), after the refresh. */

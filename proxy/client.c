@@ -31,12 +31,9 @@
 #include <event2/event.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <linux/sockios.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -187,80 +184,6 @@ void ct_client_body_pause(struct ct_client *c, bool paused)
     ct_client_body_clock(c, false);
 }
 
-/* TLS before io.c took the connection over (the first response on it; see
- * io.c ct_io_flush for all later ones): one SSL_write per record's worth of
- * output, so a response's head and body (separate evbuffer chunks) leave as
- * one record and one write(2), not one of each per chunk as
- * bufferevent_openssl's do_write does. The first CT_TLS_WRITE bytes are
- * made contiguous (a copy only when they span chunks). Whatever the socket
- * does not take (WANT_WRITE; SSL_write is then retried by libevent from the
- * same first bytes, a buffer at least as long, which OpenSSL allows with
- * SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, set by libevent) and any error go to
- * libevent by enabling EV_WRITE: its write timeout, its error event and
- * OpenSSL's error queue then apply as before, on the next loop turn, so no
- * callback runs under our caller. */
-#define CT_TLS_WRITE (16 * 1024)
-
-static void tls_flush(struct bufferevent *bev, SSL *ssl)
-{
-    struct evbuffer *out = bufferevent_get_output(bev);
-    size_t len;
-    while ((len = evbuffer_get_length(out)) > 0) {
-        size_t n = CT_MIN(len, (size_t)CT_TLS_WRITE);
-        unsigned char *p = evbuffer_pullup(out, (ev_ssize_t)n);
-        if (p == NULL)
-            break;
-        ERR_clear_error();
-        int r = SSL_write(ssl, p, (int)n);
-        if (r <= 0)
-            break; /* WANT_WRITE/WANT_READ or an error: libevent's to handle */
-        evbuffer_drain(out, (size_t)r);
-    }
-    if (evbuffer_get_length(out) > 0)
-        bufferevent_enable(bev, EV_WRITE);
-}
-
-/* The client whose TLS bufferevent BEV is (only clients have TLS ones). */
-static struct ct_client *tls_client_of(struct bufferevent *bev)
-{
-    void *arg = NULL;
-    bufferevent_getcb(bev, NULL, NULL, NULL, &arg);
-    struct ct_client *c = arg;
-    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
-    return c;
-}
-
-void ct_flush(struct bufferevent *bev)
-{
-    struct evbuffer *out = bufferevent_get_output(bev);
-    SSL *ssl = bufferevent_openssl_get_ssl(bev); /* NULL: not a TLS bufferevent */
-    if (ssl != NULL && ct_io_flush(&tls_client_of(bev)->io))
-        return; /* io.c writes this connection */
-    if ((bufferevent_get_enabled(bev) & EV_WRITE) || evbuffer_get_length(out) == 0)
-        return; /* libevent is already on it, or nothing to do */
-    if (ssl != NULL) {
-        tls_flush(bev, ssl);
-        return;
-    }
-    /* A socket bufferevent keeps its output's front frozen so that only it
-     * drains it; its own write callback unfreezes around the write, and so
-     * do we (same public calls, same order). */
-    evbuffer_unfreeze(out, 1);
-    int n = evbuffer_write(out, bufferevent_getfd(bev));
-    evbuffer_freeze(out, 1);
-    /* The rest, or the error, go through libevent: its write timeout and
-     * error event then apply as usual. */
-    if (n < 0 || evbuffer_get_length(out) > 0)
-        bufferevent_enable(bev, EV_WRITE);
-}
-
-void ct_set_timeouts(struct bufferevent *bev, uint64_t read_ms, uint64_t write_ms)
-{
-    struct timeval r = {(time_t)(read_ms / 1000), (suseconds_t)((read_ms % 1000) * 1000)};
-    struct timeval wr = {(time_t)(write_ms / 1000), (suseconds_t)((write_ms % 1000) * 1000)};
-    bufferevent_set_timeouts(bev, read_ms ? &r : NULL, write_ms ? &wr : NULL);
-}
-
 /* ---- accept / close ---------------------------------------------------------- */
 
 static void peer_name(struct ct_client *c, const struct sockaddr *sa)
@@ -322,7 +245,6 @@ void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, in
         w->clients->prev = c;
     w->clients = c;
     w->nclients++;
-    w->n_accepted++;
     ct_ops_conn_open(c);
 
     bool plain = lc->kind == CT_LISTEN_HTTP;
@@ -343,7 +265,7 @@ void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, in
         c->state = CT_CS_READ_HEAD;
         deadline_set(c, w->cf->limits.client_header_timeout_ms);
     }
-    /* We write directly (ct_flush; TLS: tls_flush), libevent only takes over
+    /* We write directly (ct_io_flush; TLS: tls_flush), libevent only takes over
      * what the socket did not take. Plain TCP: reads are ours too (io.c). */
     bufferevent_disable(bev, plain ? EV_READ | EV_WRITE : EV_WRITE);
     ct_io_read(&c->io, true);
@@ -382,7 +304,6 @@ static void client_close(struct ct_client *c, enum ct_close why)
     struct ct_worker *w = c->w;
     if (!c->failed)
         c->why = why;
-    w->n_close[c->why]++;
     ct_ops_conn_close(c);
     CT_DEBUG("w%u c%llu %s: closed (%s)", w->id, (unsigned long long)c->id, c->peer,
              ct_close_name(c->why));
@@ -416,8 +337,7 @@ void ct_client_finish(struct ct_client *c, enum ct_close why)
     bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
     ct_io_timeouts(&c->io, 0, 0);
     deadline_set(c, LINGER_MS);
-    if (!ct_io_flush(&c->io)) /* TLS taken over: io.c writes, never the bufferevent */
-        bufferevent_enable(c->bev, EV_WRITE);
+    ct_io_flush_linger(&c->io);
     ct_io_read(&c->io, true);
     if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
         on_write(c->bev, c);
@@ -543,7 +463,6 @@ static void read_head(struct ct_client *c)
             deadline_clear(c);
             c->req = ct_http_parser_msg(c->rp);
             c->nreq++;
-            c->w->n_requests++;
             ct_ops_req_start(c);
             /* Reading stays on (saves two epoll_ctl per request) but nothing
              * more is parsed until this response is done: pipelined
@@ -701,8 +620,8 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
  * for their ACK would cost every short connection a poll interval. */
 static bool linger_draining(struct ct_client *c)
 {
-    int held = 0;
-    if (ioctl(bufferevent_getfd(c->bev), SIOCOUTQNSD, &held) != 0 || held <= 0)
+    int held = ct_io_unsent(&c->io);
+    if (held == 0)
         return false;
     uint64_t now = now_ms();
     if (c->linger_outq == 0 || held < c->linger_outq) {

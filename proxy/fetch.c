@@ -56,10 +56,10 @@ static struct evbuffer *uin(struct ct_client *c)
  * libevent, whose write callback (at the low mark) will resume the source.
  * Pausing without this flush could wait for a write callback that never
  * comes: a direct write may empty the output at once. */
-static bool drained(struct bufferevent *bev)
+static bool drained(struct ct_io *io)
 {
-    ct_flush(bev);
-    return evbuffer_get_length(bufferevent_get_output(bev)) < CT_BP_LOW;
+    ct_io_flush(io);
+    return evbuffer_get_length(bufferevent_get_output(io->bev)) < CT_BP_LOW;
 }
 
 static bool body_expected(const struct ct_http_msg *m)
@@ -134,16 +134,16 @@ void ct_fetch_upstream_ready(struct ct_client *c)
             fr.extra_value = ct_str_make(subject, (size_t)n);
     }
     ct_http_parser_set_request_method(ct_upstream_parser(c->u), req->method);
-    ct_fwd_request_head(ct_upstream_bev(c->u), &fr);
+    ct_fwd_request_head(ct_upstream_io(c->u), &fr);
     if (req->expect_continue && req->version == 11 && body_expected(req) && !c->sent_continue) {
         static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
         evbuffer_add(cout(c), cont, sizeof(cont) - 1);
-        ct_flush(c->bev);
+        ct_io_flush(&c->io);
         c->sent_continue = true;
     }
     if (c->req_body_done) {
         ct_upstream_request_sent(c->u); /* a retry: the body was empty */
-        ct_flush(ct_upstream_bev(c->u));
+        ct_io_flush(ct_upstream_io(c->u));
     } else {
         pump_request(c);
     }
@@ -160,7 +160,7 @@ static bool pump_request_body(struct ct_client *c)
 
     uint64_t bytes0 = c->req_body_bytes;
     while (!c->req_body_done) {
-        if (evbuffer_get_length(out) >= CT_BP_HIGH && !drained(ct_upstream_bev(c->u))) {
+        if (evbuffer_get_length(out) >= CT_BP_HIGH && !drained(ct_upstream_io(c->u))) {
             c->req_paused = true; /* the upstream's on_write resumes us */
             ct_io_read(&c->io, false);
             ct_client_body_pause(c, true); /* the origin's slowness, not the client's */
@@ -208,7 +208,7 @@ static void pump_request(struct ct_client *c)
     if (c->u == NULL || !ct_upstream_is_connected(c->u))
         return; /* the body waits in the client's buffers for the connection */
     if (pump_request_body(c))
-        ct_flush(ct_upstream_bev(c->u));
+        ct_io_flush(ct_upstream_io(c->u));
 }
 
 void ct_fetch_client_readable(struct ct_client *c)
@@ -249,7 +249,7 @@ static void tunnel_start(struct ct_client *c, const struct ct_http_msg *msg)
  * head, no chain moved, no drain of the client's output. The parser then
  * only consumes the body bytes (c->resp_direct: sink NULL). What the socket
  * does not take is copied to the client's output, in order, and libevent's
- * write event takes over (as after ct_flush). Not for a response the cache
+ * write event takes over (as after ct_io_flush). Not for a response the cache
  * stores (it reads the body from the client's output, cache_fill.c), nor
  * chunked or close-delimited ones. */
 #define DIRECT_BODY_IOV 8
@@ -259,7 +259,7 @@ static void tunnel_start(struct ct_client *c, const struct ct_http_msg *msg)
 static int direct_body(struct ct_client *c, const struct ct_http_msg *msg, bool no_body,
                        struct iovec *v, int n)
 {
-    if (c->resp_chunked || !ct_fwd_can_write_now(c->bev) || ct_cache_filling(c) ||
+    if (c->resp_chunked || !ct_io_can_write_now(&c->io) || ct_cache_filling(c) ||
         ct_cache_body_sink(c) != cout(c))
         return -1;
     if (no_body)
@@ -300,7 +300,7 @@ static void forward_head(struct ct_client *c, const struct ct_http_msg *msg, boo
     if (hlen == 0)
         return; /* the head went to the output: the body follows as usual */
     v[0] = (struct iovec){head, hlen};
-    ct_fwd_writev(c->bev, v, nb + 1, NULL, NULL); /* the rest copied: the input is drained */
+    ct_io_writev(&c->io, v, nb + 1, NULL, NULL); /* the rest copied: the input is drained */
     c->resp_direct = true;
 }
 
@@ -340,7 +340,7 @@ static void response_end(struct ct_client *c)
     ct_cache_resp_end(c);
     if (c->resp_chunked)
         ct_fwd_body_end(cout(c));
-    ct_flush(c->bev);
+    ct_io_flush(&c->io);
     ct_upstream_release(&c->u, c->up_keep_alive && c->req_body_done);
     ct_client_response_done(c);
 }
@@ -359,7 +359,7 @@ void ct_fetch_upstream_readable(struct ct_client *c)
     for (;;) {
         if (c->state == CT_CS_SEND && evbuffer_get_length(cout(c)) >= CT_BP_HIGH &&
             !ct_cache_filling(c) && /* a fill reads on: its waiters must not wait for us */
-            !drained(c->bev)) {
+            !drained(&c->io)) {
             c->up_paused = true; /* on_write resumes us at the low mark */
             ct_io_read(ct_upstream_io(c->u), false);
             return;
@@ -371,7 +371,7 @@ void ct_fetch_upstream_readable(struct ct_client *c)
         switch (ev) {
         case CT_HTTP_EV_MORE:
             if (evbuffer_get_length(in) == 0 || evbuffer_get_length(in) == before) {
-                ct_flush(c->bev);
+                ct_io_flush(&c->io);
                 return;
             }
             break;
@@ -444,7 +444,6 @@ void ct_fetch_upstream_closed(struct ct_client *c, enum ct_close why)
             ct_ops_upstream(c, CT_STATS_BE_upstream_retries);
             ct_upstream_release(&c->u, false);
             c->retries++;
-            c->w->n_retries++;
             fetch_connect(c, true);
             return;
         }
@@ -507,7 +506,7 @@ void ct_fetch_upstream_drained(struct ct_client *c)
 static void tunnel_up(struct ct_client *c)
 {
     evbuffer_add_buffer(uout(c), cin(c));
-    if (!drained(ct_upstream_bev(c->u))) {
+    if (!drained(ct_upstream_io(c->u))) {
         c->req_paused = true;
         ct_io_read(&c->io, false);
     }
@@ -516,7 +515,7 @@ static void tunnel_up(struct ct_client *c)
 static void tunnel_down(struct ct_client *c)
 {
     evbuffer_add_buffer(cout(c), uin(c));
-    if (!drained(c->bev)) {
+    if (!drained(&c->io)) {
         c->up_paused = true;
         ct_io_read(ct_upstream_io(c->u), false);
     }

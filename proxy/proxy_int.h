@@ -101,12 +101,41 @@ void ct_io_detach(struct ct_io *io);
 void ct_io_read(struct ct_io *io, bool on);
 /* Idle read timeout and write timeout in ms (0: none). */
 void ct_io_timeouts(struct ct_io *io, uint64_t read_ms, uint64_t write_ms);
-/* TLS after the take-over: write the output now (one SSL_write per record
- * of up to 16 KiB), arm the write event for what the socket refuses, and
- * report errors from the event loop (never under the caller). Returns false
- * when IO does not own the writes (plain TCP, or TLS before the take-over):
- * the caller writes through the bufferevent. */
-bool ct_io_flush(struct ct_io *io);
+
+/* The write path. Output is queued on the bufferevent's output evbuffer and
+ * written by ct_io_flush() at once: bufferevents are kept with EV_WRITE
+ * disabled while their output is empty, so what was queued leaves with no
+ * write event and no extra loop turn (TLS: one SSL_write per 16 KiB, so a
+ * head and a small body share one record), and only what the socket refuses
+ * goes to libevent (EV_WRITE on: its write timeout and error event apply);
+ * the owner's write callback disables EV_WRITE again once the output is
+ * empty. A no-op while EV_WRITE is enabled (pending data, a TLS handshake).
+ * TLS connections taken over (see io.c) never use the bufferevent's writes:
+ * their own write event is armed while the socket refuses, and nothing may
+ * enable EV_WRITE on them. */
+void ct_io_flush(struct ct_io *io);
+/* Closing: flush, and hand any rest (and the write callback once it is all
+ * out) to the write event. */
+void ct_io_flush_linger(struct ct_io *io);
+/* Direct writes, past the evbuffer. A plain-TCP connection with nothing
+ * queued and EV_WRITE off may be written to at once: ct_io_can_write_now()
+ * says so. ct_io_writev() then makes one writev(2) of IOV[0..N) and queues
+ * on the output, in order, what the socket did not take (EAGAIN and errors
+ * alike: all of it): piece I's rest through QUEUE(ARG, I, P, LEN) when QUEUE
+ * is given (e.g. by reference), else copied; then libevent takes over
+ * (EV_WRITE on, as after ct_io_flush). No allocation and no buffer callback
+ * when the socket takes it all. */
+struct iovec;
+typedef void ct_io_queue_cb(void *arg, int i, const char *p, size_t len);
+bool ct_io_can_write_now(const struct ct_io *io);
+void ct_io_writev(struct ct_io *io, const struct iovec *iov, int n, ct_io_queue_cb *queue,
+                  void *arg);
+/* The socket (for sendfile(2)). */
+int ct_io_fd(const struct ct_io *io);
+/* Bytes the kernel holds that it has not sent yet (SIOCOUTQNSD; 0 on error). */
+int ct_io_unsent(const struct ct_io *io);
+/* Read/write timeouts of BEV in ms (0: none), before ct_io_attach(). */
+void ct_io_bev_timeouts(struct bufferevent *bev, uint64_t read_ms, uint64_t write_ms);
 
 /* ---- the proxy (main thread) --------------------------------------------- */
 
@@ -215,13 +244,6 @@ struct ct_worker {
     unsigned read_depth;      /* nested pipelined parses (client.c) */
     struct ct_http_limits limits;
     struct ct_wcache *wc;     /* its side of the cache (cache_req.c); NULL: no cache */
-    /* counters (owned by this thread; summed at exit) */
-    uint64_t n_accepted;
-    uint64_t n_requests;
-    uint64_t n_close[CT_CLOSE__COUNT];
-    uint64_t n_upstream_new;
-    uint64_t n_upstream_reused;
-    uint64_t n_retries;
     struct ct_stats *stats;         /* proxy/stats.h: written by this thread only */
     struct ct_accesslog_buf *alog;  /* NULL: access log off (owned by the log) */
 };
@@ -332,18 +354,6 @@ void ct_client_set_state(struct ct_client *c, enum ct_client_state to);
 void ct_client_fail(struct ct_client *c, enum ct_close why);
 /* Flush the output, then close (lingering: input drained meanwhile). */
 void ct_client_finish(struct ct_client *c, enum ct_close why);
-/* Client bufferevents (plain TCP, and TLS once the handshake is done) are
- * kept with EV_WRITE disabled while their output is empty: ct_flush() writes
- * what was queued at once (TLS: one SSL_write per 16 KiB, so a head and a
- * small body share one record) with no write event, no extra loop turn, and
- * hands any rest to libevent by enabling EV_WRITE; the write callback
- * disables it again once the output is empty. A no-op while EV_WRITE is
- * enabled (pending data, or a TLS handshake). TLS connections io.c took
- * over (ct_io_flush) never use the bufferevent's writes: ct_flush() goes
- * there, and nothing may enable EV_WRITE on them. */
-void ct_flush(struct bufferevent *bev);
-/* Read/write timeouts of BEV in ms (0: none). */
-void ct_set_timeouts(struct bufferevent *bev, uint64_t read_ms, uint64_t write_ms);
 /* The request body's deadline (limits.client_body_timeout, extended by
  * client_body_min_rate per byte received): start it with the head (START),
  * move it after body bytes, stop it at the body's end (req_body_done). While
@@ -419,24 +429,9 @@ struct ct_fwd_req {
     struct ct_str extra_name, extra_value;
 };
 
-/* Send the request head for the origin on BEV (an upstream): written at once
- * when nothing is queued (ct_fwd_writev), else queued on its output. */
-void ct_fwd_request_head(struct bufferevent *bev, const struct ct_fwd_req *fr);
-
-/* Direct writes, past the evbuffer (forward.c). A plain-TCP bufferevent with
- * nothing queued and EV_WRITE off (see ct_flush) may be written to at once:
- * ct_fwd_can_write_now() says so. ct_fwd_writev() then makes one writev(2)
- * of IOV[0..N) and queues on the output, in order, what the socket did not
- * take (EAGAIN and errors alike: all of it): piece I's rest through
- * QUEUE(ARG, I, P, LEN) when QUEUE is given (e.g. by reference), else
- * copied; then libevent takes over (EV_WRITE on: its write timeout and error
- * event apply, as after ct_flush). No allocation and no buffer callback
- * when the socket takes it all. */
-struct iovec;
-typedef void ct_fwd_queue_cb(void *arg, int i, const char *p, size_t len);
-bool ct_fwd_can_write_now(struct bufferevent *bev);
-void ct_fwd_writev(struct bufferevent *bev, const struct iovec *iov, int n, ct_fwd_queue_cb *queue,
-                   void *arg);
+/* Send the request head for the origin on IO (an upstream's): written at
+ * once when nothing is queued (ct_io_writev), else queued on its output. */
+void ct_fwd_request_head(struct ct_io *io, const struct ct_fwd_req *fr);
 
 enum ct_resp_conn {
     CT_RESP_KEEP,          /* HTTP/1.1 client: nothing to say */

@@ -238,11 +238,11 @@ static struct ct_upstream *upstream_new(struct ct_worker *w, struct ct_backend_r
     bufferevent_setcb(bev, NULL, on_write, on_event, u);
     bufferevent_setwatermark(bev, EV_WRITE, CT_BP_LOW, 0);
     bufferevent_set_max_single_write(bev, CT_BP_HIGH); /* not 16 KiB (libevent's default) */
-    /* Writes go out directly (ct_flush); bufferevent_socket_connect() watches
+    /* Writes go out directly (ct_io_flush); bufferevent_socket_connect() watches
      * the connect with the write event on its own, under the write timeout,
      * and drops the event once connected. */
     bufferevent_disable(bev, EV_READ | EV_WRITE);
-    ct_set_timeouts(bev, 0, be->bc->connect_timeout_ms);
+    ct_io_bev_timeouts(bev, 0, be->bc->connect_timeout_ms);
     if (bufferevent_socket_connect(bev, (struct sockaddr *)&be->addr->sa,
                                    (int)be->addr->salen) != 0) {
         upstream_close(u);
@@ -252,7 +252,6 @@ static struct ct_upstream *upstream_new(struct ct_worker *w, struct ct_backend_r
     setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     ct_io_attach(&u->io, w->base, bev, true, on_read, on_event, u);
     u->io.write_ms = be->bc->connect_timeout_ms;
-    w->n_upstream_new++;
     return u;
 }
 
@@ -271,7 +270,6 @@ int ct_upstream_acquire(struct ct_worker *w, struct ct_client *c, bool fresh,
         set_state(u, CT_US_ACTIVE);
         list_push(&w->busy, u);
         u->reused = true;
-        w->n_upstream_reused++;
         ct_io_timeouts(&u->io, 0, be->bc->header_timeout_ms);
     } else {
         u = upstream_new(w, be);
