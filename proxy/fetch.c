@@ -37,6 +37,17 @@
 #include "proxy/tls.h"
 
 static void pump_request(struct ct_client *c);
+static void upstream_ready(void *owner);
+static void upstream_readable(void *owner);
+static void upstream_drained(void *owner);
+static void upstream_closed(void *owner, enum ct_close why);
+
+static const struct ct_upstream_owner upstream_owner = {
+    .ready = upstream_ready,
+    .readable = upstream_readable,
+    .drained = upstream_drained,
+    .closed = upstream_closed,
+};
 static void tunnel_up(struct ct_client *c);
 static void tunnel_down(struct ct_client *c);
 
@@ -71,7 +82,7 @@ static bool body_expected(const struct ct_http_msg *m)
 static void fetch_connect(struct ct_client *c, bool fresh)
 {
     enum ct_close why;
-    if (ct_upstream_acquire(c->w, c, fresh, &c->u, &why) != CT_OK) {
+    if (ct_upstream_acquire(c->w, &upstream_owner, c, fresh, &c->u, &why) != CT_OK) {
         ct_client_fail(c, why);
         return;
     }
@@ -79,7 +90,7 @@ static void fetch_connect(struct ct_client *c, bool fresh)
     if (!ct_upstream_is_reused(c->u))
         ct_ops_upstream(c, CT_STATS_BE_upstream_connections);
     if (ct_upstream_is_connected(c->u))
-        ct_fetch_upstream_ready(c);
+        upstream_ready(c);
 }
 
 /* Which step the request takes after its head. */
@@ -113,8 +124,9 @@ void ct_fetch_start(struct ct_client *c)
     }
 }
 
-void ct_fetch_upstream_ready(struct ct_client *c)
+static void upstream_ready(void *owner)
 {
+    struct ct_client *c = owner;
     CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
     const struct ct_http_msg *req = c->req;
     const struct ct_backend_addr *ba = ct_upstream_backend(c->u);
@@ -345,8 +357,9 @@ static void response_end(struct ct_client *c)
     ct_client_response_done(c);
 }
 
-void ct_fetch_upstream_readable(struct ct_client *c)
+static void upstream_readable(void *owner)
 {
+    struct ct_client *c = owner;
     CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
     if (c->state == CT_CS_TUNNEL) {
         tunnel_down(c);
@@ -435,8 +448,9 @@ static bool may_retry(const struct ct_client *c, enum ct_close why)
            (ct_http_method_flags(c->req->method) & CT_METHOD_IDEMPOTENT) != 0;
 }
 
-void ct_fetch_upstream_closed(struct ct_client *c, enum ct_close why)
+static void upstream_closed(void *owner, enum ct_close why)
 {
+    struct ct_client *c = owner;
     CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
     switch (c->state) {
     case CT_CS_FETCH:
@@ -483,11 +497,12 @@ void ct_fetch_client_drained(struct ct_client *c)
         return;
     c->up_paused = false;
     ct_io_read(ct_upstream_io(c->u), true);
-    ct_fetch_upstream_readable(c);
+    upstream_readable(c);
 }
 
-void ct_fetch_upstream_drained(struct ct_client *c)
+static void upstream_drained(void *owner)
 {
+    struct ct_client *c = owner;
     CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
     if (!c->req_paused)
         return;

@@ -366,26 +366,31 @@ void ct_client_response_done(struct ct_client *c);
 const char *ct_client_state_name(enum ct_client_state s);
 
 /* fetch.c: the request path after the head (recv -> lookup -> pass/fetch ->
- * deliver), and the calls the upstream side makes into it. */
+ * deliver). */
 void ct_fetch_start(struct ct_client *c);
 void ct_fetch_client_readable(struct ct_client *c);
 void ct_fetch_client_drained(struct ct_client *c);
-void ct_fetch_upstream_ready(struct ct_client *c);
-void ct_fetch_upstream_readable(struct ct_client *c);
-void ct_fetch_upstream_drained(struct ct_client *c);
-/* The upstream connection failed or closed (WHY: ORIGIN_CONNECT,
- * ORIGIN_TIMEOUT or ORIGIN_RESET). The upstream is dead; fetch releases it. */
-void ct_fetch_upstream_closed(struct ct_client *c, enum ct_close why);
 
 /* ---- upstreams (upstream.c) ---------------------------------------------- */
 
-/* Pick a backend (round robin, passive health) and lend C a connection: a
- * pooled one unless FRESH, else a new one. Returns CT_OK with *UP set (ready
- * now if ct_upstream_is_connected(), else ct_fetch_upstream_ready() follows),
- * or CT_EIO with *WHY set and nothing lent. */
-int ct_upstream_acquire(struct ct_worker *w, struct ct_client *c, bool fresh,
-                        struct ct_upstream **up, enum ct_close *why);
-/* The client is done with *UP (NULLed). Back to the pool if REUSABLE, else closed. */
+/* What a borrowed upstream tells its owner (OWNER is the pointer it was lent
+ * with), on the worker's thread. */
+struct ct_upstream_owner {
+    void (*ready)(void *owner);     /* connected: send the request */
+    void (*readable)(void *owner);  /* response bytes in its input */
+    void (*drained)(void *owner);   /* its output went down to the low mark */
+    /* The connection failed or closed (WHY: ORIGIN_CONNECT, ORIGIN_TIMEOUT
+     * or ORIGIN_RESET). The upstream is dead; the owner releases it. */
+    void (*closed)(void *owner, enum ct_close why);
+};
+
+/* Pick a backend (round robin, passive health) and lend OWNER a connection:
+ * a pooled one unless FRESH, else a new one. Returns CT_OK with *UP set
+ * (ready now if ct_upstream_is_connected(), else OC->ready follows), or
+ * CT_EIO with *WHY set and nothing lent. */
+int ct_upstream_acquire(struct ct_worker *w, const struct ct_upstream_owner *oc, void *owner,
+                        bool fresh, struct ct_upstream **up, enum ct_close *why);
+/* The owner is done with *UP (NULLed). Back to the pool if REUSABLE, else closed. */
 void ct_upstream_release(struct ct_upstream **up, bool reusable);
 bool ct_upstream_is_connected(const struct ct_upstream *u);
 bool ct_upstream_is_reused(const struct ct_upstream *u);
