@@ -105,7 +105,7 @@ static void add_piece(struct ct_client *c, struct evbuffer *out, struct ct_obj *
  * FAILED, or DATA: stopped with CT_BP_HIGH bytes queued (only with BP). */
 static enum ct_obj_body pump(struct ct_client *c, bool bp)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     struct evbuffer *out = bufferevent_get_output(c->bev);
     for (;;) {
         if (cr->body_left == 0)
@@ -130,7 +130,7 @@ static enum ct_obj_body pump(struct ct_client *c, bool bp)
         if (chunk.len == 0)
             continue;
         add_piece(c, out, cr->obj, chunk, cr->chunked);
-        c->ops_body_bytes += chunk.len; /* access log $body_bytes_sent */
+        c->r.body_out += chunk.len; /* access log $body_bytes_sent */
         if (cr->body_left != UINT64_MAX)
             cr->body_left -= chunk.len;
     }
@@ -197,7 +197,7 @@ struct dl {
 static void plan(struct ct_client *c, struct ct_obj *obj, const struct ct_cache_blk *blk,
                  struct dl *d)
 {
-    const struct ct_http_msg *req = c->req;
+    const struct ct_http_msg *req = c->r.msg;
     bool complete = ct_obj_state(obj) == CT_OBJ_COMPLETE;
     unsigned st = ct_obj_status(obj);
     /* A filling object with a Content-Length knows its length already. */
@@ -340,7 +340,7 @@ static void direct_write(struct ct_client *c, struct ct_obj *obj, struct direct 
 /* The complete body from cr->pos into D's free slots (the rest: pump()). */
 static void direct_body(struct ct_client *c, struct direct *d)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     CT_ASSERT(cr->skip == 0 && !cr->chunked);
     while (d->n < DIRECT_IOV && cr->body_left > 0) {
         size_t max = cr->body_left < STREAM_PIECE ? (size_t)cr->body_left : STREAM_PIECE;
@@ -349,7 +349,7 @@ static void direct_body(struct ct_client *c, struct direct *d)
             chunk.len == 0)
             break;
         direct_add(d, chunk.p, chunk.len, true);
-        c->ops_body_bytes += chunk.len; /* access log $body_bytes_sent */
+        c->r.body_out += chunk.len; /* access log $body_bytes_sent */
         cr->body_left -= chunk.len;
     }
 }
@@ -361,7 +361,7 @@ static void direct_body(struct ct_client *c, struct direct *d)
  * for any body. Plain TCP only (direct_ok): TLS must encrypt in user space. */
 static void direct_sendfile(struct ct_client *c, int fd, off_t base)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     if (evbuffer_get_length(cout(c)) > 0)
         return;
     int sock = ct_io_fd(&c->io);
@@ -374,25 +374,25 @@ static void direct_sendfile(struct ct_client *c, int fd, off_t base)
         if (ct_obj_body_seek(cr->obj, &cr->pos, cr->pos.off + (uint64_t)k) != CT_OK)
             CT_WRONG("a complete body shorter than its length");
         cr->body_left -= (uint64_t)k;
-        c->ops_body_bytes += (uint64_t)k; /* access log $body_bytes_sent */
+        c->r.body_out += (uint64_t)k; /* access log $body_bytes_sent */
     }
 }
 
 bool ct_cache_emit(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatus, bool force_close)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     struct evbuffer *out = cout(c);
     struct ct_cache_blk blk;
     struct ct_str wire;
     struct dl d;
     CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
     plan(c, obj, &blk, &d);
-    bool head_only = c->req->method == CT_METHOD_HEAD;
+    bool head_only = c->r.msg->method == CT_METHOD_HEAD;
     bool streaming = d.len == UINT64_MAX;
     char frame[64] = "";
     if (d.body && streaming && !head_only) {
         /* Length unknown yet: chunked for HTTP/1.1, close-delimited for 1.0. */
-        if (c->req->version == 11)
+        if (c->r.msg->version == 11)
             snprintf(frame, sizeof(frame), "Transfer-Encoding: chunked\r\n");
         else
             force_close = true;
@@ -414,10 +414,10 @@ bool ct_cache_emit(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatu
                                     : d.status == 416 ? "Range Not Satisfiable"
                                                       : ct_fwd_reason(d.status));
     const char *conn = ct_cache_conn_field(c, force_close);
-    c->status = d.status;
+    c->r.status = d.status;
     bool body = d.body && !head_only && d.status != 416;
     if (body) {
-        cr->chunked = streaming && c->req->version == 11;
+        cr->chunked = streaming && c->r.msg->version == 11;
         cr->pos = (struct ct_obj_body_pos)CT_OBJ_BODY_POS_INIT;
         cr->body_left = d.len;
         cr->skip = 0;
@@ -463,12 +463,12 @@ bool ct_cache_emit(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatu
 /* Deliver OBJ (a new reference, taken) to C as its whole response. */
 void ct_cache_deliver(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatus)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     ct_obj_release(&cr->obj);
     cr->obj = obj;
     bool done = ct_cache_emit(c, obj, cstatus, false);
     ct_client_set_state(c, CT_CS_SEND);
-    c->resp_head_sent = true;
+    c->r.head_sent = true;
     if (done) {
         ct_cache_finish(c);
         return;
@@ -479,7 +479,7 @@ void ct_cache_deliver(struct ct_client *c, struct ct_obj *obj, struct ct_str cst
 /* Streaming from a filling object: add what is there, wait for more. */
 void ct_cache_stream_more(struct ct_client *c)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     for (unsigned i = 0; i < 1000000; i++) {
         switch (pump(c, true)) {
         case CT_OBJ_BODY_DATA: /* output full: ct_cache_client_drained() resumes */
@@ -512,7 +512,7 @@ void ct_cache_stream_more(struct ct_client *c)
 
 void ct_cache_self_end(struct ct_client *c)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     ct_cache_unwait(cr);
     /* Complete now: references only, no back-pressure needed. */
     if (pump(c, false) == CT_OBJ_BODY_END && cr->chunked)
@@ -522,7 +522,7 @@ void ct_cache_self_end(struct ct_client *c)
 
 bool ct_cache_client_drained(struct ct_client *c)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     if (cr == NULL || cr->mode != CT_CREQ_STREAM || c->state != CT_CS_SEND)
         return false;
     if (!cr->waiting)

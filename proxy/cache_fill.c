@@ -129,7 +129,7 @@ size_t ct_cache_tags_of(struct ct_client *c, const struct ct_http_msg *msg,
         ct_stats_add(&c->w->stats->cache_tags_refused[0], refused);
         CT_INFO("w%u c%llu: %.*s: %zu tags left out (cache.max_tags = %u, cache.max_tag_length "
                 "= %u)",
-                c->w->id, (unsigned long long)c->id, (int)c->req->target.len, c->req->target.p,
+                c->w->id, (unsigned long long)c->id, (int)c->r.msg->target.len, c->r.msg->target.p,
                 refused, cc->max_tags, cc->max_tag_length);
     }
     return n;
@@ -210,8 +210,8 @@ static void validators(struct ct_obj *obj, struct ct_cache_validators *v)
 
 const struct ct_http_msg *ct_cache_fwd_msg(struct ct_client *c)
 {
-    struct ct_creq *cr = c->cr;
-    const struct ct_http_msg *req = c->req;
+    struct ct_creq *cr = c->r.cr;
+    const struct ct_http_msg *req = c->r.msg;
     if (cr == NULL || cr->mode != CT_CREQ_FILL)
         return req;
     if (cr->fwd_cap < req->nfields + 2) {
@@ -247,14 +247,14 @@ const struct ct_http_msg *ct_cache_fwd_msg(struct ct_client *c)
 static void invalidate(struct ct_client *c, const struct ct_http_msg *resp)
 {
     char *targets[3];
-    size_t n = ct_cache_policy_invalidate(c->req, resp, targets);
+    size_t n = ct_cache_policy_invalidate(c->r.msg, resp, targets);
     struct ct_cache_key key;
     for (size_t i = 0; i < n; i++) {
         if (ct_cache_key_for(c, ct_str_c(targets[i]), &key)) {
             size_t k = ct_cache_purge(c->w->wc->cache, &key);
             CT_DEBUG("w%u c%llu: %.*s %.*s invalidates %s (%zu objects)", c->w->id,
-                     (unsigned long long)c->id, (int)c->req->method_name.len,
-                     c->req->method_name.p, (int)c->req->target.len, c->req->target.p,
+                     (unsigned long long)c->id, (int)c->r.msg->method_name.len,
+                     c->r.msg->method_name.p, (int)c->r.msg->target.len, c->r.msg->target.p,
                      targets[i], k);
         }
         free(targets[i]);
@@ -294,7 +294,7 @@ static void windows(struct ct_client *c, const struct ct_cache_fresh *f, bool va
 static int store_head(struct ct_client *c, const struct ct_http_msg *msg, struct ct_obj *body_src,
                       ct_time_t now)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     const struct ct_cache_policy_opts *po = ct_cache_popts(c);
     struct ct_cache_blk blk = {.length = UINT64_MAX};
     char *vkey = NULL;
@@ -306,7 +306,7 @@ static int store_head(struct ct_client *c, const struct ct_http_msg *msg, struct
         if (v.len)
             memcpy(vkey, v.p, v.len);
         vlen = v.len;
-    } else if (ct_cache_vary_key(msg, c->req, &vkey, &vlen) != CT_OK) {
+    } else if (ct_cache_vary_key(msg, c->r.msg, &vkey, &vlen) != CT_OK) {
         return CT_EPROTO;
     }
     if (body_src)
@@ -369,7 +369,7 @@ static void drop_fill(struct ct_creq *cr, ct_time_t now, double hfm)
 static void serve_instead(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatus,
                           enum ct_resp_conn conn)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     cr->discard = true;
     c->resp_chunked = false;
     if (cr->bg)
@@ -411,7 +411,7 @@ static size_t parse_block(struct ct_str wire, uint32_t status_len, struct ct_htt
 static bool revalidated(struct ct_client *c, const struct ct_http_msg *r304,
                         enum ct_resp_conn conn, ct_time_t now)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     struct ct_obj *stale = cr->stale;
     struct ct_cache_validators v;
     struct ct_cache_blk blk;
@@ -456,7 +456,7 @@ static bool revalidated(struct ct_client *c, const struct ct_http_msg *r304,
 /* Why not to store MSG, or NULL to store it. *HFM: leave a hit-for-miss marker. */
 static const char *not_storable(struct ct_client *c, const struct ct_http_msg *msg, bool *hfm)
 {
-    enum ct_cache_store v = ct_cache_policy_storable(c->req, msg, ct_cache_popts(c));
+    enum ct_cache_store v = ct_cache_policy_storable(c->r.msg, msg, ct_cache_popts(c));
     *hfm = v != CT_CACHE_STORE_NOT_MODIFIED && v != CT_CACHE_STORE_PARTIAL &&
            v != CT_CACHE_STORE_REQ_NO_STORE;
     if (v != CT_CACHE_STORE_OK)
@@ -470,11 +470,11 @@ static const char *not_storable(struct ct_client *c, const struct ct_http_msg *m
 static void fill_client_head(struct ct_client *c, const struct ct_http_msg *msg,
                              enum ct_resp_conn conn)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     char frame[64] = "";
     if (c->resp_chunked)
         snprintf(frame, sizeof(frame), "Transfer-Encoding: chunked\r\n");
-    else if (msg->framing == CT_FRAME_LENGTH && c->req->method != CT_METHOD_HEAD)
+    else if (msg->framing == CT_FRAME_LENGTH && c->r.msg->method != CT_METHOD_HEAD)
         snprintf(frame, sizeof(frame), "Content-Length: %llu\r\n",
                  (unsigned long long)msg->content_length);
     if (cr->stale)
@@ -488,7 +488,7 @@ static void fill_client_head(struct ct_client *c, const struct ct_http_msg *msg,
 static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, enum ct_resp_conn conn,
                       ct_time_t now)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     const struct ct_conf_cache *cc = &c->w->cf->cache;
     if (cr->stale && msg->status == 304)
         return revalidated(c, msg, conn, now);
@@ -521,7 +521,7 @@ static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, enum c
         c->resp_chunked = false; /* the body goes to the scratch buffer, unframed */
         return true;
     }
-    if (cr->stripped && msg->status == 200 && c->req->method == CT_METHOD_GET) {
+    if (cr->stripped && msg->status == 200 && c->r.msg->method == CT_METHOD_GET) {
         /* The client asked for a Range or sent conditionals: it reads the
          * object as it fills, like a waiter, and gets its 206 / 304 / 416
          * (issue 5: on a miss, fetch the whole object and answer the range). */
@@ -541,12 +541,12 @@ static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, enum c
 bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum ct_resp_conn conn,
                         struct ct_fwd_resp_extra *extra)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     *extra = (struct ct_fwd_resp_extra){0};
     if (cr == NULL)
         return false;
     ct_time_t now = ct_time_real();
-    if (!(ct_http_method_flags(c->req->method) & CT_METHOD_SAFE))
+    if (!(ct_http_method_flags(c->r.msg->method) & CT_METHOD_SAFE))
         invalidate(c, msg);
     if (cr->mode == CT_CREQ_FILL && fill_head(c, msg, conn, now))
         return true;
@@ -567,7 +567,7 @@ bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum
 
 struct evbuffer *ct_cache_body_sink(struct ct_client *c)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     if (cr == NULL)
         return cout(c);
     if (cr->discard)
@@ -609,7 +609,7 @@ static int append_from(struct ct_obj *obj, struct evbuffer *src, size_t off, siz
 
 void ct_cache_resp_body(struct ct_client *c, size_t n)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     if (cr == NULL || cr->discard)
         return;
     bool scratch = cr->bg || cr->self;
@@ -633,13 +633,13 @@ void ct_cache_resp_body(struct ct_client *c, size_t n)
 
 bool ct_cache_client_gone(struct ct_client *c)
 {
-    struct ct_creq *cr = c->cr;
-    if (cr == NULL || cr->fill == NULL || cr->bg || c->u == NULL ||
+    struct ct_creq *cr = c->r.cr;
+    if (cr == NULL || cr->fill == NULL || cr->bg || c->r.u == NULL ||
         (c->state != CT_CS_FETCH && c->state != CT_CS_SEND) ||
         (c->state == CT_CS_SEND && !cr->store_ok))
         return false;
     CT_DEBUG("w%u c%llu %s: client gone, filling %.*s on for the other readers", c->w->id,
-             (unsigned long long)c->id, c->peer, (int)c->req->target.len, c->req->target.p);
+             (unsigned long long)c->id, c->peer, (int)c->r.msg->target.len, c->r.msg->target.p);
     if (cr->self) { /* it was reading its own fill: stop */
         cr->self = false;
         ct_cache_unwait(cr);
@@ -657,12 +657,12 @@ bool ct_cache_client_gone(struct ct_client *c)
 
 bool ct_cache_filling(const struct ct_client *c)
 {
-    return c->cr && c->cr->fill && c->cr->store_ok && !c->cr->discard;
+    return c->r.cr && c->r.cr->fill && c->r.cr->store_ok && !c->r.cr->discard;
 }
 
 void ct_cache_resp_end(struct ct_client *c)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     if (cr == NULL)
         return;
     if (cr->fill) {

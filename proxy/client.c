@@ -156,31 +156,31 @@ void ct_client_body_clock(struct ct_client *c, bool start)
     const struct ct_conf_limits *lim = &c->w->cf->limits;
     uint64_t now = now_ms();
     if (start) {
-        c->body_t0_ms = now;
-        c->body_paused_ms = 0;
+        c->r.body_t0_ms = now;
+        c->r.body_paused_ms = 0;
     }
-    if (c->req_body_done || c->body_paused_ms) {
+    if (c->r.body_done || c->r.body_paused_ms) {
         deadline_clear(c);
         return;
     }
     uint64_t allowed = lim->client_body_timeout_ms;
     if (lim->client_body_min_rate)
-        allowed += c->req_body_bytes * 1000 / lim->client_body_min_rate;
-    uint64_t end = c->body_t0_ms + allowed;
+        allowed += c->r.body_bytes * 1000 / lim->client_body_min_rate;
+    uint64_t end = c->r.body_t0_ms + allowed;
     deadline_set(c, end > now ? end - now : 0);
 }
 
 void ct_client_body_pause(struct ct_client *c, bool paused)
 {
-    if (paused == (c->body_paused_ms != 0))
+    if (paused == (c->r.body_paused_ms != 0))
         return;
     if (paused) {
-        c->body_paused_ms = now_ms();
+        c->r.body_paused_ms = now_ms();
         deadline_clear(c);
         return;
     }
-    c->body_t0_ms += now_ms() - c->body_paused_ms; /* cachet's wait, not the client's */
-    c->body_paused_ms = 0;
+    c->r.body_t0_ms += now_ms() - c->r.body_paused_ms; /* cachet's wait, not the client's */
+    c->r.body_paused_ms = 0;
     ct_client_body_clock(c, false);
 }
 
@@ -287,8 +287,8 @@ static void client_unlink(struct ct_client *c)
 static void client_free(struct ct_client *c)
 {
     ct_cache_client_free(c);
-    if (c->u)
-        ct_upstream_release(&c->u, false);
+    if (c->r.u)
+        ct_upstream_release(&c->r.u, false);
     ct_io_detach(&c->io);
     bufferevent_free(c->bev);
     event_free(c->timer);
@@ -331,8 +331,8 @@ void ct_client_finish(struct ct_client *c, enum ct_close why)
 {
     if (!c->failed)
         c->why = why;
-    if (c->u)
-        ct_upstream_release(&c->u, false);
+    if (c->r.u)
+        ct_upstream_release(&c->r.u, false);
     ct_client_set_state(c, CT_CS_LINGER);
     bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
     ct_io_timeouts(&c->io, 0, 0);
@@ -371,20 +371,20 @@ void ct_client_fail(struct ct_client *c, enum ct_close why)
         detail = ct_http_parser_error_reason(c->rp);
     }
     if (ct_close_is_err(why)) {
-        const char *be = c->u ? ct_upstream_backend(c->u)->name : "";
+        const char *be = c->r.u ? ct_upstream_backend(c->r.u)->name : "";
         CT_ERR("w%u c%llu r%u %s %s%s%s: %s%s%s (status=%u close=%s)", c->w->id,
                (unsigned long long)c->id, c->nreq, c->peer, action(c), *be ? " via " : "", be,
                ct_close_text(why), *detail ? ": " : "", detail,
-               c->resp_head_sent ? 0 : status, ct_close_name(why));
+               c->r.head_sent ? 0 : status, ct_close_name(why));
     }
-    if (status == 0 || c->resp_head_sent || c->state == CT_CS_TUNNEL ||
+    if (status == 0 || c->r.head_sent || c->state == CT_CS_TUNNEL ||
         c->state == CT_CS_TLS_HANDSHAKE) {
         /* Nothing to say, or too late to say it: a truncated message must
          * look truncated, so close without a clean end. */
         client_close(c, why);
         return;
     }
-    bool head_only = c->req && c->req->method == CT_METHOD_HEAD;
+    bool head_only = c->r.msg && c->r.msg->method == CT_METHOD_HEAD;
     ct_ops_req_end(c, status);
     ct_fwd_error(bufferevent_get_output(c->bev), status, head_only, true);
     ct_client_finish(c, why);
@@ -395,14 +395,11 @@ void ct_client_fail(struct ct_client *c, enum ct_close why)
 static void enter_read_head(struct ct_client *c)
 {
     struct ct_worker *w = c->w;
-    c->req = NULL;
-    c->req_body_done = c->req_paused = c->sent_continue = false;
-    c->req_body_bytes = 0;
-    c->body_paused_ms = 0;
-    c->retries = 0;
-    c->resp_head_sent = c->resp_chunked = c->resp_close = false;
-    c->up_keep_alive = c->up_paused = c->up_got_byte = false;
-    c->status = 0;
+    /* A new exchange; the cache's part (its buffers) is kept for it. */
+    struct ct_creq *cr = c->r.cr;
+    CT_ASSERT(c->r.u == NULL);
+    c->r = (struct ct_req){.cr = cr};
+    c->sent_continue = c->resp_chunked = c->resp_close = false;
     c->head_started = evbuffer_get_length(bufferevent_get_input(c->bev)) > 0;
     ct_io_timeouts(&c->io, 0, w->cf->limits.send_timeout_ms);
     deadline_set(c, c->head_started ? w->cf->limits.client_header_timeout_ms
@@ -412,7 +409,7 @@ static void enter_read_head(struct ct_client *c)
 
 void ct_client_response_done(struct ct_client *c)
 {
-    ct_ops_req_end(c, c->status);
+    ct_ops_req_end(c, c->r.status);
     if (c->resp_close || c->w->draining) {
         ct_client_finish(c, c->w->draining ? CT_CLOSE_DRAIN : CT_CLOSE_RESP_DONE);
         return;
@@ -461,7 +458,7 @@ static void read_head(struct ct_client *c)
             continue;
         case CT_HTTP_EV_HEAD:
             deadline_clear(c);
-            c->req = ct_http_parser_msg(c->rp);
+            c->r.msg = ct_http_parser_msg(c->rp);
             c->nreq++;
             ct_ops_req_start(c);
             /* Reading stays on (saves two epoll_ctl per request) but nothing
@@ -675,7 +672,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
          * connection and its upstream for ever (408, or a close once the
          * response has begun). Only while cachet reads the body for an
          * upstream; anything else that left the deadline set has ended it. */
-        if (!c->req_body_done && c->u != NULL && c->body_paused_ms == 0)
+        if (!c->r.body_done && c->r.u != NULL && c->r.body_paused_ms == 0)
             ct_client_fail(c, CT_CLOSE_RX_TIMEOUT);
         break;
     case CT_CS_TUNNEL:

@@ -288,6 +288,35 @@ enum ct_client_state {
         CT_CS__COUNT
 };
 
+/* One exchange: the parsed request, the upstream it borrowed, the cache's
+ * part, the response's progress and the log record, whatever connection
+ * carries it. An HTTP/1 connection embeds one (pipelined requests are served
+ * one at a time); it is reset between requests (enter_read_head). */
+struct ct_req {
+    const struct ct_http_msg *msg; /* views into the connection's parser */
+    bool body_done;             /* the request parser reached its END */
+    bool body_paused;           /* body reads stopped: upstream output full */
+    uint64_t body_bytes;
+    uint64_t body_t0_ms;        /* body deadline clock start (monotonic ms), moved
+                                   forward by the time reads were paused */
+    uint64_t body_paused_ms;    /* when reads paused for the upstream (0: not) */
+    unsigned retries;
+    struct ct_upstream *u;      /* borrowed from the pool during a fetch */
+    struct ct_creq *cr;         /* the cache's part (cache_req.c), kept across requests */
+    /* the response */
+    bool head_sent;
+    unsigned status;
+    bool up_keep_alive;         /* the origin connection may be reused */
+    bool up_paused;             /* upstream reads stopped: client output full */
+    bool up_got_byte;           /* some response byte came on this upstream */
+    /* operations (proxy/admin.h ct_ops_*): the log record */
+    ct_time_t t0, t0_real;      /* head received: mono, wall clock */
+    ct_time_t tup;              /* mono, first upstream asked for; 0: none */
+    uint64_t body_out;          /* response body bytes forwarded */
+    uint8_t cs;                 /* enum ct_stats_cs, set by the cache path */
+    bool logged;                /* counted and logged (ct_ops_req_end) */
+};
+
 struct ct_client {
     unsigned magic;
 #define CT_CLIENT_MAGIC 0xc11e0a7bu
@@ -302,8 +331,6 @@ struct ct_client {
     uint64_t timer_at_ms;       /* when the timer fires (0: not armed) */
     int linger_outq;            /* linger: bytes the kernel still held at the last look */
     uint64_t linger_moved_ms;   /* linger: when that count last went down */
-    struct ct_upstream *u;      /* borrowed from the pool during a fetch */
-    struct ct_creq *cr;         /* the cache's part of its requests (cache_req.c) */
     struct ct_client *next, *prev; /* w->clients */
     uint64_t id;
     unsigned nreq;
@@ -313,31 +340,12 @@ struct ct_client {
     bool failed;                /* client_fail() ran for this connection */
     bool head_started;          /* READ_HEAD: a byte of the next head arrived */
     bool resume;                /* READ_HEAD: the timer is a deferred parse, not a deadline */
-    /* the request in flight (FETCH..SEND); msg views live in rp */
-    const struct ct_http_msg *req;
-    bool req_body_done;         /* the request parser reached its END */
-    bool req_paused;            /* client reads stopped: upstream output full */
+    struct ct_req r;            /* the request in flight (FETCH..SEND); one at a time */
+    /* framing of the response in flight (HTTP/1) */
     bool sent_continue;
-    uint64_t req_body_bytes;
-    uint64_t body_t0_ms;        /* body deadline clock start (monotonic ms), moved
-                                   forward by the time reads were paused */
-    uint64_t body_paused_ms;    /* when reads paused for the upstream (0: not) */
-    unsigned retries;
-    /* the response in flight */
-    bool resp_head_sent;
     bool resp_chunked;          /* we add chunked framing towards the client */
     bool resp_direct;           /* head and body already written (fetch.c) */
     bool resp_close;            /* close after this response */
-    bool up_keep_alive;         /* the origin connection may be reused */
-    bool up_paused;             /* upstream reads stopped: client output full */
-    bool up_got_byte;           /* some response byte came on this upstream */
-    unsigned status;
-    /* operations (proxy/admin.h ct_ops_*): the request in flight */
-    ct_time_t ops_t0, ops_t0_real; /* head received: mono, wall clock */
-    ct_time_t ops_tup;          /* mono, first upstream asked for; 0: none */
-    uint64_t ops_body_bytes;    /* response body bytes forwarded */
-    uint8_t ops_cs;             /* enum ct_stats_cs, set by the cache path */
-    bool ops_logged;            /* counted and logged (ct_ops_req_end) */
 };
 
 /* Take over accepted FD from listener LC (owns the fd from now on). */
