@@ -15,8 +15,9 @@
  *     headers into a new object sharing the old body (§4.3.4); a 5xx within
  *     stale-if-error serves the stale object instead; an unsafe method's
  *     non-error response invalidates (§4.4);
- *   - the body: each piece the client gets is appended to the object (one
- *     copy: the object owns its memory); waiters stream from the object;
+ *   - the body: each piece the origin sends is appended to the object (one
+ *     copy: the object owns its memory) before the fetching client gets it
+ *     (moved, not copied); waiters stream from the object;
  *   - the end: ct_obj_complete(); a failure anywhere before it ends the
  *     object FAILED (cache_req.c, ct_cache_client_fail): never stored, its
  *     readers see a truncated body.
@@ -565,6 +566,9 @@ bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum
 
 /* ---- the body ------------------------------------------------------------------------ */
 
+/* A fill takes the origin's body first (unframed, into the scratch buffer),
+ * and only then does the fetching client get it (ct_cache_resp_body): the
+ * object is filled from the upstream, never from what a client was sent. */
 struct evbuffer *ct_cache_body_sink(struct ct_client *c)
 {
     struct ct_creq *cr = c->r.cr;
@@ -572,7 +576,7 @@ struct evbuffer *ct_cache_body_sink(struct ct_client *c)
         return cout(c);
     if (cr->discard)
         return NULL;
-    if (cr->bg || cr->self) {
+    if (cr->bg || cr->self || (cr->fill && cr->store_ok)) {
         if (cr->scratch == NULL)
             cr->scratch = evbuffer_new();
         return cr->scratch;
@@ -580,12 +584,13 @@ struct evbuffer *ct_cache_body_sink(struct ct_client *c)
     return cout(c);
 }
 
-/* Append SRC[off .. off+n) to the fill object, by its segments (no copy but
- * the object's own). Returns CT_OK or the store's error. */
-static int append_from(struct ct_obj *obj, struct evbuffer *src, size_t off, size_t n)
+/* Append all of SRC to the fill object, by its segments (no copy but the
+ * object's own). Returns CT_OK or the store's error. */
+static int append_all(struct ct_obj *obj, struct evbuffer *src)
 {
+    size_t n = evbuffer_get_length(src);
     struct evbuffer_ptr ptr;
-    if (evbuffer_ptr_set(src, &ptr, off, EVBUFFER_PTR_SET) != 0)
+    if (evbuffer_ptr_set(src, &ptr, 0, EVBUFFER_PTR_SET) != 0)
         return CT_EIO;
     while (n > 0) {
         struct evbuffer_iovec v[8];
@@ -607,28 +612,25 @@ static int append_from(struct ct_obj *obj, struct evbuffer *src, size_t off, siz
     return CT_OK;
 }
 
-void ct_cache_resp_body(struct ct_client *c, size_t n)
+bool ct_cache_resp_body(struct ct_client *c, size_t n)
 {
     struct ct_creq *cr = c->r.cr;
-    if (cr == NULL || cr->discard)
-        return;
-    bool scratch = cr->bg || cr->self;
-    struct evbuffer *src = scratch ? cr->scratch : cout(c);
-    if (cr->fill && cr->store_ok && n > 0) {
-        /* The piece is the last N bytes, before the chunk's CRLF if framed. */
-        size_t tail = (!scratch && c->resp_chunked) ? 2 : 0;
-        size_t len = evbuffer_get_length(src);
-        CT_ASSERT(len >= n + tail);
-        if (append_from(cr->fill, src, len - n - tail, n) != CT_OK) {
-            /* Over max_object_size with no Content-Length, or no memory:
-             * this client gets the rest from the origin; readers see it cut. */
-            ct_obj_fail(cr->fill);
-            ct_obj_release(&cr->fill);
-            cr->store_ok = false;
-        }
+    if (cr == NULL || cr->scratch == NULL || evbuffer_get_length(cr->scratch) == 0)
+        return false; /* not through the scratch buffer: straight to the client */
+    CT_ASSERT(evbuffer_get_length(cr->scratch) == n);
+    if (cr->fill && cr->store_ok && append_all(cr->fill, cr->scratch) != CT_OK) {
+        /* Over max_object_size with no Content-Length, or no memory: this
+         * client gets the rest from the origin; readers see it cut. */
+        ct_obj_fail(cr->fill);
+        ct_obj_release(&cr->fill);
+        cr->store_ok = false;
     }
-    if (scratch && src)
-        evbuffer_drain(src, evbuffer_get_length(src));
+    if (cr->bg || cr->self) { /* the client reads the object, or has its answer */
+        evbuffer_drain(cr->scratch, n);
+        return false;
+    }
+    ct_fwd_body(cout(c), cr->scratch, n, c->resp_chunked);
+    return true;
 }
 
 bool ct_cache_client_gone(struct ct_client *c)

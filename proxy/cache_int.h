@@ -58,13 +58,16 @@ const struct ct_http_msg *ct_cache_fwd_msg(struct ct_client *c);
  * the fields it keeps to itself; zeroed: none). May reset c->resp_chunked. */
 bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum ct_resp_conn conn,
                         struct ct_fwd_resp_extra *extra);
-/* Where the origin's body goes in SEND: the client's output; NULL when an
- * object was delivered instead (dropped); a scratch buffer for a background
- * refresh (the client already has its answer). */
+/* Where the origin's body goes in SEND, unframed: the client's output (a
+ * pass: framed there by the caller); NULL when an object was delivered
+ * instead (dropped); else a scratch buffer that ct_cache_resp_body() empties
+ * (a fill, a background refresh, a client reading its own fill). */
 struct evbuffer *ct_cache_body_sink(struct ct_client *c);
-/* N body bytes were just written to the client's output (chunk-framed if
- * c->resp_chunked): copy them into the object being filled. */
-void ct_cache_resp_body(struct ct_client *c, size_t n);
+/* N body bytes just landed in the scratch sink: append them to the object
+ * being filled, then move them to the client's output (chunk-framed if
+ * c->resp_chunked) unless it reads the object or has its answer. True if
+ * they went to the client. */
+bool ct_cache_resp_body(struct ct_client *c, size_t n);
 /* The origin's response is complete. */
 void ct_cache_resp_end(struct ct_client *c);
 /* C is filling an object: keep reading the origin whatever C's own output

@@ -262,8 +262,8 @@ static void tunnel_start(struct ct_client *c, const struct ct_http_msg *msg)
  * only consumes the body bytes (c->resp_direct: sink NULL). What the socket
  * does not take is copied to the client's output, in order, and libevent's
  * write event takes over (as after ct_io_flush). Not for a response the cache
- * stores (it reads the body from the client's output, cache_fill.c), nor
- * chunked or close-delimited ones. */
+ * stores (the body goes to the object first, cache_fill.c), nor chunked or
+ * close-delimited ones. */
 #define DIRECT_BODY_IOV 8
 #define DIRECT_HEAD 4096
 
@@ -378,9 +378,9 @@ static void upstream_readable(void *owner)
             return;
         }
         size_t n, before = evbuffer_get_length(in);
-        enum ct_http_ev ev = ct_fwd_pump(
-            p, in, c->state == CT_CS_SEND && !c->resp_direct ? ct_cache_body_sink(c) : NULL,
-            c->resp_chunked, &n);
+        struct evbuffer *sink =
+            c->state == CT_CS_SEND && !c->resp_direct ? ct_cache_body_sink(c) : NULL;
+        enum ct_http_ev ev = ct_fwd_pump(p, in, sink, sink == cout(c) && c->resp_chunked, &n);
         switch (ev) {
         case CT_HTTP_EV_MORE:
             if (evbuffer_get_length(in) == 0 || evbuffer_get_length(in) == before) {
@@ -410,9 +410,9 @@ static void upstream_readable(void *owner)
             break;
         }
         case CT_HTTP_EV_BODY:
-            ct_cache_resp_body(c, n);
-            if (c->state == CT_CS_SEND && (c->resp_direct || ct_cache_body_sink(c) == cout(c)))
-                c->r.body_out += n; /* to the client (not a discarded or background fill) */
+            /* To the client (not a discarded or background fill)? */
+            if (ct_cache_resp_body(c, n) || c->resp_direct || sink == cout(c))
+                c->r.body_out += n;
             break;
         case CT_HTTP_EV_END:
             if (c->state == CT_CS_SEND) {
