@@ -31,6 +31,7 @@
 
 #include "common/log.h"
 #include "proxy/cache_int.h"
+#include "proxy/proto.h"
 #include "proxy/stats.h"
 
 #define ADD_LIT(out, lit) evbuffer_add((out), (lit), sizeof(lit) - 1)
@@ -171,18 +172,6 @@ void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
         add_field(out, CT_STR("Date"), ct_str_make(date, CT_HTTP_DATE_LEN));
     }
     add_via(out, msg);
-}
-
-static const char *conn_text(enum ct_resp_conn conn)
-{
-    switch (conn) {
-    case CT_RESP_KEEP_ALIVE_10: return "Connection: keep-alive\r\n";
-    case CT_RESP_CLOSE: return "Connection: close\r\n";
-    case CT_RESP_KEEP:
-    case CT_RESP_UPGRADE:
-    case CT_RESP_INTERIM: break;
-    }
-    return "";
 }
 
 /* Targeted cache control is for us only (RFC 9213 §2), and so are the tags
@@ -377,7 +366,7 @@ static void serve_instead(struct ct_client *c, struct ct_obj *obj, struct ct_str
         return; /* the client already has its answer */
     CT_ASSERT(ct_cache_emit(c, obj, cstatus, conn == CT_RESP_CLOSE));
     ct_obj_release(&cr->obj);
-    ct_io_flush(&c->io);
+    c->r.proto->flush(&c->r);
 }
 
 /* Parse our own stored block back into fields (only on a 304 update, never
@@ -468,22 +457,15 @@ static const char *not_storable(struct ct_client *c, const struct ct_http_msg *m
     return NULL;
 }
 
-static void fill_client_head(struct ct_client *c, const struct ct_http_msg *msg,
-                             enum ct_resp_conn conn)
+static void fill_client_head(struct ct_client *c, const struct ct_http_msg *msg)
 {
     struct ct_creq *cr = c->r.cr;
-    char frame[64] = "";
-    if (c->resp_chunked)
-        snprintf(frame, sizeof(frame), "Transfer-Encoding: chunked\r\n");
-    else if (msg->framing == CT_FRAME_LENGTH && c->r.msg->method != CT_METHOD_HEAD)
-        snprintf(frame, sizeof(frame), "Content-Length: %llu\r\n",
-                 (unsigned long long)msg->content_length);
     if (cr->stale)
         ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=%u; stored", cr->fwd_kind,
                             msg->status);
     else
         ct_cache_set_status(cr, "cachet; fwd=%s; stored", cr->fwd_kind);
-    ct_cache_write_head(c, cr->fill, NULL, cr->cstatus, "", frame, conn_text(conn));
+    ct_cache_fill_head(c, cr->fill, msg, cr->cstatus);
 }
 
 static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, enum ct_resp_conn conn,
@@ -535,7 +517,7 @@ static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, enum c
             ct_cache_stream_more(c);
         return true;
     }
-    fill_client_head(c, msg, conn);
+    fill_client_head(c, msg);
     return true;
 }
 

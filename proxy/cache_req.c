@@ -29,7 +29,6 @@
 #include <stdarg.h>
 #include <string.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +38,7 @@
 
 #include "common/log.h"
 #include "proxy/cache_int.h"
+#include "proxy/proto.h"
 #include "proxy/stats.h"
 
 #define SWEEP_MS 500
@@ -47,8 +47,6 @@
 
 static bool lookup(struct ct_client *c);
 static void on_wait_timeout(evutil_socket_t fd, short what, void *arg);
-
-static struct evbuffer *cout(struct ct_client *c) { return bufferevent_get_output(c->bev); }
 
 /* ---- the process and its workers ------------------------------------------ */
 
@@ -253,7 +251,7 @@ static void creq_reset(struct ct_creq *cr)
     ct_obj_release(&cr->stale);
     cr->mode = CT_CREQ_NONE;
     cr->cs = CT_STATS_CS_NONE;
-    cr->chunked = cr->discard = cr->store_ok = cr->bg = cr->resume = false;
+    cr->discard = cr->store_ok = cr->bg = cr->resume = false;
     cr->self = cr->stripped = cr->validate = false;
     cr->fwd_kind = "miss"; /* RFC 9211: when neither uri-miss nor vary-miss is known */
     cr->skip = 0;
@@ -423,16 +421,6 @@ const char *ct_cache_date_now(struct ct_wcache *wc)
     return wc->date;
 }
 
-/* Which Connection field the response needs; sets c->resp_close. */
-const char *ct_cache_conn_field(struct ct_client *c, bool force_close)
-{
-    const struct ct_http_msg *req = c->r.msg;
-    c->resp_close = force_close || !req->keep_alive || c->w->draining;
-    if (c->resp_close)
-        return "Connection: close\r\n";
-    return req->version == 10 ? "Connection: keep-alive\r\n" : "";
-}
-
 /* The response is out: next request (C may be gone after this). */
 void ct_cache_finish(struct ct_client *c)
 {
@@ -441,7 +429,7 @@ void ct_cache_finish(struct ct_client *c)
     ct_obj_release(&cr->stale);
     if (cr->mode != CT_CREQ_PASS && cr->mode != CT_CREQ_FILL)
         cr->mode = CT_CREQ_DONE;
-    ct_io_flush(&c->io);
+    c->r.proto->flush(&c->r);
     ct_client_response_done(c);
 }
 
@@ -449,14 +437,7 @@ void ct_cache_finish(struct ct_client *c)
 static void answer(struct ct_client *c, unsigned status, const char *body, const char *cstatus)
 {
     struct ct_creq *cr = c->r.cr;
-    size_t blen = strlen(body);
-    bool head = c->r.msg->method == CT_METHOD_HEAD;
-    evbuffer_add_printf(cout(c),
-                        "HTTP/1.1 %u %s\r\nServer: cachet\r\nDate: %s\r\n"
-                        "Content-Type: text/plain\r\nContent-Length: %zu\r\n"
-                        "Cache-Status: %s\r\n%s\r\n%s",
-                        status, ct_fwd_reason(status), ct_cache_date_now(c->w->wc), blen, cstatus,
-                        ct_cache_conn_field(c, false), head ? "" : body);
+    c->r.proto->send_synth(&c->r, status, ct_str_c(body), ct_str_c(cstatus));
     cr->mode = CT_CREQ_DONE;
     ct_client_set_state(c, CT_CS_SEND);
     c->r.head_sent = true;
@@ -576,16 +557,9 @@ static bool body_expected(const struct ct_http_msg *m)
            (m->framing == CT_FRAME_LENGTH && m->content_length > 0);
 }
 
-/* A bodiless request: let the parser reach its END now, so the connection can
+/* A bodiless request: the protocol sees its end now, so the connection can
  * take the next request when we answer without the origin. */
-static bool finish_request(struct ct_client *c)
-{
-    size_t n;
-    if (ct_fwd_pump(c->rp, bufferevent_get_input(c->bev), NULL, false, &n) != CT_HTTP_EV_END)
-        return false;
-    c->r.body_done = true;
-    return true;
-}
+static bool finish_request(struct ct_client *c) { return c->r.proto->body_finish(&c->r); }
 
 static bool peer_may_purge(const struct ct_client *c)
 {
@@ -742,7 +716,7 @@ static bool on_stale(struct ct_client *c, struct ct_cache_lookup_res *res, ct_ti
         ct_obj_release(&cr->obj); /* emit's hold: the whole body is queued */
         cr->bg = true;
         cr->mode = CT_CREQ_FILL;
-        ct_io_flush(&c->io);
+        c->r.proto->flush(&c->r);
         /* The client may close now that it has its answer: do not read, so
          * its EOF does not end the refresh; reading resumes with its next
          * request (enter_read_head), after the refresh. */

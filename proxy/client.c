@@ -235,6 +235,7 @@ void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, in
     c->lc = lc;
     c->bev = bev;
     c->id = ++w->next_conn_id;
+    c->r.proto = &ct_h1_proto;
     c->rp = ct_http_parser_new(CT_HTTP_REQUEST, &w->limits);
     ct_http_parser_set_gateway(c->rp, true);
     c->timer = evtimer_new(w->base, on_timer, c);
@@ -398,8 +399,8 @@ static void enter_read_head(struct ct_client *c)
     /* A new exchange; the cache's part (its buffers) is kept for it. */
     struct ct_creq *cr = c->r.cr;
     CT_ASSERT(c->r.u == NULL);
-    c->r = (struct ct_req){.cr = cr};
-    c->sent_continue = c->resp_chunked = c->resp_close = false;
+    c->r = (struct ct_req){.proto = &ct_h1_proto, .cr = cr};
+    c->sent_continue = c->resp_chunked = c->resp_close = c->obj_chunked = false;
     c->head_started = evbuffer_get_length(bufferevent_get_input(c->bev)) > 0;
     ct_io_timeouts(&c->io, 0, w->cf->limits.send_timeout_ms);
     deadline_set(c, c->head_started ? w->cf->limits.client_header_timeout_ms

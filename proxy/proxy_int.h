@@ -292,7 +292,9 @@ enum ct_client_state {
  * part, the response's progress and the log record, whatever connection
  * carries it. An HTTP/1 connection embeds one (pipelined requests are served
  * one at a time); it is reset between requests (enter_read_head). */
+struct ct_proto;
 struct ct_req {
+    const struct ct_proto *proto;  /* what carries it (proxy/proto.h) */
     const struct ct_http_msg *msg; /* views into the connection's parser */
     bool body_done;             /* the request parser reached its END */
     bool body_paused;           /* body reads stopped: upstream output full */
@@ -346,7 +348,11 @@ struct ct_client {
     bool resp_chunked;          /* we add chunked framing towards the client */
     bool resp_direct;           /* head and body already written (fetch.c) */
     bool resp_close;            /* close after this response */
+    bool obj_chunked;           /* a stored object's body goes out chunked (h1_resp.c) */
 };
+
+/* proxy/h1_resp.c: HTTP/1's side of proxy/proto.h. */
+extern const struct ct_proto ct_h1_proto;
 
 /* Take over accepted FD from listener LC (owns the fd from now on). */
 void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int fd,
