@@ -23,6 +23,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -132,14 +133,14 @@ static bool send_request(int fd, const struct ct_http_msg *req)
     return ok;
 }
 
-bool ct_cache_bg_start(struct ct_client *c, struct ct_obj **fill, struct ct_obj **stale)
+bool ct_cache_bg_start(struct ct_req *r, struct ct_obj **fill, struct ct_obj **stale)
 {
-    struct ct_worker *w = c->w;
+    struct ct_worker *w = r->w;
     struct ct_wcache *wc = w->wc;
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0)
         return false;
-    if (!send_request(sv[1], c->r.msg)) {
+    if (!send_request(sv[1], r->msg)) {
         close(sv[0]);
         close(sv[1]);
         return false;
@@ -153,10 +154,10 @@ bool ct_cache_bg_start(struct ct_client *c, struct ct_obj **fill, struct ct_obj 
         return false;
     }
     /* Logs and X-Forwarded-For name the client that triggered the refresh. */
-    memcpy(g->peer, c->peer, sizeof(g->peer));
-    g->peer_ip_len = c->peer_ip_len;
-    struct ct_creq *gr = ct_cache_creq_new(g);
-    gr->bg_port = c->lc->kind == CT_LISTEN_HTTPS ? 443 : 80;
+    snprintf(g->peer, sizeof(g->peer), "%s", r->peer);
+    g->peer_ip_len = g->r.peer_ip_len = r->peer_ip_len;
+    struct ct_creq *gr = ct_cache_creq_new(&g->r);
+    gr->bg_port = r->lc->kind == CT_LISTEN_HTTPS ? 443 : 80;
     gr->handoff_fill = *fill;
     gr->handoff_stale = *stale;
     *fill = *stale = NULL;
@@ -172,7 +173,7 @@ bool ct_cache_bg_start(struct ct_client *c, struct ct_obj **fill, struct ct_obj 
         wc->ghosts->prev = gh;
     wc->ghosts = gh;
     CT_DEBUG("w%u c%llu %s: background refresh of %.*s on c%llu", w->id,
-             (unsigned long long)c->id, c->peer, (int)c->r.msg->target.len, c->r.msg->target.p,
+             (unsigned long long)r->conn_id, r->peer, (int)r->msg->target.len, r->msg->target.p,
              (unsigned long long)g->id);
     return true;
 }

@@ -57,27 +57,27 @@ char *ct_cache_put_i64(char *p, int64_t v)
  * the range (cr->skip bytes dropped first, cr->body_left at most). Returns
  * END (the body or the range is all out), WAIT (nothing more yet), FAILED,
  * or DATA: stopped because the protocol's output is full (only with BP). */
-static enum ct_obj_body pump(struct ct_client *c, bool bp)
+static enum ct_obj_body pump(struct ct_req *r, bool bp)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     for (;;) {
         if (cr->body_left == 0)
             return CT_OBJ_BODY_END;
-        if (bp && c->r.proto->output_full(&c->r))
+        if (bp && r->proto->output_full(r))
             return CT_OBJ_BODY_DATA; /* the drained callback resumes us */
         uint64_t want = cr->body_left == UINT64_MAX ? STREAM_PIECE : cr->skip + cr->body_left;
         size_t max = want < STREAM_PIECE ? (size_t)want : STREAM_PIECE;
         struct ct_str chunk;
-        enum ct_obj_body r = ct_obj_body_next(cr->obj, &cr->pos, max, &chunk);
-        if (r != CT_OBJ_BODY_DATA)
-            return r;
+        enum ct_obj_body got = ct_obj_body_next(cr->obj, &cr->pos, max, &chunk);
+        if (got != CT_OBJ_BODY_DATA)
+            return got;
         size_t k = (size_t)CT_MIN((uint64_t)chunk.len, cr->skip);
         cr->skip -= k;
         chunk = ct_str_make(chunk.p + k, chunk.len - k);
         if (chunk.len == 0)
             continue;
-        c->r.proto->send_obj_piece(&c->r, cr->obj, chunk);
-        c->r.body_out += chunk.len; /* access log $body_bytes_sent */
+        r->proto->send_obj_piece(r, cr->obj, chunk);
+        r->body_out += chunk.len; /* access log $body_bytes_sent */
         if (cr->body_left != UINT64_MAX)
             cr->body_left -= chunk.len;
     }
@@ -85,35 +85,35 @@ static enum ct_obj_body pump(struct ct_client *c, bool bp)
 
 /* ---- for the protocol's fast paths (complete objects) ------------------------ */
 
-bool ct_cache_obj_next(struct ct_client *c, struct ct_str *chunk)
+bool ct_cache_obj_next(struct ct_req *r, struct ct_str *chunk)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     CT_ASSERT(cr->skip == 0);
     if (cr->body_left == 0)
         return false;
     size_t max = cr->body_left < STREAM_PIECE ? (size_t)cr->body_left : STREAM_PIECE;
     if (ct_obj_body_next(cr->obj, &cr->pos, max, chunk) != CT_OBJ_BODY_DATA || chunk->len == 0)
         return false;
-    c->r.body_out += chunk->len; /* access log $body_bytes_sent */
+    r->body_out += chunk->len; /* access log $body_bytes_sent */
     cr->body_left -= chunk->len;
     return true;
 }
 
-bool ct_cache_obj_at_start(const struct ct_client *c) { return c->r.cr->skip == 0; }
+bool ct_cache_obj_at_start(const struct ct_req *r) { return r->cr->skip == 0; }
 
-uint64_t ct_cache_obj_left(const struct ct_client *c, uint64_t *off)
+uint64_t ct_cache_obj_left(const struct ct_req *r, uint64_t *off)
 {
-    *off = c->r.cr->pos.off;
-    return c->r.cr->body_left;
+    *off = r->cr->pos.off;
+    return r->cr->body_left;
 }
 
-void ct_cache_obj_sent(struct ct_client *c, uint64_t k)
+void ct_cache_obj_sent(struct ct_req *r, uint64_t k)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     if (ct_obj_body_seek(cr->obj, &cr->pos, cr->pos.off + k) != CT_OK)
         CT_WRONG("a complete body shorter than its length");
     cr->body_left -= k;
-    c->r.body_out += k; /* access log $body_bytes_sent */
+    r->body_out += k; /* access log $body_bytes_sent */
 }
 
 /* One single-range "bytes=" spec against LEN bytes (RFC 9110 §14.1.2).
@@ -168,10 +168,10 @@ static bool if_range_ok(const struct ct_http_msg *req, const struct ct_obj *obj)
 /* What to send for the request from the complete or streaming OBJ (§4.3.2,
  * Range) into *P; *FIRST: where the body starts. CR_BUF holds P's
  * Content-Range. */
-static void plan(struct ct_client *c, struct ct_obj *obj, const struct ct_cache_blk *blk,
+static void plan(struct ct_req *r, struct ct_obj *obj, const struct ct_cache_blk *blk,
                  struct ct_resp_plan *p, uint64_t *first, char *cr_buf, size_t cr_cap)
 {
-    const struct ct_http_msg *req = c->r.msg;
+    const struct ct_http_msg *req = r->msg;
     bool complete = ct_obj_state(obj) == CT_OBJ_COMPLETE;
     unsigned st = ct_obj_status(obj);
     /* A filling object with a Content-Length knows its length already. */
@@ -190,15 +190,15 @@ static void plan(struct ct_client *c, struct ct_obj *obj, const struct ct_cache_
                                         .response_time = blk->fresh.response_time};
         const struct ct_http_field *rf = ct_http_msg_find(req, CT_HDR_RANGE, NULL);
         uint64_t a, b;
-        int r;
+        int rng;
         if (ct_cache_policy_cond(req, &v) == 304) {
             p->status = 304;
             p->own_status = true;
             p->body = false;
         } else if (req->method == CT_METHOD_GET && rf != NULL && len != UINT64_MAX &&
-                   if_range_ok(req, obj) && (r = parse_range(rf->value, len, &a, &b)) != 0) {
+                   if_range_ok(req, obj) && (rng = parse_range(rf->value, len, &a, &b)) != 0) {
             p->own_status = true;
-            if (r < 0) {
+            if (rng < 0) {
                 p->status = 416;
                 p->body = false;
                 p->len = 0;
@@ -215,20 +215,20 @@ static void plan(struct ct_client *c, struct ct_obj *obj, const struct ct_cache_
     p->length_field = p->len != UINT64_MAX && (p->body || p->status == 416);
 }
 
-bool ct_cache_emit(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatus, bool force_close)
+bool ct_cache_emit(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus, bool force_close)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     struct ct_cache_blk blk;
     struct ct_str wire;
     struct ct_resp_plan p;
     uint64_t first;
     char range[96];
     CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
-    plan(c, obj, &blk, &p, &first, range, sizeof(range));
+    plan(r, obj, &blk, &p, &first, range, sizeof(range));
     p.cache_status = cstatus;
     p.close = force_close;
-    c->r.status = p.status;
-    bool body = p.body && c->r.msg->method != CT_METHOD_HEAD;
+    r->status = p.status;
+    bool body = p.body && r->msg->method != CT_METHOD_HEAD;
     if (body) {
         cr->pos = (struct ct_obj_body_pos)CT_OBJ_BODY_POS_INIT;
         cr->body_left = p.len;
@@ -241,97 +241,97 @@ bool ct_cache_emit(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatu
         }
         cr->mode = CT_CREQ_STREAM;
     }
-    c->r.proto->deliver_head(&c->r, obj, &p);
+    r->proto->deliver_head(r, obj, &p);
     if (!body)
         return true;
     /* A complete object costs references only: queue it all at once. */
-    if (pump(c, ct_obj_state(obj) != CT_OBJ_COMPLETE) != CT_OBJ_BODY_END)
+    if (pump(r, ct_obj_state(obj) != CT_OBJ_COMPLETE) != CT_OBJ_BODY_END)
         return false;
-    c->r.proto->send_obj_end(&c->r);
+    r->proto->send_obj_end(r);
     return true;
 }
 
-void ct_cache_fill_head(struct ct_client *c, struct ct_obj *fill, const struct ct_http_msg *msg,
+void ct_cache_fill_head(struct ct_req *r, struct ct_obj *fill, const struct ct_http_msg *msg,
                         struct ct_str cstatus)
 {
     struct ct_resp_plan p = {
         .status = msg->status,
         .body = true,
-        .length_field = msg->framing == CT_FRAME_LENGTH && c->r.msg->method != CT_METHOD_HEAD,
+        .length_field = msg->framing == CT_FRAME_LENGTH && r->msg->method != CT_METHOD_HEAD,
         .len = msg->framing == CT_FRAME_LENGTH ? msg->content_length : UINT64_MAX,
         .content_range = "",
         .cache_status = cstatus,
         .from_origin = true,
     };
-    c->r.proto->deliver_head(&c->r, fill, &p);
+    r->proto->deliver_head(r, fill, &p);
 }
 
 /* Deliver OBJ (a new reference, taken) to C as its whole response. */
-void ct_cache_deliver(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatus)
+void ct_cache_deliver(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     ct_obj_release(&cr->obj);
     cr->obj = obj;
-    bool done = ct_cache_emit(c, obj, cstatus, false);
-    ct_client_set_state(c, CT_CS_SEND);
-    c->r.head_sent = true;
+    bool done = ct_cache_emit(r, obj, cstatus, false);
+    ct_client_set_state(ct_h1_of(r), CT_CS_SEND);
+    r->head_sent = true;
     if (done) {
-        ct_cache_finish(c);
+        ct_cache_finish(r);
         return;
     }
-    ct_cache_stream_more(c);
+    ct_cache_stream_more(r);
 }
 
 /* Streaming from a filling object: add what is there, wait for more. */
-void ct_cache_stream_more(struct ct_client *c)
+void ct_cache_stream_more(struct ct_req *r)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     for (unsigned i = 0; i < 1000000; i++) {
-        switch (pump(c, true)) {
+        switch (pump(r, true)) {
         case CT_OBJ_BODY_DATA: /* output full: ct_cache_client_drained() resumes */
             return;
         case CT_OBJ_BODY_WAIT:
             if (ct_cache_wait_obj(cr, CT_OBJ_STREAMING, cr->pos.off)) {
-                c->r.proto->flush(&c->r);
+                r->proto->flush(r);
                 return;
             }
             continue;
         case CT_OBJ_BODY_END:
-            c->r.proto->send_obj_end(&c->r);
+            r->proto->send_obj_end(r);
             if (cr->self) { /* the fetch ends the response (cache_fill.c) */
                 cr->mode = CT_CREQ_DONE;
-                c->r.proto->flush(&c->r);
+                r->proto->flush(r);
                 return;
             }
-            ct_cache_finish(c);
+            ct_cache_finish(r);
             return;
         case CT_OBJ_BODY_FAILED:
             /* The fetch died: what was sent must look truncated. */
             cr->mode = CT_CREQ_DONE;
-            c->r.proto->flush(&c->r);
-            ct_client_fail(c, CT_CLOSE_ORIGIN_TRUNC);
+            r->proto->flush(r);
+            ct_client_fail(ct_h1_of(r), CT_CLOSE_ORIGIN_TRUNC);
             return;
         }
     }
 }
 
-void ct_cache_self_end(struct ct_client *c)
+void ct_cache_self_end(struct ct_req *r)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     ct_cache_unwait(cr);
     /* Complete now: references only, no back-pressure needed. */
-    if (pump(c, false) == CT_OBJ_BODY_END)
-        c->r.proto->send_obj_end(&c->r);
+    if (pump(r, false) == CT_OBJ_BODY_END)
+        r->proto->send_obj_end(r);
     cr->mode = CT_CREQ_DONE;
 }
 
-bool ct_cache_client_drained(struct ct_client *c)
+bool ct_cache_client_drained(struct ct_req *r)
 {
-    struct ct_creq *cr = c->r.cr;
-    if (cr == NULL || cr->mode != CT_CREQ_STREAM || c->state != CT_CS_SEND)
+    struct ct_creq *cr = r->cr;
+    if (cr == NULL || cr->mode != CT_CREQ_STREAM || ct_h1_of(r)->state != CT_CS_SEND)
         return false;
     if (!cr->waiting)
-        ct_cache_stream_more(c);
+        ct_cache_stream_more(r);
     return true;
 }
 

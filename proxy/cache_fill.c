@@ -98,10 +98,10 @@ static bool space_separated(struct ct_str name)
     return ct_str_eq_ci(name, CT_STR("Surrogate-Key")) || ct_str_eq_ci(name, CT_STR("xkey"));
 }
 
-size_t ct_cache_tags_of(struct ct_client *c, const struct ct_http_msg *msg,
+size_t ct_cache_tags_of(struct ct_req *r, const struct ct_http_msg *msg,
                         struct ct_str out[CT_CACHE_TAGS_MAX])
 {
-    const struct ct_conf_cache *cc = &c->w->cf->cache;
+    const struct ct_conf_cache *cc = &r->w->cf->cache;
     size_t n = 0, refused = 0;
     for (size_t i = 0; i < msg->nfields; i++) {
         const struct ct_http_field *f = &msg->fields[i];
@@ -126,20 +126,20 @@ size_t ct_cache_tags_of(struct ct_client *c, const struct ct_http_msg *msg,
         }
     }
     if (refused) {
-        ct_stats_add(&c->w->stats->cache_tags_refused[0], refused);
+        ct_stats_add(&r->w->stats->cache_tags_refused[0], refused);
         CT_INFO("w%u c%llu: %.*s: %zu tags left out (cache.max_tags = %u, cache.max_tag_length "
                 "= %u)",
-                c->w->id, (unsigned long long)c->id, (int)c->r.msg->target.len, c->r.msg->target.p,
+                r->w->id, (unsigned long long)r->conn_id, (int)r->msg->target.len, r->msg->target.p,
                 refused, cc->max_tags, cc->max_tag_length);
     }
     return n;
 }
 
 void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
-                           const struct ct_client *c, const struct ct_cache_blk *blk0)
+                           const struct ct_req *r, const struct ct_cache_blk *blk0)
 {
-    const struct ct_cache_policy_opts *po = ct_cache_popts(c);
-    const struct ct_conf_cache *cc = &c->w->cf->cache;
+    const struct ct_cache_policy_opts *po = ct_cache_popts(r);
+    const struct ct_conf_cache *cc = &r->w->cf->cache;
     struct ct_cache_blk blk = *blk0;
     char line[160];
     int n = status_line(line, sizeof(line), msg);
@@ -176,11 +176,11 @@ void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
  * unless cache.expose_tags: never forwarded. */
 static bool omit_ours(const struct ct_http_field *f, const void *arg)
 {
-    const struct ct_client *c = arg;
-    const struct ct_conf_cache *cc = &c->w->cf->cache;
+    const struct ct_req *r = arg;
+    const struct ct_conf_cache *cc = &r->w->cf->cache;
     if (f->id != CT_HDR_UNKNOWN) /* per pass-response field: the common case first */
         return f->id == CT_HDR_CDN_CACHE_CONTROL;
-    return ct_cache_policy_field_targeted(f, ct_cache_popts(c)) ||
+    return ct_cache_policy_field_targeted(f, ct_cache_popts(r)) ||
            (!cc->expose_tags && ct_cache_is_tag_field(cc, f));
 }
 
@@ -196,10 +196,10 @@ static void validators(struct ct_obj *obj, struct ct_cache_validators *v)
                                       .response_time = blk.fresh.response_time};
 }
 
-const struct ct_http_msg *ct_cache_fwd_msg(struct ct_client *c)
+const struct ct_http_msg *ct_cache_fwd_msg(struct ct_req *r)
 {
-    struct ct_creq *cr = c->r.cr;
-    const struct ct_http_msg *req = c->r.msg;
+    struct ct_creq *cr = r->cr;
+    const struct ct_http_msg *req = r->msg;
     if (cr == NULL || cr->mode != CT_CREQ_FILL)
         return req;
     if (cr->fwd_cap < req->nfields + 2) {
@@ -232,17 +232,17 @@ const struct ct_http_msg *ct_cache_fwd_msg(struct ct_client *c)
 
 /* ---- invalidation (§4.4) ----------------------------------------------------------------- */
 
-static void invalidate(struct ct_client *c, const struct ct_http_msg *resp)
+static void invalidate(struct ct_req *r, const struct ct_http_msg *resp)
 {
     char *targets[3];
-    size_t n = ct_cache_policy_invalidate(c->r.msg, resp, targets);
+    size_t n = ct_cache_policy_invalidate(r->msg, resp, targets);
     struct ct_cache_key key;
     for (size_t i = 0; i < n; i++) {
-        if (ct_cache_key_for(c, ct_str_c(targets[i]), &key)) {
-            size_t k = ct_cache_purge(c->w->wc->cache, &key);
-            CT_DEBUG("w%u c%llu: %.*s %.*s invalidates %s (%zu objects)", c->w->id,
-                     (unsigned long long)c->id, (int)c->r.msg->method_name.len,
-                     c->r.msg->method_name.p, (int)c->r.msg->target.len, c->r.msg->target.p,
+        if (ct_cache_key_for(r, ct_str_c(targets[i]), &key)) {
+            size_t k = ct_cache_purge(r->w->wc->cache, &key);
+            CT_DEBUG("w%u c%llu: %.*s %.*s invalidates %s (%zu objects)", r->w->id,
+                     (unsigned long long)r->conn_id, (int)r->msg->method_name.len,
+                     r->msg->method_name.p, (int)r->msg->target.len, r->msg->target.p,
                      targets[i], k);
         }
         free(targets[i]);
@@ -262,10 +262,10 @@ static struct ct_str first_value(const struct ct_http_msg *msg, enum ct_hdr_id i
  * refreshes (the response's stale-while-revalidate, or the operator's opt-in
  * cache.grace); keep holds it longer for 304s (objects with a validator) and
  * for stale-if-error. */
-static void windows(struct ct_client *c, const struct ct_cache_fresh *f, bool validator,
+static void windows(struct ct_req *r, const struct ct_cache_fresh *f, bool validator,
                     double *grace, double *keep)
 {
-    const struct ct_conf_cache *cc = &c->w->cf->cache;
+    const struct ct_conf_cache *cc = &r->w->cf->cache;
     bool strict = f->flags & (CT_CACHE_F_MUST_REVALIDATE | CT_CACHE_F_NO_CACHE);
     double swr = f->stale_while_revalidate != CT_CC_UNSET ? (double)f->stale_while_revalidate : 0;
     double sie = f->stale_if_error != CT_CC_UNSET ? (double)f->stale_if_error
@@ -279,11 +279,11 @@ static void windows(struct ct_client *c, const struct ct_cache_fresh *f, bool va
 /* Set the fill object's head from MSG (answering REQ) with BODY_SRC (a 304
  * update) or a body to come. Returns CT_OK, CT_ENOENT when nothing could
  * reuse the response (it is not stored), or the store's error. */
-static int store_head(struct ct_client *c, const struct ct_http_msg *msg, struct ct_obj *body_src,
+static int store_head(struct ct_req *r, const struct ct_http_msg *msg, struct ct_obj *body_src,
                       ct_time_t now)
 {
-    struct ct_creq *cr = c->r.cr;
-    const struct ct_cache_policy_opts *po = ct_cache_popts(c);
+    struct ct_creq *cr = r->cr;
+    const struct ct_cache_policy_opts *po = ct_cache_popts(r);
     struct ct_cache_blk blk = {.length = UINT64_MAX};
     char *vkey = NULL;
     size_t vlen = 0;
@@ -294,7 +294,7 @@ static int store_head(struct ct_client *c, const struct ct_http_msg *msg, struct
         if (v.len)
             memcpy(vkey, v.p, v.len);
         vlen = v.len;
-    } else if (ct_cache_vary_key(msg, c->r.msg, &vkey, &vlen) != CT_OK) {
+    } else if (ct_cache_vary_key(msg, r->msg, &vkey, &vlen) != CT_OK) {
         return CT_EPROTO;
     }
     if (body_src)
@@ -302,7 +302,7 @@ static int store_head(struct ct_client *c, const struct ct_http_msg *msg, struct
     else if (msg->framing == CT_FRAME_LENGTH)
         blk.length = msg->content_length;
     struct evbuffer *tmp = evbuffer_new();
-    ct_cache_render_block(tmp, msg, c, &blk);
+    ct_cache_render_block(tmp, msg, r, &blk);
     size_t hlen = evbuffer_get_length(tmp);
     struct ct_obj_meta meta = {
         .status = msg->status,
@@ -322,14 +322,14 @@ static int store_head(struct ct_client *c, const struct ct_http_msg *msg, struct
     struct ct_str tags[CT_CACHE_TAGS_MAX];
     char *tagbuf = NULL;
     meta.tags = tags;
-    meta.ntags = ct_cache_tags_of(c, msg, tags);
+    meta.ntags = ct_cache_tags_of(r, msg, tags);
     if (meta.ntags == 0 && body_src) {
         size_t cap = (size_t)CT_CACHE_TAGS_MAX * CT_CACHE_TAG_MAX_LEN;
         tagbuf = ct_xmalloc(cap);
         meta.ntags = ct_obj_tags(body_src, tags, CT_CACHE_TAGS_MAX, tagbuf, cap);
     }
     bool validator = meta.etag.len || meta.last_modified.len;
-    windows(c, &blk.fresh, validator, &meta.grace, &meta.keep);
+    windows(r, &blk.fresh, validator, &meta.grace, &meta.keep);
     int rc = CT_ENOENT;
     /* Nothing could reuse it without the origin: stale on arrival, no
      * validator to revalidate with and no window to serve it stale in
@@ -354,17 +354,17 @@ static void drop_fill(struct ct_creq *cr, ct_time_t now, double hfm)
 }
 
 /* The origin's body will not reach the client: it got an object instead. */
-static void serve_instead(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatus,
+static void serve_instead(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus,
                           bool close)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     cr->discard = true;
-    c->resp_chunked = false;
+    ct_h1_of(r)->resp_chunked = false;
     if (cr->bg)
         return; /* the client already has its answer */
-    CT_ASSERT(ct_cache_emit(c, obj, cstatus, close));
+    CT_ASSERT(ct_cache_emit(r, obj, cstatus, close));
     ct_obj_release(&cr->obj);
-    c->r.proto->flush(&c->r);
+    r->proto->flush(r);
 }
 
 /* Parse our own stored block back into fields (only on a 304 update, never
@@ -396,10 +396,10 @@ static size_t parse_block(struct ct_str wire, uint32_t status_len, struct ct_htt
 
 /* A 304 to our revalidation (§4.3.3, §4.3.4): a new object with the merged
  * head that shares the stored body; serve it. */
-static bool revalidated(struct ct_client *c, const struct ct_http_msg *r304,
+static bool revalidated(struct ct_req *r, const struct ct_http_msg *r304,
                         bool close, ct_time_t now)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     struct ct_obj *stale = cr->stale;
     struct ct_cache_validators v;
     struct ct_cache_blk blk;
@@ -411,30 +411,30 @@ static bool revalidated(struct ct_client *c, const struct ct_http_msg *r304,
         drop_fill(cr, now, 0);
         ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=304; detail=not-selected",
                             cr->fwd_kind);
-        serve_instead(c, stale, cr->cstatus, close);
+        serve_instead(r, stale, cr->cstatus, close);
         return true;
     }
     struct ct_http_field *stored, *merged;
     size_t ns = parse_block(wire, blk.status_len, &stored);
-    size_t nm = ct_cache_policy_merge_304(stored, ns, r304, ct_cache_popts(c), &merged);
+    size_t nm = ct_cache_policy_merge_304(stored, ns, r304, ct_cache_popts(r), &merged);
     struct ct_http_msg m = {.kind = CT_HTTP_RESPONSE, .status = ct_obj_status(stale),
                             .version = 11, .fields = merged, .nfields = nm,
                             .framing = CT_FRAME_LENGTH, .content_length = ct_obj_body_len(stale)};
     /* reason phrase: what follows "HTTP/1.1 NNN " in our stored status line */
     if (blk.status_len > 15)
         m.reason = ct_str_make(wire.p + 13, blk.status_len - 15);
-    if (store_head(c, &m, stale, now) == CT_OK) {
+    if (store_head(r, &m, stale, now) == CT_OK) {
         ct_obj_complete(cr->fill, now);
         struct ct_obj *obj = cr->fill;
         cr->fill = NULL;
         ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=304", cr->fwd_kind);
-        serve_instead(c, obj, cr->cstatus, close);
+        serve_instead(r, obj, cr->cstatus, close);
         ct_obj_release(&obj);
     } else {
         drop_fill(cr, now, 0);
         ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=304; detail=not-updated",
                             cr->fwd_kind);
-        serve_instead(c, stale, cr->cstatus, close);
+        serve_instead(r, stale, cr->cstatus, close);
     }
     free(stored);
     free(merged);
@@ -442,46 +442,46 @@ static bool revalidated(struct ct_client *c, const struct ct_http_msg *r304,
 }
 
 /* Why not to store MSG, or NULL to store it. *HFM: leave a hit-for-miss marker. */
-static const char *not_storable(struct ct_client *c, const struct ct_http_msg *msg, bool *hfm)
+static const char *not_storable(struct ct_req *r, const struct ct_http_msg *msg, bool *hfm)
 {
-    enum ct_cache_store v = ct_cache_policy_storable(c->r.msg, msg, ct_cache_popts(c));
+    enum ct_cache_store v = ct_cache_policy_storable(r->msg, msg, ct_cache_popts(r));
     *hfm = v != CT_CACHE_STORE_NOT_MODIFIED && v != CT_CACHE_STORE_PARTIAL &&
            v != CT_CACHE_STORE_REQ_NO_STORE;
     if (v != CT_CACHE_STORE_OK)
         return ct_cache_store_detail(v);
     if (msg->framing == CT_FRAME_LENGTH &&
-        !ct_cache_fits(c->w->wc->cache, msg->content_length + msg->head_bytes))
+        !ct_cache_fits(r->w->wc->cache, msg->content_length + msg->head_bytes))
         return "too-big";
     return NULL;
 }
 
-static void fill_client_head(struct ct_client *c, const struct ct_http_msg *msg)
+static void fill_client_head(struct ct_req *r, const struct ct_http_msg *msg)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     if (cr->stale)
         ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=%u; stored", cr->fwd_kind,
                             msg->status);
     else
         ct_cache_set_status(cr, "cachet; fwd=%s; stored", cr->fwd_kind);
-    ct_cache_fill_head(c, cr->fill, msg, cr->cstatus);
+    ct_cache_fill_head(r, cr->fill, msg, cr->cstatus);
 }
 
-static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, bool close,
+static bool fill_head(struct ct_req *r, const struct ct_http_msg *msg, bool close,
                       ct_time_t now)
 {
-    struct ct_creq *cr = c->r.cr;
-    const struct ct_conf_cache *cc = &c->w->cf->cache;
+    struct ct_creq *cr = r->cr;
+    const struct ct_conf_cache *cc = &r->w->cf->cache;
     if (cr->stale && msg->status == 304)
-        return revalidated(c, msg, close, now);
-    if (cr->stale && !cr->validate && msg->status >= 500 && ct_cache_sie_ok(c, cr->stale, now)) {
+        return revalidated(r, msg, close, now);
+    if (cr->stale && !cr->validate && msg->status >= 500 && ct_cache_sie_ok(r, cr->stale, now)) {
         drop_fill(cr, now, 0);
         cr->cs = CT_STATS_CS_STALE;
-        serve_instead(c, cr->stale, CT_STR("cachet; hit; detail=stale-if-error"), close);
+        serve_instead(r, cr->stale, CT_STR("cachet; hit; detail=stale-if-error"), close);
         return true;
     }
     bool hfm;
-    const char *why = not_storable(c, msg, &hfm);
-    int rc = why ? CT_OK : store_head(c, msg, NULL, now);
+    const char *why = not_storable(r, msg, &hfm);
+    int rc = why ? CT_OK : store_head(r, msg, NULL, now);
     if (why == NULL && rc != CT_OK)
         why = rc == CT_ELIMIT ? "no-memory" : rc == CT_ENOENT ? "no-freshness" : "vary-star";
     hfm = hfm || rc == CT_ENOENT;
@@ -491,7 +491,7 @@ static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, bool c
         drop_fill(cr, now, hfm ? (double)cc->hit_for_miss_ms / 1000.0 : 0);
         if (cr->bg) {
             cr->discard = true;
-            c->resp_chunked = false;
+            ct_h1_of(r)->resp_chunked = false;
             return true;
         }
         ct_cache_set_status(cr, "cachet; fwd=%s; detail=%s", cr->fwd_kind, why);
@@ -499,48 +499,48 @@ static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, bool c
     }
     cr->store_ok = true;
     if (cr->bg) {
-        c->resp_chunked = false; /* the body goes to the scratch buffer, unframed */
+        ct_h1_of(r)->resp_chunked = false; /* the body goes to the scratch buffer, unframed */
         return true;
     }
-    if (cr->stripped && msg->status == 200 && c->r.msg->method == CT_METHOD_GET) {
+    if (cr->stripped && msg->status == 200 && r->msg->method == CT_METHOD_GET) {
         /* The client asked for a Range or sent conditionals: it reads the
          * object as it fills, like a waiter, and gets its 206 / 304 / 416
          * (issue 5: on a miss, fetch the whole object and answer the range). */
         cr->self = true;
-        c->resp_chunked = false;
+        ct_h1_of(r)->resp_chunked = false;
         ct_cache_set_status(cr, "cachet; fwd=%s; stored", cr->fwd_kind);
-        if (ct_cache_emit(c, cr->fill, cr->cstatus, close))
+        if (ct_cache_emit(r, cr->fill, cr->cstatus, close))
             cr->mode = CT_CREQ_DONE;
         else
-            ct_cache_stream_more(c);
+            ct_cache_stream_more(r);
         return true;
     }
-    fill_client_head(c, msg);
+    fill_client_head(r, msg);
     return true;
 }
 
-bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, bool close,
+bool ct_cache_resp_head(struct ct_req *r, const struct ct_http_msg *msg, bool close,
                         struct ct_fwd_resp_extra *extra)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     *extra = (struct ct_fwd_resp_extra){0};
     if (cr == NULL)
         return false;
     ct_time_t now = ct_time_real();
-    if (!(ct_http_method_flags(c->r.msg->method) & CT_METHOD_SAFE))
-        invalidate(c, msg);
-    if (cr->mode == CT_CREQ_FILL && fill_head(c, msg, close, now))
+    if (!(ct_http_method_flags(r->msg->method) & CT_METHOD_SAFE))
+        invalidate(r, msg);
+    if (cr->mode == CT_CREQ_FILL && fill_head(r, msg, close, now))
         return true;
     if (cr->mode != CT_CREQ_FILL && cr->stale && !cr->validate && msg->status >= 500 &&
-        ct_cache_sie_ok(c, cr->stale, now)) {
+        ct_cache_sie_ok(r, cr->stale, now)) {
         cr->cs = CT_STATS_CS_STALE;
-        serve_instead(c, cr->stale, CT_STR("cachet; hit; detail=stale-if-error"), close);
+        serve_instead(r, cr->stale, CT_STR("cachet; hit; detail=stale-if-error"), close);
         return true;
     }
     if (cr->cstatus.len == 0)
         ct_cache_set_status(cr, "cachet; fwd=bypass");
     *extra = (struct ct_fwd_resp_extra){
-        .cache_status = cr->cstatus, .omit = omit_ours, .omit_arg = c};
+        .cache_status = cr->cstatus, .omit = omit_ours, .omit_arg = r};
     return false; /* fetch.c forwards it (at once with its body when it can) */
 }
 
@@ -549,9 +549,9 @@ bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, bool
 /* A fill takes the origin's body first (unframed, into the scratch buffer),
  * and only then does the fetching client get it (ct_cache_resp_body): the
  * object is filled from the upstream, never from what a client was sent. */
-enum ct_body_sink ct_cache_body_sink(struct ct_client *c, struct evbuffer **scratch)
+enum ct_body_sink ct_cache_body_sink(struct ct_req *r, struct evbuffer **scratch)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     *scratch = NULL;
     if (cr == NULL)
         return CT_SINK_CLIENT;
@@ -594,9 +594,9 @@ static int append_all(struct ct_obj *obj, struct evbuffer *src)
     return CT_OK;
 }
 
-bool ct_cache_resp_body(struct ct_client *c, size_t n)
+bool ct_cache_resp_body(struct ct_req *r, size_t n)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     if (cr == NULL || cr->scratch == NULL || evbuffer_get_length(cr->scratch) == 0)
         return false; /* not through the scratch buffer: straight to the client */
     CT_ASSERT(evbuffer_get_length(cr->scratch) == n);
@@ -611,26 +611,27 @@ bool ct_cache_resp_body(struct ct_client *c, size_t n)
         evbuffer_drain(cr->scratch, n);
         return false;
     }
-    c->r.proto->send_body(&c->r, cr->scratch, n);
+    r->proto->send_body(r, cr->scratch, n);
     return true;
 }
 
-bool ct_cache_client_gone(struct ct_client *c)
+bool ct_cache_client_gone(struct ct_req *r)
 {
-    struct ct_creq *cr = c->r.cr;
-    if (cr == NULL || cr->fill == NULL || cr->bg || c->r.u == NULL ||
+    struct ct_client *c = ct_h1_of(r); /* its connection is the one that went */
+    struct ct_creq *cr = r->cr;
+    if (cr == NULL || cr->fill == NULL || cr->bg || r->u == NULL ||
         (c->state != CT_CS_FETCH && c->state != CT_CS_SEND) ||
         (c->state == CT_CS_SEND && !cr->store_ok))
         return false;
-    CT_DEBUG("w%u c%llu %s: client gone, filling %.*s on for the other readers", c->w->id,
-             (unsigned long long)c->id, c->peer, (int)c->r.msg->target.len, c->r.msg->target.p);
+    CT_DEBUG("w%u c%llu %s: client gone, filling %.*s on for the other readers", r->w->id,
+             (unsigned long long)r->conn_id, r->peer, (int)r->msg->target.len, r->msg->target.p);
     if (cr->self) { /* it was reading its own fill: stop */
         cr->self = false;
         ct_cache_unwait(cr);
         cr->mode = CT_CREQ_FILL;
     }
     cr->bg = true; /* from now on the body goes to the scratch buffer only */
-    c->resp_chunked = false;
+    ct_h1_of(r)->resp_chunked = false;
     c->resp_close = true;
     struct evbuffer *out = bufferevent_get_output(c->bev);
     evbuffer_drain(out, evbuffer_get_length(out));
@@ -639,14 +640,14 @@ bool ct_cache_client_gone(struct ct_client *c)
     return true;
 }
 
-bool ct_cache_filling(const struct ct_client *c)
+bool ct_cache_filling(const struct ct_req *r)
 {
-    return c->r.cr && c->r.cr->fill && c->r.cr->store_ok && !c->r.cr->discard;
+    return r->cr && r->cr->fill && r->cr->store_ok && !r->cr->discard;
 }
 
-void ct_cache_resp_end(struct ct_client *c)
+void ct_cache_resp_end(struct ct_req *r)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     if (cr == NULL)
         return;
     if (cr->fill) {
@@ -657,7 +658,7 @@ void ct_cache_resp_end(struct ct_client *c)
         ct_obj_release(&cr->fill);
     }
     if (cr->self && cr->mode == CT_CREQ_STREAM)
-        ct_cache_self_end(c); /* the rest of its range, before fetch.c ends it */
+        ct_cache_self_end(r); /* the rest of its range, before fetch.c ends it */
     ct_obj_release(&cr->stale);
     if (cr->scratch)
         evbuffer_drain(cr->scratch, evbuffer_get_length(cr->scratch));

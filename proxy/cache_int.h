@@ -49,59 +49,59 @@ void ct_wcache_free(struct ct_wcache **wcp);
 /* Recv + lookup for C's request head. True: the cache took the request over
  * (answered it, delivers from an object, or waits on a busy one); false: fetch
  * it from the origin (a miss to fill, a revalidation, or a pass). */
-bool ct_cache_recv(struct ct_client *c);
+bool ct_cache_recv(struct ct_req *r);
 /* The request as it goes to the origin: C's own, or a copy without the
  * client's conditionals and Range (a fill) and with our validators (a
  * revalidation). Valid until the response head is in. */
-const struct ct_http_msg *ct_cache_fwd_msg(struct ct_client *c);
+const struct ct_http_msg *ct_cache_fwd_msg(struct ct_req *r);
 /* A final response head from the origin. True: the cache wrote the head for
  * the client itself (Cache-Status, Age; maybe from a stored object); false:
  * the caller forwards it as usual with *EXTRA (the cache's Cache-Status and
  * the fields it keeps to itself; zeroed: none). May reset c->resp_chunked. */
-bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, bool close,
+bool ct_cache_resp_head(struct ct_req *r, const struct ct_http_msg *msg, bool close,
                         struct ct_fwd_resp_extra *extra);
 /* Where the origin's body goes in SEND: to the client (a pass: the protocol's
  * body_out), dropped (an object was delivered instead), or into *SCRATCH,
  * unframed, which ct_cache_resp_body() empties (a fill, a background
  * refresh, a client reading its own fill). */
 enum ct_body_sink { CT_SINK_CLIENT, CT_SINK_DROP, CT_SINK_CACHE };
-enum ct_body_sink ct_cache_body_sink(struct ct_client *c, struct evbuffer **scratch);
+enum ct_body_sink ct_cache_body_sink(struct ct_req *r, struct evbuffer **scratch);
 /* N body bytes just landed in the scratch sink: append them to the object
  * being filled, then move them to the client's output (chunk-framed if
  * c->resp_chunked) unless it reads the object or has its answer. True if
  * they went to the client. */
-bool ct_cache_resp_body(struct ct_client *c, size_t n);
+bool ct_cache_resp_body(struct ct_req *r, size_t n);
 /* The origin's response is complete. */
-void ct_cache_resp_end(struct ct_client *c);
+void ct_cache_resp_end(struct ct_req *r);
 /* C is filling an object: keep reading the origin whatever C's own output
  * holds, so other readers of the object are not held to C's pace. Memory
  * stays bounded: the object is capped at max_object_size and C's output
  * holds at most the same bytes (so 2 x max_object_size per fill). */
-bool ct_cache_filling(const struct ct_client *c);
+bool ct_cache_filling(const struct ct_req *r);
 /* The client's output drained below the low mark. True if the cache is
  * delivering (the call was for it). */
-bool ct_cache_client_drained(struct ct_client *c);
+bool ct_cache_client_drained(struct ct_req *r);
 
 /* ---- client.c ----------------------------------------------------------------- */
 
 /* C is about to fail with WHY. True: the cache answered instead (a stale
  * object within stale-if-error); the failure is off. Otherwise the object
  * being filled is failed (never stored; its readers see a truncated body). */
-bool ct_cache_client_fail(struct ct_client *c, enum ct_close why);
+bool ct_cache_client_fail(struct ct_req *r, enum ct_close why);
 /* C's connection ended (EOF, error) or it stopped reading (send timeout)
  * while it fetches an object that is being stored: true if the fetch goes on
  * without it for the object's other readers (its output dropped, its reads
  * and writes stopped; the request ends when the origin's response does, as
  * a background fill); false: close as usual. */
-bool ct_cache_client_gone(struct ct_client *c);
+bool ct_cache_client_gone(struct ct_req *r);
 /* C is being freed: drop every reference and registration. */
-void ct_cache_client_free(struct ct_client *c);
+void ct_cache_client_free(struct ct_req *r);
 /* Did C's request come over HTTPS? Its listener's scheme, or for an
  * internal background-refresh connection the triggering client's (so the
  * refresh carries the original X-Forwarded-Proto). */
-bool ct_cache_client_https(const struct ct_client *c);
+bool ct_cache_client_https(const struct ct_req *r);
 /* How the cache took part in C's current request (enum ct_stats_cs). */
-unsigned ct_cache_client_cs(const struct ct_client *c);
+unsigned ct_cache_client_cs(const struct ct_req *r);
 
 /* ---- inside the cache files ----------------------------------------------- */
 
@@ -128,7 +128,7 @@ enum ct_creq_mode {
 struct ct_creq {
     unsigned magic;
 #define CT_CREQ_MAGIC 0xcac4e5e1u
-    struct ct_client *c;
+    struct ct_req *r;
     enum ct_creq_mode mode;
     unsigned cs;           /* enum ct_stats_cs */
     char *keybuf;
@@ -198,64 +198,64 @@ struct ct_wcache {
 /* Render MSG's storable fields (and our Via) into OUT as the stored block
  * (prefix + status line + fields). */
 void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
-                           const struct ct_client *c, const struct ct_cache_blk *blk);
+                           const struct ct_req *r, const struct ct_cache_blk *blk);
 /* Is F one of cache.tag_headers (matched case-insensitively, RFC 9110 §5.1)? */
 bool ct_cache_is_tag_field(const struct ct_conf_cache *cc, const struct ct_http_field *f);
 /* The tags named by MSG's tag fields (cache.tag_headers) into OUT (at most
  * cache.max_tags; views into MSG), counting and logging what the limits
  * leave out. Returns the count. */
-size_t ct_cache_tags_of(struct ct_client *c, const struct ct_http_msg *msg,
+size_t ct_cache_tags_of(struct ct_req *r, const struct ct_http_msg *msg,
                         struct ct_str out[CT_CACHE_TAGS_MAX]);
 /* cache_req.c, cache_deliver.c */
-const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_client *c);
+const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_req *r);
 bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct ct_str *wire);
 /* Build the key of TARGET for C's request into cr->keybuf / *KEY. */
-bool ct_cache_key_for(struct ct_client *c, struct ct_str target, struct ct_cache_key *key);
+bool ct_cache_key_for(struct ct_req *r, struct ct_str target, struct ct_cache_key *key);
 void ct_cache_set_status(struct ct_creq *cr, const char *fmt, ...) CT_PRINTF(2, 3);
 /* The head of the object C fills (FILL, stored from the origin's MSG) with
  * CSTATUS; its body follows from the origin (fetch.c frames it). */
-void ct_cache_fill_head(struct ct_client *c, struct ct_obj *fill, const struct ct_http_msg *msg,
+void ct_cache_fill_head(struct ct_req *r, struct ct_obj *fill, const struct ct_http_msg *msg,
                         struct ct_str cstatus);
 /* For the protocol's fast paths on a complete object being delivered: the
  * next body piece (false: none left or not there), whether the body starts
  * at the object's first byte, the bytes left and the offset they start at,
  * and K bytes sent past the pieces (sendfile). Each counts the bytes sent. */
-bool ct_cache_obj_next(struct ct_client *c, struct ct_str *chunk);
-bool ct_cache_obj_at_start(const struct ct_client *c);
-uint64_t ct_cache_obj_left(const struct ct_client *c, uint64_t *off);
-void ct_cache_obj_sent(struct ct_client *c, uint64_t k);
+bool ct_cache_obj_next(struct ct_req *r, struct ct_str *chunk);
+bool ct_cache_obj_at_start(const struct ct_req *r);
+uint64_t ct_cache_obj_left(const struct ct_req *r, uint64_t *off);
+void ct_cache_obj_sent(struct ct_req *r, uint64_t k);
 /* Write the whole response from OBJ (head, and body as far as it is there).
  * True if it is all out; false: the body streams on (cr->mode = STREAM). The
  * client's state is the caller's. */
-bool ct_cache_emit(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatus,
+bool ct_cache_emit(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus,
                    bool force_close);
 /* Deliver OBJ (a new reference, taken) as C's whole response (FETCH -> SEND,
  * then the next request). */
-void ct_cache_deliver(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatus);
-bool ct_cache_sie_ok(struct ct_client *c, struct ct_obj *stale, ct_time_t now);
+void ct_cache_deliver(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus);
+bool ct_cache_sie_ok(struct ct_req *r, struct ct_obj *stale, ct_time_t now);
 /* Date of this second (formatted once per second per worker). */
 const char *ct_cache_date_now(struct ct_wcache *wc);
 /* The response is out: release what it held, flush, next request (C may be
  * gone after this). */
-void ct_cache_finish(struct ct_client *c);
+void ct_cache_finish(struct ct_req *r);
 /* Register on cr->obj; false if there is news already (read now). */
 bool ct_cache_wait_obj(struct ct_creq *cr, enum ct_obj_state seen, uint64_t have);
 /* Write V in decimal at P; returns the end (no NUL). */
 char *ct_cache_put_i64(char *p, int64_t v);
 /* A new creq for C (c->cr). */
-struct ct_creq *ct_cache_creq_new(struct ct_client *c);
+struct ct_creq *ct_cache_creq_new(struct ct_req *r);
 /* cache_bg.c: refresh *FILL (our BUSY object; *STALE for its validators) on
  * an internal connection so C's own connection is free at once. Takes both
  * references (NULLs them) and returns true, or false with nothing taken. */
-bool ct_cache_bg_start(struct ct_client *c, struct ct_obj **fill, struct ct_obj **stale);
+bool ct_cache_bg_start(struct ct_req *r, struct ct_obj **fill, struct ct_obj **stale);
 /* Worker exit: close the internal connections' dropping ends. */
 void ct_cache_bg_free_all(struct ct_wcache *wc);
 /* Unregister cr's waiter, dequeue its wake, stop its timer. */
 void ct_cache_unwait(struct ct_creq *cr);
 /* cache_deliver.c: continue streaming cr->obj to C. */
-void ct_cache_stream_more(struct ct_client *c);
+void ct_cache_stream_more(struct ct_req *r);
 /* The fetcher reading its own fill (cr->self): the object is complete,
  * queue the rest of its response now. */
-void ct_cache_self_end(struct ct_client *c);
+void ct_cache_self_end(struct ct_req *r);
 
 #endif /* CT_PROXY_CACHE_INT_H */

@@ -45,7 +45,7 @@
 #define SWEEP_BUDGET 4096
 #define MAX_RELOOKUPS 4
 
-static bool lookup(struct ct_client *c);
+static bool lookup(struct ct_req *r);
 static void on_wait_timeout(evutil_socket_t fd, short what, void *arg);
 
 /* ---- the process and its workers ------------------------------------------ */
@@ -170,7 +170,7 @@ void ct_wcache_free(struct ct_wcache **wcp)
 static void waiter_wake(void *arg)
 {
     struct ct_creq *cr = arg;
-    struct ct_wcache *wc = cr->c->w->wc;
+    struct ct_wcache *wc = cr->r->w->wc;
     pthread_mutex_lock(&wc->mu);
     if (!cr->queued) {
         cr->queued = true;
@@ -189,7 +189,7 @@ static void waiter_wake(void *arg)
 
 static void dequeue(struct ct_creq *cr)
 {
-    struct ct_wcache *wc = cr->c->w->wc;
+    struct ct_wcache *wc = cr->r->w->wc;
     pthread_mutex_lock(&wc->mu);
     if (cr->queued) {
         struct ct_creq **pp = &wc->wq_head, *prev = NULL;
@@ -208,14 +208,14 @@ static void dequeue(struct ct_creq *cr)
 
 /* ---- per-connection state --------------------------------------------------- */
 
-struct ct_creq *ct_cache_creq_new(struct ct_client *c)
+struct ct_creq *ct_cache_creq_new(struct ct_req *r)
 {
     struct ct_creq *cr = ct_xcalloc(1, sizeof(*cr));
     cr->magic = CT_CREQ_MAGIC;
-    cr->c = c;
+    cr->r = r;
     ct_cache_waiter_init(&cr->waiter, waiter_wake, cr);
-    cr->timer = evtimer_new(c->w->base, on_wait_timeout, cr);
-    c->r.cr = cr;
+    cr->timer = evtimer_new(r->w->base, on_wait_timeout, cr);
+    r->cr = cr;
     return cr;
 }
 
@@ -266,9 +266,9 @@ static void creq_reset(struct ct_creq *cr)
         evbuffer_drain(cr->scratch, evbuffer_get_length(cr->scratch));
 }
 
-void ct_cache_client_free(struct ct_client *c)
+void ct_cache_client_free(struct ct_req *r)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     if (cr == NULL)
         return;
     CT_CHECK_OBJ(cr, CT_CREQ_MAGIC);
@@ -284,28 +284,28 @@ void ct_cache_client_free(struct ct_client *c)
     free(cr->keybuf);
     cr->magic = 0;
     free(cr);
-    c->r.cr = NULL;
+    r->cr = NULL;
 }
 
-bool ct_cache_client_https(const struct ct_client *c)
+bool ct_cache_client_https(const struct ct_req *r)
 {
-    if (c->r.cr && c->r.cr->bg_port) /* internal: bg_port is the trigger's default port */
-        return c->r.cr->bg_port == 443;
-    return c->lc->kind == CT_LISTEN_HTTPS;
+    if (r->cr && r->cr->bg_port) /* internal: bg_port is the trigger's default port */
+        return r->cr->bg_port == 443;
+    return r->lc->kind == CT_LISTEN_HTTPS;
 }
 
-unsigned ct_cache_client_cs(const struct ct_client *c)
+unsigned ct_cache_client_cs(const struct ct_req *r)
 {
-    return c->r.cr ? c->r.cr->cs : CT_STATS_CS_NONE;
+    return r->cr ? r->cr->cs : CT_STATS_CS_NONE;
 }
 
-const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_client *c)
+const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_req *r)
 {
-    if (c->r.cr && c->r.cr->bg_port) /* internal connection: its request has no CC */
-        return &c->w->wc->popts[0];
+    if (r->cr && r->cr->bg_port) /* internal connection: its request has no CC */
+        return &r->w->wc->popts[0];
     /* A property of the listener struct, not of its index in the startup
      * table: reloads add, replace and reorder listeners. */
-    return &c->w->wc->popts[c->lc->honour_client_cc ? 0 : 1];
+    return &r->w->wc->popts[r->lc->honour_client_cc ? 0 : 1];
 }
 
 /* Cache-Status is set for every forwarded response, and its formats only use
@@ -386,16 +386,16 @@ bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct
 
 /* ---- keys ------------------------------------------------------------------- */
 
-bool ct_cache_key_for(struct ct_client *c, struct ct_str target, struct ct_cache_key *key)
+bool ct_cache_key_for(struct ct_req *r, struct ct_str target, struct ct_cache_key *key)
 {
-    struct ct_creq *cr = c->r.cr;
-    struct ct_wcache *wc = c->w->wc;
-    const struct ct_http_msg *req = c->r.msg;
+    struct ct_creq *cr = r->cr;
+    struct ct_wcache *wc = r->w->wc;
+    const struct ct_http_msg *req = r->msg;
     const struct ct_http_field *host = ct_http_msg_find(req, CT_HDR_HOST, NULL);
     struct ct_cache_key_in in = {
         .mclass = CT_CACHE_MCLASS_GET,
         .host = host ? host->value : CT_STR_NULL,
-        .default_port = cr->bg_port ? cr->bg_port : c->lc->kind == CT_LISTEN_HTTPS ? 443 : 80,
+        .default_port = cr->bg_port ? cr->bg_port : r->lc->kind == CT_LISTEN_HTTPS ? 443 : 80,
         .target = target,
         .header_value = CT_STR_NULL,
     };
@@ -427,56 +427,56 @@ const char *ct_cache_date_now(struct ct_wcache *wc)
 }
 
 /* The response is out: next request (C may be gone after this). */
-void ct_cache_finish(struct ct_client *c)
+void ct_cache_finish(struct ct_req *r)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     ct_obj_release(&cr->obj);
     ct_obj_release(&cr->stale);
     if (cr->mode != CT_CREQ_PASS && cr->mode != CT_CREQ_FILL)
         cr->mode = CT_CREQ_DONE;
-    c->r.proto->flush(&c->r);
-    ct_client_response_done(c);
+    r->proto->flush(r);
+    ct_client_response_done(ct_h1_of(r));
 }
 
 /* A short answer of our own (PURGE, only-if-cached, waiter timeout). */
-static void answer(struct ct_client *c, unsigned status, const char *body, const char *cstatus)
+static void answer(struct ct_req *r, unsigned status, const char *body, const char *cstatus)
 {
-    struct ct_creq *cr = c->r.cr;
-    c->r.proto->send_synth(&c->r, status, ct_str_c(body), ct_str_c(cstatus));
+    struct ct_creq *cr = r->cr;
+    r->proto->send_synth(r, status, ct_str_c(body), ct_str_c(cstatus));
     cr->mode = CT_CREQ_DONE;
-    ct_client_set_state(c, CT_CS_SEND);
-    c->r.head_sent = true;
-    c->r.status = status;
-    ct_cache_finish(c);
+    ct_client_set_state(ct_h1_of(r), CT_CS_SEND);
+    r->head_sent = true;
+    r->status = status;
+    ct_cache_finish(r);
 }
 
 /* ---- waiting on a busy object ---------------------------------------------------- */
 
 /* Continue the request with an origin fetch after the cache path let go. */
-static void resume_fetch(struct ct_client *c)
+static void resume_fetch(struct ct_req *r)
 {
-    c->r.cr->resume = true;
-    ct_fetch_start(c);
+    r->cr->resume = true;
+    ct_fetch_start(ct_h1_of(r));
 }
 
-static void relookup(struct ct_client *c)
+static void relookup(struct ct_req *r)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     ct_obj_release(&cr->obj);
     if (++cr->relookups > MAX_RELOOKUPS) {
         cr->mode = CT_CREQ_PASS;
         ct_cache_set_status(cr, "cachet; fwd=uri-miss; detail=busy-retries");
-        resume_fetch(c);
+        resume_fetch(r);
         return;
     }
-    if (!lookup(c))
-        resume_fetch(c);
+    if (!lookup(r))
+        resume_fetch(r);
 }
 
 /* The busy object we wait on changed (or the first look at it). */
-static void head_ready(struct ct_client *c)
+static void head_ready(struct ct_req *r)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     for (;;) {
         enum ct_obj_state st = ct_obj_state(cr->obj);
         if (st == CT_OBJ_BUSY) {
@@ -492,22 +492,22 @@ static void head_ready(struct ct_client *c)
             cr->mode = CT_CREQ_PASS;
             cr->cs = CT_STATS_CS_HIT_FOR_MISS;
             ct_cache_set_status(cr, "cachet; fwd=uri-miss; detail=uncacheable");
-            resume_fetch(c);
+            resume_fetch(r);
         } else if (st == CT_OBJ_FAILED ||
-                   !ct_cache_vary_match(ct_obj_vary(cr->obj), c->r.msg)) {
-            relookup(c);
+                   !ct_cache_vary_match(ct_obj_vary(cr->obj), r->msg)) {
+            relookup(r);
         } else {
             cr->cs = CT_STATS_CS_COALESCED;
-            ct_cache_deliver(c, ct_obj_ref(cr->obj), CT_STR("cachet; fwd=miss; collapsed"));
+            ct_cache_deliver(r, ct_obj_ref(cr->obj), CT_STR("cachet; fwd=miss; collapsed"));
         }
         return;
     }
 }
 
-static void wait_on(struct ct_client *c, struct ct_obj *busy)
+static void wait_on(struct ct_req *r, struct ct_obj *busy)
 {
-    struct ct_creq *cr = c->r.cr;
-    uint64_t ms = c->w->cf->cache.waiter_timeout_ms;
+    struct ct_creq *cr = r->cr;
+    uint64_t ms = r->w->cf->cache.waiter_timeout_ms;
     ct_obj_release(&cr->obj);
     cr->obj = busy;
     cr->mode = CT_CREQ_WAIT;
@@ -516,7 +516,7 @@ static void wait_on(struct ct_client *c, struct ct_obj *busy)
         evtimer_add(cr->timer, &tv);
         cr->timer_on = true;
     }
-    head_ready(c);
+    head_ready(r);
 }
 
 static void on_obj_change(struct ct_creq *cr)
@@ -527,31 +527,31 @@ static void on_obj_change(struct ct_creq *cr)
         cr->waiting = false;
     }
     if (cr->mode == CT_CREQ_WAIT)
-        head_ready(cr->c);
-    else if (cr->mode == CT_CREQ_STREAM && cr->c->state == CT_CS_SEND)
-        ct_cache_stream_more(cr->c);
+        head_ready(cr->r);
+    else if (cr->mode == CT_CREQ_STREAM && ct_h1_of(cr->r)->state == CT_CS_SEND)
+        ct_cache_stream_more(cr->r);
 }
 
 static void on_wait_timeout(evutil_socket_t fd, short what, void *arg)
 {
     struct ct_creq *cr = arg;
     CT_CHECK_OBJ(cr, CT_CREQ_MAGIC);
-    struct ct_client *c = cr->c;
+    struct ct_req *r = cr->r;
     if (cr->mode != CT_CREQ_WAIT)
         return;
     ct_cache_unwait(cr);
     ct_obj_release(&cr->obj);
-    if (c->w->cf->cache.waiter_timeout_action == CT_CONF_WAITER_FETCH) {
+    if (r->w->cf->cache.waiter_timeout_action == CT_CONF_WAITER_FETCH) {
         cr->mode = CT_CREQ_PASS;
         ct_cache_set_status(cr, "cachet; fwd=uri-miss; detail=wait-timeout");
-        resume_fetch(c);
+        resume_fetch(r);
         return;
     }
-    CT_WARN("w%u c%llu %s: waited %llu ms on another fetch of %.*s: 504", c->w->id,
-            (unsigned long long)c->id, c->peer,
-            (unsigned long long)c->w->cf->cache.waiter_timeout_ms, (int)c->r.msg->target.len,
-            c->r.msg->target.p);
-    answer(c, 504, "504 Gateway Timeout\n", "cachet; fwd=uri-miss; detail=wait-timeout");
+    CT_WARN("w%u c%llu %s: waited %llu ms on another fetch of %.*s: 504", r->w->id,
+            (unsigned long long)r->conn_id, r->peer,
+            (unsigned long long)r->w->cf->cache.waiter_timeout_ms, (int)r->msg->target.len,
+            r->msg->target.p);
+    answer(r, 504, "504 Gateway Timeout\n", "cachet; fwd=uri-miss; detail=wait-timeout");
 }
 
 /* ---- recv and lookup ------------------------------------------------------------------ */
@@ -564,46 +564,46 @@ static bool body_expected(const struct ct_http_msg *m)
 
 /* A bodiless request: the protocol sees its end now, so the connection can
  * take the next request when we answer without the origin. */
-static bool finish_request(struct ct_client *c) { return c->r.proto->body_finish(&c->r); }
+static bool finish_request(struct ct_req *r) { return r->proto->body_finish(r); }
 
-static bool peer_may_purge(const struct ct_client *c)
+static bool peer_may_purge(const struct ct_req *r)
 {
-    const struct ct_conf_cache *cc = &c->w->cf->cache;
+    const struct ct_conf_cache *cc = &r->w->cf->cache;
     char ip[64];
     unsigned char a[16];
     int fam = AF_INET;
-    snprintf(ip, sizeof(ip), "%.*s", (int)c->peer_ip_len, c->peer);
+    snprintf(ip, sizeof(ip), "%.*s", (int)r->peer_ip_len, r->peer);
     if (inet_pton(AF_INET, ip, a) != 1) {
         fam = AF_INET6;
         if (inet_pton(AF_INET6, ip, a) != 1)
             return false;
     }
     for (size_t i = 0; i < cc->npurge_allow; i++) {
-        const struct ct_conf_cidr *r = &cc->purge_allow[i];
-        if (r->family != fam)
+        const struct ct_conf_cidr *ci = &cc->purge_allow[i];
+        if (ci->family != fam)
             continue;
-        unsigned bits = r->prefix_len, k = 0;
+        unsigned bits = ci->prefix_len, k = 0;
         for (; bits >= 8; bits -= 8, k++)
-            if (a[k] != r->addr[k])
+            if (a[k] != ci->addr[k])
                 break;
-        if (bits < 8 && (bits == 0 || ((a[k] ^ r->addr[k]) & (0xff00u >> bits) & 0xff) == 0))
+        if (bits < 8 && (bits == 0 || ((a[k] ^ ci->addr[k]) & (0xff00u >> bits) & 0xff) == 0))
             return true;
     }
     return false;
 }
 
-static void purge(struct ct_client *c)
+static void purge(struct ct_req *r)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     cr->cs = CT_STATS_CS_PASS;
-    if (!peer_may_purge(c)) {
-        answer(c, 403, "403 PURGE not allowed from this address\n", "cachet; detail=purge");
+    if (!peer_may_purge(r)) {
+        answer(r, 403, "403 PURGE not allowed from this address\n", "cachet; detail=purge");
         return;
     }
     /* Soft (Fastly's `Fastly-Soft-Purge: 1`): stale at once, revalidated. */
-    const struct ct_http_field *sf = ct_http_msg_find_name(c->r.msg, CT_STR("Soft-Purge"), NULL);
+    const struct ct_http_field *sf = ct_http_msg_find_name(r->msg, CT_STR("Soft-Purge"), NULL);
     if (sf == NULL)
-        sf = ct_http_msg_find_name(c->r.msg, CT_STR("Fastly-Soft-Purge"), NULL);
+        sf = ct_http_msg_find_name(r->msg, CT_STR("Fastly-Soft-Purge"), NULL);
     enum ct_cache_purge mode =
         sf && ct_str_eq(sf->value, CT_STR("1")) ? CT_CACHE_PURGE_SOFT : CT_CACHE_PURGE_HARD;
     ct_time_t now = ct_time_real();
@@ -611,15 +611,15 @@ static void purge(struct ct_client *c)
     /* With tag fields (cache.tag_headers), the tags they name are purged
      * instead of the URL: `PURGE / HTTP/1.1` + `Surrogate-Key: a b`. */
     struct ct_str tags[CT_CACHE_TAGS_MAX];
-    size_t ntags = ct_cache_tags_of(c, c->r.msg, tags);
+    size_t ntags = ct_cache_tags_of(r, r->msg, tags);
     for (size_t i = 0; i < ntags; i++)
-        n += ct_cache_purge_tag(c->w->wc->cache, tags[i], mode, now);
-    if (ntags == 0 && ct_cache_key_for(c, c->r.msg->target, &cr->key))
-        n = ct_cache_purge_key_mode(c->w->wc->cache, &cr->key, mode, now);
-    CT_INFO("w%u c%llu %s: PURGE%s %.*s%s: %zu objects", c->w->id, (unsigned long long)c->id,
-            c->peer, mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "", (int)c->r.msg->target.len,
-            c->r.msg->target.p, ntags ? " by tag" : "", n);
-    answer(c, n ? 200 : 404, n ? "200 Purged\n" : "404 Not in cache\n", "cachet; detail=purge");
+        n += ct_cache_purge_tag(r->w->wc->cache, tags[i], mode, now);
+    if (ntags == 0 && ct_cache_key_for(r, r->msg->target, &cr->key))
+        n = ct_cache_purge_key_mode(r->w->wc->cache, &cr->key, mode, now);
+    CT_INFO("w%u c%llu %s: PURGE%s %.*s%s: %zu objects", r->w->id, (unsigned long long)r->conn_id,
+            r->peer, mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "", (int)r->msg->target.len,
+            r->msg->target.p, ntags ? " by tag" : "", n);
+    answer(r, n ? 200 : 404, n ? "200 Purged\n" : "404 Not in cache\n", "cachet; detail=purge");
 }
 
 static bool pass(struct ct_creq *cr, const char *detail)
@@ -637,13 +637,13 @@ static double ttl_left(const struct ct_cache_blk *blk, ct_time_t now)
 
 /* A complete stored OBJ for this request at NOW (HIT or STALE). The request's
  * own directives decide (§5.2.1). Returns true if answered. */
-static bool use_stored(struct ct_client *c, struct ct_obj *obj, ct_time_t now, bool stale)
+static bool use_stored(struct ct_req *r, struct ct_obj *obj, ct_time_t now, bool stale)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     struct ct_cache_blk blk;
     struct ct_str wire;
     CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
-    enum ct_cache_use use = ct_cache_policy_use(&blk.fresh, c->r.msg, ct_cache_popts(c), now);
+    enum ct_cache_use use = ct_cache_policy_use(&blk.fresh, r->msg, ct_cache_popts(r), now);
     char cs[96];
     switch (use) {
     case CT_CACHE_USE_FRESH:
@@ -651,10 +651,10 @@ static bool use_stored(struct ct_client *c, struct ct_obj *obj, ct_time_t now, b
         cr->cs = stale ? CT_STATS_CS_STALE : CT_STATS_CS_HIT;
         memcpy(cs, "cachet; hit; ttl=", 17); /* per hit: no printf */
         *ct_cache_put_i64(cs + 17, (int64_t)ttl_left(&blk, now)) = '\0';
-        ct_cache_deliver(c, ct_obj_ref(obj), ct_str_c(cs));
+        ct_cache_deliver(r, ct_obj_ref(obj), ct_str_c(cs));
         return true;
     case CT_CACHE_USE_GATEWAY_TIMEOUT:
-        answer(c, 504, "504 Gateway Timeout (only-if-cached)\n",
+        answer(r, 504, "504 Gateway Timeout (only-if-cached)\n",
                "cachet; fwd=uri-miss; detail=only-if-cached");
         return true;
     case CT_CACHE_USE_REVALIDATE:
@@ -666,7 +666,7 @@ static bool use_stored(struct ct_client *c, struct ct_obj *obj, ct_time_t now, b
 
 /* Within grace (or the response's stale-while-revalidate), and the client did
  * not ask for a fresh answer. */
-static bool graceful(struct ct_client *c, struct ct_obj *obj, ct_time_t now)
+static bool graceful(struct ct_req *r, struct ct_obj *obj, ct_time_t now)
 {
     struct ct_cache_blk blk;
     struct ct_str wire;
@@ -674,22 +674,22 @@ static bool graceful(struct ct_client *c, struct ct_obj *obj, ct_time_t now)
     CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
     if (blk.fresh.flags & (CT_CACHE_F_MUST_REVALIDATE | CT_CACHE_F_NO_CACHE))
         return false;
-    ct_cache_policy_req_cc(c->r.msg, ct_cache_popts(c), &cc);
+    ct_cache_policy_req_cc(r->msg, ct_cache_popts(r), &cc);
     if ((cc.flags & CT_CC_NO_CACHE) || cc.max_age != CT_CC_UNSET || cc.min_fresh != CT_CC_UNSET)
         return false;
     return ct_obj_in_grace(obj, now);
 }
 
-static bool on_stale(struct ct_client *c, struct ct_cache_lookup_res *res, ct_time_t now)
+static bool on_stale(struct ct_req *r, struct ct_cache_lookup_res *res, ct_time_t now)
 {
-    struct ct_creq *cr = c->r.cr;
-    if (use_stored(c, res->obj, now, true)) {
+    struct ct_creq *cr = r->cr;
+    if (use_stored(r, res->obj, now, true)) {
         if (res->fetch)
             ct_obj_abandon(res->fetch, now, 0);
         ct_cache_lookup_res_release(res);
         return true;
     }
-    if (graceful(c, res->obj, now) && !(c->r.msg->method == CT_METHOD_HEAD && res->fetch)) {
+    if (graceful(r, res->obj, now) && !(r->msg->method == CT_METHOD_HEAD && res->fetch)) {
         struct ct_cache_blk blk;
         struct ct_str wire;
         char cs[112];
@@ -698,15 +698,15 @@ static bool on_stale(struct ct_client *c, struct ct_cache_lookup_res *res, ct_ti
                  (long long)ttl_left(&blk, now));
         cr->cs = CT_STATS_CS_STALE;
         if (res->fetch == NULL) { /* someone else refreshes it */
-            ct_cache_deliver(c, ct_obj_ref(res->obj), ct_str_c(cs));
+            ct_cache_deliver(r, ct_obj_ref(res->obj), ct_str_c(cs));
             ct_cache_lookup_res_release(res);
             return true;
         }
         /* We hold the one refresh: answer with the stale object now and hand
          * the refresh to an internal connection (cache_bg.c). */
         struct ct_obj *st = ct_obj_ref(res->obj);
-        if (ct_cache_bg_start(c, &res->fetch, &st)) {
-            ct_cache_deliver(c, ct_obj_ref(res->obj), ct_str_c(cs));
+        if (ct_cache_bg_start(r, &res->fetch, &st)) {
+            ct_cache_deliver(r, ct_obj_ref(res->obj), ct_str_c(cs));
             ct_cache_lookup_res_release(res);
             return true;
         }
@@ -717,15 +717,15 @@ static bool on_stale(struct ct_client *c, struct ct_cache_lookup_res *res, ct_ti
         cr->stale = res->obj;
         res->fetch = res->obj = NULL;
         ct_cache_lookup_res_release(res);
-        CT_ASSERT(ct_cache_emit(c, cr->stale, ct_str_c(cs), false));
+        CT_ASSERT(ct_cache_emit(r, cr->stale, ct_str_c(cs), false));
         ct_obj_release(&cr->obj); /* emit's hold: the whole body is queued */
         cr->bg = true;
         cr->mode = CT_CREQ_FILL;
-        c->r.proto->flush(&c->r);
+        r->proto->flush(r);
         /* The client may close now that it has its answer: do not read, so
          * its EOF does not end the refresh; reading resumes with its next
          * request (enter_read_head), after the refresh. */
-        ct_io_read(&c->io, false);
+        ct_io_read(&ct_h1_of(r)->io, false);
         return false;
     }
     cr->cs = CT_STATS_CS_MISS;
@@ -742,7 +742,7 @@ static bool on_stale(struct ct_client *c, struct ct_cache_lookup_res *res, ct_ti
         res->busy = NULL;
         ct_cache_lookup_res_release(res);
         cr->cs = CT_STATS_CS_COALESCED;
-        wait_on(c, busy);
+        wait_on(r, busy);
         return true;
     }
     cr->stale = res->obj; /* no room for a new object: fetch, keep it for errors */
@@ -766,11 +766,11 @@ static const char *miss_name(enum ct_cache_miss m)
 /* Look the request up; REVALIDATE: its directives forbid using the fresh
  * object unvalidated, so the store answers STALE with the fetch slot (or the
  * fetch in progress, to wait on) instead of HIT. */
-static bool lookup_as(struct ct_client *c, bool revalidate)
+static bool lookup_as(struct ct_req *r, bool revalidate)
 {
-    struct ct_creq *cr = c->r.cr;
-    struct ct_wcache *wc = c->w->wc;
-    const struct ct_http_msg *req = c->r.msg;
+    struct ct_creq *cr = r->cr;
+    struct ct_wcache *wc = r->w->wc;
+    const struct ct_http_msg *req = r->msg;
     ct_time_t now = ct_time_real();
     bool head = req->method == CT_METHOD_HEAD;
     struct ct_cache_lookup_req lr = {
@@ -778,7 +778,7 @@ static bool lookup_as(struct ct_client *c, bool revalidate)
         .match = ct_cache_vary_match_cb,
         .match_arg = (void *)req,
         /* HEAD is answered from a stored GET but never fills one. */
-        .no_insert = head || ct_cache_policy_on_miss(req, ct_cache_popts(c)) ==
+        .no_insert = head || ct_cache_policy_on_miss(req, ct_cache_popts(r)) ==
                                  CT_CACHE_USE_GATEWAY_TIMEOUT,
         .revalidate = revalidate,
     };
@@ -786,7 +786,7 @@ static bool lookup_as(struct ct_client *c, bool revalidate)
     cr->req_time = now;
     switch (ct_cache_lookup(wc->cache, &lr, now, &res)) {
     case CT_CACHE_HIT:
-        if (use_stored(c, res.obj, now, false)) {
+        if (use_stored(r, res.obj, now, false)) {
             ct_cache_lookup_res_release(&res);
             return true;
         }
@@ -796,17 +796,17 @@ static bool lookup_as(struct ct_client *c, bool revalidate)
          * fresh for everyone else meanwhile. */
         ct_cache_lookup_res_release(&res);
         CT_ASSERT(!revalidate);
-        return lookup_as(c, true);
+        return lookup_as(r, true);
     case CT_CACHE_STALE:
         cr->fwd_kind = revalidate ? "request" : "stale";
         cr->validate = revalidate;
-        return on_stale(c, &res, now);
+        return on_stale(r, &res, now);
     case CT_CACHE_BUSY: {
         struct ct_obj *busy = res.busy;
         res.busy = NULL;
         ct_cache_lookup_res_release(&res);
         cr->cs = CT_STATS_CS_COALESCED;
-        wait_on(c, busy);
+        wait_on(r, busy);
         return true;
     }
     case CT_CACHE_PASS:
@@ -818,11 +818,11 @@ static bool lookup_as(struct ct_client *c, bool revalidate)
         break;
     }
     cr->fwd_kind = miss_name(res.miss);
-    if (ct_cache_policy_on_miss(req, ct_cache_popts(c)) == CT_CACHE_USE_GATEWAY_TIMEOUT) {
+    if (ct_cache_policy_on_miss(req, ct_cache_popts(r)) == CT_CACHE_USE_GATEWAY_TIMEOUT) {
         ct_cache_lookup_res_release(&res);
         char cs[64];
         snprintf(cs, sizeof(cs), "cachet; fwd=%s; detail=only-if-cached", cr->fwd_kind);
-        answer(c, 504, "504 Gateway Timeout (only-if-cached)\n", cs);
+        answer(r, 504, "504 Gateway Timeout (only-if-cached)\n", cs);
         return true;
     }
     cr->cs = CT_STATS_CS_MISS;
@@ -836,24 +836,24 @@ static bool lookup_as(struct ct_client *c, bool revalidate)
     return false;
 }
 
-static bool lookup(struct ct_client *c)
+static bool lookup(struct ct_req *r)
 {
-    return lookup_as(c, false);
+    return lookup_as(r, false);
 }
 
-bool ct_cache_recv(struct ct_client *c)
+bool ct_cache_recv(struct ct_req *r)
 {
-    struct ct_wcache *wc = c->w->wc;
+    struct ct_wcache *wc = r->w->wc;
     if (wc == NULL)
         return false;
-    if (wc->cf != c->w->cf) {
+    if (wc->cf != r->w->cf) {
         /* A reload switched this worker's configuration: the policy follows
          * (the key options and the store's size need a restart). */
-        wc->cf = c->w->cf;
+        wc->cf = r->w->cf;
         policy_opts(&wc->cf->cache, false, &wc->popts[0]);
         policy_opts(&wc->cf->cache, true, &wc->popts[1]);
     }
-    struct ct_creq *cr = c->r.cr ? c->r.cr : ct_cache_creq_new(c);
+    struct ct_creq *cr = r->cr ? r->cr : ct_cache_creq_new(r);
     if (cr->resume) { /* the cache path handed the request back: fetch it */
         cr->resume = false;
         return false;
@@ -868,28 +868,28 @@ bool ct_cache_recv(struct ct_client *c)
         cr->req_time = ct_time_real();
         /* Not a client's request: no access-log line, no request counters
          * (the origin fetch is still counted per backend). */
-        c->r.logged = true;
-        if (c->r.msg->method == CT_METHOD_GET && !body_expected(c->r.msg) && finish_request(c))
+        r->logged = true;
+        if (r->msg->method == CT_METHOD_GET && !body_expected(r->msg) && finish_request(r))
             return false;
         ct_obj_fail(cr->fill); /* cannot happen with our own request; be safe */
         ct_obj_release(&cr->fill);
         return pass(cr, "refresh");
     }
     creq_reset(cr);
-    const struct ct_http_msg *req = c->r.msg;
-    if (req->method == CT_METHOD_PURGE && !body_expected(req) && finish_request(c)) {
-        purge(c);
+    const struct ct_http_msg *req = r->msg;
+    if (req->method == CT_METHOD_PURGE && !body_expected(req) && finish_request(r)) {
+        purge(r);
         return true;
     }
     if (req->method != CT_METHOD_GET && req->method != CT_METHOD_HEAD)
         return pass(cr, "method");
-    if (body_expected(req) || !finish_request(c))
+    if (body_expected(req) || !finish_request(r))
         return pass(cr, "request-body");
     if (req->upgrade)
         return pass(cr, "upgrade");
-    if (!ct_cache_key_for(c, req->target, &cr->key))
+    if (!ct_cache_key_for(r, req->target, &cr->key))
         return pass(cr, "key");
-    return lookup(c);
+    return lookup(r);
 }
 
 /* ---- failures --------------------------------------------------------------------- */
@@ -904,7 +904,7 @@ static bool origin_error(enum ct_close why)
 
 /* May STALE be served instead of an origin error at NOW (RFC 5861 §4, or the
  * operator's stale_if_error)? */
-bool ct_cache_sie_ok(struct ct_client *c, struct ct_obj *stale, ct_time_t now)
+bool ct_cache_sie_ok(struct ct_req *r, struct ct_obj *stale, ct_time_t now)
 {
     struct ct_cache_blk blk;
     struct ct_str wire;
@@ -914,16 +914,16 @@ bool ct_cache_sie_ok(struct ct_client *c, struct ct_obj *stale, ct_time_t now)
         return false;
     double window = blk.fresh.stale_if_error != CT_CC_UNSET
                         ? (double)blk.fresh.stale_if_error
-                        : (double)c->w->cf->cache.stale_if_error_ms / 1000.0;
+                        : (double)r->w->cf->cache.stale_if_error_ms / 1000.0;
     return -ct_cache_policy_ttl(&blk.fresh, now) <= window;
 }
 
-bool ct_cache_client_fail(struct ct_client *c, enum ct_close why)
+bool ct_cache_client_fail(struct ct_req *r, enum ct_close why)
 {
-    struct ct_creq *cr = c->r.cr;
+    struct ct_creq *cr = r->cr;
     if (cr == NULL)
         return false;
-    if (why == CT_CLOSE_TX_TIMEOUT && ct_cache_client_gone(c))
+    if (why == CT_CLOSE_TX_TIMEOUT && ct_cache_client_gone(r))
         return true; /* it stopped reading; the object it fills is finished */
     if (cr->fill) { /* never stored, never complete: readers see it truncated */
         ct_obj_fail(cr->fill);
@@ -931,28 +931,28 @@ bool ct_cache_client_fail(struct ct_client *c, enum ct_close why)
     }
     if (cr->bg && origin_error(why)) {
         /* The client already has its (stale) answer: the refresh failed. */
-        CT_WARN("w%u c%llu %s: background refresh of %.*s failed: %s", c->w->id,
-                (unsigned long long)c->id, c->peer, (int)c->r.msg->target.len, c->r.msg->target.p,
+        CT_WARN("w%u c%llu %s: background refresh of %.*s failed: %s", r->w->id,
+                (unsigned long long)r->conn_id, r->peer, (int)r->msg->target.len, r->msg->target.p,
                 ct_close_text(why));
         cr->bg = false;
-        if (c->r.u)
-            ct_upstream_release(&c->r.u, false);
-        if (c->state == CT_CS_FETCH)
-            ct_client_set_state(c, CT_CS_SEND);
-        c->r.head_sent = true;
-        ct_cache_finish(c);
+        if (r->u)
+            ct_upstream_release(&r->u, false);
+        if (ct_h1_of(r)->state == CT_CS_FETCH)
+            ct_client_set_state(ct_h1_of(r), CT_CS_SEND);
+        r->head_sent = true;
+        ct_cache_finish(r);
         return true;
     }
-    if (cr->stale && !cr->validate && !c->r.head_sent && c->state == CT_CS_FETCH &&
+    if (cr->stale && !cr->validate && !r->head_sent && ct_h1_of(r)->state == CT_CS_FETCH &&
         origin_error(why) &&
-        ct_cache_sie_ok(c, cr->stale, ct_time_real())) {
-        if (c->r.u)
-            ct_upstream_release(&c->r.u, false);
+        ct_cache_sie_ok(r, cr->stale, ct_time_real())) {
+        if (r->u)
+            ct_upstream_release(&r->u, false);
         cr->cs = CT_STATS_CS_STALE;
         cr->mode = CT_CREQ_DONE;
         struct ct_obj *stale = cr->stale;
         cr->stale = NULL;
-        ct_cache_deliver(c, stale, CT_STR("cachet; hit; detail=stale-if-error"));
+        ct_cache_deliver(r, stale, CT_STR("cachet; hit; detail=stale-if-error"));
         return true;
     }
     return false;

@@ -235,11 +235,12 @@ void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, in
     c->lc = lc;
     c->bev = bev;
     c->id = ++w->next_conn_id;
-    c->r.proto = &ct_h1_proto;
     c->rp = ct_http_parser_new(CT_HTTP_REQUEST, &w->limits);
     ct_http_parser_set_gateway(c->rp, true);
     c->timer = evtimer_new(w->base, on_timer, c);
     peer_name(c, sa);
+    c->r = (struct ct_req){.proto = &ct_h1_proto, .w = w, .lc = lc, .peer = c->peer,
+                           .peer_ip_len = c->peer_ip_len, .conn_id = c->id};
     (void)salen;
     c->next = w->clients;
     if (w->clients)
@@ -287,7 +288,7 @@ static void client_unlink(struct ct_client *c)
 
 static void client_free(struct ct_client *c)
 {
-    ct_cache_client_free(c);
+    ct_cache_client_free(&c->r);
     if (c->r.u)
         ct_upstream_release(&c->r.u, false);
     ct_io_detach(&c->io);
@@ -361,7 +362,7 @@ void ct_client_fail(struct ct_client *c, enum ct_close why)
     CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
     if (c->failed || c->state == CT_CS_LINGER || c->state == CT_CS_CLOSED)
         return;
-    if (ct_cache_client_fail(c, why))
+    if (ct_cache_client_fail(&c->r, why))
         return; /* answered from the cache (stale-if-error) */
     c->failed = true;
     c->why = why;
@@ -399,7 +400,8 @@ static void enter_read_head(struct ct_client *c)
     /* A new exchange; the cache's part (its buffers) is kept for it. */
     struct ct_creq *cr = c->r.cr;
     CT_ASSERT(c->r.u == NULL);
-    c->r = (struct ct_req){.proto = &ct_h1_proto, .cr = cr};
+    c->r = (struct ct_req){.proto = &ct_h1_proto, .w = c->w, .lc = c->lc, .peer = c->peer,
+                           .peer_ip_len = c->peer_ip_len, .conn_id = c->id, .cr = cr};
     c->sent_continue = c->resp_chunked = c->resp_close = c->obj_chunked = false;
     c->head_started = evbuffer_get_length(bufferevent_get_input(c->bev)) > 0;
     ct_io_timeouts(&c->io, 0, w->cf->limits.send_timeout_ms);
@@ -595,7 +597,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         tls_handshake_failed(c, what);
         return;
     }
-    if (ct_cache_client_gone(c))
+    if (ct_cache_client_gone(&c->r))
         return; /* its fetch fills an object others read: it goes on (cache_fill.c) */
     if (what & BEV_EVENT_EOF) {
         /* Between requests, a close is the normal end; mid-request the client

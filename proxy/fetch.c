@@ -101,7 +101,7 @@ static enum step lookup(struct ct_client *c)
 {
     /* HIT/STALE deliver from the object, BUSY waits on it, PURGE is answered
      * (cache_req.c); MISS and pass fetch (cache_fill.c stores). */
-    return ct_cache_recv(c) ? STEP_DELIVER : STEP_FETCH;
+    return ct_cache_recv(&c->r) ? STEP_DELIVER : STEP_FETCH;
 }
 
 void ct_fetch_start(struct ct_client *c)
@@ -132,9 +132,9 @@ static void upstream_ready(void *owner)
     const struct ct_http_msg *req = c->r.msg;
     const struct ct_backend_addr *ba = ct_upstream_backend(c->r.u);
     struct ct_fwd_req fr = {
-        .msg = ct_cache_fwd_msg(c),
+        .msg = ct_cache_fwd_msg(&c->r),
         .peer_ip = ct_str_make(c->peer, c->peer_ip_len),
-        .https = ct_cache_client_https(c), /* a background refresh: its trigger's */
+        .https = ct_cache_client_https(&c->r), /* a background refresh: its trigger's */
         .chunked_body = req->framing == CT_FRAME_CHUNKED,
         .default_host = ct_str_c(ba->name),
     };
@@ -254,10 +254,10 @@ static void final_head(struct ct_client *c, const struct ct_http_msg *msg)
     struct ct_fwd_resp_extra extra;
     c->r.body_with_head = false;
     struct evbuffer *scratch;
-    if (!ct_cache_resp_head(c, msg, close, &extra))
+    if (!ct_cache_resp_head(&c->r, msg, close, &extra))
         c->r.proto->send_head(&c->r, msg, &extra,
-                              !ct_cache_filling(c) &&
-                                  ct_cache_body_sink(c, &scratch) == CT_SINK_CLIENT);
+                              !ct_cache_filling(&c->r) &&
+                                  ct_cache_body_sink(&c->r, &scratch) == CT_SINK_CLIENT);
     c->r.head_sent = true;
     c->r.status = msg->status;
     ct_client_set_state(c, CT_CS_SEND);
@@ -266,7 +266,7 @@ static void final_head(struct ct_client *c, const struct ct_http_msg *msg)
 
 static void response_end(struct ct_client *c)
 {
-    ct_cache_resp_end(c);
+    ct_cache_resp_end(&c->r);
     c->r.proto->send_end(&c->r);
     ct_upstream_release(&c->r.u, c->r.up_keep_alive && c->r.body_done);
     ct_client_response_done(c);
@@ -286,7 +286,7 @@ static void upstream_readable(void *owner)
         c->r.up_got_byte = true;
     for (;;) {
         if (c->state == CT_CS_SEND &&
-            !ct_cache_filling(c) && /* a fill reads on: its waiters must not wait for us */
+            !ct_cache_filling(&c->r) && /* a fill reads on: its waiters must not wait for us */
             c->r.proto->output_full(&c->r)) {
             c->r.up_paused = true; /* on_write resumes us at the low mark */
             ct_io_read(ct_upstream_io(c->r.u), false);
@@ -296,7 +296,7 @@ static void upstream_readable(void *owner)
         struct evbuffer *sink = NULL;
         bool chunked = false, to_client = false;
         if (c->state == CT_CS_SEND && !c->r.body_with_head) {
-            switch (ct_cache_body_sink(c, &sink)) {
+            switch (ct_cache_body_sink(&c->r, &sink)) {
             case CT_SINK_CLIENT: /* moved there, framed as the protocol says */
                 sink = c->r.proto->body_out(&c->r, &chunked);
                 to_client = true;
@@ -341,7 +341,7 @@ static void upstream_readable(void *owner)
         }
         case CT_HTTP_EV_BODY:
             /* To the client (not a discarded or background fill)? */
-            if (ct_cache_resp_body(c, n) || to_client || c->r.body_with_head)
+            if (ct_cache_resp_body(&c->r, n) || to_client || c->r.body_with_head)
                 c->r.body_out += n;
             break;
         case CT_HTTP_EV_END:
@@ -421,7 +421,7 @@ static void upstream_closed(void *owner, enum ct_close why)
 
 void ct_fetch_client_drained(struct ct_client *c)
 {
-    if (ct_cache_client_drained(c))
+    if (ct_cache_client_drained(&c->r))
         return;
     if (c->r.u == NULL || !c->r.up_paused)
         return;

@@ -160,7 +160,7 @@ static void direct_queue(void *arg, int i, const char *p, size_t len)
 static void direct_body(struct ct_client *c, struct direct *d)
 {
     struct ct_str chunk;
-    while (d->n < DIRECT_IOV && ct_cache_obj_next(c, &chunk))
+    while (d->n < DIRECT_IOV && ct_cache_obj_next(&c->r, &chunk))
         direct_add(d, chunk.p, chunk.len, true);
 }
 
@@ -175,13 +175,13 @@ static void direct_sendfile(struct ct_client *c, int fd, off_t base)
         return;
     int sock = ct_io_fd(&c->io);
     uint64_t off0, left;
-    while ((left = ct_cache_obj_left(c, &off0)) > 0) {
+    while ((left = ct_cache_obj_left(&c->r, &off0)) > 0) {
         off_t off = base + (off_t)off0;
         size_t want = (size_t)CT_MIN(left, (uint64_t)(1u << 30));
         ssize_t k = sendfile(sock, fd, &off, want);
         if (k <= 0)
             return; /* full (EAGAIN) or failing: the pump queues the rest, libevent reports */
-        ct_cache_obj_sent(c, (uint64_t)k);
+        ct_cache_obj_sent(&c->r, (uint64_t)k);
     }
 }
 
@@ -252,7 +252,7 @@ static void h1_deliver_head(struct ct_req *r, struct ct_obj *obj, const struct c
     }
     direct_add(&dw, tail, render_tail(obj, p->cache_status, extra, frame, conn, tail), false);
     off_t base = 0;
-    int bfd = send_body && !c->obj_chunked && ct_cache_obj_at_start(c)
+    int bfd = send_body && !c->obj_chunked && ct_cache_obj_at_start(&c->r)
                   ? ct_obj_body_fd(obj, &base)
                   : -1;
     if (send_body && bfd < 0)

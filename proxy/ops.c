@@ -303,7 +303,7 @@ void ct_ops_req_end(struct ct_client *c, unsigned status)
     double rt = now - c->r.t0;
     double ut = c->r.tup > 0 ? now - c->r.tup : -1;
     if (c->r.cs == CT_STATS_CS_NONE)
-        c->r.cs = (uint8_t)ct_cache_client_cs(c); /* what the cache path decided */
+        c->r.cs = (uint8_t)ct_cache_client_cs(&c->r); /* what the cache path decided */
     if (c->w->stats) {
         ct_stats_req_done(c->w->stats, status, (uint64_t)(rt * 1e6), (enum ct_stats_cs)c->r.cs);
         ct_stats_req_bytes(c->w->stats, (c->r.msg ? c->r.msg->head_bytes : 0) + c->r.body_bytes,

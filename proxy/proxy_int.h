@@ -295,6 +295,12 @@ enum ct_client_state {
 struct ct_proto;
 struct ct_req {
     const struct ct_proto *proto;  /* what carries it (proxy/proto.h) */
+    /* what the request reads of its connection (set by the protocol) */
+    struct ct_worker *w;
+    const struct ct_listener_conf *lc; /* scheme, policy, mTLS subject field */
+    const char *peer;           /* "ip:port" for logs; the ip part for X-Forwarded-For */
+    size_t peer_ip_len;
+    uint64_t conn_id;
     const struct ct_http_msg *msg; /* views into the connection's parser */
     bool body_done;             /* the request parser reached its END */
     bool body_paused;           /* body reads stopped: upstream output full */
@@ -350,6 +356,14 @@ struct ct_client {
     bool resp_close;            /* close after this response */
     bool obj_chunked;           /* a stored object's body goes out chunked (h1_resp.c) */
 };
+
+/* The HTTP/1 connection that carries R. Transitional: every use outside
+ * client.c and h1_resp.c is a reach into the connection that is still to
+ * become a protocol call (docs/request-core.md, "Still to move"). */
+static inline struct ct_client *ct_h1_of(struct ct_req *r)
+{
+    return CT_CONTAINER_OF(r, struct ct_client, r);
+}
 
 /* proxy/h1_resp.c: HTTP/1's side of proxy/proto.h. */
 extern const struct ct_proto ct_h1_proto;
