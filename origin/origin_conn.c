@@ -108,9 +108,9 @@ static void conn_free(struct ct_oconn *c)
     evbuffer_free(c->out); /* drops unsent output; releases file segments */
     close(c->fd);
     ct_http_parser_free(&c->parser);
-    ct_obuf_free(&c->head);
-    ct_obuf_free(&c->body);
-    ct_obuf_free(&c->reqbody);
+    ct_buf_free(&c->head);
+    ct_buf_free(&c->body);
+    ct_buf_free(&c->reqbody);
     free(c->scratch);
     c->magic = 0;
     free(c);

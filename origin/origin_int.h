@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "common/buf.h"
 #include "common/common.h"
 #include "http/http.h"
 
@@ -35,27 +36,6 @@ struct event_base;
 struct evconnlistener;
 struct evbuffer;
 struct evbuffer_file_segment;
-
-/* ---- growable output buffer (origin_buf.c) ---------------------------- */
-
-/* A byte buffer that keeps its memory between uses (reset sets len = 0).
- * Used for response heads and generated bodies; never shared by threads. */
-struct ct_obuf {
-    char *p;
-    size_t len;
-    size_t cap;
-};
-
-void ct_obuf_reserve(struct ct_obuf *b, size_t extra);
-void ct_obuf_free(struct ct_obuf *b);
-void ct_obuf_put(struct ct_obuf *b, const void *p, size_t n);
-void ct_obuf_put_str(struct ct_obuf *b, struct ct_str s);
-void ct_obuf_put_u64(struct ct_obuf *b, uint64_t v);
-/* S as a JSON string literal with quotes. Control bytes, '"' and '\\' are
- * escaped; bytes >= 0x80 become \u00XX one per byte (Latin-1), so the output
- * is always valid JSON and the exact bytes can be recovered. */
-void ct_obuf_put_json(struct ct_obuf *b, struct ct_str s);
-#define CT_OBUF_LIT(b, lit) ct_obuf_put((b), "" lit, sizeof(lit) - 1) /* literals only */
 
 /* ---- the deterministic byte pattern (origin_buf.c) -------------------- */
 
@@ -201,7 +181,7 @@ void ct_ostats_count(struct ct_ostats *s, struct ct_str path);
 void ct_ostats_reset(struct ct_ostats *s);
 /* {"total": N, "paths": {"/p": N, ...}} summed over the N tables, paths
  * sorted, into OUT. */
-void ct_ostats_json(struct ct_ostats *const *tables, size_t n, struct ct_obuf *out);
+void ct_ostats_json(struct ct_ostats *const *tables, size_t n, struct ct_buf *out);
 
 /* ---- the process, workers, connections -------------------------------- */
 
@@ -370,12 +350,12 @@ struct ct_oconn {
     struct ct_oparams prm;
     char *scratch;
     size_t scratch_cap;
-    struct ct_obuf reqbody; /* /echo */
+    struct ct_buf reqbody; /* /echo */
     bool reqbody_over;
     /* the response */
     struct ct_oresp resp;
-    struct ct_obuf head;
-    struct ct_obuf body;
+    struct ct_buf head;
+    struct ct_buf body;
     struct ct_obody_state bs;
     uint64_t seq;
     bool head_only; /* HEAD request */
