@@ -29,6 +29,7 @@
 
 #include "common/buf.h"
 #include "common/common.h"
+#include "common/list.h"
 #include "http/http.h"
 
 struct event;
@@ -225,7 +226,7 @@ struct ct_oworker {
     struct event *stop_ev;
     pthread_t thread;
     struct ct_ostats *stats;
-    struct ct_oconn *conns; /* every open connection, for shutdown */
+    CT_LIST_HEAD(ct_oconn) conns; /* every open connection, for shutdown */
     struct event *sweep_ev; /* idle connections, every few seconds */
     uint64_t conn_ids;
     time_t date_sec; /* the second the cached strings below were made for */
@@ -327,7 +328,7 @@ struct ct_oconn {
     unsigned magic;
     enum ct_oconn_state state;
     struct ct_oworker *w;
-    struct ct_oconn *next, *prev; /* worker's list */
+    CT_LIST_LINK(ct_oconn) link; /* on w->conns */
     uint64_t id;
     uint64_t nreq;
     int fd;
