@@ -84,6 +84,9 @@ enum ct_hdr_id {
 /* Case-insensitive lookup of a header NAME; CT_HDR_UNKNOWN if not in the table. */
 enum ct_hdr_id ct_hdr_lookup(struct ct_str name);
 const char *ct_hdr_name(enum ct_hdr_id id); /* canonical spelling; NULL for UNKNOWN */
+/* The canonical name in lower case (HTTP/2's spelling, RFC 9113 §8.2.1), in
+ * static memory; CT_STR_NULL for UNKNOWN. Any thread. */
+struct ct_str ct_hdr_lname(enum ct_hdr_id id);
 unsigned ct_hdr_flags(enum ct_hdr_id id);    /* 0 for UNKNOWN */
 
 /* ---- messages -------------------------------------------------------- */
