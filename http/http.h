@@ -257,6 +257,23 @@ bool ct_http_is_token(struct ct_str s);
 /* Write T as IMF-fixdate into OUT (CT_HTTP_DATE_LEN bytes + NUL). */
 void ct_http_date_format(time_t t, char out[CT_HTTP_DATE_LEN + 1]);
 
+/* The Date of the current second, formatted once per second: every response
+ * carries one (RFC 9110 §6.6.1), and strftime-like work per response would
+ * cost more than the rest of the head. Zero it to start; one per thread
+ * (a worker's), never shared. Returns DC's text for NOW (NUL-terminated,
+ * CT_HTTP_DATE_LEN bytes), valid until the next call with another second. */
+struct ct_http_date_cache {
+    time_t sec;
+    char text[CT_HTTP_DATE_LEN + 1];
+};
+const char *ct_http_date_cached(struct ct_http_date_cache *dc, time_t now);
+
+/* ---- status codes (RFC 9110 §15) --------------------------------------- */
+
+/* The reason phrase of STATUS ("Not Found"), "Unknown" if not in the table.
+ * Static memory; any thread. */
+const char *ct_http_status_reason(unsigned status);
+
 /* Parse IMF-fixdate, or the obsolete RFC 850 and asctime formats. Returns CT_OK
  * with *T set, or CT_EPROTO for anything else (callers decide what an invalid
  * date means: an invalid Expires is "already expired"). */

@@ -229,8 +229,8 @@ struct ct_oworker {
     CT_LIST_HEAD(ct_oconn) conns; /* every open connection, for shutdown */
     struct event *sweep_ev; /* idle connections, every few seconds */
     uint64_t conn_ids;
-    time_t date_sec; /* the second the cached strings below were made for */
-    char date[CT_HTTP_DATE_LEN + 1];
+    struct ct_http_date_cache date; /* Date of this second */
+    time_t clf_sec;    /* the second clf_date was made for */
     char clf_date[32]; /* access log: [30/Nov/2026:03:22:33 +0000] */
     char rbuf[CT_ORBUF_SIZE]; /* every read lands here and is parsed in place */
 };
@@ -381,7 +381,6 @@ void ct_oresp_init(struct ct_oresp *r);
 void ct_oresp_error(struct ct_oconn *c, unsigned status, const char *reason);
 /* Body from the connection's body buffer (c->body), as TYPE. */
 void ct_oresp_copy_body(struct ct_oconn *c, unsigned status, const char *type);
-const char *ct_ostatus_reason(unsigned status);
 
 /* Built-in docroot (origin_static.c). */
 void ct_obuiltin_init(time_t start);

@@ -21,36 +21,6 @@
 #include "common/log.h"
 #include "origin/origin_int.h"
 
-#define CT_OSTATUS_TABLE(X)                                                    \
-    X(100, "Continue") X(200, "OK") X(201, "Created") X(202, "Accepted")        \
-    X(203, "Non-Authoritative Information") X(204, "No Content")               \
-    X(205, "Reset Content") X(206, "Partial Content") X(300, "Multiple Choices") \
-    X(301, "Moved Permanently") X(302, "Found") X(303, "See Other")            \
-    X(304, "Not Modified") X(307, "Temporary Redirect")                        \
-    X(308, "Permanent Redirect") X(400, "Bad Request") X(401, "Unauthorized")  \
-    X(403, "Forbidden") X(404, "Not Found") X(405, "Method Not Allowed")        \
-    X(406, "Not Acceptable") X(408, "Request Timeout") X(409, "Conflict")      \
-    X(410, "Gone") X(411, "Length Required") X(412, "Precondition Failed")     \
-    X(413, "Content Too Large") X(414, "URI Too Long")                         \
-    X(415, "Unsupported Media Type") X(416, "Range Not Satisfiable")           \
-    X(417, "Expectation Failed") X(418, "I'm a teapot") X(421, "Misdirected Request") \
-    X(422, "Unprocessable Content") X(429, "Too Many Requests")                \
-    X(431, "Request Header Fields Too Large") X(500, "Internal Server Error")   \
-    X(501, "Not Implemented") X(502, "Bad Gateway") X(503, "Service Unavailable") \
-    X(504, "Gateway Timeout") X(505, "HTTP Version Not Supported")
-
-const char *ct_ostatus_reason(unsigned status)
-{
-    switch (status) {
-#define CT_OSTATUS_CASE(code, text)                                            \
-    case code:                                                                 \
-        return text;
-        CT_OSTATUS_TABLE(CT_OSTATUS_CASE)
-#undef CT_OSTATUS_CASE
-    }
-    return "Unknown";
-}
-
 void ct_oresp_init(struct ct_oresp *r)
 {
     memset(r, 0, offsetof(struct ct_oresp, etag_buf));
@@ -194,7 +164,7 @@ static void write_head(struct ct_oconn *c, bool body_allowed)
 {
     struct ct_oresp *r = &c->resp;
     struct ct_buf *h = &c->head;
-    const char *reason = ct_ostatus_reason(r->status);
+    const char *reason = ct_http_status_reason(r->status);
     ct_buf_reset(h);
     ct_buf_reserve(h, 512);
     CT_BUF_LIT(h, "HTTP/1.1 ");

@@ -46,14 +46,13 @@ const char *ct_oworker_date(struct ct_oworker *w)
 {
     struct timeval tv;
     event_base_gettimeofday_cached(w->base, &tv);
-    if (CT_UNLIKELY(tv.tv_sec != w->date_sec)) {
+    if (CT_UNLIKELY(tv.tv_sec != w->clf_sec)) {
         struct tm tm;
-        w->date_sec = tv.tv_sec;
-        ct_http_date_format(tv.tv_sec, w->date);
-        gmtime_r(&w->date_sec, &tm);
+        w->clf_sec = tv.tv_sec;
+        gmtime_r(&w->clf_sec, &tm);
         strftime(w->clf_date, sizeof(w->clf_date), "[%d/%b/%Y:%H:%M:%S +0000]", &tm);
     }
-    return w->date;
+    return ct_http_date_cached(&w->date, tv.tv_sec);
 }
 
 static int open_listener(const struct sockaddr_storage *ss, socklen_t sl, char *err, size_t errlen)
@@ -106,7 +105,7 @@ int ct_origin_listen(struct ct_origin *o, char *announce, size_t alen, char *err
         w->id = i;
         w->o = o;
         w->stop_pipe[0] = w->stop_pipe[1] = -1;
-        w->date_sec = -1;
+        w->clf_sec = -1;
         o->workers[i] = w;
         w->listen_fd = open_listener(&ss, sl, err, errlen);
         if (w->listen_fd < 0)
