@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/sockaddr.h"
 #include "origin/origin_int.h"
 
 #define CT_IN_HIGH (256u * 1024)
@@ -399,7 +400,7 @@ void ct_oconn_accept(struct ct_oworker *w, int fd, const struct sockaddr *sa)
     /* Responses leave in one write; Nagle would only add a delayed-ACK stall. */
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if (w->o->access_fd >= 0)
-        ct_osockaddr_format(sa, c->peer, sizeof(c->peer), false);
+        ct_sockaddr_ip(sa, c->peer, sizeof(c->peer));
     else
         c->peer[0] = '-';
     c->in = evbuffer_new();

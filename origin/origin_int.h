@@ -248,11 +248,8 @@ int ct_origin_run(struct ct_origin *o, const sigset_t *stop_signals);
 /* Free the workers, their connections and the process state. */
 void ct_origin_free(struct ct_origin *o);
 
-/* "ADDR" or "ADDR:PORT" ("[v6]:PORT") of SA into OUT. */
-struct sockaddr;
-void ct_osockaddr_format(const struct sockaddr *sa, char *out, size_t outlen, bool with_port);
-
 /* origin_conn.c */
+struct sockaddr;
 void ct_oconn_accept(struct ct_oworker *w, int fd, const struct sockaddr *sa);
 void ct_oconn_free_all(struct ct_oworker *w);
 /* Free connections idle (or not reading their answer) for too long. */

@@ -20,27 +20,8 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/sockaddr.h"
 #include "origin/origin_int.h"
-
-void ct_osockaddr_format(const struct sockaddr *sa, char *out, size_t outlen, bool with_port)
-{
-    char host[INET6_ADDRSTRLEN] = "?";
-    unsigned port = 0;
-    bool v6 = sa->sa_family == AF_INET6;
-    if (v6) {
-        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-        inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
-        port = ntohs(s6->sin6_port);
-    } else if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-        inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
-        port = ntohs(s4->sin_port);
-    }
-    if (!with_port)
-        snprintf(out, outlen, "%s", host);
-    else
-        snprintf(out, outlen, v6 ? "[%s]:%u" : "%s:%u", host, port);
-}
 
 const char *ct_oworker_date(struct ct_oworker *w)
 {
@@ -113,7 +94,7 @@ int ct_origin_listen(struct ct_origin *o, char *announce, size_t alen, char *err
         if (i == 0) {
             /* Port 0: the others bind to the port the kernel gave the first. */
             getsockname(w->listen_fd, (struct sockaddr *)&ss, &sl);
-            ct_osockaddr_format((struct sockaddr *)&ss, announce, alen, true);
+            ct_sockaddr_format((struct sockaddr *)&ss, announce, alen, NULL);
         }
     }
     return CT_OK;
