@@ -8,8 +8,7 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 2
-OPORT=$(ct_wait_listen origin) || exit 1
+ct_start_origin --workers 2
 cat >"$CT_TMP/cachet.conf" <<EOF
 workers = 2;
 listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
@@ -18,14 +17,11 @@ cache = { size = "256M"; max_object_size = "32M"; grace = "0s"; hit_for_miss = "
           waiter_timeout = "2s"; waiter_timeout_action = "504"; };
 admin = { listen = "127.0.0.1:0"; };
 EOF
-ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf"
-PPORT=$(ct_wait_listen proxy http) || exit 1
-P="http://127.0.0.1:$PPORT"
+ct_start_proxy -c "$CT_TMP/cachet.conf"
 APORT=$(ct_wait_listen proxy admin) || exit 1
 # metric SERIES: one sample of cachet's /metrics (Prometheus text).
 metric() { curl -s "http://127.0.0.1:$APORT/metrics" | awk -v s="$1" '$1 == s { print $2 }'; }
 cs_count() { metric "cachet_cache_requests_total{cache_status=\"$1\"}"; }
-O="http://127.0.0.1:$OPORT"
 # an hour: on a loaded, sanitized machine 200 curl processes alone took 50 s
 MA='cache-control=max-age%3D3600'
 origin_count() { ct_origin_total "$OPORT"; }

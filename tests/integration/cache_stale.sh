@@ -8,8 +8,7 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 2
-OPORT=$(ct_wait_listen origin) || exit 1
+ct_start_origin --workers 2
 # A: operator grace 10 s, 5 s response header timeout. B: no grace; the query
 # is dropped from the key, so
 # one stored object can be asked for with different origin behaviours

@@ -9,6 +9,13 @@
 #   ct_wait_listen NAME KIND  wait for "listening on KIND ADDR:PORT" (KIND may be
 #                             empty for cachet-origin's "listening on ADDR:PORT");
 #                             prints PORT
+#   ct_start_origin [ARGS...] cachet-origin as "origin" (--port 0 --workers 1,
+#                             then ARGS); waits; sets OPORT and O (its URL)
+#   ct_start_proxy ARGS...    cachet as "proxy" with ARGS (-c FILE or flags);
+#                             waits for its http listener; sets PPORT and P
+#   ct_start_pair [ARGS...]   both, cachet in front of the origin: --http
+#                             127.0.0.1:0 --https off --admin off --backend
+#                             <origin>, each default left out if ARGS has it
 #   ct_stop NAME [SIG]        signal it (default TERM) and wait for it
 #   ct_wait_until SECS CMD... poll CMD until it succeeds, at most SECS seconds
 #   ct_check DESC ACTUAL EXPECTED      equality
@@ -95,6 +102,37 @@ ct_wait_until() {
         sleep 0.01
     done
     return 1
+}
+
+# The start-and-wait preamble most scripts open with. A binary that does not
+# come up fails the script at once (ct_wait_listen printed why).
+ct_start_origin() {
+    ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1 "$@"
+    OPORT=$(ct_wait_listen origin) || { ct_failed "cachet-origin starts"; exit 1; }
+    O="http://127.0.0.1:$OPORT"
+}
+
+ct_start_proxy() {
+    ct_start proxy "$CT_BIN/cachet" "$@"
+    PPORT=$(ct_wait_listen proxy http) || { ct_failed "cachet starts"; exit 1; }
+    P="http://127.0.0.1:$PPORT"
+}
+
+ct_start_pair() {
+    local a http=1 https=1 admin=1
+    local -a defaults=()
+    for a in "$@"; do
+        case $a in
+        --http) http=0 ;;
+        --https) https=0 ;;
+        --admin) admin=0 ;;
+        esac
+    done
+    ((http)) && defaults+=(--http 127.0.0.1:0)
+    ((https)) && defaults+=(--https off)
+    ((admin)) && defaults+=(--admin off)
+    ct_start_origin
+    ct_start_proxy "${defaults[@]}" --backend "127.0.0.1:$OPORT" "$@"
 }
 
 ct_stop() {
