@@ -29,10 +29,7 @@ ct_check "first fetch: X-Forwarded-Proto https" "$(proto)" https
 get
 ct_check_match "stale answer, refresh in the background" "$(cs)" 'detail=stale-while-revalidate'
 # wait for the background fetch to reach the origin and complete
-for ((i = 0; i < 250; i++)); do
-    [ "$(ct_origin_total "$OPORT")" -ge 2 ] && break
-    sleep 0.02
-done
+ct_wait_until 20 ct_origin_total_ge "$OPORT" 2
 ct_check "one background fetch" "$(ct_origin_total "$OPORT")" 2
 # the refreshed object is the echo of the background request
 for ((i = 0; i < 250; i++)); do

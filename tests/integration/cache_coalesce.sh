@@ -83,7 +83,7 @@ ct_origin_reset "$OPORT"
 SU="$P/bytes/1048576?trickle=100&trickle-size=65536&$MA&s=1"
 curl -s -o "$CT_TMP/first" "$SU" &
 fpid=$!
-for ((i = 0; i < 200; i++)); do [ "$(origin_count)" = 1 ] && break; sleep 0.01; done
+ct_wait_until 20 ct_origin_total_ge "$OPORT" 1
 ttfb=$(curl -s -o "$CT_TMP/second" -w '%{time_starttransfer} %{time_total}' "$SU")
 wait $fpid
 read -r tfb ttot <<<"$ttfb"
@@ -102,7 +102,7 @@ ct_origin_reset "$OPORT"
 GU="$P/bytes/1048576?trickle=100&trickle-size=65536&$MA&g=1"
 curl -s -o /dev/null --max-time 0.4 "$GU"
 code=$?
-for ((i = 0; i < 200; i++)); do [ "$(origin_count)" = 1 ] && break; sleep 0.01; done
+ct_wait_until 20 ct_origin_total_ge "$OPORT" 1
 curl -s -o "$CT_TMP/gone" "$GU"
 ct_check "fetcher gone: it was cut (curl 28)" "$code" 28
 ct_check "fetcher gone: a later reader gets the whole object" \
@@ -116,7 +116,7 @@ ct_origin_reset "$OPORT"
 BU="$P/bytes/4000000?trickle=20&trickle-size=262144&$MA&s=2"
 curl -s --limit-rate 200k -o /dev/null "$BU" &
 spid=$!
-for ((i = 0; i < 200; i++)); do [ "$(origin_count)" = 1 ] && break; sleep 0.01; done
+ct_wait_until 20 ct_origin_total_ge "$OPORT" 1
 t0=$(now_ms)
 size=$(curl -s -o /dev/null -w '%{size_download}' --max-time 20 "$BU")
 t1=$(now_ms)
@@ -146,7 +146,7 @@ ct_origin_reset "$OPORT"
 PU="$P/delay/600?size=100&$MA&p=1"
 curl -s -o /dev/null "$PU" &
 fpid=$!
-for ((i = 0; i < 200; i++)); do [ "$(origin_count)" = 1 ] && break; sleep 0.01; done
+ct_wait_until 20 ct_origin_total_ge "$OPORT" 1
 ct_check "PURGE of a busy object: 200" "$(curl -s -o /dev/null -w '%{http_code}' -X PURGE "$PU")" 200
 wait $fpid
 h=$(curl -s -D - -o /dev/null "$PU" | tr -d '\r' | grep -i '^cache-status')
@@ -158,7 +158,7 @@ ct_origin_reset "$OPORT"
 WU="$P/delay/3500?size=10&$MA&wt=1"
 curl -s -o /dev/null -w '%{http_code}' "$WU" >"$CT_TMP/fetcher" &
 fpid=$!
-for ((i = 0; i < 200; i++)); do [ "$(origin_count)" = 1 ] && break; sleep 0.01; done
+ct_wait_until 20 ct_origin_total_ge "$OPORT" 1
 read -r code t <<<"$(curl -s -o /dev/null -w '%{http_code} %{time_total}' "$WU")"
 ct_check "waiter timeout: 504" "$code" 504
 if awk -v t="$t" 'BEGIN { exit !(t > 1.5 && t < 3.2) }'; then ct_pass "waiter timeout after ~2 s ($t s)"; else ct_failed "waiter timeout took $t s"; fi

@@ -18,6 +18,7 @@
 #                             <origin>, each default left out if ARGS has it
 #   ct_stop NAME [SIG]        signal it (default TERM) and wait for it
 #   ct_wait_until SECS CMD... poll CMD until it succeeds, at most SECS seconds
+#                             (e.g. ct_wait_until 20 ct_origin_total_ge "$OPORT" 1)
 #   ct_check DESC ACTUAL EXPECTED      equality
 #   ct_check_match DESC ACTUAL REGEX   bash regex
 #   ct_done
@@ -168,6 +169,9 @@ ct_check_match() {
 
 # Origin helpers: JSON counters of cachet-origin.
 ct_origin_total() { curl -s "http://127.0.0.1:$1/_origin/stats" | sed -n 's/.*"total": *\([0-9]*\).*/\1/p'; }
+# ct_origin_total_ge PORT N: has the origin counted at least N requests? For
+# ct_wait_until ("the fetch has reached the origin").
+ct_origin_total_ge() { local n; n=$(ct_origin_total "$1"); [ "${n:-0}" -ge "$2" ]; }
 ct_origin_reset() { curl -s -X POST "http://127.0.0.1:$1/_origin/stats/reset" >/dev/null; }
 
 ct_done() {
