@@ -52,66 +52,8 @@
 #define CT_LIST_PREV(e, f) ((e)->f.prev)
 #define CT_LIST_IS_UNLINKED(e, f) ((e)->f.next == NULL && (e)->f.prev == NULL)
 
-#define CT_LIST_INSERT_HEAD(h, e, f)                                           \
-    do {                                                                       \
-        (e)->f.prev = NULL;                                                    \
-        (e)->f.next = (h)->first;                                              \
-        if ((h)->first)                                                        \
-            (h)->first->f.prev = (e);                                          \
-        else                                                                   \
-            (h)->last = (e);                                                   \
-        (h)->first = (e);                                                      \
-    } while (0)
-
-#define CT_LIST_INSERT_TAIL(h, e, f)                                           \
-    do {                                                                       \
-        (e)->f.next = NULL;                                                    \
-        (e)->f.prev = (h)->last;                                               \
-        if ((h)->last)                                                         \
-            (h)->last->f.next = (e);                                           \
-        else                                                                   \
-            (h)->first = (e);                                                  \
-        (h)->last = (e);                                                       \
-    } while (0)
-
-/* E goes right after LE, which is on H. */
-#define CT_LIST_INSERT_AFTER(h, le, e, f)                                      \
-    do {                                                                       \
-        (e)->f.prev = (le);                                                    \
-        (e)->f.next = (le)->f.next;                                            \
-        if ((le)->f.next)                                                      \
-            (le)->f.next->f.prev = (e);                                        \
-        else                                                                   \
-            (h)->last = (e);                                                   \
-        (le)->f.next = (e);                                                    \
-    } while (0)
-
-/* E goes right before LE, which is on H. */
-#define CT_LIST_INSERT_BEFORE(h, le, e, f)                                     \
-    do {                                                                       \
-        (e)->f.next = (le);                                                    \
-        (e)->f.prev = (le)->f.prev;                                            \
-        if ((le)->f.prev)                                                      \
-            (le)->f.prev->f.next = (e);                                        \
-        else                                                                   \
-            (h)->first = (e);                                                  \
-        (le)->f.prev = (e);                                                    \
-    } while (0)
-
-#define CT_LIST_REMOVE(h, e, f)                                                \
-    do {                                                                       \
-        if ((e)->f.prev)                                                       \
-            (e)->f.prev->f.next = (e)->f.next;                                 \
-        else                                                                   \
-            (h)->first = (e)->f.next;                                          \
-        if ((e)->f.next)                                                       \
-            (e)->f.next->f.prev = (e)->f.prev;                                 \
-        else                                                                   \
-            (h)->last = (e)->f.prev;                                           \
-        (e)->f.next = (e)->f.prev = NULL;                                      \
-    } while (0)
-
-/* ---- hlist: a head of one pointer ----------------------------------------- */
+/* ---- the links: shared by both kinds of head ------------------------------
+ * The CT_HLIST_ forms maintain first only; the CT_LIST_ forms add last. */
 
 #define CT_HLIST_HEAD(type)                                                    \
     struct {                                                                   \
@@ -127,6 +69,7 @@
         (h)->first = (e);                                                      \
     } while (0)
 
+/* E goes right after LE, which is on H. */
 #define CT_HLIST_INSERT_AFTER(h, le, e, f)                                     \
     do {                                                                       \
         (e)->f.prev = (le);                                                    \
@@ -145,6 +88,51 @@
         if ((e)->f.next)                                                       \
             (e)->f.next->f.prev = (e)->f.prev;                                 \
         (e)->f.next = (e)->f.prev = NULL;                                      \
+    } while (0)
+
+#define CT_LIST_INSERT_HEAD(h, e, f)                                           \
+    do {                                                                       \
+        if ((h)->first == NULL)                                                \
+            (h)->last = (e);                                                   \
+        CT_HLIST_INSERT_HEAD(h, e, f);                                         \
+    } while (0)
+
+/* E goes right after LE, which is on H. */
+#define CT_LIST_INSERT_AFTER(h, le, e, f)                                      \
+    do {                                                                       \
+        if ((le)->f.next == NULL)                                              \
+            (h)->last = (e);                                                   \
+        CT_HLIST_INSERT_AFTER(h, le, e, f);                                    \
+    } while (0)
+
+#define CT_LIST_REMOVE(h, e, f)                                                \
+    do {                                                                       \
+        if ((e)->f.next == NULL)                                               \
+            (h)->last = (e)->f.prev;                                           \
+        CT_HLIST_REMOVE(h, e, f);                                              \
+    } while (0)
+
+#define CT_LIST_INSERT_TAIL(h, e, f)                                           \
+    do {                                                                       \
+        (e)->f.next = NULL;                                                    \
+        (e)->f.prev = (h)->last;                                               \
+        if ((h)->last)                                                         \
+            (h)->last->f.next = (e);                                           \
+        else                                                                   \
+            (h)->first = (e);                                                  \
+        (h)->last = (e);                                                       \
+    } while (0)
+
+/* E goes right before LE, which is on H. */
+#define CT_LIST_INSERT_BEFORE(h, le, e, f)                                     \
+    do {                                                                       \
+        (e)->f.next = (le);                                                    \
+        (e)->f.prev = (le)->f.prev;                                            \
+        if ((le)->f.prev)                                                      \
+            (le)->f.prev->f.next = (e);                                        \
+        else                                                                   \
+            (h)->first = (e);                                                  \
+        (le)->f.prev = (e);                                                    \
     } while (0)
 
 /* ---- walking ------------------------------------------------------------ */
