@@ -77,6 +77,7 @@
 /* The RFC 9111 decisions the store takes as inputs. */
 #include "cache/cache_policy.h"
 #include "common/common.h"
+#include "common/list.h"
 
 struct ct_cache; /* opaque: the store */
 struct ct_obj;   /* opaque: one stored (or being stored) response; refcounted */
@@ -496,7 +497,7 @@ struct ct_cache_waiter {
     unsigned magic; /* CT_CACHE_WAITER_MAGIC, set by ct_cache_waiter_init */
     void (*wake)(void *arg);
     void *arg;
-    struct ct_cache_waiter *_next, *_prev; /* private: the object's list */
+    CT_LIST_LINK(ct_cache_waiter) _link; /* private: on the object's list */
     struct ct_obj *_obj;                   /* private: registered on (no reference) */
     void *_shard;                          /* private: lock guarding the above */
 };

@@ -20,17 +20,12 @@
  */
 #include "cache/cache_int.h"
 
-/* Queue order: qhead is the newest; qnext points toward the tail (older),
- * qprev toward the head (newer). The hand moves tail -> head (along qprev). */
+/* Queue order: the first object is the newest; next points toward the last
+ * (older), prev toward the first (newer). The hand moves last -> first
+ * (along prev). */
 void ct_cache_q_push(struct ct_cache_shard *sh, struct ct_obj *obj)
 {
-    obj->qprev = NULL;
-    obj->qnext = sh->qhead;
-    if (sh->qhead)
-        sh->qhead->qprev = obj;
-    else
-        sh->qtail = obj;
-    sh->qhead = obj;
+    CT_LIST_INSERT_HEAD(&sh->q, obj, qlink);
     sh->qlen++;
 }
 
@@ -38,18 +33,10 @@ void ct_cache_q_remove(struct ct_cache_shard *sh, struct ct_obj *obj)
 {
     /* Cursors pointing at OBJ move on to where they were going next. */
     if (sh->hand == obj)
-        sh->hand = obj->qprev;
+        sh->hand = CT_LIST_PREV(obj, qlink);
     if (sh->sweep == obj)
-        sh->sweep = obj->qprev;
-    if (obj->qprev)
-        obj->qprev->qnext = obj->qnext;
-    else
-        sh->qhead = obj->qnext;
-    if (obj->qnext)
-        obj->qnext->qprev = obj->qprev;
-    else
-        sh->qtail = obj->qprev;
-    obj->qprev = obj->qnext = NULL;
+        sh->sweep = CT_LIST_PREV(obj, qlink);
+    CT_LIST_REMOVE(&sh->q, obj, qlink);
     CT_ASSERT(sh->qlen > 0);
     sh->qlen--;
 }
@@ -68,14 +55,16 @@ static bool is_evictable(const struct ct_obj *obj)
  * the hottest object; the caller tries another shard instead. */
 struct ct_obj *ct_cache_q_victim(struct ct_cache_shard *sh)
 {
-    struct ct_obj *obj = sh->hand ? sh->hand : sh->qtail;
+    struct ct_obj *obj = sh->hand ? sh->hand : CT_LIST_LAST(&sh->q);
     size_t steps = sh->qlen;
 
     while (obj && steps--) {
-        struct ct_obj *next = obj->qprev ? obj->qprev : sh->qtail;
+        struct ct_obj *next = CT_LIST_PREV(obj, qlink);
+        if (next == NULL) /* past the newest: the hand wraps to the oldest */
+            next = CT_LIST_LAST(&sh->q);
         if (is_evictable(obj)) {
             if (!atomic_load_explicit(&obj->visited, memory_order_relaxed)) {
-                sh->hand = obj->qprev;
+                sh->hand = CT_LIST_PREV(obj, qlink);
                 return obj;
             }
             atomic_store_explicit(&obj->visited, 0, memory_order_relaxed);

@@ -67,8 +67,8 @@ struct ct_obj {
     float initial_age; /* corrected_initial_age (1 s precision to 190 days) */
     uint32_t size;     /* counted bytes, given back at free (objects < 4 GiB) */
     /* shared, under shard->mtx */
-    struct ct_obj *qprev, *qnext; /* SIEVE queue: qnext toward the tail (older) */
-    struct ct_cache_waiter *waiters;
+    CT_LIST_LINK(ct_obj) qlink; /* SIEVE queue: next toward the tail (older) */
+    CT_HLIST_HEAD(ct_cache_waiter) waiters;
     /* set once at creation */
     struct ct_cache_shard *shard;
     /* written by the fetcher, published by the state store. The first segment
@@ -115,7 +115,8 @@ struct ct_cache_shard {
     size_t nslots;        /* power of two */
     _Atomic size_t nkeys; /* written under mtx, read relaxed by stats */
     /* SIEVE queue: head = newest, tail = oldest; hand walks tail -> head */
-    struct ct_obj *qhead, *qtail, *hand;
+    CT_LIST_HEAD(ct_obj) q; /* first = newest */
+    struct ct_obj *hand;
     size_t qlen;
     struct ct_obj *sweep;        /* expiry sweep cursor, walks like the hand */
     struct ct_cache_counters st; /* written under mtx, read relaxed anywhere */

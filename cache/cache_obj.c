@@ -79,7 +79,7 @@ void ct_cache_obj_free(struct ct_obj *obj)
     struct ct_cache *cache = obj->shard->cache;
 
     CT_ASSERT(!(obj->flags & OBJ_F_LINKED));
-    CT_ASSERT(obj->waiters == NULL);
+    CT_ASSERT(CT_LIST_EMPTY(&obj->waiters));
     struct ct_cache_seg *seg = obj->seg_first;
     while (seg) {
         struct ct_cache_seg *next = atomic_load_explicit(&seg->next, memory_order_relaxed);
@@ -150,15 +150,12 @@ void ct_cache_waiter_init(struct ct_cache_waiter *w, void (*wake)(void *), void 
 
 void ct_cache_obj_wake_all(struct ct_obj *obj)
 {
-    struct ct_cache_waiter *w = obj->waiters;
-    obj->waiters = NULL;
-    while (w) {
-        struct ct_cache_waiter *next = w->_next;
+    struct ct_cache_waiter *w, *next;
+    CT_LIST_FOREACH_SAFE(w, &obj->waiters, _link, next) {
         CT_CHECK_OBJ(w, CT_CACHE_WAITER_MAGIC);
-        w->_next = w->_prev = NULL;
+        CT_HLIST_REMOVE(&obj->waiters, w, _link);
         w->_obj = NULL;
         w->wake(w->arg);
-        w = next;
     }
 }
 
@@ -178,11 +175,7 @@ bool ct_obj_wait(struct ct_obj *obj, struct ct_cache_waiter *w, enum ct_obj_stat
     bool news = st != state_seen || st > CT_OBJ_STREAMING ||
                 (st == CT_OBJ_STREAMING && body_len_of(obj) != have_bytes);
     if (!news) {
-        w->_prev = NULL;
-        w->_next = obj->waiters;
-        if (obj->waiters)
-            obj->waiters->_prev = w;
-        obj->waiters = w;
+        CT_HLIST_INSERT_HEAD(&obj->waiters, w, _link);
         w->_obj = obj;
         w->_shard = sh;
         registered = true;
@@ -200,13 +193,7 @@ void ct_obj_unwait(struct ct_cache_waiter *w)
     pthread_mutex_lock(&sh->mtx);
     struct ct_obj *obj = w->_obj;
     if (obj) {
-        if (w->_prev)
-            w->_prev->_next = w->_next;
-        else
-            obj->waiters = w->_next;
-        if (w->_next)
-            w->_next->_prev = w->_prev;
-        w->_next = w->_prev = NULL;
+        CT_HLIST_REMOVE(&obj->waiters, w, _link);
         w->_obj = NULL;
     }
     pthread_mutex_unlock(&sh->mtx);

@@ -540,10 +540,10 @@ static size_t sweep_shard(struct ct_cache_shard *sh, ct_time_t now, size_t quota
 {
     size_t n = 0;
     pthread_mutex_lock(&sh->mtx);
-    struct ct_obj *obj = sh->sweep ? sh->sweep : sh->qtail;
+    struct ct_obj *obj = sh->sweep ? sh->sweep : CT_LIST_LAST(&sh->q);
     quota = CT_MIN(quota, sh->qlen);
     while (obj && quota--) {
-        struct ct_obj *next = obj->qprev;
+        struct ct_obj *next = CT_LIST_PREV(obj, qlink);
         bool done = (obj->flags & OBJ_F_HFM) || ct_obj_state(obj) == CT_OBJ_COMPLETE;
         (*examined)++;
         if (done && ct_cache_obj_is_expired(obj, now)) {

@@ -84,6 +84,9 @@ enum ct_hdr_id {
 /* Case-insensitive lookup of a header NAME; CT_HDR_UNKNOWN if not in the table. */
 enum ct_hdr_id ct_hdr_lookup(struct ct_str name);
 const char *ct_hdr_name(enum ct_hdr_id id); /* canonical spelling; NULL for UNKNOWN */
+/* The canonical name in lower case (HTTP/2's spelling, RFC 9113 §8.2.1), in
+ * static memory; CT_STR_NULL for UNKNOWN. Any thread. */
+struct ct_str ct_hdr_lname(enum ct_hdr_id id);
 unsigned ct_hdr_flags(enum ct_hdr_id id);    /* 0 for UNKNOWN */
 
 /* ---- messages -------------------------------------------------------- */
@@ -253,6 +256,23 @@ bool ct_http_is_token(struct ct_str s);
 
 /* Write T as IMF-fixdate into OUT (CT_HTTP_DATE_LEN bytes + NUL). */
 void ct_http_date_format(time_t t, char out[CT_HTTP_DATE_LEN + 1]);
+
+/* The Date of the current second, formatted once per second: every response
+ * carries one (RFC 9110 §6.6.1), and strftime-like work per response would
+ * cost more than the rest of the head. Zero it to start; one per thread
+ * (a worker's), never shared. Returns DC's text for NOW (NUL-terminated,
+ * CT_HTTP_DATE_LEN bytes), valid until the next call with another second. */
+struct ct_http_date_cache {
+    time_t sec;
+    char text[CT_HTTP_DATE_LEN + 1];
+};
+const char *ct_http_date_cached(struct ct_http_date_cache *dc, time_t now);
+
+/* ---- status codes (RFC 9110 §15) --------------------------------------- */
+
+/* The reason phrase of STATUS ("Not Found"), "Unknown" if not in the table.
+ * Static memory; any thread. */
+const char *ct_http_status_reason(unsigned status);
 
 /* Parse IMF-fixdate, or the obsolete RFC 850 and asctime formats. Returns CT_OK
  * with *T set, or CT_EPROTO for anything else (callers decide what an invalid

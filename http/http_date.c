@@ -133,6 +133,16 @@ void ct_http_date_format(time_t t, char out[CT_HTTP_DATE_LEN + 1])
     CT_ASSERT(o - out == CT_HTTP_DATE_LEN);
 }
 
+const char *ct_http_date_cached(struct ct_http_date_cache *dc, time_t now)
+{
+    /* text[0] == 0: never formatted (a zeroed cache), whatever sec says. */
+    if (CT_UNLIKELY(now != dc->sec || dc->text[0] == '\0')) {
+        ct_http_date_format(now, dc->text);
+        dc->sec = now;
+    }
+    return dc->text;
+}
+
 /* ---- parsing --------------------------------------------------------- */
 
 /* A cursor over the input; every helper fails (returns false) on mismatch. */

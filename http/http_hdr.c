@@ -68,6 +68,16 @@ static pthread_once_t hdr_once = PTHREAD_ONCE_INIT;
 
 static uint32_t row_hash[CT_HDR__COUNT]; /* hash_ci() of each canonical name */
 
+/* Each canonical name lower-cased, for HTTP/2 and HTTP/3 (RFC 9113 §8.2.1:
+ * field names are sent in lower case). Built with the hash from the one
+ * table, so there is no second list of names to keep in step. */
+#define HDR_LNAME_MAX 32
+#define CT_HDR_LEN_CHECK(id, name, flags)                                      \
+    _Static_assert(sizeof(name) <= HDR_LNAME_MAX, "header name too long: " name);
+CT_HDR_TABLE(CT_HDR_LEN_CHECK)
+#undef CT_HDR_LEN_CHECK
+static char hdr_lname[CT_HDR__COUNT][HDR_LNAME_MAX];
+
 /* Eight bytes at a time. OR-ing 0x20 into every byte folds the case of
  * letters, so names equal but for case hash alike; the few collisions it
  * makes among other bytes are settled by the comparison. */
@@ -95,6 +105,8 @@ static void hdr_build(void)
 {
     for (int id = 1; id < CT_HDR__COUNT; id++) {
         row_hash[id] = hash_ci(hdr_tbl[id].name);
+        for (size_t k = 0; k < hdr_tbl[id].name.len; k++)
+            hdr_lname[id][k] = ct_ascii_lower(hdr_tbl[id].name.p[k]);
         uint32_t i = row_hash[id] & (HDR_SLOTS - 1);
         while (hdr_slot[i] != CT_HDR_UNKNOWN)
             i = (i + 1) & (HDR_SLOTS - 1);
@@ -124,6 +136,14 @@ const char *ct_hdr_name(enum ct_hdr_id id)
     if ((unsigned)id >= CT_HDR__COUNT)
         return NULL;
     return hdr_tbl[id].name.p;
+}
+
+struct ct_str ct_hdr_lname(enum ct_hdr_id id)
+{
+    if (id == CT_HDR_UNKNOWN || (unsigned)id >= CT_HDR__COUNT)
+        return CT_STR_NULL;
+    pthread_once(&hdr_once, hdr_build);
+    return ct_str_make(hdr_lname[id], hdr_tbl[id].name.len);
 }
 
 unsigned ct_hdr_flags(enum ct_hdr_id id)

@@ -722,6 +722,25 @@ static enum ct_http_ev feed_chunked(struct ct_http_parser *p, const char *buf, s
     return body_piece(p, piece, ok, p->cb_end, chunk);
 }
 
+/* An event owed before any more input is looked at: the error a previous
+ * call found (or the parser is in), or the END of a message whose head said
+ * it has no body. Feed and EOF both owe it first. False: none. */
+static bool take_pending(struct ct_http_parser *p, enum ct_http_ev *ev)
+{
+    if (p->phase == PH_ERROR || p->pending_err) {
+        p->pending_err = false;
+        p->phase = PH_ERROR;
+        *ev = CT_HTTP_EV_ERROR;
+        return true;
+    }
+    if (p->pending_end) {
+        p->pending_end = false;
+        *ev = end_message(p);
+        return true;
+    }
+    return false;
+}
+
 enum ct_http_ev ct_http_parser_feed(struct ct_http_parser *p, const char *buf, size_t len,
                                     size_t *used, struct ct_str *chunk)
 {
@@ -729,17 +748,9 @@ enum ct_http_ev ct_http_parser_feed(struct ct_http_parser *p, const char *buf, s
     *used = 0;
     if (chunk)
         *chunk = CT_STR_NULL;
-    if (p->phase == PH_ERROR)
-        return CT_HTTP_EV_ERROR;
-    if (p->pending_err) {
-        p->pending_err = false;
-        p->phase = PH_ERROR;
-        return CT_HTTP_EV_ERROR;
-    }
-    if (p->pending_end) {
-        p->pending_end = false;
-        return end_message(p);
-    }
+    enum ct_http_ev ev;
+    if (take_pending(p, &ev))
+        return ev;
     if (p->phase == PH_TUNNEL)
         return CT_HTTP_EV_END;
     if (len == 0)
@@ -757,15 +768,9 @@ enum ct_http_ev ct_http_parser_feed(struct ct_http_parser *p, const char *buf, s
 enum ct_http_ev ct_http_parser_eof(struct ct_http_parser *p)
 {
     CT_CHECK_OBJ(p, CT_HTTP_PARSER_MAGIC);
-    if (p->phase == PH_ERROR || p->pending_err) {
-        p->pending_err = false;
-        p->phase = PH_ERROR;
-        return CT_HTTP_EV_ERROR;
-    }
-    if (p->pending_end) {
-        p->pending_end = false;
-        return end_message(p);
-    }
+    enum ct_http_ev ev;
+    if (take_pending(p, &ev))
+        return ev;
     switch (p->phase) {
     case PH_IDLE:
     case PH_TUNNEL: return CT_HTTP_EV_MORE;

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/sockaddr.h"
 #include "origin/origin_int.h"
 
 #define CT_IN_HIGH (256u * 1024)
@@ -95,12 +96,7 @@ static void conn_free(struct ct_oconn *c)
 {
     struct ct_oworker *w = c->w;
     ct_oresp_cleanup(c);
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        w->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    CT_LIST_REMOVE(&w->conns, c, link);
     event_free(c->timer);
     event_free(c->rev);
     event_free(c->wev);
@@ -108,9 +104,9 @@ static void conn_free(struct ct_oconn *c)
     evbuffer_free(c->out); /* drops unsent output; releases file segments */
     close(c->fd);
     ct_http_parser_free(&c->parser);
-    ct_obuf_free(&c->head);
-    ct_obuf_free(&c->body);
-    ct_obuf_free(&c->reqbody);
+    ct_buf_free(&c->head);
+    ct_buf_free(&c->body);
+    ct_buf_free(&c->reqbody);
     free(c->scratch);
     c->magic = 0;
     free(c);
@@ -118,8 +114,8 @@ static void conn_free(struct ct_oconn *c)
 
 void ct_oconn_free_all(struct ct_oworker *w)
 {
-    while (w->conns)
-        conn_free(w->conns);
+    while (!CT_LIST_EMPTY(&w->conns))
+        conn_free(CT_LIST_FIRST(&w->conns));
 }
 
 static void reading(struct ct_oconn *c, bool on)
@@ -379,10 +375,9 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
  * lingering have their own timers. */
 void ct_oconn_sweep(struct ct_oworker *w, int64_t now)
 {
-    struct ct_oconn *c = w->conns, *next;
+    struct ct_oconn *c, *next;
     int64_t idle = (int64_t)w->o->opts.idle_s * 1000;
-    for (; c; c = next) {
-        next = c->next;
+    CT_LIST_FOREACH_SAFE(c, &w->conns, link, next) {
         bool waiting_for_client = c->state == CT_OCS_READ || c->writing;
         if (waiting_for_client && now - c->last_io >= idle) {
             CT_DEBUG("w%u c%llu %s: idle for %lld ms in %s", w->id, (unsigned long long)c->id,
@@ -405,7 +400,7 @@ void ct_oconn_accept(struct ct_oworker *w, int fd, const struct sockaddr *sa)
     /* Responses leave in one write; Nagle would only add a delayed-ACK stall. */
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if (w->o->access_fd >= 0)
-        ct_osockaddr_format(sa, c->peer, sizeof(c->peer), false);
+        ct_sockaddr_ip(sa, c->peer, sizeof(c->peer));
     else
         c->peer[0] = '-';
     c->in = evbuffer_new();
@@ -417,9 +412,6 @@ void ct_oconn_accept(struct ct_oworker *w, int fd, const struct sockaddr *sa)
     if (!c->in || !c->out || !c->rev || !c->wev || !c->timer)
         CT_WRONG("libevent allocation failed");
     c->last_io = now_ms(c);
-    c->next = w->conns;
-    if (w->conns)
-        w->conns->prev = c;
-    w->conns = c;
+    CT_LIST_INSERT_HEAD(&w->conns, c, link);
     reading(c, true);
 }

@@ -15,27 +15,27 @@
 void ct_ohandle_echo(struct ct_oconn *c)
 {
     const struct ct_http_msg *m = c->msg;
-    struct ct_obuf *b = &c->body;
-    b->len = 0;
-    CT_OBUF_LIT(b, "{\"method\": ");
-    ct_obuf_put_json(b, m->method_name);
-    CT_OBUF_LIT(b, ", \"target\": ");
-    ct_obuf_put_json(b, m->target);
-    CT_OBUF_LIT(b, ", \"version\": ");
-    ct_obuf_put_json(b, m->version == 10 ? CT_STR("HTTP/1.0") : CT_STR("HTTP/1.1"));
-    CT_OBUF_LIT(b, ", \"headers\": [");
+    struct ct_buf *b = &c->body;
+    ct_buf_reset(b);
+    CT_BUF_LIT(b, "{\"method\": ");
+    ct_buf_json_str(b, m->method_name, CT_JSON_BYTES);
+    CT_BUF_LIT(b, ", \"target\": ");
+    ct_buf_json_str(b, m->target, CT_JSON_BYTES);
+    CT_BUF_LIT(b, ", \"version\": ");
+    ct_buf_json_str(b, m->version == 10 ? CT_STR("HTTP/1.0") : CT_STR("HTTP/1.1"), CT_JSON_BYTES);
+    CT_BUF_LIT(b, ", \"headers\": [");
     for (size_t i = 0; i < m->nfields; i++) {
         if (i)
-            CT_OBUF_LIT(b, ", ");
-        CT_OBUF_LIT(b, "[");
-        ct_obuf_put_json(b, m->fields[i].name);
-        CT_OBUF_LIT(b, ", ");
-        ct_obuf_put_json(b, m->fields[i].value);
-        CT_OBUF_LIT(b, "]");
+            CT_BUF_LIT(b, ", ");
+        CT_BUF_LIT(b, "[");
+        ct_buf_json_str(b, m->fields[i].name, CT_JSON_BYTES);
+        CT_BUF_LIT(b, ", ");
+        ct_buf_json_str(b, m->fields[i].value, CT_JSON_BYTES);
+        CT_BUF_LIT(b, "]");
     }
-    CT_OBUF_LIT(b, "], \"body\": ");
-    ct_obuf_put_json(b, ct_str_make(c->reqbody.p, c->reqbody.len));
-    CT_OBUF_LIT(b, "}\n");
+    CT_BUF_LIT(b, "], \"body\": ");
+    ct_buf_json_str(b, ct_str_make(c->reqbody.p, c->reqbody.len), CT_JSON_BYTES);
+    CT_BUF_LIT(b, "}\n");
     ct_oresp_copy_body(c, 200, "application/json");
     c->resp.controls = true;
     /* An echo describes one request: a cache in front must not answer the
@@ -57,7 +57,7 @@ void ct_ohandle_stats(struct ct_oconn *c)
     size_t n = CT_MIN(o->n_workers, CT_ARRAY_LEN(tables));
     for (size_t i = 0; i < n; i++)
         tables[i] = o->workers[i]->stats;
-    c->body.len = 0;
+    ct_buf_reset(&c->body);
     ct_ostats_json(tables, n, &c->body);
     ct_oresp_copy_body(c, 200, "application/json");
 }
@@ -72,7 +72,7 @@ void ct_ohandle_stats_reset(struct ct_oconn *c)
     struct ct_origin *o = c->w->o;
     for (unsigned i = 0; i < o->n_workers; i++)
         ct_ostats_reset(o->workers[i]->stats);
-    c->body.len = 0;
-    CT_OBUF_LIT(&c->body, "{\"reset\": true}\n");
+    ct_buf_reset(&c->body);
+    CT_BUF_LIT(&c->body, "{\"reset\": true}\n");
     ct_oresp_copy_body(c, 200, "application/json");
 }

@@ -27,7 +27,9 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "common/buf.h"
 #include "common/common.h"
+#include "common/list.h"
 #include "http/http.h"
 
 struct event;
@@ -35,27 +37,6 @@ struct event_base;
 struct evconnlistener;
 struct evbuffer;
 struct evbuffer_file_segment;
-
-/* ---- growable output buffer (origin_buf.c) ---------------------------- */
-
-/* A byte buffer that keeps its memory between uses (reset sets len = 0).
- * Used for response heads and generated bodies; never shared by threads. */
-struct ct_obuf {
-    char *p;
-    size_t len;
-    size_t cap;
-};
-
-void ct_obuf_reserve(struct ct_obuf *b, size_t extra);
-void ct_obuf_free(struct ct_obuf *b);
-void ct_obuf_put(struct ct_obuf *b, const void *p, size_t n);
-void ct_obuf_put_str(struct ct_obuf *b, struct ct_str s);
-void ct_obuf_put_u64(struct ct_obuf *b, uint64_t v);
-/* S as a JSON string literal with quotes. Control bytes, '"' and '\\' are
- * escaped; bytes >= 0x80 become \u00XX one per byte (Latin-1), so the output
- * is always valid JSON and the exact bytes can be recovered. */
-void ct_obuf_put_json(struct ct_obuf *b, struct ct_str s);
-#define CT_OBUF_LIT(b, lit) ct_obuf_put((b), "" lit, sizeof(lit) - 1) /* literals only */
 
 /* ---- the deterministic byte pattern (origin_buf.c) -------------------- */
 
@@ -201,7 +182,7 @@ void ct_ostats_count(struct ct_ostats *s, struct ct_str path);
 void ct_ostats_reset(struct ct_ostats *s);
 /* {"total": N, "paths": {"/p": N, ...}} summed over the N tables, paths
  * sorted, into OUT. */
-void ct_ostats_json(struct ct_ostats *const *tables, size_t n, struct ct_obuf *out);
+void ct_ostats_json(struct ct_ostats *const *tables, size_t n, struct ct_buf *out);
 
 /* ---- the process, workers, connections -------------------------------- */
 
@@ -245,11 +226,11 @@ struct ct_oworker {
     struct event *stop_ev;
     pthread_t thread;
     struct ct_ostats *stats;
-    struct ct_oconn *conns; /* every open connection, for shutdown */
+    CT_LIST_HEAD(ct_oconn) conns; /* every open connection, for shutdown */
     struct event *sweep_ev; /* idle connections, every few seconds */
     uint64_t conn_ids;
-    time_t date_sec; /* the second the cached strings below were made for */
-    char date[CT_HTTP_DATE_LEN + 1];
+    struct ct_http_date_cache date; /* Date of this second */
+    time_t clf_sec;    /* the second clf_date was made for */
     char clf_date[32]; /* access log: [30/Nov/2026:03:22:33 +0000] */
     char rbuf[CT_ORBUF_SIZE]; /* every read lands here and is parsed in place */
 };
@@ -267,11 +248,8 @@ int ct_origin_run(struct ct_origin *o, const sigset_t *stop_signals);
 /* Free the workers, their connections and the process state. */
 void ct_origin_free(struct ct_origin *o);
 
-/* "ADDR" or "ADDR:PORT" ("[v6]:PORT") of SA into OUT. */
-struct sockaddr;
-void ct_osockaddr_format(const struct sockaddr *sa, char *out, size_t outlen, bool with_port);
-
 /* origin_conn.c */
+struct sockaddr;
 void ct_oconn_accept(struct ct_oworker *w, int fd, const struct sockaddr *sa);
 void ct_oconn_free_all(struct ct_oworker *w);
 /* Free connections idle (or not reading their answer) for too long. */
@@ -347,7 +325,7 @@ struct ct_oconn {
     unsigned magic;
     enum ct_oconn_state state;
     struct ct_oworker *w;
-    struct ct_oconn *next, *prev; /* worker's list */
+    CT_LIST_LINK(ct_oconn) link; /* on w->conns */
     uint64_t id;
     uint64_t nreq;
     int fd;
@@ -370,12 +348,12 @@ struct ct_oconn {
     struct ct_oparams prm;
     char *scratch;
     size_t scratch_cap;
-    struct ct_obuf reqbody; /* /echo */
+    struct ct_buf reqbody; /* /echo */
     bool reqbody_over;
     /* the response */
     struct ct_oresp resp;
-    struct ct_obuf head;
-    struct ct_obuf body;
+    struct ct_buf head;
+    struct ct_buf body;
     struct ct_obody_state bs;
     uint64_t seq;
     bool head_only; /* HEAD request */
@@ -400,7 +378,6 @@ void ct_oresp_init(struct ct_oresp *r);
 void ct_oresp_error(struct ct_oconn *c, unsigned status, const char *reason);
 /* Body from the connection's body buffer (c->body), as TYPE. */
 void ct_oresp_copy_body(struct ct_oconn *c, unsigned status, const char *type);
-const char *ct_ostatus_reason(unsigned status);
 
 /* Built-in docroot (origin_static.c). */
 void ct_obuiltin_init(time_t start);

@@ -28,7 +28,7 @@ static handler_fn *const handlers[] = {
 static void on_head(struct ct_oconn *c)
 {
     c->msg = ct_http_parser_msg(c->parser);
-    c->reqbody.len = 0;
+    ct_buf_reset(&c->reqbody);
     c->reqbody_over = false;
     if (ct_otarget_split(c->msg->target, &c->path, &c->query) == CT_OK) {
         c->route = ct_oroute_match(c->path, &c->rest);
@@ -48,7 +48,7 @@ static void on_body(struct ct_oconn *c, struct ct_str chunk)
     if (c->reqbody.len + chunk.len > CT_ECHO_MAX_BODY)
         c->reqbody_over = true;
     else
-        ct_obuf_put_str(&c->reqbody, chunk);
+        ct_buf_put_str(&c->reqbody, chunk);
 }
 
 static bool parse_query(struct ct_oconn *c)

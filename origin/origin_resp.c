@@ -21,36 +21,6 @@
 #include "common/log.h"
 #include "origin/origin_int.h"
 
-#define CT_OSTATUS_TABLE(X)                                                    \
-    X(100, "Continue") X(200, "OK") X(201, "Created") X(202, "Accepted")        \
-    X(203, "Non-Authoritative Information") X(204, "No Content")               \
-    X(205, "Reset Content") X(206, "Partial Content") X(300, "Multiple Choices") \
-    X(301, "Moved Permanently") X(302, "Found") X(303, "See Other")            \
-    X(304, "Not Modified") X(307, "Temporary Redirect")                        \
-    X(308, "Permanent Redirect") X(400, "Bad Request") X(401, "Unauthorized")  \
-    X(403, "Forbidden") X(404, "Not Found") X(405, "Method Not Allowed")        \
-    X(406, "Not Acceptable") X(408, "Request Timeout") X(409, "Conflict")      \
-    X(410, "Gone") X(411, "Length Required") X(412, "Precondition Failed")     \
-    X(413, "Content Too Large") X(414, "URI Too Long")                         \
-    X(415, "Unsupported Media Type") X(416, "Range Not Satisfiable")           \
-    X(417, "Expectation Failed") X(418, "I'm a teapot") X(421, "Misdirected Request") \
-    X(422, "Unprocessable Content") X(429, "Too Many Requests")                \
-    X(431, "Request Header Fields Too Large") X(500, "Internal Server Error")   \
-    X(501, "Not Implemented") X(502, "Bad Gateway") X(503, "Service Unavailable") \
-    X(504, "Gateway Timeout") X(505, "HTTP Version Not Supported")
-
-const char *ct_ostatus_reason(unsigned status)
-{
-    switch (status) {
-#define CT_OSTATUS_CASE(code, text)                                            \
-    case code:                                                                 \
-        return text;
-        CT_OSTATUS_TABLE(CT_OSTATUS_CASE)
-#undef CT_OSTATUS_CASE
-    }
-    return "Unknown";
-}
-
 void ct_oresp_init(struct ct_oresp *r)
 {
     memset(r, 0, offsetof(struct ct_oresp, etag_buf));
@@ -72,9 +42,9 @@ void ct_oresp_error(struct ct_oconn *c, unsigned status, const char *reason)
 {
     ct_oresp_cleanup(c);
     ct_oresp_init(&c->resp);
-    c->body.len = 0;
-    ct_obuf_put(&c->body, reason, strlen(reason));
-    CT_OBUF_LIT(&c->body, "\n");
+    ct_buf_reset(&c->body);
+    ct_buf_put(&c->body, reason, strlen(reason));
+    CT_BUF_LIT(&c->body, "\n");
     ct_oresp_copy_body(c, status, "text/plain; charset=utf-8");
 }
 
@@ -138,17 +108,17 @@ void ct_oresp_prepare(struct ct_oconn *c)
     }
 }
 
-static void put_hdr(struct ct_obuf *h, const char *name, size_t nlen, struct ct_str v)
+static void put_hdr(struct ct_buf *h, const char *name, size_t nlen, struct ct_str v)
 {
-    ct_obuf_reserve(h, nlen + v.len + 4);
-    ct_obuf_put(h, name, nlen);
-    ct_obuf_put(h, ": ", 2);
-    ct_obuf_put_str(h, v);
-    ct_obuf_put(h, "\r\n", 2);
+    ct_buf_reserve(h, nlen + v.len + 4);
+    ct_buf_put(h, name, nlen);
+    ct_buf_put(h, ": ", 2);
+    ct_buf_put_str(h, v);
+    ct_buf_put(h, "\r\n", 2);
 }
 #define PUT_HDR(h, lit, v) put_hdr((h), lit, sizeof(lit) - 1, (v))
 
-static void put_controls(struct ct_oconn *c, struct ct_obuf *h)
+static void put_controls(struct ct_oconn *c, struct ct_buf *h)
 {
     const struct ct_oparams *prm = &c->prm;
     if (prm->cache_control.len)
@@ -163,54 +133,54 @@ static void put_controls(struct ct_oconn *c, struct ct_obuf *h)
         put_hdr(h, prm->hdr_name[i].p, prm->hdr_name[i].len, prm->hdr_value[i]);
 }
 
-static void put_framing(struct ct_oconn *c, struct ct_obuf *h, bool body_allowed)
+static void put_framing(struct ct_oconn *c, struct ct_buf *h, bool body_allowed)
 {
     struct ct_oresp *r = &c->resp;
     if (r->status == 206 || r->status == 416) {
-        CT_OBUF_LIT(h, "Content-Range: bytes ");
+        CT_BUF_LIT(h, "Content-Range: bytes ");
         if (r->status == 206) {
-            ct_obuf_put_u64(h, r->range_first);
-            CT_OBUF_LIT(h, "-");
-            ct_obuf_put_u64(h, r->range_first + r->len - 1);
+            ct_buf_put_u64(h, r->range_first);
+            CT_BUF_LIT(h, "-");
+            ct_buf_put_u64(h, r->range_first + r->len - 1);
         } else {
-            CT_OBUF_LIT(h, "*");
+            CT_BUF_LIT(h, "*");
         }
-        CT_OBUF_LIT(h, "/");
-        ct_obuf_put_u64(h, r->full_len);
-        CT_OBUF_LIT(h, "\r\n");
+        CT_BUF_LIT(h, "/");
+        ct_buf_put_u64(h, r->full_len);
+        CT_BUF_LIT(h, "\r\n");
     }
     if (!body_allowed)
         return;
     if (c->bs.chunked) {
-        CT_OBUF_LIT(h, "Transfer-Encoding: chunked\r\n");
+        CT_BUF_LIT(h, "Transfer-Encoding: chunked\r\n");
     } else {
-        CT_OBUF_LIT(h, "Content-Length: ");
-        ct_obuf_put_u64(h, r->len);
-        CT_OBUF_LIT(h, "\r\n");
+        CT_BUF_LIT(h, "Content-Length: ");
+        ct_buf_put_u64(h, r->len);
+        CT_BUF_LIT(h, "\r\n");
     }
 }
 
 static void write_head(struct ct_oconn *c, bool body_allowed)
 {
     struct ct_oresp *r = &c->resp;
-    struct ct_obuf *h = &c->head;
-    const char *reason = ct_ostatus_reason(r->status);
-    h->len = 0;
-    ct_obuf_reserve(h, 512);
-    CT_OBUF_LIT(h, "HTTP/1.1 ");
-    ct_obuf_put_u64(h, r->status);
-    CT_OBUF_LIT(h, " ");
-    ct_obuf_put(h, reason, strlen(reason));
-    CT_OBUF_LIT(h, "\r\nServer: cachet-origin\r\nDate: ");
-    ct_obuf_put(h, ct_oworker_date(c->w), CT_HTTP_DATE_LEN);
-    CT_OBUF_LIT(h, "\r\n");
+    struct ct_buf *h = &c->head;
+    const char *reason = ct_http_status_reason(r->status);
+    ct_buf_reset(h);
+    ct_buf_reserve(h, 512);
+    CT_BUF_LIT(h, "HTTP/1.1 ");
+    ct_buf_put_u64(h, r->status);
+    CT_BUF_LIT(h, " ");
+    ct_buf_put(h, reason, strlen(reason));
+    CT_BUF_LIT(h, "\r\nServer: cachet-origin\r\nDate: ");
+    ct_buf_put(h, ct_oworker_date(c->w), CT_HTTP_DATE_LEN);
+    CT_BUF_LIT(h, "\r\n");
     /* RFC 9110 §15.4.5: a 304 carries the validators and caching fields,
      * not the representation's metadata. */
     if (r->ctype && r->status != 304 && r->status != 204)
         PUT_HDR(h, "Content-Type", ct_str_c(r->ctype));
     put_framing(c, h, body_allowed);
     if (r->rangeable)
-        CT_OBUF_LIT(h, "Accept-Ranges: bytes\r\n");
+        CT_BUF_LIT(h, "Accept-Ranges: bytes\r\n");
     if (r->val.etag.len)
         PUT_HDR(h, "ETag", r->val.etag);
     if (r->lm_text.len)
@@ -219,14 +189,14 @@ static void write_head(struct ct_oconn *c, bool body_allowed)
         put_controls(c, h);
     if (r->allow)
         PUT_HDR(h, "Allow", ct_str_c(r->allow));
-    CT_OBUF_LIT(h, "X-Origin-Seq: ");
-    ct_obuf_put_u64(h, c->seq);
-    CT_OBUF_LIT(h, "\r\n");
+    CT_BUF_LIT(h, "X-Origin-Seq: ");
+    ct_buf_put_u64(h, c->seq);
+    CT_BUF_LIT(h, "\r\n");
     if (c->bs.close)
-        CT_OBUF_LIT(h, "Connection: close\r\n");
+        CT_BUF_LIT(h, "Connection: close\r\n");
     else if (c->version == 10)
-        CT_OBUF_LIT(h, "Connection: keep-alive\r\n");
-    CT_OBUF_LIT(h, "\r\n");
+        CT_BUF_LIT(h, "Connection: keep-alive\r\n");
+    CT_BUF_LIT(h, "\r\n");
 }
 
 /* Common Log Format plus the sequence number; one write(2) per line, so
@@ -315,7 +285,7 @@ void ct_oresp_send(struct ct_oconn *c)
     if (b->remaining && b->remaining <= 4096 && !b->chunked && !b->trickle_ms &&
         b->kind != CT_OBODY_FILE) {
         const char *p = b->kind == CT_OBODY_PATTERN ? ct_opattern_at(b->pos) : b->mem + b->pos;
-        ct_obuf_put(&c->head, p, b->remaining);
+        ct_buf_put(&c->head, p, b->remaining);
         b->remaining = 0;
     }
     evbuffer_add(out, c->head.p, c->head.len);

@@ -99,7 +99,7 @@ static int by_path(const void *a, const void *b)
     return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-void ct_ostats_json(struct ct_ostats *const *tables, size_t n, struct ct_obuf *out)
+void ct_ostats_json(struct ct_ostats *const *tables, size_t n, struct ct_buf *out)
 {
     uint64_t total = 0;
     size_t cnt = 0;
@@ -116,9 +116,9 @@ void ct_ostats_json(struct ct_ostats *const *tables, size_t n, struct ct_obuf *o
                 v[cnt++] = &tables[t]->slot[i];
     }
     qsort(v, cnt, sizeof(*v), by_path);
-    CT_OBUF_LIT(out, "{\"total\": ");
-    ct_obuf_put_u64(out, total);
-    CT_OBUF_LIT(out, ", \"paths\": {");
+    CT_BUF_LIT(out, "{\"total\": ");
+    ct_buf_put_u64(out, total);
+    CT_BUF_LIT(out, ", \"paths\": {");
     for (size_t i = 0; i < cnt;) {
         /* The same path counted by several workers: one key, summed. */
         uint64_t sum = 0;
@@ -126,13 +126,13 @@ void ct_ostats_json(struct ct_ostats *const *tables, size_t n, struct ct_obuf *o
         while (j < cnt && by_path(&v[i], &v[j]) == 0)
             sum += v[j++]->count;
         if (i)
-            CT_OBUF_LIT(out, ", ");
-        ct_obuf_put_json(out, ct_str_make(v[i]->path, v[i]->len));
-        CT_OBUF_LIT(out, ": ");
-        ct_obuf_put_u64(out, sum);
+            CT_BUF_LIT(out, ", ");
+        ct_buf_json_str(out, ct_str_make(v[i]->path, v[i]->len), CT_JSON_BYTES);
+        CT_BUF_LIT(out, ": ");
+        ct_buf_put_u64(out, sum);
         i = j;
     }
-    CT_OBUF_LIT(out, "}}\n");
+    CT_BUF_LIT(out, "}}\n");
     for (size_t t = n; t-- > 0;)
         pthread_mutex_unlock(&tables[t]->mtx);
     free(v);

@@ -20,40 +20,20 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/sockaddr.h"
 #include "origin/origin_int.h"
-
-void ct_osockaddr_format(const struct sockaddr *sa, char *out, size_t outlen, bool with_port)
-{
-    char host[INET6_ADDRSTRLEN] = "?";
-    unsigned port = 0;
-    bool v6 = sa->sa_family == AF_INET6;
-    if (v6) {
-        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-        inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
-        port = ntohs(s6->sin6_port);
-    } else if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-        inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
-        port = ntohs(s4->sin_port);
-    }
-    if (!with_port)
-        snprintf(out, outlen, "%s", host);
-    else
-        snprintf(out, outlen, v6 ? "[%s]:%u" : "%s:%u", host, port);
-}
 
 const char *ct_oworker_date(struct ct_oworker *w)
 {
     struct timeval tv;
     event_base_gettimeofday_cached(w->base, &tv);
-    if (CT_UNLIKELY(tv.tv_sec != w->date_sec)) {
+    if (CT_UNLIKELY(tv.tv_sec != w->clf_sec)) {
         struct tm tm;
-        w->date_sec = tv.tv_sec;
-        ct_http_date_format(tv.tv_sec, w->date);
-        gmtime_r(&w->date_sec, &tm);
+        w->clf_sec = tv.tv_sec;
+        gmtime_r(&w->clf_sec, &tm);
         strftime(w->clf_date, sizeof(w->clf_date), "[%d/%b/%Y:%H:%M:%S +0000]", &tm);
     }
-    return w->date;
+    return ct_http_date_cached(&w->date, tv.tv_sec);
 }
 
 static int open_listener(const struct sockaddr_storage *ss, socklen_t sl, char *err, size_t errlen)
@@ -106,7 +86,7 @@ int ct_origin_listen(struct ct_origin *o, char *announce, size_t alen, char *err
         w->id = i;
         w->o = o;
         w->stop_pipe[0] = w->stop_pipe[1] = -1;
-        w->date_sec = -1;
+        w->clf_sec = -1;
         o->workers[i] = w;
         w->listen_fd = open_listener(&ss, sl, err, errlen);
         if (w->listen_fd < 0)
@@ -114,7 +94,7 @@ int ct_origin_listen(struct ct_origin *o, char *announce, size_t alen, char *err
         if (i == 0) {
             /* Port 0: the others bind to the port the kernel gave the first. */
             getsockname(w->listen_fd, (struct sockaddr *)&ss, &sl);
-            ct_osockaddr_format((struct sockaddr *)&ss, announce, alen, true);
+            ct_sockaddr_format((struct sockaddr *)&ss, announce, alen, NULL);
         }
     }
     return CT_OK;

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "proxy/accesslog.h"
 
 struct ct_accesslog_buf {
@@ -23,7 +24,7 @@ struct ct_accesslog_buf {
 #define CT_ALBUF_MAGIC 0xa1b0f0e1u
     struct ct_accesslog *al;
     pthread_mutex_t mu;
-    struct ct_stats_out out; /* complete lines only */
+    struct ct_buf out; /* complete lines only */
     unsigned nlines;         /* lines in out */
     struct ct_accesslog_buf *next;
 };
@@ -46,13 +47,11 @@ struct ct_accesslog {
 
 /* ---- formatting ---------------------------------------------------------- */
 
-#define OUT_LIT(o, lit) ct_stats_out_mem((o), (lit), sizeof(lit) - 1)
-
-void ct_accesslog_escape(struct ct_stats_out *o, struct ct_str s)
+void ct_accesslog_escape(struct ct_buf *o, struct ct_str s)
 {
     static const char hex[] = "0123456789ABCDEF";
     if (s.p == NULL) {
-        OUT_LIT(o, "-");
+        CT_BUF_LIT(o, "-");
         return;
     }
     size_t from = 0;
@@ -62,12 +61,12 @@ void ct_accesslog_escape(struct ct_stats_out *o, struct ct_str s)
             continue;
         /* nginx's escaping: a log line stays one line of printable ASCII
          * whatever a client put in its request line or User-Agent. */
-        ct_stats_out_mem(o, s.p + from, i - from);
+        ct_buf_put(o, s.p + from, i - from);
         char esc[4] = {'\\', 'x', hex[ch >> 4], hex[ch & 15]};
-        ct_stats_out_mem(o, esc, 4);
+        ct_buf_put(o, esc, 4);
         from = i + 1;
     }
-    ct_stats_out_mem(o, s.p + from, s.len - from);
+    ct_buf_put(o, s.p + from, s.len - from);
 }
 
 /* The formatted second, once per second per thread: localtime_r() takes a
@@ -78,28 +77,17 @@ struct time_cache {
     char buf[40];
 };
 
-/* Numbers without printf: it costs more than everything else in a line. */
-static void out_u64(struct ct_stats_out *o, uint64_t v)
-{
-    char buf[24];
-    size_t i = sizeof(buf);
-    do
-        buf[--i] = (char)('0' + v % 10);
-    while ((v /= 10) != 0);
-    ct_stats_out_mem(o, buf + i, sizeof(buf) - i);
-}
-
 /* Seconds with three decimals ("0.001"), rounded to the nearest ms. */
-static void out_secs(struct ct_stats_out *o, double s)
+static void out_secs(struct ct_buf *o, double s)
 {
     uint64_t ms = s > 0 ? (uint64_t)(s * 1000.0 + 0.5) : 0;
     char frac[4] = {'.', (char)('0' + ms / 100 % 10), (char)('0' + ms / 10 % 10),
                     (char)('0' + ms % 10)};
-    out_u64(o, ms / 1000);
-    ct_stats_out_mem(o, frac, 4);
+    ct_buf_put_u64(o, ms / 1000);
+    ct_buf_put(o, frac, 4);
 }
 
-static void time_local(struct ct_stats_out *o, ct_time_t t)
+static void time_local(struct ct_buf *o, ct_time_t t)
 {
     static _Thread_local struct time_cache tc = {.secs = -1};
     time_t secs = (time_t)t;
@@ -110,10 +98,10 @@ static void time_local(struct ct_stats_out *o, ct_time_t t)
         tc.len = strftime(tc.buf, sizeof(tc.buf), "%d/%b/%Y:%H:%M:%S %z", &tm);
         tc.secs = secs;
     }
-    ct_stats_out_mem(o, tc.buf, tc.len);
+    ct_buf_put(o, tc.buf, tc.len);
 }
 
-static void time_iso(struct ct_stats_out *o, ct_time_t t)
+static void time_iso(struct ct_buf *o, ct_time_t t)
 {
     static _Thread_local struct time_cache tc = {.secs = -1};
     time_t secs = (time_t)t;
@@ -123,108 +111,115 @@ static void time_iso(struct ct_stats_out *o, ct_time_t t)
         tc.len = strftime(tc.buf, sizeof(tc.buf), "%Y-%m-%dT%H:%M:%S", &tm);
         tc.secs = secs;
     }
-    ct_stats_out_mem(o, tc.buf, tc.len);
+    ct_buf_put(o, tc.buf, tc.len);
     unsigned ms = (unsigned)((t - (double)secs) * 1000.0);
     ms = ms > 999 ? 999 : ms;
     char frac[5] = {'.', (char)('0' + ms / 100), (char)('0' + ms / 10 % 10), (char)('0' + ms % 10),
                     'Z'};
-    ct_stats_out_mem(o, frac, sizeof(frac));
+    ct_buf_put(o, frac, sizeof(frac));
 }
 
-static void request_line(struct ct_stats_out *o, const struct ct_accesslog_rec *r,
-                         void (*esc)(struct ct_stats_out *, struct ct_str))
+/* JSON string contents: a log reader gets UTF-8 as sent, and every other
+ * byte still leaves the line valid JSON. */
+static void json_escape(struct ct_buf *o, struct ct_str s)
+{
+    ct_buf_json_escape(o, s, CT_JSON_UTF8);
+}
+
+static void request_line(struct ct_buf *o, const struct ct_accesslog_rec *r,
+                         void (*esc)(struct ct_buf *, struct ct_str))
 {
     esc(o, r->method);
-    OUT_LIT(o, " ");
+    CT_BUF_LIT(o, " ");
     esc(o, r->target);
     char v[9] = {' ', 'H', 'T', 'T', 'P', '/', (char)('0' + r->version / 10 % 10), '.',
                  (char)('0' + r->version % 10)};
-    ct_stats_out_mem(o, v, sizeof(v));
+    ct_buf_put(o, v, sizeof(v));
 }
 
-static void format_combined(const struct ct_accesslog_rec *r, struct ct_stats_out *o)
+static void format_combined(const struct ct_accesslog_rec *r, struct ct_buf *o)
 {
     ct_accesslog_escape(o, r->remote_addr);
-    OUT_LIT(o, " - - [");
+    CT_BUF_LIT(o, " - - [");
     time_local(o, r->time);
-    OUT_LIT(o, "] \"");
+    CT_BUF_LIT(o, "] \"");
     if (r->version)
         request_line(o, r, ct_accesslog_escape);
     else
-        OUT_LIT(o, "-");
-    OUT_LIT(o, "\" ");
-    out_u64(o, r->status);
-    OUT_LIT(o, " ");
-    out_u64(o, r->body_bytes);
-    OUT_LIT(o, " \"");
+        CT_BUF_LIT(o, "-");
+    CT_BUF_LIT(o, "\" ");
+    ct_buf_put_u64(o, r->status);
+    CT_BUF_LIT(o, " ");
+    ct_buf_put_u64(o, r->body_bytes);
+    CT_BUF_LIT(o, " \"");
     ct_accesslog_escape(o, r->referer);
-    OUT_LIT(o, "\" \"");
+    CT_BUF_LIT(o, "\" \"");
     ct_accesslog_escape(o, r->user_agent);
-    OUT_LIT(o, "\" rt=");
+    CT_BUF_LIT(o, "\" rt=");
     out_secs(o, r->request_time_s);
-    OUT_LIT(o, " ut=");
+    CT_BUF_LIT(o, " ut=");
     if (r->upstream_time_s >= 0)
         out_secs(o, r->upstream_time_s);
     else
-        OUT_LIT(o, "-");
-    OUT_LIT(o, " cs=");
+        CT_BUF_LIT(o, "-");
+    CT_BUF_LIT(o, " cs=");
     const char *cs = r->cache_status ? r->cache_status : "-";
-    ct_stats_out_mem(o, cs, strlen(cs));
-    OUT_LIT(o, " tls=");
+    ct_buf_put(o, cs, strlen(cs));
+    CT_BUF_LIT(o, " tls=");
     const char *tls = r->tls_version ? r->tls_version : "-";
-    ct_stats_out_mem(o, tls, strlen(tls));
-    OUT_LIT(o, "\n");
+    ct_buf_put(o, tls, strlen(tls));
+    CT_BUF_LIT(o, "\n");
 }
 
-static void json_field(struct ct_stats_out *o, const char *name, struct ct_str v)
+static void json_field(struct ct_buf *o, const char *name, struct ct_str v)
 {
-    OUT_LIT(o, ",\"");
-    ct_stats_out_mem(o, name, strlen(name));
-    OUT_LIT(o, "\":");
+    CT_BUF_LIT(o, ",\"");
+    ct_buf_put(o, name, strlen(name));
+    CT_BUF_LIT(o, "\":");
     if (v.p == NULL) {
-        OUT_LIT(o, "null");
+        CT_BUF_LIT(o, "null");
         return;
     }
-    OUT_LIT(o, "\"");
-    ct_stats_json_escape(o, v);
-    OUT_LIT(o, "\"");
+    CT_BUF_LIT(o, "\"");
+    json_escape(o, v);
+    CT_BUF_LIT(o, "\"");
 }
 
-static void format_json(const struct ct_accesslog_rec *r, struct ct_stats_out *o)
+static void format_json(const struct ct_accesslog_rec *r, struct ct_buf *o)
 {
-    OUT_LIT(o, "{\"time\":\"");
+    CT_BUF_LIT(o, "{\"time\":\"");
     time_iso(o, r->time);
-    OUT_LIT(o, "\"");
+    CT_BUF_LIT(o, "\"");
     json_field(o, "remote_addr", r->remote_addr);
     if (r->version) {
-        OUT_LIT(o, ",\"request\":\"");
-        request_line(o, r, ct_stats_json_escape);
-        OUT_LIT(o, "\"");
+        CT_BUF_LIT(o, ",\"request\":\"");
+        request_line(o, r, json_escape);
+        CT_BUF_LIT(o, "\"");
     } else {
-        OUT_LIT(o, ",\"request\":null");
+        CT_BUF_LIT(o, ",\"request\":null");
     }
     json_field(o, "method", r->method);
     json_field(o, "uri", r->target);
-    OUT_LIT(o, ",\"status\":");
-    out_u64(o, r->status);
-    OUT_LIT(o, ",\"body_bytes_sent\":");
-    out_u64(o, r->body_bytes);
+    CT_BUF_LIT(o, ",\"status\":");
+    ct_buf_put_u64(o, r->status);
+    CT_BUF_LIT(o, ",\"body_bytes_sent\":");
+    ct_buf_put_u64(o, r->body_bytes);
     json_field(o, "referer", r->referer);
     json_field(o, "user_agent", r->user_agent);
-    OUT_LIT(o, ",\"request_time\":");
+    CT_BUF_LIT(o, ",\"request_time\":");
     out_secs(o, r->request_time_s);
-    OUT_LIT(o, ",\"upstream_time\":");
+    CT_BUF_LIT(o, ",\"upstream_time\":");
     if (r->upstream_time_s >= 0)
         out_secs(o, r->upstream_time_s);
     else
-        OUT_LIT(o, "null");
+        CT_BUF_LIT(o, "null");
     json_field(o, "cache_status", ct_str_c(r->cache_status));
     json_field(o, "tls", ct_str_c(r->tls_version));
-    OUT_LIT(o, "}\n");
+    CT_BUF_LIT(o, "}\n");
 }
 
 void ct_accesslog_format(enum ct_accesslog_fmt fmt, const struct ct_accesslog_rec *rec,
-                         struct ct_stats_out *out)
+                         struct ct_buf *out)
 {
     if (fmt == CT_ACCESSLOG_JSON)
         format_json(rec, out);
@@ -278,7 +273,7 @@ static void buf_flush_locked(struct ct_accesslog_buf *b)
         atomic_store(&al->write_errno, n < 0 ? errno : 0);
         atomic_fetch_add(&al->dropped, b->nlines);
     }
-    b->out.len = 0;
+    ct_buf_reset(&b->out);
     b->nlines = 0;
 }
 
@@ -328,7 +323,7 @@ void ct_accesslog_free(struct ct_accesslog **alp)
     for (b = al->bufs; b; b = next) {
         next = b->next;
         pthread_mutex_destroy(&b->mu);
-        ct_stats_out_free(&b->out);
+        ct_buf_free(&b->out);
         b->magic = 0;
         free(b);
     }

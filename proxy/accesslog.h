@@ -68,10 +68,10 @@ struct ct_accesslog_rec {
 
 /* Append one line (with its '\n') for REC in FMT to OUT. Pure, any thread. */
 void ct_accesslog_format(enum ct_accesslog_fmt fmt, const struct ct_accesslog_rec *rec,
-                         struct ct_stats_out *out);
+                         struct ct_buf *out);
 
 /* Escape S the nginx way (see above) into OUT. */
-void ct_accesslog_escape(struct ct_stats_out *out, struct ct_str s);
+void ct_accesslog_escape(struct ct_buf *out, struct ct_str s);
 
 struct ct_accesslog;     /* the file; opaque */
 struct ct_accesslog_buf; /* one worker's buffer; opaque */

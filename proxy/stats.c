@@ -6,7 +6,6 @@
  * to the struct, /stats and /metrics at once. Writers and readers never lock:
  * see stats.h for the single-writer rule.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -111,129 +110,18 @@ void ct_stats_sum(struct ct_stats *sum, const struct ct_stats *src)
         sum_array(sum->be[i], src->be[i], CT_STATS_BE__COUNT);
 }
 
-/* ---- output buffer ---------------------------------------------------------- */
-
-static void out_reserve(struct ct_stats_out *o, size_t more)
-{
-    if (o->len + more + 1 <= o->cap)
-        return;
-    size_t cap = o->cap ? o->cap : 4096;
-    while (cap < o->len + more + 1)
-        cap *= 2;
-    o->p = ct_xrealloc(o->p, cap);
-    o->cap = cap;
-}
-
-void ct_stats_out_free(struct ct_stats_out *o)
-{
-    CT_FREE(&o->p);
-    o->len = o->cap = 0;
-}
-
-void ct_stats_out_mem(struct ct_stats_out *o, const char *p, size_t len)
-{
-    out_reserve(o, len);
-    memcpy(o->p + o->len, p, len);
-    o->len += len;
-    o->p[o->len] = '\0';
-}
-
-void ct_stats_out_printf(struct ct_stats_out *o, const char *fmt, ...)
-{
-    /* One formatting pass when it fits (the common case: the buffer grows
-     * geometrically), a second one after growing when it did not. */
-    out_reserve(o, 64);
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(o->p + o->len, o->cap - o->len, fmt, ap);
-    va_end(ap);
-    CT_ASSERT(n >= 0);
-    if ((size_t)n >= o->cap - o->len) {
-        out_reserve(o, (size_t)n);
-        va_start(ap, fmt);
-        vsnprintf(o->p + o->len, o->cap - o->len, fmt, ap);
-        va_end(ap);
-    }
-    o->len += (size_t)n;
-}
-
-#define OUT_LIT(o, lit) ct_stats_out_mem((o), (lit), sizeof(lit) - 1)
-
-/* Length of the valid UTF-8 sequence at P (at most N bytes), 0 if invalid. */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-    size_t len;
-    uint32_t cp;
-    if (p[0] < 0xc2)
-        return 0; /* continuation byte or overlong 2-byte lead */
-    if (p[0] < 0xe0)
-        len = 2, cp = p[0] & 0x1f;
-    else if (p[0] < 0xf0)
-        len = 3, cp = p[0] & 0x0f;
-    else if (p[0] < 0xf5)
-        len = 4, cp = p[0] & 0x07;
-    else
-        return 0;
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-        (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;
-    return len;
-}
-
-void ct_stats_json_escape(struct ct_stats_out *o, struct ct_str s)
-{
-    static const char hex[] = "0123456789abcdef";
-    const unsigned char *p = (const unsigned char *)s.p;
-    for (size_t i = 0; i < s.len;) {
-        size_t run = 0;
-        for (;;) { /* the longest span that needs no escaping, copied at once */
-            unsigned char c = i + run < s.len ? p[i + run] : 0;
-            size_t k = c >= 0x80 ? utf8_len(p + i + run, s.len - i - run)
-                       : (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f) ? 1
-                                                                             : 0;
-            if (k == 0)
-                break;
-            run += k;
-        }
-        if (run) {
-            ct_stats_out_mem(o, s.p + i, run);
-            i += run;
-            continue;
-        }
-        unsigned char ch = p[i];
-        /* Control bytes, quote, backslash and bytes that are not UTF-8: the
-         * output must stay valid JSON whatever a client sent us. Invalid
-         * bytes are shown as the Latin-1 code point of the byte. */
-        if (ch == '"' || ch == '\\') {
-            char esc[2] = {'\\', (char)ch};
-            ct_stats_out_mem(o, esc, 2);
-        } else {
-            char esc[6] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15]};
-            ct_stats_out_mem(o, esc, 6);
-        }
-        i++;
-    }
-}
-
 /* Prometheus label value: backslash, double quote and line feed escaped. */
-static void prom_label_escape(struct ct_stats_out *o, const char *s)
+static void prom_label_escape(struct ct_buf *o, const char *s)
 {
     for (; *s; s++) {
         if (*s == '\\')
-            OUT_LIT(o, "\\\\");
+            CT_BUF_LIT(o, "\\\\");
         else if (*s == '"')
-            OUT_LIT(o, "\\\"");
+            CT_BUF_LIT(o, "\\\"");
         else if (*s == '\n')
-            OUT_LIT(o, "\\n");
+            CT_BUF_LIT(o, "\\n");
         else
-            ct_stats_out_mem(o, s, 1);
+            ct_buf_put(o, s, 1);
     }
 }
 
@@ -315,11 +203,11 @@ static const char *label_value(enum labels l, size_t i)
 }
 
 /* Close reason labels are the table's names lower-cased. */
-static void out_lower(struct ct_stats_out *o, const char *s)
+static void out_lower(struct ct_buf *o, const char *s)
 {
     for (; *s; s++) {
         char ch = ct_ascii_lower(*s);
-        ct_stats_out_mem(o, &ch, 1);
+        ct_buf_put(o, &ch, 1);
     }
 }
 
@@ -330,79 +218,77 @@ static const _Atomic uint64_t *field(const struct ct_stats *s, const struct desc
 
 /* ---- JSON --------------------------------------------------------------------- */
 
-static void json_str(struct ct_stats_out *o, const char *s)
+static void json_str(struct ct_buf *o, const char *s)
 {
-    OUT_LIT(o, "\"");
-    ct_stats_json_escape(o, ct_str_c(s));
-    OUT_LIT(o, "\"");
+    ct_buf_json_str(o, ct_str_c(s), CT_JSON_UTF8);
 }
 
-static void json_desc(struct ct_stats_out *o, const struct ct_stats *s, const struct desc *d)
+static void json_desc(struct ct_buf *o, const struct ct_stats *s, const struct desc *d)
 {
     const _Atomic uint64_t *v = field(s, d);
-    ct_stats_out_printf(o, "\"%s\":", d->name);
+    ct_buf_printf(o, "\"%s\":", d->name);
     if (d->labels == NONE) {
-        ct_stats_out_printf(o, "%llu", (unsigned long long)ct_stats_get(&v[0]));
+        ct_buf_printf(o, "%llu", (unsigned long long)ct_stats_get(&v[0]));
         return;
     }
-    OUT_LIT(o, "{");
+    CT_BUF_LIT(o, "{");
     for (size_t i = 0; i < d->n; i++) {
-        ct_stats_out_printf(o, "%s\"", i ? "," : "");
+        ct_buf_printf(o, "%s\"", i ? "," : "");
         if (d->labels == CLOSE)
             out_lower(o, label_value(d->labels, i));
         else
-            ct_stats_out_printf(o, "%s", label_value(d->labels, i));
-        ct_stats_out_printf(o, "\":%llu", (unsigned long long)ct_stats_get(&v[i]));
+            ct_buf_printf(o, "%s", label_value(d->labels, i));
+        ct_buf_printf(o, "\":%llu", (unsigned long long)ct_stats_get(&v[i]));
     }
-    OUT_LIT(o, "}");
+    CT_BUF_LIT(o, "}");
 }
 
-static void json_latency(struct ct_stats_out *o, const struct ct_stats *s)
+static void json_latency(struct ct_buf *o, const struct ct_stats *s)
 {
     uint64_t cum = 0;
-    OUT_LIT(o, "\"latency_seconds\":{\"buckets\":{");
+    CT_BUF_LIT(o, "\"latency_seconds\":{\"buckets\":{");
     for (size_t b = 0; b <= CT_STATS_LAT_N; b++) {
         cum += ct_stats_get(&s->lat_bucket[b]);
         if (b < CT_STATS_LAT_N)
-            ct_stats_out_printf(o, "\"%g\":%llu,", (double)lat_bounds_us[b] / 1e6,
+            ct_buf_printf(o, "\"%g\":%llu,", (double)lat_bounds_us[b] / 1e6,
                                 (unsigned long long)cum);
         else
-            ct_stats_out_printf(o, "\"+Inf\":%llu", (unsigned long long)cum);
+            ct_buf_printf(o, "\"+Inf\":%llu", (unsigned long long)cum);
     }
-    ct_stats_out_printf(o, "},\"sum\":%.6f,\"count\":%llu}",
+    ct_buf_printf(o, "},\"sum\":%.6f,\"count\":%llu}",
                         (double)ct_stats_get(&s->lat_sum_us) / 1e6, (unsigned long long)cum);
 }
 
-static void json_backends(struct ct_stats_out *o, const struct ct_stats_view *v)
+static void json_backends(struct ct_buf *o, const struct ct_stats_view *v)
 {
     const struct ct_stats *s = v->sum;
-    OUT_LIT(o, "\"backends\":[");
+    CT_BUF_LIT(o, "\"backends\":[");
     for (size_t i = 0; i < s->nbackends; i++) {
         if (i)
-            OUT_LIT(o, ",");
-        OUT_LIT(o, "{\"name\":");
+            CT_BUF_LIT(o, ",");
+        CT_BUF_LIT(o, "{\"name\":");
         json_str(o, v->backend_names ? v->backend_names[i] : "");
         if (v->backend_up)
-            ct_stats_out_printf(o, ",\"up\":%s", v->backend_up[i] ? "true" : "false");
+            ct_buf_printf(o, ",\"up\":%s", v->backend_up[i] ? "true" : "false");
         for (size_t k = 0; k < CT_STATS_BE__COUNT; k++)
-            ct_stats_out_printf(o, ",\"%s\":%llu", be_names[k],
+            ct_buf_printf(o, ",\"%s\":%llu", be_names[k],
                                 (unsigned long long)ct_stats_get(&s->be[i][k]));
-        OUT_LIT(o, "}");
+        CT_BUF_LIT(o, "}");
     }
-    OUT_LIT(o, "]");
+    CT_BUF_LIT(o, "]");
 }
 
-static void json_cache(struct ct_stats_out *o, const struct ct_cache_stats *c)
+static void json_cache(struct ct_buf *o, const struct ct_cache_stats *c)
 {
     if (c == NULL) {
-        OUT_LIT(o, "\"cache\":null");
+        CT_BUF_LIT(o, "\"cache\":null");
         return;
     }
-    OUT_LIT(o, "\"cache\":{");
-#define CT_STATS_JCACHE(name, text) ct_stats_out_printf(o, "\"%s\":%llu,", #name, (unsigned long long)c->name);
+    CT_BUF_LIT(o, "\"cache\":{");
+#define CT_STATS_JCACHE(name, text) ct_buf_printf(o, "\"%s\":%llu,", #name, (unsigned long long)c->name);
     CT_CACHE_STATS_TABLE(CT_STATS_JCACHE)
 #undef CT_STATS_JCACHE
-    ct_stats_out_printf(o,
+    ct_buf_printf(o,
                         "\"bytes\":%llu,\"max_bytes\":%llu,\"objects\":%llu,\"keys\":%llu,"
                         "\"tags\":%llu,\"tag_links\":%llu,\"tag_bytes\":%llu}",
                         (unsigned long long)c->bytes, (unsigned long long)c->max_bytes,
@@ -411,124 +297,124 @@ static void json_cache(struct ct_stats_out *o, const struct ct_cache_stats *c)
                         (unsigned long long)c->tag_bytes);
 }
 
-static void json_listeners(struct ct_stats_out *o, const struct ct_stats_view *v)
+static void json_listeners(struct ct_buf *o, const struct ct_stats_view *v)
 {
-    OUT_LIT(o, "\"listeners\":[");
+    CT_BUF_LIT(o, "\"listeners\":[");
     for (size_t i = 0; i < v->nlisteners; i++) {
         if (i)
-            OUT_LIT(o, ",");
-        OUT_LIT(o, "{\"kind\":");
+            CT_BUF_LIT(o, ",");
+        CT_BUF_LIT(o, "{\"kind\":");
         json_str(o, v->listeners[i].kind);
-        OUT_LIT(o, ",\"addr\":");
+        CT_BUF_LIT(o, ",\"addr\":");
         json_str(o, v->listeners[i].addr);
-        OUT_LIT(o, "}");
+        CT_BUF_LIT(o, "}");
     }
-    OUT_LIT(o, "]");
+    CT_BUF_LIT(o, "]");
 }
 
-static void json_reload(struct ct_stats_out *o, const struct ct_stats_reload *r)
+static void json_reload(struct ct_buf *o, const struct ct_stats_reload *r)
 {
-    ct_stats_out_printf(o, "\"reload\":{\"generation\":%u,\"ok\":%llu,\"failed\":%llu,",
+    ct_buf_printf(o, "\"reload\":{\"generation\":%u,\"ok\":%llu,\"failed\":%llu,",
                         r->generation, (unsigned long long)r->ok, (unsigned long long)r->failed);
     if (r->last_time > 0)
-        ct_stats_out_printf(o, "\"last_time\":%.3f,\"last_ok\":%s}", r->last_time,
+        ct_buf_printf(o, "\"last_time\":%.3f,\"last_ok\":%s}", r->last_time,
                             r->last_ok ? "true" : "false");
     else
-        OUT_LIT(o, "\"last_time\":null,\"last_ok\":null}");
+        CT_BUF_LIT(o, "\"last_time\":null,\"last_ok\":null}");
 }
 
-static void json_mem(struct ct_stats_out *o, const struct ct_mem_stats *m)
+static void json_mem(struct ct_buf *o, const struct ct_mem_stats *m)
 {
-    OUT_LIT(o, ",\"memory\":{\"allocator\":");
+    CT_BUF_LIT(o, ",\"memory\":{\"allocator\":");
     json_str(o, m->allocator);
-    ct_stats_out_printf(o, ",\"allocated\":%llu,\"resident\":%llu,\"retained\":%llu,\"rss\":%llu}",
+    ct_buf_printf(o, ",\"allocated\":%llu,\"resident\":%llu,\"retained\":%llu,\"rss\":%llu}",
                         (unsigned long long)m->allocated, (unsigned long long)m->resident,
                         (unsigned long long)m->retained, (unsigned long long)m->rss);
 }
 
-void ct_stats_render_json(const struct ct_stats_view *v, struct ct_stats_out *o)
+void ct_stats_render_json(const struct ct_stats_view *v, struct ct_buf *o)
 {
     CT_CHECK_OBJ(v->sum, CT_STATS_MAGIC);
-    ct_stats_out_printf(o, "{\"uptime_s\":%.3f", v->uptime_s);
+    ct_buf_printf(o, "{\"uptime_s\":%.3f", v->uptime_s);
     for (size_t i = 0; i < CT_ARRAY_LEN(descs); i++) {
-        OUT_LIT(o, ",");
+        CT_BUF_LIT(o, ",");
         json_desc(o, v->sum, &descs[i]);
     }
-    OUT_LIT(o, ",");
+    CT_BUF_LIT(o, ",");
     json_latency(o, v->sum);
-    OUT_LIT(o, ",");
+    CT_BUF_LIT(o, ",");
     json_backends(o, v);
-    OUT_LIT(o, ",");
+    CT_BUF_LIT(o, ",");
     json_cache(o, v->cache);
-    OUT_LIT(o, ",");
+    CT_BUF_LIT(o, ",");
     json_listeners(o, v);
-    OUT_LIT(o, ",");
+    CT_BUF_LIT(o, ",");
     json_reload(o, &v->reload);
-    ct_stats_out_printf(o, ",\"purge\":%s", v->purge ? "true" : "false");
+    ct_buf_printf(o, ",\"purge\":%s", v->purge ? "true" : "false");
     if (v->mem)
         json_mem(o, v->mem);
     if (v->tls)
-        ct_stats_out_printf(o, ",\"tls\":{\"handshakes_full\":%llu,\"handshakes_resumed\":%llu}}\n",
+        ct_buf_printf(o, ",\"tls\":{\"handshakes_full\":%llu,\"handshakes_resumed\":%llu}}\n",
                             (unsigned long long)v->tls_full, (unsigned long long)v->tls_resumed);
     else
-        OUT_LIT(o, ",\"tls\":null}\n");
+        CT_BUF_LIT(o, ",\"tls\":null}\n");
 }
 
 /* ---- Prometheus text format 0.0.4 ------------------------------------------------ */
 
-static void prom_head(struct ct_stats_out *o, const char *name, const char *suffix,
+static void prom_head(struct ct_buf *o, const char *name, const char *suffix,
                       const char *type, const char *help)
 {
-    ct_stats_out_printf(o, "# HELP cachet_%s%s %s\n# TYPE cachet_%s%s %s\n", name, suffix, help,
+    ct_buf_printf(o, "# HELP cachet_%s%s %s\n# TYPE cachet_%s%s %s\n", name, suffix, help,
                         name, suffix, type);
 }
 
-static void prom_desc(struct ct_stats_out *o, const struct ct_stats *s, const struct desc *d)
+static void prom_desc(struct ct_buf *o, const struct ct_stats *s, const struct desc *d)
 {
     const char *suffix = d->kind == COUNTER ? "_total" : "";
     const _Atomic uint64_t *v = field(s, d);
     prom_head(o, d->name, suffix, d->kind == COUNTER ? "counter" : "gauge", d->help);
     for (size_t i = 0; i < d->n; i++) {
-        ct_stats_out_printf(o, "cachet_%s%s", d->name, suffix);
+        ct_buf_printf(o, "cachet_%s%s", d->name, suffix);
         if (d->labels != NONE) {
-            ct_stats_out_printf(o, "{%s=\"", label_name(d->labels));
+            ct_buf_printf(o, "{%s=\"", label_name(d->labels));
             if (d->labels == CLOSE)
                 out_lower(o, label_value(d->labels, i));
             else
                 prom_label_escape(o, label_value(d->labels, i));
-            OUT_LIT(o, "\"}");
+            CT_BUF_LIT(o, "\"}");
         }
-        ct_stats_out_printf(o, " %llu\n", (unsigned long long)ct_stats_get(&v[i]));
+        ct_buf_printf(o, " %llu\n", (unsigned long long)ct_stats_get(&v[i]));
     }
 }
 
-static void prom_latency(struct ct_stats_out *o, const struct ct_stats *s)
+static void prom_latency(struct ct_buf *o, const struct ct_stats *s)
 {
     static const char name[] = "cachet_request_duration_seconds";
-    ct_stats_out_printf(o, "# HELP %s Client request latency, head received to response "
+    ct_buf_printf(o, "# HELP %s Client request latency, head received to response "
                            "complete.\n# TYPE %s histogram\n", name, name);
     uint64_t cum = 0;
     for (size_t b = 0; b <= CT_STATS_LAT_N; b++) {
         cum += ct_stats_get(&s->lat_bucket[b]);
         if (b < CT_STATS_LAT_N)
-            ct_stats_out_printf(o, "%s_bucket{le=\"%g\"} %llu\n", name,
+            ct_buf_printf(o, "%s_bucket{le=\"%g\"} %llu\n", name,
                                 (double)lat_bounds_us[b] / 1e6, (unsigned long long)cum);
         else
-            ct_stats_out_printf(o, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cum);
+            ct_buf_printf(o, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cum);
     }
-    ct_stats_out_printf(o, "%s_sum %.6f\n%s_count %llu\n", name,
+    ct_buf_printf(o, "%s_sum %.6f\n%s_count %llu\n", name,
                         (double)ct_stats_get(&s->lat_sum_us) / 1e6, name, (unsigned long long)cum);
 }
 
-static void prom_backend_line(struct ct_stats_out *o, const char *metric, const char *bname,
+static void prom_backend_line(struct ct_buf *o, const char *metric, const char *bname,
                               uint64_t val)
 {
-    ct_stats_out_printf(o, "cachet_%s{backend=\"", metric);
+    ct_buf_printf(o, "cachet_%s{backend=\"", metric);
     prom_label_escape(o, bname ? bname : "");
-    ct_stats_out_printf(o, "\"} %llu\n", (unsigned long long)val);
+    ct_buf_printf(o, "\"} %llu\n", (unsigned long long)val);
 }
 
-static void prom_backends(struct ct_stats_out *o, const struct ct_stats_view *v)
+static void prom_backends(struct ct_buf *o, const struct ct_stats_view *v)
 {
     const struct ct_stats *s = v->sum;
     char name[64];
@@ -547,17 +433,17 @@ static void prom_backends(struct ct_stats_out *o, const struct ct_stats_view *v)
                           v->backend_up[i] ? 1 : 0);
 }
 
-static void prom_gauge(struct ct_stats_out *o, const char *name, const char *help, uint64_t val)
+static void prom_gauge(struct ct_buf *o, const char *name, const char *help, uint64_t val)
 {
     prom_head(o, name, "", "gauge", help);
-    ct_stats_out_printf(o, "cachet_%s %llu\n", name, (unsigned long long)val);
+    ct_buf_printf(o, "cachet_%s %llu\n", name, (unsigned long long)val);
 }
 
-static void prom_cache(struct ct_stats_out *o, const struct ct_cache_stats *c)
+static void prom_cache(struct ct_buf *o, const struct ct_cache_stats *c)
 {
 #define CT_STATS_PCACHE(nm, text)                                              \
     prom_head(o, "cache_" #nm, "_total", "counter", "Cache store: " text ".");  \
-    ct_stats_out_printf(o, "cachet_cache_" #nm "_total %llu\n", (unsigned long long)c->nm);
+    ct_buf_printf(o, "cachet_cache_" #nm "_total %llu\n", (unsigned long long)c->nm);
     CT_CACHE_STATS_TABLE(CT_STATS_PCACHE)
 #undef CT_STATS_PCACHE
     prom_gauge(o, "cache_bytes", "Cache store: bytes in use (objects and bookkeeping).", c->bytes);
@@ -570,27 +456,27 @@ static void prom_cache(struct ct_stats_out *o, const struct ct_cache_stats *c)
                c->tag_bytes);
 }
 
-static void prom_reload(struct ct_stats_out *o, const struct ct_stats_reload *r)
+static void prom_reload(struct ct_buf *o, const struct ct_stats_reload *r)
 {
     prom_gauge(o, "reload_generation", "Configurations applied by reloads since start.",
                r->generation);
     prom_head(o, "reloads", "_total", "counter", "Reloads (SIGHUP), by result.");
-    ct_stats_out_printf(o, "cachet_reloads_total{result=\"ok\"} %llu\n"
+    ct_buf_printf(o, "cachet_reloads_total{result=\"ok\"} %llu\n"
                            "cachet_reloads_total{result=\"failed\"} %llu\n",
                         (unsigned long long)r->ok, (unsigned long long)r->failed);
     prom_head(o, "reload_last_timestamp_seconds", "", "gauge",
               "Unix time of the last reload attempt; 0: none.");
-    ct_stats_out_printf(o, "cachet_reload_last_timestamp_seconds %.3f\n", r->last_time);
+    ct_buf_printf(o, "cachet_reload_last_timestamp_seconds %.3f\n", r->last_time);
 }
 
 /* Beside cachet_cache_bytes: what the allocator holds for them (and for
  * everything else), so the gap between the cap and RSS has names. */
-static void prom_mem(struct ct_stats_out *o, const struct ct_mem_stats *m)
+static void prom_mem(struct ct_buf *o, const struct ct_mem_stats *m)
 {
     prom_head(o, "memory_allocator_info", "", "gauge", "The allocator cachet runs on.");
-    OUT_LIT(o, "cachet_memory_allocator_info{allocator=\"");
+    CT_BUF_LIT(o, "cachet_memory_allocator_info{allocator=\"");
     prom_label_escape(o, m->allocator);
-    OUT_LIT(o, "\"} 1\n");
+    CT_BUF_LIT(o, "\"} 1\n");
     prom_gauge(o, "memory_allocated_bytes", "Allocator: bytes in live allocations.", m->allocated);
     prom_gauge(o, "memory_resident_bytes",
                "Allocator: bytes of its pages in RAM (glibc: an upper bound).", m->resident);
@@ -601,11 +487,11 @@ static void prom_mem(struct ct_stats_out *o, const struct ct_mem_stats *m)
                m->rss);
 }
 
-void ct_stats_render_prom(const struct ct_stats_view *v, struct ct_stats_out *o)
+void ct_stats_render_prom(const struct ct_stats_view *v, struct ct_buf *o)
 {
     CT_CHECK_OBJ(v->sum, CT_STATS_MAGIC);
     prom_head(o, "uptime_seconds", "", "gauge", "Seconds since cachet started.");
-    ct_stats_out_printf(o, "cachet_uptime_seconds %.3f\n", v->uptime_s);
+    ct_buf_printf(o, "cachet_uptime_seconds %.3f\n", v->uptime_s);
     for (size_t i = 0; i < CT_ARRAY_LEN(descs); i++)
         prom_desc(o, v->sum, &descs[i]);
     prom_latency(o, v->sum);
@@ -617,7 +503,7 @@ void ct_stats_render_prom(const struct ct_stats_view *v, struct ct_stats_out *o)
         prom_mem(o, v->mem);
     if (v->tls) {
         prom_head(o, "tls_handshakes", "_total", "counter", "Completed TLS handshakes, by type.");
-        ct_stats_out_printf(o, "cachet_tls_handshakes_total{type=\"full\"} %llu\n"
+        ct_buf_printf(o, "cachet_tls_handshakes_total{type=\"full\"} %llu\n"
                                "cachet_tls_handshakes_total{type=\"resumed\"} %llu\n",
                             (unsigned long long)v->tls_full, (unsigned long long)v->tls_resumed);
     }

@@ -59,6 +59,7 @@
 /* OpenSSL's own typedef (openssl/types.h); C11 allows the repetition and it
  * keeps this header free of OpenSSL includes. */
 typedef struct ssl_st SSL;
+typedef struct x509_st X509;
 
 struct ct_tls_shared; /* opaque; refcounted */
 struct ct_tls_ctx;    /* opaque; single owner (the listener) */
@@ -235,5 +236,13 @@ int ct_tls_answer_plain_http(int fd);
 /* "TLSv1.2" / "1.2" -> CT_TLS_V1_2, "TLSv1.3" / "1.3" -> CT_TLS_V1_3;
  * anything else (including 1.0 and 1.1, which we refuse) -> CT_ECONF. */
 int ct_tls_version_parse(const char *s);
+
+/* Add the X509v3 extension NID with its config-style VALUE ("critical,CA:FALSE",
+ * "DNS:a.test,IP:127.0.0.1", "hash") to certificate X, whose issuer is
+ * ISSUER (NULL: X itself, self-signed; the issuer matters for
+ * authorityKeyIdentifier). Used for the self-signed fallback certificate and
+ * by the unit tests' certificate factory. Returns 1 on success, 0 on failure
+ * (OpenSSL's queue says why). */
+int ct_tls_x509_add_ext(X509 *x, X509 *issuer, int nid, const char *value);
 
 #endif /* CT_TLS_H */

@@ -29,11 +29,11 @@ void ct_tls_fingerprint(X509 *x, char *buf, size_t len)
     }
 }
 
-static int add_ext(X509 *x, int nid, const char *value)
+int ct_tls_x509_add_ext(X509 *x, X509 *issuer, int nid, const char *value)
 {
     X509V3_CTX v3;
     X509V3_set_ctx_nodb(&v3);
-    X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
+    X509V3_set_ctx(&v3, issuer ? issuer : x, x, NULL, NULL, 0);
     X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, &v3, nid, value);
     if (ext == NULL)
         return 0;
@@ -66,11 +66,11 @@ static X509 *make_cert(EVP_PKEY *key)
              X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
                                         (const unsigned char *)"localhost", -1, -1, 0) &&
              X509_set_issuer_name(x, name) &&
-             add_ext(x, NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1") &&
-             add_ext(x, NID_basic_constraints, "critical,CA:FALSE") &&
-             add_ext(x, NID_key_usage, "critical,digitalSignature") &&
-             add_ext(x, NID_ext_key_usage, "serverAuth") &&
-             add_ext(x, NID_subject_key_identifier, "hash") && X509_sign(x, key, EVP_sha256()) > 0;
+             ct_tls_x509_add_ext(x, NULL, NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1") &&
+             ct_tls_x509_add_ext(x, NULL, NID_basic_constraints, "critical,CA:FALSE") &&
+             ct_tls_x509_add_ext(x, NULL, NID_key_usage, "critical,digitalSignature") &&
+             ct_tls_x509_add_ext(x, NULL, NID_ext_key_usage, "serverAuth") &&
+             ct_tls_x509_add_ext(x, NULL, NID_subject_key_identifier, "hash") && X509_sign(x, key, EVP_sha256()) > 0;
     if (!ok) {
         X509_free(x);
         return NULL;

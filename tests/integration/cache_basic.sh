@@ -8,8 +8,7 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
+ct_start_origin
 cat >"$CT_TMP/cachet.conf" <<EOF
 workers = 2;
 listen = ( { kind = "http"; address = "127.0.0.1:0"; },
@@ -19,13 +18,10 @@ backends = ( { address = "127.0.0.1:$OPORT"; } );
 cache = { size = "64M"; max_object_size = "64K"; grace = "0s"; hit_for_miss = "0s"; };
 admin = { listen = "off"; };
 EOF
-ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf"
-PPORT=$(ct_wait_listen proxy http) || exit 1
-P="http://127.0.0.1:$PPORT"
+ct_start_proxy -c "$CT_TMP/cachet.conf"
 # The second http listener ignores the client's Cache-Control; then HTTPS.
 IPORT=$(grep -E '^listening on http ' "$CT_TMP/proxy.out" | sed -n '2s/.*://p')
 SPORT=$(ct_wait_listen proxy https) || exit 1
-O="http://127.0.0.1:$OPORT"
 MA='cache-control=max-age%3D60'
 
 # hdr FIELD HEADERS: the value of FIELD in a header dump.

@@ -5,8 +5,7 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
+ct_start_origin
 cat >"$CT_TMP/cachet.conf" <<EOF2
 workers = 1;
 listen = ( { kind = "https"; address = "127.0.0.1:0"; tls = { self_signed = true; }; } );
@@ -30,10 +29,7 @@ ct_check "first fetch: X-Forwarded-Proto https" "$(proto)" https
 get
 ct_check_match "stale answer, refresh in the background" "$(cs)" 'detail=stale-while-revalidate'
 # wait for the background fetch to reach the origin and complete
-for ((i = 0; i < 250; i++)); do
-    [ "$(ct_origin_total "$OPORT")" -ge 2 ] && break
-    sleep 0.02
-done
+ct_wait_until 20 ct_origin_total_ge "$OPORT" 2
 ct_check "one background fetch" "$(ct_origin_total "$OPORT")" 2
 # the refreshed object is the echo of the background request
 for ((i = 0; i < 250; i++)); do

@@ -8,8 +8,7 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 2
-OPORT=$(ct_wait_listen origin) || exit 1
+ct_start_origin --workers 2
 cat >"$CT_TMP/cachet.conf" <<EOF
 workers = 2;
 listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
@@ -18,14 +17,11 @@ cache = { size = "256M"; max_object_size = "32M"; grace = "0s"; hit_for_miss = "
           waiter_timeout = "2s"; waiter_timeout_action = "504"; };
 admin = { listen = "127.0.0.1:0"; };
 EOF
-ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf"
-PPORT=$(ct_wait_listen proxy http) || exit 1
-P="http://127.0.0.1:$PPORT"
+ct_start_proxy -c "$CT_TMP/cachet.conf"
 APORT=$(ct_wait_listen proxy admin) || exit 1
 # metric SERIES: one sample of cachet's /metrics (Prometheus text).
 metric() { curl -s "http://127.0.0.1:$APORT/metrics" | awk -v s="$1" '$1 == s { print $2 }'; }
 cs_count() { metric "cachet_cache_requests_total{cache_status=\"$1\"}"; }
-O="http://127.0.0.1:$OPORT"
 # an hour: on a loaded, sanitized machine 200 curl processes alone took 50 s
 MA='cache-control=max-age%3D3600'
 origin_count() { ct_origin_total "$OPORT"; }
@@ -87,7 +83,7 @@ ct_origin_reset "$OPORT"
 SU="$P/bytes/1048576?trickle=100&trickle-size=65536&$MA&s=1"
 curl -s -o "$CT_TMP/first" "$SU" &
 fpid=$!
-for ((i = 0; i < 200; i++)); do [ "$(origin_count)" = 1 ] && break; sleep 0.01; done
+ct_wait_until 20 ct_origin_total_ge "$OPORT" 1
 ttfb=$(curl -s -o "$CT_TMP/second" -w '%{time_starttransfer} %{time_total}' "$SU")
 wait $fpid
 read -r tfb ttot <<<"$ttfb"
@@ -120,7 +116,7 @@ ct_origin_reset "$OPORT"
 GU="$P/bytes/1048576?trickle=100&trickle-size=65536&$MA&g=1"
 curl -s -o /dev/null --max-time 0.4 "$GU"
 code=$?
-for ((i = 0; i < 200; i++)); do [ "$(origin_count)" = 1 ] && break; sleep 0.01; done
+ct_wait_until 20 ct_origin_total_ge "$OPORT" 1
 curl -s -o "$CT_TMP/gone" "$GU"
 ct_check "fetcher gone: it was cut (curl 28)" "$code" 28
 ct_check "fetcher gone: a later reader gets the whole object" \
@@ -134,7 +130,7 @@ ct_origin_reset "$OPORT"
 BU="$P/bytes/4000000?trickle=20&trickle-size=262144&$MA&s=2"
 curl -s --limit-rate 200k -o /dev/null "$BU" &
 spid=$!
-for ((i = 0; i < 200; i++)); do [ "$(origin_count)" = 1 ] && break; sleep 0.01; done
+ct_wait_until 20 ct_origin_total_ge "$OPORT" 1
 t0=$(now_ms)
 size=$(curl -s -o /dev/null -w '%{size_download}' --max-time 20 "$BU")
 t1=$(now_ms)
@@ -164,7 +160,7 @@ ct_origin_reset "$OPORT"
 PU="$P/delay/600?size=100&$MA&p=1"
 curl -s -o /dev/null "$PU" &
 fpid=$!
-for ((i = 0; i < 200; i++)); do [ "$(origin_count)" = 1 ] && break; sleep 0.01; done
+ct_wait_until 20 ct_origin_total_ge "$OPORT" 1
 ct_check "PURGE of a busy object: 200" "$(curl -s -o /dev/null -w '%{http_code}' -X PURGE "$PU")" 200
 wait $fpid
 h=$(curl -s -D - -o /dev/null "$PU" | tr -d '\r' | grep -i '^cache-status')
@@ -176,7 +172,7 @@ ct_origin_reset "$OPORT"
 WU="$P/delay/3500?size=10&$MA&wt=1"
 curl -s -o /dev/null -w '%{http_code}' "$WU" >"$CT_TMP/fetcher" &
 fpid=$!
-for ((i = 0; i < 200; i++)); do [ "$(origin_count)" = 1 ] && break; sleep 0.01; done
+ct_wait_until 20 ct_origin_total_ge "$OPORT" 1
 read -r code t <<<"$(curl -s -o /dev/null -w '%{http_code} %{time_total}' "$WU")"
 ct_check "waiter timeout: 504" "$code" 504
 if awk -v t="$t" 'BEGIN { exit !(t > 1.5 && t < 3.2) }'; then ct_pass "waiter timeout after ~2 s ($t s)"; else ct_failed "waiter timeout took $t s"; fi

@@ -9,8 +9,7 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
+ct_start_origin
 cat >"$CT_TMP/cachet.conf" <<EOF2
 workers = 2;
 listen = ( { kind = "http"; address = "127.0.0.1:0"; },
@@ -19,10 +18,8 @@ backends = ( { address = "127.0.0.1:$OPORT"; } );
 cache = { size = "16M"; grace = "0s"; hit_for_miss = "0s"; };
 admin = { listen = "off"; };
 EOF2
-ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf"
-PPORT=$(ct_wait_listen proxy http) || exit 1
+ct_start_proxy -c "$CT_TMP/cachet.conf"
 IPORT=$(grep -E '^listening on http ' "$CT_TMP/proxy.out" | sed -n '2s/.*://p')
-P="http://127.0.0.1:$PPORT"
 MA='cache-control=max-age%3D60'
 
 hdr() { tr -d '\r' <<<"$2" | sed -n "s/^$1: //Ip" | head -1; }

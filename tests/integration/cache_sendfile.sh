@@ -10,8 +10,7 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
+ct_start_origin
 cat >"$CT_TMP/cachet.conf" <<CONF
 workers = 1;
 listen = ( { kind = "http"; address = "127.0.0.1:0"; },
@@ -20,12 +19,9 @@ backends = ( { address = "127.0.0.1:$OPORT"; } );
 cache = { size = "64M"; max_object_size = "16M"; };
 admin = { listen = "off"; };
 CONF
-ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf"
-PPORT=$(ct_wait_listen proxy http) || exit 1
+ct_start_proxy -c "$CT_TMP/cachet.conf"
 SPORT=$(ct_wait_listen proxy https) || exit 1
 PID=$(ct_pid proxy)
-P="http://127.0.0.1:$PPORT"
-O="http://127.0.0.1:$OPORT"
 BIG="/gen?size=200000&cache-control=max-age%3D600"
 HUGE="/bytes/12000000?cache-control=max-age%3D600"
 SMALL="/gen?size=2000&cache-control=max-age%3D600"

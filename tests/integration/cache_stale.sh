@@ -8,8 +8,7 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 2
-OPORT=$(ct_wait_listen origin) || exit 1
+ct_start_origin --workers 2
 # A: operator grace 10 s, 5 s response header timeout. B: no grace; the query
 # is dropped from the key, so
 # one stored object can be asked for with different origin behaviours
@@ -43,7 +42,7 @@ status() { head -1 <<<"$1" | tr -d '\r'; }
 get() { local u=$1; shift; : >"$CT_TMP/body"; curl -s -D - -o "$CT_TMP/body" "$@" "$u"; }
 # Wait until the wall clock is ${2:-2} s past $1 (objects with max-age=1 are stale then).
 wait_stale() { local t=$(($1 + ${2:-2})) i; for ((i = 0; i < 600; i++)); do [ "$(date +%s)" -ge "$t" ] && return; sleep 0.01; done; }
-wait_count() { local i; for ((i = 0; i < 500; i++)); do [ "$(origin_count)" -ge "$1" ] && return; sleep 0.01; done; }
+wait_count() { ct_wait_until 20 ct_origin_total_ge "$OPORT" "$1"; }
 
 # ---- revalidation answered 304: stored headers updated, body kept.
 ct_origin_reset "$OPORT"

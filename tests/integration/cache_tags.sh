@@ -7,13 +7,10 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 2
-OPORT=$(ct_wait_listen origin) || exit 1
-ct_start proxy "$CT_BIN/cachet" --http 127.0.0.1:0 --https off --admin 127.0.0.1:0 \
+ct_start_origin --workers 2
+ct_start_proxy --http 127.0.0.1:0 --https off --admin 127.0.0.1:0 \
     --backend "127.0.0.1:$OPORT"
-PPORT=$(ct_wait_listen proxy http) || exit 1
 APORT=$(ct_wait_listen proxy admin) || exit 1
-P="http://127.0.0.1:$PPORT"
 A="http://127.0.0.1:$APORT"
 hdr() { tr -d '\r' <<<"$2" | sed -n "s/^$1: //Ip" | head -1; }
 cstatus() { hdr Cache-Status "$(curl -s -D - -o /dev/null "$@")"; }

@@ -7,8 +7,7 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
+ct_start_origin
 cat >"$CT_TMP/cachet.conf" <<EOF2
 workers = 1;
 listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
@@ -16,9 +15,7 @@ backends = ( { address = "127.0.0.1:$OPORT"; } );
 cache = { size = "16M"; grace = "0s"; hit_for_miss = "0s"; };
 admin = { listen = "off"; };
 EOF2
-ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf"
-PPORT=$(ct_wait_listen proxy http) || exit 1
-P="http://127.0.0.1:$PPORT"
+ct_start_proxy -c "$CT_TMP/cachet.conf"
 hdr() { tr -d '\r' <<<"$2" | sed -n "s/^$1: //Ip" | head -1; }
 has() { tr -d '\r' <<<"$2" | grep -ci "^$1:"; }
 fetch() { curl -s -D - -o "$CT_TMP/body" "$1"; }

@@ -9,8 +9,16 @@
 #   ct_wait_listen NAME KIND  wait for "listening on KIND ADDR:PORT" (KIND may be
 #                             empty for cachet-origin's "listening on ADDR:PORT");
 #                             prints PORT
+#   ct_start_origin [ARGS...] cachet-origin as "origin" (--port 0 --workers 1,
+#                             then ARGS); waits; sets OPORT and O (its URL)
+#   ct_start_proxy ARGS...    cachet as "proxy" with ARGS (-c FILE or flags);
+#                             waits for its http listener; sets PPORT and P
+#   ct_start_pair [ARGS...]   both, cachet in front of the origin: --http
+#                             127.0.0.1:0 --https off --admin off --backend
+#                             <origin>, each default left out if ARGS has it
 #   ct_stop NAME [SIG]        signal it (default TERM) and wait for it
 #   ct_wait_until SECS CMD... poll CMD until it succeeds, at most SECS seconds
+#                             (e.g. ct_wait_until 20 ct_origin_total_ge "$OPORT" 1)
 #   ct_check DESC ACTUAL EXPECTED      equality
 #   ct_check_match DESC ACTUAL REGEX   bash regex
 #   ct_done
@@ -97,6 +105,37 @@ ct_wait_until() {
     return 1
 }
 
+# The start-and-wait preamble most scripts open with. A binary that does not
+# come up fails the script at once (ct_wait_listen printed why).
+ct_start_origin() {
+    ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1 "$@"
+    OPORT=$(ct_wait_listen origin) || { ct_failed "cachet-origin starts"; exit 1; }
+    O="http://127.0.0.1:$OPORT"
+}
+
+ct_start_proxy() {
+    ct_start proxy "$CT_BIN/cachet" "$@"
+    PPORT=$(ct_wait_listen proxy http) || { ct_failed "cachet starts"; exit 1; }
+    P="http://127.0.0.1:$PPORT"
+}
+
+ct_start_pair() {
+    local a http=1 https=1 admin=1
+    local -a defaults=()
+    for a in "$@"; do
+        case $a in
+        --http) http=0 ;;
+        --https) https=0 ;;
+        --admin) admin=0 ;;
+        esac
+    done
+    ((http)) && defaults+=(--http 127.0.0.1:0)
+    ((https)) && defaults+=(--https off)
+    ((admin)) && defaults+=(--admin off)
+    ct_start_origin
+    ct_start_proxy "${defaults[@]}" --backend "127.0.0.1:$OPORT" "$@"
+}
+
 ct_stop() {
     local name=$1 sig=${2:-TERM} pid=${CT_PIDS[$1]}
     kill -"$sig" "$pid" 2>/dev/null
@@ -130,6 +169,9 @@ ct_check_match() {
 
 # Origin helpers: JSON counters of cachet-origin.
 ct_origin_total() { curl -s "http://127.0.0.1:$1/_origin/stats" | sed -n 's/.*"total": *\([0-9]*\).*/\1/p'; }
+# ct_origin_total_ge PORT N: has the origin counted at least N requests? For
+# ct_wait_until ("the fetch has reached the origin").
+ct_origin_total_ge() { local n; n=$(ct_origin_total "$1"); [ "${n:-0}" -ge "$2" ]; }
 ct_origin_reset() { curl -s -X POST "http://127.0.0.1:$1/_origin/stats/reset" >/dev/null; }
 
 ct_done() {

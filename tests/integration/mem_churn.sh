@@ -13,13 +13,8 @@ san=0
 ldd "$CT_BIN/cachet" 2>/dev/null | grep -q -E 'libasan|libtsan' && san=1
 CACHE_MB=32
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
-ct_start proxy "$CT_BIN/cachet" --http 127.0.0.1:0 --admin 127.0.0.1:0 --workers 2 \
-    --backend "127.0.0.1:$OPORT" --cache-size "${CACHE_MB}M" --access-log off
-PPORT=$(ct_wait_listen proxy http) || exit 1
+ct_start_pair --admin 127.0.0.1:0 --workers 2 --cache-size "${CACHE_MB}M" --access-log off
 APORT=$(ct_wait_listen proxy admin) || exit 1
-P="http://127.0.0.1:$PPORT"
 A="http://127.0.0.1:$APORT"
 PID=$(ct_pid proxy)
 prom() { curl -s "$A/metrics" | awk -v s="$1" '$1 == s { print $2 }'; }

@@ -12,14 +12,9 @@ CHROMIUM=${CT_CHROMIUM:-/usr/bin/chromium}
 SHOTS="$CT_BIN/../dashboard-shots"
 mkdir -p "$SHOTS"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
-ct_start proxy "$CT_BIN/cachet" --http 127.0.0.1:0 --https 127.0.0.1:0 --admin 127.0.0.1:0 \
-    --workers 2 --backend "127.0.0.1:$OPORT"
-PPORT=$(ct_wait_listen proxy http) || exit 1
+ct_start_pair --https 127.0.0.1:0 --admin 127.0.0.1:0 --workers 2
 SPORT=$(ct_wait_listen proxy https) || exit 1
 APORT=$(ct_wait_listen proxy admin) || exit 1
-P="http://127.0.0.1:$PPORT"
 S="https://127.0.0.1:$SPORT"
 A="http://127.0.0.1:$APORT"
 

@@ -23,10 +23,8 @@ backends = (
                        expect_status = 200; rise = 2; fall = 2; }; }
 );
 EOF
-ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/h.conf"
-PPORT=$(ct_wait_listen proxy http) || exit 1
+ct_start_proxy -c "$CT_TMP/h.conf"
 APORT=$(ct_wait_listen proxy admin) || exit 1
-P="http://127.0.0.1:$PPORT"
 
 up() { # up NAME: 1 or 0 from /metrics
     curl -s "http://127.0.0.1:$APORT/metrics" |

@@ -5,8 +5,7 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
+ct_start_origin
 
 ALOG="$CT_TMP/access.log"
 ELOG="$CT_TMP/error.log"
@@ -17,9 +16,7 @@ admin = { listen = "127.0.0.1:0"; };
 backends = ( { address = "127.0.0.1:$OPORT"; } );
 logs = { error_log = "$ELOG"; level = "info"; access_log = "$ALOG"; };
 EOF
-ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/l.conf"
-PPORT=$(ct_wait_listen proxy http) || exit 1
-P="http://127.0.0.1:$PPORT"
+ct_start_proxy -c "$CT_TMP/l.conf"
 PID=$(ct_pid proxy)
 
 # wait_lines FILE N: until FILE has N lines (the log is flushed every second)

@@ -7,8 +7,7 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
+ct_start_origin
 
 CONF="$CT_TMP/cachet.conf"
 write_conf() { # write_conf EXTRA_LISTENERS LOGS
@@ -24,8 +23,7 @@ logs = { level = "info"; $2 };
 EOF
 }
 write_conf "" ""
-ct_start proxy "$CT_BIN/cachet" -c "$CONF"
-PPORT=$(ct_wait_listen proxy http) || exit 1
+ct_start_proxy -c "$CONF"
 SPORT=$(ct_wait_listen proxy https) || exit 1
 APORT=$(ct_wait_listen proxy admin) || exit 1
 PID=$(ct_pid proxy)

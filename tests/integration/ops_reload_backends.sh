@@ -28,11 +28,9 @@ logs = { level = "info"; };
 EOF
 }
 write_conf "$A"
-ct_start proxy "$CT_BIN/cachet" -c "$CONF"
-PPORT=$(ct_wait_listen proxy http) || exit 1
+ct_start_proxy -c "$CONF"
 APORT_ADMIN=$(ct_wait_listen proxy admin) || exit 1
 PID=$(ct_pid proxy)
-P="http://127.0.0.1:$PPORT"
 M="http://127.0.0.1:$APORT_ADMIN/metrics"
 NC="cache-control=no-store"
 

@@ -6,16 +6,13 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
+ct_start_origin
 
 ALOG="$CT_TMP/access.log"
-ct_start proxy "$CT_BIN/cachet" --http 127.0.0.1:0 --https 127.0.0.1:0 --admin 127.0.0.1:0 \
+ct_start_proxy --http 127.0.0.1:0 --https 127.0.0.1:0 --admin 127.0.0.1:0 \
     --workers 2 --backend "127.0.0.1:$OPORT" --access-log "$ALOG"
-PPORT=$(ct_wait_listen proxy http) || exit 1
 SPORT=$(ct_wait_listen proxy https) || exit 1
 APORT=$(ct_wait_listen proxy admin) || exit 1
-P="http://127.0.0.1:$PPORT"
 A="http://127.0.0.1:$APORT"
 
 have_py=0

@@ -5,9 +5,7 @@
 # needs: cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
-O="http://127.0.0.1:$OPORT"
+ct_start_origin
 hdrs() { curl -s -D - -o "$CT_TMP/body" "$1" | tr -d '\r'; }
 
 h=$(hdrs "$O/gen?size=5&hdr=CDN-Cache-Control%3A%20max-age%3D60&hdr=X-Two:+a&hdr=X-Two:b")

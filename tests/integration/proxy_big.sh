@@ -6,17 +6,14 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
+ct_start_origin
 # Under ASan, freed memory sits in a quarantine (256 MiB by default) and
 # would read as growth; keep it small so the figure means the same thing.
 if ldd "$CT_BIN/cachet" 2>/dev/null | grep -q libasan; then
     export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1"
 fi
-ct_start proxy "$CT_BIN/cachet" --http 127.0.0.1:0 --https off --admin off --workers 1 \
+ct_start_proxy --http 127.0.0.1:0 --https off --admin off --workers 1 \
     --backend "127.0.0.1:$OPORT"
-PPORT=$(ct_wait_listen proxy http) || exit 1
-P="http://127.0.0.1:$PPORT"
 PID=$(ct_pid proxy)
 
 curl -s -o /dev/null "$P/bytes/1000000" # warm the pools and buffers

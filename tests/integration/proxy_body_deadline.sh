@@ -10,12 +10,10 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
+ct_start_origin
 printf 'limits = { client_body_timeout = "1s"; };\n' >"$CT_TMP/cachet.conf"
-ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf" --http 127.0.0.1:0 --https off \
+ct_start_proxy -c "$CT_TMP/cachet.conf" --http 127.0.0.1:0 --https off \
     --admin off --backend "127.0.0.1:$OPORT"
-PPORT=$(ct_wait_listen proxy http) || exit 1
 
 cat >"$CT_TMP/body.py" <<'EOF'
 import socket, sys, time

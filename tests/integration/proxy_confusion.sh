@@ -14,11 +14,7 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
-ct_start proxy "$CT_BIN/cachet" --http 127.0.0.1:0 --https off --admin off \
-    --backend "127.0.0.1:$OPORT"
-PPORT=$(ct_wait_listen proxy http) || exit 1
+ct_start_pair
 
 # raw.py PORT N BYTES...: send each BYTES (printf %b escapes) on one
 # connection, read responses (Content-Length framed) until N came, the proxy

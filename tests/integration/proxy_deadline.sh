@@ -13,8 +13,7 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
+ct_start_origin
 cat >"$CT_TMP/cachet.conf" <<CONF
 workers = 1;
 listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
@@ -23,8 +22,7 @@ backends = ( { address = "127.0.0.1:$OPORT"; response_header_timeout = "400ms";
 limits = { client_header_timeout = "400ms"; keepalive_timeout = "1200ms"; };
 admin = { listen = "off"; };
 CONF
-ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf"
-PPORT=$(ct_wait_listen proxy http) || exit 1
+ct_start_proxy -c "$CT_TMP/cachet.conf"
 
 cat >"$CT_TMP/deadline.py" <<'EOF'
 import socket, sys, time

@@ -12,8 +12,7 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
+ct_start_origin
 cat >"$CT_TMP/cachet.conf" <<EOF
 workers = 1;
 listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
@@ -21,11 +20,8 @@ backends = ( { address = "127.0.0.1:$OPORT"; } );
 cache = { size = "64M"; max_object_size = "16M"; grace = "0s"; hit_for_miss = "0s"; };
 admin = { listen = "127.0.0.1:0"; };
 EOF
-ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf"
-PPORT=$(ct_wait_listen proxy http) || exit 1
+ct_start_proxy -c "$CT_TMP/cachet.conf"
 APORT=$(ct_wait_listen proxy admin) || exit 1
-P="http://127.0.0.1:$PPORT"
-O="http://127.0.0.1:$OPORT"
 MA='cache-control=max-age%3D600'
 BIG="/bytes/8388608?$MA"
 SMALL="/bytes/1000?$MA&etag=%22s1%22"

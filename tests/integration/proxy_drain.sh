@@ -5,12 +5,7 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
-ct_start proxy "$CT_BIN/cachet" --http 127.0.0.1:0 --https off --admin off --workers 2 \
-    --backend "127.0.0.1:$OPORT"
-PPORT=$(ct_wait_listen proxy http) || exit 1
-P="http://127.0.0.1:$PPORT"
+ct_start_pair --workers 2
 
 # An idle keep-alive connection, which the drain must close.
 exec 4<>"/dev/tcp/127.0.0.1/$PPORT"

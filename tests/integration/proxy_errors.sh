@@ -6,8 +6,7 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
+ct_start_origin
 
 cat >"$CT_TMP/cachet.conf" <<CONF
 workers = 1;
@@ -16,9 +15,7 @@ backends = ( { address = "127.0.0.1:$OPORT"; response_header_timeout = "300ms"; 
 limits = { client_header_timeout = "500ms"; send_timeout = "300ms"; };
 admin = { listen = "off"; };
 CONF
-ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf"
-PPORT=$(ct_wait_listen proxy http) || exit 1
-P="http://127.0.0.1:$PPORT"
+ct_start_proxy -c "$CT_TMP/cachet.conf"
 
 # Slow origin: 504 after the header timeout, short plain-text body.
 start=$(date +%s%N)

@@ -10,13 +10,8 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
-ct_start proxy "$CT_BIN/cachet" --http 127.0.0.1:0 --https off --admin 127.0.0.1:0 \
-    --workers 1 --backend "127.0.0.1:$OPORT"
-PPORT=$(ct_wait_listen proxy http) || exit 1
+ct_start_pair --admin 127.0.0.1:0 --workers 1
 APORT=$(ct_wait_listen proxy admin) || exit 1
-P="http://127.0.0.1:$PPORT"
 MA='cache-control=max-age%3D60'
 
 # raw PORT BYTES: one connection, print everything until the server closes.

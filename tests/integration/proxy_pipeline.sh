@@ -5,11 +5,9 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 2
-OPORT=$(ct_wait_listen origin) || exit 1
-ct_start proxy "$CT_BIN/cachet" --http 127.0.0.1:0 --https off --admin off --workers 1 \
+ct_start_origin --workers 2
+ct_start_proxy --http 127.0.0.1:0 --https off --admin off --workers 1 \
     --backend "127.0.0.1:$OPORT"
-PPORT=$(ct_wait_listen proxy http) || exit 1
 
 # Three requests in one write; the first is slow (300 ms), the last closes.
 exec 3<>"/dev/tcp/127.0.0.1/$PPORT"

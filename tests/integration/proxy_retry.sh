@@ -62,10 +62,8 @@ C
 ct_cc "$CT_TMP/ka" "$CT_TMP/ka.c" "the scripted origin"
 ct_start origin "$CT_TMP/ka"
 OPORT=$(ct_wait_listen origin) || exit 1
-ct_start proxy "$CT_BIN/cachet" --http 127.0.0.1:0 --https off --admin off --workers 1 \
+ct_start_proxy --http 127.0.0.1:0 --https off --admin off --workers 1 \
     --backend "127.0.0.1:$OPORT"
-PPORT=$(ct_wait_listen proxy http) || exit 1
-P="http://127.0.0.1:$PPORT"
 
 # /ka leaves one connection in cachet's pool; /retry then goes out on it as
 # its second request, is dropped, and must be retried on a new connection.

@@ -91,9 +91,8 @@ C
 ct_cc "$CT_TMP/up" "$CT_TMP/up.c" "the 101 helper origin"
 ct_start up "$CT_TMP/up"
 UPORT=$(ct_wait_listen up) || exit 1
-ct_start proxy "$CT_BIN/cachet" --http 127.0.0.1:0 --https off --admin off --workers 1 \
+ct_start_proxy --http 127.0.0.1:0 --https off --admin off --workers 1 \
     --backend "127.0.0.1:$UPORT"
-PPORT=$(ct_wait_listen proxy http) || exit 1
 
 exec 3<>"/dev/tcp/127.0.0.1/$PPORT"
 printf 'GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: shout\r\n\r\n' >&3

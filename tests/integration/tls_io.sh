@@ -10,11 +10,7 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
-ct_start proxy "$CT_BIN/cachet" --http 127.0.0.1:0 --https 127.0.0.1:0 \
-    --backend "127.0.0.1:$OPORT" --workers 1
-PPORT=$(ct_wait_listen proxy http) || exit 1
+ct_start_pair --https 127.0.0.1:0 --workers 1
 SPORT=$(ct_wait_listen proxy https) || exit 1
 
 # A TLS client over memory BIOs, so that the test decides how records map to

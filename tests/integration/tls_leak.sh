@@ -6,8 +6,7 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
+ct_start_origin
 ct_start proxy "$CT_BIN/cachet" --http off --https 127.0.0.1:0 --admin off --workers 1 \
     --backend "127.0.0.1:$OPORT"
 SPORT=$(ct_wait_listen proxy https) || exit 1

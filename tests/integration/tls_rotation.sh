@@ -7,8 +7,7 @@
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
+ct_start_origin
 cat >"$CT_TMP/rot.conf" <<EOF
 workers = 2;
 listen = ( { kind = "https"; address = "127.0.0.1:0";

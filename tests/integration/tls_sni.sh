@@ -30,8 +30,7 @@ ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
     -keyout "$D/mallory.key" -out "$D/mallory.crt" -subj "/CN=mallory"
 cat "$D/a.crt" "$D/ca.crt" >"$D/a_chain.crt" # leaf + chain in one file
 
-ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 1
-OPORT=$(ct_wait_listen origin) || exit 1
+ct_start_origin
 cert() { # FILE KEY [extra]
     printf '{ cert = "%s"; key = "%s"; %s }' "$D/$1.crt" "$D/$2.key" "${3:-}"
 }

@@ -166,7 +166,7 @@ static void view_of(struct ct_stats_view *v, const struct ct_stats *sum)
 
 static char *render(const struct ct_stats_view *v, bool json)
 {
-    struct ct_stats_out o = {0};
+    struct ct_buf o = {0};
     if (json)
         ct_stats_render_json(v, &o);
     else
@@ -214,7 +214,7 @@ static void test_json_valid_every_counter(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"2xx\":1"));
         CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"hit\":1"));
         CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"rem_close\":0"));
-        CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"name\":\"we\\\"ird\\\\name\\u000a\""));
+        CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"name\":\"we\\\"ird\\\\name\\n\""));
         CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"+Inf\":1"));
         if (round == 0) {
             CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"cache\":null"));
@@ -231,21 +231,6 @@ static void test_json_valid_every_counter(void)
     }
     ct_stats_free(&s);
     CU_ASSERT_PTR_NULL(s);
-}
-
-static void test_json_escape(void)
-{
-    struct ct_stats_out o = {0};
-    /* quote, backslash, control, DEL, valid UTF-8 (é, €), invalid bytes */
-    static const char in[] = "a\"b\\c\x01\x7f\xc3\xa9\xe2\x82\xac\xff\xc3(\xed\xa0\x80";
-    ct_stats_json_escape(&o, ct_str_make(in, sizeof(in) - 1));
-    CU_ASSERT_STRING_EQUAL(o.p, "a\\\"b\\\\c\\u0001\\u007f\xc3\xa9\xe2\x82\xac\\u00ff\\u00c3("
-                                "\\u00ed\\u00a0\\u0080");
-    char wrapped[256];
-    snprintf(wrapped, sizeof(wrapped), "\"%s\"", o.p);
-    CU_ASSERT_TRUE(json_valid(wrapped, strlen(wrapped)));
-    ct_stats_out_free(&o);
-    CU_ASSERT_PTR_NULL(o.p);
 }
 
 /* Prometheus 0.0.4: every sample's family has HELP then TYPE before it, the
@@ -550,7 +535,7 @@ static void test_alog_combined(void)
 {
     setenv("TZ", "UTC", 1);
     tzset();
-    struct ct_stats_out o = {0};
+    struct ct_buf o = {0};
     struct ct_accesslog_rec r = sample_rec();
     ct_accesslog_format(CT_ACCESSLOG_COMBINED, &r, &o);
     CU_ASSERT_STRING_EQUAL(o.p, "127.0.0.1 - - [01/Dec/2026:03:37:00 +0000] \"GET /a?b=1 "
@@ -594,12 +579,12 @@ static void test_alog_combined(void)
     r.status = 400;
     ct_accesslog_format(CT_ACCESSLOG_COMBINED, &r, &o);
     CU_ASSERT_PTR_NOT_NULL(strstr(o.p, "] \"-\" 400 "));
-    ct_stats_out_free(&o);
+    ct_buf_free(&o);
 }
 
 static void test_alog_json(void)
 {
-    struct ct_stats_out o = {0};
+    struct ct_buf o = {0};
     struct ct_accesslog_rec r = sample_rec();
     ct_accesslog_format(CT_ACCESSLOG_JSON, &r, &o);
     CU_ASSERT_TRUE(json_valid(o.p, o.len));
@@ -617,9 +602,9 @@ static void test_alog_json(void)
     ct_accesslog_format(CT_ACCESSLOG_JSON, &r, &o);
     CU_ASSERT_TRUE(json_valid(o.p, o.len));
     CU_ASSERT_PTR_NOT_NULL(strstr(o.p, "\"uri\":\"/q\\\"\\\\\\u0001\xc3\xa9\\u00ff\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(o.p, "\"user_agent\":\"a\\u0009b\\\"c\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.p, "\"user_agent\":\"a\\tb\\\"c\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(o.p, "\"upstream_time\":null,\"cache_status\":null"));
-    ct_stats_out_free(&o);
+    ct_buf_free(&o);
 }
 
 static size_t count_lines(const char *path)
@@ -750,7 +735,6 @@ static void test_alog_disk_full(void)
 void ct_test_register(void)
 {
     CT_SUITE("stats", {"JSON is valid and has every counter", test_json_valid_every_counter},
-             {"JSON escaping of quotes, controls and non-UTF-8", test_json_escape},
              {"Prometheus text format, labels escaped", test_prom_format},
              {"allocator figures beside the cache's bytes", test_memory_figures},
              {"latency histogram: le buckets cumulative, +Inf == count", test_histogram},

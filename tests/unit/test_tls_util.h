@@ -35,19 +35,6 @@ static inline void tt_pki_free(struct tt_pki *p)
     p->key = NULL;
 }
 
-static inline int tt_ext(X509 *x, X509 *issuer, int nid, const char *value)
-{
-    X509V3_CTX v3;
-    X509V3_set_ctx_nodb(&v3);
-    X509V3_set_ctx(&v3, issuer, x, NULL, NULL, 0);
-    X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, &v3, nid, value);
-    if (ext == NULL)
-        return 0;
-    int ok = X509_add_ext(x, ext, -1);
-    X509_EXTENSION_free(ext);
-    return ok;
-}
-
 /* A certificate with subject CN (and O=cachet test) for KEY, signed by
  * ISSUER (NULL: self-signed). SAN like "DNS:a.test,DNS:*.b.test" or NULL. */
 static inline X509 *tt_cert(EVP_PKEY *key, const char *cn, const char *san, bool is_ca,
@@ -67,11 +54,11 @@ static inline X509 *tt_cert(EVP_PKEY *key, const char *cn, const char *san, bool
     X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
     X509_set_issuer_name(x, issuer ? X509_get_subject_name(issuer->x) : name);
     X509 *ix = issuer ? issuer->x : x;
-    CU_ASSERT_FATAL(tt_ext(x, ix, NID_basic_constraints, is_ca ? "critical,CA:TRUE" : "CA:FALSE"));
+    CU_ASSERT_FATAL(ct_tls_x509_add_ext(x, ix, NID_basic_constraints, is_ca ? "critical,CA:TRUE" : "CA:FALSE"));
     if (is_ca)
-        CU_ASSERT_FATAL(tt_ext(x, ix, NID_key_usage, "critical,keyCertSign,cRLSign"));
+        CU_ASSERT_FATAL(ct_tls_x509_add_ext(x, ix, NID_key_usage, "critical,keyCertSign,cRLSign"));
     if (san)
-        CU_ASSERT_FATAL(tt_ext(x, ix, NID_subject_alt_name, san));
+        CU_ASSERT_FATAL(ct_tls_x509_add_ext(x, ix, NID_subject_alt_name, san));
     CU_ASSERT_FATAL(X509_sign(x, issuer ? issuer->key : key, EVP_sha256()) > 0);
     return x;
 }
