@@ -96,7 +96,7 @@ static void respond(struct admin_conn *ac, const struct ct_http_msg *req, unsign
     evbuffer_add_printf(out,
                         "HTTP/1.1 %u %s\r\nServer: cachet\r\nDate: %s\r\nContent-Type: %s\r\n"
                         "Content-Length: %zu\r\nCache-Control: no-store\r\n%s%s\r\n",
-                        status, ct_fwd_reason(status), date, ctype, len, extra ? extra : "",
+                        status, ct_http_status_reason(status), date, ctype, len, extra ? extra : "",
                         close ? "Connection: close\r\n" : "");
     if (req == NULL || req->method != CT_METHOD_HEAD)
         evbuffer_add(out, body, len);
@@ -196,7 +196,7 @@ static void error(struct admin_conn *ac, const struct ct_http_msg *req, unsigned
                   const char *extra)
 {
     char body[96];
-    int n = snprintf(body, sizeof(body), "%u %s\n", status, ct_fwd_reason(status));
+    int n = snprintf(body, sizeof(body), "%u %s\n", status, ct_http_status_reason(status));
     respond(ac, req, status, "text/plain", extra, body, (size_t)n);
 }
 

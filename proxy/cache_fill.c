@@ -70,7 +70,7 @@ static void add_via(struct evbuffer *out, const struct ct_http_msg *msg)
 
 static int status_line(char *buf, size_t cap, const struct ct_http_msg *msg)
 {
-    struct ct_str reason = msg->reason.len ? msg->reason : ct_str_c(ct_fwd_reason(msg->status));
+    struct ct_str reason = msg->reason.len ? msg->reason : ct_str_c(ct_http_status_reason(msg->status));
     int n = snprintf(buf, cap, "HTTP/1.1 %03u %.*s\r\n", msg->status % 1000, (int)reason.len,
                      reason.p);
     return CT_MIN(n, (int)cap - 1);

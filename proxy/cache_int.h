@@ -190,8 +190,7 @@ struct ct_wcache {
     struct ct_creq *wq_head, *wq_tail;
     struct ct_listener_conf bg_lc; /* plain-HTTP listener conf of internal connections */
     struct ct_ghost *ghosts;       /* their dropping ends (cache_bg.c) */
-    time_t date_sec;       /* Date of this second, formatted once */
-    char date[CT_HTTP_DATE_LEN + 1];
+    struct ct_http_date_cache date; /* Date of this second, formatted once */
 };
 
 /* cache_fill.c */
@@ -233,8 +232,6 @@ bool ct_cache_emit(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus,
  * then the next request). */
 void ct_cache_deliver(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus);
 bool ct_cache_sie_ok(struct ct_req *r, struct ct_obj *stale, ct_time_t now);
-/* Date of this second (formatted once per second per worker). */
-const char *ct_cache_date_now(struct ct_wcache *wc);
 /* The response is out: release what it held, flush, next request (C may be
  * gone after this). */
 void ct_cache_finish(struct ct_req *r);

@@ -415,17 +415,6 @@ bool ct_cache_key_for(struct ct_req *r, struct ct_str target, struct ct_cache_ke
 
 /* ---- small answers ------------------------------------------------------------ */
 
-/* Date for this second, formatted once per second per worker. */
-const char *ct_cache_date_now(struct ct_wcache *wc)
-{
-    time_t t = time(NULL);
-    if (t != wc->date_sec) {
-        ct_http_date_format(t, wc->date);
-        wc->date_sec = t;
-    }
-    return wc->date;
-}
-
 /* The response is out: next request (C may be gone after this). */
 void ct_cache_finish(struct ct_req *r)
 {

@@ -54,24 +54,6 @@ static void on_event(struct bufferevent *bev, short what, void *arg);
 static void on_timer(evutil_socket_t fd, short what, void *arg);
 static void read_head(struct ct_client *c);
 
-/* ---- close-reason table ---------------------------------------------------- */
-
-static const struct {
-    const char *name;
-    bool is_err;
-    unsigned status;
-    const char *text;
-} close_tbl[] = {
-#define CT_CLOSE(name, is_err, status, text) {#name, is_err, status, text},
-#include "common/close_tbl.h"
-#undef CT_CLOSE
-};
-
-const char *ct_close_name(enum ct_close why) { return close_tbl[why].name; }
-const char *ct_close_text(enum ct_close why) { return close_tbl[why].text; }
-bool ct_close_is_err(enum ct_close why) { return close_tbl[why].is_err; }
-unsigned ct_close_status(enum ct_close why) { return close_tbl[why].status; }
-
 /* ---- states ----------------------------------------------------------------- */
 
 static const char *const state_names[] = {

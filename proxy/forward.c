@@ -257,7 +257,7 @@ static void add_status_line(struct hw *out, unsigned status, struct ct_str reaso
     line[11] = (char)('0' + status % 10);
     hw_put(out, line, sizeof(line));
     if (reason.len == 0)
-        reason = ct_str_c(ct_fwd_reason(status));
+        reason = ct_str_c(ct_http_status_reason(status));
     add_str(out, reason);
     ADD_LIT(out, "\r\n");
 }
@@ -358,37 +358,11 @@ void ct_fwd_body_end(struct evbuffer *out)
     evbuffer_add(out, "0\r\n\r\n", 5);
 }
 
-const char *ct_fwd_reason(unsigned status)
-{
-    switch (status) {
-    case 100: return "Continue";
-    case 101: return "Switching Protocols";
-    case 200: return "OK";
-    case 204: return "No Content";
-    case 304: return "Not Modified";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 414: return "URI Too Long";
-    case 417: return "Expectation Failed";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    case 505: return "HTTP Version Not Supported";
-    }
-    return "Unknown";
-}
-
 void ct_fwd_error(struct evbuffer *out, unsigned status, bool head_only, bool close)
 {
     char date[CT_HTTP_DATE_LEN + 1];
     char body[96];
-    const char *reason = ct_fwd_reason(status);
+    const char *reason = ct_http_status_reason(status);
     int blen = snprintf(body, sizeof(body), "%u %s\n", status, reason);
 
     ct_http_date_format(time(NULL), date);

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "proxy/cache_int.h"
@@ -233,9 +234,7 @@ static void h1_deliver_head(struct ct_req *r, struct ct_obj *obj, const struct c
     size_t line_len = 0;
     if (p->own_status)
         line_len = (size_t)snprintf(line, sizeof(line), "HTTP/1.1 %u %s\r\n", p->status,
-                                    p->status == 206   ? "Partial Content"
-                                    : p->status == 416 ? "Range Not Satisfiable"
-                                                       : ct_fwd_reason(p->status));
+                                    ct_http_status_reason(p->status));
     const char *conn = conn_field(c, force_close);
     if (ct_obj_state(obj) != CT_OBJ_COMPLETE || !ct_io_can_write_now(&c->io)) {
         write_head(c, obj, wire, blk.status_len, p->own_status ? line : NULL, p->cache_status,
@@ -294,7 +293,7 @@ static void h1_send_synth(struct ct_req *r, unsigned status, struct ct_str body,
                         "HTTP/1.1 %u %s\r\nServer: cachet\r\nDate: %s\r\n"
                         "Content-Type: text/plain\r\nContent-Length: %zu\r\n"
                         "Cache-Status: %.*s\r\n%s\r\n",
-                        status, ct_fwd_reason(status), ct_cache_date_now(c->w->wc), body.len,
+                        status, ct_http_status_reason(status), ct_http_date_cached(&c->w->wc->date, time(NULL)), body.len,
                         (int)cstatus.len, cstatus.p, conn_field(c, false));
     if (!head && body.len)
         evbuffer_add(cout(c), body.p, body.len);

@@ -170,7 +170,7 @@ static void head(struct evbuffer *out, unsigned status, const char *ctype)
     evbuffer_add_printf(out,
                         "HTTP/1.1 %u %s\r\nServer: cachet\r\nDate: %s\r\nContent-Type: %s\r\n"
                         "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
-                        status, ct_fwd_reason(status), date, ctype);
+                        status, ct_http_status_reason(status), date, ctype);
 }
 
 /* Free BEV once its output is written (the 503 answer). */

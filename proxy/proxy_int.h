@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "common/close.h"
 #include "common/common.h"
 #include "conf/conf.h"
 #include "http/http.h"
@@ -43,19 +44,6 @@ struct ct_stats;
 struct ct_accesslog_buf;
 struct ct_cli;
 
-/* ---- close reasons (common/close_tbl.h) -------------------------------- */
-
-enum ct_close {
-#define CT_CLOSE(name, is_err, status, text) CT_CLOSE_##name,
-#include "common/close_tbl.h"
-#undef CT_CLOSE
-    CT_CLOSE__COUNT
-};
-
-const char *ct_close_name(enum ct_close why);
-const char *ct_close_text(enum ct_close why);
-bool ct_close_is_err(enum ct_close why);
-unsigned ct_close_status(enum ct_close why);
 
 /* ---- tuning that is not configuration ------------------------------------ */
 
@@ -498,7 +486,6 @@ void ct_fwd_body(struct evbuffer *out, struct evbuffer *src, size_t n, bool chun
 void ct_fwd_body_end(struct evbuffer *out);
 /* A short plain-text error response; CLOSE adds Connection: close. */
 void ct_fwd_error(struct evbuffer *out, unsigned status, bool head_only, bool close);
-const char *ct_fwd_reason(unsigned status);
 
 /* Feed one event's worth of SRC to parser P: peek the first contiguous
  * segment, feed it, drain what the parser consumed. With CT_HTTP_EV_BODY the

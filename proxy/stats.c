@@ -45,7 +45,7 @@ void ct_stats_conn_open(struct ct_stats *s)
 void ct_stats_conn_close(struct ct_stats *s, unsigned why)
 {
     ct_stats_sub(&s->connections_open[0], 1);
-    if (why < CT_STATS_CLOSE__COUNT)
+    if (why < CT_CLOSE__COUNT)
         ct_stats_add(&s->connections_closed[why], 1);
 }
 

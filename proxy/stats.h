@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "common/close.h"
 #include "common/common.h"
 
 struct ct_cache_stats; /* cache/cache.h */
@@ -68,19 +69,12 @@ enum ct_stats_proto {
         CT_STATS_PROTO__COUNT
 };
 
-/* Mirrors enum ct_close (proxy_int.h): same table, same order. */
-enum ct_stats_close {
-#define CT_CLOSE(name, is_err, status, text) CT_STATS_CLOSE_##name,
-#include "common/close_tbl.h"
-#undef CT_CLOSE
-    CT_STATS_CLOSE__COUNT
-};
 
 /* Number of slots of each label set. */
 #define CT_STATS_NL_NONE 1
 #define CT_STATS_NL_CLASS 6
 #define CT_STATS_NL_CACHE CT_STATS_CS__COUNT
-#define CT_STATS_NL_CLOSE CT_STATS_CLOSE__COUNT
+#define CT_STATS_NL_CLOSE CT_CLOSE__COUNT
 #define CT_STATS_NL_PROTO CT_STATS_PROTO__COUNT
 
 /* ---- the tables ------------------------------------------------------------ */

@@ -304,7 +304,7 @@ static void test_prom_format(void)
     struct ct_stats *s = ct_stats_new(2);
     ct_stats_conn_open(s);
     ct_stats_conn_open(s);
-    ct_stats_conn_close(s, CT_STATS_CLOSE_RX_BAD);
+    ct_stats_conn_close(s, CT_CLOSE_RX_BAD);
     ct_stats_req_done(s, 404, 100, CT_STATS_CS_MISS);
     ct_stats_backend(s, 0, CT_STATS_BE_upstream_requests);
     struct ct_stats_view v;
@@ -423,7 +423,7 @@ static void test_sum_workers(void)
             ct_stats_req_done(w[i], 503, 2000, CT_STATS_CS_PASS);
             ct_stats_backend(w[i], 1, CT_STATS_BE_upstream_timeouts);
         }
-        ct_stats_conn_close(w[i], CT_STATS_CLOSE_REM_CLOSE);
+        ct_stats_conn_close(w[i], CT_CLOSE_REM_CLOSE);
     }
     ct_stats_req_done(w[0], 0, 1, CT_STATS_CS_NONE);     /* no response */
     ct_stats_req_done(w[0], 99, 1, CT_STATS_CS__COUNT);  /* out of range: clamped */
@@ -433,7 +433,7 @@ static void test_sum_workers(void)
         ct_stats_sum(sum, w[i]);
     CU_ASSERT_EQUAL(ct_stats_get(&sum->connections_accepted[0]), 6);
     CU_ASSERT_EQUAL(ct_stats_get(&sum->connections_open[0]), 3);
-    CU_ASSERT_EQUAL(ct_stats_get(&sum->connections_closed[CT_STATS_CLOSE_REM_CLOSE]), 3);
+    CU_ASSERT_EQUAL(ct_stats_get(&sum->connections_closed[CT_CLOSE_REM_CLOSE]), 3);
     CU_ASSERT_EQUAL(ct_stats_get(&sum->requests[4]), 6);
     CU_ASSERT_EQUAL(ct_stats_get(&sum->requests[5]), 2);
     CU_ASSERT_EQUAL(ct_stats_get(&sum->cache_requests[CT_STATS_CS_PASS]), 6);
