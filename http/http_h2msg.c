@@ -177,7 +177,7 @@ int ct_http_h2msg_add(struct ct_http_h2msg *b, struct ct_str name, struct ct_str
     if (!name_ok(name))
         return fail(b, CT_EPROTO, 400,
                     name.len && memchr(name.p, ':', name.len) ? "colon in a field name"
-                                                               : "invalid or uppercase field name");
+                                                              : "invalid or uppercase field name");
     if (!value_ok(value))
         return fail(b, CT_EPROTO, 400, "invalid field value");
     enum ct_hdr_id id = ct_hdr_lookup(name);

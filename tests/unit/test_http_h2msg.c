@@ -58,10 +58,11 @@ static void test_get(void)
 
 static void test_body_framing(void)
 {
-    static const char *const cl[] = {":method", "POST", ":scheme", "https", ":authority", "a",
-                                     ":path", "/p", "content-length", "5", NULL};
-    static const char *const nocl[] = {":method", "POST", ":scheme", "https", ":authority", "a",
-                                       ":path", "/p", NULL};
+    static const char *const cl[] = {":method",        "POST", ":scheme", "https",
+                                     ":authority",     "a",    ":path",   "/p",
+                                     "content-length", "5",    NULL};
+    static const char *const nocl[] = {":method", "POST",  ":scheme", "https", ":authority",
+                                       "a",       ":path", "/p",      NULL};
     struct ct_http_h2msg *b = ct_http_h2msg_new(NULL);
     const struct ct_http_msg *m;
     CU_ASSERT_EQUAL_FATAL(build(b, cl, false, &m), CT_OK);
@@ -80,14 +81,13 @@ static void test_host_and_authority(void)
 {
     static const char *const same[] = {GET_PSEUDO, "host", "A.example", NULL};
     static const char *const differ[] = {GET_PSEUDO, "host", "b.example", NULL};
-    static const char *const host_only[] = {":method", "GET", ":scheme", "http", ":path", "/",
-                                            "host", "h.example", NULL};
-    static const char *const neither[] = {":method", "GET", ":scheme", "http", ":path", "/",
-                                          NULL};
-    static const char *const userinfo[] = {":method", "GET", ":scheme", "http", ":path", "/",
-                                           ":authority", "u@h", NULL};
+    static const char *const host_only[] = {":method", "GET",  ":scheme",   "http", ":path",
+                                            "/",       "host", "h.example", NULL};
+    static const char *const neither[] = {":method", "GET", ":scheme", "http", ":path", "/", NULL};
+    static const char *const userinfo[] = {":method", "GET",        ":scheme", "http", ":path",
+                                           "/",       ":authority", "u@h",     NULL};
     static const char *const two_hosts[] = {":method", "GET", ":scheme", "http", ":path", "/",
-                                            "host", "h", "host", "h", NULL};
+                                            "host",    "h",   "host",    "h",    NULL};
     CU_ASSERT_EQUAL(refused(same, true), 0);
     CU_ASSERT_EQUAL(refused(differ, true), 400);
     CU_ASSERT_EQUAL(refused(host_only, true), 0);
@@ -98,8 +98,8 @@ static void test_host_and_authority(void)
 
 static void test_cookies_joined(void)
 {
-    static const char *const nv[] = {GET_PSEUDO, "cookie", "a=1", "accept", "x", "cookie", "b=2",
-                                     "cookie", "c=3", NULL};
+    static const char *const nv[] = {GET_PSEUDO, "cookie", "a=1",    "accept", "x",
+                                     "cookie",   "b=2",    "cookie", "c=3",    NULL};
     struct ct_http_h2msg *b = ct_http_h2msg_new(NULL);
     const struct ct_http_msg *m;
     CU_ASSERT_EQUAL_FATAL(build(b, nv, true, &m), CT_OK);
@@ -115,14 +115,14 @@ static void test_cookies_joined(void)
 static void test_malformed(void)
 {
     static const char *const cases[][14] = {
-        {GET_PSEUDO, "Accept", "x", NULL},            /* uppercase name */
-        {GET_PSEUDO, "connection", "close", NULL},    /* connection-specific */
+        {GET_PSEUDO, "Accept", "x", NULL},         /* uppercase name */
+        {GET_PSEUDO, "connection", "close", NULL}, /* connection-specific */
         {GET_PSEUDO, "keep-alive", "1", NULL},
         {GET_PSEUDO, "proxy-connection", "x", NULL},
         {GET_PSEUDO, "transfer-encoding", "chunked", NULL},
         {GET_PSEUDO, "upgrade", "h2c", NULL},
-        {GET_PSEUDO, "te", "gzip", NULL},             /* te other than trailers */
-        {GET_PSEUDO, ":path", "/again", NULL},        /* duplicate pseudo */
+        {GET_PSEUDO, "te", "gzip", NULL},                            /* te other than trailers */
+        {GET_PSEUDO, ":path", "/again", NULL},                       /* duplicate pseudo */
         {":scheme", "https", ":authority", "a", ":path", "/", NULL}, /* no :method */
         {":method", "GET", ":authority", "a", ":path", "/", NULL},   /* no :scheme */
         {":method", "GET", ":scheme", "https", ":authority", "a", NULL}, /* no :path */
@@ -137,10 +137,10 @@ static void test_malformed(void)
         {GET_PSEUDO, ":protocol", "websocket", NULL}, /* unknown pseudo */
         {GET_PSEUDO, "x", "a\rb", NULL},              /* CR in a value */
         {GET_PSEUDO, "x", "a\nb", NULL},
-        {GET_PSEUDO, "x", " lead", NULL},             /* leading / trailing whitespace */
+        {GET_PSEUDO, "x", " lead", NULL}, /* leading / trailing whitespace */
         {GET_PSEUDO, "x", "trail\t", NULL},
-        {GET_PSEUDO, "x", "a\x01", NULL},             /* other CTL */
-        {GET_PSEUDO, "a:b", "x", NULL},               /* colon in a name */
+        {GET_PSEUDO, "x", "a\x01", NULL}, /* other CTL */
+        {GET_PSEUDO, "a:b", "x", NULL},   /* colon in a name */
         {GET_PSEUDO, "a b", "x", NULL},
         {GET_PSEUDO, "content-length", "1", "content-length", "1", NULL},
         {GET_PSEUDO, "content-length", "-1", NULL},
@@ -148,7 +148,7 @@ static void test_malformed(void)
         {":method", "GET", ":scheme", "1ht", ":authority", "a", ":path", "/", NULL},
         {":method", "CONNECT", ":authority", "a:443", ":path", "/", NULL}, /* CONNECT + :path */
         {":method", "CONNECT", ":authority", "a:443", ":scheme", "https", NULL},
-        {":method", "CONNECT", NULL},                 /* CONNECT without :authority */
+        {":method", "CONNECT", NULL}, /* CONNECT without :authority */
     };
     for (size_t i = 0; i < CT_ARRAY_LEN(cases); i++) {
         unsigned st = refused(cases[i], false);
@@ -160,8 +160,8 @@ static void test_malformed(void)
 
 static void test_accepted_edges(void)
 {
-    static const char *const options_star[] = {":method", "OPTIONS", ":scheme", "https",
-                                               ":authority", "a", ":path", "*", NULL};
+    static const char *const options_star[] = {
+        ":method", "OPTIONS", ":scheme", "https", ":authority", "a", ":path", "*", NULL};
     static const char *const connect[] = {":method", "CONNECT", ":authority", "a.example:443",
                                           NULL};
     static const char *const te_trailers[] = {GET_PSEUDO, "te", "Trailers", NULL};
@@ -217,8 +217,9 @@ static void test_limits(void)
 
 static void test_expect(void)
 {
-    static const char *const cont[] = {":method", "PUT", ":scheme", "https", ":authority", "a",
-                                       ":path", "/", "expect", "100-continue", NULL};
+    static const char *const cont[] = {":method", "PUT",   ":scheme", "https",  ":authority",
+                                       "a",       ":path", "/",       "expect", "100-continue",
+                                       NULL};
     static const char *const other[] = {GET_PSEUDO, "expect", "something", NULL};
     struct ct_http_h2msg *b = ct_http_h2msg_new(NULL);
     const struct ct_http_msg *m;
@@ -230,8 +231,8 @@ static void test_expect(void)
 
 static void test_trailers(void)
 {
-    static const char *const nv[] = {":method", "POST", ":scheme", "https", ":authority", "a",
-                                     ":path", "/", NULL};
+    static const char *const nv[] = {":method", "POST",  ":scheme", "https", ":authority",
+                                     "a",       ":path", "/",       NULL};
     struct ct_http_h2msg *b = ct_http_h2msg_new(NULL);
     const struct ct_http_msg *m;
     CU_ASSERT_EQUAL_FATAL(build(b, nv, false, &m), CT_OK);
