@@ -292,7 +292,11 @@ static size_t head_nv(struct ct_h2_conn *h, const struct ct_http_msg *resp,
         h->nv_cap = nmax * 2;
         h->nv = ct_xrealloc(h->nv, h->nv_cap * sizeof(*h->nv));
     }
-    snprintf(status, 4, "%03u", resp->status);
+    /* 100-599 (checked by the caller): three digits, without printf */
+    status[0] = (char)('0' + resp->status / 100);
+    status[1] = (char)('0' + resp->status / 10 % 10);
+    status[2] = (char)('0' + resp->status % 10);
+    status[3] = '\0';
     size_t n = 0;
     h->nv[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)status, 7, 3, NGHTTP2_NV_FLAG_NONE};
     for (size_t i = 0; i < resp->nfields + nextra; i++) {
