@@ -173,8 +173,10 @@ void ct_h2_conn_drain(struct ct_h2_conn *h);
  * (Connection and every field it names, Keep-Alive, Transfer-Encoding,
  * Upgrade, Proxy-Connection, TE: whatever ct_http_msg_field_is_hop() says),
  * then EXTRA[0..NEXTRA) as given (per-response fields: Age, Cache-Status).
- * BODY false ends the stream with the head (HEAD, 204, 304); otherwise the
- * body follows through ct_h2_body_ref/move/end. A 1xx RESP goes out as an
+ * BODY false ends the stream with the head; otherwise the body follows
+ * through ct_h2_body_ref/move/end. A response to HEAD, a 204 and a 304 end
+ * the stream with the head whatever BODY says (RFC 9110 §9.3.2, §15.3.5,
+ * §15.4.5), and body calls for them return CT_OK and drop the bytes. A 1xx RESP goes out as an
  * interim head (101 is refused: RFC 9113 §8.6) and a final head follows.
  * Returns CT_OK, CT_ENOENT (SID closed: the client went away) or CT_EPROTO
  * (a second final head, 101, a status outside 100-599). */

@@ -61,7 +61,9 @@ struct ct_h2_stream {
     void *req;                        /* the owner's handle; NULL until delivered */
     enum ct_h2_rx rx;
     enum ct_h2_tx tx;
-    bool deferred; /* the data source returned DEFERRED */
+    bool deferred;     /* the data source returned DEFERRED */
+    bool head_request; /* HEAD: no response content (RFC 9110 §9.3.2) */
+    bool bodiless;     /* the response can have no content: body calls are dropped */
     bool has_length;
     uint64_t content_length, body_received;
     struct evbuffer *body_in; /* received, not yet taken by the owner */

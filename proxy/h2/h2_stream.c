@@ -195,6 +195,7 @@ static int head_done(struct ct_h2_conn *h, struct ct_h2_stream *st, bool end)
     if (ct_http_h2msg_finish(st->head, end, &msg) != CT_OK)
         return refuse_head(h, st, end);
     st->has_length = msg->framing == CT_FRAME_LENGTH;
+    st->head_request = msg->method == CT_METHOD_HEAD;
     st->content_length = msg->content_length;
     st->rx = end ? CT_H2_RX_DONE : CT_H2_RX_BODY;
     h->counts.requests++;
@@ -391,6 +392,13 @@ int ct_h2_submit_head(struct ct_h2_conn *h, int32_t sid, const struct ct_http_ms
         return CT_EPROTO; /* RFC 9113 §8.6: no 101 in HTTP/2 */
     char status[4];
     size_t n = head_nv(h, resp, extra, nextra, status);
+    /* RFC 9110 §9.3.2, §15.3.5, §15.4.5: whatever the owner says, these
+     * responses have no content; the head ends the stream and any body the
+     * owner hands in later is dropped (released at once). */
+    if (resp->status >= 200 && (st->head_request || resp->status == 204 || resp->status == 304)) {
+        st->bodiless = true;
+        body = false;
+    }
     int rv;
     if (resp->status < 200) {
         rv = nghttp2_submit_headers(h->session, NGHTTP2_FLAG_NONE, sid, NULL, h->nv, n, NULL);
@@ -407,8 +415,11 @@ int ct_h2_body_ref(struct ct_h2_conn *h, int32_t sid, const void *p, size_t len,
                    ct_h2_release_cb *release, void *arg)
 {
     struct ct_h2_stream *st = owned(h, sid);
-    int rc = st == NULL ? CT_ENOENT : st->tx != CT_H2_TX_BODY ? CT_EPROTO : CT_OK;
-    if (rc != CT_OK || len == 0) {
+    int rc = st == NULL                ? CT_ENOENT
+             : st->bodiless            ? CT_OK
+             : st->tx != CT_H2_TX_BODY ? CT_EPROTO
+                                       : CT_OK;
+    if (rc != CT_OK || len == 0 || st->bodiless) {
         if (release)
             release(arg);
         return rc;
@@ -426,6 +437,10 @@ int ct_h2_body_move(struct ct_h2_conn *h, int32_t sid, struct evbuffer *src, siz
     struct ct_h2_stream *st = owned(h, sid);
     if (st == NULL)
         return CT_ENOENT;
+    if (st->bodiless) {
+        evbuffer_drain(src, n);
+        return CT_OK;
+    }
     if (st->tx != CT_H2_TX_BODY)
         return CT_EPROTO;
     struct evbuffer *buf = evbuffer_new();
@@ -447,6 +462,8 @@ int ct_h2_body_end(struct ct_h2_conn *h, int32_t sid)
     struct ct_h2_stream *st = owned(h, sid);
     if (st == NULL)
         return CT_ENOENT;
+    if (st->bodiless)
+        return CT_OK;
     if (st->tx != CT_H2_TX_BODY)
         return CT_EPROTO;
     st->tx = CT_H2_TX_ENDED;

@@ -350,6 +350,34 @@ static void test_owner_refuses_and_resets(void)
     rig_free(&g);
 }
 
+/* A body the response cannot have (HEAD, 204, 304) never goes out, even
+ * when the owner hands one in. */
+static void test_no_content_responses(void)
+{
+    struct rig g;
+    rig_init(&g, NULL, false, 0);
+    static const char *const head[] = {":method", "HEAD",  ":scheme", "https", ":authority",
+                                       "t",       ":path", "/",       NULL};
+    static const char *const get[] = {GET_NV("/"), NULL};
+    int32_t sh = request(&g, head, NULL), s204 = request(&g, get, NULL);
+    pump(&g);
+    static char body[100];
+    int rh = 0, r204 = 0;
+    respond(&g, sh, 200, body, sizeof body, &rh);
+    respond(&g, s204, 204, body, sizeof body, &r204);
+    pump(&g);
+    CU_ASSERT_EQUAL(cresp_of(&g, sh)->status, 200);
+    CU_ASSERT_EQUAL(cresp_of(&g, sh)->body, 0);
+    CU_ASSERT_TRUE(cresp_of(&g, sh)->closed);
+    CU_ASSERT_EQUAL(cresp_of(&g, sh)->code, 0);
+    CU_ASSERT_EQUAL(cresp_of(&g, s204)->body, 0);
+    CU_ASSERT_TRUE(cresp_of(&g, s204)->closed);
+    CU_ASSERT_EQUAL(cresp_of(&g, s204)->code, 0);
+    CU_ASSERT_EQUAL(rh, 1); /* dropped and released at once */
+    CU_ASSERT_EQUAL(r204, 1);
+    rig_free(&g);
+}
+
 void ct_test_register(void)
 {
     CT_SUITE(
@@ -363,5 +391,6 @@ void ct_test_register(void)
          test_zero_window_stream_does_not_stall},
         {"deferred data resumes when the owner has bytes", test_deferred_resumes},
         {"drain sends GOAWAY with the last stream id", test_drain},
-        {"the owner refuses a stream, resets another", test_owner_refuses_and_resets});
+        {"the owner refuses a stream, resets another", test_owner_refuses_and_resets},
+        {"HEAD, 204 and 304 responses carry no body", test_no_content_responses});
 }
