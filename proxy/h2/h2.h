@@ -18,7 +18,8 @@
  *
  * Re-entrancy. Callbacks run inside ct_h2_conn_recv() (and on_close also
  * inside ct_h2_conn_send() and ct_h2_conn_free()). From a callback the owner
- * may call any ct_h2_* function except ct_h2_conn_recv/send/free.
+ * may call any ct_h2_* function except ct_h2_conn_recv/send/free; from
+ * on_request it may already answer or reset the stream it is handed.
  *
  * Threads: one connection, one thread (the worker that owns the socket).
  */
@@ -58,11 +59,16 @@ struct ct_h2_settings {
      * no header block: the same kind of bucket (CVE-2019-9518). */
     unsigned empty_burst;
     unsigned empty_rate;
+    /* A response complete before its request body: the rest of the body is
+     * read and dropped up to this many bytes (so the client finishes its
+     * upload and reads the response), then RST_STREAM NO_ERROR. */
+    size_t discard_max;
 };
 
 /* 100 streams, 64 KiB stream and 1 MiB connection windows, 16 KiB frames,
  * 64 KiB header list, 100 fields, 100 queued ACKs, 200 resets then 50 per
- * second, 100 empty frames then 10 per second. */
+ * second, 100 empty frames then 10 per second, 1 MiB of body dropped after
+ * an early response. */
 void ct_h2_settings_default(struct ct_h2_settings *s);
 
 /* Why a connection ends: counters by reason, log text. CT_H2_WHY(ID, code, text):

@@ -52,6 +52,7 @@ void ct_h2_settings_default(struct ct_h2_settings *s)
         .reset_rate = 50,
         .empty_burst = 100,
         .empty_rate = 10,
+        .discard_max = 1u << 20,
     };
 }
 
@@ -168,6 +169,9 @@ static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *ud)
     struct ct_h2_conn *h = conn_of(ud);
     if (f->hd.type == NGHTTP2_RST_STREAM)
         h->counts.resets_sent++;
+    if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) &&
+        (f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        ct_h2_stream_response_sent(h, f->hd.stream_id);
     /* A GOAWAY of nghttp2's own (a protocol error it found) names the reason. */
     if (f->hd.type == NGHTTP2_GOAWAY && f->goaway.error_code != NGHTTP2_NO_ERROR &&
         (h->why == CT_H2_WHY_NONE || h->why == CT_H2_WHY_PROTOCOL || h->why == CT_H2_WHY_DRAIN))

@@ -43,6 +43,7 @@ enum ct_h2_rx {
     CT_H2_RX_TRAILERS, /* trailer block being received (validated, dropped) */
     CT_H2_RX_DONE,     /* END_STREAM received and checked */
     CT_H2_RX_REFUSED,  /* malformed or refused: reset or answered, never passed up */
+    CT_H2_RX_DISCARD,  /* the response is complete first: the rest of the body is dropped */
 };
 
 /* The response side's states. */
@@ -59,6 +60,7 @@ struct ct_h2_stream {
     struct ct_h2_stream *prev, *next; /* the connection's list */
     struct ct_http_h2msg *head;       /* the request; owns the message's bytes */
     void *req;                        /* the owner's handle; NULL until delivered */
+    bool delivering;                  /* inside on_request: the owner may answer already */
     enum ct_h2_rx rx;
     enum ct_h2_tx tx;
     bool deferred;     /* the data source returned DEFERRED */
@@ -66,6 +68,7 @@ struct ct_h2_stream {
     bool bodiless;     /* the response can have no content: body calls are dropped */
     bool has_length;
     uint64_t content_length, body_received;
+    uint64_t discarded;       /* in RX_DISCARD */
     struct evbuffer *body_in; /* received, not yet taken by the owner */
     struct ct_h2_piece *out_head, *out_tail;
     size_t out_queued; /* bytes in pieces not yet framed */
@@ -110,6 +113,8 @@ int ct_h2_on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t sid, const ui
                         size_t len, void *ud);
 /* HEADERS, DATA and RST_STREAM frames complete, for stream SID. */
 int ct_h2_stream_frame_recv(struct ct_h2_conn *h, const nghttp2_frame *f);
+/* The response on SID went out whole (END_STREAM sent). */
+void ct_h2_stream_response_sent(struct ct_h2_conn *h, int32_t sid);
 /* Tell the owner (if it has the stream), free the stream and its pieces. */
 void ct_h2_stream_close(struct ct_h2_stream *st, uint32_t code);
 int ct_h2_on_stream_close(nghttp2_session *s, int32_t sid, uint32_t code, void *ud);

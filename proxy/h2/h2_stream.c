@@ -33,6 +33,20 @@ static size_t body_bound(const struct ct_h2_conn *h)
     return CT_MAX((size_t)65535, (size_t)h->set.initial_window);
 }
 
+/* Drop N bytes of body in RX_DISCARD, opening the stream's window for them;
+ * past discard_max, RST_STREAM NO_ERROR tells the client to stop (RFC 9113
+ * §8.1). */
+static void discard(struct ct_h2_conn *h, struct ct_h2_stream *st, size_t n)
+{
+    nghttp2_session_consume_stream(h->session, st->id, n);
+    st->discarded += n;
+    if (st->discarded > h->set.discard_max) {
+        st->rx = CT_H2_RX_REFUSED;
+        CT_ASSERT(nghttp2_submit_rst_stream(h->session, NGHTTP2_FLAG_NONE, st->id,
+                                            NGHTTP2_NO_ERROR) == 0);
+    }
+}
+
 /* ---- pieces of response body ---------------------------------------------- */
 
 static void piece_unref(struct ct_h2_piece *pc)
@@ -199,13 +213,19 @@ static int head_done(struct ct_h2_conn *h, struct ct_h2_stream *st, bool end)
     st->content_length = msg->content_length;
     st->rx = end ? CT_H2_RX_DONE : CT_H2_RX_BODY;
     h->counts.requests++;
+    /* A hit may be answered from inside the callback, before its handle is
+     * known: the stream is the owner's from here on. */
+    st->delivering = true;
     st->req = h->cbs.on_request(h->owner, st->id, msg, end);
+    st->delivering = false;
     if (st->req == NULL) {
         st->rx = CT_H2_RX_REFUSED;
         CT_ASSERT(nghttp2_submit_rst_stream(h->session, NGHTTP2_FLAG_NONE, st->id,
                                             NGHTTP2_REFUSED_STREAM) == 0);
         return 0;
     }
+    if (st->rx == CT_H2_RX_REFUSED) /* the owner reset it from the callback */
+        return 0;
     if (end && h->cbs.on_request_end)
         h->cbs.on_request_end(h->owner, st->req, st->id);
     return 0;
@@ -246,8 +266,10 @@ int ct_h2_on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t sid, const ui
      * against the stream's window, which reopens only as the owner reads. */
     nghttp2_session_consume_connection(s, len);
     struct ct_h2_stream *st = ct_h2_stream_get(h, sid);
+    if (st && st->rx == CT_H2_RX_DISCARD)
+        discard(h, st, len);
     if (st == NULL || st->rx != CT_H2_RX_BODY)
-        return 0; /* reset or refused: dropped */
+        return 0; /* reset, refused or answered: dropped */
     st->body_received += len;
     if (st->has_length && st->body_received > st->content_length)
         return stream_error(h, st, NGHTTP2_PROTOCOL_ERROR); /* never passed on */
@@ -258,6 +280,23 @@ int ct_h2_on_data_chunk(nghttp2_session *s, uint8_t flags, int32_t sid, const ui
         return stream_error(h, st, NGHTTP2_FLOW_CONTROL_ERROR);
     evbuffer_add(st->body_in, data, len);
     return 0;
+}
+
+void ct_h2_stream_response_sent(struct ct_h2_conn *h, int32_t sid)
+{
+    struct ct_h2_stream *st = ct_h2_stream_get(h, sid);
+    if (st == NULL || (st->rx != CT_H2_RX_BODY && st->rx != CT_H2_RX_TRAILERS))
+        return;
+    /* The response is complete and the request is not. Resetting at once
+     * (RFC 9113 §8.1 allows RST_STREAM NO_ERROR) makes some clients drop
+     * the response (curl 7.88: error 92), so the rest of the body is read
+     * and dropped, up to discard_max, as HTTP/1 lingers on close. */
+    st->rx = CT_H2_RX_DISCARD;
+    size_t unread = st->body_in ? evbuffer_get_length(st->body_in) : 0;
+    if (unread) {
+        evbuffer_drain(st->body_in, unread);
+        discard(h, st, unread);
+    }
 }
 
 size_t ct_h2_body_unread(const struct ct_h2_conn *h, int32_t sid)
@@ -379,7 +418,7 @@ static struct ct_h2_stream *owned(struct ct_h2_conn *h, int32_t sid)
 {
     CT_CHECK_OBJ(h, CT_H2_CONN_MAGIC);
     struct ct_h2_stream *st = ct_h2_stream_get(h, sid);
-    return st && st->req && st->rx != CT_H2_RX_REFUSED ? st : NULL;
+    return st && (st->req || st->delivering) && st->rx != CT_H2_RX_REFUSED ? st : NULL;
 }
 
 int ct_h2_submit_head(struct ct_h2_conn *h, int32_t sid, const struct ct_http_msg *resp,

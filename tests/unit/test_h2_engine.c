@@ -378,6 +378,75 @@ static void test_no_content_responses(void)
     rig_free(&g);
 }
 
+/* A hit answered from inside on_request, before the owner's handle is
+ * known; and a stream reset from there never sees on_request_end. */
+static void test_answer_inside_callback(void)
+{
+    struct rig g;
+    rig_init(&g, NULL, false, 0);
+    g.inline_answer = 1;
+    static const char *const nv[] = {GET_NV("/hit"), NULL};
+    int32_t s1 = request(&g, nv, NULL);
+    pump(&g);
+    CU_ASSERT_EQUAL(cresp_of(&g, s1)->status, 200);
+    CU_ASSERT_EQUAL(cresp_of(&g, s1)->body, 26);
+    CU_ASSERT_TRUE(cresp_of(&g, s1)->closed);
+    CU_ASSERT_EQUAL(cresp_of(&g, s1)->code, 0);
+    CU_ASSERT_EQUAL(g.inline_released, 1);
+    g.inline_answer = 2;
+    int32_t s3 = request(&g, nv, NULL);
+    pump(&g);
+    CU_ASSERT_EQUAL(cresp_of(&g, s3)->code, NGHTTP2_REFUSED_STREAM);
+    CU_ASSERT_FALSE(sreq_of(&g, s3)->req_end);
+    CU_ASSERT_TRUE(sreq_of(&g, s3)->closed);
+    rig_free(&g);
+}
+
+/* The response is complete before the request body is (an early 413, a
+ * hit for a POST): the rest of the body is read and dropped, so the client
+ * finishes its upload and keeps the response; past discard_max it is told
+ * to stop with RST_STREAM NO_ERROR. Either way it never waits on a window
+ * nobody opens. */
+static void early_response(size_t discard_max, bool want_rst, bool inline_answer)
+{
+    struct ct_h2_settings s;
+    ct_h2_settings_default(&s);
+    s.discard_max = discard_max;
+    struct rig g;
+    rig_init(&g, &s, false, 0);
+    static char data[300000];
+    struct body_src b = {data, sizeof data, 0};
+    static const char *const nv[] = {":method", "POST",  ":scheme", "https", ":authority",
+                                     "t",       ":path", "/",       NULL};
+    g.inline_answer = inline_answer ? 3 : 0;
+    int32_t sid = request(&g, nv, &b);
+    pump(&g); /* the owner never reads: the client is stuck on the window */
+    CU_ASSERT_TRUE(b.off < sizeof data || inline_answer);
+    if (!inline_answer)
+        respond(&g, sid, 413, NULL, 0, NULL);
+    pump(&g);
+    struct cresp *r = cresp_of(&g, sid);
+    CU_ASSERT_EQUAL(r->status, 413);
+    CU_ASSERT_TRUE(r->closed);
+    CU_ASSERT_EQUAL(r->rst, want_rst);
+    CU_ASSERT_EQUAL(r->code, NGHTTP2_NO_ERROR);
+    CU_ASSERT_EQUAL(b.off == sizeof data, !want_rst);
+    CU_ASSERT_TRUE(sreq_of(&g, sid)->closed);
+    CU_ASSERT_FALSE(sreq_of(&g, sid)->req_end);
+    CU_ASSERT_EQUAL(sreq_of(&g, sid)->body, 0);
+    CU_ASSERT_EQUAL(ct_h2_conn_nstreams(g.h), 0);
+    rig_free(&g);
+}
+
+static void test_early_response_drains_upload(void)
+{
+    early_response(1 << 20, false, false);
+    early_response(100000, true, false);
+    /* answered at once: a window's worth of body is already buffered when
+     * the response goes out */
+    early_response(1 << 20, false, true);
+}
+
 void ct_test_register(void)
 {
     CT_SUITE(
@@ -392,5 +461,8 @@ void ct_test_register(void)
         {"deferred data resumes when the owner has bytes", test_deferred_resumes},
         {"drain sends GOAWAY with the last stream id", test_drain},
         {"the owner refuses a stream, resets another", test_owner_refuses_and_resets},
-        {"HEAD, 204 and 304 responses carry no body", test_no_content_responses});
+        {"HEAD, 204 and 304 responses carry no body", test_no_content_responses},
+        {"a response submitted from inside on_request", test_answer_inside_callback},
+        {"a response complete before the upload: body dropped, then NO_ERROR",
+         test_early_response_drains_upload});
 }

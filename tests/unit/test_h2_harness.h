@@ -51,8 +51,10 @@ struct rig {
     int ns;
     struct cresp r[MAXS];
     int nr;
-    bool read_bodies; /* the owner reads every body as it comes */
-    bool refuse;      /* on_request returns NULL */
+    bool read_bodies;  /* the owner reads every body as it comes */
+    bool refuse;       /* on_request returns NULL */
+    int inline_answer; /* on_request answers at once: 1 a 200 with a body, 2 a reset, 3 a 413 */
+    int inline_released;
     bool goaway;
     uint32_t goaway_code;
     int32_t goaway_last;
@@ -81,6 +83,11 @@ static struct cresp *cresp_of(struct rig *g, int32_t sid)
 
 /* ---- the owner ----------------------------------------------------------- */
 
+static inline void release_count(void *arg)
+{
+    (*(int *)arg)++;
+}
+
 static inline void copy_str(char *dst, size_t cap, struct ct_str s)
 {
     size_t n = CT_MIN(s.len, cap - 1);
@@ -100,6 +107,20 @@ static inline void *o_request(void *owner, int32_t sid, const struct ct_http_msg
     const struct ct_http_field *host = ct_http_msg_find(msg, CT_HDR_HOST, NULL);
     if (host)
         copy_str(q->host, sizeof q->host, host->value);
+    if (g->inline_answer == 1) {
+        static const char hit[] = "answered from the callback";
+        struct ct_http_msg resp = {.kind = CT_HTTP_RESPONSE, .status = 200};
+        CU_ASSERT_EQUAL(ct_h2_submit_head(g->h, sid, &resp, NULL, 0, true), CT_OK);
+        CU_ASSERT_EQUAL(
+            ct_h2_body_ref(g->h, sid, hit, sizeof hit - 1, release_count, &g->inline_released),
+            CT_OK);
+        CU_ASSERT_EQUAL(ct_h2_body_end(g->h, sid), CT_OK);
+    } else if (g->inline_answer == 3) {
+        struct ct_http_msg resp = {.kind = CT_HTTP_RESPONSE, .status = 413};
+        CU_ASSERT_EQUAL(ct_h2_submit_head(g->h, sid, &resp, NULL, 0, false), CT_OK);
+    } else if (g->inline_answer == 2) {
+        CU_ASSERT_EQUAL(ct_h2_reset(g->h, sid, NGHTTP2_REFUSED_STREAM), CT_OK);
+    }
     return g->refuse ? NULL : q;
 }
 
@@ -307,10 +328,6 @@ static inline int32_t request(struct rig *g, const char *const *nv, struct body_
 
 /* A response from the owner: STATUS, one field, body from BODY (by
  * reference, released into *RELEASED) or none. */
-static inline void release_count(void *arg)
-{
-    (*(int *)arg)++;
-}
 
 static inline void respond(struct rig *g, int32_t sid, unsigned status, const char *body,
                            size_t len, int *released)
