@@ -396,4 +396,21 @@ static inline long goaway_in_output(struct rig *g, int32_t *last)
     return -1;
 }
 
+/* The error code of a RST_STREAM for SID in the collected output, or -1. */
+static inline long rst_in_output(struct rig *g, uint32_t sid)
+{
+    size_t n = evbuffer_get_length(g->out);
+    const uint8_t *p = evbuffer_pullup(g->out, -1);
+    for (size_t i = 0; i + 9 <= n;) {
+        size_t len = ((size_t)p[i] << 16) | ((size_t)p[i + 1] << 8) | p[i + 2];
+        uint32_t fsid = ((uint32_t)(p[i + 5] & 0x7f) << 24) | ((uint32_t)p[i + 6] << 16) |
+                        ((uint32_t)p[i + 7] << 8) | p[i + 8];
+        if (p[i + 3] == NGHTTP2_RST_STREAM && fsid == sid && i + 13 <= n)
+            return (long)(((uint32_t)p[i + 9] << 24) | ((uint32_t)p[i + 10] << 16) |
+                          ((uint32_t)p[i + 11] << 8) | p[i + 12]);
+        i += 9 + len;
+    }
+    return -1;
+}
+
 #endif

@@ -343,6 +343,31 @@ static void test_priority_ignored(void)
     rig_free(&g);
 }
 
+/* SETTINGS_MAX_CONCURRENT_STREAMS: the stream past it is refused and never
+ * reaches the owner; the others are served. */
+static void test_concurrent_streams(void)
+{
+    struct ct_h2_settings s;
+    ct_h2_settings_default(&s);
+    s.max_concurrent_streams = 2;
+    struct rig g;
+    rig_init(&g, &s, true, 0);
+    hand_start(&g);
+    uint8_t buf[64], blk[] = {0x83, 0x87, 0x84, 0x01, 0x01, 'x'}; /* POST, body to come */
+    for (uint32_t sid = 1; sid <= 5; sid += 2)
+        to_server(&g, buf,
+                  frame(buf, NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, sid, blk, sizeof blk));
+    from_server(&g);
+    CU_ASSERT_EQUAL(g.ns, 2);
+    CU_ASSERT_PTR_NOT_NULL(sreq_of(&g, 1));
+    CU_ASSERT_PTR_NOT_NULL(sreq_of(&g, 3));
+    CU_ASSERT_PTR_NULL(sreq_of(&g, 5));
+    CU_ASSERT_EQUAL(rst_in_output(&g, 5), NGHTTP2_REFUSED_STREAM);
+    CU_ASSERT_EQUAL(rst_in_output(&g, 1), -1);
+    CU_ASSERT_EQUAL(g.rc, CT_OK);
+    rig_free(&g);
+}
+
 static void test_why_table(void)
 {
     CU_ASSERT_STRING_EQUAL(ct_h2_why_name(CT_H2_WHY_RAPID_RESET), "RAPID_RESET");
@@ -366,5 +391,6 @@ void ct_test_register(void)
         {"an empty DATA flood is cut", test_empty_data_flood},
         {"a CONTINUATION flood is cut", test_continuation_flood},
         {"PRIORITY frames are ignored safely", test_priority_ignored},
+        {"streams past max_concurrent_streams are refused", test_concurrent_streams},
         {"why names and texts", test_why_table});
 }
