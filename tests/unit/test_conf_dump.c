@@ -205,9 +205,11 @@ static void test_doc_reference(void)
             fputs(ref, out);
             fclose(out);
         }
-        fprintf(stderr, "%s's reference differs from ct_conf_print_reference(): run "
-                        "scripts/sync-conf-reference.py (it pastes conf_reference.md, written "
-                        "in the test's directory), then this test again\n", REF_DOC);
+        fprintf(stderr,
+                "%s's reference differs from ct_conf_print_reference(): run "
+                "scripts/sync-conf-reference.py (it pastes conf_reference.md, written "
+                "in the test's directory), then this test again\n",
+                REF_DOC);
         CU_FAIL("docs/config.md reference out of date");
     }
     free(ref);
