@@ -74,11 +74,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* The RFC 9111 decisions the store takes as inputs (written alongside; the
- * guard keeps a checkout without it building). */
-#if __has_include("cache/cache_policy.h")
+/* The RFC 9111 decisions the store takes as inputs. */
 #include "cache/cache_policy.h"
-#endif
 #include "common/common.h"
 
 struct ct_cache; /* opaque: the store */

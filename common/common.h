@@ -23,6 +23,8 @@
 #include <string.h>
 
 #define CT_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+/* The TYPE whose MEMBER P points at (an embedded struct's owner). */
+#define CT_CONTAINER_OF(p, type, member) ((type *)(void *)((char *)(p) - offsetof(type, member)))
 #define CT_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define CT_MAX(a, b) ((a) > (b) ? (a) : (b))
 

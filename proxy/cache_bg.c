@@ -139,7 +139,7 @@ bool ct_cache_bg_start(struct ct_client *c, struct ct_obj **fill, struct ct_obj 
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) != 0)
         return false;
-    if (!send_request(sv[1], c->req)) {
+    if (!send_request(sv[1], c->r.msg)) {
         close(sv[0]);
         close(sv[1]);
         return false;
@@ -172,7 +172,7 @@ bool ct_cache_bg_start(struct ct_client *c, struct ct_obj **fill, struct ct_obj 
         wc->ghosts->prev = gh;
     wc->ghosts = gh;
     CT_DEBUG("w%u c%llu %s: background refresh of %.*s on c%llu", w->id,
-             (unsigned long long)c->id, c->peer, (int)c->req->target.len, c->req->target.p,
+             (unsigned long long)c->id, c->peer, (int)c->r.msg->target.len, c->r.msg->target.p,
              (unsigned long long)g->id);
     return true;
 }

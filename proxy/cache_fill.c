@@ -15,8 +15,9 @@
  *     headers into a new object sharing the old body (§4.3.4); a 5xx within
  *     stale-if-error serves the stale object instead; an unsafe method's
  *     non-error response invalidates (§4.4);
- *   - the body: each piece the client gets is appended to the object (one
- *     copy: the object owns its memory); waiters stream from the object;
+ *   - the body: each piece the origin sends is appended to the object (one
+ *     copy: the object owns its memory) before the fetching client gets it
+ *     (moved, not copied); waiters stream from the object;
  *   - the end: ct_obj_complete(); a failure anywhere before it ends the
  *     object FAILED (cache_req.c, ct_cache_client_fail): never stored, its
  *     readers see a truncated body.
@@ -30,6 +31,7 @@
 
 #include "common/log.h"
 #include "proxy/cache_int.h"
+#include "proxy/proto.h"
 #include "proxy/stats.h"
 
 #define ADD_LIT(out, lit) evbuffer_add((out), (lit), sizeof(lit) - 1)
@@ -129,7 +131,7 @@ size_t ct_cache_tags_of(struct ct_client *c, const struct ct_http_msg *msg,
         ct_stats_add(&c->w->stats->cache_tags_refused[0], refused);
         CT_INFO("w%u c%llu: %.*s: %zu tags left out (cache.max_tags = %u, cache.max_tag_length "
                 "= %u)",
-                c->w->id, (unsigned long long)c->id, (int)c->req->target.len, c->req->target.p,
+                c->w->id, (unsigned long long)c->id, (int)c->r.msg->target.len, c->r.msg->target.p,
                 refused, cc->max_tags, cc->max_tag_length);
     }
     return n;
@@ -172,18 +174,6 @@ void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
     add_via(out, msg);
 }
 
-static const char *conn_text(enum ct_resp_conn conn)
-{
-    switch (conn) {
-    case CT_RESP_KEEP_ALIVE_10: return "Connection: keep-alive\r\n";
-    case CT_RESP_CLOSE: return "Connection: close\r\n";
-    case CT_RESP_KEEP:
-    case CT_RESP_UPGRADE:
-    case CT_RESP_INTERIM: break;
-    }
-    return "";
-}
-
 /* Targeted cache control is for us only (RFC 9213 §2), and so are the tags
  * unless cache.expose_tags: never forwarded. */
 static bool omit_ours(const struct ct_http_field *f, const void *arg)
@@ -210,8 +200,8 @@ static void validators(struct ct_obj *obj, struct ct_cache_validators *v)
 
 const struct ct_http_msg *ct_cache_fwd_msg(struct ct_client *c)
 {
-    struct ct_creq *cr = c->cr;
-    const struct ct_http_msg *req = c->req;
+    struct ct_creq *cr = c->r.cr;
+    const struct ct_http_msg *req = c->r.msg;
     if (cr == NULL || cr->mode != CT_CREQ_FILL)
         return req;
     if (cr->fwd_cap < req->nfields + 2) {
@@ -247,14 +237,14 @@ const struct ct_http_msg *ct_cache_fwd_msg(struct ct_client *c)
 static void invalidate(struct ct_client *c, const struct ct_http_msg *resp)
 {
     char *targets[3];
-    size_t n = ct_cache_policy_invalidate(c->req, resp, targets);
+    size_t n = ct_cache_policy_invalidate(c->r.msg, resp, targets);
     struct ct_cache_key key;
     for (size_t i = 0; i < n; i++) {
         if (ct_cache_key_for(c, ct_str_c(targets[i]), &key)) {
             size_t k = ct_cache_purge(c->w->wc->cache, &key);
             CT_DEBUG("w%u c%llu: %.*s %.*s invalidates %s (%zu objects)", c->w->id,
-                     (unsigned long long)c->id, (int)c->req->method_name.len,
-                     c->req->method_name.p, (int)c->req->target.len, c->req->target.p,
+                     (unsigned long long)c->id, (int)c->r.msg->method_name.len,
+                     c->r.msg->method_name.p, (int)c->r.msg->target.len, c->r.msg->target.p,
                      targets[i], k);
         }
         free(targets[i]);
@@ -294,7 +284,7 @@ static void windows(struct ct_client *c, const struct ct_cache_fresh *f, bool va
 static int store_head(struct ct_client *c, const struct ct_http_msg *msg, struct ct_obj *body_src,
                       ct_time_t now)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     const struct ct_cache_policy_opts *po = ct_cache_popts(c);
     struct ct_cache_blk blk = {.length = UINT64_MAX};
     char *vkey = NULL;
@@ -306,7 +296,7 @@ static int store_head(struct ct_client *c, const struct ct_http_msg *msg, struct
         if (v.len)
             memcpy(vkey, v.p, v.len);
         vlen = v.len;
-    } else if (ct_cache_vary_key(msg, c->req, &vkey, &vlen) != CT_OK) {
+    } else if (ct_cache_vary_key(msg, c->r.msg, &vkey, &vlen) != CT_OK) {
         return CT_EPROTO;
     }
     if (body_src)
@@ -369,14 +359,14 @@ static void drop_fill(struct ct_creq *cr, ct_time_t now, double hfm)
 static void serve_instead(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatus,
                           enum ct_resp_conn conn)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     cr->discard = true;
     c->resp_chunked = false;
     if (cr->bg)
         return; /* the client already has its answer */
     CT_ASSERT(ct_cache_emit(c, obj, cstatus, conn == CT_RESP_CLOSE));
     ct_obj_release(&cr->obj);
-    ct_flush(c->bev);
+    c->r.proto->flush(&c->r);
 }
 
 /* Parse our own stored block back into fields (only on a 304 update, never
@@ -411,7 +401,7 @@ static size_t parse_block(struct ct_str wire, uint32_t status_len, struct ct_htt
 static bool revalidated(struct ct_client *c, const struct ct_http_msg *r304,
                         enum ct_resp_conn conn, ct_time_t now)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     struct ct_obj *stale = cr->stale;
     struct ct_cache_validators v;
     struct ct_cache_blk blk;
@@ -456,7 +446,7 @@ static bool revalidated(struct ct_client *c, const struct ct_http_msg *r304,
 /* Why not to store MSG, or NULL to store it. *HFM: leave a hit-for-miss marker. */
 static const char *not_storable(struct ct_client *c, const struct ct_http_msg *msg, bool *hfm)
 {
-    enum ct_cache_store v = ct_cache_policy_storable(c->req, msg, ct_cache_popts(c));
+    enum ct_cache_store v = ct_cache_policy_storable(c->r.msg, msg, ct_cache_popts(c));
     *hfm = v != CT_CACHE_STORE_NOT_MODIFIED && v != CT_CACHE_STORE_PARTIAL &&
            v != CT_CACHE_STORE_REQ_NO_STORE;
     if (v != CT_CACHE_STORE_OK)
@@ -467,28 +457,21 @@ static const char *not_storable(struct ct_client *c, const struct ct_http_msg *m
     return NULL;
 }
 
-static void fill_client_head(struct ct_client *c, const struct ct_http_msg *msg,
-                             enum ct_resp_conn conn)
+static void fill_client_head(struct ct_client *c, const struct ct_http_msg *msg)
 {
-    struct ct_creq *cr = c->cr;
-    char frame[64] = "";
-    if (c->resp_chunked)
-        snprintf(frame, sizeof(frame), "Transfer-Encoding: chunked\r\n");
-    else if (msg->framing == CT_FRAME_LENGTH && c->req->method != CT_METHOD_HEAD)
-        snprintf(frame, sizeof(frame), "Content-Length: %llu\r\n",
-                 (unsigned long long)msg->content_length);
+    struct ct_creq *cr = c->r.cr;
     if (cr->stale)
         ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=%u; stored", cr->fwd_kind,
                             msg->status);
     else
         ct_cache_set_status(cr, "cachet; fwd=%s; stored", cr->fwd_kind);
-    ct_cache_write_head(c, cr->fill, NULL, cr->cstatus, "", frame, conn_text(conn));
+    ct_cache_fill_head(c, cr->fill, msg, cr->cstatus);
 }
 
 static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, enum ct_resp_conn conn,
                       ct_time_t now)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     const struct ct_conf_cache *cc = &c->w->cf->cache;
     if (cr->stale && msg->status == 304)
         return revalidated(c, msg, conn, now);
@@ -521,7 +504,7 @@ static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, enum c
         c->resp_chunked = false; /* the body goes to the scratch buffer, unframed */
         return true;
     }
-    if (cr->stripped && msg->status == 200 && c->req->method == CT_METHOD_GET) {
+    if (cr->stripped && msg->status == 200 && c->r.msg->method == CT_METHOD_GET) {
         /* The client asked for a Range or sent conditionals: it reads the
          * object as it fills, like a waiter, and gets its 206 / 304 / 416
          * (issue 5: on a miss, fetch the whole object and answer the range). */
@@ -534,19 +517,19 @@ static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, enum c
             ct_cache_stream_more(c);
         return true;
     }
-    fill_client_head(c, msg, conn);
+    fill_client_head(c, msg);
     return true;
 }
 
 bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum ct_resp_conn conn,
                         struct ct_fwd_resp_extra *extra)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     *extra = (struct ct_fwd_resp_extra){0};
     if (cr == NULL)
         return false;
     ct_time_t now = ct_time_real();
-    if (!(ct_http_method_flags(c->req->method) & CT_METHOD_SAFE))
+    if (!(ct_http_method_flags(c->r.msg->method) & CT_METHOD_SAFE))
         invalidate(c, msg);
     if (cr->mode == CT_CREQ_FILL && fill_head(c, msg, conn, now))
         return true;
@@ -565,14 +548,17 @@ bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum
 
 /* ---- the body ------------------------------------------------------------------------ */
 
+/* A fill takes the origin's body first (unframed, into the scratch buffer),
+ * and only then does the fetching client get it (ct_cache_resp_body): the
+ * object is filled from the upstream, never from what a client was sent. */
 struct evbuffer *ct_cache_body_sink(struct ct_client *c)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     if (cr == NULL)
         return cout(c);
     if (cr->discard)
         return NULL;
-    if (cr->bg || cr->self) {
+    if (cr->bg || cr->self || (cr->fill && cr->store_ok)) {
         if (cr->scratch == NULL)
             cr->scratch = evbuffer_new();
         return cr->scratch;
@@ -580,12 +566,13 @@ struct evbuffer *ct_cache_body_sink(struct ct_client *c)
     return cout(c);
 }
 
-/* Append SRC[off .. off+n) to the fill object, by its segments (no copy but
- * the object's own). Returns CT_OK or the store's error. */
-static int append_from(struct ct_obj *obj, struct evbuffer *src, size_t off, size_t n)
+/* Append all of SRC to the fill object, by its segments (no copy but the
+ * object's own). Returns CT_OK or the store's error. */
+static int append_all(struct ct_obj *obj, struct evbuffer *src)
 {
+    size_t n = evbuffer_get_length(src);
     struct evbuffer_ptr ptr;
-    if (evbuffer_ptr_set(src, &ptr, off, EVBUFFER_PTR_SET) != 0)
+    if (evbuffer_ptr_set(src, &ptr, 0, EVBUFFER_PTR_SET) != 0)
         return CT_EIO;
     while (n > 0) {
         struct evbuffer_iovec v[8];
@@ -607,39 +594,36 @@ static int append_from(struct ct_obj *obj, struct evbuffer *src, size_t off, siz
     return CT_OK;
 }
 
-void ct_cache_resp_body(struct ct_client *c, size_t n)
+bool ct_cache_resp_body(struct ct_client *c, size_t n)
 {
-    struct ct_creq *cr = c->cr;
-    if (cr == NULL || cr->discard)
-        return;
-    bool scratch = cr->bg || cr->self;
-    struct evbuffer *src = scratch ? cr->scratch : cout(c);
-    if (cr->fill && cr->store_ok && n > 0) {
-        /* The piece is the last N bytes, before the chunk's CRLF if framed. */
-        size_t tail = (!scratch && c->resp_chunked) ? 2 : 0;
-        size_t len = evbuffer_get_length(src);
-        CT_ASSERT(len >= n + tail);
-        if (append_from(cr->fill, src, len - n - tail, n) != CT_OK) {
-            /* Over max_object_size with no Content-Length, or no memory:
-             * this client gets the rest from the origin; readers see it cut. */
-            ct_obj_fail(cr->fill);
-            ct_obj_release(&cr->fill);
-            cr->store_ok = false;
-        }
+    struct ct_creq *cr = c->r.cr;
+    if (cr == NULL || cr->scratch == NULL || evbuffer_get_length(cr->scratch) == 0)
+        return false; /* not through the scratch buffer: straight to the client */
+    CT_ASSERT(evbuffer_get_length(cr->scratch) == n);
+    if (cr->fill && cr->store_ok && append_all(cr->fill, cr->scratch) != CT_OK) {
+        /* Over max_object_size with no Content-Length, or no memory: this
+         * client gets the rest from the origin; readers see it cut. */
+        ct_obj_fail(cr->fill);
+        ct_obj_release(&cr->fill);
+        cr->store_ok = false;
     }
-    if (scratch && src)
-        evbuffer_drain(src, evbuffer_get_length(src));
+    if (cr->bg || cr->self) { /* the client reads the object, or has its answer */
+        evbuffer_drain(cr->scratch, n);
+        return false;
+    }
+    ct_fwd_body(cout(c), cr->scratch, n, c->resp_chunked);
+    return true;
 }
 
 bool ct_cache_client_gone(struct ct_client *c)
 {
-    struct ct_creq *cr = c->cr;
-    if (cr == NULL || cr->fill == NULL || cr->bg || c->u == NULL ||
+    struct ct_creq *cr = c->r.cr;
+    if (cr == NULL || cr->fill == NULL || cr->bg || c->r.u == NULL ||
         (c->state != CT_CS_FETCH && c->state != CT_CS_SEND) ||
         (c->state == CT_CS_SEND && !cr->store_ok))
         return false;
     CT_DEBUG("w%u c%llu %s: client gone, filling %.*s on for the other readers", c->w->id,
-             (unsigned long long)c->id, c->peer, (int)c->req->target.len, c->req->target.p);
+             (unsigned long long)c->id, c->peer, (int)c->r.msg->target.len, c->r.msg->target.p);
     if (cr->self) { /* it was reading its own fill: stop */
         cr->self = false;
         ct_cache_unwait(cr);
@@ -657,12 +641,12 @@ bool ct_cache_client_gone(struct ct_client *c)
 
 bool ct_cache_filling(const struct ct_client *c)
 {
-    return c->cr && c->cr->fill && c->cr->store_ok && !c->cr->discard;
+    return c->r.cr && c->r.cr->fill && c->r.cr->store_ok && !c->r.cr->discard;
 }
 
 void ct_cache_resp_end(struct ct_client *c)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     if (cr == NULL)
         return;
     if (cr->fill) {

@@ -58,13 +58,16 @@ const struct ct_http_msg *ct_cache_fwd_msg(struct ct_client *c);
  * the fields it keeps to itself; zeroed: none). May reset c->resp_chunked. */
 bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum ct_resp_conn conn,
                         struct ct_fwd_resp_extra *extra);
-/* Where the origin's body goes in SEND: the client's output; NULL when an
- * object was delivered instead (dropped); a scratch buffer for a background
- * refresh (the client already has its answer). */
+/* Where the origin's body goes in SEND, unframed: the client's output (a
+ * pass: framed there by the caller); NULL when an object was delivered
+ * instead (dropped); else a scratch buffer that ct_cache_resp_body() empties
+ * (a fill, a background refresh, a client reading its own fill). */
 struct evbuffer *ct_cache_body_sink(struct ct_client *c);
-/* N body bytes were just written to the client's output (chunk-framed if
- * c->resp_chunked): copy them into the object being filled. */
-void ct_cache_resp_body(struct ct_client *c, size_t n);
+/* N body bytes just landed in the scratch sink: append them to the object
+ * being filled, then move them to the client's output (chunk-framed if
+ * c->resp_chunked) unless it reads the object or has its answer. True if
+ * they went to the client. */
+bool ct_cache_resp_body(struct ct_client *c, size_t n);
 /* The origin's response is complete. */
 void ct_cache_resp_end(struct ct_client *c);
 /* C is filling an object: keep reading the origin whatever C's own output
@@ -146,7 +149,6 @@ struct ct_creq {
     /* an internal connection refreshing in the background (cache_bg.c) */
     unsigned bg_port;      /* the triggering client's default port (key); 0: not one */
     struct ct_obj *handoff_fill, *handoff_stale; /* handed over, taken by its recv */
-    bool chunked;          /* delivering with chunked framing */
     bool discard;          /* the origin's body goes nowhere */
     bool store_ok;         /* fill: the head was stored */
     bool bg;               /* fill in the background: the client has its answer */
@@ -207,11 +209,18 @@ bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct
 /* Build the key of TARGET for C's request into cr->keybuf / *KEY. */
 bool ct_cache_key_for(struct ct_client *c, struct ct_str target, struct ct_cache_key *key);
 void ct_cache_set_status(struct ct_creq *cr, const char *fmt, ...) CT_PRINTF(2, 3);
-/* Write OBJ's stored head (or STATUS_LINE + its fields) and the per-hit
- * fields: Date, Age, Cache-Status, then EXTRA, FRAME and CONN verbatim. */
-void ct_cache_write_head(struct ct_client *c, struct ct_obj *obj, const char *status_line,
-                         struct ct_str cstatus, const char *extra, const char *frame,
-                         const char *conn);
+/* The head of the object C fills (FILL, stored from the origin's MSG) with
+ * CSTATUS; its body follows from the origin (fetch.c frames it). */
+void ct_cache_fill_head(struct ct_client *c, struct ct_obj *fill, const struct ct_http_msg *msg,
+                        struct ct_str cstatus);
+/* For the protocol's fast paths on a complete object being delivered: the
+ * next body piece (false: none left or not there), whether the body starts
+ * at the object's first byte, the bytes left and the offset they start at,
+ * and K bytes sent past the pieces (sendfile). Each counts the bytes sent. */
+bool ct_cache_obj_next(struct ct_client *c, struct ct_str *chunk);
+bool ct_cache_obj_at_start(const struct ct_client *c);
+uint64_t ct_cache_obj_left(const struct ct_client *c, uint64_t *off);
+void ct_cache_obj_sent(struct ct_client *c, uint64_t k);
 /* Write the whole response from OBJ (head, and body as far as it is there).
  * True if it is all out; false: the body streams on (cr->mode = STREAM). The
  * client's state is the caller's. */
@@ -223,9 +232,6 @@ void ct_cache_deliver(struct ct_client *c, struct ct_obj *obj, struct ct_str cst
 bool ct_cache_sie_ok(struct ct_client *c, struct ct_obj *stale, ct_time_t now);
 /* Date of this second (formatted once per second per worker). */
 const char *ct_cache_date_now(struct ct_wcache *wc);
-/* The Connection field C's response needs ("" for HTTP/1.1 keep-alive);
- * sets c->resp_close. */
-const char *ct_cache_conn_field(struct ct_client *c, bool force_close);
 /* The response is out: release what it held, flush, next request (C may be
  * gone after this). */
 void ct_cache_finish(struct ct_client *c);

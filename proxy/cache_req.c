@@ -29,7 +29,6 @@
 #include <stdarg.h>
 #include <string.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +38,7 @@
 
 #include "common/log.h"
 #include "proxy/cache_int.h"
+#include "proxy/proto.h"
 #include "proxy/stats.h"
 
 #define SWEEP_MS 500
@@ -47,8 +47,6 @@
 
 static bool lookup(struct ct_client *c);
 static void on_wait_timeout(evutil_socket_t fd, short what, void *arg);
-
-static struct evbuffer *cout(struct ct_client *c) { return bufferevent_get_output(c->bev); }
 
 /* ---- the process and its workers ------------------------------------------ */
 
@@ -212,7 +210,7 @@ struct ct_creq *ct_cache_creq_new(struct ct_client *c)
     cr->c = c;
     ct_cache_waiter_init(&cr->waiter, waiter_wake, cr);
     cr->timer = evtimer_new(c->w->base, on_wait_timeout, cr);
-    c->cr = cr;
+    c->r.cr = cr;
     return cr;
 }
 
@@ -253,7 +251,7 @@ static void creq_reset(struct ct_creq *cr)
     ct_obj_release(&cr->stale);
     cr->mode = CT_CREQ_NONE;
     cr->cs = CT_STATS_CS_NONE;
-    cr->chunked = cr->discard = cr->store_ok = cr->bg = cr->resume = false;
+    cr->discard = cr->store_ok = cr->bg = cr->resume = false;
     cr->self = cr->stripped = cr->validate = false;
     cr->fwd_kind = "miss"; /* RFC 9211: when neither uri-miss nor vary-miss is known */
     cr->skip = 0;
@@ -265,7 +263,7 @@ static void creq_reset(struct ct_creq *cr)
 
 void ct_cache_client_free(struct ct_client *c)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     if (cr == NULL)
         return;
     CT_CHECK_OBJ(cr, CT_CREQ_MAGIC);
@@ -281,24 +279,24 @@ void ct_cache_client_free(struct ct_client *c)
     free(cr->keybuf);
     cr->magic = 0;
     free(cr);
-    c->cr = NULL;
+    c->r.cr = NULL;
 }
 
 bool ct_cache_client_https(const struct ct_client *c)
 {
-    if (c->cr && c->cr->bg_port) /* internal: bg_port is the trigger's default port */
-        return c->cr->bg_port == 443;
+    if (c->r.cr && c->r.cr->bg_port) /* internal: bg_port is the trigger's default port */
+        return c->r.cr->bg_port == 443;
     return c->lc->kind == CT_LISTEN_HTTPS;
 }
 
 unsigned ct_cache_client_cs(const struct ct_client *c)
 {
-    return c->cr ? c->cr->cs : CT_STATS_CS_NONE;
+    return c->r.cr ? c->r.cr->cs : CT_STATS_CS_NONE;
 }
 
 const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_client *c)
 {
-    if (c->cr && c->cr->bg_port) /* internal connection: its request has no CC */
+    if (c->r.cr && c->r.cr->bg_port) /* internal connection: its request has no CC */
         return &c->w->wc->popts[0];
     /* A property of the listener struct, not of its index in the startup
      * table: reloads add, replace and reorder listeners. */
@@ -385,9 +383,9 @@ bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct
 
 bool ct_cache_key_for(struct ct_client *c, struct ct_str target, struct ct_cache_key *key)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     struct ct_wcache *wc = c->w->wc;
-    const struct ct_http_msg *req = c->req;
+    const struct ct_http_msg *req = c->r.msg;
     const struct ct_http_field *host = ct_http_msg_find(req, CT_HDR_HOST, NULL);
     struct ct_cache_key_in in = {
         .mclass = CT_CACHE_MCLASS_GET,
@@ -423,44 +421,27 @@ const char *ct_cache_date_now(struct ct_wcache *wc)
     return wc->date;
 }
 
-/* Which Connection field the response needs; sets c->resp_close. */
-const char *ct_cache_conn_field(struct ct_client *c, bool force_close)
-{
-    const struct ct_http_msg *req = c->req;
-    c->resp_close = force_close || !req->keep_alive || c->w->draining;
-    if (c->resp_close)
-        return "Connection: close\r\n";
-    return req->version == 10 ? "Connection: keep-alive\r\n" : "";
-}
-
 /* The response is out: next request (C may be gone after this). */
 void ct_cache_finish(struct ct_client *c)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     ct_obj_release(&cr->obj);
     ct_obj_release(&cr->stale);
     if (cr->mode != CT_CREQ_PASS && cr->mode != CT_CREQ_FILL)
         cr->mode = CT_CREQ_DONE;
-    ct_flush(c->bev);
+    c->r.proto->flush(&c->r);
     ct_client_response_done(c);
 }
 
 /* A short answer of our own (PURGE, only-if-cached, waiter timeout). */
 static void answer(struct ct_client *c, unsigned status, const char *body, const char *cstatus)
 {
-    struct ct_creq *cr = c->cr;
-    size_t blen = strlen(body);
-    bool head = c->req->method == CT_METHOD_HEAD;
-    evbuffer_add_printf(cout(c),
-                        "HTTP/1.1 %u %s\r\nServer: cachet\r\nDate: %s\r\n"
-                        "Content-Type: text/plain\r\nContent-Length: %zu\r\n"
-                        "Cache-Status: %s\r\n%s\r\n%s",
-                        status, ct_fwd_reason(status), ct_cache_date_now(c->w->wc), blen, cstatus,
-                        ct_cache_conn_field(c, false), head ? "" : body);
+    struct ct_creq *cr = c->r.cr;
+    c->r.proto->send_synth(&c->r, status, ct_str_c(body), ct_str_c(cstatus));
     cr->mode = CT_CREQ_DONE;
     ct_client_set_state(c, CT_CS_SEND);
-    c->resp_head_sent = true;
-    c->status = status;
+    c->r.head_sent = true;
+    c->r.status = status;
     ct_cache_finish(c);
 }
 
@@ -469,13 +450,13 @@ static void answer(struct ct_client *c, unsigned status, const char *body, const
 /* Continue the request with an origin fetch after the cache path let go. */
 static void resume_fetch(struct ct_client *c)
 {
-    c->cr->resume = true;
+    c->r.cr->resume = true;
     ct_fetch_start(c);
 }
 
 static void relookup(struct ct_client *c)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     ct_obj_release(&cr->obj);
     if (++cr->relookups > MAX_RELOOKUPS) {
         cr->mode = CT_CREQ_PASS;
@@ -490,7 +471,7 @@ static void relookup(struct ct_client *c)
 /* The busy object we wait on changed (or the first look at it). */
 static void head_ready(struct ct_client *c)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     for (;;) {
         enum ct_obj_state st = ct_obj_state(cr->obj);
         if (st == CT_OBJ_BUSY) {
@@ -508,7 +489,7 @@ static void head_ready(struct ct_client *c)
             ct_cache_set_status(cr, "cachet; fwd=uri-miss; detail=uncacheable");
             resume_fetch(c);
         } else if (st == CT_OBJ_FAILED ||
-                   !ct_cache_vary_match(ct_obj_vary(cr->obj), c->req)) {
+                   !ct_cache_vary_match(ct_obj_vary(cr->obj), c->r.msg)) {
             relookup(c);
         } else {
             cr->cs = CT_STATS_CS_COALESCED;
@@ -520,7 +501,7 @@ static void head_ready(struct ct_client *c)
 
 static void wait_on(struct ct_client *c, struct ct_obj *busy)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     uint64_t ms = c->w->cf->cache.waiter_timeout_ms;
     ct_obj_release(&cr->obj);
     cr->obj = busy;
@@ -563,8 +544,8 @@ static void on_wait_timeout(evutil_socket_t fd, short what, void *arg)
     }
     CT_WARN("w%u c%llu %s: waited %llu ms on another fetch of %.*s: 504", c->w->id,
             (unsigned long long)c->id, c->peer,
-            (unsigned long long)c->w->cf->cache.waiter_timeout_ms, (int)c->req->target.len,
-            c->req->target.p);
+            (unsigned long long)c->w->cf->cache.waiter_timeout_ms, (int)c->r.msg->target.len,
+            c->r.msg->target.p);
     answer(c, 504, "504 Gateway Timeout\n", "cachet; fwd=uri-miss; detail=wait-timeout");
 }
 
@@ -576,16 +557,9 @@ static bool body_expected(const struct ct_http_msg *m)
            (m->framing == CT_FRAME_LENGTH && m->content_length > 0);
 }
 
-/* A bodiless request: let the parser reach its END now, so the connection can
+/* A bodiless request: the protocol sees its end now, so the connection can
  * take the next request when we answer without the origin. */
-static bool finish_request(struct ct_client *c)
-{
-    size_t n;
-    if (ct_fwd_pump(c->rp, bufferevent_get_input(c->bev), NULL, false, &n) != CT_HTTP_EV_END)
-        return false;
-    c->req_body_done = true;
-    return true;
-}
+static bool finish_request(struct ct_client *c) { return c->r.proto->body_finish(&c->r); }
 
 static bool peer_may_purge(const struct ct_client *c)
 {
@@ -615,16 +589,16 @@ static bool peer_may_purge(const struct ct_client *c)
 
 static void purge(struct ct_client *c)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     cr->cs = CT_STATS_CS_PASS;
     if (!peer_may_purge(c)) {
         answer(c, 403, "403 PURGE not allowed from this address\n", "cachet; detail=purge");
         return;
     }
     /* Soft (Fastly's `Fastly-Soft-Purge: 1`): stale at once, revalidated. */
-    const struct ct_http_field *sf = ct_http_msg_find_name(c->req, CT_STR("Soft-Purge"), NULL);
+    const struct ct_http_field *sf = ct_http_msg_find_name(c->r.msg, CT_STR("Soft-Purge"), NULL);
     if (sf == NULL)
-        sf = ct_http_msg_find_name(c->req, CT_STR("Fastly-Soft-Purge"), NULL);
+        sf = ct_http_msg_find_name(c->r.msg, CT_STR("Fastly-Soft-Purge"), NULL);
     enum ct_cache_purge mode =
         sf && ct_str_eq(sf->value, CT_STR("1")) ? CT_CACHE_PURGE_SOFT : CT_CACHE_PURGE_HARD;
     ct_time_t now = ct_time_real();
@@ -632,14 +606,14 @@ static void purge(struct ct_client *c)
     /* With tag fields (cache.tag_headers), the tags they name are purged
      * instead of the URL: `PURGE / HTTP/1.1` + `Surrogate-Key: a b`. */
     struct ct_str tags[CT_CACHE_TAGS_MAX];
-    size_t ntags = ct_cache_tags_of(c, c->req, tags);
+    size_t ntags = ct_cache_tags_of(c, c->r.msg, tags);
     for (size_t i = 0; i < ntags; i++)
         n += ct_cache_purge_tag(c->w->wc->cache, tags[i], mode, now);
-    if (ntags == 0 && ct_cache_key_for(c, c->req->target, &cr->key))
+    if (ntags == 0 && ct_cache_key_for(c, c->r.msg->target, &cr->key))
         n = ct_cache_purge_key_mode(c->w->wc->cache, &cr->key, mode, now);
     CT_INFO("w%u c%llu %s: PURGE%s %.*s%s: %zu objects", c->w->id, (unsigned long long)c->id,
-            c->peer, mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "", (int)c->req->target.len,
-            c->req->target.p, ntags ? " by tag" : "", n);
+            c->peer, mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "", (int)c->r.msg->target.len,
+            c->r.msg->target.p, ntags ? " by tag" : "", n);
     answer(c, n ? 200 : 404, n ? "200 Purged\n" : "404 Not in cache\n", "cachet; detail=purge");
 }
 
@@ -660,11 +634,11 @@ static double ttl_left(const struct ct_cache_blk *blk, ct_time_t now)
  * own directives decide (§5.2.1). Returns true if answered. */
 static bool use_stored(struct ct_client *c, struct ct_obj *obj, ct_time_t now, bool stale)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     struct ct_cache_blk blk;
     struct ct_str wire;
     CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
-    enum ct_cache_use use = ct_cache_policy_use(&blk.fresh, c->req, ct_cache_popts(c), now);
+    enum ct_cache_use use = ct_cache_policy_use(&blk.fresh, c->r.msg, ct_cache_popts(c), now);
     char cs[96];
     switch (use) {
     case CT_CACHE_USE_FRESH:
@@ -695,7 +669,7 @@ static bool graceful(struct ct_client *c, struct ct_obj *obj, ct_time_t now)
     CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
     if (blk.fresh.flags & (CT_CACHE_F_MUST_REVALIDATE | CT_CACHE_F_NO_CACHE))
         return false;
-    ct_cache_policy_req_cc(c->req, ct_cache_popts(c), &cc);
+    ct_cache_policy_req_cc(c->r.msg, ct_cache_popts(c), &cc);
     if ((cc.flags & CT_CC_NO_CACHE) || cc.max_age != CT_CC_UNSET || cc.min_fresh != CT_CC_UNSET)
         return false;
     return ct_obj_in_grace(obj, now);
@@ -703,14 +677,14 @@ static bool graceful(struct ct_client *c, struct ct_obj *obj, ct_time_t now)
 
 static bool on_stale(struct ct_client *c, struct ct_cache_lookup_res *res, ct_time_t now)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     if (use_stored(c, res->obj, now, true)) {
         if (res->fetch)
             ct_obj_abandon(res->fetch, now, 0);
         ct_cache_lookup_res_release(res);
         return true;
     }
-    if (graceful(c, res->obj, now) && !(c->req->method == CT_METHOD_HEAD && res->fetch)) {
+    if (graceful(c, res->obj, now) && !(c->r.msg->method == CT_METHOD_HEAD && res->fetch)) {
         struct ct_cache_blk blk;
         struct ct_str wire;
         char cs[112];
@@ -742,7 +716,7 @@ static bool on_stale(struct ct_client *c, struct ct_cache_lookup_res *res, ct_ti
         ct_obj_release(&cr->obj); /* emit's hold: the whole body is queued */
         cr->bg = true;
         cr->mode = CT_CREQ_FILL;
-        ct_flush(c->bev);
+        c->r.proto->flush(&c->r);
         /* The client may close now that it has its answer: do not read, so
          * its EOF does not end the refresh; reading resumes with its next
          * request (enter_read_head), after the refresh. */
@@ -789,9 +763,9 @@ static const char *miss_name(enum ct_cache_miss m)
  * fetch in progress, to wait on) instead of HIT. */
 static bool lookup_as(struct ct_client *c, bool revalidate)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     struct ct_wcache *wc = c->w->wc;
-    const struct ct_http_msg *req = c->req;
+    const struct ct_http_msg *req = c->r.msg;
     ct_time_t now = ct_time_real();
     bool head = req->method == CT_METHOD_HEAD;
     struct ct_cache_lookup_req lr = {
@@ -874,7 +848,7 @@ bool ct_cache_recv(struct ct_client *c)
         policy_opts(&wc->cf->cache, false, &wc->popts[0]);
         policy_opts(&wc->cf->cache, true, &wc->popts[1]);
     }
-    struct ct_creq *cr = c->cr ? c->cr : ct_cache_creq_new(c);
+    struct ct_creq *cr = c->r.cr ? c->r.cr : ct_cache_creq_new(c);
     if (cr->resume) { /* the cache path handed the request back: fetch it */
         cr->resume = false;
         return false;
@@ -889,15 +863,15 @@ bool ct_cache_recv(struct ct_client *c)
         cr->req_time = ct_time_real();
         /* Not a client's request: no access-log line, no request counters
          * (the origin fetch is still counted per backend). */
-        c->ops_logged = true;
-        if (c->req->method == CT_METHOD_GET && !body_expected(c->req) && finish_request(c))
+        c->r.logged = true;
+        if (c->r.msg->method == CT_METHOD_GET && !body_expected(c->r.msg) && finish_request(c))
             return false;
         ct_obj_fail(cr->fill); /* cannot happen with our own request; be safe */
         ct_obj_release(&cr->fill);
         return pass(cr, "refresh");
     }
     creq_reset(cr);
-    const struct ct_http_msg *req = c->req;
+    const struct ct_http_msg *req = c->r.msg;
     if (req->method == CT_METHOD_PURGE && !body_expected(req) && finish_request(c)) {
         purge(c);
         return true;
@@ -941,7 +915,7 @@ bool ct_cache_sie_ok(struct ct_client *c, struct ct_obj *stale, ct_time_t now)
 
 bool ct_cache_client_fail(struct ct_client *c, enum ct_close why)
 {
-    struct ct_creq *cr = c->cr;
+    struct ct_creq *cr = c->r.cr;
     if (cr == NULL)
         return false;
     if (why == CT_CLOSE_TX_TIMEOUT && ct_cache_client_gone(c))
@@ -953,22 +927,22 @@ bool ct_cache_client_fail(struct ct_client *c, enum ct_close why)
     if (cr->bg && origin_error(why)) {
         /* The client already has its (stale) answer: the refresh failed. */
         CT_WARN("w%u c%llu %s: background refresh of %.*s failed: %s", c->w->id,
-                (unsigned long long)c->id, c->peer, (int)c->req->target.len, c->req->target.p,
+                (unsigned long long)c->id, c->peer, (int)c->r.msg->target.len, c->r.msg->target.p,
                 ct_close_text(why));
         cr->bg = false;
-        if (c->u)
-            ct_upstream_release(&c->u, false);
+        if (c->r.u)
+            ct_upstream_release(&c->r.u, false);
         if (c->state == CT_CS_FETCH)
             ct_client_set_state(c, CT_CS_SEND);
-        c->resp_head_sent = true;
+        c->r.head_sent = true;
         ct_cache_finish(c);
         return true;
     }
-    if (cr->stale && !cr->validate && !c->resp_head_sent && c->state == CT_CS_FETCH &&
+    if (cr->stale && !cr->validate && !c->r.head_sent && c->state == CT_CS_FETCH &&
         origin_error(why) &&
         ct_cache_sie_ok(c, cr->stale, ct_time_real())) {
-        if (c->u)
-            ct_upstream_release(&c->u, false);
+        if (c->r.u)
+            ct_upstream_release(&c->r.u, false);
         cr->cs = CT_STATS_CS_STALE;
         cr->mode = CT_CREQ_DONE;
         struct ct_obj *stale = cr->stale;

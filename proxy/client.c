@@ -31,12 +31,9 @@
 #include <event2/event.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <linux/sockios.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -159,106 +156,32 @@ void ct_client_body_clock(struct ct_client *c, bool start)
     const struct ct_conf_limits *lim = &c->w->cf->limits;
     uint64_t now = now_ms();
     if (start) {
-        c->body_t0_ms = now;
-        c->body_paused_ms = 0;
+        c->r.body_t0_ms = now;
+        c->r.body_paused_ms = 0;
     }
-    if (c->req_body_done || c->body_paused_ms) {
+    if (c->r.body_done || c->r.body_paused_ms) {
         deadline_clear(c);
         return;
     }
     uint64_t allowed = lim->client_body_timeout_ms;
     if (lim->client_body_min_rate)
-        allowed += c->req_body_bytes * 1000 / lim->client_body_min_rate;
-    uint64_t end = c->body_t0_ms + allowed;
+        allowed += c->r.body_bytes * 1000 / lim->client_body_min_rate;
+    uint64_t end = c->r.body_t0_ms + allowed;
     deadline_set(c, end > now ? end - now : 0);
 }
 
 void ct_client_body_pause(struct ct_client *c, bool paused)
 {
-    if (paused == (c->body_paused_ms != 0))
+    if (paused == (c->r.body_paused_ms != 0))
         return;
     if (paused) {
-        c->body_paused_ms = now_ms();
+        c->r.body_paused_ms = now_ms();
         deadline_clear(c);
         return;
     }
-    c->body_t0_ms += now_ms() - c->body_paused_ms; /* cachet's wait, not the client's */
-    c->body_paused_ms = 0;
+    c->r.body_t0_ms += now_ms() - c->r.body_paused_ms; /* cachet's wait, not the client's */
+    c->r.body_paused_ms = 0;
     ct_client_body_clock(c, false);
-}
-
-/* TLS before io.c took the connection over (the first response on it; see
- * io.c ct_io_flush for all later ones): one SSL_write per record's worth of
- * output, so a response's head and body (separate evbuffer chunks) leave as
- * one record and one write(2), not one of each per chunk as
- * bufferevent_openssl's do_write does. The first CT_TLS_WRITE bytes are
- * made contiguous (a copy only when they span chunks). Whatever the socket
- * does not take (WANT_WRITE; SSL_write is then retried by libevent from the
- * same first bytes, a buffer at least as long, which OpenSSL allows with
- * SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, set by libevent) and any error go to
- * libevent by enabling EV_WRITE: its write timeout, its error event and
- * OpenSSL's error queue then apply as before, on the next loop turn, so no
- * callback runs under our caller. */
-#define CT_TLS_WRITE (16 * 1024)
-
-static void tls_flush(struct bufferevent *bev, SSL *ssl)
-{
-    struct evbuffer *out = bufferevent_get_output(bev);
-    size_t len;
-    while ((len = evbuffer_get_length(out)) > 0) {
-        size_t n = CT_MIN(len, (size_t)CT_TLS_WRITE);
-        unsigned char *p = evbuffer_pullup(out, (ev_ssize_t)n);
-        if (p == NULL)
-            break;
-        ERR_clear_error();
-        int r = SSL_write(ssl, p, (int)n);
-        if (r <= 0)
-            break; /* WANT_WRITE/WANT_READ or an error: libevent's to handle */
-        evbuffer_drain(out, (size_t)r);
-    }
-    if (evbuffer_get_length(out) > 0)
-        bufferevent_enable(bev, EV_WRITE);
-}
-
-/* The client whose TLS bufferevent BEV is (only clients have TLS ones). */
-static struct ct_client *tls_client_of(struct bufferevent *bev)
-{
-    void *arg = NULL;
-    bufferevent_getcb(bev, NULL, NULL, NULL, &arg);
-    struct ct_client *c = arg;
-    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
-    return c;
-}
-
-void ct_flush(struct bufferevent *bev)
-{
-    struct evbuffer *out = bufferevent_get_output(bev);
-    SSL *ssl = bufferevent_openssl_get_ssl(bev); /* NULL: not a TLS bufferevent */
-    if (ssl != NULL && ct_io_flush(&tls_client_of(bev)->io))
-        return; /* io.c writes this connection */
-    if ((bufferevent_get_enabled(bev) & EV_WRITE) || evbuffer_get_length(out) == 0)
-        return; /* libevent is already on it, or nothing to do */
-    if (ssl != NULL) {
-        tls_flush(bev, ssl);
-        return;
-    }
-    /* A socket bufferevent keeps its output's front frozen so that only it
-     * drains it; its own write callback unfreezes around the write, and so
-     * do we (same public calls, same order). */
-    evbuffer_unfreeze(out, 1);
-    int n = evbuffer_write(out, bufferevent_getfd(bev));
-    evbuffer_freeze(out, 1);
-    /* The rest, or the error, go through libevent: its write timeout and
-     * error event then apply as usual. */
-    if (n < 0 || evbuffer_get_length(out) > 0)
-        bufferevent_enable(bev, EV_WRITE);
-}
-
-void ct_set_timeouts(struct bufferevent *bev, uint64_t read_ms, uint64_t write_ms)
-{
-    struct timeval r = {(time_t)(read_ms / 1000), (suseconds_t)((read_ms % 1000) * 1000)};
-    struct timeval wr = {(time_t)(write_ms / 1000), (suseconds_t)((write_ms % 1000) * 1000)};
-    bufferevent_set_timeouts(bev, read_ms ? &r : NULL, write_ms ? &wr : NULL);
 }
 
 /* ---- accept / close ---------------------------------------------------------- */
@@ -312,6 +235,7 @@ void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, in
     c->lc = lc;
     c->bev = bev;
     c->id = ++w->next_conn_id;
+    c->r.proto = &ct_h1_proto;
     c->rp = ct_http_parser_new(CT_HTTP_REQUEST, &w->limits);
     ct_http_parser_set_gateway(c->rp, true);
     c->timer = evtimer_new(w->base, on_timer, c);
@@ -322,7 +246,6 @@ void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, in
         w->clients->prev = c;
     w->clients = c;
     w->nclients++;
-    w->n_accepted++;
     ct_ops_conn_open(c);
 
     bool plain = lc->kind == CT_LISTEN_HTTP;
@@ -343,7 +266,7 @@ void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, in
         c->state = CT_CS_READ_HEAD;
         deadline_set(c, w->cf->limits.client_header_timeout_ms);
     }
-    /* We write directly (ct_flush; TLS: tls_flush), libevent only takes over
+    /* We write directly (ct_io_flush; TLS: tls_flush), libevent only takes over
      * what the socket did not take. Plain TCP: reads are ours too (io.c). */
     bufferevent_disable(bev, plain ? EV_READ | EV_WRITE : EV_WRITE);
     ct_io_read(&c->io, true);
@@ -365,8 +288,8 @@ static void client_unlink(struct ct_client *c)
 static void client_free(struct ct_client *c)
 {
     ct_cache_client_free(c);
-    if (c->u)
-        ct_upstream_release(&c->u, false);
+    if (c->r.u)
+        ct_upstream_release(&c->r.u, false);
     ct_io_detach(&c->io);
     bufferevent_free(c->bev);
     event_free(c->timer);
@@ -382,7 +305,6 @@ static void client_close(struct ct_client *c, enum ct_close why)
     struct ct_worker *w = c->w;
     if (!c->failed)
         c->why = why;
-    w->n_close[c->why]++;
     ct_ops_conn_close(c);
     CT_DEBUG("w%u c%llu %s: closed (%s)", w->id, (unsigned long long)c->id, c->peer,
              ct_close_name(c->why));
@@ -410,14 +332,13 @@ void ct_client_finish(struct ct_client *c, enum ct_close why)
 {
     if (!c->failed)
         c->why = why;
-    if (c->u)
-        ct_upstream_release(&c->u, false);
+    if (c->r.u)
+        ct_upstream_release(&c->r.u, false);
     ct_client_set_state(c, CT_CS_LINGER);
     bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
     ct_io_timeouts(&c->io, 0, 0);
     deadline_set(c, LINGER_MS);
-    if (!ct_io_flush(&c->io)) /* TLS taken over: io.c writes, never the bufferevent */
-        bufferevent_enable(c->bev, EV_WRITE);
+    ct_io_flush_linger(&c->io);
     ct_io_read(&c->io, true);
     if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
         on_write(c->bev, c);
@@ -451,20 +372,20 @@ void ct_client_fail(struct ct_client *c, enum ct_close why)
         detail = ct_http_parser_error_reason(c->rp);
     }
     if (ct_close_is_err(why)) {
-        const char *be = c->u ? ct_upstream_backend(c->u)->name : "";
+        const char *be = c->r.u ? ct_upstream_backend(c->r.u)->name : "";
         CT_ERR("w%u c%llu r%u %s %s%s%s: %s%s%s (status=%u close=%s)", c->w->id,
                (unsigned long long)c->id, c->nreq, c->peer, action(c), *be ? " via " : "", be,
                ct_close_text(why), *detail ? ": " : "", detail,
-               c->resp_head_sent ? 0 : status, ct_close_name(why));
+               c->r.head_sent ? 0 : status, ct_close_name(why));
     }
-    if (status == 0 || c->resp_head_sent || c->state == CT_CS_TUNNEL ||
+    if (status == 0 || c->r.head_sent || c->state == CT_CS_TUNNEL ||
         c->state == CT_CS_TLS_HANDSHAKE) {
         /* Nothing to say, or too late to say it: a truncated message must
          * look truncated, so close without a clean end. */
         client_close(c, why);
         return;
     }
-    bool head_only = c->req && c->req->method == CT_METHOD_HEAD;
+    bool head_only = c->r.msg && c->r.msg->method == CT_METHOD_HEAD;
     ct_ops_req_end(c, status);
     ct_fwd_error(bufferevent_get_output(c->bev), status, head_only, true);
     ct_client_finish(c, why);
@@ -475,14 +396,11 @@ void ct_client_fail(struct ct_client *c, enum ct_close why)
 static void enter_read_head(struct ct_client *c)
 {
     struct ct_worker *w = c->w;
-    c->req = NULL;
-    c->req_body_done = c->req_paused = c->sent_continue = false;
-    c->req_body_bytes = 0;
-    c->body_paused_ms = 0;
-    c->retries = 0;
-    c->resp_head_sent = c->resp_chunked = c->resp_close = false;
-    c->up_keep_alive = c->up_paused = c->up_got_byte = false;
-    c->status = 0;
+    /* A new exchange; the cache's part (its buffers) is kept for it. */
+    struct ct_creq *cr = c->r.cr;
+    CT_ASSERT(c->r.u == NULL);
+    c->r = (struct ct_req){.proto = &ct_h1_proto, .cr = cr};
+    c->sent_continue = c->resp_chunked = c->resp_close = c->obj_chunked = false;
     c->head_started = evbuffer_get_length(bufferevent_get_input(c->bev)) > 0;
     ct_io_timeouts(&c->io, 0, w->cf->limits.send_timeout_ms);
     deadline_set(c, c->head_started ? w->cf->limits.client_header_timeout_ms
@@ -492,7 +410,7 @@ static void enter_read_head(struct ct_client *c)
 
 void ct_client_response_done(struct ct_client *c)
 {
-    ct_ops_req_end(c, c->status);
+    ct_ops_req_end(c, c->r.status);
     if (c->resp_close || c->w->draining) {
         ct_client_finish(c, c->w->draining ? CT_CLOSE_DRAIN : CT_CLOSE_RESP_DONE);
         return;
@@ -541,9 +459,8 @@ static void read_head(struct ct_client *c)
             continue;
         case CT_HTTP_EV_HEAD:
             deadline_clear(c);
-            c->req = ct_http_parser_msg(c->rp);
+            c->r.msg = ct_http_parser_msg(c->rp);
             c->nreq++;
-            c->w->n_requests++;
             ct_ops_req_start(c);
             /* Reading stays on (saves two epoll_ctl per request) but nothing
              * more is parsed until this response is done: pipelined
@@ -701,8 +618,8 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
  * for their ACK would cost every short connection a poll interval. */
 static bool linger_draining(struct ct_client *c)
 {
-    int held = 0;
-    if (ioctl(bufferevent_getfd(c->bev), SIOCOUTQNSD, &held) != 0 || held <= 0)
+    int held = ct_io_unsent(&c->io);
+    if (held == 0)
         return false;
     uint64_t now = now_ms();
     if (c->linger_outq == 0 || held < c->linger_outq) {
@@ -756,7 +673,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
          * connection and its upstream for ever (408, or a close once the
          * response has begun). Only while cachet reads the body for an
          * upstream; anything else that left the deadline set has ended it. */
-        if (!c->req_body_done && c->u != NULL && c->body_paused_ms == 0)
+        if (!c->r.body_done && c->r.u != NULL && c->r.body_paused_ms == 0)
             ct_client_fail(c, CT_CLOSE_RX_TIMEOUT);
         break;
     case CT_CS_TUNNEL:

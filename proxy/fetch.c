@@ -37,6 +37,17 @@
 #include "proxy/tls.h"
 
 static void pump_request(struct ct_client *c);
+static void upstream_ready(void *owner);
+static void upstream_readable(void *owner);
+static void upstream_drained(void *owner);
+static void upstream_closed(void *owner, enum ct_close why);
+
+static const struct ct_upstream_owner upstream_owner = {
+    .ready = upstream_ready,
+    .readable = upstream_readable,
+    .drained = upstream_drained,
+    .closed = upstream_closed,
+};
 static void tunnel_up(struct ct_client *c);
 static void tunnel_down(struct ct_client *c);
 
@@ -44,11 +55,11 @@ static struct evbuffer *cout(struct ct_client *c) { return bufferevent_get_outpu
 static struct evbuffer *cin(struct ct_client *c) { return bufferevent_get_input(c->bev); }
 static struct evbuffer *uout(struct ct_client *c)
 {
-    return bufferevent_get_output(ct_upstream_bev(c->u));
+    return bufferevent_get_output(ct_upstream_bev(c->r.u));
 }
 static struct evbuffer *uin(struct ct_client *c)
 {
-    return bufferevent_get_input(ct_upstream_bev(c->u));
+    return bufferevent_get_input(ct_upstream_bev(c->r.u));
 }
 
 /* Over the high mark: write what the socket takes now. True if that brought
@@ -56,10 +67,10 @@ static struct evbuffer *uin(struct ct_client *c)
  * libevent, whose write callback (at the low mark) will resume the source.
  * Pausing without this flush could wait for a write callback that never
  * comes: a direct write may empty the output at once. */
-static bool drained(struct bufferevent *bev)
+static bool drained(struct ct_io *io)
 {
-    ct_flush(bev);
-    return evbuffer_get_length(bufferevent_get_output(bev)) < CT_BP_LOW;
+    ct_io_flush(io);
+    return evbuffer_get_length(bufferevent_get_output(io->bev)) < CT_BP_LOW;
 }
 
 static bool body_expected(const struct ct_http_msg *m)
@@ -71,15 +82,15 @@ static bool body_expected(const struct ct_http_msg *m)
 static void fetch_connect(struct ct_client *c, bool fresh)
 {
     enum ct_close why;
-    if (ct_upstream_acquire(c->w, c, fresh, &c->u, &why) != CT_OK) {
+    if (ct_upstream_acquire(c->w, &upstream_owner, c, fresh, &c->r.u, &why) != CT_OK) {
         ct_client_fail(c, why);
         return;
     }
     ct_ops_upstream(c, CT_STATS_BE_upstream_requests);
-    if (!ct_upstream_is_reused(c->u))
+    if (!ct_upstream_is_reused(c->r.u))
         ct_ops_upstream(c, CT_STATS_BE_upstream_connections);
-    if (ct_upstream_is_connected(c->u))
-        ct_fetch_upstream_ready(c);
+    if (ct_upstream_is_connected(c->r.u))
+        upstream_ready(c);
 }
 
 /* Which step the request takes after its head. */
@@ -94,15 +105,15 @@ static enum step lookup(struct ct_client *c)
 
 void ct_fetch_start(struct ct_client *c)
 {
-    CT_ASSERT(c->state == CT_CS_FETCH && c->req != NULL && c->u == NULL);
+    CT_ASSERT(c->state == CT_CS_FETCH && c->r.msg != NULL && c->r.u == NULL);
     /* recv: CONNECT asks a forward proxy for a tunnel; a reverse proxy has
      * no business opening one to wherever the client names (RFC 9110 §9.3.6:
      * a server may refuse). Everything else goes on. */
-    if (c->req->method == CT_METHOD_CONNECT) {
+    if (c->r.msg->method == CT_METHOD_CONNECT) {
         ct_client_fail(c, CT_CLOSE_METHOD);
         return;
     }
-    if (body_expected(c->req))
+    if (body_expected(c->r.msg))
         ct_client_body_clock(c, true);
     switch (lookup(c)) {
     case STEP_FETCH:
@@ -113,11 +124,12 @@ void ct_fetch_start(struct ct_client *c)
     }
 }
 
-void ct_fetch_upstream_ready(struct ct_client *c)
+static void upstream_ready(void *owner)
 {
+    struct ct_client *c = owner;
     CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
-    const struct ct_http_msg *req = c->req;
-    const struct ct_backend_addr *ba = ct_upstream_backend(c->u);
+    const struct ct_http_msg *req = c->r.msg;
+    const struct ct_backend_addr *ba = ct_upstream_backend(c->r.u);
     struct ct_fwd_req fr = {
         .msg = ct_cache_fwd_msg(c),
         .peer_ip = ct_str_make(c->peer, c->peer_ip_len),
@@ -133,17 +145,17 @@ void ct_fetch_upstream_ready(struct ct_client *c)
         if (n > 0)
             fr.extra_value = ct_str_make(subject, (size_t)n);
     }
-    ct_http_parser_set_request_method(ct_upstream_parser(c->u), req->method);
-    ct_fwd_request_head(ct_upstream_bev(c->u), &fr);
+    ct_http_parser_set_request_method(ct_upstream_parser(c->r.u), req->method);
+    ct_fwd_request_head(ct_upstream_io(c->r.u), &fr);
     if (req->expect_continue && req->version == 11 && body_expected(req) && !c->sent_continue) {
         static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
         evbuffer_add(cout(c), cont, sizeof(cont) - 1);
-        ct_flush(c->bev);
+        ct_io_flush(&c->io);
         c->sent_continue = true;
     }
-    if (c->req_body_done) {
-        ct_upstream_request_sent(c->u); /* a retry: the body was empty */
-        ct_flush(ct_upstream_bev(c->u));
+    if (c->r.body_done) {
+        ct_upstream_request_sent(c->r.u); /* a retry: the body was empty */
+        ct_io_flush(ct_upstream_io(c->r.u));
     } else {
         pump_request(c);
     }
@@ -155,13 +167,13 @@ static bool pump_request_body(struct ct_client *c)
 {
     struct evbuffer *in = cin(c);
     struct evbuffer *out = uout(c);
-    bool chunked = c->req->framing == CT_FRAME_CHUNKED;
+    bool chunked = c->r.msg->framing == CT_FRAME_CHUNKED;
     const struct ct_conf_limits *lim = &c->w->cf->limits;
 
-    uint64_t bytes0 = c->req_body_bytes;
-    while (!c->req_body_done) {
-        if (evbuffer_get_length(out) >= CT_BP_HIGH && !drained(ct_upstream_bev(c->u))) {
-            c->req_paused = true; /* the upstream's on_write resumes us */
+    uint64_t bytes0 = c->r.body_bytes;
+    while (!c->r.body_done) {
+        if (evbuffer_get_length(out) >= CT_BP_HIGH && !drained(ct_upstream_io(c->r.u))) {
+            c->r.body_paused = true; /* the upstream's on_write resumes us */
             ct_io_read(&c->io, false);
             ct_client_body_pause(c, true); /* the origin's slowness, not the client's */
             return true;
@@ -170,28 +182,28 @@ static bool pump_request_body(struct ct_client *c)
         enum ct_http_ev ev = ct_fwd_pump(c->rp, in, out, chunked, &n);
         switch (ev) {
         case CT_HTTP_EV_BODY:
-            c->req_body_bytes += n;
+            c->r.body_bytes += n;
             break;
         case CT_HTTP_EV_MORE:
             if (evbuffer_get_length(in) == 0 || evbuffer_get_length(in) == before) {
                 /* Need bytes from the client; a stalled body gets 408, and
                  * so does one trickled past its deadline. */
-                c->req_paused = false;
+                c->r.body_paused = false;
                 ct_io_timeouts(&c->io, lim->client_header_timeout_ms, lim->send_timeout_ms);
                 ct_io_read(&c->io, true);
-                if (c->req_body_bytes != bytes0)
+                if (c->r.body_bytes != bytes0)
                     ct_client_body_clock(c, false);
                 return true;
             }
             break;
         case CT_HTTP_EV_END:
-            c->req_body_done = true;
+            c->r.body_done = true;
             ct_client_body_clock(c, false); /* stops it */
             if (chunked)
                 ct_fwd_body_end(out);
-            if (body_expected(c->req)) /* the body clock stops */
+            if (body_expected(c->r.msg)) /* the body clock stops */
                 ct_io_timeouts(&c->io, 0, lim->send_timeout_ms);
-            ct_upstream_request_sent(c->u);
+            ct_upstream_request_sent(c->r.u);
             return true;
         case CT_HTTP_EV_ERROR:
             ct_client_fail(c, CT_CLOSE_RX_BAD);
@@ -205,10 +217,10 @@ static bool pump_request_body(struct ct_client *c)
 
 static void pump_request(struct ct_client *c)
 {
-    if (c->u == NULL || !ct_upstream_is_connected(c->u))
+    if (c->r.u == NULL || !ct_upstream_is_connected(c->r.u))
         return; /* the body waits in the client's buffers for the connection */
     if (pump_request_body(c))
-        ct_flush(ct_upstream_bev(c->u));
+        ct_io_flush(ct_upstream_io(c->r.u));
 }
 
 void ct_fetch_client_readable(struct ct_client *c)
@@ -217,7 +229,7 @@ void ct_fetch_client_readable(struct ct_client *c)
         tunnel_up(c);
         return;
     }
-    if (!c->req_body_done)
+    if (!c->r.body_done)
         pump_request(c);
 }
 
@@ -225,17 +237,17 @@ void ct_fetch_client_readable(struct ct_client *c)
 
 static void interim(struct ct_client *c, const struct ct_http_msg *msg)
 {
-    if (msg->status != 100 && c->req->version == 11)
+    if (msg->status != 100 && c->r.msg->version == 11)
         ct_fwd_response_head(cout(c), msg, false, CT_RESP_INTERIM, NULL);
 }
 
 static void tunnel_start(struct ct_client *c, const struct ct_http_msg *msg)
 {
     ct_fwd_response_head(cout(c), msg, false, CT_RESP_UPGRADE, NULL);
-    c->resp_head_sent = true;
-    c->status = msg->status;
+    c->r.head_sent = true;
+    c->r.status = msg->status;
     ct_client_set_state(c, CT_CS_TUNNEL);
-    ct_upstream_tunnel(c->u);
+    ct_upstream_tunnel(c->r.u);
     ct_io_timeouts(&c->io, 0, 0);
     ct_io_read(&c->io, true);
     tunnel_down(c);
@@ -249,9 +261,9 @@ static void tunnel_start(struct ct_client *c, const struct ct_http_msg *msg)
  * head, no chain moved, no drain of the client's output. The parser then
  * only consumes the body bytes (c->resp_direct: sink NULL). What the socket
  * does not take is copied to the client's output, in order, and libevent's
- * write event takes over (as after ct_flush). Not for a response the cache
- * stores (it reads the body from the client's output, cache_fill.c), nor
- * chunked or close-delimited ones. */
+ * write event takes over (as after ct_io_flush). Not for a response the cache
+ * stores (the body goes to the object first, cache_fill.c), nor chunked or
+ * close-delimited ones. */
 #define DIRECT_BODY_IOV 8
 #define DIRECT_HEAD 4096
 
@@ -259,7 +271,7 @@ static void tunnel_start(struct ct_client *c, const struct ct_http_msg *msg)
 static int direct_body(struct ct_client *c, const struct ct_http_msg *msg, bool no_body,
                        struct iovec *v, int n)
 {
-    if (c->resp_chunked || !ct_fwd_can_write_now(c->bev) || ct_cache_filling(c) ||
+    if (c->resp_chunked || !ct_io_can_write_now(&c->io) || ct_cache_filling(c) ||
         ct_cache_body_sink(c) != cout(c))
         return -1;
     if (no_body)
@@ -300,7 +312,7 @@ static void forward_head(struct ct_client *c, const struct ct_http_msg *msg, boo
     if (hlen == 0)
         return; /* the head went to the output: the body follows as usual */
     v[0] = (struct iovec){head, hlen};
-    ct_fwd_writev(c->bev, v, nb + 1, NULL, NULL); /* the rest copied: the input is drained */
+    ct_io_writev(&c->io, v, nb + 1, NULL, NULL); /* the rest copied: the input is drained */
     c->resp_direct = true;
 }
 
@@ -309,19 +321,19 @@ static void forward_head(struct ct_client *c, const struct ct_http_msg *msg, boo
  * chunked (we know its end), to an HTTP/1.0 client close-delimited. */
 static void final_head(struct ct_client *c, const struct ct_http_msg *msg)
 {
-    const struct ct_http_msg *req = c->req;
+    const struct ct_http_msg *req = c->r.msg;
     bool no_body = req->method == CT_METHOD_HEAD || msg->framing == CT_FRAME_NONE;
 
     c->resp_chunked = false;
     /* A request body still unread would be taken for the next request. */
-    c->resp_close = !req->keep_alive || !c->req_body_done || c->w->draining;
+    c->resp_close = !req->keep_alive || !c->r.body_done || c->w->draining;
     if (!no_body && (msg->framing == CT_FRAME_CHUNKED || msg->framing == CT_FRAME_CLOSE)) {
         if (req->version == 11)
             c->resp_chunked = true;
         else
             c->resp_close = true;
     }
-    c->up_keep_alive = msg->keep_alive && msg->framing != CT_FRAME_CLOSE;
+    c->r.up_keep_alive = msg->keep_alive && msg->framing != CT_FRAME_CLOSE;
     enum ct_resp_conn conn = c->resp_close      ? CT_RESP_CLOSE
                              : req->version == 10 ? CT_RESP_KEEP_ALIVE_10
                                                   : CT_RESP_KEEP;
@@ -329,10 +341,10 @@ static void final_head(struct ct_client *c, const struct ct_http_msg *msg)
     c->resp_direct = false;
     if (!ct_cache_resp_head(c, msg, conn, &extra))
         forward_head(c, msg, no_body, conn, &extra);
-    c->resp_head_sent = true;
-    c->status = msg->status;
+    c->r.head_sent = true;
+    c->r.status = msg->status;
     ct_client_set_state(c, CT_CS_SEND);
-    ct_upstream_head_received(c->u, msg->status);
+    ct_upstream_head_received(c->r.u, msg->status);
 }
 
 static void response_end(struct ct_client *c)
@@ -340,38 +352,39 @@ static void response_end(struct ct_client *c)
     ct_cache_resp_end(c);
     if (c->resp_chunked)
         ct_fwd_body_end(cout(c));
-    ct_flush(c->bev);
-    ct_upstream_release(&c->u, c->up_keep_alive && c->req_body_done);
+    ct_io_flush(&c->io);
+    ct_upstream_release(&c->r.u, c->r.up_keep_alive && c->r.body_done);
     ct_client_response_done(c);
 }
 
-void ct_fetch_upstream_readable(struct ct_client *c)
+static void upstream_readable(void *owner)
 {
+    struct ct_client *c = owner;
     CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
     if (c->state == CT_CS_TUNNEL) {
         tunnel_down(c);
         return;
     }
-    struct ct_http_parser *p = ct_upstream_parser(c->u);
+    struct ct_http_parser *p = ct_upstream_parser(c->r.u);
     struct evbuffer *in = uin(c);
     if (evbuffer_get_length(in) > 0)
-        c->up_got_byte = true;
+        c->r.up_got_byte = true;
     for (;;) {
         if (c->state == CT_CS_SEND && evbuffer_get_length(cout(c)) >= CT_BP_HIGH &&
             !ct_cache_filling(c) && /* a fill reads on: its waiters must not wait for us */
-            !drained(c->bev)) {
-            c->up_paused = true; /* on_write resumes us at the low mark */
-            ct_io_read(ct_upstream_io(c->u), false);
+            !drained(&c->io)) {
+            c->r.up_paused = true; /* on_write resumes us at the low mark */
+            ct_io_read(ct_upstream_io(c->r.u), false);
             return;
         }
         size_t n, before = evbuffer_get_length(in);
-        enum ct_http_ev ev = ct_fwd_pump(
-            p, in, c->state == CT_CS_SEND && !c->resp_direct ? ct_cache_body_sink(c) : NULL,
-            c->resp_chunked, &n);
+        struct evbuffer *sink =
+            c->state == CT_CS_SEND && !c->resp_direct ? ct_cache_body_sink(c) : NULL;
+        enum ct_http_ev ev = ct_fwd_pump(p, in, sink, sink == cout(c) && c->resp_chunked, &n);
         switch (ev) {
         case CT_HTTP_EV_MORE:
             if (evbuffer_get_length(in) == 0 || evbuffer_get_length(in) == before) {
-                ct_flush(c->bev);
+                ct_io_flush(&c->io);
                 return;
             }
             break;
@@ -382,8 +395,8 @@ void ct_fetch_upstream_readable(struct ct_client *c)
                 return;
             }
             if (msg->status == 101) {
-                if (!c->req->upgrade) {
-                    ct_upstream_mark_failed(c->u, CT_CONF_FAIL_INVALID);
+                if (!c->r.msg->upgrade) {
+                    ct_upstream_mark_failed(c->r.u, CT_CONF_FAIL_INVALID);
                     ct_client_fail(c, CT_CLOSE_ORIGIN_BAD);
                     return;
                 }
@@ -397,9 +410,9 @@ void ct_fetch_upstream_readable(struct ct_client *c)
             break;
         }
         case CT_HTTP_EV_BODY:
-            ct_cache_resp_body(c, n);
-            if (c->state == CT_CS_SEND && (c->resp_direct || ct_cache_body_sink(c) == cout(c)))
-                c->ops_body_bytes += n; /* to the client (not a discarded or background fill) */
+            /* To the client (not a discarded or background fill)? */
+            if (ct_cache_resp_body(c, n) || c->resp_direct || sink == cout(c))
+                c->r.body_out += n;
             break;
         case CT_HTTP_EV_END:
             if (c->state == CT_CS_SEND) {
@@ -410,7 +423,7 @@ void ct_fetch_upstream_readable(struct ct_client *c)
         case CT_HTTP_EV_ERROR:
             ct_ops_upstream(c, CT_STATS_BE_upstream_errors);
             if (c->state == CT_CS_FETCH)
-                ct_upstream_mark_failed(c->u, CT_CONF_FAIL_INVALID);
+                ct_upstream_mark_failed(c->r.u, CT_CONF_FAIL_INVALID);
             ct_client_fail(c, c->state == CT_CS_FETCH ? CT_CLOSE_ORIGIN_BAD
                                                       : CT_CLOSE_ORIGIN_TRUNC);
             return;
@@ -424,32 +437,32 @@ void ct_fetch_upstream_readable(struct ct_client *c)
  * request body byte was consumed: we could not replay it. */
 static bool may_retry(const struct ct_client *c, enum ct_close why)
 {
-    if (c->retries != 0 || c->req_body_bytes != 0)
+    if (c->r.retries != 0 || c->r.body_bytes != 0)
         return false;
     /* Refused: nothing was sent, any method may go to the next backend (as
      * nginx's proxy_next_upstream error); the one that refused counts a
      * failure for passive health. */
     if (why == CT_CLOSE_ORIGIN_CONNECT)
         return c->w->nbe > 1; /* the worker's own set: a reload swaps px's on the main thread */
-    return why == CT_CLOSE_ORIGIN_RESET && ct_upstream_is_reused(c->u) && !c->up_got_byte &&
-           (ct_http_method_flags(c->req->method) & CT_METHOD_IDEMPOTENT) != 0;
+    return why == CT_CLOSE_ORIGIN_RESET && ct_upstream_is_reused(c->r.u) && !c->r.up_got_byte &&
+           (ct_http_method_flags(c->r.msg->method) & CT_METHOD_IDEMPOTENT) != 0;
 }
 
-void ct_fetch_upstream_closed(struct ct_client *c, enum ct_close why)
+static void upstream_closed(void *owner, enum ct_close why)
 {
+    struct ct_client *c = owner;
     CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
     switch (c->state) {
     case CT_CS_FETCH:
         if (may_retry(c, why)) {
             ct_ops_upstream(c, CT_STATS_BE_upstream_retries);
-            ct_upstream_release(&c->u, false);
-            c->retries++;
-            c->w->n_retries++;
+            ct_upstream_release(&c->r.u, false);
+            c->r.retries++;
             fetch_connect(c, true);
             return;
         }
         if (why == CT_CLOSE_ORIGIN_RESET)
-            ct_upstream_mark_failed(c->u, CT_CONF_FAIL_RESET);
+            ct_upstream_mark_failed(c->r.u, CT_CONF_FAIL_RESET);
         ct_ops_upstream(c, why == CT_CLOSE_ORIGIN_TIMEOUT ? CT_STATS_BE_upstream_timeouts
                                                           : CT_STATS_BE_upstream_errors);
         ct_client_fail(c, why);
@@ -457,8 +470,8 @@ void ct_fetch_upstream_closed(struct ct_client *c, enum ct_close why)
     case CT_CS_SEND:
         /* A close-delimited body ends here; any other body is truncated. */
         if (why == CT_CLOSE_ORIGIN_RESET &&
-            ct_http_parser_eof(ct_upstream_parser(c->u)) == CT_HTTP_EV_END) {
-            c->up_keep_alive = false;
+            ct_http_parser_eof(ct_upstream_parser(c->r.u)) == CT_HTTP_EV_END) {
+            c->r.up_keep_alive = false;
             response_end(c);
             return;
         }
@@ -480,23 +493,24 @@ void ct_fetch_client_drained(struct ct_client *c)
 {
     if (ct_cache_client_drained(c))
         return;
-    if (c->u == NULL || !c->up_paused)
+    if (c->r.u == NULL || !c->r.up_paused)
         return;
-    c->up_paused = false;
-    ct_io_read(ct_upstream_io(c->u), true);
-    ct_fetch_upstream_readable(c);
+    c->r.up_paused = false;
+    ct_io_read(ct_upstream_io(c->r.u), true);
+    upstream_readable(c);
 }
 
-void ct_fetch_upstream_drained(struct ct_client *c)
+static void upstream_drained(void *owner)
 {
+    struct ct_client *c = owner;
     CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
-    if (!c->req_paused)
+    if (!c->r.body_paused)
         return;
-    c->req_paused = false;
+    c->r.body_paused = false;
     if (c->state == CT_CS_TUNNEL) {
         ct_io_read(&c->io, true);
         tunnel_up(c);
-    } else if (!c->req_body_done) {
+    } else if (!c->r.body_done) {
         ct_client_body_pause(c, false);
         pump_request(c);
     }
@@ -507,8 +521,8 @@ void ct_fetch_upstream_drained(struct ct_client *c)
 static void tunnel_up(struct ct_client *c)
 {
     evbuffer_add_buffer(uout(c), cin(c));
-    if (!drained(ct_upstream_bev(c->u))) {
-        c->req_paused = true;
+    if (!drained(ct_upstream_io(c->r.u))) {
+        c->r.body_paused = true;
         ct_io_read(&c->io, false);
     }
 }
@@ -516,8 +530,8 @@ static void tunnel_up(struct ct_client *c)
 static void tunnel_down(struct ct_client *c)
 {
     evbuffer_add_buffer(cout(c), uin(c));
-    if (!drained(c->bev)) {
-        c->up_paused = true;
-        ct_io_read(ct_upstream_io(c->u), false);
+    if (!drained(&c->io)) {
+        c->r.up_paused = true;
+        ct_io_read(ct_upstream_io(c->r.u), false);
     }
 }

@@ -183,11 +183,11 @@ static void add_upgrade(struct hw *out, const struct ct_http_msg *msg)
  * callbacks or drain per request. */
 #define STACK_HEAD 4096
 
-void ct_fwd_request_head(struct bufferevent *bev, const struct ct_fwd_req *fr)
+void ct_fwd_request_head(struct ct_io *io, const struct ct_fwd_req *fr)
 {
     const struct ct_http_msg *msg = fr->msg;
     const struct ct_http_field *host = NULL;
-    struct evbuffer *dst = bufferevent_get_output(bev);
+    struct evbuffer *dst = bufferevent_get_output(io->bev);
     struct hw hw, *out = &hw;
     bool has_conn = has_connection(msg);
     size_t bound = 2 * msg->head_bytes + 256 + fr->peer_ip.len + fr->default_host.len +
@@ -239,9 +239,9 @@ void ct_fwd_request_head(struct bufferevent *bev, const struct ct_fwd_req *fr)
     if (msg->upgrade)
         add_upgrade(out, msg);
     ADD_LIT(out, "\r\n");
-    if (out->stack && out->p != NULL && ct_fwd_can_write_now(bev)) {
+    if (out->stack && out->p != NULL && ct_io_can_write_now(io)) {
         struct iovec v = {stack, (size_t)(out->p - stack)};
-        ct_fwd_writev(bev, &v, 1, NULL, NULL);
+        ct_io_writev(io, &v, 1, NULL, NULL);
         return;
     }
     hw_end(out);
@@ -329,34 +329,6 @@ static void response_head(struct hw *out, const struct ct_http_msg *msg, bool ch
         break;
     }
     ADD_LIT(out, "\r\n");
-}
-
-bool ct_fwd_can_write_now(struct bufferevent *bev)
-{
-    return !(bufferevent_get_enabled(bev) & EV_WRITE) &&
-           evbuffer_get_length(bufferevent_get_output(bev)) == 0 &&
-           bufferevent_openssl_get_ssl(bev) == NULL; /* TLS: records, see ct_flush */
-}
-
-void ct_fwd_writev(struct bufferevent *bev, const struct iovec *iov, int n, ct_fwd_queue_cb *queue,
-                   void *arg)
-{
-    struct evbuffer *out = bufferevent_get_output(bev);
-    ssize_t k = writev(bufferevent_getfd(bev), iov, n);
-    size_t sent = k > 0 ? (size_t)k : 0;
-    for (int i = 0; i < n; i++) {
-        size_t len = iov[i].iov_len, done = CT_MIN(sent, len);
-        sent -= done;
-        if (done == len)
-            continue;
-        const char *p = (const char *)iov[i].iov_base + done;
-        if (queue)
-            queue(arg, i, p, len - done);
-        else
-            evbuffer_add(out, p, len - done);
-    }
-    if (evbuffer_get_length(out) > 0)
-        bufferevent_enable(bev, EV_WRITE);
 }
 
 void ct_fwd_body(struct evbuffer *out, struct evbuffer *src, size_t n, bool chunked)

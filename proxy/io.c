@@ -23,7 +23,7 @@
  *   nothing more (SSL_has_pending) instead of reading until EAGAIN. Bytes
  *   OpenSSL already holds when reading is turned back on are read without
  *   waiting for the socket (event_active).
- * - writes: ct_io_flush() (from ct_flush) writes the output at once, one
+ * - writes: ct_io_flush() writes the output at once, one
  *   SSL_write per record of up to 16 KiB; our write event is armed only
  *   while the socket refuses (with the send timeout), and calls the
  *   bufferevent's write callback once the output is down to its low
@@ -50,7 +50,10 @@
 #include <event2/event.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "proxy/proxy_int.h"
 
@@ -347,7 +350,11 @@ static void on_tls_writable(evutil_socket_t fd, short what, void *arg)
         writecb(io->bev, cbarg); /* may free IO */
 }
 
-bool ct_io_flush(struct ct_io *io)
+/* TLS after the take-over: write the output now (one SSL_write per record
+ * of up to 16 KiB), arm the write event for what the socket refuses, and
+ * report errors from the event loop (never under the caller). False when IO
+ * does not own the writes (plain TCP, or TLS before the take-over). */
+static bool owned_flush(struct ct_io *io)
 {
     if (io->ssl == NULL)
         return false;
@@ -385,7 +392,7 @@ static void park(struct event *ev, struct event_base *base)
  * callbacks, its watermarks and the SSL (with its socket BIO, so kTLS state
  * is kept too), and still frees the SSL and closes the fd (taken from that
  * BIO) in bufferevent_free(). From now on nothing may enable EV_READ or
- * EV_WRITE on it: ct_flush() and ct_io_read() come here. Returns false, with
+ * EV_WRITE on it: ct_io_flush() and ct_io_read() come here. Returns false, with
  * libevent still reading, if it cannot take over yet. */
 static bool tls_take_over(struct ct_io *io)
 {
@@ -491,7 +498,7 @@ void ct_io_read(struct ct_io *io, bool on)
 void ct_io_timeouts(struct ct_io *io, uint64_t read_ms, uint64_t write_ms)
 {
     if (io->rev == NULL) {
-        ct_set_timeouts(io->bev, read_ms, write_ms);
+        ct_io_bev_timeouts(io->bev, read_ms, write_ms);
         io->read_ms = read_ms; /* for a TLS take-over */
         io->write_ms = write_ms;
         return;
@@ -513,4 +520,116 @@ void ct_io_timeouts(struct ct_io *io, uint64_t read_ms, uint64_t write_ms)
         if (io->reading)
             rd_deadline(io); /* from now, as event_add would */
     }
+}
+
+/* ---- the write path ------------------------------------------------------------
+ *
+ * TLS before io.c took the connection over (the first response on it; see
+ * owned_flush for all later ones): one SSL_write per record's worth of
+ * output, so a response's head and body (separate evbuffer chunks) leave as
+ * one record and one write(2), not one of each per chunk as
+ * bufferevent_openssl's do_write does. The first CT_TLS_WRITE bytes are
+ * made contiguous (a copy only when they span chunks). Whatever the socket
+ * does not take (WANT_WRITE; SSL_write is then retried by libevent from the
+ * same first bytes, a buffer at least as long, which OpenSSL allows with
+ * SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, set by libevent) and any error go to
+ * libevent by enabling EV_WRITE: its write timeout, its error event and
+ * OpenSSL's error queue then apply as before, on the next loop turn, so no
+ * callback runs under our caller. */
+#define CT_TLS_WRITE (16 * 1024)
+
+static void tls_flush(struct bufferevent *bev, SSL *ssl)
+{
+    struct evbuffer *out = bufferevent_get_output(bev);
+    size_t len;
+    while ((len = evbuffer_get_length(out)) > 0) {
+        size_t n = CT_MIN(len, (size_t)CT_TLS_WRITE);
+        unsigned char *p = evbuffer_pullup(out, (ev_ssize_t)n);
+        if (p == NULL)
+            break;
+        ERR_clear_error();
+        int r = SSL_write(ssl, p, (int)n);
+        if (r <= 0)
+            break; /* WANT_WRITE/WANT_READ or an error: libevent's to handle */
+        evbuffer_drain(out, (size_t)r);
+    }
+    if (evbuffer_get_length(out) > 0)
+        bufferevent_enable(bev, EV_WRITE);
+}
+
+void ct_io_flush(struct ct_io *io)
+{
+    struct bufferevent *bev = io->bev;
+    struct evbuffer *out = bufferevent_get_output(bev);
+    if (owned_flush(io))
+        return; /* io.c writes this connection */
+    if ((bufferevent_get_enabled(bev) & EV_WRITE) || evbuffer_get_length(out) == 0)
+        return; /* libevent is already on it, or nothing to do */
+    SSL *ssl = bufferevent_openssl_get_ssl(bev); /* NULL: not a TLS bufferevent */
+    if (ssl != NULL) {
+        tls_flush(bev, ssl);
+        return;
+    }
+    /* A socket bufferevent keeps its output's front frozen so that only it
+     * drains it; its own write callback unfreezes around the write, and so
+     * do we (same public calls, same order). */
+    evbuffer_unfreeze(out, 1);
+    int n = evbuffer_write(out, bufferevent_getfd(bev));
+    evbuffer_freeze(out, 1);
+    /* The rest, or the error, go through libevent: its write timeout and
+     * error event then apply as usual. */
+    if (n < 0 || evbuffer_get_length(out) > 0)
+        bufferevent_enable(bev, EV_WRITE);
+}
+
+void ct_io_flush_linger(struct ct_io *io)
+{
+    if (!owned_flush(io)) /* TLS taken over: io.c writes, never the bufferevent */
+        bufferevent_enable(io->bev, EV_WRITE);
+}
+
+void ct_io_bev_timeouts(struct bufferevent *bev, uint64_t read_ms, uint64_t write_ms)
+{
+    struct timeval r = tv_ms(read_ms), wr = tv_ms(write_ms);
+    bufferevent_set_timeouts(bev, read_ms ? &r : NULL, write_ms ? &wr : NULL);
+}
+
+bool ct_io_can_write_now(const struct ct_io *io)
+{
+    struct bufferevent *bev = io->bev;
+    return !(bufferevent_get_enabled(bev) & EV_WRITE) &&
+           evbuffer_get_length(bufferevent_get_output(bev)) == 0 &&
+           bufferevent_openssl_get_ssl(bev) == NULL; /* TLS: records, see ct_io_flush */
+}
+
+void ct_io_writev(struct ct_io *io, const struct iovec *iov, int n, ct_io_queue_cb *queue,
+                  void *arg)
+{
+    struct bufferevent *bev = io->bev;
+    struct evbuffer *out = bufferevent_get_output(bev);
+    ssize_t k = writev(bufferevent_getfd(bev), iov, n);
+    size_t sent = k > 0 ? (size_t)k : 0;
+    for (int i = 0; i < n; i++) {
+        size_t len = iov[i].iov_len, done = CT_MIN(sent, len);
+        sent -= done;
+        if (done == len)
+            continue;
+        const char *p = (const char *)iov[i].iov_base + done;
+        if (queue)
+            queue(arg, i, p, len - done);
+        else
+            evbuffer_add(out, p, len - done);
+    }
+    if (evbuffer_get_length(out) > 0)
+        bufferevent_enable(bev, EV_WRITE);
+}
+
+int ct_io_fd(const struct ct_io *io) { return bufferevent_getfd(io->bev); }
+
+int ct_io_unsent(const struct ct_io *io)
+{
+    int held = 0;
+    if (ioctl(bufferevent_getfd(io->bev), SIOCOUTQNSD, &held) != 0)
+        return 0;
+    return held > 0 ? held : 0;
 }

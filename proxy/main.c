@@ -151,20 +151,27 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     event_base_loopexit(px->main_base, NULL);
 }
 
+/* The same counters /stats shows, summed once more at exit. */
 static void log_totals(struct ct_proxy *px)
 {
-    uint64_t acc = 0, req = 0, fresh = 0, reused = 0, retries = 0;
-    for (unsigned i = 0; i < px->nworkers; i++) {
-        struct ct_worker *w = px->workers[i];
-        acc += w->n_accepted;
-        req += w->n_requests;
-        fresh += w->n_upstream_new;
-        reused += w->n_upstream_reused;
-        retries += w->n_retries;
-    }
-    CT_INFO("exit: %llu connections, %llu requests, upstream %llu new / %llu reused, %llu retries",
-            (unsigned long long)acc, (unsigned long long)req, (unsigned long long)fresh,
-            (unsigned long long)reused, (unsigned long long)retries);
+    struct ct_stats *sum = ct_stats_new(px->nbackends);
+    for (unsigned i = 0; i < px->nworkers; i++)
+        if (px->workers[i]->stats)
+            ct_stats_sum(sum, px->workers[i]->stats);
+    ct_ops_backend_counts(px, sum);
+    uint64_t req = 0, up[CT_STATS_BE__COUNT] = {0};
+    for (size_t k = 0; k < CT_ARRAY_LEN(sum->requests); k++)
+        req += ct_stats_get(&sum->requests[k]);
+    for (size_t b = 0; b < sum->nbackends; b++)
+        for (size_t k = 0; k < CT_STATS_BE__COUNT; k++)
+            up[k] += ct_stats_get(&sum->be[b][k]);
+    CT_INFO("exit: %llu connections, %llu requests, upstream %llu requests on %llu new "
+            "connections, %llu retries",
+            (unsigned long long)ct_stats_get(&sum->connections_accepted[0]),
+            (unsigned long long)req, (unsigned long long)up[CT_STATS_BE_upstream_requests],
+            (unsigned long long)up[CT_STATS_BE_upstream_connections],
+            (unsigned long long)up[CT_STATS_BE_upstream_retries]);
+    ct_stats_free(&sum);
 }
 
 static int start_workers(struct ct_proxy *px, unsigned n)

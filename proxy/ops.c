@@ -225,8 +225,8 @@ void ct_ops_conn_open(struct ct_client *c)
 
 void ct_ops_conn_close(struct ct_client *c)
 {
-    if (c->req && !c->ops_logged)
-        ct_ops_req_end(c, c->resp_head_sent ? c->status : 0);
+    if (c->r.msg && !c->r.logged)
+        ct_ops_req_end(c, c->r.head_sent ? c->r.status : 0);
     if (c->w->stats && !c->lc->internal) {
         ct_stats_conn_close(c->w->stats, (unsigned)c->why);
         ct_stats_conn_proto(c->w->stats, proto_of(c), false);
@@ -235,12 +235,12 @@ void ct_ops_conn_close(struct ct_client *c)
 
 void ct_ops_req_start(struct ct_client *c)
 {
-    c->ops_t0 = ct_time_mono();
-    c->ops_t0_real = ct_time_real();
-    c->ops_tup = 0;
-    c->ops_body_bytes = 0;
-    c->ops_cs = CT_STATS_CS_NONE;
-    c->ops_logged = false;
+    c->r.t0 = ct_time_mono();
+    c->r.t0_real = ct_time_real();
+    c->r.tup = 0;
+    c->r.body_out = 0;
+    c->r.cs = CT_STATS_CS_NONE;
+    c->r.logged = false;
 }
 
 static const char *cs_text(unsigned cs)
@@ -263,15 +263,15 @@ static struct ct_str field(const struct ct_http_msg *m, enum ct_hdr_id id, const
 
 static void access_log(struct ct_client *c, unsigned status, double rt, double ut)
 {
-    const struct ct_http_msg *m = c->req;
+    const struct ct_http_msg *m = c->r.msg;
     struct ct_accesslog_rec r = {
         .remote_addr = ct_str_make(c->peer, c->peer_ip_len),
-        .time = c->ops_t0_real,
+        .time = c->r.t0_real,
         .status = status,
-        .body_bytes = c->ops_body_bytes,
+        .body_bytes = c->r.body_out,
         .request_time_s = rt,
         .upstream_time_s = ut,
-        .cache_status = cs_text(c->ops_cs),
+        .cache_status = cs_text(c->r.cs),
     };
     if (m) {
         r.method = m->method_name;
@@ -292,22 +292,22 @@ void ct_ops_req_end(struct ct_client *c, unsigned status)
     /* A request in flight is logged once. Without one (an error before a
      * complete head, e.g. 400/408), only when something was answered;
      * client_fail() runs once per connection, so that is once too. */
-    if (c->req ? c->ops_logged : status == 0)
+    if (c->r.msg ? c->r.logged : status == 0)
         return;
-    if (c->req == NULL)
+    if (c->r.msg == NULL)
         ct_ops_req_start(c); /* a request that never got a head: rt = 0 */
-    c->ops_logged = true;
+    c->r.logged = true;
     if (c->lc->internal)
         return; /* a background refresh: its upstream side is counted, not as a request */
     ct_time_t now = ct_time_mono();
-    double rt = now - c->ops_t0;
-    double ut = c->ops_tup > 0 ? now - c->ops_tup : -1;
-    if (c->ops_cs == CT_STATS_CS_NONE)
-        c->ops_cs = (uint8_t)ct_cache_client_cs(c); /* what the cache path decided */
+    double rt = now - c->r.t0;
+    double ut = c->r.tup > 0 ? now - c->r.tup : -1;
+    if (c->r.cs == CT_STATS_CS_NONE)
+        c->r.cs = (uint8_t)ct_cache_client_cs(c); /* what the cache path decided */
     if (c->w->stats) {
-        ct_stats_req_done(c->w->stats, status, (uint64_t)(rt * 1e6), (enum ct_stats_cs)c->ops_cs);
-        ct_stats_req_bytes(c->w->stats, (c->req ? c->req->head_bytes : 0) + c->req_body_bytes,
-                           c->ops_body_bytes);
+        ct_stats_req_done(c->w->stats, status, (uint64_t)(rt * 1e6), (enum ct_stats_cs)c->r.cs);
+        ct_stats_req_bytes(c->w->stats, (c->r.msg ? c->r.msg->head_bytes : 0) + c->r.body_bytes,
+                           c->r.body_out);
     }
     if (c->w->alog)
         access_log(c, status, rt, ut);
@@ -315,14 +315,14 @@ void ct_ops_req_end(struct ct_client *c, unsigned status)
 
 void ct_ops_upstream(struct ct_client *c, enum ct_stats_be what)
 {
-    if (c->u == NULL || c->w->stats == NULL)
+    if (c->r.u == NULL || c->w->stats == NULL)
         return;
-    if (what == CT_STATS_BE_upstream_requests && c->ops_tup == 0)
-        c->ops_tup = ct_time_mono();
+    if (what == CT_STATS_BE_upstream_requests && c->r.tup == 0)
+        c->r.tup = ct_time_mono();
     /* On the backend's shared object (not this worker's block): it outlives
      * a reload that retires the backend, and the next set's same-named
      * backend continues its counts (ct_ops_backend_counts). */
-    ct_upstream_count(c->u, what);
+    ct_upstream_count(c->r.u, what);
 }
 
 /* ---- purge --------------------------------------------------------------------- */

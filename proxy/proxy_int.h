@@ -101,12 +101,41 @@ void ct_io_detach(struct ct_io *io);
 void ct_io_read(struct ct_io *io, bool on);
 /* Idle read timeout and write timeout in ms (0: none). */
 void ct_io_timeouts(struct ct_io *io, uint64_t read_ms, uint64_t write_ms);
-/* TLS after the take-over: write the output now (one SSL_write per record
- * of up to 16 KiB), arm the write event for what the socket refuses, and
- * report errors from the event loop (never under the caller). Returns false
- * when IO does not own the writes (plain TCP, or TLS before the take-over):
- * the caller writes through the bufferevent. */
-bool ct_io_flush(struct ct_io *io);
+
+/* The write path. Output is queued on the bufferevent's output evbuffer and
+ * written by ct_io_flush() at once: bufferevents are kept with EV_WRITE
+ * disabled while their output is empty, so what was queued leaves with no
+ * write event and no extra loop turn (TLS: one SSL_write per 16 KiB, so a
+ * head and a small body share one record), and only what the socket refuses
+ * goes to libevent (EV_WRITE on: its write timeout and error event apply);
+ * the owner's write callback disables EV_WRITE again once the output is
+ * empty. A no-op while EV_WRITE is enabled (pending data, a TLS handshake).
+ * TLS connections taken over (see io.c) never use the bufferevent's writes:
+ * their own write event is armed while the socket refuses, and nothing may
+ * enable EV_WRITE on them. */
+void ct_io_flush(struct ct_io *io);
+/* Closing: flush, and hand any rest (and the write callback once it is all
+ * out) to the write event. */
+void ct_io_flush_linger(struct ct_io *io);
+/* Direct writes, past the evbuffer. A plain-TCP connection with nothing
+ * queued and EV_WRITE off may be written to at once: ct_io_can_write_now()
+ * says so. ct_io_writev() then makes one writev(2) of IOV[0..N) and queues
+ * on the output, in order, what the socket did not take (EAGAIN and errors
+ * alike: all of it): piece I's rest through QUEUE(ARG, I, P, LEN) when QUEUE
+ * is given (e.g. by reference), else copied; then libevent takes over
+ * (EV_WRITE on, as after ct_io_flush). No allocation and no buffer callback
+ * when the socket takes it all. */
+struct iovec;
+typedef void ct_io_queue_cb(void *arg, int i, const char *p, size_t len);
+bool ct_io_can_write_now(const struct ct_io *io);
+void ct_io_writev(struct ct_io *io, const struct iovec *iov, int n, ct_io_queue_cb *queue,
+                  void *arg);
+/* The socket (for sendfile(2)). */
+int ct_io_fd(const struct ct_io *io);
+/* Bytes the kernel holds that it has not sent yet (SIOCOUTQNSD; 0 on error). */
+int ct_io_unsent(const struct ct_io *io);
+/* Read/write timeouts of BEV in ms (0: none), before ct_io_attach(). */
+void ct_io_bev_timeouts(struct bufferevent *bev, uint64_t read_ms, uint64_t write_ms);
 
 /* ---- the proxy (main thread) --------------------------------------------- */
 
@@ -215,13 +244,6 @@ struct ct_worker {
     unsigned read_depth;      /* nested pipelined parses (client.c) */
     struct ct_http_limits limits;
     struct ct_wcache *wc;     /* its side of the cache (cache_req.c); NULL: no cache */
-    /* counters (owned by this thread; summed at exit) */
-    uint64_t n_accepted;
-    uint64_t n_requests;
-    uint64_t n_close[CT_CLOSE__COUNT];
-    uint64_t n_upstream_new;
-    uint64_t n_upstream_reused;
-    uint64_t n_retries;
     struct ct_stats *stats;         /* proxy/stats.h: written by this thread only */
     struct ct_accesslog_buf *alog;  /* NULL: access log off (owned by the log) */
 };
@@ -266,6 +288,37 @@ enum ct_client_state {
         CT_CS__COUNT
 };
 
+/* One exchange: the parsed request, the upstream it borrowed, the cache's
+ * part, the response's progress and the log record, whatever connection
+ * carries it. An HTTP/1 connection embeds one (pipelined requests are served
+ * one at a time); it is reset between requests (enter_read_head). */
+struct ct_proto;
+struct ct_req {
+    const struct ct_proto *proto;  /* what carries it (proxy/proto.h) */
+    const struct ct_http_msg *msg; /* views into the connection's parser */
+    bool body_done;             /* the request parser reached its END */
+    bool body_paused;           /* body reads stopped: upstream output full */
+    uint64_t body_bytes;
+    uint64_t body_t0_ms;        /* body deadline clock start (monotonic ms), moved
+                                   forward by the time reads were paused */
+    uint64_t body_paused_ms;    /* when reads paused for the upstream (0: not) */
+    unsigned retries;
+    struct ct_upstream *u;      /* borrowed from the pool during a fetch */
+    struct ct_creq *cr;         /* the cache's part (cache_req.c), kept across requests */
+    /* the response */
+    bool head_sent;
+    unsigned status;
+    bool up_keep_alive;         /* the origin connection may be reused */
+    bool up_paused;             /* upstream reads stopped: client output full */
+    bool up_got_byte;           /* some response byte came on this upstream */
+    /* operations (proxy/admin.h ct_ops_*): the log record */
+    ct_time_t t0, t0_real;      /* head received: mono, wall clock */
+    ct_time_t tup;              /* mono, first upstream asked for; 0: none */
+    uint64_t body_out;          /* response body bytes forwarded */
+    uint8_t cs;                 /* enum ct_stats_cs, set by the cache path */
+    bool logged;                /* counted and logged (ct_ops_req_end) */
+};
+
 struct ct_client {
     unsigned magic;
 #define CT_CLIENT_MAGIC 0xc11e0a7bu
@@ -280,8 +333,6 @@ struct ct_client {
     uint64_t timer_at_ms;       /* when the timer fires (0: not armed) */
     int linger_outq;            /* linger: bytes the kernel still held at the last look */
     uint64_t linger_moved_ms;   /* linger: when that count last went down */
-    struct ct_upstream *u;      /* borrowed from the pool during a fetch */
-    struct ct_creq *cr;         /* the cache's part of its requests (cache_req.c) */
     struct ct_client *next, *prev; /* w->clients */
     uint64_t id;
     unsigned nreq;
@@ -291,32 +342,17 @@ struct ct_client {
     bool failed;                /* client_fail() ran for this connection */
     bool head_started;          /* READ_HEAD: a byte of the next head arrived */
     bool resume;                /* READ_HEAD: the timer is a deferred parse, not a deadline */
-    /* the request in flight (FETCH..SEND); msg views live in rp */
-    const struct ct_http_msg *req;
-    bool req_body_done;         /* the request parser reached its END */
-    bool req_paused;            /* client reads stopped: upstream output full */
+    struct ct_req r;            /* the request in flight (FETCH..SEND); one at a time */
+    /* framing of the response in flight (HTTP/1) */
     bool sent_continue;
-    uint64_t req_body_bytes;
-    uint64_t body_t0_ms;        /* body deadline clock start (monotonic ms), moved
-                                   forward by the time reads were paused */
-    uint64_t body_paused_ms;    /* when reads paused for the upstream (0: not) */
-    unsigned retries;
-    /* the response in flight */
-    bool resp_head_sent;
     bool resp_chunked;          /* we add chunked framing towards the client */
     bool resp_direct;           /* head and body already written (fetch.c) */
     bool resp_close;            /* close after this response */
-    bool up_keep_alive;         /* the origin connection may be reused */
-    bool up_paused;             /* upstream reads stopped: client output full */
-    bool up_got_byte;           /* some response byte came on this upstream */
-    unsigned status;
-    /* operations (proxy/admin.h ct_ops_*): the request in flight */
-    ct_time_t ops_t0, ops_t0_real; /* head received: mono, wall clock */
-    ct_time_t ops_tup;          /* mono, first upstream asked for; 0: none */
-    uint64_t ops_body_bytes;    /* response body bytes forwarded */
-    uint8_t ops_cs;             /* enum ct_stats_cs, set by the cache path */
-    bool ops_logged;            /* counted and logged (ct_ops_req_end) */
+    bool obj_chunked;           /* a stored object's body goes out chunked (h1_resp.c) */
 };
+
+/* proxy/h1_resp.c: HTTP/1's side of proxy/proto.h. */
+extern const struct ct_proto ct_h1_proto;
 
 /* Take over accepted FD from listener LC (owns the fd from now on). */
 void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int fd,
@@ -332,18 +368,6 @@ void ct_client_set_state(struct ct_client *c, enum ct_client_state to);
 void ct_client_fail(struct ct_client *c, enum ct_close why);
 /* Flush the output, then close (lingering: input drained meanwhile). */
 void ct_client_finish(struct ct_client *c, enum ct_close why);
-/* Client bufferevents (plain TCP, and TLS once the handshake is done) are
- * kept with EV_WRITE disabled while their output is empty: ct_flush() writes
- * what was queued at once (TLS: one SSL_write per 16 KiB, so a head and a
- * small body share one record) with no write event, no extra loop turn, and
- * hands any rest to libevent by enabling EV_WRITE; the write callback
- * disables it again once the output is empty. A no-op while EV_WRITE is
- * enabled (pending data, or a TLS handshake). TLS connections io.c took
- * over (ct_io_flush) never use the bufferevent's writes: ct_flush() goes
- * there, and nothing may enable EV_WRITE on them. */
-void ct_flush(struct bufferevent *bev);
-/* Read/write timeouts of BEV in ms (0: none). */
-void ct_set_timeouts(struct bufferevent *bev, uint64_t read_ms, uint64_t write_ms);
 /* The request body's deadline (limits.client_body_timeout, extended by
  * client_body_min_rate per byte received): start it with the head (START),
  * move it after body bytes, stop it at the body's end (req_body_done). While
@@ -356,26 +380,31 @@ void ct_client_response_done(struct ct_client *c);
 const char *ct_client_state_name(enum ct_client_state s);
 
 /* fetch.c: the request path after the head (recv -> lookup -> pass/fetch ->
- * deliver), and the calls the upstream side makes into it. */
+ * deliver). */
 void ct_fetch_start(struct ct_client *c);
 void ct_fetch_client_readable(struct ct_client *c);
 void ct_fetch_client_drained(struct ct_client *c);
-void ct_fetch_upstream_ready(struct ct_client *c);
-void ct_fetch_upstream_readable(struct ct_client *c);
-void ct_fetch_upstream_drained(struct ct_client *c);
-/* The upstream connection failed or closed (WHY: ORIGIN_CONNECT,
- * ORIGIN_TIMEOUT or ORIGIN_RESET). The upstream is dead; fetch releases it. */
-void ct_fetch_upstream_closed(struct ct_client *c, enum ct_close why);
 
 /* ---- upstreams (upstream.c) ---------------------------------------------- */
 
-/* Pick a backend (round robin, passive health) and lend C a connection: a
- * pooled one unless FRESH, else a new one. Returns CT_OK with *UP set (ready
- * now if ct_upstream_is_connected(), else ct_fetch_upstream_ready() follows),
- * or CT_EIO with *WHY set and nothing lent. */
-int ct_upstream_acquire(struct ct_worker *w, struct ct_client *c, bool fresh,
-                        struct ct_upstream **up, enum ct_close *why);
-/* The client is done with *UP (NULLed). Back to the pool if REUSABLE, else closed. */
+/* What a borrowed upstream tells its owner (OWNER is the pointer it was lent
+ * with), on the worker's thread. */
+struct ct_upstream_owner {
+    void (*ready)(void *owner);     /* connected: send the request */
+    void (*readable)(void *owner);  /* response bytes in its input */
+    void (*drained)(void *owner);   /* its output went down to the low mark */
+    /* The connection failed or closed (WHY: ORIGIN_CONNECT, ORIGIN_TIMEOUT
+     * or ORIGIN_RESET). The upstream is dead; the owner releases it. */
+    void (*closed)(void *owner, enum ct_close why);
+};
+
+/* Pick a backend (round robin, passive health) and lend OWNER a connection:
+ * a pooled one unless FRESH, else a new one. Returns CT_OK with *UP set
+ * (ready now if ct_upstream_is_connected(), else OC->ready follows), or
+ * CT_EIO with *WHY set and nothing lent. */
+int ct_upstream_acquire(struct ct_worker *w, const struct ct_upstream_owner *oc, void *owner,
+                        bool fresh, struct ct_upstream **up, enum ct_close *why);
+/* The owner is done with *UP (NULLed). Back to the pool if REUSABLE, else closed. */
 void ct_upstream_release(struct ct_upstream **up, bool reusable);
 bool ct_upstream_is_connected(const struct ct_upstream *u);
 bool ct_upstream_is_reused(const struct ct_upstream *u);
@@ -419,24 +448,9 @@ struct ct_fwd_req {
     struct ct_str extra_name, extra_value;
 };
 
-/* Send the request head for the origin on BEV (an upstream): written at once
- * when nothing is queued (ct_fwd_writev), else queued on its output. */
-void ct_fwd_request_head(struct bufferevent *bev, const struct ct_fwd_req *fr);
-
-/* Direct writes, past the evbuffer (forward.c). A plain-TCP bufferevent with
- * nothing queued and EV_WRITE off (see ct_flush) may be written to at once:
- * ct_fwd_can_write_now() says so. ct_fwd_writev() then makes one writev(2)
- * of IOV[0..N) and queues on the output, in order, what the socket did not
- * take (EAGAIN and errors alike: all of it): piece I's rest through
- * QUEUE(ARG, I, P, LEN) when QUEUE is given (e.g. by reference), else
- * copied; then libevent takes over (EV_WRITE on: its write timeout and error
- * event apply, as after ct_flush). No allocation and no buffer callback
- * when the socket takes it all. */
-struct iovec;
-typedef void ct_fwd_queue_cb(void *arg, int i, const char *p, size_t len);
-bool ct_fwd_can_write_now(struct bufferevent *bev);
-void ct_fwd_writev(struct bufferevent *bev, const struct iovec *iov, int n, ct_fwd_queue_cb *queue,
-                   void *arg);
+/* Send the request head for the origin on IO (an upstream's): written at
+ * once when nothing is queued (ct_io_writev), else queued on its output. */
+void ct_fwd_request_head(struct ct_io *io, const struct ct_fwd_req *fr);
 
 enum ct_resp_conn {
     CT_RESP_KEEP,          /* HTTP/1.1 client: nothing to say */

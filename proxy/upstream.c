@@ -12,8 +12,9 @@
  *
  * A struct ct_upstream owns its bufferevent and its response parser (reused
  * for every response on the connection). While ACTIVE or TUNNEL it is lent to
- * one client (u->c), which gets every event through ct_fetch_upstream_*();
- * the client gives it back with ct_upstream_release(). An IDLE connection
+ * one owner (a request), which gets every event through the callbacks it
+ * lent it with (struct ct_upstream_owner; the pool knows nothing of clients)
+ * and gives it back with ct_upstream_release(). An IDLE connection
  * keeps reading so that an origin closing it (or a stray byte) is seen at
  * once and the connection dropped from the pool, never handed out dead; the
  * race that remains (origin closes as we send) is covered by fetch.c's retry.
@@ -32,7 +33,6 @@
 #include <sys/socket.h>
 
 #include "common/log.h"
-#include "proxy/admin.h"
 #include "proxy/proxy_int.h"
 
 #define CT_UPSTREAM_STATES(X)                                                  \
@@ -63,7 +63,8 @@ struct ct_upstream {
     struct bufferevent *bev;
     struct ct_io io;       /* its read side (io.c) */
     struct ct_http_parser *rp;
-    struct ct_client *c;   /* borrower while ACTIVE/TUNNEL */
+    const struct ct_upstream_owner *oc; /* the borrower while ACTIVE/TUNNEL */
+    void *owner;
     struct ct_upstream *next, *prev; /* be->idle or w->busy */
     uint64_t id;
     unsigned nreq;
@@ -238,11 +239,11 @@ static struct ct_upstream *upstream_new(struct ct_worker *w, struct ct_backend_r
     bufferevent_setcb(bev, NULL, on_write, on_event, u);
     bufferevent_setwatermark(bev, EV_WRITE, CT_BP_LOW, 0);
     bufferevent_set_max_single_write(bev, CT_BP_HIGH); /* not 16 KiB (libevent's default) */
-    /* Writes go out directly (ct_flush); bufferevent_socket_connect() watches
+    /* Writes go out directly (ct_io_flush); bufferevent_socket_connect() watches
      * the connect with the write event on its own, under the write timeout,
      * and drops the event once connected. */
     bufferevent_disable(bev, EV_READ | EV_WRITE);
-    ct_set_timeouts(bev, 0, be->bc->connect_timeout_ms);
+    ct_io_bev_timeouts(bev, 0, be->bc->connect_timeout_ms);
     if (bufferevent_socket_connect(bev, (struct sockaddr *)&be->addr->sa,
                                    (int)be->addr->salen) != 0) {
         upstream_close(u);
@@ -252,12 +253,11 @@ static struct ct_upstream *upstream_new(struct ct_worker *w, struct ct_backend_r
     setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     ct_io_attach(&u->io, w->base, bev, true, on_read, on_event, u);
     u->io.write_ms = be->bc->connect_timeout_ms;
-    w->n_upstream_new++;
     return u;
 }
 
-int ct_upstream_acquire(struct ct_worker *w, struct ct_client *c, bool fresh,
-                        struct ct_upstream **up, enum ct_close *why)
+int ct_upstream_acquire(struct ct_worker *w, const struct ct_upstream_owner *oc, void *owner,
+                        bool fresh, struct ct_upstream **up, enum ct_close *why)
 {
     struct ct_backend_rt *be = pick_backend(w);
     if (be == NULL) {
@@ -271,7 +271,6 @@ int ct_upstream_acquire(struct ct_worker *w, struct ct_client *c, bool fresh,
         set_state(u, CT_US_ACTIVE);
         list_push(&w->busy, u);
         u->reused = true;
-        w->n_upstream_reused++;
         ct_io_timeouts(&u->io, 0, be->bc->header_timeout_ms);
     } else {
         u = upstream_new(w, be);
@@ -280,7 +279,8 @@ int ct_upstream_acquire(struct ct_worker *w, struct ct_client *c, bool fresh,
             return CT_EIO;
         }
     }
-    u->c = c;
+    u->oc = oc;
+    u->owner = owner;
     u->nreq++;
     u->head_seen = false;
     *up = u;
@@ -293,7 +293,8 @@ void ct_upstream_release(struct ct_upstream **up, bool reusable)
     *up = NULL;
     CT_CHECK_OBJ(u, CT_UPSTREAM_MAGIC);
     struct ct_backend_rt *be = u->be;
-    u->c = NULL;
+    u->oc = NULL;
+    u->owner = NULL;
     if (!reusable || u->state != CT_US_ACTIVE || u->w->draining || be->retired ||
         be->nidle >= be->bc->pool_max_idle ||
         evbuffer_get_length(bufferevent_get_input(u->bev)) != 0 ||
@@ -357,7 +358,7 @@ static void on_read(struct bufferevent *bev, void *arg)
     switch (u->state) {
     case CT_US_ACTIVE:
     case CT_US_TUNNEL:
-        ct_fetch_upstream_readable(u->c);
+        u->oc->readable(u->owner);
         return;
     case CT_US_IDLE:
         /* Nothing may arrive on an idle connection (RFC 9112 §9.3.2 allows
@@ -376,8 +377,8 @@ static void on_write(struct bufferevent *bev, void *arg)
     CT_CHECK_OBJ(u, CT_UPSTREAM_MAGIC);
     if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
         bufferevent_disable(bev, EV_WRITE); /* back to direct writes */
-    if (u->c && (u->state == CT_US_ACTIVE || u->state == CT_US_TUNNEL))
-        ct_fetch_upstream_drained(u->c);
+    if (u->oc && (u->state == CT_US_ACTIVE || u->state == CT_US_TUNNEL))
+        u->oc->drained(u->owner);
 }
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
@@ -388,7 +389,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         set_state(u, CT_US_ACTIVE);
         ct_io_timeouts(&u->io, 0, u->be->bc->header_timeout_ms);
         ct_io_read(&u->io, true);
-        ct_fetch_upstream_ready(u->c);
+        u->oc->ready(u->owner);
         return;
     }
     enum ct_close why;
@@ -412,8 +413,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     /* libevent hands over the bytes read before an EOF through on_read
      * first, and reads nothing while we are paused, so no response byte is
      * left unprocessed here. */
-    struct ct_client *c = u->c;
-    ct_fetch_upstream_closed(c, why);
+    u->oc->closed(u->owner, why);
 }
 
 static void close_idle(struct ct_backend_rt *be)

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# bench/micro/reqcost.sh: what one keep-alive request costs cachet, counted
+# rather than timed (issue 13's before/after table).
+#
+#   bench/micro/reqcost.sh BINDIR [N]
+#
+# For each cell (HTTP hit, HTTP pass, HTTPS hit, HTTPS pass; 1 KiB bodies)
+# one cachet worker runs under valgrind --tool=callgrind and one keep-alive
+# connection makes N requests after a warm-up; the counters are zeroed after
+# the warm-up and dumped after the N (callgrind_control), so start-up is not
+# counted. Then the same cell runs without valgrind under strace -f -c, which
+# gives the socket syscalls per request. Prints one line per cell:
+#   cell=http-hit Ir_per_req=7212 reads_per_req=1.00 writes_per_req=1.00
+# Instructions are user space only and repeat exactly for the same binary
+# and inputs, whatever the machine is doing.
+set -u
+BIN=$(cd "${1:?usage: reqcost.sh BINDIR [N]}" && pwd)
+N=${2:-2000}
+CELLS=${CELLS:-"http-hit http-pass https-hit https-pass"}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/ct-reqcost.XXXXXX")
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$TMP"; }
+trap cleanup EXIT
+wait_port() { # FILE PATTERN PID
+    local i line
+    for ((i = 0; i < 6000; i++)); do
+        kill -0 "$3" 2>/dev/null || { echo "reqcost: exited:" >&2; cat "$1" "${1%.out}.err" >&2 2>/dev/null; return 1; }
+        line=$(grep -m1 -E "$2" "$1" 2>/dev/null) && { echo "${line##*:}"; return 0; }
+        sleep 0.01
+    done
+    echo "reqcost: no '$2' in $1" >&2
+    return 1
+}
+stop() { kill -TERM "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+
+"$BIN/cachet-origin" --port 0 --workers 1 >"$TMP/origin.out" 2>&1 &
+pids+=($!)
+OPORT=$(wait_port "$TMP/origin.out" '^listening on' $!) || exit 1
+
+client() { # SCHEME PORT PATH N ZERO(0/1) DIR
+    python3 - "$@" <<'PY'
+import http.client, ssl, subprocess, sys
+scheme, port, path, n, zero, d = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5] == "1", sys.argv[6]
+if scheme == "https":
+    ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+    c = http.client.HTTPSConnection("127.0.0.1", port, timeout=600, context=ctx)
+else:
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+def get():
+    c.request("GET", path)
+    r = c.getresponse(); body = r.read()
+    assert r.status == 200 and len(body) == 1024, (r.status, len(body))
+    return r.getheader("Cache-Status") or ""
+for _ in range(50):
+    get()
+if zero:
+    subprocess.run(["callgrind_control", "-z"], check=True, capture_output=True, cwd=d)
+else:
+    open(d + "/go", "w").close()
+    import time
+    while True:                      # strace attaches while we wait
+        try: open(d + "/ready").close(); break
+        except FileNotFoundError: time.sleep(0.01)
+for _ in range(n):
+    s = get()
+if zero:
+    subprocess.run(["callgrind_control", "-d"], check=True, capture_output=True, cwd=d)
+print(s)
+PY
+}
+
+for cell in $CELLS; do
+    scheme=${cell%-*}; kind=${cell#*-}
+    if [ "$kind" = hit ]; then path="/1k?cache-control=max-age%3D3600"; else path="/gen?size=1024&cache-control=no-store"; fi
+    d="$TMP/$cell"; mkdir -p "$d"
+    if [ "$scheme" = https ]; then lopt=(--http off --https 127.0.0.1:0); pat='^listening on https '; else lopt=(--http 127.0.0.1:0); pat='^listening on http '; fi
+    # instructions
+    (cd "$d" && exec valgrind --tool=callgrind --callgrind-out-file="$d/cg.%p" "$BIN/cachet" "${lopt[@]}" \
+        --admin off --workers 1 --backend "127.0.0.1:$OPORT" --access-log off >"$d/cachet.out" 2>"$d/cachet.err") &
+    vp=$!; pids+=($vp)
+    port=$(wait_port "$d/cachet.out" "$pat" $vp) || exit 1
+    cs=$(client "$scheme" "$port" "$path" "$N" 1 "$d") || exit 1
+    sleep 0.5
+    total=0
+    for f in "$d"/cg.*.[0-9]*; do
+        [ -f "$f" ] || continue
+        ir=$(awk '/^summary:/ { print $2 }' "$f"); total=$((total + ${ir:-0}))
+    done
+    stop $vp
+    # syscalls
+    rm -f "$d"/go "$d"/ready
+    "$BIN/cachet" "${lopt[@]}" --admin off --workers 1 --backend "127.0.0.1:$OPORT" --access-log off \
+        >"$d/s.out" 2>"$d/s.err" &
+    sp=$!; pids+=($sp)
+    port=$(wait_port "$d/s.out" "$pat" $sp) || exit 1
+    client "$scheme" "$port" "$path" "$N" 0 "$d" >/dev/null &
+    cp=$!
+    for ((i = 0; i < 6000; i++)); do [ -f "$d/go" ] && break; sleep 0.01; done
+    strace -f -c -o "$d/strace" -p "$sp" 2>/dev/null &
+    stp=$!
+    sleep 1; touch "$d/ready"
+    wait $cp
+    kill -INT $stp; wait $stp 2>/dev/null
+    stop $sp
+    awk -v n="$N" -v cell="$cell" -v ir="$((total / N))" -v cs="$cs" '
+        $NF ~ /^(read|readv|recvfrom|recvmsg)$/ { r += $4 }
+        $NF ~ /^(write|writev|sendto|sendmsg|sendfile)$/ { w += $4 }
+        $NF ~ /^(epoll_ctl)$/ { e += $4 }
+        END { printf "cell=%s Ir_per_req=%d reads_per_req=%.2f writes_per_req=%.2f epoll_ctl_per_req=%.2f (%s)\n", cell, ir, r / n, w / n, e / n, cs }' "$d/strace"
+done

@@ -1,0 +1,339 @@
+/*
+ * proxy/h1_resp.c: responses from stored objects and our own short answers,
+ * as HTTP/1.1 bytes (ct_h1_proto, proxy/proto.h).
+ *
+ * The request path decides what to send (cache_deliver.c: the plan, the
+ * range, when the body is all out); this file decides how it looks on an
+ * HTTP/1 connection: the status line, Content-Length or chunked framing,
+ * Connection, and the per-hit fields (Age, Cache-Status). Nothing here
+ * parses a stored header or copies a body: the stored block (status line +
+ * fields, rendered once at store time by cache_fill.c) and the body segments
+ * go to the client's output by reference, one object reference per handed-out
+ * piece (ct_obj_ref), released by libevent when the bytes are gone
+ * (ct_obj_release_cb), so the object outlives every evbuffer that points
+ * into it. The per-hit fields come from one stack buffer.
+ *
+ * Fast paths (plain TCP, nothing queued, complete object): one writev(2)
+ * straight from the object's memory and the stack, and sendfile(2) for a body
+ * kept in a memfd. TLS keeps the evbuffer path, arranged so that a small
+ * response is one record.
+ */
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/uio.h>
+
+#include "common/log.h"
+#include "proxy/cache_int.h"
+#include "proxy/proto.h"
+
+#define ADD_LIT(out, lit) evbuffer_add((out), (lit), sizeof(lit) - 1)
+
+static struct ct_client *h1(struct ct_req *r) { return CT_CONTAINER_OF(r, struct ct_client, r); }
+static struct evbuffer *cout(struct ct_client *c) { return bufferevent_get_output(c->bev); }
+
+static char *put(char *p, const char *s, size_t n)
+{
+    memcpy(p, s, n);
+    return p + n;
+}
+
+/* Which Connection field the response needs; sets c->resp_close. */
+static const char *conn_field(struct ct_client *c, bool force_close)
+{
+    const struct ct_http_msg *req = c->r.msg;
+    c->resp_close = force_close || !req->keep_alive || c->w->draining;
+    if (c->resp_close)
+        return "Connection: close\r\n";
+    return req->version == 10 ? "Connection: keep-alive\r\n" : "";
+}
+
+/* Object bytes to the client's output: by reference (one object reference
+ * per piece). Under TLS a piece up to one record is copied instead:
+ * bufferevent_openssl makes one SSL_write (one record, one send) per buffer
+ * piece, so a hit as three referenced pieces cost three records; copied, the
+ * head, the per-hit fields and a small body share one. OpenSSL copies while
+ * encrypting anyway; big bodies stay by reference. */
+#define TLS_COPY_MAX 16384
+
+static void add_ref(struct ct_client *c, struct evbuffer *out, struct ct_obj *obj, const char *p,
+                    size_t len)
+{
+    if (len == 0)
+        return;
+    if (c->lc->kind == CT_LISTEN_HTTPS && len <= TLS_COPY_MAX)
+        evbuffer_add(out, p, len);
+    else
+        evbuffer_add_reference(out, p, len, ct_obj_release_cb, ct_obj_ref(obj));
+}
+
+/* The per-hit fields, built by hand into TAIL (TAIL_MAX bytes): this runs on
+ * every hit, and printf's format parsing showed in profiles. Returns the
+ * length, the head's final CRLF included. */
+#define TAIL_MAX (160 + 96 + 64 + 32 + sizeof(((struct ct_creq *)0)->cstatus_buf))
+
+static size_t render_tail(struct ct_obj *obj, struct ct_str cstatus, const char *extra,
+                          const char *frame, const char *conn, char *tail)
+{
+    double age = ct_obj_age(obj, ct_time_real());
+    size_t ne = strlen(extra), nf = strlen(frame), nc = strlen(conn);
+    CT_ASSERT(cstatus.len <= sizeof(((struct ct_creq *)0)->cstatus_buf) && ne < 96 && nf < 64 &&
+              nc < 32);
+    char *p = tail;
+    p = put(p, "Age: ", 5);
+    p = ct_cache_put_i64(p, age > 0 ? (int64_t)age : 0);
+    p = put(p, "\r\nCache-Status: ", 16);
+    p = put(p, cstatus.p, cstatus.len);
+    p = put(p, "\r\n", 2);
+    p = put(p, extra, ne);
+    p = put(p, frame, nf);
+    p = put(p, conn, nc);
+    p = put(p, "\r\n", 2);
+    return (size_t)(p - tail);
+}
+
+/* OBJ's stored head (or STATUS_LINE + its fields) and the per-hit fields:
+ * Age, Cache-Status, then EXTRA, FRAME and CONN verbatim. */
+static void write_head(struct ct_client *c, struct ct_obj *obj, const struct ct_str wire,
+                       uint32_t status_len, const char *status_line, struct ct_str cstatus,
+                       const char *extra, const char *frame, const char *conn)
+{
+    struct evbuffer *out = cout(c);
+    if (status_line) {
+        evbuffer_add(out, status_line, strlen(status_line));
+        add_ref(c, out, obj, wire.p + status_len, wire.len - status_len);
+    } else {
+        add_ref(c, out, obj, wire.p, wire.len);
+    }
+    char tail[TAIL_MAX];
+    evbuffer_add(out, tail, render_tail(obj, cstatus, extra, frame, conn, tail));
+}
+
+/* ---- direct writes ------------------------------------------------------------
+ *
+ * A plain-TCP hit on a complete object with nothing queued before it goes out
+ * in one writev(2) straight from the object's memory and the stack: no
+ * evbuffer chain, so no allocation, no buffer callback and no drain per hit
+ * (three chains cost three mallocs, six callbacks and a drain before). The
+ * object cannot change under us (complete = immutable) and writev copies
+ * before returning, so no reference is taken for the bytes the socket took.
+ * What it did not take is queued as before, in order (the object's bytes by
+ * reference, ours copied), and libevent's write event takes over, exactly as
+ * ct_io_flush() leaves it (io.c). */
+#define DIRECT_IOV 16
+
+struct direct {
+    struct iovec iov[DIRECT_IOV];
+    bool obj_bytes[DIRECT_IOV]; /* points into the object (else: stack, copied) */
+    int n;
+};
+
+static void direct_add(struct direct *d, const void *p, size_t len, bool obj_bytes)
+{
+    if (len == 0)
+        return;
+    CT_ASSERT(d->n < DIRECT_IOV);
+    d->iov[d->n] = (struct iovec){(void *)p, len};
+    d->obj_bytes[d->n++] = obj_bytes;
+}
+
+struct direct_rest {
+    struct ct_client *c;
+    struct ct_obj *obj;
+    const struct direct *d;
+};
+
+/* What the socket did not take: the object's bytes by reference, ours copied. */
+static void direct_queue(void *arg, int i, const char *p, size_t len)
+{
+    struct direct_rest *r = arg;
+    if (r->d->obj_bytes[i])
+        evbuffer_add_reference(cout(r->c), p, len, ct_obj_release_cb, ct_obj_ref(r->obj));
+    else
+        evbuffer_add(cout(r->c), p, len);
+}
+
+/* The complete body from where the request stands into D's free slots (the
+ * rest: the request pumps it). */
+static void direct_body(struct ct_client *c, struct direct *d)
+{
+    struct ct_str chunk;
+    while (d->n < DIRECT_IOV && ct_cache_obj_next(c, &chunk))
+        direct_add(d, chunk.p, chunk.len, true);
+}
+
+/* A body kept in a memfd (ct_obj_body_fd) goes out with sendfile(2) once the
+ * head left nothing queued: the socket gets references to the object's pages
+ * instead of a copy (on loopback the copy into the socket was most of a
+ * 100 KiB hit's time). What it does not take, the request's pump queues by
+ * reference as for any body. Plain TCP only: TLS must encrypt in user space. */
+static void direct_sendfile(struct ct_client *c, int fd, off_t base)
+{
+    if (evbuffer_get_length(cout(c)) > 0)
+        return;
+    int sock = ct_io_fd(&c->io);
+    uint64_t off0, left;
+    while ((left = ct_cache_obj_left(c, &off0)) > 0) {
+        off_t off = base + (off_t)off0;
+        size_t want = (size_t)CT_MIN(left, (uint64_t)(1u << 30));
+        ssize_t k = sendfile(sock, fd, &off, want);
+        if (k <= 0)
+            return; /* full (EAGAIN) or failing: the pump queues the rest, libevent reports */
+        ct_cache_obj_sent(c, (uint64_t)k);
+    }
+}
+
+/* ---- struct ct_proto ------------------------------------------------------------- */
+
+static void h1_deliver_head(struct ct_req *r, struct ct_obj *obj, const struct ct_resp_plan *p)
+{
+    struct ct_client *c = h1(r);
+    struct ct_cache_blk blk;
+    struct ct_str wire;
+    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    char frame[64] = "";
+    if (p->from_origin) { /* framing decided for the origin's response (fetch.c) */
+        if (c->resp_chunked)
+            snprintf(frame, sizeof(frame), "Transfer-Encoding: chunked\r\n");
+        else if (p->length_field)
+            snprintf(frame, sizeof(frame), "Content-Length: %llu\r\n",
+                     (unsigned long long)p->len);
+        write_head(c, obj, wire, blk.status_len, NULL, p->cache_status, "", frame,
+                   conn_field(c, c->resp_close));
+        return;
+    }
+    bool head_only = r->msg->method == CT_METHOD_HEAD;
+    bool streaming = p->len == UINT64_MAX;
+    bool force_close = p->close;
+    bool send_body = p->body && !head_only;
+    if (send_body && streaming) {
+        /* Length unknown yet: chunked for HTTP/1.1, close-delimited for 1.0. */
+        if (r->msg->version == 11)
+            snprintf(frame, sizeof(frame), "Transfer-Encoding: chunked\r\n");
+        else
+            force_close = true;
+    } else if (p->length_field) {
+        char *q = put(frame, "Content-Length: ", 16);
+        q = ct_cache_put_i64(q, (int64_t)p->len);
+        put(q, "\r\n", 3); /* with the NUL */
+    }
+    c->obj_chunked = send_body && streaming && r->msg->version == 11;
+    char extra[96] = "";
+    if (p->content_range[0])
+        snprintf(extra, sizeof(extra), "Content-Range: %s\r\n", p->content_range);
+    struct evbuffer *out = cout(c);
+    if (c->lc->kind == CT_LISTEN_HTTPS) {
+        /* One contiguous piece for the whole small response: one record. */
+        size_t body = send_body && p->len <= TLS_COPY_MAX ? (size_t)p->len : 0;
+        evbuffer_expand(out, wire.len + 512 + body);
+    }
+    char line[64];
+    size_t line_len = 0;
+    if (p->own_status)
+        line_len = (size_t)snprintf(line, sizeof(line), "HTTP/1.1 %u %s\r\n", p->status,
+                                    p->status == 206   ? "Partial Content"
+                                    : p->status == 416 ? "Range Not Satisfiable"
+                                                       : ct_fwd_reason(p->status));
+    const char *conn = conn_field(c, force_close);
+    if (ct_obj_state(obj) != CT_OBJ_COMPLETE || !ct_io_can_write_now(&c->io)) {
+        write_head(c, obj, wire, blk.status_len, p->own_status ? line : NULL, p->cache_status,
+                   extra, frame, conn);
+        return;
+    }
+    struct direct dw = {.n = 0};
+    char tail[TAIL_MAX];
+    if (p->own_status) {
+        direct_add(&dw, line, line_len, false);
+        direct_add(&dw, wire.p + blk.status_len, wire.len - blk.status_len, true);
+    } else {
+        direct_add(&dw, wire.p, wire.len, true);
+    }
+    direct_add(&dw, tail, render_tail(obj, p->cache_status, extra, frame, conn, tail), false);
+    off_t base = 0;
+    int bfd = send_body && !c->obj_chunked && ct_cache_obj_at_start(c)
+                  ? ct_obj_body_fd(obj, &base)
+                  : -1;
+    if (send_body && bfd < 0)
+        direct_body(c, &dw);
+    struct direct_rest rest = {c, obj, &dw};
+    ct_io_writev(&c->io, dw.iov, dw.n, direct_queue, &rest);
+    if (bfd >= 0)
+        direct_sendfile(c, bfd, base);
+}
+
+static void h1_send_obj_piece(struct ct_req *r, struct ct_obj *obj, struct ct_str s)
+{
+    struct ct_client *c = h1(r);
+    struct evbuffer *out = cout(c);
+    if (c->obj_chunked) {
+        char line[24];
+        int k = snprintf(line, sizeof(line), "%zx\r\n", s.len);
+        evbuffer_add(out, line, (size_t)k);
+    }
+    add_ref(c, out, obj, s.p, s.len);
+    if (c->obj_chunked)
+        ADD_LIT(out, "\r\n");
+}
+
+static void h1_send_obj_end(struct ct_req *r)
+{
+    struct ct_client *c = h1(r);
+    if (c->obj_chunked)
+        ct_fwd_body_end(cout(c));
+    c->obj_chunked = false;
+}
+
+static void h1_send_synth(struct ct_req *r, unsigned status, struct ct_str body,
+                          struct ct_str cstatus)
+{
+    struct ct_client *c = h1(r);
+    bool head = r->msg->method == CT_METHOD_HEAD;
+    evbuffer_add_printf(cout(c),
+                        "HTTP/1.1 %u %s\r\nServer: cachet\r\nDate: %s\r\n"
+                        "Content-Type: text/plain\r\nContent-Length: %zu\r\n"
+                        "Cache-Status: %.*s\r\n%s\r\n",
+                        status, ct_fwd_reason(status), ct_cache_date_now(c->w->wc), body.len,
+                        (int)cstatus.len, cstatus.p, conn_field(c, false));
+    if (!head && body.len)
+        evbuffer_add(cout(c), body.p, body.len);
+}
+
+/* The socket may take it all at once: then no write event would ever come
+ * to resume the request, so it goes on. Otherwise libevent writes the rest
+ * and the write callback at the low mark resumes it. */
+static bool h1_output_full(struct ct_req *r)
+{
+    struct ct_client *c = h1(r);
+    struct evbuffer *out = cout(c);
+    if (evbuffer_get_length(out) < CT_BP_HIGH)
+        return false;
+    ct_io_flush(&c->io);
+    return evbuffer_get_length(out) >= CT_BP_LOW;
+}
+
+static void h1_flush(struct ct_req *r) { ct_io_flush(&h1(r)->io); }
+
+/* A bodiless request: let the parser reach its END now, so the connection
+ * can take the next request when we answer without the origin. */
+static bool h1_body_finish(struct ct_req *r)
+{
+    struct ct_client *c = h1(r);
+    size_t n;
+    if (ct_fwd_pump(c->rp, bufferevent_get_input(c->bev), NULL, false, &n) != CT_HTTP_EV_END)
+        return false;
+    r->body_done = true;
+    return true;
+}
+
+const struct ct_proto ct_h1_proto = {
+    .name = "http/1.1",
+    .deliver_head = h1_deliver_head,
+    .send_obj_piece = h1_send_obj_piece,
+    .send_obj_end = h1_send_obj_end,
+    .send_synth = h1_send_synth,
+    .output_full = h1_output_full,
+    .flush = h1_flush,
+    .body_finish = h1_body_finish,
+};

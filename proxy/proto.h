@@ -1,0 +1,64 @@
+/*
+ * proxy/proto.h: what request logic may ask of the protocol that carries a
+ * request (Varnish's struct transport, h2o's final output stream).
+ *
+ * The request path (fetch.c, cache_*.c) decides what to answer: a stored
+ * object under a plan (status, range, length, Cache-Status), a short answer
+ * of our own, body pieces. How that looks on the wire (status lines, chunk
+ * framing, Connection, the writev/sendfile fast paths, TLS records) is the
+ * protocol's: HTTP/1 is h1_resp.c (ct_h1_proto); an HTTP/2 stream will be
+ * another table. A request reaches its protocol only through r->proto.
+ *
+ * Worker thread only. Every call may write to the socket at once.
+ */
+#ifndef CT_PROXY_PROTO_H
+#define CT_PROXY_PROTO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/common.h"
+
+struct ct_req;
+struct ct_obj;
+
+/* What the request decided to send from a stored object. */
+struct ct_resp_plan {
+    unsigned status;          /* the status to send */
+    bool own_status;          /* 304/206/416: not the stored status line */
+    bool body;                /* body bytes follow (not HEAD, 204/304/416) */
+    bool length_field;        /* state the length (Content-Length: LEN) */
+    uint64_t len;             /* the body's length; UINT64_MAX: unknown yet (streaming) */
+    const char *content_range; /* "bytes A-B/LEN" or "bytes * /LEN" value, or "" */
+    struct ct_str cache_status;
+    bool close;               /* end the connection after this response */
+    /* The stored head only: the body follows from the origin, framed as the
+     * protocol decided for the origin's response (ct_h1 final_head). */
+    bool from_origin;
+};
+
+struct ct_proto {
+    const char *name; /* "http/1.1" */
+    /* The head of a response from OBJ as PLAN says, and with PLAN->body
+     * (complete object, from the range's start) as much of the body as the
+     * protocol can send at once (ct_cache_obj_next() gives it the pieces).
+     * Then the request pumps the rest through send_obj_piece. */
+    void (*deliver_head)(struct ct_req *r, struct ct_obj *obj, const struct ct_resp_plan *plan);
+    /* A piece of OBJ's body, by reference: OBJ outlives the bytes. */
+    void (*send_obj_piece)(struct ct_req *r, struct ct_obj *obj, struct ct_str piece);
+    /* The object's body is all sent. */
+    void (*send_obj_end)(struct ct_req *r);
+    /* A short text answer of our own (PURGE, only-if-cached, waiter timeout). */
+    void (*send_synth)(struct ct_req *r, unsigned status, struct ct_str body,
+                       struct ct_str cache_status);
+    /* Write what is queued. True if the output still holds more than the
+     * low mark: stop adding until the protocol calls the request's drained
+     * hook (ct_cache_client_drained). */
+    bool (*output_full)(struct ct_req *r);
+    void (*flush)(struct ct_req *r);
+    /* A request whose head announced no body: let the protocol see its end
+     * now, so the connection can take the next one. False if it cannot. */
+    bool (*body_finish)(struct ct_req *r);
+};
+
+#endif /* CT_PROXY_PROTO_H */
