@@ -140,6 +140,13 @@ int ct_cache_key_build(const struct ct_cache_key_opts *opts, const struct ct_cac
 int ct_cache_key_prefix(struct ct_str host, unsigned default_port, struct ct_str path_prefix,
                         char *buf, size_t cap, struct ct_str *prefix);
 
+/* The prefix shared by every key that BASE (built without a header value)
+ * takes with some value of opts.header_name, into BUF (CAP bytes). A purge
+ * by URL must reach those too: the URL alone does not say which value the
+ * clients sent. CT_ELIMIT if it does not fit. */
+int ct_cache_key_variants_prefix(const struct ct_cache_key *base, char *buf, size_t cap,
+                                 struct ct_str *prefix);
+
 /* Wrap raw BYTES (already a key) into *KEY with its hash. */
 void ct_cache_key_from_bytes(struct ct_str bytes, struct ct_cache_key *key);
 

@@ -294,6 +294,18 @@ int ct_cache_key_build(const struct ct_cache_key_opts *opts, const struct ct_cac
     return CT_OK;
 }
 
+int ct_cache_key_variants_prefix(const struct ct_cache_key *base, char *buf, size_t cap,
+                                 struct ct_str *prefix)
+{
+    if (cap < base->bytes.len + 2)
+        return CT_ELIMIT;
+    memmove(buf, base->bytes.p, base->bytes.len); /* BUF may hold BASE already */
+    buf[base->bytes.len] = '\0'; /* what ct_cache_key_build puts before a header value */
+    buf[base->bytes.len + 1] = '\x01';
+    *prefix = ct_str_make(buf, base->bytes.len + 2);
+    return CT_OK;
+}
+
 int ct_cache_key_prefix(struct ct_str host, unsigned default_port, struct ct_str path_prefix,
                         char *buf, size_t cap, struct ct_str *prefix)
 {

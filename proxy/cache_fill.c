@@ -36,8 +36,6 @@
 
 #define ADD_LIT(out, lit) evbuffer_add((out), (lit), sizeof(lit) - 1)
 
-static struct evbuffer *cout(struct ct_client *c) { return bufferevent_get_output(c->bev); }
-
 /* ---- rendering --------------------------------------------------------------- */
 
 static void add_field(struct evbuffer *out, struct ct_str name, struct ct_str value)
@@ -357,14 +355,14 @@ static void drop_fill(struct ct_creq *cr, ct_time_t now, double hfm)
 
 /* The origin's body will not reach the client: it got an object instead. */
 static void serve_instead(struct ct_client *c, struct ct_obj *obj, struct ct_str cstatus,
-                          enum ct_resp_conn conn)
+                          bool close)
 {
     struct ct_creq *cr = c->r.cr;
     cr->discard = true;
     c->resp_chunked = false;
     if (cr->bg)
         return; /* the client already has its answer */
-    CT_ASSERT(ct_cache_emit(c, obj, cstatus, conn == CT_RESP_CLOSE));
+    CT_ASSERT(ct_cache_emit(c, obj, cstatus, close));
     ct_obj_release(&cr->obj);
     c->r.proto->flush(&c->r);
 }
@@ -399,7 +397,7 @@ static size_t parse_block(struct ct_str wire, uint32_t status_len, struct ct_htt
 /* A 304 to our revalidation (§4.3.3, §4.3.4): a new object with the merged
  * head that shares the stored body; serve it. */
 static bool revalidated(struct ct_client *c, const struct ct_http_msg *r304,
-                        enum ct_resp_conn conn, ct_time_t now)
+                        bool close, ct_time_t now)
 {
     struct ct_creq *cr = c->r.cr;
     struct ct_obj *stale = cr->stale;
@@ -413,7 +411,7 @@ static bool revalidated(struct ct_client *c, const struct ct_http_msg *r304,
         drop_fill(cr, now, 0);
         ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=304; detail=not-selected",
                             cr->fwd_kind);
-        serve_instead(c, stale, cr->cstatus, conn);
+        serve_instead(c, stale, cr->cstatus, close);
         return true;
     }
     struct ct_http_field *stored, *merged;
@@ -430,13 +428,13 @@ static bool revalidated(struct ct_client *c, const struct ct_http_msg *r304,
         struct ct_obj *obj = cr->fill;
         cr->fill = NULL;
         ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=304", cr->fwd_kind);
-        serve_instead(c, obj, cr->cstatus, conn);
+        serve_instead(c, obj, cr->cstatus, close);
         ct_obj_release(&obj);
     } else {
         drop_fill(cr, now, 0);
         ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=304; detail=not-updated",
                             cr->fwd_kind);
-        serve_instead(c, stale, cr->cstatus, conn);
+        serve_instead(c, stale, cr->cstatus, close);
     }
     free(stored);
     free(merged);
@@ -468,17 +466,17 @@ static void fill_client_head(struct ct_client *c, const struct ct_http_msg *msg)
     ct_cache_fill_head(c, cr->fill, msg, cr->cstatus);
 }
 
-static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, enum ct_resp_conn conn,
+static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, bool close,
                       ct_time_t now)
 {
     struct ct_creq *cr = c->r.cr;
     const struct ct_conf_cache *cc = &c->w->cf->cache;
     if (cr->stale && msg->status == 304)
-        return revalidated(c, msg, conn, now);
+        return revalidated(c, msg, close, now);
     if (cr->stale && !cr->validate && msg->status >= 500 && ct_cache_sie_ok(c, cr->stale, now)) {
         drop_fill(cr, now, 0);
         cr->cs = CT_STATS_CS_STALE;
-        serve_instead(c, cr->stale, CT_STR("cachet; hit; detail=stale-if-error"), conn);
+        serve_instead(c, cr->stale, CT_STR("cachet; hit; detail=stale-if-error"), close);
         return true;
     }
     bool hfm;
@@ -511,7 +509,7 @@ static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, enum c
         cr->self = true;
         c->resp_chunked = false;
         ct_cache_set_status(cr, "cachet; fwd=%s; stored", cr->fwd_kind);
-        if (ct_cache_emit(c, cr->fill, cr->cstatus, conn == CT_RESP_CLOSE))
+        if (ct_cache_emit(c, cr->fill, cr->cstatus, close))
             cr->mode = CT_CREQ_DONE;
         else
             ct_cache_stream_more(c);
@@ -521,7 +519,7 @@ static bool fill_head(struct ct_client *c, const struct ct_http_msg *msg, enum c
     return true;
 }
 
-bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum ct_resp_conn conn,
+bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, bool close,
                         struct ct_fwd_resp_extra *extra)
 {
     struct ct_creq *cr = c->r.cr;
@@ -531,12 +529,12 @@ bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum
     ct_time_t now = ct_time_real();
     if (!(ct_http_method_flags(c->r.msg->method) & CT_METHOD_SAFE))
         invalidate(c, msg);
-    if (cr->mode == CT_CREQ_FILL && fill_head(c, msg, conn, now))
+    if (cr->mode == CT_CREQ_FILL && fill_head(c, msg, close, now))
         return true;
     if (cr->mode != CT_CREQ_FILL && cr->stale && !cr->validate && msg->status >= 500 &&
         ct_cache_sie_ok(c, cr->stale, now)) {
         cr->cs = CT_STATS_CS_STALE;
-        serve_instead(c, cr->stale, CT_STR("cachet; hit; detail=stale-if-error"), conn);
+        serve_instead(c, cr->stale, CT_STR("cachet; hit; detail=stale-if-error"), close);
         return true;
     }
     if (cr->cstatus.len == 0)
@@ -551,19 +549,21 @@ bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum
 /* A fill takes the origin's body first (unframed, into the scratch buffer),
  * and only then does the fetching client get it (ct_cache_resp_body): the
  * object is filled from the upstream, never from what a client was sent. */
-struct evbuffer *ct_cache_body_sink(struct ct_client *c)
+enum ct_body_sink ct_cache_body_sink(struct ct_client *c, struct evbuffer **scratch)
 {
     struct ct_creq *cr = c->r.cr;
+    *scratch = NULL;
     if (cr == NULL)
-        return cout(c);
+        return CT_SINK_CLIENT;
     if (cr->discard)
-        return NULL;
+        return CT_SINK_DROP;
     if (cr->bg || cr->self || (cr->fill && cr->store_ok)) {
         if (cr->scratch == NULL)
             cr->scratch = evbuffer_new();
-        return cr->scratch;
+        *scratch = cr->scratch;
+        return CT_SINK_CACHE;
     }
-    return cout(c);
+    return CT_SINK_CLIENT;
 }
 
 /* Append all of SRC to the fill object, by its segments (no copy but the
@@ -611,7 +611,7 @@ bool ct_cache_resp_body(struct ct_client *c, size_t n)
         evbuffer_drain(cr->scratch, n);
         return false;
     }
-    ct_fwd_body(cout(c), cr->scratch, n, c->resp_chunked);
+    c->r.proto->send_body(&c->r, cr->scratch, n);
     return true;
 }
 

@@ -34,6 +34,8 @@ struct ct_ghost;
 
 /* ---- process and worker (main.c, worker.c) -------------------------------- */
 
+/* The key options cache.key_query and cache.key_header configure. */
+void ct_cache_key_opts_of(const struct ct_conf_cache *cc, struct ct_cache_key_opts *o);
 /* The store for CF's cache settings; NULL when the cache is off (size 0). */
 struct ct_cache *ct_cache_from_conf(const struct ct_conf *cf);
 
@@ -56,13 +58,14 @@ const struct ct_http_msg *ct_cache_fwd_msg(struct ct_client *c);
  * the client itself (Cache-Status, Age; maybe from a stored object); false:
  * the caller forwards it as usual with *EXTRA (the cache's Cache-Status and
  * the fields it keeps to itself; zeroed: none). May reset c->resp_chunked. */
-bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, enum ct_resp_conn conn,
+bool ct_cache_resp_head(struct ct_client *c, const struct ct_http_msg *msg, bool close,
                         struct ct_fwd_resp_extra *extra);
-/* Where the origin's body goes in SEND, unframed: the client's output (a
- * pass: framed there by the caller); NULL when an object was delivered
- * instead (dropped); else a scratch buffer that ct_cache_resp_body() empties
- * (a fill, a background refresh, a client reading its own fill). */
-struct evbuffer *ct_cache_body_sink(struct ct_client *c);
+/* Where the origin's body goes in SEND: to the client (a pass: the protocol's
+ * body_out), dropped (an object was delivered instead), or into *SCRATCH,
+ * unframed, which ct_cache_resp_body() empties (a fill, a background
+ * refresh, a client reading its own fill). */
+enum ct_body_sink { CT_SINK_CLIENT, CT_SINK_DROP, CT_SINK_CACHE };
+enum ct_body_sink ct_cache_body_sink(struct ct_client *c, struct evbuffer **scratch);
 /* N body bytes just landed in the scratch sink: append them to the object
  * being filled, then move them to the client's output (chunk-framed if
  * c->resp_chunked) unless it reads the object or has its answer. True if

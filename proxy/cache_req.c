@@ -78,6 +78,14 @@ static void policy_opts(const struct ct_conf_cache *cc, bool ignore_req_cc,
     po->default_ttl = cc->default_ttl_ms ? (int64_t)(cc->default_ttl_ms / 1000) : CT_CC_UNSET;
 }
 
+void ct_cache_key_opts_of(const struct ct_conf_cache *cc, struct ct_cache_key_opts *o)
+{
+    o->query = cc->key_query == CT_CONF_QUERY_DROP   ? CT_CACHE_QUERY_DROP
+               : cc->key_query == CT_CONF_QUERY_SORT ? CT_CACHE_QUERY_SORT
+                                                     : CT_CACHE_QUERY_KEEP;
+    o->header_name = ct_str_c(cc->key_header);
+}
+
 static void on_sweep(evutil_socket_t fd, short what, void *arg)
 {
     struct ct_wcache *wc = arg;
@@ -126,10 +134,7 @@ struct ct_wcache *ct_wcache_new(struct ct_worker *w, struct ct_cache *cache)
     wc->cf = w->cf;
     policy_opts(cc, false, &wc->popts[0]);
     policy_opts(cc, true, &wc->popts[1]);
-    wc->kopts.query = cc->key_query == CT_CONF_QUERY_DROP   ? CT_CACHE_QUERY_DROP
-                      : cc->key_query == CT_CONF_QUERY_SORT ? CT_CACHE_QUERY_SORT
-                                                            : CT_CACHE_QUERY_KEEP;
-    wc->kopts.header_name = ct_str_c(cc->key_header);
+    ct_cache_key_opts_of(cc, &wc->kopts);
     pthread_mutex_init(&wc->mu, NULL);
     wc->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     CT_ASSERT(wc->efd >= 0);

@@ -33,6 +33,7 @@
 #include "common/log.h"
 #include "proxy/cache_int.h"
 #include "proxy/admin.h"
+#include "proxy/proto.h"
 #include "proxy/proxy_int.h"
 #include "proxy/tls.h"
 
@@ -147,12 +148,8 @@ static void upstream_ready(void *owner)
     }
     ct_http_parser_set_request_method(ct_upstream_parser(c->r.u), req->method);
     ct_fwd_request_head(ct_upstream_io(c->r.u), &fr);
-    if (req->expect_continue && req->version == 11 && body_expected(req) && !c->sent_continue) {
-        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-        evbuffer_add(cout(c), cont, sizeof(cont) - 1);
-        ct_io_flush(&c->io);
-        c->sent_continue = true;
-    }
+    if (req->expect_continue && body_expected(req))
+        c->r.proto->send_continue(&c->r);
     if (c->r.body_done) {
         ct_upstream_request_sent(c->r.u); /* a retry: the body was empty */
         ct_io_flush(ct_upstream_io(c->r.u));
@@ -235,12 +232,6 @@ void ct_fetch_client_readable(struct ct_client *c)
 
 /* ---- the response ------------------------------------------------------------ */
 
-static void interim(struct ct_client *c, const struct ct_http_msg *msg)
-{
-    if (msg->status != 100 && c->r.msg->version == 11)
-        ct_fwd_response_head(cout(c), msg, false, CT_RESP_INTERIM, NULL);
-}
-
 static void tunnel_start(struct ct_client *c, const struct ct_http_msg *msg)
 {
     ct_fwd_response_head(cout(c), msg, false, CT_RESP_UPGRADE, NULL);
@@ -254,93 +245,19 @@ static void tunnel_start(struct ct_client *c, const struct ct_http_msg *msg)
     tunnel_up(c);
 }
 
-/* Direct response: when the whole body of a Content-Length response is
- * already in the upstream's input (a small response: one read) and nothing
- * is queued for the client, the head (rendered on the stack) and the body
- * (where the read put it) leave in one writev: no evbuffer chain for the
- * head, no chain moved, no drain of the client's output. The parser then
- * only consumes the body bytes (c->resp_direct: sink NULL). What the socket
- * does not take is copied to the client's output, in order, and libevent's
- * write event takes over (as after ct_io_flush). Not for a response the cache
- * stores (the body goes to the object first, cache_fill.c), nor chunked or
- * close-delimited ones. */
-#define DIRECT_BODY_IOV 8
-#define DIRECT_HEAD 4096
-
-/* The body's pieces in V (N at most), or -1: not a direct response. */
-static int direct_body(struct ct_client *c, const struct ct_http_msg *msg, bool no_body,
-                       struct iovec *v, int n)
-{
-    if (c->resp_chunked || !ct_io_can_write_now(&c->io) || ct_cache_filling(c) ||
-        ct_cache_body_sink(c) != cout(c))
-        return -1;
-    if (no_body)
-        return 0;
-    if (msg->framing != CT_FRAME_LENGTH || msg->content_length > CT_BP_HIGH)
-        return -1;
-    size_t len = (size_t)msg->content_length;
-    struct evbuffer *in = uin(c);
-    if (len == 0)
-        return 0;
-    if (evbuffer_get_length(in) < len)
-        return -1;
-    struct evbuffer_iovec ev[DIRECT_BODY_IOV];
-    int k = evbuffer_peek(in, (ev_ssize_t)len, NULL, ev, CT_MIN(n, DIRECT_BODY_IOV));
-    if (k <= 0 || k > CT_MIN(n, DIRECT_BODY_IOV))
-        return -1;
-    size_t left = len;
-    for (int i = 0; i < k; i++) {
-        size_t take = CT_MIN(left, ev[i].iov_len);
-        v[i] = (struct iovec){ev[i].iov_base, take};
-        left -= take;
-    }
-    CT_ASSERT(left == 0);
-    return k;
-}
-
-static void forward_head(struct ct_client *c, const struct ct_http_msg *msg, bool no_body,
-                         enum ct_resp_conn conn, const struct ct_fwd_resp_extra *extra)
-{
-    struct iovec v[1 + DIRECT_BODY_IOV];
-    int nb = direct_body(c, msg, no_body, v + 1, DIRECT_BODY_IOV);
-    if (nb < 0) {
-        ct_fwd_response_head(cout(c), msg, c->resp_chunked, conn, extra);
-        return;
-    }
-    char head[DIRECT_HEAD];
-    size_t hlen = ct_fwd_response_head_buf(cout(c), head, sizeof(head), msg, false, conn, extra);
-    if (hlen == 0)
-        return; /* the head went to the output: the body follows as usual */
-    v[0] = (struct iovec){head, hlen};
-    ct_io_writev(&c->io, v, nb + 1, NULL, NULL); /* the rest copied: the input is drained */
-    c->resp_direct = true;
-}
-
-/* A final response head: decide the framing towards the client and send it.
- * RFC 9112 §6.3: a close-delimited or chunked body goes to an HTTP/1.1 client
- * chunked (we know its end), to an HTTP/1.0 client close-delimited. */
+/* A final response head: the protocol frames it; the cache may answer
+ * instead (a stored object, stale-if-error) or adds its part. */
 static void final_head(struct ct_client *c, const struct ct_http_msg *msg)
 {
-    const struct ct_http_msg *req = c->r.msg;
-    bool no_body = req->method == CT_METHOD_HEAD || msg->framing == CT_FRAME_NONE;
-
-    c->resp_chunked = false;
-    /* A request body still unread would be taken for the next request. */
-    c->resp_close = !req->keep_alive || !c->r.body_done || c->w->draining;
-    if (!no_body && (msg->framing == CT_FRAME_CHUNKED || msg->framing == CT_FRAME_CLOSE)) {
-        if (req->version == 11)
-            c->resp_chunked = true;
-        else
-            c->resp_close = true;
-    }
+    bool close = c->r.proto->frame_response(&c->r, msg);
     c->r.up_keep_alive = msg->keep_alive && msg->framing != CT_FRAME_CLOSE;
-    enum ct_resp_conn conn = c->resp_close      ? CT_RESP_CLOSE
-                             : req->version == 10 ? CT_RESP_KEEP_ALIVE_10
-                                                  : CT_RESP_KEEP;
     struct ct_fwd_resp_extra extra;
-    c->resp_direct = false;
-    if (!ct_cache_resp_head(c, msg, conn, &extra))
-        forward_head(c, msg, no_body, conn, &extra);
+    c->r.body_with_head = false;
+    struct evbuffer *scratch;
+    if (!ct_cache_resp_head(c, msg, close, &extra))
+        c->r.proto->send_head(&c->r, msg, &extra,
+                              !ct_cache_filling(c) &&
+                                  ct_cache_body_sink(c, &scratch) == CT_SINK_CLIENT);
     c->r.head_sent = true;
     c->r.status = msg->status;
     ct_client_set_state(c, CT_CS_SEND);
@@ -350,9 +267,7 @@ static void final_head(struct ct_client *c, const struct ct_http_msg *msg)
 static void response_end(struct ct_client *c)
 {
     ct_cache_resp_end(c);
-    if (c->resp_chunked)
-        ct_fwd_body_end(cout(c));
-    ct_io_flush(&c->io);
+    c->r.proto->send_end(&c->r);
     ct_upstream_release(&c->r.u, c->r.up_keep_alive && c->r.body_done);
     ct_client_response_done(c);
 }
@@ -370,17 +285,30 @@ static void upstream_readable(void *owner)
     if (evbuffer_get_length(in) > 0)
         c->r.up_got_byte = true;
     for (;;) {
-        if (c->state == CT_CS_SEND && evbuffer_get_length(cout(c)) >= CT_BP_HIGH &&
+        if (c->state == CT_CS_SEND &&
             !ct_cache_filling(c) && /* a fill reads on: its waiters must not wait for us */
-            !drained(&c->io)) {
+            c->r.proto->output_full(&c->r)) {
             c->r.up_paused = true; /* on_write resumes us at the low mark */
             ct_io_read(ct_upstream_io(c->r.u), false);
             return;
         }
         size_t n, before = evbuffer_get_length(in);
-        struct evbuffer *sink =
-            c->state == CT_CS_SEND && !c->resp_direct ? ct_cache_body_sink(c) : NULL;
-        enum ct_http_ev ev = ct_fwd_pump(p, in, sink, sink == cout(c) && c->resp_chunked, &n);
+        struct evbuffer *sink = NULL;
+        bool chunked = false, to_client = false;
+        if (c->state == CT_CS_SEND && !c->r.body_with_head) {
+            switch (ct_cache_body_sink(c, &sink)) {
+            case CT_SINK_CLIENT: /* moved there, framed as the protocol says */
+                sink = c->r.proto->body_out(&c->r, &chunked);
+                to_client = true;
+                break;
+            case CT_SINK_CACHE: /* the object first (ct_cache_resp_body) */
+                break;
+            case CT_SINK_DROP:
+                sink = NULL;
+                break;
+            }
+        }
+        enum ct_http_ev ev = ct_fwd_pump(p, in, sink, chunked, &n);
         switch (ev) {
         case CT_HTTP_EV_MORE:
             if (evbuffer_get_length(in) == 0 || evbuffer_get_length(in) == before) {
@@ -403,15 +331,17 @@ static void upstream_readable(void *owner)
                 tunnel_start(c, msg);
                 return;
             }
-            if (msg->status < 200)
-                interim(c, msg);
+            if (msg->status < 200) {
+                if (msg->status != 100) /* the client has ours (send_continue) */
+                    c->r.proto->send_interim(&c->r, msg);
+            }
             else
                 final_head(c, msg);
             break;
         }
         case CT_HTTP_EV_BODY:
             /* To the client (not a discarded or background fill)? */
-            if (ct_cache_resp_body(c, n) || c->resp_direct || sink == cout(c))
+            if (ct_cache_resp_body(c, n) || to_client || c->r.body_with_head)
                 c->r.body_out += n;
             break;
         case CT_HTTP_EV_END:

@@ -327,6 +327,136 @@ static bool h1_body_finish(struct ct_req *r)
     return true;
 }
 
+/* ---- responses from the origin ------------------------------------------------ */
+
+/* RFC 9112 §6.3: a close-delimited or chunked body goes to an HTTP/1.1 client
+ * chunked (we know its end), to an HTTP/1.0 client close-delimited. */
+static bool h1_frame_response(struct ct_req *r, const struct ct_http_msg *resp)
+{
+    struct ct_client *c = h1(r);
+    const struct ct_http_msg *req = r->msg;
+    bool no_body = req->method == CT_METHOD_HEAD || resp->framing == CT_FRAME_NONE;
+    c->resp_chunked = false;
+    /* A request body still unread would be taken for the next request. */
+    c->resp_close = !req->keep_alive || !r->body_done || c->w->draining;
+    if (!no_body && (resp->framing == CT_FRAME_CHUNKED || resp->framing == CT_FRAME_CLOSE)) {
+        if (req->version == 11)
+            c->resp_chunked = true;
+        else
+            c->resp_close = true;
+    }
+    return c->resp_close;
+}
+
+static enum ct_resp_conn conn_of(const struct ct_client *c)
+{
+    return c->resp_close ? CT_RESP_CLOSE
+           : c->r.msg->version == 10 ? CT_RESP_KEEP_ALIVE_10
+                                     : CT_RESP_KEEP;
+}
+
+/* Direct response: when the whole body of a Content-Length response is
+ * already in the upstream's input (a small response: one read) and nothing
+ * is queued for the client, the head (rendered on the stack) and the body
+ * (where the read put it) leave in one writev: no evbuffer chain for the
+ * head, no chain moved, no drain of the client's output. The parser then
+ * only consumes the body bytes (r->body_with_head: no sink). What the socket
+ * does not take is copied to the client's output, in order, and libevent's
+ * write event takes over (as after ct_io_flush). Not for a response the
+ * cache stores (the body goes to the object first), nor chunked or
+ * close-delimited ones. */
+#define DIRECT_BODY_IOV 8
+#define DIRECT_HEAD 4096
+
+/* The body's pieces in V (N at most), or -1: not a direct response. */
+static int origin_body_iov(struct ct_client *c, const struct ct_http_msg *msg, bool no_body,
+                           struct iovec *v, int n)
+{
+    if (c->resp_chunked || !ct_io_can_write_now(&c->io))
+        return -1;
+    if (no_body)
+        return 0;
+    if (msg->framing != CT_FRAME_LENGTH || msg->content_length > CT_BP_HIGH)
+        return -1;
+    size_t len = (size_t)msg->content_length;
+    struct evbuffer *in = bufferevent_get_input(ct_upstream_bev(c->r.u));
+    if (len == 0)
+        return 0;
+    if (evbuffer_get_length(in) < len)
+        return -1;
+    struct evbuffer_iovec ev[DIRECT_BODY_IOV];
+    int k = evbuffer_peek(in, (ev_ssize_t)len, NULL, ev, CT_MIN(n, DIRECT_BODY_IOV));
+    if (k <= 0 || k > CT_MIN(n, DIRECT_BODY_IOV))
+        return -1;
+    size_t left = len;
+    for (int i = 0; i < k; i++) {
+        size_t take = CT_MIN(left, ev[i].iov_len);
+        v[i] = (struct iovec){ev[i].iov_base, take};
+        left -= take;
+    }
+    CT_ASSERT(left == 0);
+    return k;
+}
+
+static void h1_send_head(struct ct_req *r, const struct ct_http_msg *msg,
+                         const struct ct_fwd_resp_extra *extra, bool body_direct)
+{
+    struct ct_client *c = h1(r);
+    bool no_body = r->msg->method == CT_METHOD_HEAD || msg->framing == CT_FRAME_NONE;
+    enum ct_resp_conn conn = conn_of(c);
+    struct iovec v[1 + DIRECT_BODY_IOV];
+    int nb = body_direct ? origin_body_iov(c, msg, no_body, v + 1, DIRECT_BODY_IOV) : -1;
+    if (nb < 0) {
+        ct_fwd_response_head(cout(c), msg, c->resp_chunked, conn, extra);
+        return;
+    }
+    char head[DIRECT_HEAD];
+    size_t hlen = ct_fwd_response_head_buf(cout(c), head, sizeof(head), msg, false, conn, extra);
+    if (hlen == 0)
+        return; /* the head went to the output: the body follows as usual */
+    v[0] = (struct iovec){head, hlen};
+    ct_io_writev(&c->io, v, nb + 1, NULL, NULL); /* the rest copied: the input is drained */
+    r->body_with_head = true;
+}
+
+/* 1xx go to HTTP/1.1 clients and never to HTTP/1.0 ones (RFC 9110 §15.2). */
+static void h1_send_interim(struct ct_req *r, const struct ct_http_msg *resp)
+{
+    if (r->msg->version == 11)
+        ct_fwd_response_head(cout(h1(r)), resp, false, CT_RESP_INTERIM, NULL);
+}
+
+static void h1_send_continue(struct ct_req *r)
+{
+    struct ct_client *c = h1(r);
+    if (r->msg->version != 11 || c->sent_continue)
+        return;
+    ADD_LIT(cout(c), "HTTP/1.1 100 Continue\r\n\r\n");
+    ct_io_flush(&c->io);
+    c->sent_continue = true;
+}
+
+static struct evbuffer *h1_body_out(struct ct_req *r, bool *chunked)
+{
+    struct ct_client *c = h1(r);
+    *chunked = c->resp_chunked;
+    return cout(c);
+}
+
+static void h1_send_body(struct ct_req *r, struct evbuffer *src, size_t n)
+{
+    struct ct_client *c = h1(r);
+    ct_fwd_body(cout(c), src, n, c->resp_chunked);
+}
+
+static void h1_send_end(struct ct_req *r)
+{
+    struct ct_client *c = h1(r);
+    if (c->resp_chunked)
+        ct_fwd_body_end(cout(c));
+    ct_io_flush(&c->io);
+}
+
 const struct ct_proto ct_h1_proto = {
     .name = "http/1.1",
     .deliver_head = h1_deliver_head,
@@ -336,4 +466,11 @@ const struct ct_proto ct_h1_proto = {
     .output_full = h1_output_full,
     .flush = h1_flush,
     .body_finish = h1_body_finish,
+    .frame_response = h1_frame_response,
+    .send_head = h1_send_head,
+    .send_interim = h1_send_interim,
+    .send_continue = h1_send_continue,
+    .body_out = h1_body_out,
+    .send_body = h1_send_body,
+    .send_end = h1_send_end,
 };

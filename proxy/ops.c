@@ -453,16 +453,11 @@ unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_o
         }
         n = ct_cache_purge_prefix_mode(ops->cache, pfx, mode, ct_time_real());
     } else {
-        const struct ct_conf_cache *cc = &ops->px->cf->cache;
-        struct ct_cache_key_opts opts = {
-            .query = cc->key_query == CT_CONF_QUERY_DROP   ? CT_CACHE_QUERY_DROP
-                     : cc->key_query == CT_CONF_QUERY_SORT ? CT_CACHE_QUERY_SORT
-                                                           : CT_CACHE_QUERY_KEEP,
-            .header_name = ct_str_c(cc->key_header),
-        };
+        struct ct_cache_key_opts opts;
+        ct_cache_key_opts_of(&ops->px->cf->cache, &opts);
         struct ct_cache_key_in in = {.mclass = CT_CACHE_MCLASS_GET, .host = host,
                                      .default_port = port, .target = path};
-        size_t need = ct_cache_key_size(&in);
+        size_t need = ct_cache_key_size(&in) + 2;
         if (need > cap) {
             buf = ct_xrealloc(buf, need);
             cap = need;
@@ -470,6 +465,9 @@ unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_o
         struct ct_cache_key key;
         CT_ASSERT(ct_cache_key_build(&opts, &in, buf, cap, &key) == CT_OK);
         n = ct_cache_purge_key_mode(ops->cache, &key, mode, ct_time_real());
+        struct ct_str variants;
+        if (opts.header_name.len && ct_cache_key_variants_prefix(&key, buf, cap, &variants) == CT_OK)
+            n += ct_cache_purge_prefix_mode(ops->cache, variants, mode, ct_time_real());
     }
     free(buf);
     CT_INFO("admin: purge%s %s %.*s: %zu objects", mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "",

@@ -21,6 +21,9 @@
 
 struct ct_req;
 struct ct_obj;
+struct ct_http_msg;
+struct ct_fwd_resp_extra;
+struct evbuffer;
 
 /* What the request decided to send from a stored object. */
 struct ct_resp_plan {
@@ -59,6 +62,28 @@ struct ct_proto {
     /* A request whose head announced no body: let the protocol see its end
      * now, so the connection can take the next one. False if it cannot. */
     bool (*body_finish)(struct ct_req *r);
+
+    /* Responses from the origin. */
+    /* RESP is the origin's final head: choose how its body is framed towards
+     * the client. True if the connection ends after this response. */
+    bool (*frame_response)(struct ct_req *r, const struct ct_http_msg *resp);
+    /* Send RESP's head with EXTRA (the cache's Cache-Status, fields it
+     * keeps). BODY_DIRECT: the body goes straight to the client, so the
+     * protocol may send it with the head when it is all there already; it
+     * then sets r->body_with_head and the request only consumes it. */
+    void (*send_head)(struct ct_req *r, const struct ct_http_msg *resp,
+                      const struct ct_fwd_resp_extra *extra, bool body_direct);
+    /* A 1xx from the origin (never 100: see send_continue). */
+    void (*send_interim)(struct ct_req *r, const struct ct_http_msg *resp);
+    /* Expect: 100-continue, answered by us when the body is about to be read. */
+    void (*send_continue)(struct ct_req *r);
+    /* Where the origin's body may be moved to directly, and whether it must
+     * be chunk-framed there (ct_fwd_pump). */
+    struct evbuffer *(*body_out)(struct ct_req *r, bool *chunked);
+    /* N body bytes from SRC, moved (not copied). */
+    void (*send_body)(struct ct_req *r, struct evbuffer *src, size_t n);
+    /* The origin's body is complete. */
+    void (*send_end)(struct ct_req *r);
 };
 
 #endif /* CT_PROXY_PROTO_H */

@@ -307,6 +307,7 @@ struct ct_req {
     struct ct_creq *cr;         /* the cache's part (cache_req.c), kept across requests */
     /* the response */
     bool head_sent;
+    bool body_with_head;        /* the protocol sent the body with the head */
     unsigned status;
     bool up_keep_alive;         /* the origin connection may be reused */
     bool up_paused;             /* upstream reads stopped: client output full */
@@ -346,7 +347,6 @@ struct ct_client {
     /* framing of the response in flight (HTTP/1) */
     bool sent_continue;
     bool resp_chunked;          /* we add chunked framing towards the client */
-    bool resp_direct;           /* head and body already written (fetch.c) */
     bool resp_close;            /* close after this response */
     bool obj_chunked;           /* a stored object's body goes out chunked (h1_resp.c) */
 };

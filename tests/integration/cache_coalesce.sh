@@ -100,6 +100,20 @@ else
     ct_failed "streaming: waiter got its first byte only at $tfb s of $ttot s"
 fi
 
+# ---- HEAD coalesced onto an object still filling without a length: the
+# head says nothing about the length (it once said Content-Length: -1).
+ct_origin_reset "$OPORT"
+HU="$P/bytes/1048576?trickle=100&trickle-size=65536&chunked=1&$MA&h=1"
+curl -s -o /dev/null "$HU" &
+hpid=$!
+for ((i = 0; i < 200; i++)); do [ "$(origin_count)" = 1 ] && break; sleep 0.01; done
+hh=$(curl -s -I "$HU" | tr -d '\r')
+wait $hpid
+ct_check_match "HEAD on a filling chunked object: 200, coalesced" "$hh" '^HTTP/1.1 200 .*Cache-Status: cachet; fwd=miss; collapsed'
+ct_check "HEAD on a filling chunked object: no Content-Length" \
+    "$(grep -ci '^content-length' <<<"$hh")" 0
+ct_check "HEAD on a filling chunked object: one origin fetch" "$(origin_count)" 1
+
 # ---- the fetching client goes away mid-body: the fetch goes on for the
 # others (it is stored and complete for a waiter that was streaming from it).
 ct_origin_reset "$OPORT"

@@ -166,10 +166,7 @@ ct_check "then closed with close_notify" "$(get "$res" 'close end')" close_notif
 
 py stall 3 >/dev/null &
 job=$!
-for ((i = 0; i < 500; i++)); do
-    grep -q 'client send timeout' "$CT_TMP/proxy.err" && break
-    sleep 0.01
-done
+ct_wait_until 120 grep -q 'client send timeout' "$CT_TMP/proxy.err"
 kill "$job" 2>/dev/null
 wait "$job" 2>/dev/null
 ct_check_match "a TLS client that stops reading is cut at the send timeout" \
