@@ -4,7 +4,7 @@
 # streams open (curl -N, as N dashboard pages would be), in alternating rounds
 # within one run; cachet (one worker; its admin listener runs on the main
 # thread) pinned to CPU 1, wrk and the stream readers to CPU 0
-# (../shared/BENCH-NOTES.md). Prints each round and the medians of req/s and
+# (bench/README.md). Prints each round and the medians of req/s and
 # of cachet's CPU per request (utime+stime from /proc).
 #
 #   bench/dashboard_sse.sh [--bin DIR] [--streams N] [--rounds N] [--duration SECS]

@@ -11,7 +11,10 @@ usage: bench/render.sh [DIR]
   Reads DIR/latest.csv (required), latest-cpu-split.csv, latest-meta.txt and
   latest-micro.txt (optional) and writes DIR/latest.md, latest.html and the
   pictures latest-{rps,cpu,tls,cache,latency,h2}.{png,svg} (h2 only when the
-  CSV has HTTP/2 cells). DIR defaults to bench/results.
+  CSV has HTTP/2 cells). DIR defaults to bench/results; a kept run is
+  re-rendered in its dated folder (bench/render.sh bench/results/YYYY-MM-DD),
+  whose README.md and the top-level README's summary are written by hand
+  (bench/README.md).
 USAGE
 }
 

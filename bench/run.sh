@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/run.sh: cachet side by side with cachet-origin, lighttpd, nginx,
 # Varnish, HAProxy and the classic nginx -> Varnish -> lighttpd stack.
-# Method and traps: ../shared/BENCH-NOTES.md; results: bench/results/.
+# Method and traps: bench/README.md; results: bench/results/.
 set -u
 
 usage() {

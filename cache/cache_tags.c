@@ -1,8 +1,8 @@
 /*
  * cache/cache_tags.c: the tag index (surrogate keys: Surrogate-Key, Cache-Tag,
  * xkey), so "purge everything tagged product-42" costs O(objects with the tag),
- * exactly matched, never a scan or a regex over keys (FIELD-NOTES §3.5: the
- * unanchored regex of souin#867 left objects unpurgeable for a year).
+ * exactly matched, never a scan or a regex over keys (the unanchored regex
+ * of souin#867, a Go cache, left objects unpurgeable for a year).
  *
  * Shape:
  *

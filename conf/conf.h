@@ -90,7 +90,7 @@ struct ct_conf_tls {
     struct ct_conf_cert *certs;
     size_t ncerts;
     /* No certificate configured: generate the self-signed localhost/127.0.0.1
-     * EC P-256 certificate at start (DESIGN.md embedded default). Set by the
+     * EC P-256 certificate at start (the embedded default, docs/usage.md). Set by the
      * embedded default, by `--https` without `--cert`, or by `self_signed =
      * true` in the file. Never true when ncerts > 0. */
     bool self_signed;
@@ -240,7 +240,7 @@ struct ct_conf {
 
 /* ---- building ---------------------------------------------------------- */
 
-/* The embedded default (DESIGN.md): http 127.0.0.1:8080, https 127.0.0.1:8443
+/* The embedded default (docs/usage.md): http 127.0.0.1:8080, https 127.0.0.1:8443
  * with the self-signed certificate, backend 127.0.0.1:8081, 256 MiB cache,
  * admin 127.0.0.1:8082. *out is new, owned by the caller. Returns CT_OK. */
 int ct_conf_default(struct ct_conf **out);
@@ -262,7 +262,7 @@ void ct_conf_free(struct ct_conf **cfp);
 void ct_conf_dump(const struct ct_conf *cf, FILE *fp);
 
 /* Print the configuration reference (Markdown) generated from the schema
- * table: every key, type, default and help. README.md embeds its output. */
+ * table: every key, type, default and help. docs/config.md embeds its output. */
 void ct_conf_print_reference(FILE *fp);
 
 /* The reason a setting's default was chosen (the reference's "Why this

@@ -300,7 +300,7 @@ static void new_listener(struct apply *ap, struct ct_conf_listener *l, size_t i,
     memset(l, 0, sizeof(*l));
     ct_conf_section_defaults(&ct_conf_listener_section, l);
     l->kind = kind;
-    /* DESIGN.md: an HTTPS listener with no certificate gets the self-signed
+    /* docs/usage.md: an HTTPS listener with no certificate gets the self-signed
      * one; --cert, applied next, replaces it */
     l->tls.self_signed = kind == CT_CONF_LISTEN_HTTPS;
     snprintf(path, sizeof(path), "listen[%zu]", i);

@@ -3,7 +3,7 @@
  *
  * The schema: every setting is one row (name, type, limits, default in file
  * syntax, field offset, help). Loading, defaults, freeing, copying, dumping
- * and the README reference are all generic walks over these rows, so a new
+ * and the docs/config.md reference are all generic walks over these rows, so a new
  * setting is one row plus one struct field, and defaults live only here.
  *
  * Locations: every setting read from a file records "FILE:LINE" under its
@@ -62,7 +62,7 @@ struct ct_conf_row {
     const struct ct_conf_section *sub;
     const char *help;
     /* NULL, or the rule a value other than the default departs from, e.g.
-     * "RFC 9111 §4.2.4: ...". The defaults follow the RFCs (DESIGN.md); such
+     * "RFC 9111 §4.2.4: ...". The defaults follow the RFCs (docs/internals.md); such
      * a row is an opt-in, and the reference and `cachet -T` say so. */
     const char *departs;
 };

@@ -2,8 +2,9 @@
  * conf/conf_schema.c: THE table of settings. Every key of the config file is
  * one row here: name, type, limits, default (in file syntax, parsed by the
  * same code as the file, so a default can't be something a user couldn't
- * write), target field and help. Defaults live nowhere else (STYLE.md §7);
- * the README reference is printed from these rows and a unit test checks it.
+ * write), target field and help. Defaults live nowhere else;
+ * docs/config.md's reference is printed from these rows and a unit test
+ * (tests/unit/test_conf_dump.c) checks it.
  *
  * Also here: the generic walks that need nothing but the table (defaults,
  * free, deep copy) and the reference printer.
@@ -563,7 +564,7 @@ static const struct {
     {"listen[].tls.groups", "what every TLS 1.3 client offers; X25519 first as the fastest "
                             "(Mozilla's profile)."},
     {"listen[].tls.session_tickets", "a resumed handshake costs about 3/4 of a full one here "
-                                     "(BENCH-NOTES); nginx and HAProxy issue tickets by "
+                                     "(bench/README.md); nginx and HAProxy issue tickets by "
                                      "default."},
     {"listen[].tls.ticket_key_rotation",
      "a stolen ticket key decrypts the sessions it protected, so keys live an hour (the "

@@ -3,7 +3,7 @@
 #
 # Every server is started on a free loopback port, pinned with taskset, and
 # stopped by its PID; every load is bounded in time. Measurements follow
-# ../../shared/BENCH-NOTES.md: wrk -t1 pinned to CPU 0, server CPU from
+# bench/README.md (the method): wrk -t1 pinned to CPU 0, server CPU from
 # /proc/PID/stat (all processes of the system), listen queue sampled with ss.
 #
 #   b_init DIR                    state dir for logs, configs, samples

@@ -16,7 +16,7 @@
  * Prints a plain-text table. --lookups-only runs only the uniform lookups,
  * raw and with key building (for callgrind --cache-sim=yes: per-call costs
  * of ct_cache_lookup and ct_cache_key_build).
- * It is a CPU hog for a few seconds: run it alone (BENCH-NOTES.md).
+ * It is a CPU hog for a few seconds: run it alone (bench/README.md).
  *
  * Reading the uniform 1 M-key figure: it is bound by memory latency, not by
  * instructions. A hit reads the key's slot (8 bytes, its address comes from
@@ -51,7 +51,7 @@
 #define T0 1000000.0
 
 /* Rates are per second of this thread's CPU time, not wall time: the
- * machine is shared (BENCH-NOTES.md: CPU per request removes most of the
+ * machine is shared (bench/README.md: CPU per request removes most of the
  * noise); a run on an idle core gives the same figure in wall time. */
 static double now_s(void)
 {

@@ -27,7 +27,7 @@
 #include "http/http.h"
 
 /* Thread CPU time, not wall time: the machine is shared, and CPU per
- * request is what carries over (BENCH-NOTES.md). */
+ * request is what carries over (bench/README.md). */
 static double now_s(void)
 {
     struct timespec ts;

@@ -5,9 +5,12 @@
 # in full (no short codes), draw cachet in the same colour everywhere; the
 # markdown table keeps its columns and adds "cachet ÷ this system"; the HTML
 # is self-contained; the HTTP/2 section appears only when the CSV has h2 cells.
-# The recorded run is the quick run of 2026-12-01 22:15 UTC (the one in the
-# README), its CSVs and meta file as run.sh wrote them. Needs no server: it
-# runs in well under a minute, and fails (not skips) without gnuplot.
+# The recorded run is the quick run of 2026-12-01 22:15 UTC, its CSVs and
+# meta file as run.sh wrote them. Last, the README's short "Latest
+# benchmark" summary: it links the newest run kept under bench/results/
+# (YYYY-MM-DD/README.md, beside that run's report) and quotes cachet's CPU
+# per 1 KiB hit from that run's CSV. Needs no server: it runs in well under
+# a minute, and fails (not skips) without gnuplot.
 source "$(dirname "$0")/lib.sh"
 
 FIX=$CT_SRC/tests/integration/bench_report
@@ -149,5 +152,28 @@ ct_check "not a summary CSV: exit 2" "$?" 2
 ct_check "nothing written for bad input" "$(ls "$CT_TMP/empty" | tr '\n' ' ')" "latest.csv "
 "$RENDER" --bogus >/dev/null 2>&1
 ct_check "unknown flag: exit 2" "$?" 2
+
+# 4. The README's summary of the newest kept run (bench/README.md says how
+# a run is kept): a short section that links the dated folder, whose report
+# is there, and quotes cachet's CPU per 1 KiB hit from its latest.csv.
+results=$CT_SRC/bench/results
+newest=$(cd "$results" && ls -d 20[0-9][0-9]-[0-9][0-9]-[0-9][0-9] 2>/dev/null | sort | tail -1)
+ct_check_match "a run is kept under bench/results/YYYY-MM-DD/" "$newest" '^20[0-9]{2}-[0-9]{2}-[0-9]{2}$'
+missing=""
+for f in README.md latest.md latest.csv latest.html; do
+    [ -s "$results/$newest/$f" ] || missing+=" $f"
+done
+ct_check "the kept run has its README and report" "${missing:-none missing}" "none missing"
+summary=$(awk '/^## Latest benchmark$/ { on = 1; next } on && /^## / { exit } on && NF' "$CT_SRC/README.md")
+ct_check_match "README's Latest benchmark section is 3-6 lines" "$(printf '%s\n' "$summary" | grep -c .)" '^[3-6]$'
+ct_check "the summary links the newest kept run" \
+    "$(grep -cF "(bench/results/$newest/README.md)" <<<"$summary" | awk '{ print ($1 > 0) }')" 1
+flat=$(tr '\n' ' ' <<<"$summary" | tr -s ' ')
+for cell in hit-1k/http hit-1k/https; do
+    us=$(awk -F, -v k="$cell,cachet" '$1 "," $2 == k { printf "%.1f", $8 * 10 }' "$results/$newest/latest.csv")
+    ct_check_match "the kept run has cachet's $cell cell" "$us" '^[0-9]+\.[0-9]$'
+    ct_check "the summary quotes cachet's CPU per $cell hit from the kept CSV ($us µs)" \
+        "$(grep -cF "$us µs" <<<"$flat")" 1
+done
 
 ct_done

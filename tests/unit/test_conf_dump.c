@@ -1,5 +1,5 @@
 /* tests/unit/test_conf_dump.c: `cachet -T` output loads back identically;
- * the example conf/cachet.conf loads without errors; README.md's
+ * the example conf/cachet.conf loads without errors; docs/config.md's
  * configuration reference is the one generated from the schema table.
  * Source files are found with src_path(). */
 #include <stdlib.h>
@@ -163,15 +163,22 @@ static char *reference(void)
     return ref;
 }
 
-/* README.md's "## Configuration reference" holds the generated table
- * verbatim: every key, its type, default and help. */
-static void test_readme_reference(void)
+/* Where the generated reference lives: the "## Reference" section of
+ * docs/config.md (scripts/sync-conf-reference.py pastes it there). */
+#define REF_DOC "docs/config.md"
+#define REF_SECTION "\n## Reference\n"
+
+/* docs/config.md's "## Reference" holds the generated table verbatim: every
+ * key, its type, default and help. */
+static void test_doc_reference(void)
 {
     char path[512];
-    src_path("README.md", path, sizeof(path));
-    char *readme = slurp(path);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(readme);
-    char *sec = strstr(readme, "\n## Configuration reference\n");
+    src_path(REF_DOC, path, sizeof(path));
+    char *doc = slurp(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    char *sec = strstr(doc, REF_SECTION);
+    if (!sec)
+        fprintf(stderr, "%s has no \"%s\" section\n", REF_DOC, REF_SECTION + 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(sec);
     char *end = strstr(sec + 1, "\n## ");
     if (end)
@@ -186,8 +193,8 @@ static void test_readme_reference(void)
         snprintf(key, sizeof(key), "%.*s", (int)n, line + 2);
         nkeys++;
         if (!strstr(sec, key)) {
-            fprintf(stderr, "README.md reference lacks %s\n", key);
-            CU_FAIL("key missing from README.md");
+            fprintf(stderr, "%s reference lacks %s\n", REF_DOC, key);
+            CU_FAIL("key missing from docs/config.md");
         }
     }
     CU_ASSERT(nkeys > 70);
@@ -198,12 +205,15 @@ static void test_readme_reference(void)
             fputs(ref, out);
             fclose(out);
         }
-        fprintf(stderr, "README.md's reference differs from ct_conf_print_reference(): paste "
-                        "conf_reference.md (written in the test's directory) into it\n");
-        CU_FAIL("README.md reference out of date");
+        fprintf(stderr,
+                "%s's reference differs from ct_conf_print_reference(): run "
+                "scripts/sync-conf-reference.py (it pastes conf_reference.md, written "
+                "in the test's directory), then this test again\n",
+                REF_DOC);
+        CU_FAIL("docs/config.md reference out of date");
     }
     free(ref);
-    free(readme);
+    free(doc);
 }
 
 /* Every default has its reason written beside it (issue 12), and no reason
@@ -248,6 +258,6 @@ void ct_test_register(void)
     CT_SUITE("conf dump and docs", {"round trip of the default", test_round_trip_default},
              {"round trip of every setting", test_round_trip_everything},
              {"conf/cachet.conf loads", test_example_loads},
-             {"README reference matches the table", test_readme_reference},
+             {"docs/config.md reference matches the table", test_doc_reference},
              {"every default has a reason", test_every_default_has_a_reason});
 }

@@ -8,7 +8,7 @@
 #include "conf/conf_int.h"
 #include "tests/unit/test_conf_helpers.h"
 
-/* ---- the embedded default (DESIGN.md "Interfaces") ---------------------- */
+/* ---- the embedded default (docs/usage.md) ------------------------------ */
 
 static void test_default(void)
 {
@@ -390,7 +390,7 @@ static void test_err_in_include(void)
 
 void ct_test_register(void)
 {
-    CT_SUITE("conf defaults", {"embedded default is DESIGN.md's", test_default},
+    CT_SUITE("conf defaults", {"embedded default is the documented one", test_default},
              {"a minimal file gets the table's defaults", test_minimal_file_gets_defaults});
     CT_SUITE("conf units", {"sizes", test_sizes}, {"durations", test_durations},
              {"addresses, prefixes, server names", test_addresses},
