@@ -1,6 +1,6 @@
 /*
  * http/http_hdrindex.h: the field index of a stored response head (issue 13,
- * REQUEST-CORE.md §3c decision 3).
+ * docs/request-core.md).
  *
  * A cached object keeps its head as an HTTP/1 block, which is what the H1 hit
  * path writes as is:
