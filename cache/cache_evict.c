@@ -41,6 +41,8 @@ void ct_cache_q_remove(struct ct_cache_shard *sh, struct ct_obj *obj)
         sh->hand = obj->qprev;
     if (sh->sweep == obj)
         sh->sweep = obj->qprev;
+    if (sh->lurk == obj)
+        sh->lurk = obj->qprev;
     if (obj->qprev)
         obj->qprev->qnext = obj->qnext;
     else

@@ -177,6 +177,17 @@ static void scan_variants(struct ct_cache_shard *sh, struct ct_obj **headp,
             ct_cache_unlink_obj(sh, obj);
             continue;
         }
+        if (!hfm && st != CT_OBJ_BUSY && ct_cache_ban_due(sh->cache) &&
+            ct_cache_ban_test(sh, obj, now)) {
+            if (vary_matches(req, obj)) /* banned: like a reaped one (RFC 9211 fwd=miss) */
+                sc->reaped_match = true;
+            else
+                sc->other_variant = true;
+            if (obj == *headp)
+                *headp = next;
+            ct_cache_obj_invalidate(sh, obj, CT_CACHE_PURGE_HARD, now);
+            continue;
+        }
         if (hfm) {
             sc->hfm = sc->hfm ? sc->hfm : obj;
         } else if (st == CT_OBJ_BUSY) {
@@ -447,8 +458,8 @@ void ct_obj_abandon(struct ct_obj *obj, ct_time_t now, double hfm_ttl)
 /* Unlink every variant of the key whose head is HEAD (the key goes with
  * them). BUSY ones are marked so that their fetcher's complete cannot make
  * them visible again. */
-size_t ct_cache_purge_obj(struct ct_cache_shard *sh, struct ct_obj *obj, enum ct_cache_purge mode,
-                          ct_time_t now)
+bool ct_cache_obj_invalidate(struct ct_cache_shard *sh, struct ct_obj *obj,
+                             enum ct_cache_purge mode, ct_time_t now)
 {
     enum ct_obj_state st = ct_obj_state(obj);
     if (mode == CT_CACHE_PURGE_SOFT && !(obj->flags & OBJ_F_HFM) &&
@@ -457,12 +468,20 @@ size_t ct_cache_purge_obj(struct ct_cache_shard *sh, struct ct_obj *obj, enum ct
          * proxy without it (obj_expires): one atomic store serves both. */
         if (now < obj->expires)
             __atomic_store(&obj->expires, &now, __ATOMIC_RELAXED);
-        CT_STAT_INC(sh, soft_purged);
-        return 1;
+        return false;
     }
     obj->flags |= OBJ_F_PURGED;
-    CT_STAT_INC(sh, purged);
     ct_cache_unlink_obj(sh, obj);
+    return true;
+}
+
+size_t ct_cache_purge_obj(struct ct_cache_shard *sh, struct ct_obj *obj, enum ct_cache_purge mode,
+                          ct_time_t now)
+{
+    if (ct_cache_obj_invalidate(sh, obj, mode, now))
+        CT_STAT_INC(sh, purged);
+    else
+        CT_STAT_INC(sh, soft_purged);
     return 1;
 }
 
@@ -594,6 +613,7 @@ void ct_cache_stats(const struct ct_cache *cache, struct ct_cache_stats *st)
     st->max_bytes = cache->cfg.max_bytes;
     st->objects = atomic_load_explicit(&cache->objects, memory_order_relaxed);
     ct_cache_tags_stats(cache, st);
+    ct_cache_bans_stats(cache, st);
 }
 
 struct ct_cache *ct_cache_new(const struct ct_cache_config *cfg)
@@ -603,6 +623,8 @@ struct ct_cache *ct_cache_new(const struct ct_cache_config *cfg)
         c.shards = 64;
     if (c.max_variants == 0)
         c.max_variants = 32;
+    if (c.max_bans == 0)
+        c.max_bans = 1000;
     if (c.shards > 4096 || (c.shards & (c.shards - 1)) || c.max_bytes < 4096 ||
         c.max_object_size == 0 || c.max_object_size > c.max_bytes ||
         c.max_object_size >= UINT32_MAX - (64 << 10))
@@ -627,6 +649,7 @@ struct ct_cache *ct_cache_new(const struct ct_cache_config *cfg)
     }
     atomic_init(&cache->bytes, table);
     ct_cache_tags_init(cache);
+    ct_cache_bans_init(cache);
     return cache;
 }
 
@@ -646,6 +669,7 @@ void ct_cache_free(struct ct_cache **cachep)
     /* Every reference handed out must be back: objects would outlive us. */
     CT_ASSERT(atomic_load_explicit(&cache->objects, memory_order_relaxed) == 0);
     ct_cache_tags_fini(cache);
+    ct_cache_bans_fini(cache);
     for (unsigned s = 0; s < cache->cfg.shards; s++) {
         ct_cache_table_fini(&cache->shards[s]);
         pthread_mutex_destroy(&cache->shards[s].mtx);
