@@ -402,6 +402,11 @@ static void test_threads(void)
 {
     struct ct_cache *c = mk_ban_cache(0, 4);
     struct hammer h = {.c = c};
+    char url[32];
+    for (int i = 0; i < 200; i++) { /* so that the first bans have something to ban */
+        snprintf(url, sizeof(url), "/h/%d", i);
+        put(c, "example.com", url, 200, i % 2 ? "odd" : "even", T0);
+    }
     pthread_t th[2];
     for (int i = 0; i < 2; i++) {
         h.seed = i + 1;
