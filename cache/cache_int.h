@@ -4,8 +4,12 @@
  *
  * Locking, in one place:
  * - shard->mtx guards the shard's table (slots, variant lists),
- *   its SIEVE queue and hand, its sweep cursor, and the waiter lists of the
- *   objects of that shard. One shard lock at a time, never two.
+ *   its SIEVE queue and hand, its sweep and ban lurker cursors, each
+ *   object's ban_seq, and the waiter lists of the objects of that shard.
+ *   One shard lock at a time, never two.
+ * - Order: (ban lurker lock ->) shard lock -> a tag shard lock, or shard lock
+ *   -> the ban list rwlock (cache_tags.c, cache_ban.c); a tag lock and the
+ *   ban lock are never held together.
  * - obj->refcnt, obj->state, obj->visited, segment lengths and links, and
  *   cache->bytes are atomics; everything else in an object is written by the
  *   fetcher before the release store of the state that publishes it
