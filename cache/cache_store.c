@@ -177,17 +177,6 @@ static void scan_variants(struct ct_cache_shard *sh, struct ct_obj **headp,
             ct_cache_unlink_obj(sh, obj);
             continue;
         }
-        if (!hfm && st != CT_OBJ_BUSY && ct_cache_ban_due(sh->cache) &&
-            ct_cache_ban_test(sh, obj, now)) {
-            if (vary_matches(req, obj)) /* banned: like a reaped one (RFC 9211 fwd=miss) */
-                sc->reaped_match = true;
-            else
-                sc->other_variant = true;
-            if (obj == *headp)
-                *headp = next;
-            ct_cache_obj_invalidate(sh, obj, CT_CACHE_PURGE_HARD, now);
-            continue;
-        }
         if (hfm) {
             sc->hfm = sc->hfm ? sc->hfm : obj;
         } else if (st == CT_OBJ_BUSY) {
@@ -202,6 +191,30 @@ static void scan_variants(struct ct_cache_shard *sh, struct ct_obj **headp,
         } else if (!sc->stale) {
             sc->stale = obj;
         }
+    }
+}
+
+/* While bans are active: test the variants from *HEADP against the bans
+ * they have not passed (cache_ban.c) and remove the banned ones, as a reap
+ * for the miss kind (RFC 9211 fwd=miss). Out of line, before scan_variants,
+ * so the hit path pays one load and a branch for bans. */
+static __attribute__((noinline, cold)) void ban_variants(struct ct_cache_shard *sh,
+                                                          struct ct_obj **headp,
+                                                          const struct ct_cache_lookup_req *req,
+                                                          ct_time_t now, struct scan *sc)
+{
+    for (struct ct_obj *obj = *headp, *next; obj; obj = next) {
+        next = obj->vnext;
+        if ((obj->flags & OBJ_F_HFM) || ct_cache_obj_state(obj) == CT_OBJ_BUSY ||
+            !ct_cache_ban_test(sh, obj, now))
+            continue;
+        if (vary_matches(req, obj))
+            sc->reaped_match = true;
+        else
+            sc->other_variant = true;
+        if (obj == *headp)
+            *headp = next;
+        ct_cache_obj_invalidate(sh, obj, CT_CACHE_PURGE_HARD, now);
     }
 }
 
@@ -298,6 +311,8 @@ enum ct_cache_lookup ct_cache_lookup(struct ct_cache *cache, const struct ct_cac
     for (;;) {
         struct ct_obj *head = ct_cache_table_find(sh, key);
         struct scan sc = {0};
+        if (head && ct_cache_ban_due(cache))
+            ban_variants(sh, &head, req, now, &sc); /* may remove the key */
         if (head)
             scan_variants(sh, &head, req, now, &sc); /* may reap the key */
         kind = decide(sh, &sc, res, &need_fetch);
