@@ -156,6 +156,15 @@ uint64_t ct_cache_hash64(const void *data, size_t len, uint64_t seed);
 
 /* ---- the store -------------------------------------------------------- */
 
+/* The value of response field NAME (case-insensitive, RFC 9110 §5.1) in
+ * OBJ's stored head, for bans on obj.http.NAME: true with *VALUE (a view into
+ * the object, valid while it is referenced) for the first field of that name,
+ * false when it has none. The store does not know how the proxy lays out its
+ * stored head (ct_obj_meta.head is opaque to it), so the proxy supplies this.
+ * Called under a shard lock (and the ban lock, read): quick, and no calls into
+ * the cache but the ct_obj_* accessors. */
+typedef bool ct_cache_field_fn(const struct ct_obj *obj, struct ct_str name, struct ct_str *value);
+
 struct ct_cache_config {
     size_t max_bytes;       /* hard cap on all counted bytes (e.g. 256 MiB) */
     size_t max_object_size; /* head + body of one object; larger: CT_ELIMIT */
@@ -163,6 +172,10 @@ struct ct_cache_config {
     unsigned max_variants;  /* complete variants kept per key, the oldest evicted
                                beyond (Vary: User-Agent would otherwise grow one key
                                without bound and slow its lookups); 0: 32 */
+    ct_cache_field_fn *field; /* reads stored response fields for bans; NULL: every
+                                 obj.http.* term sees an absent field */
+    unsigned max_bans;        /* bans kept at once, ct_cache_ban_add refuses past it;
+                                 0: 1000 */
 };
 
 /* A new empty store. Returns NULL (and sets nothing) on an invalid config:
@@ -291,6 +304,75 @@ size_t ct_cache_purge_prefix_mode(struct ct_cache *cache, struct ct_str prefix,
 size_t ct_cache_purge_tag(struct ct_cache *cache, struct ct_str tag, enum ct_cache_purge mode,
                           ct_time_t now);
 
+/* ---- bans (cache_ban.c) -------------------------------------------------- */
+
+/* A ban invalidates every object stored BEFORE it that matches an expression
+ * over the object's own fields (Varnish's ban(), without req.*):
+ *
+ *     obj.http.x-tag ~ "^a" && obj.url ^= "/img/"
+ *
+ *   expr   := term ( && term )*        (at most CT_CACHE_BAN_MAX_TERMS terms)
+ *   term   := FIELD OP VALUE
+ *   FIELD  := obj.url    the request target, query included, as in the key
+ *           | obj.host   lower-cased, the default port dropped, as in the key
+ *           | obj.status the stored status, as decimal text
+ *           | obj.http.NAME  the first stored response field NAME (any case)
+ *   OP     := == | != | ~ (PCRE2 regex, JIT-compiled once) | !~ | ^= (starts with)
+ *   VALUE  := "text" with \" and \\ escapes (a bare number for obj.status)
+ *
+ * An absent field equals nothing and matches no regex: ==, ~ and ^= are false
+ * for it, != and !~ true. req.* terms are refused: they need the request,
+ * which the lurker does not have (varnishcache#1635: such bans pile up).
+ *
+ * Applied twice, so that every older object is tested once per ban:
+ * - lazily, by a lookup that meets an object not yet tested against every
+ *   ban newer than the last one it passed (cost: nothing while no ban is
+ *   active, one comparison for an object already tested);
+ * - by the lurker (ct_cache_ban_lurk), which walks every shard's objects in
+ *   bounded slices; when a walk that started after a ban was added ends,
+ *   every object older than the ban has been tested, and the ban is dropped.
+ * A match removes the object (as a purge does) or, for a soft ban, marks it
+ * stale at the ban's time (as a soft purge does).
+ *
+ * Locks. Order: the lurker's lock, then an object's shard lock, then the ban
+ * list lock (a rwlock: read by every test, written by add and drop). With the
+ * tag index (cache_tags.c) the whole order is: obj shard -> tag shard, and
+ * obj shard -> ban list; a tag shard lock and the ban lock are never held
+ * together. */
+#define CT_CACHE_BAN_MAX_LEN 4096 /* bytes of one expression */
+#define CT_CACHE_BAN_MAX_TERMS 16
+
+/* Add a ban on EXPR (LEN bytes) at NOW; SOFT marks matches stale instead of
+ * removing them. On CT_OK *ID is its number (increasing from 1). Errors:
+ * CT_EPROTO (EXPR is not a ban: ERR says at which column and why, e.g.
+ * "column 12: expected ==, !=, ~, !~ or ^="), CT_ELIMIT (max_bans bans are
+ * active; ERR says so). ERR (ERRLEN > 0 bytes) is always NUL-terminated. */
+int ct_cache_ban_add(struct ct_cache *cache, const char *expr, size_t len, bool soft,
+                     ct_time_t now, uint64_t *id, char *err, size_t errlen);
+
+/* One active ban, as ct_cache_ban_each shows it. */
+struct ct_cache_ban_info {
+    uint64_t id;
+    ct_time_t created;
+    struct ct_str expr; /* as given; valid during the callback only */
+    bool soft;
+    uint64_t tested; /* objects tested against it (lookups and the lurker) */
+    uint64_t banned; /* objects it removed or marked stale */
+};
+
+/* Call FN for every active ban, newest first, under the ban lock (FN must not
+ * call into the cache). Returns the number of bans. */
+size_t ct_cache_ban_each(struct ct_cache *cache,
+                         void (*fn)(const struct ct_cache_ban_info *ban, void *arg), void *arg);
+
+/* The lurker, for a periodic timer on one thread: test up to BUDGET objects
+ * (continuing where the last call stopped) against the bans they have not
+ * passed, and drop the bans that every older object has been tested against.
+ * Holds a shard lock for at most CT_CACHE_BAN_LURK_RUN objects at a time.
+ * Returns the number of objects examined (0: no ban is active). */
+#define CT_CACHE_BAN_LURK_RUN 64
+size_t ct_cache_ban_lurk(struct ct_cache *cache, ct_time_t now, size_t budget);
+
 /* Incremental sweep, for a periodic timer: examine at most BUDGET objects
  * (continuing where the last call stopped) and reclaim those past
  * ttl + grace + keep, and expired hit-for-miss markers. Returns the number
@@ -321,7 +403,11 @@ bool ct_cache_fits(const struct ct_cache *cache, uint64_t bytes);
     X(purged, "objects removed by purge")                                                          \
     X(soft_purged, "objects marked stale by a soft purge")                                         \
     X(replaced, "objects replaced by a newer variant")                                             \
-    X(nomem, "reservations refused (cap reached, nothing evictable)")
+    X(nomem, "reservations refused (cap reached, nothing evictable)")                        \
+    X(banned, "objects removed by a ban")                                                      \
+    X(soft_banned, "objects marked stale by a soft ban")                                       \
+    X(ban_tested, "objects tested against the bans (lookups and the lurker)")                  \
+    X(ban_lurker_tested, "objects the ban lurker tested")
 
 struct ct_cache_stats {
 #define CT_CACHE_STAT_FIELD(name, text) uint64_t name;
@@ -334,6 +420,11 @@ struct ct_cache_stats {
     uint64_t tags;      /* distinct tags in the index */
     uint64_t tag_links; /* (object, tag) links */
     uint64_t tag_bytes; /* the index's counted bytes (part of `bytes`) */
+    uint64_t bans_active;    /* bans not yet dropped by the lurker */
+    uint64_t bans_added;     /* bans accepted since start */
+    uint64_t bans_refused;   /* ct_cache_ban_add refusals: the list was full */
+    uint64_t bans_completed; /* bans dropped: every older object was tested */
+    uint64_t ban_lurker_progress; /* per mille of the lurker's current walk (1000: idle) */
 };
 
 void ct_cache_stats(const struct ct_cache *cache, struct ct_cache_stats *st);

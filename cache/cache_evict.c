@@ -36,6 +36,8 @@ void ct_cache_q_remove(struct ct_cache_shard *sh, struct ct_obj *obj)
         sh->hand = CT_LIST_PREV(obj, qlink);
     if (sh->sweep == obj)
         sh->sweep = CT_LIST_PREV(obj, qlink);
+    if (sh->lurk == obj)
+        sh->lurk = CT_LIST_PREV(obj, qlink);
     CT_LIST_REMOVE(&sh->q, obj, qlink);
     CT_ASSERT(sh->qlen > 0);
     sh->qlen--;

@@ -4,8 +4,12 @@
  *
  * Locking, in one place:
  * - shard->mtx guards the shard's table (slots, variant lists),
- *   its SIEVE queue and hand, its sweep cursor, and the waiter lists of the
- *   objects of that shard. One shard lock at a time, never two.
+ *   its SIEVE queue and hand, its sweep and ban lurker cursors, each
+ *   object's ban_seq, and the waiter lists of the objects of that shard.
+ *   One shard lock at a time, never two.
+ * - Order: (ban lurker lock ->) shard lock -> a tag shard lock, or shard lock
+ *   -> the ban list rwlock (cache_tags.c, cache_ban.c); a tag lock and the
+ *   ban lock are never held together.
  * - obj->refcnt, obj->state, obj->visited, segment lengths and links, and
  *   cache->bytes are atomics; everything else in an object is written by the
  *   fetcher before the release store of the state that publishes it
@@ -78,6 +82,8 @@ struct ct_obj {
     struct ct_obj *body_src; /* shared body (304 revalidation), holds a ref */
     ct_time_t response_time; /* RFC 9111 §4.2.3 */
     struct ct_cache_links *links; /* tag index links (cache_tags.c), while linked */
+    uint64_t ban_seq; /* the newest ban it was tested against, or the newest there
+                         was when its head was set (cache_ban.c); shard lock */
 
     /* ---- hot: what a lookup reads, in this order, then the key ---- */
     unsigned magic;
@@ -119,11 +125,13 @@ struct ct_cache_shard {
     struct ct_obj *hand;
     size_t qlen;
     struct ct_obj *sweep;        /* expiry sweep cursor, walks like the hand */
+    struct ct_obj *lurk;         /* ban lurker cursor, walks like the hand */
     struct ct_cache_counters st; /* written under mtx, read relaxed anywhere */
 } __attribute__((aligned(64)));
 
 struct ct_cache_tag_shard;
 struct ct_cache_links;
+struct ct_cache_bans;
 
 struct ct_cache {
     unsigned magic;
@@ -131,6 +139,10 @@ struct ct_cache {
     struct ct_cache_config cfg;
     unsigned shard_bits;
     struct ct_cache_shard *shards;
+    /* bans active now: read by every lookup (a line written only when a ban
+     * is added or dropped), so the hit path pays nothing without bans */
+    _Atomic unsigned nbans;
+    struct ct_cache_bans *bans; /* cache_ban.c */
     _Atomic size_t bytes;   /* counted bytes in use */
     _Atomic size_t objects; /* objects allocated and not yet freed */
     _Atomic unsigned mapped_fds; /* memfds held by mapped bodies */
@@ -155,7 +167,31 @@ int ct_cache_tags_link(struct ct_obj *obj, const struct ct_str *tags, size_t n);
 void ct_cache_tags_unlink(struct ct_obj *obj);
 void ct_cache_tags_stats(const struct ct_cache *cache, struct ct_cache_stats *st);
 
+/* cache_ban.c. Test linked OBJ (STREAMING or COMPLETE, not a marker; shard
+ * lock held) against the bans newer than obj->ban_seq, counting: a soft match
+ * marks it stale; true if a hard one matched, and the caller must remove it
+ * (ct_cache_obj_invalidate, HARD). Call only when ct_cache_ban_due(). */
+void ct_cache_bans_init(struct ct_cache *cache);
+void ct_cache_bans_fini(struct ct_cache *cache);
+uint64_t ct_cache_ban_seq(const struct ct_cache *cache); /* the newest ban's id, 0: none yet */
+bool ct_cache_ban_test(struct ct_cache_shard *sh, struct ct_obj *obj, ct_time_t now);
+void ct_cache_bans_stats(const struct ct_cache *cache, struct ct_cache_stats *st);
+
+/* May a lookup have to test OBJ against bans? (Inline: on every hit.) */
+static inline bool ct_cache_ban_due(const struct ct_cache *cache)
+{
+    return CT_UNLIKELY(atomic_load_explicit(&cache->nbans, memory_order_relaxed) != 0);
+}
+
+/* cache_key.c: the host and target parts of key bytes KEY[0..LEN). */
+void ct_cache_key_parts(const char *key, size_t len, struct ct_str *host, struct ct_str *target);
+
 /* cache_store.c */
+/* Remove linked OBJ (hard) or mark it stale at NOW (soft; a BUSY object,
+ * which has no freshness yet, is removed). Shard lock held; counts nothing.
+ * Returns true if it was removed. */
+bool ct_cache_obj_invalidate(struct ct_cache_shard *sh, struct ct_obj *obj,
+                             enum ct_cache_purge mode, ct_time_t now);
 /* Purge linked OBJ (shard lock held): hard unlinks it, soft marks it stale
  * at NOW (a BUSY object, which has no freshness yet, is unlinked). Returns
  * the number of objects purged (0 or 1). */

@@ -327,3 +327,18 @@ void ct_cache_key_from_bytes(struct ct_str bytes, struct ct_cache_key *key)
     key->bytes = bytes;
     key->hash = ct_cache_hash64(bytes.p, bytes.len, 0);
 }
+
+void ct_cache_key_parts(const char *key, size_t len, struct ct_str *host, struct ct_str *target)
+{
+    /* <mclass> NUL <host> NUL <target> [NUL 0x01 <header value>] */
+    const char *end = key + len, *h = len >= 2 ? key + 2 : end;
+    const char *hn = memchr(h, '\0', (size_t)(end - h));
+    if (hn == NULL) {
+        *host = ct_str_make(h, (size_t)(end - h));
+        *target = ct_str_make(end, 0);
+        return;
+    }
+    *host = ct_str_make(h, (size_t)(hn - h));
+    const char *t = hn + 1, *tn = memchr(t, '\0', (size_t)(end - t));
+    *target = ct_str_make(t, (size_t)((tn ? tn : end) - t));
+}

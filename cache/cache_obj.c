@@ -39,10 +39,10 @@
 #include "cache/cache_int.h"
 
 /* Per-object overhead budget (issue 5: <= 256 bytes beyond key, head, body):
- * object 152 (key included separately; 8 of it the tag links pointer, issue
- * 16) + first segment header 24 + 2 x 16 malloc overhead + ~8-16 of slot
- * array = ~218-224. Keep the structs from creeping. */
-_Static_assert(sizeof(struct ct_obj) <= 152, "struct ct_obj grew past its budget");
+ * object 160 (key included separately; 8 of it the tag links pointer and 8
+ * the ban mark, issue 16) + first segment header 24 + 2 x 16 malloc overhead
+ * + ~8-16 of slot array = ~226-232. Keep the structs from creeping. */
+_Static_assert(sizeof(struct ct_obj) <= 160, "struct ct_obj grew past its budget");
 _Static_assert(sizeof(struct ct_cache_seg) <= 24, "segment header grew");
 
 static size_t alloc_cost(size_t n)
@@ -366,6 +366,10 @@ int ct_obj_set_head(struct ct_obj *obj, const struct ct_obj_meta *m)
 
     struct ct_cache_shard *sh = obj->shard;
     pthread_mutex_lock(&sh->mtx);
+    /* Its response is newer than every ban there is now: none applies to it.
+     * Under the lock, so a lurker walk that met it BUSY (and could not test
+     * it) started before this read and saw no newer ban (cache_ban.c). */
+    obj->ban_seq = ct_cache_ban_seq(cache);
     atomic_store_explicit(&obj->state, CT_OBJ_STREAMING, memory_order_release);
     ct_cache_obj_wake_all(obj);
     pthread_mutex_unlock(&sh->mtx);

@@ -194,6 +194,30 @@ static void scan_variants(struct ct_cache_shard *sh, struct ct_obj **headp,
     }
 }
 
+/* While bans are active: test the variants from *HEADP against the bans
+ * they have not passed (cache_ban.c) and remove the banned ones, as a reap
+ * for the miss kind (RFC 9211 fwd=miss). Out of line, before scan_variants,
+ * so the hit path pays one load and a branch for bans. */
+static __attribute__((noinline, cold)) void ban_variants(struct ct_cache_shard *sh,
+                                                          struct ct_obj **headp,
+                                                          const struct ct_cache_lookup_req *req,
+                                                          ct_time_t now, struct scan *sc)
+{
+    for (struct ct_obj *obj = *headp, *next; obj; obj = next) {
+        next = obj->vnext;
+        if ((obj->flags & OBJ_F_HFM) || ct_cache_obj_state(obj) == CT_OBJ_BUSY ||
+            !ct_cache_ban_test(sh, obj, now))
+            continue;
+        if (vary_matches(req, obj))
+            sc->reaped_match = true;
+        else
+            sc->other_variant = true;
+        if (obj == *headp)
+            *headp = next;
+        ct_cache_obj_invalidate(sh, obj, CT_CACHE_PURGE_HARD, now);
+    }
+}
+
 /* Create the BUSY object for a miss as the new head of KEY (current head
  * HEAD, NULL if the key is new). Its reservation was made by the caller;
  * what is used is taken off *RESERVED (with the table's growth). NULL if the
@@ -287,6 +311,8 @@ enum ct_cache_lookup ct_cache_lookup(struct ct_cache *cache, const struct ct_cac
     for (;;) {
         struct ct_obj *head = ct_cache_table_find(sh, key);
         struct scan sc = {0};
+        if (head && ct_cache_ban_due(cache))
+            ban_variants(sh, &head, req, now, &sc); /* may remove the key */
         if (head)
             scan_variants(sh, &head, req, now, &sc); /* may reap the key */
         kind = decide(sh, &sc, res, &need_fetch);
@@ -447,8 +473,8 @@ void ct_obj_abandon(struct ct_obj *obj, ct_time_t now, double hfm_ttl)
 /* Unlink every variant of the key whose head is HEAD (the key goes with
  * them). BUSY ones are marked so that their fetcher's complete cannot make
  * them visible again. */
-size_t ct_cache_purge_obj(struct ct_cache_shard *sh, struct ct_obj *obj, enum ct_cache_purge mode,
-                          ct_time_t now)
+bool ct_cache_obj_invalidate(struct ct_cache_shard *sh, struct ct_obj *obj,
+                             enum ct_cache_purge mode, ct_time_t now)
 {
     enum ct_obj_state st = ct_obj_state(obj);
     if (mode == CT_CACHE_PURGE_SOFT && !(obj->flags & OBJ_F_HFM) &&
@@ -457,12 +483,20 @@ size_t ct_cache_purge_obj(struct ct_cache_shard *sh, struct ct_obj *obj, enum ct
          * proxy without it (obj_expires): one atomic store serves both. */
         if (now < obj->expires)
             __atomic_store(&obj->expires, &now, __ATOMIC_RELAXED);
-        CT_STAT_INC(sh, soft_purged);
-        return 1;
+        return false;
     }
     obj->flags |= OBJ_F_PURGED;
-    CT_STAT_INC(sh, purged);
     ct_cache_unlink_obj(sh, obj);
+    return true;
+}
+
+size_t ct_cache_purge_obj(struct ct_cache_shard *sh, struct ct_obj *obj, enum ct_cache_purge mode,
+                          ct_time_t now)
+{
+    if (ct_cache_obj_invalidate(sh, obj, mode, now))
+        CT_STAT_INC(sh, purged);
+    else
+        CT_STAT_INC(sh, soft_purged);
     return 1;
 }
 
@@ -594,6 +628,7 @@ void ct_cache_stats(const struct ct_cache *cache, struct ct_cache_stats *st)
     st->max_bytes = cache->cfg.max_bytes;
     st->objects = atomic_load_explicit(&cache->objects, memory_order_relaxed);
     ct_cache_tags_stats(cache, st);
+    ct_cache_bans_stats(cache, st);
 }
 
 struct ct_cache *ct_cache_new(const struct ct_cache_config *cfg)
@@ -603,6 +638,8 @@ struct ct_cache *ct_cache_new(const struct ct_cache_config *cfg)
         c.shards = 64;
     if (c.max_variants == 0)
         c.max_variants = 32;
+    if (c.max_bans == 0)
+        c.max_bans = 1000;
     if (c.shards > 4096 || (c.shards & (c.shards - 1)) || c.max_bytes < 4096 ||
         c.max_object_size == 0 || c.max_object_size > c.max_bytes ||
         c.max_object_size >= UINT32_MAX - (64 << 10))
@@ -627,6 +664,7 @@ struct ct_cache *ct_cache_new(const struct ct_cache_config *cfg)
     }
     atomic_init(&cache->bytes, table);
     ct_cache_tags_init(cache);
+    ct_cache_bans_init(cache);
     return cache;
 }
 
@@ -646,6 +684,7 @@ void ct_cache_free(struct ct_cache **cachep)
     /* Every reference handed out must be back: objects would outlive us. */
     CT_ASSERT(atomic_load_explicit(&cache->objects, memory_order_relaxed) == 0);
     ct_cache_tags_fini(cache);
+    ct_cache_bans_fini(cache);
     for (unsigned s = 0; s < cache->cfg.shards; s++) {
         ct_cache_table_fini(&cache->shards[s]);
         pthread_mutex_destroy(&cache->shards[s].mtx);

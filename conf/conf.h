@@ -193,6 +193,9 @@ struct ct_conf_cache {
     unsigned max_tags;             /* per object; past it: counted, logged, left out */
     unsigned max_tag_length;       /* bytes per tag; longer: counted, logged, left out */
     bool expose_tags;              /* forward the tag fields to clients (debugging) */
+    unsigned max_bans;             /* bans active at once (POST /ban refuses past it) */
+    unsigned ban_lurker_batch;     /* objects the ban lurker tests per slice */
+    uint64_t ban_lurker_sleep_ms;  /* pause between the lurker's slices */
 };
 
 struct ct_conf_limits {
@@ -209,10 +212,23 @@ struct ct_conf_limits {
     uint64_t drain_timeout_ms;
 };
 
+#define CT_CONF_TOKEN_MAX 256
+
 struct ct_conf_admin {
     bool enabled; /* "off" disables the admin listener */
     struct ct_conf_addr addr;
+    char *token;      /* admin.token: the bearer token admin requests need; NULL: none */
+    char *token_file; /* admin.token_file: a file whose first line is the token */
+    /* derived (conf_check.c): token_file's token, read at load and reload */
+    char file_token[CT_CONF_TOKEN_MAX + 1];
 };
+
+/* The admin token in force (admin.token, or the one read from
+ * admin.token_file), or NULL when admin requests need none. */
+static inline const char *ct_conf_admin_token(const struct ct_conf_admin *a)
+{
+    return a->token ? a->token : a->file_token[0] ? a->file_token : NULL;
+}
 
 enum ct_conf_access_format { CT_CONF_ACCESS_COMBINED, CT_CONF_ACCESS_JSON };
 

@@ -11,7 +11,9 @@
  * the line of the file (or the command-line option) that set the value.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -251,6 +253,71 @@ static void check_cache(const struct ct_conf *cf, struct ct_conf_errors *errs)
                   c->targeted_cc);
 }
 
+/* ---- admin ----------------------------------------------------------------- */
+
+static bool is_loopback(const struct ct_conf_addr *a)
+{
+    static const uint8_t one[16] = {[15] = 1};
+    if (a->sa.ss_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)&a->sa)->sin_addr.s_addr) >> 24) == 127;
+    return memcmp(&((const struct sockaddr_in6 *)&a->sa)->sin6_addr, one, 16) == 0;
+}
+
+/* A token goes in an Authorization field: visible ASCII, and long enough
+ * not to be guessed by a script. */
+static bool token_ok(const char *t, size_t len)
+{
+    if (len < 16 || len > CT_CONF_TOKEN_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (t[i] <= ' ' || t[i] > '~')
+            return false;
+    return true;
+}
+
+#define TOKEN_RULE "16 to 256 visible ASCII characters, no spaces"
+
+static void read_token_file(struct ct_conf *cf, struct ct_conf_errors *errs)
+{
+    struct ct_conf_admin *a = &cf->admin;
+    FILE *fp = fopen(a->token_file, "r");
+    char line[CT_CONF_TOKEN_MAX + 3];
+    if (fp == NULL) {
+        CHECK_ERR(cf, errs, "admin.token_file", "cannot read \"%s\": %s", a->token_file,
+                  strerror(errno));
+        return;
+    }
+    size_t n = fgets(line, sizeof(line), fp) ? strcspn(line, "\r\n") : 0;
+    fclose(fp);
+    if (!token_ok(line, n)) {
+        CHECK_ERR(cf, errs, "admin.token_file",
+                  "the first line of \"%s\" is not a token (expected " TOKEN_RULE ")",
+                  a->token_file);
+        return;
+    }
+    memcpy(a->file_token, line, n);
+    a->file_token[n] = '\0';
+}
+
+static void check_admin(struct ct_conf *cf, struct ct_conf_errors *errs)
+{
+    struct ct_conf_admin *a = &cf->admin;
+    a->file_token[0] = '\0';
+    if (a->token && a->token_file)
+        CHECK_ERR(cf, errs, "admin.token_file", "set together with admin.token (expected one)");
+    else if (a->token && !token_ok(a->token, strlen(a->token)))
+        CHECK_ERR(cf, errs, "admin.token", "not a token (expected " TOKEN_RULE ")");
+    else if (a->token_file)
+        read_token_file(cf, errs);
+    /* Purges and bans from anywhere on the network need a credential. */
+    if (a->enabled && !is_loopback(&a->addr) && ct_conf_admin_token(a) == NULL &&
+        !a->token_file)
+        CHECK_ERR(cf, errs, "admin.listen",
+                  "%s is beyond loopback without admin.token or admin.token_file (expected a "
+                  "127.0.0.0/8 or ::1 address, or a token)",
+                  a->addr.host);
+}
+
 int ct_conf_finish(struct ct_conf *cf, struct ct_conf_errors *errs)
 {
     size_t before = errs->n + errs->dropped;
@@ -258,6 +325,7 @@ int ct_conf_finish(struct ct_conf *cf, struct ct_conf_errors *errs)
     check_listeners(cf, errs);
     check_backends(cf, errs);
     check_cache(cf, errs);
+    check_admin(cf, errs);
     if (cf->logs.error_log[0] == '\0')
         CHECK_ERR(cf, errs, "logs.error_log", "empty (expected a file name, or \"-\")");
     ct_conf_check_tls_files(cf, errs);

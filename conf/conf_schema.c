@@ -301,6 +301,14 @@ static const struct ct_conf_row cache_rows[] = {
     ROW_BOOL(T, "expose_tags", expose_tags, "false",
              "Send the tag fields on to clients (for debugging); by default they are for "
              "cachet only."),
+    ROW_UINT(T, "max_bans", max_bans, 0, 1, 100000, "1000",
+             "Bans active at once (`POST /ban`); past it a ban is refused (503) until the "
+             "lurker has dropped older ones."),
+    ROW_UINT(T, "ban_lurker_batch", ban_lurker_batch, 0, 1, 1000000, "1000",
+             "Objects the ban lurker tests per slice (a shard lock is held for at most 64 at "
+             "a time)."),
+    ROW_DUR(T, "ban_lurker_sleep", ban_lurker_sleep_ms, 0, 1, 1 * MIN, Q("10ms"),
+            "Pause between two slices of the ban lurker."),
 };
 static const struct ct_conf_section cache_section = SECTION("cache", T, cache_rows);
 #undef T
@@ -341,8 +349,15 @@ static const struct ct_conf_section limits_section = SECTION("limits", T, limits
 #define T struct ct_conf_admin
 static const struct ct_conf_row admin_rows[] = {
     ROW_ADDR(T, "listen", addr, CT_ROW_OFF, Q("127.0.0.1:8082"),
-             "Admin listener (`/stats`, `/metrics`, purge) `IP:PORT`, or `off`. Keep it on "
-             "loopback."),
+             "Admin listener (`/stats`, `/metrics`, purge, bans) `IP:PORT`, or `off`. Beyond "
+             "loopback only with a token."),
+    ROW_OPTSTR(T, "token", token, Q("off"),
+               "Bearer token every admin request but `GET /` must carry (`Authorization: "
+               "Bearer TOKEN`, compared in constant time); 16 to 256 visible ASCII characters, "
+               "or `off`. Prefer `token_file`."),
+    ROW_OPTSTR(T, "token_file", token_file, Q("off"),
+               "File whose first line is the admin token (read at start and at each reload), "
+               "or `off`. Not with `token`."),
 };
 static const struct ct_conf_section admin_section = SECTION("admin", T, admin_rows);
 #undef T
@@ -676,6 +691,16 @@ static const struct {
                                           "origin connections; nginx's Debian default is 768."},
     {"limits.drain_timeout", "Kubernetes' default termination grace period (30 s)."},
     {"admin.listen", "stats, metrics and purges are for operators: on loopback."},
+    {"admin.token", "on loopback the operator's machine is the boundary; a token is needed, "
+                    "and checked, as soon as the listener leaves it."},
+    {"admin.token_file", "a secret belongs in a file readable by cachet alone, not in a "
+                         "config that is copied around (Varnish's `-S secret`)."},
+    {"cache.max_bans", "Varnish keeps bans without bound and users report CPU burn past a "
+                       "million (varnishcache#1635); 1000 active bans cost each untested "
+                       "object at most 1000 tests."},
+    {"cache.ban_lurker_batch", "Varnish's `ban_lurker_batch` (1000)."},
+    {"cache.ban_lurker_sleep", "Varnish's `ban_lurker_sleep` (0.010 s): 1 M objects are "
+                               "walked in about 10 s of mostly idle time."},
     {"logs.error_log", "stderr, so systemd's journal or a terminal has it."},
     {"logs.level", "errors and what changes state (start, reload, backend up/down), not every "
                    "request."},

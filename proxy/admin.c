@@ -10,8 +10,16 @@
  *     GET|HEAD /stats     application/json         ct_stats_render_json
  *     GET|HEAD /metrics   text/plain; version=0.0.4 ct_stats_render_prom
  *     GET /events         text/event-stream        /stats once a second (ops_events.c)
- *     POST /purge?url=URL | ?prefix=URL            the cache's purge API
+ *     POST /purge?url=URL | ?prefix=URL | ?tag=T   the cache's purge API
+ *     POST /ban[?soft=1]  body: the expression     a ban (cache/cache.h syntax)
+ *     GET /bans           application/json         the active bans
  *     anything else       404; a known path with a wrong method: 405 + Allow
+ *
+ * With an admin token (admin.token / admin.token_file) every request but
+ * GET|HEAD / needs "Authorization: Bearer TOKEN" (RFC 6750 §2.1), else 401
+ * with WWW-Authenticate. The comparison is of SHA-256 digests with
+ * CRYPTO_memcmp: constant time, and the token's length does not leak.
+ * Request bodies are kept (up to ADMIN_MAX_BODY) for POST /ban only.
  *
  * Reading the counters: every worker's block is summed with relaxed atomic
  * loads into a fresh block (stats.h), so a scrape never stops a worker.
@@ -25,6 +33,8 @@
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/listener.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
 #include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +58,7 @@ struct admin_conn {
     struct ct_ops *ops;
     struct bufferevent *bev;
     struct ct_http_parser *rp;
+    struct evbuffer *body; /* the current request's body */
     bool closing; /* last response queued: free once it is written */
     bool streaming; /* GET /events: the bufferevent goes to ops_events.c */
     struct admin_conn *next, *prev;
@@ -80,6 +91,7 @@ static void admin_drop(struct admin_conn *ac, bool keep_bev)
     if (!keep_bev)
         bufferevent_free(ac->bev);
     ct_http_parser_free(&ac->rp);
+    evbuffer_free(ac->body);
     ac->magic = 0;
     free(ac);
 }
@@ -208,6 +220,40 @@ static void serve_purge(struct admin_conn *ac, const struct ct_http_msg *req, st
     ct_stats_out_free(&out);
 }
 
+static void serve_ban(struct admin_conn *ac, const struct ct_http_msg *req, struct ct_str query)
+{
+    struct ct_stats_out out = {0};
+    size_t len = evbuffer_get_length(ac->body);
+    struct ct_str expr = ct_str_make((const char *)evbuffer_pullup(ac->body, -1), len);
+    unsigned status = ct_ops_ban(ac->ops, query, expr, &out);
+    respond(ac, req, status, "application/json", NULL, out.p, out.len);
+    ct_stats_out_free(&out);
+}
+
+static void serve_bans(struct admin_conn *ac, const struct ct_http_msg *req)
+{
+    struct ct_stats_out out = {0};
+    unsigned status = ct_ops_bans(ac->ops, &out);
+    respond(ac, req, status, "application/json", NULL, out.p, out.len);
+    ct_stats_out_free(&out);
+}
+
+/* Does REQ carry the admin token (or is none configured)? */
+static bool authorized(struct admin_conn *ac, const struct ct_http_msg *req)
+{
+    const char *token = ct_conf_admin_token(&ac->ops->px->cf->admin);
+    if (token == NULL)
+        return true;
+    const struct ct_http_field *f = ct_http_msg_find(req, CT_HDR_AUTHORIZATION, NULL);
+    if (f == NULL || f->value.len < 7 || !ct_str_eq_ci(ct_str_make(f->value.p, 7), CT_STR("Bearer ")))
+        return false;
+    struct ct_str got = ct_str_trim_ows(ct_str_make(f->value.p + 7, f->value.len - 7));
+    unsigned char a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)got.p, got.len, a);
+    SHA256((const unsigned char *)token, strlen(token), b);
+    return CRYPTO_memcmp(a, b, sizeof(a)) == 0;
+}
+
 static void route(struct admin_conn *ac, const struct ct_http_msg *req)
 {
     struct ct_str path = req->target, query = CT_STR_NULL;
@@ -218,6 +264,16 @@ static void route(struct admin_conn *ac, const struct ct_http_msg *req)
     }
     bool get = req->method == CT_METHOD_GET || req->method == CT_METHOD_HEAD;
     ac->ops->admin_requests++;
+    /* the page itself holds no figures; everything it shows needs the token */
+    if (!(ct_str_eq(path, CT_STR("/")) && get) && !authorized(ac, req)) {
+        CT_INFO("admin: %.*s %.*s refused: no or wrong admin token", (int)req->method_name.len,
+                req->method_name.p, (int)path.len, path.p);
+        static const char why[] =
+            "401 Unauthorized: this admin listener needs Authorization: Bearer TOKEN\n";
+        respond(ac, req, 401, "text/plain",
+                "WWW-Authenticate: Bearer realm=\"cachet admin\"\r\n", why, sizeof(why) - 1);
+        return;
+    }
     if (ct_str_eq(path, CT_STR("/"))) {
         if (!get)
             error(ac, req, 405, "Allow: GET, HEAD\r\n");
@@ -239,6 +295,16 @@ static void route(struct admin_conn *ac, const struct ct_http_msg *req)
             error(ac, req, 405, "Allow: POST\r\n");
         else
             serve_purge(ac, req, query);
+    } else if (ct_str_eq(path, CT_STR("/ban"))) {
+        if (req->method != CT_METHOD_POST)
+            error(ac, req, 405, "Allow: POST\r\n");
+        else
+            serve_ban(ac, req, query);
+    } else if (ct_str_eq(path, CT_STR("/bans"))) {
+        if (!get)
+            error(ac, req, 405, "Allow: GET, HEAD\r\n");
+        else
+            serve_bans(ac, req);
     } else {
         error(ac, req, 404, NULL);
     }
@@ -261,9 +327,11 @@ static void on_read(struct bufferevent *bev, void *arg)
      * parser on (HEAD, then END even for an empty buffer). */
     while (!ac->closing) {
         size_t n, before = evbuffer_get_length(in);
-        enum ct_http_ev ev = ct_fwd_pump(ac->rp, in, NULL, false, &n);
-        if (ev == CT_HTTP_EV_END)
+        enum ct_http_ev ev = ct_fwd_pump(ac->rp, in, ac->body, false, &n);
+        if (ev == CT_HTTP_EV_END) {
             route(ac, ct_http_parser_msg(ac->rp));
+            evbuffer_drain(ac->body, evbuffer_get_length(ac->body));
+        }
         else if (ev == CT_HTTP_EV_ERROR)
             error(ac, NULL, ct_http_parser_error_status(ac->rp), NULL);
         else if (ev == CT_HTTP_EV_MORE && (before == 0 || evbuffer_get_length(in) == before))
@@ -313,6 +381,7 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
     ct_http_limits_default(&lim);
     lim.max_body = ADMIN_MAX_BODY;
     ac->rp = ct_http_parser_new(CT_HTTP_REQUEST, &lim);
+    ac->body = evbuffer_new();
     ac->next = ops->conns;
     if (ops->conns)
         ops->conns->prev = ac;

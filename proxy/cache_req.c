@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "proxy/cache_ban_glue.h"
 #include "proxy/cache_int.h"
 #include "proxy/proto.h"
 #include "proxy/stats.h"
@@ -58,6 +59,8 @@ struct ct_cache *ct_cache_from_conf(const struct ct_conf *cf)
     struct ct_cache_config cfg = {
         .max_bytes = cc->size_bytes,
         .max_object_size = CT_MIN(cc->max_object_bytes, cc->size_bytes),
+        .field = ct_cache_ban_field, /* bans read stored fields (issue 16) */
+        .max_bans = cc->max_bans,
     };
     struct ct_cache *cache = ct_cache_new(&cfg);
     if (cache == NULL)

@@ -1,5 +1,10 @@
 /*
- * proxy/ctl.c: `cachet ctl top` (proxy/ctl.h). Reads GET /stats from the
+ * proxy/ctl.c: `cachet ctl ...` (proxy/ctl.h), varnishadm-style commands over
+ * the admin listener's HTTP: top, stats, purge, ban, bans. Each request goes
+ * on its own connection with the admin token when there is one (--token,
+ * --token-file, or the -c FILE's admin.token / admin.token_file).
+ *
+ * `top` reads GET /stats from the
  * admin listener every interval and prints the figures the dashboard shows,
  * each with its current value and its change per second between the last two
  * readings (varnishstat's CURRENT / CHANGE columns), then a table of
@@ -227,9 +232,14 @@ struct target {
     struct sockaddr_storage sa;
     socklen_t salen;
     char name[128];
+    char token[CT_CONF_TOKEN_MAX + 1]; /* "" : none */
 };
 
-static int fetch(const struct target *t, struct reading *r, char *err, size_t errlen)
+/* One request on its own connection: METHOD PATH with BODY (NULL: none) and
+ * the target's token. On CT_OK *STATUS is the answer's status and *RESP its
+ * body (NUL-terminated, the caller frees it). */
+static int request(const struct target *t, const char *method, const char *path,
+                   const char *body, unsigned *status, char **resp, char *err, size_t errlen)
 {
     int fd = socket(t->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct timeval tv = {CTL_TIMEOUT_S, 0};
@@ -242,10 +252,17 @@ static int fetch(const struct target *t, struct reading *r, char *err, size_t er
             close(fd);
         return CT_EIO;
     }
-    static const char req[] = "GET /stats HTTP/1.1\r\nHost: cachet\r\nConnection: close\r\n\r\n";
+    size_t blen = body ? strlen(body) : 0, rlen = strlen(path) + blen + strlen(t->token) + 256;
+    char *req = ct_xmalloc(rlen);
+    int k = snprintf(req, rlen,
+                     "%s %s HTTP/1.1\r\nHost: cachet\r\nConnection: close\r\n%s%s%s"
+                     "Content-Length: %zu\r\n\r\n%s",
+                     method, path, t->token[0] ? "Authorization: Bearer " : "", t->token,
+                     t->token[0] ? "\r\n" : "", blen, body ? body : "");
     size_t len = 0, cap = 64 * 1024;
     char *buf = ct_xmalloc(cap);
-    ssize_t n = send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL);
+    ssize_t n = send(fd, req, (size_t)k, MSG_NOSIGNAL);
+    free(req);
     while (n > 0 && (n = recv(fd, buf + len, cap - len - 1, 0)) > 0) {
         len += (size_t)n;
         if (len + 1 == cap && cap < CTL_MAX_BODY)
@@ -255,20 +272,42 @@ static int fetch(const struct target *t, struct reading *r, char *err, size_t er
     }
     int rc = CT_OK;
     buf[len] = '\0';
-    const char *body = strstr(buf, "\r\n\r\n");
+    const char *sep = strstr(buf, "\r\n\r\n");
     if (n < 0) {
-        snprintf(err, errlen, "reading %s/stats: %s", t->name, strerror(errno));
+        snprintf(err, errlen, "reading %s%s: %s", t->name, path, strerror(errno));
         rc = CT_EIO;
-    } else if (strncmp(buf, "HTTP/1.1 200 ", 13) != 0 || body == NULL) {
-        snprintf(err, errlen, "%s/stats answered \"%.*s\"", t->name,
+    } else if (strncmp(buf, "HTTP/1.1 ", 9) != 0 || sep == NULL ||
+               (*status = (unsigned)strtoul(buf + 9, NULL, 10)) < 100) {
+        snprintf(err, errlen, "%s%s: not an HTTP answer (\"%.*s\")", t->name, path,
                  (int)strcspn(buf, "\r\n"), buf);
         rc = CT_EPROTO;
-    } else if (!parse(body + 4, len - (size_t)(body + 4 - buf), r)) {
-        snprintf(err, errlen, "%s/stats: not the JSON cachet sends", t->name);
+    } else if (*status == 401) {
+        snprintf(err, errlen,
+                 "%s%s: 401: the admin listener needs its token (--token-file FILE, "
+                 "--token TOKEN, or -c FILE with admin.token_file)",
+                 t->name, path);
         rc = CT_EPROTO;
+    } else {
+        *resp = ct_xstrdup(sep + 4);
     }
     close(fd);
     free(buf);
+    return rc;
+}
+
+static int fetch(const struct target *t, struct reading *r, char *err, size_t errlen)
+{
+    unsigned status = 0;
+    char *body = NULL;
+    int rc = request(t, "GET", "/stats", NULL, &status, &body, err, errlen);
+    if (rc == CT_OK && status != 200) {
+        snprintf(err, errlen, "%s/stats answered %u", t->name, status);
+        rc = CT_EPROTO;
+    } else if (rc == CT_OK && !parse(body, strlen(body), r)) {
+        snprintf(err, errlen, "%s/stats: not the JSON cachet sends", t->name);
+        rc = CT_EPROTO;
+    }
+    free(body);
     return rc;
 }
 
@@ -464,21 +503,74 @@ static void show(FILE *fp, const struct target *t, const struct reading *p,
 #undef P
 }
 
-/* ---- the command ------------------------------------------------------------------------ */
+/* ---- the commands ----------------------------------------------------------------------- */
 
 static volatile sig_atomic_t stop;
 static void on_stop(int sig) { stop = sig; }
 
 static int usage(FILE *fp, int rc)
 {
-    fprintf(fp, "usage: cachet ctl top [--admin ADDR:PORT | -c FILE] [-i SECONDS] [-1|--once]\n"
-                "  reads GET /stats from the admin listener (default 127.0.0.1:8082, or the\n"
-                "  admin.listen of FILE) every SECONDS (default 1) and shows the figures;\n"
-                "  --once: two readings SECONDS apart, one table, no screen control codes\n");
+    fprintf(fp,
+            "usage: cachet ctl COMMAND [--admin ADDR:PORT | -c FILE] [--token-file FILE | "
+            "--token TOKEN]\n"
+            "  top [-i SECONDS] [-1|--once]   the figures, refreshed (--once: one table)\n"
+            "  stats [--json]                 every /stats figure, one \"name value\" a line\n"
+            "  purge --tag T [--tag U ...] | --url URL | --prefix URL  [--soft]\n"
+            "                                 purge by tag, URL or URL prefix\n"
+            "  ban [--soft] 'EXPR'            ban, e.g. 'obj.http.x-tag ~ \"^a\" && "
+            "obj.url ^= \"/img/\"'\n"
+            "  bans                           the active bans (JSON)\n"
+            "The admin listener is 127.0.0.1:8082 unless --admin or -c FILE (its admin.listen\n"
+            "and its token) say otherwise. Exit status: 0 done, 1 cachet could not be read,\n"
+            "2 bad command line, 3 cachet refused the request (the reason on stderr).\n");
     return rc;
 }
 
-/* The admin listener of configuration file PATH. */
+/* Options every command takes; *I is moved past a value it consumed. True
+ * if ARGV[*I] was one of them (or an error, then *RC is set). */
+struct common {
+    const char *admin, *conf, *token, *token_file;
+};
+
+static bool common_opt(struct common *co, int argc, char **argv, int *i, int *rc)
+{
+    const char *a = argv[*i];
+    bool has = *i + 1 < argc;
+    const char **dst = (strcmp(a, "--admin") == 0 || strcmp(a, "-a") == 0) ? &co->admin
+                       : strcmp(a, "-c") == 0                              ? &co->conf
+                       : strcmp(a, "--token") == 0                         ? &co->token
+                       : strcmp(a, "--token-file") == 0                    ? &co->token_file
+                                                                           : NULL;
+    if (dst == NULL)
+        return false;
+    if (!has) {
+        fprintf(stderr, "cachet ctl: %s needs a value\n", a);
+        *rc = 2;
+        return true;
+    }
+    *dst = argv[++*i];
+    return true;
+}
+
+/* The token of FILE: its first line. */
+static bool read_token(const char *path, char *out, size_t cap)
+{
+    FILE *fp = fopen(path, "r");
+    if (fp == NULL) {
+        fprintf(stderr, "cachet ctl: --token-file: cannot read \"%s\": %s\n", path,
+                strerror(errno));
+        return false;
+    }
+    bool ok = fgets(out, (int)cap, fp) != NULL;
+    fclose(fp);
+    out[ok ? strcspn(out, "\r\n") : 0] = '\0';
+    if (out[0] == '\0')
+        fprintf(stderr, "cachet ctl: --token-file: \"%s\" has no token on its first line\n", path);
+    return out[0] != '\0';
+}
+
+/* The admin listener (and its token, unless one was given) of configuration
+ * file PATH. */
 static bool target_of_conf(const char *path, struct target *t)
 {
     struct ct_conf_errors *errs = ct_xcalloc(1, sizeof(*errs));
@@ -493,55 +585,73 @@ static bool target_of_conf(const char *path, struct target *t)
         memcpy(&t->sa, &cf->admin.addr.sa, cf->admin.addr.salen);
         t->salen = cf->admin.addr.salen;
         snprintf(t->name, sizeof(t->name), "%s:%u", cf->admin.addr.host, cf->admin.addr.port);
+        const char *tok = ct_conf_admin_token(&cf->admin);
+        if (tok && t->token[0] == '\0')
+            snprintf(t->token, sizeof(t->token), "%s", tok);
     }
     ct_conf_free(&cf);
     free(errs);
     return ok;
 }
 
+/* The target the common options name; the exit status on failure (else 0). */
+static int resolve(const struct common *co, struct target *t)
+{
+    memset(t, 0, sizeof(*t));
+    if (co->token && co->token_file) {
+        fprintf(stderr, "cachet ctl: --token and --token-file: give one\n");
+        return 2;
+    }
+    if (co->token)
+        snprintf(t->token, sizeof(t->token), "%s", co->token);
+    if (co->token_file && !read_token(co->token_file, t->token, sizeof(t->token)))
+        return 1;
+    if (co->conf)
+        return target_of_conf(co->conf, t) ? 0 : 1;
+    const char *admin = co->admin ? co->admin : "127.0.0.1:8082";
+    if (!target_of(admin, t)) {
+        fprintf(stderr, "cachet ctl: --admin: expected ADDR:PORT, got '%s'\n", admin);
+        return 2;
+    }
+    snprintf(t->name, sizeof(t->name), "%s", admin);
+    return 0;
+}
+
 static int top(int argc, char **argv)
 {
-    struct target t = {0};
-    const char *admin = "127.0.0.1:8082", *conf = NULL;
+    struct target t;
+    struct common co = {0};
     double interval = 1;
     bool once = false;
+    int rc = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has = i + 1 < argc;
-        if (strcmp(a, "-1") == 0 || strcmp(a, "--once") == 0)
+        if (common_opt(&co, argc, argv, &i, &rc)) {
+            if (rc)
+                return rc;
+        } else if (strcmp(a, "-1") == 0 || strcmp(a, "--once") == 0) {
             once = true;
-        else if ((strcmp(a, "--admin") == 0 || strcmp(a, "-a") == 0) && has)
-            admin = argv[++i];
-        else if (strcmp(a, "-c") == 0 && has)
-            conf = argv[++i];
-        else if ((strcmp(a, "-i") == 0 || strcmp(a, "--interval") == 0) && has) {
+        } else if ((strcmp(a, "-i") == 0 || strcmp(a, "--interval") == 0) && has) {
             char *end;
             interval = strtod(argv[++i], &end);
             if (*end || !(interval >= 0.1 && interval <= 3600)) {
                 fprintf(stderr, "cachet ctl top: -i: expected seconds from 0.1 to 3600\n");
                 return 2;
             }
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             return usage(stdout, 0);
-        else {
+        } else {
             fprintf(stderr, "cachet ctl top: unknown or incomplete option '%s'\n", a);
             return usage(stderr, 2);
         }
     }
-    if (conf) {
-        if (!target_of_conf(conf, &t))
-            return 1;
-    } else if (!target_of(admin, &t)) {
-        fprintf(stderr, "cachet ctl top: --admin: expected ADDR:PORT, got '%s'\n", admin);
-        return 2;
-    } else {
-        snprintf(t.name, sizeof(t.name), "%s", admin);
-    }
+    if ((rc = resolve(&co, &t)) != 0)
+        return rc;
     signal(SIGINT, on_stop);
     signal(SIGTERM, on_stop);
     struct reading prev = {0}, cur = {0};
-    char err[256];
-    int rc = 0;
+    char err[384];
     for (int n = 0; !stop; n++) {
         if (fetch(&t, &cur, err, sizeof(err)) != CT_OK) {
             fprintf(stderr, "cachet ctl top: %s\n", err);
@@ -567,10 +677,201 @@ static int top(int argc, char **argv)
     return rc;
 }
 
+/* Percent-encode S (RFC 3986 unreserved kept) onto OUT[*LEN..CAP). */
+static bool put_enc(char *out, size_t cap, size_t *len, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        bool keep = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                    (ch >= '0' && ch <= '9') || strchr("-._~", ch);
+        if (*len + 4 >= cap)
+            return false;
+        if (keep) {
+            out[(*len)++] = (char)ch;
+        } else {
+            out[(*len)++] = '%';
+            out[(*len)++] = hex[ch >> 4];
+            out[(*len)++] = hex[ch & 15];
+        }
+    }
+    out[*len] = '\0';
+    return true;
+}
+
+static bool put_lit(char *out, size_t cap, size_t *len, const char *s)
+{
+    size_t n = strlen(s);
+    if (*len + n + 1 >= cap)
+        return false;
+    memcpy(out + *len, s, n + 1);
+    *len += n;
+    return true;
+}
+
+/* Send METHOD PATH (BODY) and report: the answer on stdout (200, and 404
+ * for a purge that matched nothing), the reason on stderr otherwise. */
+static int send_cmd(const char *cmd, const struct target *t, const char *method, const char *path,
+                    const char *body, bool ok_404)
+{
+    unsigned status = 0;
+    char *resp = NULL, err[384];
+    if (request(t, method, path, body, &status, &resp, err, sizeof(err)) != CT_OK) {
+        fprintf(stderr, "cachet ctl %s: %s\n", cmd, err);
+        return strstr(err, ": 401:") ? 3 : 1;
+    }
+    int rc = status == 200 || (ok_404 && status == 404) ? 0 : status >= 500 && status != 503 ? 1 : 3;
+    if (rc == 0) {
+        fputs(resp, stdout);
+    } else {
+        /* {"error":"..."}: the reason alone reads better in a terminal */
+        const char *e = strstr(resp, "\"error\":\"");
+        if (e) {
+            e += 9;
+            size_t n = strcspn(e, "\"");
+            while (n && e[n - 1] == '\\') /* an escaped quote inside the reason */
+                n += 1 + strcspn(e + n + 1, "\"");
+            fprintf(stderr, "cachet ctl %s: %u: %.*s\n", cmd, status, (int)n, e);
+        } else {
+            fprintf(stderr, "cachet ctl %s: %u: %s", cmd, status, resp);
+        }
+    }
+    free(resp);
+    return rc;
+}
+
+static int purge(int argc, char **argv)
+{
+    struct common co = {0};
+    struct target t;
+    char path[8192] = "/purge?";
+    size_t len = strlen(path);
+    int rc = 0, kinds = 0;
+    bool soft = false, tag = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool has = i + 1 < argc;
+        if (common_opt(&co, argc, argv, &i, &rc)) {
+            if (rc)
+                return rc;
+        } else if (strcmp(a, "--soft") == 0) {
+            soft = true;
+        } else if ((strcmp(a, "--tag") == 0 || strcmp(a, "--url") == 0 ||
+                    strcmp(a, "--prefix") == 0) && has) {
+            bool is_tag = a[2] == 't';
+            if (!is_tag || !tag)
+                kinds++;
+            tag = tag || is_tag;
+            if (!put_lit(path, sizeof(path), &len, len > 7 ? "&" : "") ||
+                !put_lit(path, sizeof(path), &len, a + 2) ||
+                !put_lit(path, sizeof(path), &len, "=") ||
+                !put_enc(path, sizeof(path), &len, argv[++i])) {
+                fprintf(stderr, "cachet ctl purge: the request is too long\n");
+                return 2;
+            }
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            return usage(stdout, 0);
+        } else {
+            fprintf(stderr, "cachet ctl purge: unknown or incomplete option '%s'\n", a);
+            return usage(stderr, 2);
+        }
+    }
+    if (kinds != 1) {
+        fprintf(stderr, "cachet ctl purge: expected --tag T (repeatable), --url URL or "
+                        "--prefix URL, one kind\n");
+        return 2;
+    }
+    if (soft)
+        put_lit(path, sizeof(path), &len, "&soft=1");
+    if ((rc = resolve(&co, &t)) != 0)
+        return rc;
+    return send_cmd("purge", &t, "POST", path, NULL, true);
+}
+
+static int ban(int argc, char **argv)
+{
+    struct common co = {0};
+    struct target t;
+    const char *expr = NULL;
+    bool soft = false;
+    int rc = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (common_opt(&co, argc, argv, &i, &rc)) {
+            if (rc)
+                return rc;
+        } else if (strcmp(a, "--soft") == 0) {
+            soft = true;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            return usage(stdout, 0);
+        } else if (a[0] != '-' && expr == NULL) {
+            expr = a;
+        } else {
+            fprintf(stderr, "cachet ctl ban: unknown option or a second expression '%s' "
+                            "(quote the expression as one argument)\n", a);
+            return usage(stderr, 2);
+        }
+    }
+    if (expr == NULL) {
+        fprintf(stderr, "cachet ctl ban: expected an expression, e.g. "
+                        "'obj.http.x-tag ~ \"^a\" && obj.url ^= \"/img/\"'\n");
+        return 2;
+    }
+    if ((rc = resolve(&co, &t)) != 0)
+        return rc;
+    return send_cmd("ban", &t, "POST", soft ? "/ban?soft=1" : "/ban", expr, false);
+}
+
+/* stats (flat "name value" lines, as varnishstat -1) and bans (JSON as sent). */
+static int simple_get(const char *cmd, int argc, char **argv)
+{
+    struct common co = {0};
+    struct target t;
+    bool json = strcmp(cmd, "bans") == 0;
+    int rc = 0;
+    for (int i = 1; i < argc; i++) {
+        if (common_opt(&co, argc, argv, &i, &rc)) {
+            if (rc)
+                return rc;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            return usage(stdout, 0);
+        } else {
+            fprintf(stderr, "cachet ctl %s: unknown or incomplete option '%s'\n", cmd, argv[i]);
+            return usage(stderr, 2);
+        }
+    }
+    if ((rc = resolve(&co, &t)) != 0)
+        return rc;
+    if (json)
+        return send_cmd(cmd, &t, "GET", strcmp(cmd, "bans") == 0 ? "/bans" : "/stats", NULL,
+                        false);
+    struct reading r = {0};
+    char err[384];
+    if (fetch(&t, &r, err, sizeof(err)) != CT_OK) {
+        fprintf(stderr, "cachet ctl stats: %s\n", err);
+        return strstr(err, ": 401:") ? 3 : 1;
+    }
+    for (size_t i = 0; i < r.n; i++)
+        printf("%s %s\n", r.v[i].path, r.v[i].val);
+    reading_free(&r);
+    return 0;
+}
+
 int ct_ctl_main(int argc, char **argv)
 {
-    if (argc >= 2 && strcmp(argv[1], "top") == 0)
+    const char *cmd = argc >= 2 ? argv[1] : "";
+    if (strcmp(cmd, "top") == 0)
         return top(argc - 1, argv + 1);
-    fprintf(stderr, "cachet ctl: expected a command: top\n");
+    if (strcmp(cmd, "purge") == 0)
+        return purge(argc - 1, argv + 1);
+    if (strcmp(cmd, "ban") == 0)
+        return ban(argc - 1, argv + 1);
+    if (strcmp(cmd, "stats") == 0 || strcmp(cmd, "bans") == 0)
+        return simple_get(cmd, argc - 1, argv + 1);
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0)
+        return usage(stdout, 0);
+    fprintf(stderr, "cachet ctl: expected a command: top, stats, purge, ban or bans\n");
     return usage(stderr, 2);
 }

@@ -149,6 +149,7 @@ void ct_ops_start(struct ct_ops *ops)
         ops->cache = px->cache; /* the shared store, once main made it */
     if (ops->alog)
         ct_ops_start_alog_timer(ops);
+    ct_ops_start_lurker(ops);
 }
 
 void ct_ops_start_alog_timer(struct ct_ops *ops)
@@ -168,7 +169,7 @@ void ct_ops_free(struct ct_ops **opsp)
     ct_ops_events_free(ops);
     ct_ops_admin_close(ops);
     ct_health_free(&ops->health);
-    struct event *evs[] = {ops->sig_hup, ops->sig_usr1, ops->alog_timer};
+    struct event *evs[] = {ops->sig_hup, ops->sig_usr1, ops->alog_timer, ops->lurk_timer};
     for (size_t i = 0; i < CT_ARRAY_LEN(evs); i++)
         if (evs[i])
             event_free(evs[i]);
@@ -473,4 +474,102 @@ unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_o
     CT_INFO("admin: purge%s %s %.*s: %zu objects", mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "",
             prefix ? "prefix" : "url", (int)url.len, url.p, n);
     return purge_body(body, n ? 200 : 404, NULL, n);
+}
+
+/* ---- bans (issue 16) ---------------------------------------------------------- */
+
+static unsigned ban_error(struct ct_stats_out *body, unsigned status, const char *msg)
+{
+    ct_stats_out_printf(body, "{\"error\":\"");
+    ct_buf_json_escape(body, ct_str_c(msg), CT_JSON_UTF8);
+    ct_stats_out_printf(body, "\"}\n");
+    return status;
+}
+
+unsigned ct_ops_ban(struct ct_ops *ops, struct ct_str query, struct ct_str expr,
+                    struct ct_stats_out *body)
+{
+    if (ops->cache == NULL)
+        return ban_error(body, 501, "no cache");
+    char val[8], err[256];
+    struct ct_str soft;
+    bool is_soft =
+        query_param(query, "soft", val, sizeof(val), &soft) && ct_str_eq(soft, CT_STR("1"));
+    expr = ct_str_trim_ows(expr);
+    while (expr.len && (expr.p[expr.len - 1] == '\n' || expr.p[expr.len - 1] == '\r'))
+        expr = ct_str_trim_ows(ct_str_make(expr.p, expr.len - 1)); /* curl -d @file, echo */
+    uint64_t id;
+    int rc = ct_cache_ban_add(ops->cache, expr.p ? expr.p : "", expr.len, is_soft,
+                              ct_time_real(), &id, err, sizeof(err));
+    if (rc != CT_OK) {
+        CT_INFO("admin: ban refused: %s", err);
+        /* 400: the expression is wrong; 503: right, but the list is full for now */
+        return ban_error(body, rc == CT_ELIMIT ? 503 : 400, err);
+    }
+    struct ct_cache_stats st;
+    ct_cache_stats(ops->cache, &st);
+    CT_INFO("admin: ban %llu%s added: %.*s (%llu active)", (unsigned long long)id,
+            is_soft ? " (soft)" : "", (int)expr.len, expr.p, (unsigned long long)st.bans_active);
+    ct_stats_out_printf(body, "{\"id\":%llu,\"soft\":%s,\"expression\":\"",
+                        (unsigned long long)id, is_soft ? "true" : "false");
+    ct_buf_json_escape(body, expr, CT_JSON_UTF8);
+    ct_stats_out_printf(body, "\",\"bans_active\":%llu}\n", (unsigned long long)st.bans_active);
+    return 200;
+}
+
+struct ban_list {
+    struct ct_stats_out *out;
+    ct_time_t now;
+    size_t n;
+};
+
+static void ban_row(const struct ct_cache_ban_info *b, void *arg)
+{
+    struct ban_list *l = arg;
+    ct_stats_out_printf(l->out, "%s{\"id\":%llu,\"expression\":\"", l->n++ ? "," : "",
+                        (unsigned long long)b->id);
+    ct_buf_json_escape(l->out, b->expr, CT_JSON_UTF8);
+    ct_stats_out_printf(l->out, "\",\"soft\":%s,\"age_s\":%.3f,\"tested\":%llu,\"banned\":%llu}",
+                        b->soft ? "true" : "false", CT_MAX(0.0, l->now - b->created),
+                        (unsigned long long)b->tested, (unsigned long long)b->banned);
+}
+
+unsigned ct_ops_bans(struct ct_ops *ops, struct ct_stats_out *body)
+{
+    if (ops->cache == NULL)
+        return ban_error(body, 501, "no cache");
+    struct ban_list l = {body, ct_time_real(), 0};
+    struct ct_cache_stats st;
+    ct_stats_out_printf(body, "{\"bans\":[");
+    ct_cache_ban_each(ops->cache, ban_row, &l);
+    ct_cache_stats(ops->cache, &st);
+    ct_stats_out_printf(body,
+                        "],\"bans_active\":%llu,\"bans_added\":%llu,\"bans_completed\":%llu,"
+                        "\"lurker_progress\":%.3f,\"lurker_tested\":%llu}\n",
+                        (unsigned long long)st.bans_active, (unsigned long long)st.bans_added,
+                        (unsigned long long)st.bans_completed, st.ban_lurker_progress / 1000.0,
+                        (unsigned long long)st.ban_lurker_tested);
+    return 200;
+}
+
+/* The lurker: one slice of cache.ban_lurker_batch objects per tick, on the
+ * main thread; idle (one relaxed load per tick) while no ban is active. */
+static void on_lurk(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_ops *ops = arg;
+    CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
+    const struct ct_conf_cache *cc = &ops->px->cf->cache;
+    if (ops->cache)
+        ct_cache_ban_lurk(ops->cache, ct_time_real(), cc->ban_lurker_batch);
+    uint64_t ms = cc->ban_lurker_sleep_ms; /* a reload may change it */
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    event_add(ops->lurk_timer, &tv);
+}
+
+void ct_ops_start_lurker(struct ct_ops *ops)
+{
+    if (ops->cache == NULL)
+        return;
+    ops->lurk_timer = event_new(ops->px->main_base, -1, 0, on_lurk, ops);
+    on_lurk(-1, 0, ops);
 }

@@ -38,6 +38,7 @@ struct ct_ops {
     struct ct_reload *rl;          /* reload.c state; NULL before the first SIGHUP */
     struct ct_stats_reload reload; /* reload outcomes, for /stats */
     struct ct_ops_events *events;  /* GET /events streams (ops_events.c); NULL: none yet */
+    struct event *lurk_timer;      /* the ban lurker's slices (ops.c); NULL: no cache */
 };
 
 /* admin.c */
@@ -51,6 +52,14 @@ void ct_ops_admin_close(struct ct_ops *ops);
 /* ops.c: POST /purge?url=URL or ?prefix=URL (QUERY). Returns the status to
  * answer and appends the JSON body to BODY. */
 unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_out *body);
+/* ops.c: POST /ban[?soft=1] with EXPR (the request body): 200 with the new
+ * ban's id, 400 with the parse error, 503 when the ban list is full, 501
+ * without a cache; the JSON body is appended to BODY. GET /bans: the list. */
+unsigned ct_ops_ban(struct ct_ops *ops, struct ct_str query, struct ct_str expr,
+                    struct ct_stats_out *body);
+unsigned ct_ops_bans(struct ct_ops *ops, struct ct_stats_out *body);
+/* ops.c: start the ban lurker's timer (main thread; after the cache is set). */
+void ct_ops_start_lurker(struct ct_ops *ops);
 /* reload.c: SIGHUP. Configurations replaced by a reload are kept until
  * ct_reload_free_retired() (exit), when no worker can still read them. */
 void ct_ops_reload(struct ct_ops *ops);

@@ -290,11 +290,17 @@ static void json_cache(struct ct_buf *o, const struct ct_cache_stats *c)
 #undef CT_STATS_JCACHE
     ct_buf_printf(o,
                         "\"bytes\":%llu,\"max_bytes\":%llu,\"objects\":%llu,\"keys\":%llu,"
-                        "\"tags\":%llu,\"tag_links\":%llu,\"tag_bytes\":%llu}",
+                        "\"tags\":%llu,\"tag_links\":%llu,\"tag_bytes\":%llu,",
                         (unsigned long long)c->bytes, (unsigned long long)c->max_bytes,
                         (unsigned long long)c->objects, (unsigned long long)c->keys,
                         (unsigned long long)c->tags, (unsigned long long)c->tag_links,
                         (unsigned long long)c->tag_bytes);
+    ct_stats_out_printf(o,
+                        "\"bans_active\":%llu,\"bans_added\":%llu,\"bans_refused\":%llu,"
+                        "\"bans_completed\":%llu,\"ban_lurker_progress\":%.3f}",
+                        (unsigned long long)c->bans_active, (unsigned long long)c->bans_added,
+                        (unsigned long long)c->bans_refused, (unsigned long long)c->bans_completed,
+                        c->ban_lurker_progress / 1000.0);
 }
 
 static void json_listeners(struct ct_buf *o, const struct ct_stats_view *v)
@@ -454,6 +460,22 @@ static void prom_cache(struct ct_buf *o, const struct ct_cache_stats *c)
     prom_gauge(o, "cache_tag_links", "Tag index: (object, tag) links.", c->tag_links);
     prom_gauge(o, "cache_tag_bytes", "Tag index: bytes (part of cachet_cache_bytes).",
                c->tag_bytes);
+    prom_gauge(o, "cache_bans_active", "Bans not yet dropped by the lurker.", c->bans_active);
+    prom_head(o, "cache_bans_added", "_total", "counter", "Bans accepted.");
+    ct_stats_out_printf(o, "cachet_cache_bans_added_total %llu\n",
+                        (unsigned long long)c->bans_added);
+    prom_head(o, "cache_bans_refused", "_total", "counter",
+              "Bans refused because cache.max_bans were active.");
+    ct_stats_out_printf(o, "cachet_cache_bans_refused_total %llu\n",
+                        (unsigned long long)c->bans_refused);
+    prom_head(o, "cache_bans_completed", "_total", "counter",
+              "Bans dropped once every older object was tested.");
+    ct_stats_out_printf(o, "cachet_cache_bans_completed_total %llu\n",
+                        (unsigned long long)c->bans_completed);
+    prom_head(o, "cache_ban_lurker_progress", "", "gauge",
+              "Share of the ban lurker's current walk done (1 when idle).");
+    ct_stats_out_printf(o, "cachet_cache_ban_lurker_progress %.3f\n",
+                        c->ban_lurker_progress / 1000.0);
 }
 
 static void prom_reload(struct ct_buf *o, const struct ct_stats_reload *r)

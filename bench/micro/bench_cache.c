@@ -41,6 +41,7 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -624,9 +625,169 @@ static void bench_tags(size_t nkeys)
     keyset_free(&ks);
 }
 
+/* ---- bans (issue 16) -----------------------------------------------------------
+ *
+ * NKEYS objects, each with "X-Tag: tN" (N = i % 10). One thread looks up
+ * random keys and times each lookup (wall clock: what a waiting client sees)
+ * for a fixed time three times: with no ban, while the lurker works a ban
+ * off at its defaults (1000 objects per slice, 10 ms apart), and while it runs
+ * flat out (no pause). The ban matches one object in 100 with a regex:
+ *     obj.http.x-tag == "t3" && obj.url ~ "73$"
+ * Reports each phase's lookup p50 / p99 / p99.9, and the lurker's wall and
+ * CPU time for the whole store. */
+static bool bench_field(const struct ct_obj *obj, struct ct_str name, struct ct_str *value)
+{
+    struct ct_str h = ct_obj_head(obj);
+    const char *p = memchr(h.p, '\n', h.len), *end = h.p + h.len;
+    while (p && ++p < end) {
+        const char *eol = memchr(p, '\r', (size_t)(end - p));
+        const char *colon = memchr(p, ':', (size_t)(end - p));
+        if (eol == NULL || colon == NULL || colon > eol)
+            return false;
+        if (ct_str_eq_ci(ct_str_make(p, (size_t)(colon - p)), name)) {
+            *value = ct_str_trim_ows(ct_str_make(colon + 1, (size_t)(eol - colon - 1)));
+            return true;
+        }
+        p = memchr(eol, '\n', (size_t)(end - eol));
+    }
+    return false;
+}
+
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+#define BAN_SAMPLES (16u << 20)
+
+struct ban_looker {
+    struct ct_cache *c;
+    const struct keyset *ks;
+    _Atomic int phase; /* -1: stop; else the phase being measured */
+    uint32_t *ns[3];   /* per phase: latency samples */
+    size_t n[3];
+};
+
+static void *ban_look_thread(void *arg)
+{
+    struct ban_looker *b = arg;
+    uint64_t x = 0x2545F4914F6CDD1DULL;
+    int ph;
+    while ((ph = atomic_load_explicit(&b->phase, memory_order_relaxed)) >= 0) {
+        x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+        size_t i = (size_t)((x * 2685821657736338717ULL) % b->ks->n);
+        struct ct_cache_lookup_req req = {&b->ks->keys[i], {"", 0}, NULL, NULL, true, false};
+        struct ct_cache_lookup_res res;
+        double t0 = wall_s();
+        ct_cache_lookup(b->c, &req, T0, &res);
+        ct_cache_lookup_res_release(&res);
+        double dt = wall_s() - t0;
+        if (b->n[ph] < BAN_SAMPLES)
+            b->ns[ph][b->n[ph]++] = (uint32_t)CT_MIN(dt * 1e9, 4e9);
+    }
+    return NULL;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void report_phase(const char *name, uint32_t *v, size_t n)
+{
+    qsort(v, n, sizeof(*v), cmp_u32);
+    if (n == 0)
+        return;
+    printf("bans: lookups %-34s n=%-9zu p50 %5u ns  p99 %6u ns  p99.9 %7u ns\n", name, n,
+           v[n / 2], v[(size_t)(n * 0.99)], v[(size_t)(n * 0.999)]);
+}
+
+/* Run the lurker until the ban is dropped, SLEEP_MS between slices (the
+ * lookup thread measures meanwhile). Returns the lurker's CPU seconds. */
+static double lurk_all(struct ct_cache *c, unsigned sleep_ms, double *wall)
+{
+    double cpu = 0, w0 = wall_s();
+    struct ct_cache_stats st;
+    do {
+        double t0 = now_s();
+        ct_cache_ban_lurk(c, T0, 1000);
+        cpu += now_s() - t0;
+        if (sleep_ms) {
+            struct timespec ts = {0, (long)sleep_ms * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        ct_cache_stats(c, &st);
+    } while (st.bans_active);
+    *wall = wall_s() - w0;
+    return cpu;
+}
+
+static void bench_bans(size_t nkeys)
+{
+    struct ct_cache_config cfg = {.max_bytes = (size_t)4 << 30, .max_object_size = 1 << 20,
+                                  .field = bench_field};
+    struct ct_cache *c = ct_cache_new(&cfg);
+    struct keyset ks;
+    keyset_init(&ks, nkeys);
+    for (size_t i = 0; i < nkeys; i++) {
+        char head[128];
+        int len = snprintf(head, sizeof(head), "%sX-Tag: t%zu\r\n", HEAD, i % 10);
+        struct ct_cache_lookup_req req = {&ks.keys[i], {"", 0}, NULL, NULL, false, false};
+        struct ct_cache_lookup_res res;
+        ct_cache_lookup(c, &req, T0, &res);
+        if (res.fetch) {
+            struct ct_obj_meta m = {.status = 200, .head = ct_str_make(head, (size_t)len),
+                                    .response_time = T0, .ttl = 1e6};
+            if (ct_obj_set_head(res.fetch, &m) == CT_OK)
+                ct_obj_complete(res.fetch, T0);
+            else
+                ct_obj_abandon(res.fetch, T0, 0);
+        }
+        ct_cache_lookup_res_release(&res);
+    }
+    struct ban_looker b = {.c = c, .ks = &ks};
+    for (int i = 0; i < 3; i++)
+        b.ns[i] = malloc(BAN_SAMPLES * sizeof(uint32_t));
+    pthread_t th;
+    pthread_create(&th, NULL, ban_look_thread, &b);
+    struct timespec one = {1, 0};
+    nanosleep(&one, NULL); /* phase 0: no ban */
+    static const char expr[] = "obj.http.x-tag == \"t3\" && obj.url ~ \"73$\"";
+    char err[256];
+    uint64_t id;
+    double wall[3] = {0}, cpu[3] = {0};
+    for (int ph = 1; ph <= 2; ph++) {
+        if (ct_cache_ban_add(c, expr, sizeof(expr) - 1, false, T0, &id, err, sizeof(err)) != CT_OK)
+            abort();
+        atomic_store(&b.phase, ph);
+        cpu[ph] = lurk_all(c, ph == 1 ? 10 : 0, &wall[ph]);
+    }
+    atomic_store(&b.phase, -1);
+    pthread_join(th, NULL);
+    struct ct_cache_stats st;
+    ct_cache_stats(c, &st);
+    printf("bans: %zu objects; ban '%s' removed %llu (one in 100)\n", nkeys, expr,
+           (unsigned long long)st.banned);
+    for (int ph = 1; ph <= 2; ph++)
+        printf("bans: lurker %-22s worked the store off in %.2f s wall, %.1f ms CPU "
+               "(%.0f ns per object)\n",
+               ph == 1 ? "(defaults: 1000/10 ms)" : "(no pause)", wall[ph], cpu[ph] * 1e3,
+               cpu[ph] * 1e9 / (double)nkeys);
+    report_phase("without a ban", b.ns[0], b.n[0]);
+    report_phase("during the lurker (defaults)", b.ns[1], b.n[1]);
+    report_phase("during the lurker (no pause)", b.ns[2], b.n[2]);
+    for (int i = 0; i < 3; i++)
+        free(b.ns[i]);
+    ct_cache_free(&c);
+    keyset_free(&ks);
+}
+
 int main(int argc, char **argv)
 {
-    bool opt_tags = false;
+    bool opt_tags = false, opt_bans = false;
     size_t nkeys = 1000000, nreq = 1000000, hr_keys = 100000;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--keys") && i + 1 < argc) {
@@ -637,13 +798,15 @@ int main(int argc, char **argv)
             opt_lookups_only = true;
         } else if (!strcmp(argv[i], "--tags")) {
             opt_tags = true;
+        } else if (!strcmp(argv[i], "--bans")) {
+            opt_bans = true;
         } else if (!strcmp(argv[i], "--quick")) {
             nkeys = 100000;
             nreq = 200000;
             hr_keys = 20000;
         } else {
             fprintf(stderr,
-                    "usage: %s [--keys N] [--lookups N] [--lookups-only] [--tags] [--quick]\n",
+                    "usage: %s [--keys N] [--lookups N] [--lookups-only] [--tags] [--bans] [--quick]\n",
                     argv[0]);
             return 2;
         }
@@ -654,6 +817,10 @@ int main(int argc, char **argv)
            sizeof(struct ct_cache_waiter));
     if (opt_tags) {
         bench_tags(nkeys);
+        return 0;
+    }
+    if (opt_bans) {
+        bench_bans(nkeys);
         return 0;
     }
     bench_throughput(nkeys);

@@ -353,6 +353,56 @@ static void test_err_logs(void)
                "t.conf:3: logs.error_log: empty (expected a file name, or \"-\")");
 }
 
+/* ---- admin token ---------------------------------------------------------- */
+
+static void test_admin_token(void)
+{
+    struct ct_conf *cf;
+    char text[1024], path[128];
+    /* beyond loopback without a token: refused, located */
+    EXPECT_ERR(BASE "admin = { listen = \"0.0.0.0:8082\"; };\n",
+               "t.conf:3: admin.listen: 0.0.0.0 is beyond loopback without admin.token or "
+               "admin.token_file (expected a 127.0.0.0/8 or ::1 address, or a token)");
+    EXPECT_ERR(BASE "admin = { token = \"short\"; };\n",
+               "t.conf:3: admin.token: not a token (expected 16 to 256 visible ASCII "
+               "characters, no spaces)");
+    EXPECT_ERR(BASE "admin = { token = \"0123456789abcdef\";\n"
+                    "  token_file = \"/nonexistent/x\"; };\n",
+               "t.conf:4: admin.token_file: set together with admin.token (expected one)");
+    EXPECT_ERR(BASE "admin = { token_file = \"/nonexistent/x\"; };\n",
+               "t.conf:3: admin.token_file: cannot read \"/nonexistent/x\": No such file or "
+               "directory");
+    /* with a token it may listen anywhere */
+    EXPECT_OK(BASE "admin = { listen = \"0.0.0.0:0\"; token = \"0123456789abcdef\"; };\n", &cf);
+    CU_ASSERT_STRING_EQUAL(ct_conf_admin_token(&cf->admin), "0123456789abcdef");
+    ct_conf_free(&cf);
+    /* the default: none, on loopback */
+    EXPECT_OK(BASE, &cf);
+    CU_ASSERT_PTR_NULL(ct_conf_admin_token(&cf->admin));
+    ct_conf_free(&cf);
+    /* from a file: its first line */
+    FMT(path, "/tmp/ct_conf_tokenXXXXXX");
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    FILE *fp = fdopen(fd, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    fputs("s3cret-token-from-a-file\nignored\n", fp);
+    fclose(fp);
+    FMT(text, BASE "admin = { listen = \"[::]:0\"; token_file = \"%s\"; };\n", path);
+    EXPECT_OK(text, &cf);
+    CU_ASSERT_STRING_EQUAL(ct_conf_admin_token(&cf->admin), "s3cret-token-from-a-file");
+    ct_conf_free(&cf);
+    fp = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    fputs("has space in it and is long\n", fp);
+    fclose(fp);
+    char want[512];
+    FMT(want, "t.conf:3: admin.token_file: the first line of \"%s\" is not a token (expected "
+              "16 to 256 visible ASCII characters, no spaces)", path);
+    EXPECT_ERR(text, want);
+    unlink(path);
+}
+
 void ct_test_register(void)
 {
     CU_pSuite s = CU_add_suite("conf TLS files", setup, teardown);
@@ -373,5 +423,6 @@ void ct_test_register(void)
              {"redirect without https", test_err_redirect_without_https},
              {"no backend", test_err_no_backend}, {"backend names, health path", test_err_backend_names},
              {"backend settings", test_backend_settings}, {"cache", test_err_cache},
+             {"admin token", test_admin_token},
              {"logs", test_err_logs});
 }
