@@ -99,8 +99,11 @@ traffic 20
 if [ ! -x "$CHROMIUM" ]; then
     ct_failed "chromium" "$CHROMIUM is missing (make deps-test installs it)"
 else
-    # the traffic the page must see while open (run by the driver, between two readings)
-    more="for i in \$(seq 30); do curl -s -o /dev/null '$P/gen?size=1024&cache-control=max-age%3D600&k=1'; done"
+    # the traffic the page must see while open (run by the driver, between two
+    # readings), spread over a few of its one-second snapshots: on an idle
+    # machine 30 curls fit in one, and a chart of rates then has one point
+    # and no line (a pace, not a wait for a condition)
+    more="for i in \$(seq 30); do curl -s -o /dev/null '$P/gen?size=1024&cache-control=max-age%3D600&k=1'; sleep 0.1; done"
     rm -f "$SHOTS/dashboard.png" "$SHOTS/dashboard-narrow.png"
     python3 "$CT_SRC/tests/integration/dashboard_cdp.py" "$A/" "$SHOTS" "$more" 30 "$P/gen?size=1024&cache-control=max-age%3D600&k=1" >"$CT_TMP/cdp.out" \
         2>"$CT_TMP/cdp.err"
