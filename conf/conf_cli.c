@@ -100,6 +100,7 @@ void ct_conf_cli_usage(const char *prog, FILE *fp)
 {
     fprintf(fp,
             "usage: %s [-c FILE] [-t | -T] [overrides]\n"
+            "       %s ctl COMMAND ...  talk to a running cachet (cachet ctl --help)\n"
             "  -c, --config FILE     run FILE (default: the embedded configuration)\n"
             "  -t, --test            check the configuration and exit\n"
             "  -T, --dump            print the effective configuration and exit\n"
@@ -115,7 +116,7 @@ void ct_conf_cli_usage(const char *prog, FILE *fp)
             "  --admin ADDR:PORT|off admin listener (/stats, /metrics)\n"
             "  --log-level LEVEL     debug, info, warn or error\n"
             "  --access-log FILE|-|off\n",
-            prog);
+            prog, prog);
 }
 
 static const struct opt *find_opt(const char *arg, const char **inline_val)

@@ -80,5 +80,12 @@ for opt in $("$CT_BIN/cachet-origin" --help 2>&1 | grep -oE -- '--[a-z][a-z-]+' 
     grep -qF -- "$opt" docs/origin.md || missing+=" cachet-origin $opt"
 done
 ct_check "every --help option is in docs/usage.md or docs/origin.md" "${missing:-none missing}" "none missing"
+# ... and every command of `cachet ctl --help` is named by `cachet --help`'s
+# pointer to it and documented.
+ct_check_match "cachet --help points at cachet ctl" "$("$CT_BIN/cachet" --help 2>&1)" ' ctl COMMAND .*cachet ctl --help'
+for cmd in $("$CT_BIN/cachet" ctl --help 2>&1 | sed -n 's/^  \([a-z][a-z]*\) .*/\1/p'); do
+    grep -qF -- "cachet ctl $cmd" docs/usage.md || missing+=" ctl $cmd"
+done
+ct_check "every cachet ctl command is in docs/usage.md" "${missing:-none missing}" "none missing"
 
 ct_done
