@@ -1,0 +1,17 @@
+-- bench/invalidation/hits.lua: hits on objects that neither the purge nor
+-- the ban of the run touches (K mod 10 ~= 0, K mod 100 ~= 42), spread over
+-- the whole store; the same URLs fill.lua stored.
+local n = tonumber(os.getenv("INVAL_N") or "1000000")
+local state = 0
+function init(args) state = math.random(1, 1000000007) end
+function request()
+    local k
+    repeat
+        state = (state * 1103515245 + 12345) % 2147483648
+        k = (state % n) + 1
+    until k % 10 ~= 0 and k % 100 ~= 42
+    local tags = "g" .. (k % 10)
+    for i = 1, 9 do tags = tags .. "%20u" .. k .. "x" .. i end
+    return wrk.format("GET", "/gen?size=1024&cache-control=max-age%3D36000&k=" .. k ..
+                      "&hdr=Surrogate-Key%3A%20" .. tags)
+end
