@@ -102,7 +102,7 @@ ct_origin_reset "$OPORT"
 HU="$P/bytes/1048576?trickle=100&trickle-size=65536&chunked=1&$MA&h=1"
 curl -s -o /dev/null "$HU" &
 hpid=$!
-for ((i = 0; i < 200; i++)); do [ "$(origin_count)" = 1 ] && break; sleep 0.01; done
+ct_wait_until 20 ct_origin_total_ge "$OPORT" 1
 hh=$(curl -s -I "$HU" | tr -d '\r')
 wait $hpid
 ct_check_match "HEAD on a filling chunked object: 200, coalesced" "$hh" '^HTTP/1.1 200 .*Cache-Status: cachet; fwd=miss; collapsed'

@@ -10,14 +10,7 @@
 ct_start_origin
 
 # wait_log NAME REGEX: up to 20 s for REGEX in NAME's error log
-wait_log() {
-    local i
-    for ((i = 0; i < 2000; i++)); do
-        grep -q -E "$2" "$CT_TMP/$1.err" && return 0
-        sleep 0.01
-    done
-    return 1
-}
+wait_log() { ct_wait_until 60 grep -q -E "$2" "$CT_TMP/$1.err"; }
 
 # ---- the access log on a full disk -------------------------------------------------------
 ct_start full "$CT_BIN/cachet" --http 127.0.0.1:0 --admin off --workers 2 \

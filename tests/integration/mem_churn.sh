@@ -65,11 +65,8 @@ ct_check_match "stats: memory object" "$(curl -s "$A/stats")" \
 ct_check_match "purge of everything" "$(curl -s -X POST "$A/purge?prefix=$P/")" '^\{"purged":[1-9]'
 if ((san == 0)); then
     limit=$((empty + CACHE_MB * 1024 / 8))
-    r=$(ct_rss_kb "$PID")
-    for ((i = 0; i < 600 && r > limit; i++)); do
-        sleep 0.1
-        r=$(ct_rss_kb "$PID")
-    done
+    rss_within() { r=$(ct_rss_kb "$PID"); ((r <= limit)); }
+    ct_wait_until 60 rss_within
     ct_check "after the purge: RSS $r KiB <= empty $empty KiB + cache.size / 8 within 60 s" \
         "$((r <= limit))" 1
     a2=$(prom cachet_memory_allocated_bytes)

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "tests/unit/test_cache_helpers.h"
 
 /* The store's field getter for these tests: OBJ's head is a plain HTTP/1
@@ -145,10 +146,11 @@ static void test_parse_errors(void)
     refused(c, "obj.url == \"/a\" obj.url == \"/b\"", "column 17: expected && or the end");
     refused(c, "obj.url == \"/a\" &&", "column 19: expected a term");
     refused(c, "obj.status == abc", "column 15: expected a \"quoted\" value or a number");
-    char many[1024] = "";
+    struct ct_buf many = {0};
     for (int i = 0; i <= CT_CACHE_BAN_MAX_TERMS; i++)
-        strcat(many, i ? " && obj.url != \"x\"" : "obj.url != \"x\"");
-    refused(c, many, "column 289: more than 16 terms");
+        ct_buf_printf(&many, "%sobj.url != \"x\"", i ? " && " : "");
+    refused(c, many.p, "column 289: more than 16 terms");
+    ct_buf_free(&many);
     CU_ASSERT_EQUAL(stats(c).bans_active, 0);
     CU_ASSERT_EQUAL(stats(c).bans_added, 0);
     ct_cache_free(&c);
@@ -326,12 +328,9 @@ static void test_lurker_skips_newer(void)
 
 static void each_cb(const struct ct_cache_ban_info *b, void *arg)
 {
-    char *out = arg;
-    char line[128];
-    snprintf(line, sizeof(line), "%llu:%.*s:%s:%llu/%llu;", (unsigned long long)b->id,
-             (int)b->expr.len, b->expr.p, b->soft ? "soft" : "hard",
-             (unsigned long long)b->banned, (unsigned long long)b->tested);
-    strcat(out, line);
+    ct_buf_printf(arg, "%llu:%.*s:%s:%llu/%llu;", (unsigned long long)b->id, (int)b->expr.len,
+                  b->expr.p, b->soft ? "soft" : "hard", (unsigned long long)b->banned,
+                  (unsigned long long)b->tested);
 }
 
 /* The list is bounded and visible. */
@@ -345,9 +344,10 @@ static void test_list_bound(void)
     CU_ASSERT_EQUAL(ban(c, "obj.url == \"/c\"", false, T0, err, sizeof(err)), CT_ELIMIT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "2 bans are active, the most cache.max_bans allows"));
     CU_ASSERT_EQUAL(look(c, "example.com", "/a", T0 + 1), CT_CACHE_MISS);
-    char list[512] = "";
-    CU_ASSERT_EQUAL(ct_cache_ban_each(c, each_cb, list), 2);
-    CU_ASSERT_STRING_EQUAL(list, "2:obj.url == \"/b\":soft:0/1;1:obj.url == \"/a\":hard:1/1;");
+    struct ct_buf list = {0};
+    CU_ASSERT_EQUAL(ct_cache_ban_each(c, each_cb, &list), 2);
+    CU_ASSERT_STRING_EQUAL(list.p, "2:obj.url == \"/b\":soft:0/1;1:obj.url == \"/a\":hard:1/1;");
+    ct_buf_free(&list);
     struct ct_cache_stats st = stats(c);
     CU_ASSERT_EQUAL(st.bans_refused, 1);
     CU_ASSERT_EQUAL(st.bans_added, 2);
