@@ -166,6 +166,14 @@ void ct_client_body_pause(struct ct_client *c, bool paused)
     ct_client_body_clock(c, false);
 }
 
+/* A new exchange on C: what it reads of the connection, and the cache's
+ * part (its buffers) kept from the last one. */
+static void req_reset(struct ct_client *c)
+{
+    c->r = (struct ct_req){.proto = &ct_h1_proto, .w = c->w, .lc = c->lc, .peer = c->peer,
+                           .peer_ip_len = c->peer_ip_len, .conn_id = c->id, .cr = c->r.cr};
+}
+
 /* ---- accept / close ---------------------------------------------------------- */
 
 static void peer_name(struct ct_client *c, const struct sockaddr *sa)
@@ -221,8 +229,7 @@ void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, in
     ct_http_parser_set_gateway(c->rp, true);
     c->timer = evtimer_new(w->base, on_timer, c);
     peer_name(c, sa);
-    c->r = (struct ct_req){.proto = &ct_h1_proto, .w = w, .lc = lc, .peer = c->peer,
-                           .peer_ip_len = c->peer_ip_len, .conn_id = c->id};
+    req_reset(c);
     (void)salen;
     c->next = w->clients;
     if (w->clients)
@@ -379,11 +386,8 @@ void ct_client_fail(struct ct_client *c, enum ct_close why)
 static void enter_read_head(struct ct_client *c)
 {
     struct ct_worker *w = c->w;
-    /* A new exchange; the cache's part (its buffers) is kept for it. */
-    struct ct_creq *cr = c->r.cr;
     CT_ASSERT(c->r.u == NULL);
-    c->r = (struct ct_req){.proto = &ct_h1_proto, .w = c->w, .lc = c->lc, .peer = c->peer,
-                           .peer_ip_len = c->peer_ip_len, .conn_id = c->id, .cr = cr};
+    req_reset(c);
     c->sent_continue = c->resp_chunked = c->resp_close = c->obj_chunked = false;
     c->head_started = evbuffer_get_length(bufferevent_get_input(c->bev)) > 0;
     ct_io_timeouts(&c->io, 0, w->cf->limits.send_timeout_ms);
