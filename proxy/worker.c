@@ -270,6 +270,8 @@ static void *worker_main(void *arg)
     /* Drained or timed out: whatever is left is cut. */
     while (w->clients)
         ct_client_abort(w->clients);
+    if (w->wc)
+        ct_cache_bg_free_all(w->wc); /* refreshes in flight hold upstreams */
     ct_upstream_pool_free(w);
     return NULL;
 }
