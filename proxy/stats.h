@@ -58,9 +58,10 @@ enum ct_stats_cs {
         CT_STATS_CS__COUNT
 };
 
-/* The protocol a client connection speaks: its listener's kind (HTTP/2 would
- * add a row). */
-#define CT_STATS_PROTO_TABLE(X) X(http) X(https)
+/* The protocol a client connection speaks: HTTP/1 on its listener's kind
+ * (http, https), or HTTP/2 (h2: ALPN chose it on an HTTPS listener; a
+ * connection counts as https until its handshake is done). */
+#define CT_STATS_PROTO_TABLE(X) X(http) X(https) X(h2)
 
 enum ct_stats_proto {
 #define CT_STATS_PROTO_ENUM(name) CT_STATS_PROTO_##name,
