@@ -183,6 +183,20 @@ static const struct ct_h2_cbs cbs = {
     .on_close = on_close,
 };
 
+/* The engine's counts since the last look, into the worker's stats. */
+static void count(struct ct_h2s *s)
+{
+    struct ct_stats *st = s->w->stats;
+    if (st == NULL || s->h == NULL)
+        return;
+    const struct ct_h2_counts *c = ct_h2_conn_counts(s->h);
+    ct_stats_add(&st->h2_streams[0], c->streams - s->counted.streams);
+    ct_stats_add(&st->h2_malformed[0], c->malformed - s->counted.malformed);
+    ct_stats_add(&st->h2_resets_received[0], c->resets_recv - s->counted.resets_recv);
+    ct_stats_add(&st->h2_resets_sent[0], c->resets_sent - s->counted.resets_sent);
+    s->counted = *c;
+}
+
 /* ---- close ---------------------------------------------------------------------- */
 
 static void conn_free(struct ct_h2s *s)
@@ -214,6 +228,8 @@ static void conn_close(struct ct_h2s *s)
     if (!ct_close_is_err(s->why) && ct_h2s_out_len(s) == 0)
         ct_tls_close_notify(bufferevent_openssl_get_ssl(s->bev));
     if (w->stats) {
+        count(s);
+        ct_stats_add(&w->stats->h2_connections_ended[ct_h2_conn_why(s->h)], 1);
         ct_stats_conn_close(w->stats, (unsigned)s->why);
         ct_stats_conn_proto(w->stats, CT_STATS_PROTO_h2, false);
     }
@@ -288,6 +304,7 @@ static void settle(struct ct_h2s *s)
         conn_close(s);
         return;
     }
+    count(s);
     idle_check(s);
 }
 

@@ -59,6 +59,7 @@ struct ct_h2s {
     bool lingering;     /* all written and shut: waiting for the client's EOF */
     bool got_bytes;     /* the client sent something (the preface timeout is over) */
     struct ct_h2s_stream *streams;
+    struct ct_h2_counts counted; /* the engine's counts already in the stats */
     struct ct_h2s *prev, *next; /* this worker thread's h2 connections */
 };
 

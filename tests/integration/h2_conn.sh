@@ -25,14 +25,14 @@ ports=($(grep '^listening on https ' "$CT_TMP/proxy.out" | sed 's/.*://'))
 H2=${ports[0]} H1=${ports[1]}
 
 alpn() { # PORT OFFER: what the server chose
-    echo | timeout 20 openssl s_client -connect "127.0.0.1:$1" -alpn "$2" 2>/dev/null |
+    timeout 20 openssl s_client -connect "127.0.0.1:$1" -alpn "$2" </dev/null 2>/dev/null |
         sed -n 's/^ALPN protocol: //p'
 }
 ct_check "ALPN h2,http/1.1 -> h2 (http2 on)" "$(alpn "$H2" h2,http/1.1)" h2
 ct_check "ALPN http/1.1,h2 -> h2 (our preference)" "$(alpn "$H2" http/1.1,h2)" h2
 ct_check "ALPN http/1.1 -> http/1.1 (http2 on)" "$(alpn "$H2" http/1.1)" http/1.1
 ct_check "ALPN h2,http/1.1 -> http/1.1 (http2 off)" "$(alpn "$H1" h2,http/1.1)" http/1.1
-out=$(echo | timeout 20 openssl s_client -connect "127.0.0.1:$H2" 2>/dev/null | grep -c '^ALPN protocol')
+out=$(timeout 20 openssl s_client -connect "127.0.0.1:$H2" </dev/null 2>/dev/null | grep -c '^ALPN protocol')
 ct_check "no ALPN offered: none chosen, handshake fine" "$out" 0
 
 # HTTP/1.1 exactly as before on the h2 listener: no ALPN, and ALPN http/1.1.
@@ -66,9 +66,19 @@ out=$($PY "$PEER" "$H2" rapid_reset 1000)
 ct_check "rapid reset: GOAWAY ENHANCE_YOUR_CALM" "${out%% last=*}" "goaway 11"
 ct_check_match "rapid reset: logged" "$(cat "$CT_TMP/proxy.err")" 'GOAWAY RAPID_RESET'
 
+# The counters (/metrics), summed over the cases above.
+prom() { curl -s "http://127.0.0.1:$APORT/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
+ge() { [ "${1:-0}" -ge "$2" ]; }
+ct_check "h2 connections ended by a bad preface" "$(prom 'cachet_h2_connections_ended_total{reason="preface"}')" 1
+ct_check "h2 connections ended by rapid reset" "$(prom 'cachet_h2_connections_ended_total{reason="rapid_reset"}')" 1
+ct_check "h2 malformed requests counted" "$(prom cachet_h2_malformed_total)" 3
+n=$(prom cachet_h2_resets_received_total)
+ge "$n" 200 && ct_pass "client resets counted ($n >= the burst of 200)" || ct_failed "client resets counted" "got $n"
+n=$(prom cachet_h2_streams_total)
+ge "$n" 206 && ct_pass "h2 streams counted ($n)" || ct_failed "h2 streams counted" "got $n"
+
 # The h2 gauge, and the drain: a connection held open gets GOAWAY NO_ERROR
 # naming its last stream, then the close, and cachet exits 0.
-prom() { curl -s "http://127.0.0.1:$APORT/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
 $PY "$PEER" "$H2" hold >"$CT_TMP/hold.out" 2>&1 &
 hold=$!
 ct_wait_until 30 grep -q '^ready' "$CT_TMP/hold.out"
