@@ -42,7 +42,9 @@
 #include <sys/socket.h>
 
 #include "common/log.h"
+#include "proxy/accesslog.h"
 #include "proxy/admin.h"
+#include "proxy/cache_int.h"
 #include "proxy/h2/h2_serve_int.h"
 #include "proxy/proto.h"
 #include "proxy/tls.h"
@@ -107,6 +109,54 @@ static void stream_unlink_free(struct ct_h2s_stream *st)
     free(st);
 }
 
+/* The request is over (answered, failed or reset): count it and log it
+ * once, as ct_ops_req_end does for HTTP/1 (which takes a ct_client). */
+static void stream_log(struct ct_h2s_stream *st)
+{
+    struct ct_req *r = &st->r;
+    struct ct_worker *w = r->w;
+    if (r->logged)
+        return;
+    r->logged = true;
+    unsigned status = r->head_sent ? r->status : 0;
+    ct_time_t now = ct_time_mono();
+    double rt = now - r->t0;
+    if (r->cs == CT_STATS_CS_NONE)
+        r->cs = (uint8_t)ct_cache_client_cs(r);
+    if (w->stats) {
+        ct_stats_req_done(w->stats, status, (uint64_t)(rt * 1e6), (enum ct_stats_cs)r->cs);
+        ct_stats_req_bytes(w->stats, r->msg->head_bytes + r->body_bytes, r->body_out);
+    }
+    if (w->alog == NULL)
+        return;
+    const struct ct_http_msg *m = r->msg;
+    const struct ct_http_field *ua = ct_http_msg_find(m, CT_HDR_USER_AGENT, NULL);
+    const struct ct_http_field *ref = ct_http_msg_find_name(m, CT_STR("Referer"), NULL);
+    static const char *const cs_names[] = {
+#define CS_NAME(id, name) #id,
+        CT_STATS_CS_TABLE(CS_NAME)
+#undef CS_NAME
+    };
+    struct ct_accesslog_rec rec = {
+        .remote_addr = ct_str_make(r->peer, r->peer_ip_len),
+        .time = r->t0_real,
+        .method = m->method_name,
+        .target = m->target,
+        .version = m->version, /* 20: "HTTP/2.0" */
+        .status = status,
+        .body_bytes = r->body_out,
+        .referer = ref ? ref->value : CT_STR_NULL,
+        .user_agent = ua ? ua->value : CT_STR_NULL,
+        .request_time_s = rt,
+        .upstream_time_s = r->tup > 0 ? now - r->tup : -1,
+        .cache_status = r->cs == CT_STATS_CS_NONE || r->cs >= CT_ARRAY_LEN(cs_names)
+                            ? NULL
+                            : cs_names[r->cs],
+        .tls_version = SSL_get_version(bufferevent_openssl_get_ssl(st->s->bev)),
+    };
+    ct_accesslog_log(w->alog, &rec);
+}
+
 /* XXX: the request core's entry point (ct_req_start, issue 13) is not on
  * main yet: until it is, every stream is answered 503 by us, so the whole
  * connection (preface, SETTINGS, streams, GOAWAY, limits) is served and
@@ -118,6 +168,7 @@ static void stream_start(struct ct_h2s_stream *st)
                          CT_STR("cachet; detail=h2-not-wired"));
     r->head_sent = true;
     r->status = 503;
+    stream_log(st);
 }
 
 static void *on_request(void *owner, int32_t sid, const struct ct_http_msg *msg, bool end_stream)

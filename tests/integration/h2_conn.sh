@@ -13,8 +13,10 @@ PY=/usr/bin/python3 # Debian's, with python3-h2
 PEER="$CT_SRC/tests/integration/h2_peer.py"
 
 ct_start_origin
+ALOG=$CT_TMP/access.log
 cat >"$CT_TMP/cachet.conf" <<EOF
 workers = 1;
+logs = { access_log = "$ALOG"; };
 listen = ( { kind = "https"; address = "127.0.0.1:0"; tls = { self_signed = true; http2 = true; }; },
            { kind = "https"; address = "127.0.0.1:0"; tls = { self_signed = true; }; } );
 backends = ( { address = "127.0.0.1:$OPORT"; } );
@@ -53,6 +55,10 @@ ct_check_match "nghttp: our SETTINGS" "$out" 'recv SETTINGS frame <length=[1-9]'
 ct_check_match "nghttp: SETTINGS_MAX_CONCURRENT_STREAMS(0x03):100" "$out" 'SETTINGS_MAX_CONCURRENT_STREAMS\(0x03\):100'
 ct_check_match "nghttp: its SETTINGS acknowledged" "$out" 'recv SETTINGS frame <length=0, flags=0x01'
 ct_check_match "nghttp: a response head" "$out" 'recv \(stream_id=13\) :status: '
+
+# The access log says HTTP/2.0 (lines are written in batches: poll).
+ct_wait_until 30 grep -q '"GET /json HTTP/2.0" ' "$ALOG"
+ct_check_match "access log: an h2 request as HTTP/2.0" "$(cat "$ALOG" 2>/dev/null)" '"GET /json HTTP/2.0" [0-9]{3} '
 
 # Protocol cases from a scripted client.
 out=$($PY "$PEER" "$H2" preface)

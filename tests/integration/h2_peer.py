@@ -17,6 +17,7 @@ import time
 import h2.config
 import h2.connection
 import h2.events
+import h2.settings
 
 DEADLINE = 20.0
 
@@ -192,8 +193,95 @@ def case_rapid_reset(port, n="1000"):
     report([ev for ev in pump(s, c, is_goaway) if is_goaway(ev)])
 
 
+def case_cl_mismatch(port, kind):
+    """POST with content-length 10 and a body that says otherwise (KIND
+    long: 20 bytes; short: 5 bytes then END_STREAM); then a good GET."""
+    s = connect(port)
+    c = conn_of(s, validate=False)
+    c.send_headers(1, req_headers(port, "/echo", "POST", [("content-length", "10")]))
+    c.send_data(1, b"x" * (20 if kind == "long" else 5), end_stream=True)
+    s.sendall(c.data_to_send())
+    report(pump(s, c, lambda ev: isinstance(ev, (h2.events.StreamReset, h2.events.StreamEnded))))
+    c.send_headers(3, req_headers(port, "/json"), end_stream=True)
+    s.sendall(c.data_to_send())
+    report(pump(s, c, lambda ev: isinstance(ev, h2.events.StreamEnded) and ev.stream_id == 3))
+
+
+def case_noread(port, big, small):
+    """Stream 1 asks for BIG and is never read past the initial window (the
+    client sends no WINDOW_UPDATE for it); stream 3 asks for SMALL and must
+    complete. The connection window is opened wide so only stream 1's own
+    window holds it."""
+    s = connect(port)
+    cfg = h2.config.H2Configuration(client_side=True, header_encoding="utf-8")
+    c = h2.connection.H2Connection(config=cfg)
+    c.local_settings = h2.settings.Settings(client=True, initial_values={
+        h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16384})
+    c.initiate_connection()
+    c.increment_flow_control_window(1 << 24)
+    c.send_headers(1, req_headers(port, big), end_stream=True)
+    s.sendall(c.data_to_send())
+    got = {1: 0, 3: 0}
+    ended = set()
+    sent3 = False
+    end = time.time() + DEADLINE
+    while time.time() < end and 3 not in ended:
+        if not sent3 and got[1] >= 16384:
+            c.send_headers(3, req_headers(port, small), end_stream=True)
+            sent3 = True
+            send(s, c)
+        s.settimeout(max(0.05, end - time.time()))
+        try:
+            data = s.recv(65536)
+        except socket.timeout:
+            break
+        if not data:
+            print("closed")
+            break
+        for ev in c.receive_data(data):
+            if isinstance(ev, h2.events.DataReceived):
+                got[ev.stream_id] = got.get(ev.stream_id, 0) + len(ev.data)
+                if ev.stream_id == 3:  # stream 1 is never acknowledged
+                    c.acknowledge_received_data(ev.flow_controlled_length, 3)
+            elif isinstance(ev, h2.events.StreamEnded):
+                ended.add(ev.stream_id)
+        send(s, c)
+    print("stream1 %d ended=%s" % (got[1], 1 in ended))
+    print("stream3 %d ended=%s" % (got[3], 3 in ended))
+
+
+def case_many(port, path, n):
+    """N concurrent GETs on one connection; prints how many got each status."""
+    s = connect(port)
+    c = conn_of(s)
+    n = int(n)
+    sids = []
+    for _ in range(n):
+        sid = c.get_next_available_stream_id()
+        c.send_headers(sid, req_headers(port, path), end_stream=True)
+        sids.append(sid)
+    s.sendall(c.data_to_send())
+    statuses = {}
+    left = set(sids)
+    body = {}
+    def until(ev):
+        if isinstance(ev, h2.events.ResponseReceived):
+            st = dict(ev.headers).get(":status")
+            statuses[st] = statuses.get(st, 0) + 1
+        elif isinstance(ev, h2.events.DataReceived):
+            body[ev.stream_id] = body.get(ev.stream_id, 0) + len(ev.data)
+        elif isinstance(ev, (h2.events.StreamEnded, h2.events.StreamReset)):
+            left.discard(ev.stream_id)
+        return not left
+    pump(s, c, until)
+    for st in sorted(statuses):
+        print("status %s x%d" % (st, statuses[st]))
+    print("bytes %d" % sum(body.values()))
+
+
 CASES = {"preface": case_preface, "get": case_get, "hold": case_hold,
-         "malformed": case_malformed, "rapid_reset": case_rapid_reset}
+         "malformed": case_malformed, "rapid_reset": case_rapid_reset,
+         "cl_mismatch": case_cl_mismatch, "noread": case_noread, "many": case_many}
 
 if __name__ == "__main__":
     port = int(sys.argv[1])
