@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/h2/run.sh [--bin DIR] [--n REQUESTS] [--rounds N]: the HTTP/2 cells
+# bench/h2/run.sh [--bin DIR] [--n REQUESTS] [--rounds N] [--idle CONNS]: the HTTP/2 cells
 # of issue 14 beside HTTPS/1.1, on one machine over loopback.
 #
 # Cells (h2load on CPU 0, each server one worker pinned to CPU 1):
@@ -12,16 +12,21 @@
 # request must succeed: a cell whose counts are short is marked) and the
 # server's CPU seconds per 100 000 requests. Rounds alternate the systems.
 # The load average before and after is printed: the machine is shared.
+# Last, the memory of an idle h2 connection: RSS growth of the server (its
+# worker) with CONNS connections (default 500) that each made one request
+# (bench/h2/idle_conns.py), divided by CONNS.
 set -u
 BIN=$(cd "$(dirname "$0")/../.." && pwd)/build/bin
 N=100000
 ROUNDS=3
+IDLE=500
 while [ $# -gt 0 ]; do
     case $1 in
     --bin) BIN=$2; shift ;;
     --n) N=$2; shift ;;
     --rounds) ROUNDS=$2; shift ;;
-    *) echo "usage: $0 [--bin DIR] [--n REQUESTS] [--rounds N]" >&2; exit 2 ;;
+    --idle) IDLE=$2; shift ;;
+    *) echo "usage: $0 [--bin DIR] [--n REQUESTS] [--rounds N] [--idle CONNS]" >&2; exit 2 ;;
     esac
     shift
 done
@@ -155,5 +160,29 @@ for ((round = 1; round <= ROUNDS; round++)); do
     cell cachet "$CPID" "$CPORT" "hit-1k https/1.1 -c100" -c100 --h1
     cell nginx-proxy_cache "$NPID" "$NPORT" "hit-1k https/1.1 -c100" -c100 --h1
 done
+echo
+rss_of() { # PID: KiB resident, of it and its children
+    local p t=0
+    for p in $1 $(pgrep -P "$1"); do
+        t=$((t + $(awk '/^VmRSS:/ {print $2}' "/proc/$p/status")))
+    done
+    echo $t
+}
+idle_mem() { # SYSTEM PID PORT
+    local r0 r1
+    r0=$(rss_of "$2")
+    coproc IDLEC { /usr/bin/python3 "$(dirname "$0")/idle_conns.py" "$3" "$IDLE" "$URL"; }
+    local line
+    read -r -t 120 line <&"${IDLEC[0]}"
+    r1=$(rss_of "$2")
+    printf '| idle h2 connection | %-18s | %s | %6d KiB for %d | %.1f KiB each |\n' "$1" "$line" \
+        $((r1 - r0)) "$IDLE" "$(awk -v a="$r0" -v b="$r1" -v n="$IDLE" 'BEGIN {print (b - a) / n}')"
+    eval "exec ${IDLEC[1]}>&-"
+    wait "$IDLEC_PID" 2>/dev/null
+}
+if [ "$IDLE" -gt 0 ]; then
+    idle_mem cachet "$CPID" "$CPORT"
+    idle_mem nginx "$NPID" "$NPORT"
+fi
 echo
 echo "loadavg after: $(cut -d' ' -f1-3 /proc/loadavg)"
