@@ -34,9 +34,6 @@
 #include "proxy/h2/h2_serve_int.h"
 #include "proxy/proto.h"
 
-/* A stream's body queued in the engine: over it, the request waits. */
-#define H2_STREAM_HIGH (64 * 1024)
-
 static struct ct_h2s_stream *st_of(struct ct_req *r) { return ct_h2s_stream_of(r); }
 
 static void obj_unref(void *arg)
@@ -199,8 +196,12 @@ static bool h2_output_full(struct ct_req *r)
 {
     struct ct_h2s_stream *st = st_of(r);
     body_to_engine(st);
-    return ct_h2_body_queued(st->s->h, st->sid) >= H2_STREAM_HIGH ||
-           ct_h2s_out_len(st->s) >= CT_BP_HIGH;
+    if (ct_h2_body_queued(st->s->h, st->sid) < CT_H2S_STREAM_HIGH &&
+        ct_h2s_out_len(st->s) < CT_BP_HIGH)
+        return false;
+    ct_h2s_stream_full(st);
+    ct_h2s_kick(st->s);
+    return true;
 }
 
 static void h2_flush(struct ct_req *r)

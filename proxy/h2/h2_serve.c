@@ -68,6 +68,70 @@ void ct_h2s_kick(struct ct_h2s *s)
         event_active(s->pump_ev, EV_TIMEOUT, 1);
 }
 
+/* ---- streams that wait for their client ------------------------------------------- */
+
+static void stall_arm(struct ct_h2s *s, uint64_t ms)
+{
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+    evtimer_add(s->stall_ev, &tv);
+}
+
+void ct_h2s_stream_full(struct ct_h2s_stream *st)
+{
+    if (st->full)
+        return;
+    st->full = true;
+    st->full_since_ms = now_ms();
+    uint64_t ms = st->s->w->cf->limits.send_timeout_ms;
+    if (ms && !evtimer_pending(st->s->stall_ev, NULL))
+        stall_arm(st->s, ms);
+}
+
+/* Streams whose output went under the low mark go on (their requests were
+ * waiting in output_full). After the engine ran: never under it. */
+static void drained(struct ct_h2s *s)
+{
+    bool conn_low = ct_h2s_out_len(s) < CT_BP_LOW;
+    for (struct ct_h2s_stream *st = s->streams; st; st = st->next) {
+        if (!st->full || !conn_low || st->closed ||
+            ct_h2_body_queued(s->h, st->sid) >= CT_H2S_STREAM_LOW)
+            continue;
+        st->full = false;
+        /* XXX: ct_req_drained(&st->r) once the core is on main (#13). */
+    }
+}
+
+/* The send timeout per stream: a stream whose client has not taken its
+ * output for send_timeout is reset (CANCEL), so a client that never opens
+ * its windows holds neither the request nor its origin connection. The
+ * connection's own writes have the send timeout of ct_io. */
+static void on_stall(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_h2s *s = arg;
+    CT_CHECK_OBJ(s, CT_H2S_MAGIC);
+    (void)fd;
+    (void)what;
+    uint64_t limit = s->w->cf->limits.send_timeout_ms, now = now_ms(), next = 0;
+    for (struct ct_h2s_stream *st = s->streams; st; st = st->next) {
+        if (!st->full || st->closed)
+            continue;
+        if (now - st->full_since_ms >= limit) {
+            CT_INFO("w%u c%llu s%d %s: the client took no response bytes for %llu ms: stream "
+                    "reset", s->w->id, (unsigned long long)s->id, st->sid, s->peer,
+                    (unsigned long long)limit);
+            st->full = false;
+            (void)ct_h2_reset(s->h, st->sid, 0x8 /* CANCEL */);
+            continue;
+        }
+        uint64_t left = limit - (now - st->full_since_ms);
+        if (next == 0 || left < next)
+            next = left;
+    }
+    if (next)
+        stall_arm(s, next);
+    settle(s);
+}
+
 /* ---- deadlines ------------------------------------------------------------------ */
 
 static void deadline_set(struct ct_h2s *s, uint64_t ms)
@@ -260,6 +324,7 @@ static void conn_free(struct ct_h2s *s)
     bufferevent_free(s->bev);
     event_free(s->timer);
     event_free(s->pump_ev);
+    event_free(s->stall_ev);
     if (s->prev)
         s->prev->next = s->next;
     else
@@ -356,6 +421,7 @@ static void settle(struct ct_h2s *s)
         return;
     }
     count(s);
+    drained(s);
     idle_check(s);
 }
 
@@ -504,7 +570,8 @@ void ct_h2s_take(struct ct_worker *w, const struct ct_listener_conf *lc, struct 
     s->why = CT_CLOSE_RESP_DONE;
     s->timer = evtimer_new(w->base, on_timer, s);
     s->pump_ev = evtimer_new(w->base, on_pump, s);
-    CT_ASSERT(s->timer != NULL && s->pump_ev != NULL);
+    s->stall_ev = evtimer_new(w->base, on_stall, s);
+    CT_ASSERT(s->timer != NULL && s->pump_ev != NULL && s->stall_ev != NULL);
     struct ct_h2_settings set;
     settings_of(w, &set);
     s->h = ct_h2_conn_new(&set, &cbs, s);

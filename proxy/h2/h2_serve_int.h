@@ -28,6 +28,9 @@ struct ct_h2s_stream {
     bool closed;  /* the engine closed the stream (on_close) */
     bool in_core; /* the core holds r: from the start until done/fail/free */
     bool body_end; /* the request's END_STREAM was received */
+    bool held;     /* the core holds the request body back (body_hold) */
+    bool full;     /* output_full said so: drained() once under the low mark */
+    uint64_t full_since_ms; /* since when (the per-stream send timeout) */
     /* deliver_head's scratch: the stored block's field index (built per
      * hit until the store keeps it with the object, #13 step 7) and the
      * fields handed to the engine */
@@ -49,6 +52,7 @@ struct ct_h2s {
     struct event *timer;   /* preface / idle deadline */
     uint64_t deadline_ms;  /* monotonic ms; 0: none */
     struct event *pump_ev; /* deferred output: see ct_h2s_kick */
+    struct event *stall_ev; /* the send timeout of streams whose client does not read */
     uint64_t id;
     char peer[64];
     size_t peer_ip_len;
@@ -77,6 +81,14 @@ void ct_h2s_kick(struct ct_h2s *s);
 /* Bytes queued for the client and not yet written (the connection's side
  * of a stream's back-pressure). */
 size_t ct_h2s_out_len(const struct ct_h2s *s);
+/* ST's output is full (its queued body over the high mark): its request
+ * waits for drained(); past the send timeout the stream is reset. */
+void ct_h2s_stream_full(struct ct_h2s_stream *st);
+
+/* A stream's body queued in the engine: over HIGH the request waits, under
+ * LOW it goes on (the client's stream window decides how fast). */
+#define CT_H2S_STREAM_HIGH (64 * 1024)
+#define CT_H2S_STREAM_LOW (16 * 1024)
 
 /* h2_resp.c */
 extern const struct ct_proto ct_h2_proto;
