@@ -139,6 +139,13 @@ struct ct_http_msg {
  * goes through here, or look-ups would trust the old set. */
 void ct_http_msg_set_fields(struct ct_http_msg *msg, const struct ct_http_field *f, size_t n);
 
+/* Does a body follow MSG's head (chunked, or a Content-Length above 0)? */
+static inline bool ct_http_msg_body_expected(const struct ct_http_msg *m)
+{
+    return m->framing == CT_FRAME_CHUNKED ||
+           (m->framing == CT_FRAME_LENGTH && m->content_length > 0);
+}
+
 /* First field with ID after AFTER (NULL: from the start); NULL if none. */
 const struct ct_http_field *ct_http_msg_find(const struct ct_http_msg *msg, enum ct_hdr_id id,
                                              const struct ct_http_field *after);

@@ -25,6 +25,7 @@
 struct ct_proxy;
 struct ct_worker;
 struct ct_client;
+struct ct_req;
 struct ct_cache;
 struct ct_ops;
 
@@ -50,12 +51,12 @@ void ct_ops_conn_open(struct ct_client *c);
 /* The connection closes for c->why (a request in flight is logged first). */
 void ct_ops_conn_close(struct ct_client *c);
 /* A request head arrived: its clock starts. */
-void ct_ops_req_start(struct ct_client *c);
+void ct_ops_req_start(struct ct_req *r);
 /* The request ended with STATUS (0: nothing was answered): counted and
  * logged once; later calls for the same request do nothing. */
-void ct_ops_req_end(struct ct_client *c, unsigned status);
-/* An upstream event of the backend c->u belongs to. */
-void ct_ops_upstream(struct ct_client *c, enum ct_stats_be what);
+void ct_ops_req_end(struct ct_req *r, unsigned status);
+/* An upstream event of the backend r->u belongs to. */
+void ct_ops_upstream(struct ct_req *r, enum ct_stats_be what);
 
 /* SIGHUP, on W's thread (its wake pipe said 'r'): switch to the configuration
  * the main thread prepared (proxy/reload.c). */

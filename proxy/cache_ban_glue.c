@@ -1,13 +1,12 @@
 /*
  * proxy/cache_ban_glue.c: the field getter bans use (proxy/cache_ban_glue.h).
  *
- * The stored block is what cache_fill.c rendered from a parsed response:
- * each field on its own "Name: value\r\n" line, no obs-fold, no bare CR, so a
- * line scan is exact. XXX: switch to the stored-head field index when it
- * lands, so a ban test costs one probe instead of a scan of the head.
+ * It reads the object's stored field index (written once at store time,
+ * cache_fill.c add_index): a field in the header table is one probe of the
+ * index, any other name a walk over the index's entries; nothing parses
+ * the stored block.
  */
-#include <string.h>
-
+#include "http/http_hdrindex.h"
 #include "proxy/cache_ban_glue.h"
 #include "proxy/cache_int.h"
 
@@ -15,22 +14,23 @@ bool ct_cache_ban_field(const struct ct_obj *obj, struct ct_str name, struct ct_
 {
     struct ct_cache_blk blk;
     struct ct_str wire;
-    if (!ct_cache_blk_get(obj, &blk, &wire) || blk.status_len > wire.len)
+    struct ct_hdrindex hx;
+    if (!ct_cache_blk_get(obj, &blk, &wire) || !ct_cache_blk_index(obj, &blk, wire, &hx))
         return false;
-    const char *p = wire.p + blk.status_len, *end = wire.p + wire.len;
-    while (p < end) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        const char *line_end = eol ? eol : end;
-        if (line_end > p && line_end[-1] == '\r')
-            line_end--;
-        const char *colon = memchr(p, ':', (size_t)(line_end - p));
-        if (colon && ct_str_eq_ci(ct_str_make(p, (size_t)(colon - p)), name)) {
-            *value = ct_str_trim_ows(ct_str_make(colon + 1, (size_t)(line_end - colon - 1)));
+    enum ct_hdr_id id = ct_hdr_lookup(name);
+    if (id != CT_HDR_UNKNOWN) {
+        int i = ct_hdrindex_find(&hx, id, 0);
+        if (i < 0)
+            return false;
+        *value = ct_hdrindex_field(&hx, (unsigned)i).value;
+        return true;
+    }
+    for (unsigned i = 0; i < ct_hdrindex_count(&hx); i++) {
+        struct ct_hdrindex_field f = ct_hdrindex_field(&hx, i);
+        if (f.id == CT_HDR_UNKNOWN && ct_str_eq_ci(f.name, name)) {
+            *value = f.value;
             return true;
         }
-        if (eol == NULL)
-            break;
-        p = eol + 1;
     }
     return false;
 }

@@ -264,6 +264,7 @@ void ct_cache_fill_head(struct ct_req *r, struct ct_obj *fill, const struct ct_h
         .from_origin = true,
     };
     r->proto->deliver_head(r, fill, &p);
+    r->fwd_head = true; /* the body follows from the origin (ct_cache_resp_body) */
 }
 
 /* Deliver OBJ (a new reference, taken) to C as its whole response. */
@@ -273,7 +274,7 @@ void ct_cache_deliver(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatu
     ct_obj_release(&cr->obj);
     cr->obj = obj;
     bool done = ct_cache_emit(r, obj, cstatus, false);
-    ct_client_set_state(ct_h1_of(r), CT_CS_SEND);
+    ct_req_respond(r);
     r->head_sent = true;
     if (done) {
         ct_cache_finish(r);
@@ -309,7 +310,7 @@ void ct_cache_stream_more(struct ct_req *r)
             /* The fetch died: what was sent must look truncated. */
             cr->mode = CT_CREQ_DONE;
             r->proto->flush(r);
-            ct_client_fail(ct_h1_of(r), CT_CLOSE_ORIGIN_TRUNC);
+            r->proto->fail(r, CT_CLOSE_ORIGIN_TRUNC);
             return;
         }
     }
@@ -328,7 +329,7 @@ void ct_cache_self_end(struct ct_req *r)
 bool ct_cache_client_drained(struct ct_req *r)
 {
     struct ct_creq *cr = r->cr;
-    if (cr == NULL || cr->mode != CT_CREQ_STREAM || ct_h1_of(r)->state != CT_CS_SEND)
+    if (cr == NULL || cr->mode != CT_CREQ_STREAM || r->phase != CT_RP_SEND)
         return false;
     if (!cr->waiting)
         ct_cache_stream_more(r);

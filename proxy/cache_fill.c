@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "http/http_hdrindex.h"
 #include "proxy/cache_int.h"
 #include "proxy/proto.h"
 #include "proxy/stats.h"
@@ -276,6 +277,35 @@ static void windows(struct ct_req *r, const struct ct_cache_fresh *f, bool valid
         *keep = CT_MAX(*keep, sie - *grace);
 }
 
+/* Append the field index of TMP's stored block (ct_cache_render_block's)
+ * and record both lengths in its prefix: built once here, so no reader
+ * parses the block again. */
+static void add_index(struct evbuffer *tmp)
+{
+    size_t total = evbuffer_get_length(tmp);
+    struct ct_cache_blk blk;
+    evbuffer_copyout(tmp, &blk, sizeof(blk));
+    blk.wire_len = (uint32_t)(total - sizeof(blk));
+    blk.index_len = 0;
+    size_t need = 0;
+    struct ct_str wire = ct_str_make((const char *)evbuffer_pullup(tmp, -1) + sizeof(blk),
+                                     blk.wire_len);
+    char small[2048]; /* a head of up to ~120 fields: no allocation */
+    if (ct_hdrindex_build(wire, small, sizeof(small), &need) == CT_OK) {
+        evbuffer_add(tmp, small, need);
+        blk.index_len = (uint32_t)need;
+    } else if (need > 0) {
+        char *ix = ct_xmalloc(need);
+        size_t len = 0;
+        if (ct_hdrindex_build(wire, ix, need, &len) == CT_OK) {
+            evbuffer_add(tmp, ix, len);
+            blk.index_len = (uint32_t)len;
+        }
+        free(ix);
+    }
+    memcpy(evbuffer_pullup(tmp, -1), &blk, sizeof(blk));
+}
+
 /* Set the fill object's head from MSG (answering REQ) with BODY_SRC (a 304
  * update) or a body to come. Returns CT_OK, CT_ENOENT when nothing could
  * reuse the response (it is not stored), or the store's error. */
@@ -303,6 +333,7 @@ static int store_head(struct ct_req *r, const struct ct_http_msg *msg, struct ct
         blk.length = msg->content_length;
     struct evbuffer *tmp = evbuffer_new();
     ct_cache_render_block(tmp, msg, r, &blk);
+    add_index(tmp);
     size_t hlen = evbuffer_get_length(tmp);
     struct ct_obj_meta meta = {
         .status = msg->status,
@@ -359,7 +390,6 @@ static void serve_instead(struct ct_req *r, struct ct_obj *obj, struct ct_str cs
 {
     struct ct_creq *cr = r->cr;
     cr->discard = true;
-    ct_h1_of(r)->resp_chunked = false;
     if (cr->bg)
         return; /* the client already has its answer */
     CT_ASSERT(ct_cache_emit(r, obj, cstatus, close));
@@ -491,23 +521,19 @@ static bool fill_head(struct ct_req *r, const struct ct_http_msg *msg, bool clos
         drop_fill(cr, now, hfm ? (double)cc->hit_for_miss_ms / 1000.0 : 0);
         if (cr->bg) {
             cr->discard = true;
-            ct_h1_of(r)->resp_chunked = false;
             return true;
         }
         ct_cache_set_status(cr, "cachet; fwd=%s; detail=%s", cr->fwd_kind, why);
         return false;
     }
     cr->store_ok = true;
-    if (cr->bg) {
-        ct_h1_of(r)->resp_chunked = false; /* the body goes to the scratch buffer, unframed */
-        return true;
-    }
+    if (cr->bg)
+        return true; /* the body goes to the scratch buffer, unframed */
     if (cr->stripped && msg->status == 200 && r->msg->method == CT_METHOD_GET) {
         /* The client asked for a Range or sent conditionals: it reads the
          * object as it fills, like a waiter, and gets its 206 / 304 / 416
          * (issue 5: on a miss, fetch the whole object and answer the range). */
         cr->self = true;
-        ct_h1_of(r)->resp_chunked = false;
         ct_cache_set_status(cr, "cachet; fwd=%s; stored", cr->fwd_kind);
         if (ct_cache_emit(r, cr->fill, cr->cstatus, close))
             cr->mode = CT_CREQ_DONE;
@@ -617,11 +643,10 @@ bool ct_cache_resp_body(struct ct_req *r, size_t n)
 
 bool ct_cache_client_gone(struct ct_req *r)
 {
-    struct ct_client *c = ct_h1_of(r); /* its connection is the one that went */
     struct ct_creq *cr = r->cr;
     if (cr == NULL || cr->fill == NULL || cr->bg || r->u == NULL ||
-        (c->state != CT_CS_FETCH && c->state != CT_CS_SEND) ||
-        (c->state == CT_CS_SEND && !cr->store_ok))
+        (r->phase != CT_RP_FETCH && r->phase != CT_RP_SEND) ||
+        (r->phase == CT_RP_SEND && !cr->store_ok))
         return false;
     CT_DEBUG("w%u c%llu %s: client gone, filling %.*s on for the other readers", r->w->id,
              (unsigned long long)r->conn_id, r->peer, (int)r->msg->target.len, r->msg->target.p);
@@ -630,13 +655,8 @@ bool ct_cache_client_gone(struct ct_req *r)
         ct_cache_unwait(cr);
         cr->mode = CT_CREQ_FILL;
     }
-    cr->bg = true; /* from now on the body goes to the scratch buffer only */
-    ct_h1_of(r)->resp_chunked = false;
-    c->resp_close = true;
-    struct evbuffer *out = bufferevent_get_output(c->bev);
-    evbuffer_drain(out, evbuffer_get_length(out));
-    bufferevent_disable(c->bev, EV_WRITE);
-    ct_io_read(&c->io, false);
+    cr->bg = true;       /* from now on the body goes to the scratch buffer only */
+    r->fwd_head = false; /* and nothing more to the client */
     return true;
 }
 

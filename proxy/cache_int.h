@@ -17,8 +17,9 @@
  *   fetch.c   ct_cache_recv (after the head), ct_cache_fwd_msg (request head for
  *             the origin), ct_cache_resp_head / _body / _end (the response),
  *             ct_cache_body_sink (where the origin's body goes), ct_cache_client_drained
- *   client.c  ct_cache_client_fail (before a failure is answered),
- *             ct_cache_client_free (before the client is freed)
+ *             ct_cache_client_fail (before a failure is answered),
+ *             ct_cache_client_free (ct_req_free)
+ * and the cache calls back into fetch.c for ct_req_fetch / ct_req_respond.
  */
 #ifndef CT_PROXY_CACHE_INT_H
 #define CT_PROXY_CACHE_INT_H
@@ -26,11 +27,12 @@
 #include <pthread.h>
 
 #include "cache/cache.h"
+#include "common/list.h"
 #include "proxy/proxy_int.h"
 
 struct ct_creq;
 struct ct_wcache;
-struct ct_ghost;
+struct ct_bgreq;
 
 /* ---- process and worker (main.c, worker.c) -------------------------------- */
 
@@ -88,11 +90,12 @@ bool ct_cache_client_drained(struct ct_req *r);
  * object within stale-if-error); the failure is off. Otherwise the object
  * being filled is failed (never stored; its readers see a truncated body). */
 bool ct_cache_client_fail(struct ct_req *r, enum ct_close why);
-/* C's connection ended (EOF, error) or it stopped reading (send timeout)
- * while it fetches an object that is being stored: true if the fetch goes on
- * without it for the object's other readers (its output dropped, its reads
- * and writes stopped; the request ends when the origin's response does, as
- * a background fill); false: close as usual. */
+/* R's client went (EOF, error) or stopped reading (send timeout) while R
+ * fetches an object that is being stored: true if the fetch goes on without
+ * it for the object's other readers, as a background fill: nothing more is
+ * sent, and R ends (proto->done) when the origin's response does; the
+ * protocol stops its carrier's reads and writes meanwhile. False: close as
+ * usual. */
 bool ct_cache_client_gone(struct ct_req *r);
 /* C is being freed: drop every reference and registration. */
 void ct_cache_client_free(struct ct_req *r);
@@ -103,17 +106,29 @@ bool ct_cache_client_https(const struct ct_req *r);
 /* How the cache took part in C's current request (enum ct_stats_cs). */
 unsigned ct_cache_client_cs(const struct ct_req *r);
 
+/* ---- fetch.c, for the cache path ------------------------------------------- */
+
+/* The cache path hands R back (after waiting on a busy object): fetch it. */
+void ct_req_fetch(struct ct_req *r);
+/* R's response starts: its head is written next (phase SEND, proto->respond). */
+void ct_req_respond(struct ct_req *r);
+
 /* ---- inside the cache files ----------------------------------------------- */
 
-/* The stored head block: this prefix, then the status line and the fields
- * (CRLF after each, no blank line), rendered once at store time. The prefix
+/* The stored head: this prefix, then the HTTP/1 block (the status line and
+ * the fields, CRLF after each, no blank line), then the block's field index
+ * (http/http_hdrindex.h), all rendered once at store time. The prefix
  * carries what the policy needs and the store does not keep (must-revalidate,
- * no-cache, stale-if-error...), so a hit reads it with one memcpy. */
+ * no-cache, stale-if-error...), so a hit reads it with one memcpy; HTTP/1
+ * writes the block as is, and a protocol that needs (name, value) pairs
+ * (HTTP/2) opens the index instead of parsing (ct_cache_blk_index). */
 struct ct_cache_blk {
     struct ct_cache_fresh fresh;
     uint32_t status_len; /* bytes of the status line, CRLF included */
     uint32_t flags;
     uint64_t length;     /* body length if known at store time, else UINT64_MAX */
+    uint32_t wire_len;   /* bytes of the HTTP/1 block; the index follows it */
+    uint32_t index_len;  /* bytes of the index (0: none, the block exceeds its format) */
 };
 
 enum ct_creq_mode {
@@ -149,13 +164,11 @@ struct ct_creq {
     bool self;             /* the fetcher reads its own fill like a waiter (it wants
                               a Range or asked a conditional we answer ourselves) */
     bool stripped;         /* the client's conditionals / Range were not forwarded */
-    /* an internal connection refreshing in the background (cache_bg.c) */
+    /* a background refresh (cache_bg.c) */
     unsigned bg_port;      /* the triggering client's default port (key); 0: not one */
-    struct ct_obj *handoff_fill, *handoff_stale; /* handed over, taken by its recv */
     bool discard;          /* the origin's body goes nowhere */
     bool store_ok;         /* fill: the head was stored */
     bool bg;               /* fill in the background: the client has its answer */
-    bool resume;           /* the cache path handed the request back to fetch.c */
     struct evbuffer *scratch; /* background fill: the origin's body lands here */
     ct_time_t req_time;    /* RFC 9111 §4.2.3 request_time */
     unsigned relookups;
@@ -188,8 +201,8 @@ struct ct_wcache {
     struct event *wake_ev;
     pthread_mutex_t mu;    /* guards the queue below */
     struct ct_creq *wq_head, *wq_tail;
-    struct ct_listener_conf bg_lc; /* plain-HTTP listener conf of internal connections */
-    struct ct_ghost *ghosts;       /* their dropping ends (cache_bg.c) */
+    struct ct_listener_conf bg_lc; /* what background refreshes read of "their listener" */
+    CT_LIST_HEAD(ct_bgreq) bgreqs; /* background refreshes in flight (cache_bg.c) */
     struct ct_http_date_cache date; /* Date of this second, formatted once */
 };
 
@@ -208,6 +221,11 @@ size_t ct_cache_tags_of(struct ct_req *r, const struct ct_http_msg *msg,
 /* cache_req.c, cache_deliver.c */
 const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_req *r);
 bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct ct_str *wire);
+/* Open OBJ's stored field index (BLK and WIRE from ct_cache_blk_get) into
+ * HX; false if it has none. Views valid while OBJ is held. */
+struct ct_hdrindex;
+bool ct_cache_blk_index(const struct ct_obj *obj, const struct ct_cache_blk *blk,
+                        struct ct_str wire, struct ct_hdrindex *hx);
 /* Build the key of TARGET for C's request into cr->keybuf / *KEY. */
 bool ct_cache_key_for(struct ct_req *r, struct ct_str target, struct ct_cache_key *key);
 void ct_cache_set_status(struct ct_creq *cr, const char *fmt, ...) CT_PRINTF(2, 3);
@@ -241,11 +259,12 @@ bool ct_cache_wait_obj(struct ct_creq *cr, enum ct_obj_state seen, uint64_t have
 char *ct_cache_put_i64(char *p, int64_t v);
 /* A new creq for C (c->cr). */
 struct ct_creq *ct_cache_creq_new(struct ct_req *r);
-/* cache_bg.c: refresh *FILL (our BUSY object; *STALE for its validators) on
- * an internal connection so C's own connection is free at once. Takes both
- * references (NULLs them) and returns true, or false with nothing taken. */
+/* cache_bg.c: refresh *FILL (our BUSY object; *STALE for its validators) as
+ * a request of its own with no client, so R's connection is free at once.
+ * Takes both references (NULLs them) and returns true, or false with
+ * nothing taken. */
 bool ct_cache_bg_start(struct ct_req *r, struct ct_obj **fill, struct ct_obj **stale);
-/* Worker exit: close the internal connections' dropping ends. */
+/* Worker exit: abandon the refreshes in flight (before the upstream pool goes). */
 void ct_cache_bg_free_all(struct ct_wcache *wc);
 /* Unregister cr's waiter, dequeue its wake, stop its timer. */
 void ct_cache_unwait(struct ct_creq *cr);

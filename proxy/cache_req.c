@@ -38,6 +38,7 @@
 
 #include "common/log.h"
 #include "proxy/cache_ban_glue.h"
+#include "http/http_hdrindex.h"
 #include "proxy/cache_int.h"
 #include "proxy/proto.h"
 #include "proxy/stats.h"
@@ -144,8 +145,7 @@ struct ct_wcache *ct_wcache_new(struct ct_worker *w, struct ct_cache *cache)
     wc->wake_ev = event_new(w->base, wc->efd, EV_READ | EV_PERSIST, on_wake, wc);
     event_add(wc->wake_ev, NULL);
     wc->bg_lc.kind = CT_LISTEN_HTTP;
-    wc->bg_lc.internal = true; /* not counted or logged as a client (proxy/admin.h) */
-    snprintf(wc->bg_lc.name, sizeof(wc->bg_lc.name), "internal");
+    snprintf(wc->bg_lc.name, sizeof(wc->bg_lc.name), "background");
     wc->sweep = event_new(w->base, -1, EV_PERSIST, on_sweep, wc);
     event_add(wc->sweep, &(struct timeval){0, SWEEP_MS * 1000});
     return wc;
@@ -259,7 +259,7 @@ static void creq_reset(struct ct_creq *cr)
     ct_obj_release(&cr->stale);
     cr->mode = CT_CREQ_NONE;
     cr->cs = CT_STATS_CS_NONE;
-    cr->discard = cr->store_ok = cr->bg = cr->resume = false;
+    cr->discard = cr->store_ok = cr->bg = false;
     cr->self = cr->stripped = cr->validate = false;
     cr->fwd_kind = "miss"; /* RFC 9211: when neither uri-miss nor vary-miss is known */
     cr->skip = 0;
@@ -276,10 +276,6 @@ void ct_cache_client_free(struct ct_req *r)
         return;
     CT_CHECK_OBJ(cr, CT_CREQ_MAGIC);
     creq_reset(cr);
-    if (cr->handoff_fill) /* an internal client that never got to its request */
-        ct_obj_fail(cr->handoff_fill);
-    ct_obj_release(&cr->handoff_fill);
-    ct_obj_release(&cr->handoff_stale);
     event_free(cr->timer);
     if (cr->scratch)
         evbuffer_free(cr->scratch);
@@ -292,7 +288,7 @@ void ct_cache_client_free(struct ct_req *r)
 
 bool ct_cache_client_https(const struct ct_req *r)
 {
-    if (r->cr && r->cr->bg_port) /* internal: bg_port is the trigger's default port */
+    if (r->cr && r->cr->bg_port) /* a refresh: bg_port is the trigger's default port */
         return r->cr->bg_port == 443;
     return r->lc->kind == CT_LISTEN_HTTPS;
 }
@@ -304,7 +300,7 @@ unsigned ct_cache_client_cs(const struct ct_req *r)
 
 const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_req *r)
 {
-    if (r->cr && r->cr->bg_port) /* internal connection: its request has no CC */
+    if (r->cr && r->cr->bg_port) /* a refresh: its request has no CC */
         return &r->w->wc->popts[0];
     /* A property of the listener struct, not of its index in the startup
      * table: reloads add, replace and reorder listeners. */
@@ -376,7 +372,8 @@ bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct
     if (h.len < sizeof(*blk))
         return false;
     memcpy(blk, h.p, sizeof(*blk)); /* the block is not aligned for the struct */
-    *wire = ct_str_make(h.p + sizeof(*blk), h.len - sizeof(*blk));
+    CT_ASSERT((size_t)blk->wire_len + blk->index_len == h.len - sizeof(*blk));
+    *wire = ct_str_make(h.p + sizeof(*blk), blk->wire_len);
     /* A soft purge (cache.h) ended its freshness at ct_obj_expires(): every
      * decision made from the stored freshness sees that. The store computed
      * its expiry from these very fields, so only a purge makes them differ. */
@@ -385,6 +382,14 @@ bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct
     if (CT_UNLIKELY(purged < f->response_time - f->initial_age + (double)f->lifetime))
         f->lifetime = (int64_t)CT_MAX(0.0, purged - f->response_time + f->initial_age); /* floor */
     return true;
+}
+
+bool ct_cache_blk_index(const struct ct_obj *obj, const struct ct_cache_blk *blk,
+                        struct ct_str wire, struct ct_hdrindex *hx)
+{
+    (void)obj; /* the index lives right after the block, in the same head */
+    return blk->index_len != 0 &&
+           ct_hdrindex_open(hx, wire.p + wire.len, blk->index_len, wire) == CT_OK;
 }
 
 /* ---- keys ------------------------------------------------------------------- */
@@ -427,7 +432,7 @@ void ct_cache_finish(struct ct_req *r)
     if (cr->mode != CT_CREQ_PASS && cr->mode != CT_CREQ_FILL)
         cr->mode = CT_CREQ_DONE;
     r->proto->flush(r);
-    ct_client_response_done(ct_h1_of(r));
+    r->proto->done(r);
 }
 
 /* A short answer of our own (PURGE, only-if-cached, waiter timeout). */
@@ -436,7 +441,7 @@ static void answer(struct ct_req *r, unsigned status, const char *body, const ch
     struct ct_creq *cr = r->cr;
     r->proto->send_synth(r, status, ct_str_c(body), ct_str_c(cstatus));
     cr->mode = CT_CREQ_DONE;
-    ct_client_set_state(ct_h1_of(r), CT_CS_SEND);
+    ct_req_respond(r);
     r->head_sent = true;
     r->status = status;
     ct_cache_finish(r);
@@ -445,11 +450,7 @@ static void answer(struct ct_req *r, unsigned status, const char *body, const ch
 /* ---- waiting on a busy object ---------------------------------------------------- */
 
 /* Continue the request with an origin fetch after the cache path let go. */
-static void resume_fetch(struct ct_req *r)
-{
-    r->cr->resume = true;
-    ct_fetch_start(ct_h1_of(r));
-}
+static void resume_fetch(struct ct_req *r) { ct_req_fetch(r); }
 
 static void relookup(struct ct_req *r)
 {
@@ -520,7 +521,7 @@ static void on_obj_change(struct ct_creq *cr)
     }
     if (cr->mode == CT_CREQ_WAIT)
         head_ready(cr->r);
-    else if (cr->mode == CT_CREQ_STREAM && ct_h1_of(cr->r)->state == CT_CS_SEND)
+    else if (cr->mode == CT_CREQ_STREAM && cr->r->phase == CT_RP_SEND)
         ct_cache_stream_more(cr->r);
 }
 
@@ -547,12 +548,6 @@ static void on_wait_timeout(evutil_socket_t fd, short what, void *arg)
 }
 
 /* ---- recv and lookup ------------------------------------------------------------------ */
-
-static bool body_expected(const struct ct_http_msg *m)
-{
-    return m->framing == CT_FRAME_CHUNKED ||
-           (m->framing == CT_FRAME_LENGTH && m->content_length > 0);
-}
 
 /* A bodiless request: the protocol sees its end now, so the connection can
  * take the next request when we answer without the origin. */
@@ -695,7 +690,7 @@ static bool on_stale(struct ct_req *r, struct ct_cache_lookup_res *res, ct_time_
             return true;
         }
         /* We hold the one refresh: answer with the stale object now and hand
-         * the refresh to an internal connection (cache_bg.c). */
+         * the refresh to a request of its own (cache_bg.c). */
         struct ct_obj *st = ct_obj_ref(res->obj);
         if (ct_cache_bg_start(r, &res->fetch, &st)) {
             ct_cache_deliver(r, ct_obj_ref(res->obj), ct_str_c(cs));
@@ -717,7 +712,7 @@ static bool on_stale(struct ct_req *r, struct ct_cache_lookup_res *res, ct_time_
         /* The client may close now that it has its answer: do not read, so
          * its EOF does not end the refresh; reading resumes with its next
          * request (enter_read_head), after the refresh. */
-        ct_io_read(&ct_h1_of(r)->io, false);
+        r->proto->answered(r);
         return false;
     }
     cr->cs = CT_STATS_CS_MISS;
@@ -846,36 +841,15 @@ bool ct_cache_recv(struct ct_req *r)
         policy_opts(&wc->cf->cache, true, &wc->popts[1]);
     }
     struct ct_creq *cr = r->cr ? r->cr : ct_cache_creq_new(r);
-    if (cr->resume) { /* the cache path handed the request back: fetch it */
-        cr->resume = false;
-        return false;
-    }
-    if (cr->handoff_fill) { /* an internal connection with a refresh to do */
-        creq_reset(cr);
-        cr->fill = cr->handoff_fill;
-        cr->stale = cr->handoff_stale;
-        cr->handoff_fill = cr->handoff_stale = NULL;
-        cr->mode = CT_CREQ_FILL;
-        cr->cs = CT_STATS_CS_STALE;
-        cr->req_time = ct_time_real();
-        /* Not a client's request: no access-log line, no request counters
-         * (the origin fetch is still counted per backend). */
-        r->logged = true;
-        if (r->msg->method == CT_METHOD_GET && !body_expected(r->msg) && finish_request(r))
-            return false;
-        ct_obj_fail(cr->fill); /* cannot happen with our own request; be safe */
-        ct_obj_release(&cr->fill);
-        return pass(cr, "refresh");
-    }
     creq_reset(cr);
     const struct ct_http_msg *req = r->msg;
-    if (req->method == CT_METHOD_PURGE && !body_expected(req) && finish_request(r)) {
+    if (req->method == CT_METHOD_PURGE && !ct_http_msg_body_expected(req) && finish_request(r)) {
         purge(r);
         return true;
     }
     if (req->method != CT_METHOD_GET && req->method != CT_METHOD_HEAD)
         return pass(cr, "method");
-    if (body_expected(req) || !finish_request(r))
+    if (ct_http_msg_body_expected(req) || !finish_request(r))
         return pass(cr, "request-body");
     if (req->upgrade)
         return pass(cr, "upgrade");
@@ -929,13 +903,13 @@ bool ct_cache_client_fail(struct ct_req *r, enum ct_close why)
         cr->bg = false;
         if (r->u)
             ct_upstream_release(&r->u, false);
-        if (ct_h1_of(r)->state == CT_CS_FETCH)
-            ct_client_set_state(ct_h1_of(r), CT_CS_SEND);
+        if (r->phase == CT_RP_FETCH)
+            ct_req_respond(r);
         r->head_sent = true;
         ct_cache_finish(r);
         return true;
     }
-    if (cr->stale && !cr->validate && !r->head_sent && ct_h1_of(r)->state == CT_CS_FETCH &&
+    if (cr->stale && !cr->validate && !r->head_sent && r->phase == CT_RP_FETCH &&
         origin_error(why) &&
         ct_cache_sie_ok(r, cr->stale, ct_time_real())) {
         if (r->u)

@@ -42,6 +42,7 @@
 #include "proxy/cache_int.h"
 #include "proxy/h2/h2_serve.h"
 #include "proxy/proxy_int.h"
+#include "proxy/req.h"
 #include "proxy/tls.h"
 
 #define LINGER_MS 5000
@@ -134,15 +135,15 @@ static void deadline_clear(struct ct_client *c) { c->deadline_ms = 0; }
  * mod_reqtimeout's body=T,MinRate=R): T from the end of the head, one more
  * second per R bytes received. Moving it later costs no timer call (see
  * deadline_set), so it is set again after every piece of body. */
-void ct_client_body_clock(struct ct_client *c, bool start)
+void ct_client_body_clock(struct ct_client *c, enum ct_body_clock op)
 {
     const struct ct_conf_limits *lim = &c->w->cf->limits;
     uint64_t now = now_ms();
-    if (start) {
+    if (op == CT_BODY_CLOCK_START) {
         c->r.body_t0_ms = now;
         c->r.body_paused_ms = 0;
     }
-    if (c->r.body_done || c->r.body_paused_ms) {
+    if (op == CT_BODY_CLOCK_STOP || c->r.body_paused_ms) {
         deadline_clear(c);
         return;
     }
@@ -164,15 +165,17 @@ void ct_client_body_pause(struct ct_client *c, bool paused)
     }
     c->r.body_t0_ms += now_ms() - c->r.body_paused_ms; /* cachet's wait, not the client's */
     c->r.body_paused_ms = 0;
-    ct_client_body_clock(c, false);
+    ct_client_body_clock(c, CT_BODY_CLOCK_MOVE);
 }
 
 /* A new exchange on C: what it reads of the connection, and the cache's
  * part (its buffers) kept from the last one. */
 static void req_reset(struct ct_client *c)
 {
-    c->r = (struct ct_req){.proto = &ct_h1_proto, .w = c->w, .lc = c->lc, .peer = c->peer,
-                           .peer_ip_len = c->peer_ip_len, .conn_id = c->id, .cr = c->r.cr};
+    c->r = (struct ct_req){.magic = CT_REQ_MAGIC, .proto = &ct_h1_proto, .w = c->w, .lc = c->lc,
+                           .peer = c->peer, .peer_ip_len = c->peer_ip_len, .conn_id = c->id,
+                           .tls = c->tls, .cr = c->r.cr};
+    c->body_seen = 0;
 }
 
 /* ---- accept / close ---------------------------------------------------------- */
@@ -225,6 +228,7 @@ void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, in
     c->w = w;
     c->lc = lc;
     c->bev = bev;
+    c->tls = lc->kind == CT_LISTEN_HTTPS ? bufferevent_openssl_get_ssl(bev) : NULL;
     c->id = ++w->next_conn_id;
     c->rp = ct_http_parser_new(CT_HTTP_REQUEST, &w->limits);
     ct_http_parser_set_gateway(c->rp, true);
@@ -278,9 +282,7 @@ static void client_unlink(struct ct_client *c)
 
 static void client_free(struct ct_client *c)
 {
-    ct_cache_client_free(&c->r);
-    if (c->r.u)
-        ct_upstream_release(&c->r.u, false);
+    ct_req_free(&c->r);
     ct_io_detach(&c->io);
     bufferevent_free(c->bev);
     event_free(c->timer);
@@ -347,13 +349,9 @@ static const char *action(const struct ct_client *c)
     }
 }
 
-void ct_client_fail(struct ct_client *c, enum ct_close why)
+/* Answer the status of WHY if nothing was sent yet, and close. */
+static void client_fail(struct ct_client *c, enum ct_close why)
 {
-    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
-    if (c->failed || c->state == CT_CS_LINGER || c->state == CT_CS_CLOSED)
-        return;
-    if (ct_cache_client_fail(&c->r, why))
-        return; /* answered from the cache (stale-if-error) */
     c->failed = true;
     c->why = why;
     unsigned status = ct_close_status(why);
@@ -377,9 +375,31 @@ void ct_client_fail(struct ct_client *c, enum ct_close why)
         return;
     }
     bool head_only = c->r.msg && c->r.msg->method == CT_METHOD_HEAD;
-    ct_ops_req_end(c, status);
+    ct_ops_req_end(&c->r, status);
     ct_fwd_error(bufferevent_get_output(c->bev), status, head_only, true);
     ct_client_finish(c, why);
+}
+
+static bool may_fail(const struct ct_client *c)
+{
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    return !c->failed && c->state != CT_CS_LINGER && c->state != CT_CS_CLOSED;
+}
+
+void ct_client_fail(struct ct_client *c, enum ct_close why)
+{
+    if (!may_fail(c))
+        return;
+    if (c->r.msg && ct_cache_client_fail(&c->r, why))
+        return; /* answered from the cache (stale-if-error) */
+    client_fail(c, why);
+}
+
+/* proto->fail: the request core has had the cache's say already. */
+void ct_client_req_fail(struct ct_client *c, enum ct_close why)
+{
+    if (may_fail(c))
+        client_fail(c, why);
 }
 
 /* ---- the next request ---------------------------------------------------------- */
@@ -399,7 +419,7 @@ static void enter_read_head(struct ct_client *c)
 
 void ct_client_response_done(struct ct_client *c)
 {
-    ct_ops_req_end(c, c->r.status);
+    ct_ops_req_end(&c->r, c->r.status);
     if (c->resp_close || c->w->draining) {
         ct_client_finish(c, c->w->draining ? CT_CLOSE_DRAIN : CT_CLOSE_RESP_DONE);
         return;
@@ -450,12 +470,14 @@ static void read_head(struct ct_client *c)
             deadline_clear(c);
             c->r.msg = ct_http_parser_msg(c->rp);
             c->nreq++;
-            ct_ops_req_start(c);
+            ct_ops_req_start(&c->r);
             /* Reading stays on (saves two epoll_ctl per request) but nothing
              * more is parsed until this response is done: pipelined
              * requests wait in the input buffer, bounded by CT_READ_HIGH. */
             ct_client_set_state(c, CT_CS_FETCH);
-            ct_fetch_start(c);
+            if (ct_http_msg_body_expected(c->r.msg))
+                ct_client_body_clock(c, CT_BODY_CLOCK_START);
+            ct_req_start(&c->r);
             return;
         case CT_HTTP_EV_ERROR:
             ct_client_fail(c, CT_CLOSE_RX_BAD);
@@ -479,8 +501,10 @@ static void on_read(struct bufferevent *bev, void *arg)
         break;
     case CT_CS_FETCH:
     case CT_CS_SEND:
+        ct_req_body_readable(&c->r);
+        break;
     case CT_CS_TUNNEL:
-        ct_fetch_client_readable(c);
+        ct_h1_tunnel_readable(c);
         break;
     case CT_CS_LINGER:
         evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
@@ -516,9 +540,11 @@ static void on_write(struct bufferevent *bev, void *arg)
         }
         break;
     case CT_CS_SEND:
-    case CT_CS_TUNNEL:
     case CT_CS_FETCH:
-        ct_fetch_client_drained(c);
+        ct_req_drained(&c->r);
+        break;
+    case CT_CS_TUNNEL:
+        ct_h1_tunnel_drained(c);
         break;
     default:
         break;
@@ -570,7 +596,7 @@ static void client_to_h2(struct ct_client *c)
     ct_io_detach(&c->io);
     bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
     ct_h2s_take(c->w, c->lc, bev, c->peer, c->peer_ip_len, c->id);
-    ct_cache_client_free(&c->r);
+    ct_req_free(&c->r);
     event_free(c->timer);
     ct_http_parser_free(&c->rp);
     client_unlink(c);
@@ -605,8 +631,16 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         tls_handshake_failed(c, what);
         return;
     }
-    if (ct_cache_client_gone(&c->r))
-        return; /* its fetch fills an object others read: it goes on (cache_fill.c) */
+    if (ct_cache_client_gone(&c->r)) {
+        /* Its fetch fills an object others read: it goes on (cache_fill.c),
+         * and the connection ends with it, silent meanwhile. */
+        c->resp_close = true;
+        struct evbuffer *out = bufferevent_get_output(c->bev);
+        evbuffer_drain(out, evbuffer_get_length(out));
+        bufferevent_disable(c->bev, EV_WRITE);
+        ct_io_read(&c->io, false);
+        return;
+    }
     if (what & BEV_EVENT_EOF) {
         /* Between requests, a close is the normal end; mid-request the client
          * gave up, and the origin exchange is abandoned with it. */

@@ -21,8 +21,9 @@
  * origin's own 100 is then not passed on (the client already has one); other
  * 1xx (102, 103) go to HTTP/1.1 clients and never to HTTP/1.0 ones (§15.2).
  *
- * Any call into client.c that can end the client (ct_client_fail,
- * ct_client_response_done) is the last thing a function here does with C.
+ * The request reaches its client only through r->proto (proxy/proto.h): no
+ * connection, no HTTP/1 bytes here. Any call that can end the request
+ * (proto->done, proto->fail) is the last thing a function does with R.
  */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -35,9 +36,10 @@
 #include "proxy/admin.h"
 #include "proxy/proto.h"
 #include "proxy/proxy_int.h"
+#include "proxy/req.h"
 #include "proxy/tls.h"
 
-static void pump_request(struct ct_client *c);
+static void pump_request(struct ct_req *r);
 static void upstream_ready(void *owner);
 static void upstream_readable(void *owner);
 static void upstream_drained(void *owner);
@@ -49,256 +51,214 @@ static const struct ct_upstream_owner upstream_owner = {
     .drained = upstream_drained,
     .closed = upstream_closed,
 };
-static void tunnel_up(struct ct_client *c);
-static void tunnel_down(struct ct_client *c);
 
-static struct evbuffer *cout(struct ct_client *c) { return bufferevent_get_output(c->bev); }
-static struct evbuffer *cin(struct ct_client *c) { return bufferevent_get_input(c->bev); }
-static struct evbuffer *uout(struct ct_client *c)
+static struct evbuffer *uout(struct ct_req *r) { return bufferevent_get_output(ct_upstream_bev(r->u)); }
+static struct evbuffer *uin(struct ct_req *r) { return bufferevent_get_input(ct_upstream_bev(r->u)); }
+
+static struct ct_req *req_of(void *owner)
 {
-    return bufferevent_get_output(ct_upstream_bev(c->r.u));
-}
-static struct evbuffer *uin(struct ct_client *c)
-{
-    return bufferevent_get_input(ct_upstream_bev(c->r.u));
+    struct ct_req *r = owner;
+    CT_CHECK_OBJ(r, CT_REQ_MAGIC);
+    return r;
 }
 
-/* Over the high mark: write what the socket takes now. True if that brought
- * the output under the low mark (go on); false if the rest is queued with
- * libevent, whose write callback (at the low mark) will resume the source.
- * Pausing without this flush could wait for a write callback that never
- * comes: a direct write may empty the output at once. */
-static bool drained(struct ct_io *io)
+/* The request failed: stale-if-error may still answer it from the cache. */
+static void req_fail(struct ct_req *r, enum ct_close why)
 {
-    ct_io_flush(io);
-    return evbuffer_get_length(bufferevent_get_output(io->bev)) < CT_BP_LOW;
+    if (ct_cache_client_fail(r, why))
+        return;
+    r->proto->fail(r, why);
 }
 
-static bool body_expected(const struct ct_http_msg *m)
-{
-    return m->framing == CT_FRAME_CHUNKED ||
-           (m->framing == CT_FRAME_LENGTH && m->content_length > 0);
-}
-
-static void fetch_connect(struct ct_client *c, bool fresh)
+static void fetch_connect(struct ct_req *r, bool fresh)
 {
     enum ct_close why;
-    if (ct_upstream_acquire(c->w, &upstream_owner, c, fresh, &c->r.u, &why) != CT_OK) {
-        ct_client_fail(c, why);
+    if (ct_upstream_acquire(r->w, &upstream_owner, r, fresh, &r->u, &why) != CT_OK) {
+        req_fail(r, why);
         return;
     }
-    ct_ops_upstream(c, CT_STATS_BE_upstream_requests);
-    if (!ct_upstream_is_reused(c->r.u))
-        ct_ops_upstream(c, CT_STATS_BE_upstream_connections);
-    if (ct_upstream_is_connected(c->r.u))
-        upstream_ready(c);
+    ct_ops_upstream(r, CT_STATS_BE_upstream_requests);
+    if (!ct_upstream_is_reused(r->u))
+        ct_ops_upstream(r, CT_STATS_BE_upstream_connections);
+    if (ct_upstream_is_connected(r->u))
+        upstream_ready(r);
 }
 
-/* Which step the request takes after its head. */
-enum step { STEP_FETCH, STEP_DELIVER };
-
-static enum step lookup(struct ct_client *c)
+void ct_req_start(struct ct_req *r)
 {
-    /* HIT/STALE deliver from the object, BUSY waits on it, PURGE is answered
-     * (cache_req.c); MISS and pass fetch (cache_fill.c stores). */
-    return ct_cache_recv(&c->r) ? STEP_DELIVER : STEP_FETCH;
-}
-
-void ct_fetch_start(struct ct_client *c)
-{
-    CT_ASSERT(c->state == CT_CS_FETCH && c->r.msg != NULL && c->r.u == NULL);
+    CT_CHECK_OBJ(r, CT_REQ_MAGIC);
+    CT_ASSERT(r->msg != NULL && r->u == NULL);
+    r->phase = CT_RP_FETCH;
     /* recv: CONNECT asks a forward proxy for a tunnel; a reverse proxy has
      * no business opening one to wherever the client names (RFC 9110 §9.3.6:
      * a server may refuse). Everything else goes on. */
-    if (c->r.msg->method == CT_METHOD_CONNECT) {
-        ct_client_fail(c, CT_CLOSE_METHOD);
+    if (r->msg->method == CT_METHOD_CONNECT) {
+        r->proto->fail(r, CT_CLOSE_METHOD);
         return;
     }
-    if (body_expected(c->r.msg))
-        ct_client_body_clock(c, true);
-    switch (lookup(c)) {
-    case STEP_FETCH:
-        fetch_connect(c, false);
-        return;
-    case STEP_DELIVER:
-        return; /* the cache has the request */
-    }
+    /* lookup: HIT/STALE deliver from the object, BUSY waits on it, PURGE is
+     * answered (cache_req.c); MISS and pass fetch (cache_fill.c stores). */
+    if (!ct_cache_recv(r))
+        fetch_connect(r, false);
+}
+
+void ct_req_fetch(struct ct_req *r)
+{
+    CT_ASSERT(r->phase == CT_RP_FETCH && r->u == NULL);
+    fetch_connect(r, false);
+}
+
+void ct_req_free(struct ct_req *r)
+{
+    ct_cache_client_free(r);
+    if (r->u)
+        ct_upstream_release(&r->u, false);
 }
 
 static void upstream_ready(void *owner)
 {
-    struct ct_client *c = owner;
-    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
-    const struct ct_http_msg *req = c->r.msg;
-    const struct ct_backend_addr *ba = ct_upstream_backend(c->r.u);
+    struct ct_req *r = req_of(owner);
+    const struct ct_http_msg *req = r->msg;
+    const struct ct_backend_addr *ba = ct_upstream_backend(r->u);
     struct ct_fwd_req fr = {
-        .msg = ct_cache_fwd_msg(&c->r),
-        .peer_ip = ct_str_make(c->peer, c->peer_ip_len),
-        .https = ct_cache_client_https(&c->r), /* a background refresh: its trigger's */
+        .msg = ct_cache_fwd_msg(r),
+        .peer_ip = ct_str_make(r->peer, r->peer_ip_len),
+        .https = ct_cache_client_https(r), /* a background refresh: its trigger's */
         .chunked_body = req->framing == CT_FRAME_CHUNKED,
         .default_host = ct_str_c(ba->name),
     };
     char subject[512];
-    if (c->lc->subject_header.len) {
+    if (r->lc->subject_header.len) {
         /* mTLS: the verified subject, never a client-supplied one. */
-        fr.extra_name = c->lc->subject_header;
-        int n = ct_tls_peer_subject(bufferevent_openssl_get_ssl(c->bev), subject, sizeof(subject));
+        fr.extra_name = r->lc->subject_header;
+        int n = r->tls ? ct_tls_peer_subject(r->tls, subject, sizeof(subject)) : 0;
         if (n > 0)
             fr.extra_value = ct_str_make(subject, (size_t)n);
     }
-    ct_http_parser_set_request_method(ct_upstream_parser(c->r.u), req->method);
-    ct_fwd_request_head(ct_upstream_io(c->r.u), &fr);
-    if (req->expect_continue && body_expected(req))
-        c->r.proto->send_continue(&c->r);
-    if (c->r.body_done) {
-        ct_upstream_request_sent(c->r.u); /* a retry: the body was empty */
-        ct_io_flush(ct_upstream_io(c->r.u));
+    ct_http_parser_set_request_method(ct_upstream_parser(r->u), req->method);
+    ct_fwd_request_head(ct_upstream_io(r->u), &fr);
+    if (req->expect_continue && ct_http_msg_body_expected(req))
+        r->proto->send_continue(r);
+    if (r->body_done) {
+        ct_upstream_request_sent(r->u); /* a retry: the body was empty */
+        ct_io_flush(ct_upstream_io(r->u));
     } else {
-        pump_request(c);
+        pump_request(r);
     }
 }
 
-/* Stream the request body: client input -> parser -> upstream output.
- * Returns false if the client failed (C may be gone). */
-static bool pump_request_body(struct ct_client *c)
+/* Stream the request body: the protocol's body source -> upstream output.
+ * Returns false if the request failed (R may be gone). */
+static bool pump_request_body(struct ct_req *r)
 {
-    struct evbuffer *in = cin(c);
-    struct evbuffer *out = uout(c);
-    bool chunked = c->r.msg->framing == CT_FRAME_CHUNKED;
-    const struct ct_conf_limits *lim = &c->w->cf->limits;
-
-    uint64_t bytes0 = c->r.body_bytes;
-    while (!c->r.body_done) {
-        if (evbuffer_get_length(out) >= CT_BP_HIGH && !drained(ct_upstream_io(c->r.u))) {
-            c->r.body_paused = true; /* the upstream's on_write resumes us */
-            ct_io_read(&c->io, false);
-            ct_client_body_pause(c, true); /* the origin's slowness, not the client's */
+    struct evbuffer *out = uout(r);
+    bool chunked = r->msg->framing == CT_FRAME_CHUNKED;
+    while (!r->body_done) {
+        if (evbuffer_get_length(out) >= CT_BP_HIGH && !ct_io_flush_under_low(ct_upstream_io(r->u))) {
+            r->body_paused = true; /* the upstream's drained hook resumes us */
+            r->proto->body_hold(r, true); /* the origin's slowness, not the client's */
             return true;
         }
-        size_t n, before = evbuffer_get_length(in);
-        enum ct_http_ev ev = ct_fwd_pump(c->rp, in, out, chunked, &n);
-        switch (ev) {
-        case CT_HTTP_EV_BODY:
-            c->r.body_bytes += n;
+        size_t n = 0;
+        switch (r->proto->body_read(r, out, chunked, &n)) {
+        case CT_BODY_DATA:
+            r->body_bytes += n;
             break;
-        case CT_HTTP_EV_MORE:
-            if (evbuffer_get_length(in) == 0 || evbuffer_get_length(in) == before) {
-                /* Need bytes from the client; a stalled body gets 408, and
-                 * so does one trickled past its deadline. */
-                c->r.body_paused = false;
-                ct_io_timeouts(&c->io, lim->client_header_timeout_ms, lim->send_timeout_ms);
-                ct_io_read(&c->io, true);
-                if (c->r.body_bytes != bytes0)
-                    ct_client_body_clock(c, false);
-                return true;
-            }
-            break;
-        case CT_HTTP_EV_END:
-            c->r.body_done = true;
-            ct_client_body_clock(c, false); /* stops it */
+        case CT_BODY_NEED:
+            r->body_paused = false;
+            return true;
+        case CT_BODY_END:
+            r->body_done = true;
             if (chunked)
                 ct_fwd_body_end(out);
-            if (body_expected(c->r.msg)) /* the body clock stops */
-                ct_io_timeouts(&c->io, 0, lim->send_timeout_ms);
-            ct_upstream_request_sent(c->r.u);
+            ct_upstream_request_sent(r->u);
             return true;
-        case CT_HTTP_EV_ERROR:
-            ct_client_fail(c, CT_CLOSE_RX_BAD);
+        case CT_BODY_ERROR:
+            r->proto->fail(r, CT_CLOSE_RX_BAD);
             return false;
-        case CT_HTTP_EV_HEAD:
-            CT_WRONG("a request head inside a request body");
         }
     }
     return true;
 }
 
-static void pump_request(struct ct_client *c)
+static void pump_request(struct ct_req *r)
 {
-    if (c->r.u == NULL || !ct_upstream_is_connected(c->r.u))
-        return; /* the body waits in the client's buffers for the connection */
-    if (pump_request_body(c))
-        ct_io_flush(ct_upstream_io(c->r.u));
+    if (r->u == NULL || !ct_upstream_is_connected(r->u))
+        return; /* the body waits in the protocol's buffers for the connection */
+    if (pump_request_body(r))
+        ct_io_flush(ct_upstream_io(r->u));
 }
 
-void ct_fetch_client_readable(struct ct_client *c)
+void ct_req_body_readable(struct ct_req *r)
 {
-    if (c->state == CT_CS_TUNNEL) {
-        tunnel_up(c);
-        return;
-    }
-    if (!c->r.body_done)
-        pump_request(c);
+    if (!r->body_done && !r->body_paused)
+        pump_request(r);
 }
 
 /* ---- the response ------------------------------------------------------------ */
 
-static void tunnel_start(struct ct_client *c, const struct ct_http_msg *msg)
+void ct_req_respond(struct ct_req *r)
 {
-    ct_fwd_response_head(cout(c), msg, false, CT_RESP_UPGRADE, NULL);
-    c->r.head_sent = true;
-    c->r.status = msg->status;
-    ct_client_set_state(c, CT_CS_TUNNEL);
-    ct_upstream_tunnel(c->r.u);
-    ct_io_timeouts(&c->io, 0, 0);
-    ct_io_read(&c->io, true);
-    tunnel_down(c);
-    tunnel_up(c);
+    r->phase = CT_RP_SEND;
+    r->proto->respond(r);
 }
 
 /* A final response head: the protocol frames it; the cache may answer
  * instead (a stored object, stale-if-error) or adds its part. */
-static void final_head(struct ct_client *c, const struct ct_http_msg *msg)
+static void final_head(struct ct_req *r, const struct ct_http_msg *msg)
 {
-    bool close = c->r.proto->frame_response(&c->r, msg);
-    c->r.up_keep_alive = msg->keep_alive && msg->framing != CT_FRAME_CLOSE;
+    bool close = r->proto->frame_response(r, msg);
+    r->up_keep_alive = msg->keep_alive && msg->framing != CT_FRAME_CLOSE;
     struct ct_fwd_resp_extra extra;
-    c->r.body_with_head = false;
+    r->body_with_head = false;
     struct evbuffer *scratch;
-    if (!ct_cache_resp_head(&c->r, msg, close, &extra))
-        c->r.proto->send_head(&c->r, msg, &extra,
-                              !ct_cache_filling(&c->r) &&
-                                  ct_cache_body_sink(&c->r, &scratch) == CT_SINK_CLIENT);
-    c->r.head_sent = true;
-    c->r.status = msg->status;
-    ct_client_set_state(c, CT_CS_SEND);
-    ct_upstream_head_received(c->r.u, msg->status);
+    if (!ct_cache_resp_head(r, msg, close, &extra)) {
+        r->proto->send_head(r, msg, &extra,
+                            !ct_cache_filling(r) &&
+                                ct_cache_body_sink(r, &scratch) == CT_SINK_CLIENT);
+        r->fwd_head = true;
+    }
+    r->head_sent = true;
+    r->status = msg->status;
+    if (r->phase == CT_RP_FETCH)
+        ct_req_respond(r);
+    ct_upstream_head_received(r->u, msg->status);
 }
 
-static void response_end(struct ct_client *c)
+static void response_end(struct ct_req *r)
 {
-    ct_cache_resp_end(&c->r);
-    c->r.proto->send_end(&c->r);
-    ct_upstream_release(&c->r.u, c->r.up_keep_alive && c->r.body_done);
-    ct_client_response_done(c);
+    ct_cache_resp_end(r);
+    if (r->fwd_head)
+        r->proto->send_end(r);
+    else
+        r->proto->flush(r);
+    ct_upstream_release(&r->u, r->up_keep_alive && r->body_done);
+    r->proto->done(r);
 }
 
 static void upstream_readable(void *owner)
 {
-    struct ct_client *c = owner;
-    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
-    if (c->state == CT_CS_TUNNEL) {
-        tunnel_down(c);
-        return;
-    }
-    struct ct_http_parser *p = ct_upstream_parser(c->r.u);
-    struct evbuffer *in = uin(c);
+    struct ct_req *r = req_of(owner);
+    struct ct_http_parser *p = ct_upstream_parser(r->u);
+    struct evbuffer *in = uin(r);
     if (evbuffer_get_length(in) > 0)
-        c->r.up_got_byte = true;
+        r->up_got_byte = true;
     for (;;) {
-        if (c->state == CT_CS_SEND &&
-            !ct_cache_filling(&c->r) && /* a fill reads on: its waiters must not wait for us */
-            c->r.proto->output_full(&c->r)) {
-            c->r.up_paused = true; /* on_write resumes us at the low mark */
-            ct_io_read(ct_upstream_io(c->r.u), false);
+        bool sending = r->phase == CT_RP_SEND;
+        if (sending &&
+            !ct_cache_filling(r) && /* a fill reads on: its waiters must not wait for us */
+            r->proto->output_full(r)) {
+            r->up_paused = true; /* ct_req_drained resumes us at the low mark */
+            ct_io_read(ct_upstream_io(r->u), false);
             return;
         }
         size_t n, before = evbuffer_get_length(in);
         struct evbuffer *sink = NULL;
         bool chunked = false, to_client = false;
-        if (c->state == CT_CS_SEND && !c->r.body_with_head) {
-            switch (ct_cache_body_sink(&c->r, &sink)) {
+        if (sending && !r->body_with_head) {
+            switch (ct_cache_body_sink(r, &sink)) {
             case CT_SINK_CLIENT: /* moved there, framed as the protocol says */
-                sink = c->r.proto->body_out(&c->r, &chunked);
+                sink = r->proto->body_out(r, &chunked);
                 to_client = true;
                 break;
             case CT_SINK_CACHE: /* the object first (ct_cache_resp_body) */
@@ -312,50 +272,49 @@ static void upstream_readable(void *owner)
         switch (ev) {
         case CT_HTTP_EV_MORE:
             if (evbuffer_get_length(in) == 0 || evbuffer_get_length(in) == before) {
-                ct_io_flush(&c->io);
+                r->proto->flush(r);
                 return;
             }
             break;
         case CT_HTTP_EV_HEAD: {
             const struct ct_http_msg *msg = ct_http_parser_msg(p);
-            if (c->state != CT_CS_FETCH) {
-                ct_client_fail(c, CT_CLOSE_ORIGIN_BAD);
+            if (r->phase != CT_RP_FETCH) {
+                req_fail(r, CT_CLOSE_ORIGIN_BAD);
                 return;
             }
             if (msg->status == 101) {
-                if (!c->r.msg->upgrade) {
-                    ct_upstream_mark_failed(c->r.u, CT_CONF_FAIL_INVALID);
-                    ct_client_fail(c, CT_CLOSE_ORIGIN_BAD);
+                if (!r->msg->upgrade || !r->proto->tunnel(r, msg)) {
+                    ct_upstream_mark_failed(r->u, CT_CONF_FAIL_INVALID);
+                    r->proto->fail(r, CT_CLOSE_ORIGIN_BAD);
                     return;
                 }
-                tunnel_start(c, msg);
+                r->phase = CT_RP_TUNNEL; /* the protocol's from now on */
                 return;
             }
             if (msg->status < 200) {
                 if (msg->status != 100) /* the client has ours (send_continue) */
-                    c->r.proto->send_interim(&c->r, msg);
+                    r->proto->send_interim(r, msg);
             }
             else
-                final_head(c, msg);
+                final_head(r, msg);
             break;
         }
         case CT_HTTP_EV_BODY:
             /* To the client (not a discarded or background fill)? */
-            if (ct_cache_resp_body(&c->r, n) || to_client || c->r.body_with_head)
-                c->r.body_out += n;
+            if (ct_cache_resp_body(r, n) || to_client || r->body_with_head)
+                r->body_out += n;
             break;
         case CT_HTTP_EV_END:
-            if (c->state == CT_CS_SEND) {
-                response_end(c);
+            if (r->phase == CT_RP_SEND) {
+                response_end(r);
                 return;
             }
             break; /* the end of a 1xx: the final response follows */
         case CT_HTTP_EV_ERROR:
-            ct_ops_upstream(c, CT_STATS_BE_upstream_errors);
-            if (c->state == CT_CS_FETCH)
-                ct_upstream_mark_failed(c->r.u, CT_CONF_FAIL_INVALID);
-            ct_client_fail(c, c->state == CT_CS_FETCH ? CT_CLOSE_ORIGIN_BAD
-                                                      : CT_CLOSE_ORIGIN_TRUNC);
+            ct_ops_upstream(r, CT_STATS_BE_upstream_errors);
+            if (r->phase == CT_RP_FETCH)
+                ct_upstream_mark_failed(r->u, CT_CONF_FAIL_INVALID);
+            req_fail(r, r->phase == CT_RP_FETCH ? CT_CLOSE_ORIGIN_BAD : CT_CLOSE_ORIGIN_TRUNC);
             return;
         }
     }
@@ -365,103 +324,76 @@ static void upstream_readable(void *owner)
  * the next backend; or (RFC 9110 §9.2.2) a reused connection that failed
  * before any response byte, for an idempotent method only. Never once a
  * request body byte was consumed: we could not replay it. */
-static bool may_retry(const struct ct_client *c, enum ct_close why)
+static bool may_retry(const struct ct_req *r, enum ct_close why)
 {
-    if (c->r.retries != 0 || c->r.body_bytes != 0)
+    if (r->retries != 0 || r->body_bytes != 0)
         return false;
     /* Refused: nothing was sent, any method may go to the next backend (as
      * nginx's proxy_next_upstream error); the one that refused counts a
      * failure for passive health. */
     if (why == CT_CLOSE_ORIGIN_CONNECT)
-        return c->w->nbe > 1; /* the worker's own set: a reload swaps px's on the main thread */
-    return why == CT_CLOSE_ORIGIN_RESET && ct_upstream_is_reused(c->r.u) && !c->r.up_got_byte &&
-           (ct_http_method_flags(c->r.msg->method) & CT_METHOD_IDEMPOTENT) != 0;
+        return r->w->nbe > 1; /* the worker's own set: a reload swaps px's on the main thread */
+    return why == CT_CLOSE_ORIGIN_RESET && ct_upstream_is_reused(r->u) && !r->up_got_byte &&
+           (ct_http_method_flags(r->msg->method) & CT_METHOD_IDEMPOTENT) != 0;
 }
 
 static void upstream_closed(void *owner, enum ct_close why)
 {
-    struct ct_client *c = owner;
-    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
-    switch (c->state) {
-    case CT_CS_FETCH:
-        if (may_retry(c, why)) {
-            ct_ops_upstream(c, CT_STATS_BE_upstream_retries);
-            ct_upstream_release(&c->r.u, false);
-            c->r.retries++;
-            fetch_connect(c, true);
+    struct ct_req *r = req_of(owner);
+    switch (r->phase) {
+    case CT_RP_FETCH:
+        if (may_retry(r, why)) {
+            ct_ops_upstream(r, CT_STATS_BE_upstream_retries);
+            ct_upstream_release(&r->u, false);
+            r->retries++;
+            fetch_connect(r, true);
             return;
         }
         if (why == CT_CLOSE_ORIGIN_RESET)
-            ct_upstream_mark_failed(c->r.u, CT_CONF_FAIL_RESET);
-        ct_ops_upstream(c, why == CT_CLOSE_ORIGIN_TIMEOUT ? CT_STATS_BE_upstream_timeouts
+            ct_upstream_mark_failed(r->u, CT_CONF_FAIL_RESET);
+        ct_ops_upstream(r, why == CT_CLOSE_ORIGIN_TIMEOUT ? CT_STATS_BE_upstream_timeouts
                                                           : CT_STATS_BE_upstream_errors);
-        ct_client_fail(c, why);
+        req_fail(r, why);
         return;
-    case CT_CS_SEND:
+    case CT_RP_SEND:
         /* A close-delimited body ends here; any other body is truncated. */
         if (why == CT_CLOSE_ORIGIN_RESET &&
-            ct_http_parser_eof(ct_upstream_parser(c->r.u)) == CT_HTTP_EV_END) {
-            c->r.up_keep_alive = false;
-            response_end(c);
+            ct_http_parser_eof(ct_upstream_parser(r->u)) == CT_HTTP_EV_END) {
+            r->up_keep_alive = false;
+            response_end(r);
             return;
         }
-        ct_ops_upstream(c, why == CT_CLOSE_ORIGIN_TIMEOUT ? CT_STATS_BE_upstream_timeouts
+        ct_ops_upstream(r, why == CT_CLOSE_ORIGIN_TIMEOUT ? CT_STATS_BE_upstream_timeouts
                                                           : CT_STATS_BE_upstream_errors);
-        ct_client_fail(c, why == CT_CLOSE_ORIGIN_TIMEOUT ? why : CT_CLOSE_ORIGIN_TRUNC);
+        req_fail(r, why == CT_CLOSE_ORIGIN_TIMEOUT ? why : CT_CLOSE_ORIGIN_TRUNC);
         return;
-    case CT_CS_TUNNEL:
-        ct_client_finish(c, CT_CLOSE_TUNNEL_DONE); /* flush what the origin sent */
-        return;
-    default:
-        CT_WRONG("upstream event for a client that holds no upstream");
+    case CT_RP_IDLE:
+    case CT_RP_TUNNEL:
+        CT_WRONG("upstream event for a request that does not own it");
     }
 }
 
 /* ---- resuming after back-pressure ------------------------------------------------ */
 
-void ct_fetch_client_drained(struct ct_client *c)
+void ct_req_drained(struct ct_req *r)
 {
-    if (ct_cache_client_drained(&c->r))
+    if (ct_cache_client_drained(r))
         return;
-    if (c->r.u == NULL || !c->r.up_paused)
+    if (r->u == NULL || !r->up_paused)
         return;
-    c->r.up_paused = false;
-    ct_io_read(ct_upstream_io(c->r.u), true);
-    upstream_readable(c);
+    r->up_paused = false;
+    ct_io_read(ct_upstream_io(r->u), true);
+    upstream_readable(r);
 }
 
 static void upstream_drained(void *owner)
 {
-    struct ct_client *c = owner;
-    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
-    if (!c->r.body_paused)
+    struct ct_req *r = req_of(owner);
+    if (!r->body_paused)
         return;
-    c->r.body_paused = false;
-    if (c->state == CT_CS_TUNNEL) {
-        ct_io_read(&c->io, true);
-        tunnel_up(c);
-    } else if (!c->r.body_done) {
-        ct_client_body_pause(c, false);
-        pump_request(c);
-    }
-}
-
-/* ---- tunnel ------------------------------------------------------------------ */
-
-static void tunnel_up(struct ct_client *c)
-{
-    evbuffer_add_buffer(uout(c), cin(c));
-    if (!drained(ct_upstream_io(c->r.u))) {
-        c->r.body_paused = true;
-        ct_io_read(&c->io, false);
-    }
-}
-
-static void tunnel_down(struct ct_client *c)
-{
-    evbuffer_add_buffer(cout(c), uin(c));
-    if (!drained(&c->io)) {
-        c->r.up_paused = true;
-        ct_io_read(ct_upstream_io(c->r.u), false);
+    r->body_paused = false;
+    if (!r->body_done) {
+        r->proto->body_hold(r, false);
+        pump_request(r);
     }
 }

@@ -456,6 +456,17 @@ static void h1_send_end(struct ct_req *r)
     ct_io_flush(&c->io);
 }
 
+static void h1_respond(struct ct_req *r) { ct_client_set_state(h1(r), CT_CS_SEND); }
+
+/* The client has its (stale) answer while this request refreshes the
+ * object: do not read, so its EOF does not end the refresh; reading resumes
+ * with its next request (enter_read_head), after the refresh. */
+static void h1_answered(struct ct_req *r) { ct_io_read(&h1(r)->io, false); }
+
+static void h1_done(struct ct_req *r) { ct_client_response_done(h1(r)); }
+
+static void h1_fail(struct ct_req *r, enum ct_close why) { ct_client_req_fail(h1(r), why); }
+
 const struct ct_proto ct_h1_proto = {
     .name = "http/1.1",
     .deliver_head = h1_deliver_head,
@@ -472,4 +483,11 @@ const struct ct_proto ct_h1_proto = {
     .body_out = h1_body_out,
     .send_body = h1_send_body,
     .send_end = h1_send_end,
+    .tunnel = ct_h1_tunnel,
+    .body_read = ct_h1_body_read,
+    .body_hold = ct_h1_body_hold,
+    .respond = h1_respond,
+    .answered = h1_answered,
+    .done = h1_done,
+    .fail = h1_fail,
 };

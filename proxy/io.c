@@ -582,6 +582,12 @@ void ct_io_flush(struct ct_io *io)
         bufferevent_enable(bev, EV_WRITE);
 }
 
+bool ct_io_flush_under_low(struct ct_io *io)
+{
+    ct_io_flush(io);
+    return evbuffer_get_length(bufferevent_get_output(io->bev)) < CT_BP_LOW;
+}
+
 void ct_io_flush_linger(struct ct_io *io)
 {
     if (!owned_flush(io)) /* TLS taken over: io.c writes, never the bufferevent */

@@ -218,7 +218,7 @@ static enum ct_stats_proto proto_of(const struct ct_client *c)
 
 void ct_ops_conn_open(struct ct_client *c)
 {
-    if (c->w->stats && !c->lc->internal) {
+    if (c->w->stats) {
         ct_stats_conn_open(c->w->stats);
         ct_stats_conn_proto(c->w->stats, proto_of(c), true);
     }
@@ -227,21 +227,21 @@ void ct_ops_conn_open(struct ct_client *c)
 void ct_ops_conn_close(struct ct_client *c)
 {
     if (c->r.msg && !c->r.logged)
-        ct_ops_req_end(c, c->r.head_sent ? c->r.status : 0);
-    if (c->w->stats && !c->lc->internal) {
+        ct_ops_req_end(&c->r, c->r.head_sent ? c->r.status : 0);
+    if (c->w->stats) {
         ct_stats_conn_close(c->w->stats, (unsigned)c->why);
         ct_stats_conn_proto(c->w->stats, proto_of(c), false);
     }
 }
 
-void ct_ops_req_start(struct ct_client *c)
+void ct_ops_req_start(struct ct_req *r)
 {
-    c->r.t0 = ct_time_mono();
-    c->r.t0_real = ct_time_real();
-    c->r.tup = 0;
-    c->r.body_out = 0;
-    c->r.cs = CT_STATS_CS_NONE;
-    c->r.logged = false;
+    r->t0 = ct_time_mono();
+    r->t0_real = ct_time_real();
+    r->tup = 0;
+    r->body_out = 0;
+    r->cs = CT_STATS_CS_NONE;
+    r->logged = false;
 }
 
 static const char *cs_text(unsigned cs)
@@ -262,17 +262,18 @@ static struct ct_str field(const struct ct_http_msg *m, enum ct_hdr_id id, const
     return f ? f->value : CT_STR_NULL;
 }
 
-static void access_log(struct ct_client *c, unsigned status, double rt, double ut)
+static void access_log(struct ct_req *q, unsigned status, double rt, double ut)
 {
-    const struct ct_http_msg *m = c->r.msg;
+    const struct ct_http_msg *m = q->msg;
     struct ct_accesslog_rec r = {
-        .remote_addr = ct_str_make(c->peer, c->peer_ip_len),
-        .time = c->r.t0_real,
+        .remote_addr = ct_str_make(q->peer, q->peer_ip_len),
+        .time = q->t0_real,
         .status = status,
-        .body_bytes = c->r.body_out,
+        .body_bytes = q->body_out,
         .request_time_s = rt,
         .upstream_time_s = ut,
-        .cache_status = cs_text(c->r.cs),
+        .cache_status = cs_text(q->cs),
+        .tls_version = q->tls ? SSL_get_version(q->tls) : NULL,
     };
     if (m) {
         r.method = m->method_name;
@@ -281,49 +282,43 @@ static void access_log(struct ct_client *c, unsigned status, double rt, double u
         r.referer = field(m, CT_HDR_UNKNOWN, "Referer");
         r.user_agent = field(m, CT_HDR_USER_AGENT, NULL);
     }
-    if (c->lc->kind == CT_LISTEN_HTTPS) {
-        SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
-        r.tls_version = ssl ? SSL_get_version(ssl) : NULL;
-    }
-    ct_accesslog_log(c->w->alog, &r);
+    ct_accesslog_log(q->w->alog, &r);
 }
 
-void ct_ops_req_end(struct ct_client *c, unsigned status)
+void ct_ops_req_end(struct ct_req *r, unsigned status)
 {
     /* A request in flight is logged once. Without one (an error before a
      * complete head, e.g. 400/408), only when something was answered;
      * client_fail() runs once per connection, so that is once too. */
-    if (c->r.msg ? c->r.logged : status == 0)
+    if (r->msg ? r->logged : status == 0)
         return;
-    if (c->r.msg == NULL)
-        ct_ops_req_start(c); /* a request that never got a head: rt = 0 */
-    c->r.logged = true;
-    if (c->lc->internal)
-        return; /* a background refresh: its upstream side is counted, not as a request */
+    if (r->msg == NULL)
+        ct_ops_req_start(r); /* a request that never got a head: rt = 0 */
+    r->logged = true;
     ct_time_t now = ct_time_mono();
-    double rt = now - c->r.t0;
-    double ut = c->r.tup > 0 ? now - c->r.tup : -1;
-    if (c->r.cs == CT_STATS_CS_NONE)
-        c->r.cs = (uint8_t)ct_cache_client_cs(&c->r); /* what the cache path decided */
-    if (c->w->stats) {
-        ct_stats_req_done(c->w->stats, status, (uint64_t)(rt * 1e6), (enum ct_stats_cs)c->r.cs);
-        ct_stats_req_bytes(c->w->stats, (c->r.msg ? c->r.msg->head_bytes : 0) + c->r.body_bytes,
-                           c->r.body_out);
+    double rt = now - r->t0;
+    double ut = r->tup > 0 ? now - r->tup : -1;
+    if (r->cs == CT_STATS_CS_NONE)
+        r->cs = (uint8_t)ct_cache_client_cs(r); /* what the cache path decided */
+    if (r->w->stats) {
+        ct_stats_req_done(r->w->stats, status, (uint64_t)(rt * 1e6), (enum ct_stats_cs)r->cs);
+        ct_stats_req_bytes(r->w->stats, (r->msg ? r->msg->head_bytes : 0) + r->body_bytes,
+                           r->body_out);
     }
-    if (c->w->alog)
-        access_log(c, status, rt, ut);
+    if (r->w->alog)
+        access_log(r, status, rt, ut);
 }
 
-void ct_ops_upstream(struct ct_client *c, enum ct_stats_be what)
+void ct_ops_upstream(struct ct_req *r, enum ct_stats_be what)
 {
-    if (c->r.u == NULL || c->w->stats == NULL)
+    if (r->u == NULL || r->w->stats == NULL)
         return;
-    if (what == CT_STATS_BE_upstream_requests && c->r.tup == 0)
-        c->r.tup = ct_time_mono();
+    if (what == CT_STATS_BE_upstream_requests && r->tup == 0)
+        r->tup = ct_time_mono();
     /* On the backend's shared object (not this worker's block): it outlives
      * a reload that retires the backend, and the next set's same-named
      * backend continues its counts (ct_ops_backend_counts). */
-    ct_upstream_count(c->r.u, what);
+    ct_upstream_count(r->u, what);
 }
 
 /* ---- purge --------------------------------------------------------------------- */

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/close.h"
 #include "common/common.h"
 
 struct ct_req;
@@ -24,6 +25,14 @@ struct ct_obj;
 struct ct_http_msg;
 struct ct_fwd_resp_extra;
 struct evbuffer;
+
+/* What the protocol's request body source gives (body_read). */
+enum ct_body_ev {
+    CT_BODY_DATA,  /* *N bytes were moved */
+    CT_BODY_NEED,  /* nothing now: ct_req_body_readable() follows when more came */
+    CT_BODY_END,   /* the body is complete (nothing was moved) */
+    CT_BODY_ERROR, /* the body is malformed: the request fails (CT_CLOSE_RX_BAD) */
+};
 
 /* What the request decided to send from a stored object. */
 struct ct_resp_plan {
@@ -84,6 +93,33 @@ struct ct_proto {
     void (*send_body)(struct ct_req *r, struct evbuffer *src, size_t n);
     /* The origin's body is complete. */
     void (*send_end)(struct ct_req *r);
+    /* A 101 from the origin to a request that asked for an upgrade: the
+     * protocol takes the upstream over for raw bytes both ways (r->u is its
+     * from now on). False if it cannot (HTTP/2): the request then fails. */
+    bool (*tunnel)(struct ct_req *r, const struct ct_http_msg *resp);
+
+    /* The request's body source (after the head). */
+    /* Move what there is of the request body into DST, chunk-framed when
+     * CHUNKED. The body's deadline is the protocol's. */
+    enum ct_body_ev (*body_read)(struct ct_req *r, struct evbuffer *dst, bool chunked, size_t *n);
+    /* Stop (HOLD) or resume taking body bytes: the upstream's output is full.
+     * Time held is cachet's, not the client's: it does not count against the
+     * body's deadline. */
+    void (*body_hold)(struct ct_req *r, bool hold);
+
+    /* The exchange's ends. Each of done/fail is the request's last call
+     * into the protocol: R may be gone afterwards. */
+    /* The response starts: its head is written next. */
+    void (*respond)(struct ct_req *r);
+    /* The client has its whole answer but the request goes on (a refresh on
+     * this request after a stale answer): the client's leaving must not end
+     * it, and the carrier takes no next request until done. */
+    void (*answered)(struct ct_req *r);
+    /* The response is complete: the carrier takes its next request. */
+    void (*done)(struct ct_req *r);
+    /* The exchange failed for WHY: answer ct_close_status(WHY) if no head
+     * was sent, else cut the response so it looks truncated. */
+    void (*fail)(struct ct_req *r, enum ct_close why);
 };
 
 #endif /* CT_PROXY_PROTO_H */

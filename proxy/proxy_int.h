@@ -29,6 +29,7 @@
 #include "common/common.h"
 #include "conf/conf.h"
 #include "http/http.h"
+#include "proxy/proto.h"
 #include "proxy/stats.h"
 
 struct event_base;
@@ -102,6 +103,12 @@ void ct_io_timeouts(struct ct_io *io, uint64_t read_ms, uint64_t write_ms);
  * their own write event is armed while the socket refuses, and nothing may
  * enable EV_WRITE on them. */
 void ct_io_flush(struct ct_io *io);
+/* Over the high mark: write what the socket takes now. True if that brought
+ * the output under CT_BP_LOW (go on); false if the rest is queued with
+ * libevent, whose write callback (at the low mark) resumes the source.
+ * Pausing without this flush could wait for a write callback that never
+ * comes: a direct write may empty the output at once. */
+bool ct_io_flush_under_low(struct ct_io *io);
 /* Closing: flush, and hand any rest (and the write callback once it is all
  * out) to the write event. */
 void ct_io_flush_linger(struct ct_io *io);
@@ -150,8 +157,6 @@ struct ct_listener_conf {
     struct ct_tls_ctx *tls;       /* HTTPS: owned (proxy/tls.h); NULL for HTTP */
     uint64_t handshake_timeout_ms;
     bool honour_client_cc;        /* the listener's honour_client_cache_control */
-    bool internal;                /* cachet's own connections (cache background
-                                     refresh): not client traffic in stats and logs */
     struct ct_str subject_header; /* mTLS: header carrying the verified subject */
 };
 
@@ -281,7 +286,19 @@ enum ct_client_state {
  * carries it. An HTTP/1 connection embeds one (pipelined requests are served
  * one at a time); it is reset between requests (enter_read_head). */
 struct ct_proto;
+/* Where the request is (the response's side; the cache's own steps are
+ * struct ct_creq's mode). */
+enum ct_req_phase {
+    CT_RP_IDLE,   /* no request head yet */
+    CT_RP_FETCH,  /* head read: looking up, waiting, or fetching; nothing sent */
+    CT_RP_SEND,   /* the response started */
+    CT_RP_TUNNEL, /* after a 101: the protocol's (proto->tunnel) */
+};
+
 struct ct_req {
+    unsigned magic;
+#define CT_REQ_MAGIC 0x7e90e57u
+    enum ct_req_phase phase;
     const struct ct_proto *proto;  /* what carries it (proxy/proto.h) */
     /* what the request reads of its connection (set by the protocol) */
     struct ct_worker *w;
@@ -289,6 +306,7 @@ struct ct_req {
     const char *peer;           /* "ip:port" for logs; the ip part for X-Forwarded-For */
     size_t peer_ip_len;
     uint64_t conn_id;
+    struct ssl_st *tls;         /* the TLS session that carries it; NULL: plain */
     const struct ct_http_msg *msg; /* views into the connection's parser */
     bool body_done;             /* the request parser reached its END */
     bool body_paused;           /* body reads stopped: upstream output full */
@@ -302,6 +320,9 @@ struct ct_req {
     /* the response */
     bool head_sent;
     bool body_with_head;        /* the protocol sent the body with the head */
+    bool fwd_head;              /* the client's body follows from the origin, through
+                                   send_body .. send_end (its head was the origin's,
+                                   or the object's being filled) */
     unsigned status;
     bool up_keep_alive;         /* the origin connection may be reused */
     bool up_paused;             /* upstream reads stopped: client output full */
@@ -329,6 +350,7 @@ struct ct_client {
     int linger_outq;            /* linger: bytes the kernel still held at the last look */
     uint64_t linger_moved_ms;   /* linger: when that count last went down */
     struct ct_client *next, *prev; /* w->clients */
+    struct ssl_st *tls;         /* HTTPS: the bufferevent's SSL (it owns it); NULL: plain */
     uint64_t id;
     unsigned nreq;
     char peer[64];              /* "ip:port" for logs */
@@ -337,6 +359,7 @@ struct ct_client {
     bool failed;                /* client_fail() ran for this connection */
     bool head_started;          /* READ_HEAD: a byte of the next head arrived */
     bool resume;                /* READ_HEAD: the timer is a deferred parse, not a deadline */
+    uint64_t body_seen;         /* r.body_bytes when the body source last ran dry (h1_req.c) */
     struct ct_req r;            /* the request in flight (FETCH..SEND); one at a time */
     /* framing of the response in flight (HTTP/1) */
     bool sent_continue;
@@ -345,9 +368,7 @@ struct ct_client {
     bool obj_chunked;           /* a stored object's body goes out chunked (h1_resp.c) */
 };
 
-/* The HTTP/1 connection that carries R. Transitional: every use outside
- * client.c and h1_resp.c is a reach into the connection that is still to
- * become a protocol call (docs/request-core.md, "Still to move"). */
+/* The HTTP/1 connection that carries R (client.c and h1_*.c only). */
 static inline struct ct_client *ct_h1_of(struct ct_req *r)
 {
     return CT_CONTAINER_OF(r, struct ct_client, r);
@@ -364,10 +385,13 @@ void ct_client_drain(struct ct_client *c);
 /* Worker exit: free without ceremony. */
 void ct_client_abort(struct ct_client *c);
 
-/* client.c internals used by fetch.c */
+/* client.c internals used by h1_*.c */
 void ct_client_set_state(struct ct_client *c, enum ct_client_state to);
-/* Fail: log once, answer the status of WHY if nothing was sent yet, close. */
+/* Fail: log once, answer the status of WHY if nothing was sent yet, close
+ * (unless the cache answers instead: stale-if-error). */
 void ct_client_fail(struct ct_client *c, enum ct_close why);
+/* The same for proto->fail, after the request core asked the cache. */
+void ct_client_req_fail(struct ct_client *c, enum ct_close why);
 /* Flush the output, then close (lingering: input drained meanwhile). */
 void ct_client_finish(struct ct_client *c, enum ct_close why);
 /* The request body's deadline (limits.client_body_timeout, extended by
@@ -375,17 +399,20 @@ void ct_client_finish(struct ct_client *c, enum ct_close why);
  * move it after body bytes, stop it at the body's end (req_body_done). While
  * reads are paused for the upstream (req_paused) it does not run:
  * ct_client_body_pause() stops and restarts its clock. 408 on expiry. */
-void ct_client_body_clock(struct ct_client *c, bool start);
+enum ct_body_clock { CT_BODY_CLOCK_START, CT_BODY_CLOCK_MOVE, CT_BODY_CLOCK_STOP };
+void ct_client_body_clock(struct ct_client *c, enum ct_body_clock op);
 void ct_client_body_pause(struct ct_client *c, bool paused);
 /* The response is complete: next request (keep-alive) or close. */
 void ct_client_response_done(struct ct_client *c);
 const char *ct_client_state_name(enum ct_client_state s);
 
-/* fetch.c: the request path after the head (recv -> lookup -> pass/fetch ->
- * deliver). */
-void ct_fetch_start(struct ct_client *c);
-void ct_fetch_client_readable(struct ct_client *c);
-void ct_fetch_client_drained(struct ct_client *c);
+/* h1_req.c: HTTP/1's request body source and upgrade tunnel (proto.h's
+ * body_read, body_hold, tunnel), and the connection's events for them. */
+enum ct_body_ev ct_h1_body_read(struct ct_req *r, struct evbuffer *dst, bool chunked, size_t *n);
+void ct_h1_body_hold(struct ct_req *r, bool hold);
+bool ct_h1_tunnel(struct ct_req *r, const struct ct_http_msg *resp);
+void ct_h1_tunnel_readable(struct ct_client *c);
+void ct_h1_tunnel_drained(struct ct_client *c);
 
 /* ---- upstreams (upstream.c) ---------------------------------------------- */
 
@@ -420,6 +447,8 @@ void ct_upstream_request_sent(struct ct_upstream *u);
 /* STATUS: the final response's (a 5xx may count for passive health). */
 void ct_upstream_head_received(struct ct_upstream *u, unsigned status);
 void ct_upstream_tunnel(struct ct_upstream *u);
+/* Lend the upstream on to another owner (the protocol's tunnel after a 101). */
+void ct_upstream_set_owner(struct ct_upstream *u, const struct ct_upstream_owner *oc, void *owner);
 /* Passive health: a failure of KIND, counted towards max_fails if the
  * backend's passive_fail_on lists it. Never takes out the last backend in
  * rotation. */

@@ -331,6 +331,13 @@ void ct_upstream_head_received(struct ct_upstream *u, unsigned status)
     ct_io_timeouts(&u->io, u->be->bc->read_timeout_ms, u->be->bc->header_timeout_ms);
 }
 
+void ct_upstream_set_owner(struct ct_upstream *u, const struct ct_upstream_owner *oc, void *owner)
+{
+    CT_ASSERT(u->state == CT_US_ACTIVE);
+    u->oc = oc;
+    u->owner = owner;
+}
+
 void ct_upstream_tunnel(struct ct_upstream *u)
 {
     set_state(u, CT_US_TUNNEL);

@@ -273,6 +273,8 @@ static void *worker_main(void *arg)
     while (w->clients)
         ct_client_abort(w->clients);
     ct_h2s_abort_all(w);
+    if (w->wc)
+        ct_cache_bg_free_all(w->wc); /* refreshes in flight hold upstreams */
     ct_upstream_pool_free(w);
     return NULL;
 }

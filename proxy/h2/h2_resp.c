@@ -3,12 +3,11 @@
  * the request path's decisions look like on an HTTP/2 stream. h1_resp.c is
  * the HTTP/1 twin.
  *
- * - Hits: the stored head is an HTTP/1 block; its field index
- *   (http/http_hdrindex.h) gives lower-case names and values as views into
- *   the object, so nothing is parsed or copied before nghttp2 encodes them.
- *   Until the store keeps the index with the object (issue 13 step 7), it is
- *   built per hit into the stream's scratch. The status, Content-Length,
- *   Content-Range, Age and Cache-Status come from the plan.
+ * - Hits: the stored head is an HTTP/1 block and its field index
+ *   (http/http_hdrindex.h), built once at store time: lower-case names and
+ *   values as views into the object, so nothing is parsed or copied before
+ *   nghttp2 encodes them. The status, Content-Length, Content-Range, Age
+ *   and Cache-Status come from the plan.
  * - Body pieces of an object go to the engine by reference
  *   (NGHTTP2_DATA_FLAG_NO_COPY): one object reference per piece, released
  *   once no frame and no output chain points at it (ct_h2_body_ref).
@@ -62,22 +61,27 @@ static struct ct_http_field *fields_room(struct ct_h2s_stream *st, size_t n)
     return st->fields;
 }
 
-/* The stored block's fields, from its index, into ST's scratch. Returns
- * their count and the block's status in *STATUS; -1 if the block cannot be
- * indexed (never for a block the store rendered). */
-static int stored_fields(struct ct_h2s_stream *st, struct ct_str wire, unsigned *status)
+/* OBJ's stored fields, from the field index the store keeps with the block
+ * (built here into ST's scratch only for a block too big for the index
+ * format), into ST's scratch. Returns their count and the block's status in
+ * *STATUS; -1 if the block cannot be indexed (never for one the store
+ * rendered). */
+static int stored_fields(struct ct_h2s_stream *st, const struct ct_obj *obj,
+                         const struct ct_cache_blk *blk, struct ct_str wire, unsigned *status)
 {
-    size_t len = 0;
-    int rc = ct_hdrindex_build(wire, st->ix, st->ixcap, &len);
-    if (rc == CT_ELIMIT && len > st->ixcap) {
-        free(st->ix);
-        st->ixcap = len;
-        st->ix = ct_xmalloc(len);
-        rc = ct_hdrindex_build(wire, st->ix, st->ixcap, &len);
-    }
     struct ct_hdrindex hx;
-    if (rc != CT_OK || ct_hdrindex_open(&hx, st->ix, len, wire) != CT_OK)
-        return -1;
+    if (!ct_cache_blk_index(obj, blk, wire, &hx)) {
+        size_t len = 0;
+        int rc = ct_hdrindex_build(wire, st->ix, st->ixcap, &len);
+        if (rc == CT_ELIMIT && len > st->ixcap) {
+            free(st->ix);
+            st->ixcap = len;
+            st->ix = ct_xmalloc(len);
+            rc = ct_hdrindex_build(wire, st->ix, st->ixcap, &len);
+        }
+        if (rc != CT_OK || ct_hdrindex_open(&hx, st->ix, len, wire) != CT_OK)
+            return -1;
+    }
     unsigned n = ct_hdrindex_count(&hx);
     struct ct_http_field *f = fields_room(st, n);
     for (unsigned i = 0; i < n; i++) {
@@ -110,7 +114,7 @@ static void h2_deliver_head(struct ct_req *r, struct ct_obj *obj, const struct c
     struct ct_str wire;
     CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
     unsigned status = 0;
-    int n = stored_fields(st, wire, &status);
+    int n = stored_fields(st, obj, &blk, wire, &status);
     if (n < 0) {
         CT_ERR("w%u c%llu s%d %s: stored head cannot be indexed", r->w->id,
                (unsigned long long)r->conn_id, st->sid, r->peer);
@@ -299,6 +303,86 @@ static void h2_send_end(struct ct_req *r)
     ct_h2s_kick(st->s);
 }
 
+/* ---- the request core's calls ---------------------------------------------------- */
+
+/* HTTP/2 cannot carry a 101 (RFC 9113 §8.6): the request fails (502). */
+static bool h2_tunnel(struct ct_req *r, const struct ct_http_msg *resp)
+{
+    (void)r;
+    (void)resp;
+    return false;
+}
+
+/* Request body: what the engine holds for the stream, as it comes (its
+ * window reopens by as much, so an unread stream never holds more than its
+ * window). An HTTP/1 origin gets it chunked when the client gave no
+ * content-length (the engine checked any it gave); the last chunk is the
+ * core's. */
+static enum ct_body_ev h2_body_read(struct ct_req *r, struct evbuffer *dst, bool chunked,
+                                    size_t *n)
+{
+    struct ct_h2s_stream *st = st_of(r);
+    *n = 0;
+    if (st->closed)
+        return CT_BODY_ERROR;
+    size_t avail = ct_h2_body_unread(st->s->h, st->sid);
+    if (avail > 0) {
+        if (chunked)
+            evbuffer_add_printf(dst, "%zx\r\n", avail);
+        *n = ct_h2_body_read(st->s->h, st->sid, dst, avail);
+        if (chunked)
+            evbuffer_add(dst, "\r\n", 2);
+        ct_h2s_kick(st->s); /* the WINDOW_UPDATE */
+        return CT_BODY_DATA;
+    }
+    if (st->body_end)
+        return CT_BODY_END;
+    st->want_body = true;
+    return CT_BODY_NEED;
+}
+
+/* The origin's output is full: stop handing body up; not reading it keeps
+ * the stream's window shut, which stops the client. */
+static void h2_body_hold(struct ct_req *r, bool hold)
+{
+    struct ct_h2s_stream *st = st_of(r);
+    st->held = hold;
+}
+
+/* The response starts: nothing to do before its head. */
+static void h2_respond(struct ct_req *r) { (void)r; }
+
+/* The client has its answer and the request refreshes the object on: the
+ * stream ends with the answer, and a close of the stream (on_close) ends
+ * the refresh with it (the request head is the engine's). */
+static void h2_answered(struct ct_req *r) { (void)r; }
+
+static void h2_done(struct ct_req *r) { ct_h2s_stream_done(st_of(r)); }
+
+/* An error response if nothing was sent yet and the reason has a status;
+ * else the stream is reset, so a truncated response looks truncated
+ * (RFC 9113 §8.1): CANCEL when the client went, INTERNAL_ERROR otherwise.
+ * The connection and its other streams go on. */
+static void h2_fail(struct ct_req *r, enum ct_close why)
+{
+    struct ct_h2s_stream *st = st_of(r);
+    unsigned status = ct_close_status(why);
+    if (ct_close_is_err(why))
+        CT_ERR("w%u c%llu s%d %s: %s (status=%u close=%s)", r->w->id,
+               (unsigned long long)r->conn_id, st->sid, r->peer, ct_close_text(why),
+               r->head_sent ? 0 : status, ct_close_name(why));
+    if (!r->head_sent && status != 0 && !st->closed) {
+        char body[96];
+        int n = snprintf(body, sizeof(body), "%u %s\n", status, ct_http_status_reason(status));
+        h2_send_synth(r, status, ct_str_make(body, (size_t)n), CT_STR_NULL);
+        r->head_sent = true;
+        r->status = status;
+    } else if (!st->closed) {
+        reset(st, why == CT_CLOSE_REM_CLOSE ? 0x8 /* CANCEL */ : 0x2 /* INTERNAL_ERROR */);
+    }
+    ct_h2s_stream_done(st);
+}
+
 const struct ct_proto ct_h2_proto = {
     .name = "h2",
     .deliver_head = h2_deliver_head,
@@ -315,4 +399,11 @@ const struct ct_proto ct_h2_proto = {
     .body_out = h2_body_out,
     .send_body = h2_send_body,
     .send_end = h2_send_end,
+    .tunnel = h2_tunnel,
+    .body_read = h2_body_read,
+    .body_hold = h2_body_hold,
+    .respond = h2_respond,
+    .answered = h2_answered,
+    .done = h2_done,
+    .fail = h2_fail,
 };

@@ -42,11 +42,11 @@
 #include <sys/socket.h>
 
 #include "common/log.h"
-#include "proxy/accesslog.h"
 #include "proxy/admin.h"
 #include "proxy/cache_int.h"
 #include "proxy/h2/h2_serve_int.h"
 #include "proxy/proto.h"
+#include "proxy/req.h"
 #include "proxy/tls.h"
 
 static _Thread_local struct ct_h2s *conns; /* this worker thread's (see above) */
@@ -97,7 +97,8 @@ static void drained(struct ct_h2s *s)
             ct_h2_body_queued(s->h, st->sid) >= CT_H2S_STREAM_LOW)
             continue;
         st->full = false;
-        /* XXX: ct_req_drained(&st->r) once the core is on main (#13). */
+        if (st->in_core)
+            ct_req_drained(&st->r);
     }
 }
 
@@ -173,66 +174,24 @@ static void stream_unlink_free(struct ct_h2s_stream *st)
     free(st);
 }
 
-/* The request is over (answered, failed or reset): count it and log it
- * once, as ct_ops_req_end does for HTTP/1 (which takes a ct_client). */
-static void stream_log(struct ct_h2s_stream *st)
-{
-    struct ct_req *r = &st->r;
-    struct ct_worker *w = r->w;
-    if (r->logged)
-        return;
-    r->logged = true;
-    unsigned status = r->head_sent ? r->status : 0;
-    ct_time_t now = ct_time_mono();
-    double rt = now - r->t0;
-    if (r->cs == CT_STATS_CS_NONE)
-        r->cs = (uint8_t)ct_cache_client_cs(r);
-    if (w->stats) {
-        ct_stats_req_done(w->stats, status, (uint64_t)(rt * 1e6), (enum ct_stats_cs)r->cs);
-        ct_stats_req_bytes(w->stats, r->msg->head_bytes + r->body_bytes, r->body_out);
-    }
-    if (w->alog == NULL)
-        return;
-    const struct ct_http_msg *m = r->msg;
-    const struct ct_http_field *ua = ct_http_msg_find(m, CT_HDR_USER_AGENT, NULL);
-    const struct ct_http_field *ref = ct_http_msg_find_name(m, CT_STR("Referer"), NULL);
-    static const char *const cs_names[] = {
-#define CS_NAME(id, name) #id,
-        CT_STATS_CS_TABLE(CS_NAME)
-#undef CS_NAME
-    };
-    struct ct_accesslog_rec rec = {
-        .remote_addr = ct_str_make(r->peer, r->peer_ip_len),
-        .time = r->t0_real,
-        .method = m->method_name,
-        .target = m->target,
-        .version = m->version, /* 20: "HTTP/2.0" */
-        .status = status,
-        .body_bytes = r->body_out,
-        .referer = ref ? ref->value : CT_STR_NULL,
-        .user_agent = ua ? ua->value : CT_STR_NULL,
-        .request_time_s = rt,
-        .upstream_time_s = r->tup > 0 ? now - r->tup : -1,
-        .cache_status = r->cs == CT_STATS_CS_NONE || r->cs >= CT_ARRAY_LEN(cs_names)
-                            ? NULL
-                            : cs_names[r->cs],
-        .tls_version = SSL_get_version(bufferevent_openssl_get_ssl(st->s->bev)),
-    };
-    ct_accesslog_log(w->alog, &rec);
-}
-
-/* XXX: the request core's entry point (ct_req_start, issue 13) is not on
- * main yet: until it is, every stream is answered 503 by us, so the whole
- * connection (preface, SETTINGS, streams, GOAWAY, limits) is served and
- * tested, and http2 stays off by default. */
+/* The stream carries its request to the core. */
 static void stream_start(struct ct_h2s_stream *st)
 {
-    struct ct_req *r = &st->r;
-    r->proto->send_synth(r, 503, CT_STR("HTTP/2 requests are not served yet\n"),
-                         CT_STR("cachet; detail=h2-not-wired"));
-    r->head_sent = true;
-    r->status = 503;
-    stream_log(st);
+    st->in_core = true;
+    ct_ops_req_start(&st->r);
+    ct_req_start(&st->r); /* may answer at once (a hit): done() before this returns */
+}
+
+void ct_h2s_stream_done(struct ct_h2s_stream *st)
+{
+    CT_CHECK_OBJ(st, CT_H2S_STREAM_MAGIC);
+    if (!st->in_core)
+        return;
+    ct_ops_req_end(&st->r, st->r.head_sent ? st->r.status : 0);
+    st->in_core = false;
+    ct_h2s_kick(st->s);
+    if (st->closed)
+        stream_unlink_free(st);
 }
 
 static void *on_request(void *owner, int32_t sid, const struct ct_http_msg *msg, bool end_stream)
@@ -244,16 +203,16 @@ static void *on_request(void *owner, int32_t sid, const struct ct_http_msg *msg,
     st->s = s;
     st->sid = sid;
     st->body_end = end_stream;
-    st->r = (struct ct_req){.proto = &ct_h2_proto,
+    st->r = (struct ct_req){.magic = CT_REQ_MAGIC,
+                            .proto = &ct_h2_proto,
                             .w = s->w,
                             .lc = s->lc,
                             .peer = s->peer,
                             .peer_ip_len = s->peer_ip_len,
                             .conn_id = s->id,
+                            .tls = bufferevent_openssl_get_ssl(s->bev),
                             .msg = msg,
-                            .body_done = end_stream,
-                            .t0 = ct_time_mono(),
-                            .t0_real = ct_time_real()};
+                            .body_done = end_stream};
     st->next = s->streams;
     if (s->streams)
         s->streams->prev = st;
@@ -262,12 +221,22 @@ static void *on_request(void *owner, int32_t sid, const struct ct_http_msg *msg,
     return st;
 }
 
+/* More request body (or its end): the core reads it if it waits for it. */
+static void body_news(struct ct_h2s_stream *st)
+{
+    if (st->in_core && st->want_body && !st->held) {
+        st->want_body = false;
+        ct_req_body_readable(&st->r);
+    }
+}
+
 static void on_body(void *owner, void *req, int32_t sid)
 {
+    struct ct_h2s_stream *st = req;
     (void)owner;
-    (void)req;
     (void)sid;
-    /* XXX: ct_req_body_readable(&st->r) once the core reads bodies (#13). */
+    CT_CHECK_OBJ(st, CT_H2S_STREAM_MAGIC);
+    body_news(st);
 }
 
 static void on_request_end(void *owner, void *req, int32_t sid)
@@ -277,6 +246,7 @@ static void on_request_end(void *owner, void *req, int32_t sid)
     (void)sid;
     CT_CHECK_OBJ(st, CT_H2S_STREAM_MAGIC);
     st->body_end = true;
+    body_news(st);
 }
 
 static void on_close(void *owner, void *req, int32_t sid, uint32_t code)
@@ -287,8 +257,17 @@ static void on_close(void *owner, void *req, int32_t sid, uint32_t code)
     struct ct_h2s_stream *st = req;
     CT_CHECK_OBJ(st, CT_H2S_STREAM_MAGIC);
     st->closed = true;
-    if (!st->in_core)
-        stream_unlink_free(st);
+    if (st->in_core) {
+        /* Reset (or the connection went) with the request in flight: the
+         * core lets go of its upstream and its cache part. XXX: a fill
+         * that others read is abandoned with it (HTTP/1 lets it go on,
+         * ct_cache_client_gone; here the request head is the engine's and
+         * goes with the stream). */
+        ct_ops_req_end(&st->r, st->r.head_sent ? st->r.status : 0);
+        st->in_core = false;
+        ct_req_free(&st->r);
+    }
+    stream_unlink_free(st);
 }
 
 static const struct ct_h2_cbs cbs = {

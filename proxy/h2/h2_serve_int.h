@@ -29,6 +29,7 @@ struct ct_h2s_stream {
     bool in_core; /* the core holds r: from the start until done/fail/free */
     bool body_end; /* the request's END_STREAM was received */
     bool held;     /* the core holds the request body back (body_hold) */
+    bool want_body; /* body_read said NEED: ct_req_body_readable when more comes */
     bool full;     /* output_full said so: drained() once under the low mark */
     uint64_t full_since_ms; /* since when (the per-stream send timeout) */
     /* deliver_head's scratch: the stored block's field index (built per
@@ -89,6 +90,10 @@ void ct_h2s_stream_full(struct ct_h2s_stream *st);
  * LOW it goes on (the client's stream window decides how fast). */
 #define CT_H2S_STREAM_HIGH (64 * 1024)
 #define CT_H2S_STREAM_LOW (16 * 1024)
+
+/* The core is done with ST's request (done, fail): log it; the stream
+ * goes once the engine closed it too. */
+void ct_h2s_stream_done(struct ct_h2s_stream *st);
 
 /* h2_resp.c */
 extern const struct ct_proto ct_h2_proto;
