@@ -169,6 +169,7 @@ static void stream_unlink_free(struct ct_h2s_stream *st)
         s->streams = st->next;
     if (st->next)
         st->next->prev = st->prev;
+    ct_req_free(&st->r); /* its cache part, and an upstream if it was cut short */
     ct_h2_resp_free(st);
     st->magic = 0;
     free(st);
@@ -265,9 +266,8 @@ static void on_close(void *owner, void *req, int32_t sid, uint32_t code)
          * goes with the stream). */
         ct_ops_req_end(&st->r, st->r.head_sent ? st->r.status : 0);
         st->in_core = false;
-        ct_req_free(&st->r);
     }
-    stream_unlink_free(st);
+    stream_unlink_free(st); /* ct_req_free: the core lets go */
 }
 
 static const struct ct_h2_cbs cbs = {
