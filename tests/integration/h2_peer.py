@@ -57,7 +57,7 @@ def send(s, c):
         pass
 
 
-def pump(s, c, until, deadline=DEADLINE):
+def pump(s, c, until, deadline=DEADLINE, ack=True):
     """Read events until UNTIL(event) is true for one; returns the events
     seen, or prints "timeout"/"closed" and returns what was seen."""
     seen = []
@@ -75,7 +75,7 @@ def pump(s, c, until, deadline=DEADLINE):
             return seen
         for ev in c.receive_data(data):
             seen.append(ev)
-            if isinstance(ev, h2.events.DataReceived):
+            if ack and isinstance(ev, h2.events.DataReceived):
                 c.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
             if until(ev):
                 send(s, c)
@@ -279,9 +279,28 @@ def case_many(port, path, n):
     print("bytes %d" % sum(body.values()))
 
 
+def case_stall(port, path):
+    """Ask for PATH and never open the stream's window past 16 KiB: the
+    server's send timeout must reset the stream."""
+    s = connect(port)
+    cfg = h2.config.H2Configuration(client_side=True, header_encoding="utf-8")
+    c = h2.connection.H2Connection(config=cfg)
+    c.local_settings = h2.settings.Settings(client=True, initial_values={
+        h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16384})
+    c.initiate_connection()
+    c.send_headers(1, req_headers(port, path), end_stream=True)
+    s.sendall(c.data_to_send())
+    t0 = time.time()
+    seen = pump(s, c, lambda ev: isinstance(ev, (h2.events.StreamReset, h2.events.StreamEnded)),
+                deadline=30, ack=False)
+    report([ev for ev in seen if isinstance(ev, (h2.events.StreamReset, h2.events.StreamEnded))])
+    print("after %.0f s" % (time.time() - t0))
+
+
 CASES = {"preface": case_preface, "get": case_get, "hold": case_hold,
          "malformed": case_malformed, "rapid_reset": case_rapid_reset,
-         "cl_mismatch": case_cl_mismatch, "noread": case_noread, "many": case_many}
+         "cl_mismatch": case_cl_mismatch, "noread": case_noread, "many": case_many,
+         "stall": case_stall}
 
 if __name__ == "__main__":
     port = int(sys.argv[1])

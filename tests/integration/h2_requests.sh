@@ -118,6 +118,35 @@ out=$($PY "$PEER" "$SPORT" noread "/bytes/4000000?$MA" "/bytes/1000?$MA")
 ct_check_match "unread stream holds no more than its window" "$out" '^stream1 16384 ended=False'
 ct_check_match "and the other stream completes" "$out" 'stream3 1000 ended=True'
 
+# ---- drain with a stream in flight: GOAWAY NO_ERROR naming it, then its
+# answer, then the close. (nghttp: Python's h2 takes a GOAWAY as the end of
+# every stream, which RFC 9113 §6.8 does not.)
+ct_origin_reset "$OPORT"
+timeout 60 nghttp -nv "$S/delay/1500" >"$CT_TMP/inflight.out" 2>&1 &
+infl=$!
+ct_wait_until 30 ct_origin_total_ge "$OPORT" 1 # the origin has it
 ct_stop proxy
+ct_check "cachet exits 0 after the stream in flight" "$?" 0
+wait $infl
+ct_check "nghttp exits 0" "$?" 0
+out=$(cat "$CT_TMP/inflight.out")
+ct_check_match "drain: GOAWAY NO_ERROR with the stream in flight as the last" "$out" \
+    'recv GOAWAY frame [^)]*\(last_stream_id=13, error_code=NO_ERROR'
+ct_check_match "... then its answer, whole" "$out" 'recv \(stream_id=13\) :status: 200'
+ct_check_match "... to its END_STREAM" "$out" 'recv DATA frame <length=[0-9]+, flags=0x01, stream_id=13>'
+
+# ---- the send timeout per stream: a client that never opens its window.
+cat >"$CT_TMP/stall.conf" <<EOF
+workers = 1;
+limits = { send_timeout = "1s"; };
+listen = ( { kind = "https"; address = "127.0.0.1:0"; tls = { self_signed = true; }; } );
+backends = ( { address = "127.0.0.1:$OPORT"; } );
+EOF
+ct_start stall "$CT_BIN/cachet" -c "$CT_TMP/stall.conf" --admin off
+TPORT=$(ct_wait_listen stall https) || exit 1
+out=$($PY "$PEER" "$TPORT" stall "/bytes/4000000")
+ct_check_match "a stream whose client takes nothing is reset (CANCEL) after send_timeout" "$out" '^reset 8 stream=1'
+ct_check_match "... and logged" "$(cat "$CT_TMP/stall.err")" 'took no response bytes for 1000 ms'
+ct_stop stall
 ct_check "cachet exits 0" "$?" 0
 ct_done
