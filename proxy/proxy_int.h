@@ -248,6 +248,9 @@ struct ct_worker *ct_worker_new(struct ct_proxy *px, unsigned id);
 int ct_worker_start(struct ct_worker *w);
 /* Ask the worker to drain and exit (any thread: writes to its pipe). */
 void ct_worker_stop(struct ct_worker *w);
+/* The worker's loop ended: close its clients, background refreshes and
+ * upstreams (its thread, or the thread that ran its loop). */
+void ct_worker_cut(struct ct_worker *w);
 /* Wait for the worker's thread to end (idempotent). */
 void ct_worker_join(struct ct_worker *w);
 void ct_worker_join_free(struct ct_worker **wp);

@@ -264,18 +264,22 @@ fail:
     return NULL;
 }
 
-static void *worker_main(void *arg)
+void ct_worker_cut(struct ct_worker *w)
 {
-    struct ct_worker *w = arg;
-    CT_CHECK_OBJ(w, CT_WORKER_MAGIC);
-    event_base_dispatch(w->base);
-    /* Drained or timed out: whatever is left is cut. */
     while (w->clients)
         ct_client_abort(w->clients);
     ct_h2s_abort_all(w);
     if (w->wc)
         ct_cache_bg_free_all(w->wc); /* refreshes in flight hold upstreams */
     ct_upstream_pool_free(w);
+}
+
+static void *worker_main(void *arg)
+{
+    struct ct_worker *w = arg;
+    CT_CHECK_OBJ(w, CT_WORKER_MAGIC);
+    event_base_dispatch(w->base);
+    ct_worker_cut(w); /* drained or timed out: whatever is left is cut */
     return NULL;
 }
 
@@ -320,10 +324,10 @@ void ct_worker_join_free(struct ct_worker **wp)
     for (int i = 0; i < 2; i++)
         if (w->wake_fd[i] >= 0)
             close(w->wake_fd[i]);
+    ct_upstream_pool_free(w); /* a worker that never ran: its backends (before their base) */
     ct_wcache_free(&w->wc);
     event_base_free(w->base);
     ct_ops_worker_fini(w);
-    ct_upstream_pool_free(w); /* a worker that never ran: its backends */
     w->magic = 0;
     free(w);
 }
