@@ -104,6 +104,7 @@ struct ct_conf_tls {
     uint32_t session_cache_size; /* entries */
     uint64_t handshake_timeout_ms;
     bool ktls; /* try SSL_OP_ENABLE_KTLS */
+    bool http2; /* ALPN offers h2 before http/1.1 (proxy/h2/h2_serve.c serves it) */
     /* mTLS: enabled when client_verify != OFF (then client_ca is set). */
     char *client_ca;
     enum ct_conf_verify client_verify;

@@ -146,6 +146,9 @@ static const struct ct_conf_row tls_rows[] = {
     ROW_DUR(T, "handshake_timeout", handshake_timeout_ms, 0, 100, 10 * MIN, Q("10s"),
             "A client that has not finished the handshake by then is closed."),
     ROW_BOOL(T, "ktls", ktls, "false", "Try kernel TLS (SSL_OP_ENABLE_KTLS) where offered."),
+    ROW_BOOL(T, "http2", http2, "true",
+             "Offer HTTP/2: ALPN `h2` first, then `http/1.1`; clients without ALPN or asking "
+             "for `http/1.1` get HTTP/1.1. `false`: HTTP/1.1 only."),
     ROW_OPTSTR(T, "client_ca", client_ca, Q("off"),
                "mTLS: PEM file of CAs that client certificates are verified against."),
     ROW_ENUM(T, "client_verify", client_verify, 0, verifies, Q("off"),
@@ -590,6 +593,9 @@ static const struct {
     {"listen[].tls.handshake_timeout", "ten seconds cover a slow mobile round trip several "
                                        "times over and stop idle handshakes holding sockets "
                                        "(HAProxy's `timeout client` applies to them too)."},
+    {"listen[].tls.http2", "every browser prefers HTTP/2 on HTTPS, and nginx (`http2 on`), "
+                           "HAProxy (`alpn h2,http/1.1`), Caddy and h2o offer it; HTTP/1.1 "
+                           "stays for whoever does not ask for h2."},
     {"listen[].tls.ktls", "kernel TLS needs the kernel's `tls` module and helps only with "
                           "sendfile of large bodies; nginx's KTLS is opt-in too."},
     {"listen[].tls.client_ca", "client certificates are a site's policy."},

@@ -40,6 +40,7 @@
 #include "common/log.h"
 #include "proxy/admin.h"
 #include "proxy/cache_int.h"
+#include "proxy/h2/h2_serve.h"
 #include "proxy/proxy_int.h"
 #include "proxy/req.h"
 #include "proxy/tls.h"
@@ -586,12 +587,33 @@ static void tls_handshake_failed(struct ct_client *c, short what)
     ct_io_read(&c->io, true);
 }
 
+/* ALPN chose h2: the connection (its bufferevent, id and place in the
+ * worker's count) is proxy/h2/h2_serve.c's from now on; the HTTP/1 side
+ * goes without a close. */
+static void client_to_h2(struct ct_client *c)
+{
+    struct bufferevent *bev = c->bev;
+    ct_io_detach(&c->io);
+    bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+    ct_h2s_take(c->w, c->lc, bev, c->peer, c->peer_ip_len, c->id);
+    ct_req_free(&c->r);
+    event_free(c->timer);
+    ct_http_parser_free(&c->rp);
+    client_unlink(c);
+    c->magic = 0;
+    free(c);
+}
+
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
     struct ct_client *c = arg;
     CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
     if (what & BEV_EVENT_CONNECTED) {
         CT_ASSERT(c->state == CT_CS_TLS_HANDSHAKE);
+        if (ct_tls_alpn_is_h2(bufferevent_openssl_get_ssl(bev))) {
+            client_to_h2(c);
+            return;
+        }
         ct_client_set_state(c, CT_CS_READ_HEAD);
         deadline_set(c, c->w->cf->limits.client_header_timeout_ms);
         return;

@@ -128,7 +128,7 @@ static void prom_label_escape(struct ct_buf *o, const char *s)
 /* ---- descriptors ------------------------------------------------------------- */
 
 enum kind { COUNTER, GAUGE };
-enum labels { NONE, CLASS, CACHE, CLOSE, PROTO };
+enum labels { NONE, CLASS, CACHE, CLOSE, PROTO, H2WHY };
 
 struct desc {
     const char *name;
@@ -169,6 +169,12 @@ static const char *const proto_names[] = {
 #undef CT_STATS_PROTO_NAME
 };
 
+static const char *const h2why_names[] = {
+#define CT_STATS_H2WHY_NAME(id, code, text) #id,
+    CT_H2_WHY_TABLE(CT_STATS_H2WHY_NAME)
+#undef CT_STATS_H2WHY_NAME
+};
+
 static const char *const be_names[] = {
 #define CT_STATS_BE_NAME(id, help) #id,
     CT_STATS_BE_TABLE(CT_STATS_BE_NAME)
@@ -187,6 +193,7 @@ static const char *label_name(enum labels l)
     case CACHE: return "cache_status";
     case CLOSE: return "reason";
     case PROTO: return "proto";
+    case H2WHY: return "reason";
     default: return "";
     }
 }
@@ -198,6 +205,7 @@ static const char *label_value(enum labels l, size_t i)
     case CACHE: return cs_names[i];
     case CLOSE: return close_names[i];
     case PROTO: return proto_names[i];
+    case H2WHY: return h2why_names[i];
     default: return "";
     }
 }
@@ -234,7 +242,7 @@ static void json_desc(struct ct_buf *o, const struct ct_stats *s, const struct d
     CT_BUF_LIT(o, "{");
     for (size_t i = 0; i < d->n; i++) {
         ct_buf_printf(o, "%s\"", i ? "," : "");
-        if (d->labels == CLOSE)
+        if (d->labels == CLOSE || d->labels == H2WHY)
             out_lower(o, label_value(d->labels, i));
         else
             ct_buf_printf(o, "%s", label_value(d->labels, i));
@@ -384,7 +392,7 @@ static void prom_desc(struct ct_buf *o, const struct ct_stats *s, const struct d
         ct_buf_printf(o, "cachet_%s%s", d->name, suffix);
         if (d->labels != NONE) {
             ct_buf_printf(o, "{%s=\"", label_name(d->labels));
-            if (d->labels == CLOSE)
+            if (d->labels == CLOSE || d->labels == H2WHY)
                 out_lower(o, label_value(d->labels, i));
             else
                 prom_label_escape(o, label_value(d->labels, i));

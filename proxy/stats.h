@@ -31,6 +31,7 @@
 #include "common/buf.h"
 #include "common/close.h"
 #include "common/common.h"
+#include "proxy/h2/h2.h" /* CT_H2_WHY_TABLE only (macros): no link to ct_h2 */
 
 struct ct_cache_stats; /* cache/cache.h */
 struct ct_mem_stats;   /* proxy/mem.h */
@@ -58,9 +59,10 @@ enum ct_stats_cs {
         CT_STATS_CS__COUNT
 };
 
-/* The protocol a client connection speaks: its listener's kind (HTTP/2 would
- * add a row). */
-#define CT_STATS_PROTO_TABLE(X) X(http) X(https)
+/* The protocol a client connection speaks: HTTP/1 on its listener's kind
+ * (http, https), or HTTP/2 (h2: ALPN chose it on an HTTPS listener; a
+ * connection counts as https until its handshake is done). */
+#define CT_STATS_PROTO_TABLE(X) X(http) X(https) X(h2)
 
 enum ct_stats_proto {
 #define CT_STATS_PROTO_ENUM(name) CT_STATS_PROTO_##name,
@@ -76,12 +78,14 @@ enum ct_stats_proto {
 #define CT_STATS_NL_CACHE CT_STATS_CS__COUNT
 #define CT_STATS_NL_CLOSE CT_CLOSE__COUNT
 #define CT_STATS_NL_PROTO CT_STATS_PROTO__COUNT
+#define CT_STATS_NL_H2WHY CT_H2_WHY__COUNT
 
 /* ---- the tables ------------------------------------------------------------ */
 
 /* X(id, kind, labels, help): kind COUNTER or GAUGE; labels NONE, CLASS (label
- * "class"), CACHE (label "cache_status"), CLOSE (label "reason") or PROTO
- * (label "proto").
+ * "class"), CACHE (label "cache_status"), CLOSE (label "reason"), PROTO
+ * (label "proto") or H2WHY (label "reason": why an HTTP/2 connection ended,
+ * proxy/h2/h2.h CT_H2_WHY_TABLE, lower case).
  * Prometheus name: cachet_<id>, plus _total for counters. */
 #define CT_STATS_TABLE(X)                                                      \
     X(connections_accepted, COUNTER, NONE, "Client connections accepted.")      \
@@ -99,7 +103,14 @@ enum ct_stats_proto {
     X(admin_event_streams_dropped, COUNTER, NONE,                               \
       "Event streams closed because their client did not read.")                \
     X(cache_tags_refused, COUNTER, NONE,                                       \
-      "Tags left out of stored objects: over cache.max_tags or cache.max_tag_length.")
+      "Tags left out of stored objects: over cache.max_tags or cache.max_tag_length.") \
+    X(h2_streams, COUNTER, NONE, "HTTP/2 request streams opened by clients.")   \
+    X(h2_malformed, COUNTER, NONE,                                              \
+      "HTTP/2 requests refused as malformed (RST_STREAM PROTOCOL_ERROR).")      \
+    X(h2_resets_received, COUNTER, NONE, "HTTP/2 RST_STREAM frames from clients.") \
+    X(h2_resets_sent, COUNTER, NONE, "HTTP/2 RST_STREAM frames we sent.")       \
+    X(h2_connections_ended, COUNTER, H2WHY,                                     \
+      "HTTP/2 connections ended, by reason (GOAWAY we sent or received, drain).")
 
 /* Per backend, label "backend" (its configured name). */
 #define CT_STATS_BE_TABLE(X)                                                   \

@@ -117,6 +117,7 @@ struct ct_tls_listener_conf {
     unsigned session_cache_size; /* 0: default */
     unsigned session_timeout_s;  /* 0: default; also the ticket lifetime hint */
     bool ktls;                   /* SSL_OP_ENABLE_KTLS (off by default) */
+    bool disable_h2;             /* ALPN: http/1.1 only (else h2 first, then http/1.1) */
     const char *client_ca_file;  /* mTLS: PEM CA bundle; needs verify != OFF */
     enum ct_tls_verify verify;
     unsigned verify_depth; /* 0: default */
@@ -197,6 +198,9 @@ int ct_tls_peer_subject(SSL *ssl, char *buf, size_t len);
 /* "TLSv1.3 TLS_AES_128_GCM_SHA256 resumed sni=example.com alpn=http/1.1" for
  * access logs; BUF is always NUL-terminated. */
 void ct_tls_conn_describe(SSL *ssl, char *buf, size_t len);
+
+/* Did ALPN choose h2 on this (handshaken) connection? */
+bool ct_tls_alpn_is_h2(SSL *ssl);
 
 /* Send close_notify (RFC 8446 §6.1) before freeing a connection that ends
  * normally, without waiting for the peer's. It also keeps the session

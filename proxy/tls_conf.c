@@ -44,6 +44,7 @@ struct ct_tls_ctx *ct_tls_ctx_from_conf(const struct ct_conf_tls *t, struct ct_t
         .disable_session_cache = !t->session_cache,
         .session_cache_size = t->session_cache_size,
         .ktls = t->ktls,
+        .disable_h2 = !t->http2,
         .client_ca_file = t->client_verify != CT_CONF_VERIFY_OFF ? t->client_ca : NULL,
         .verify = verify_of(t->client_verify),
     };

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
 
@@ -51,6 +52,14 @@ void ct_tls_conn_describe(SSL *ssl, char *buf, size_t len)
     snprintf(buf, len, "%s %s %s%s%s%s%.*s", SSL_get_version(ssl), SSL_get_cipher_name(ssl),
              SSL_session_reused(ssl) ? "resumed" : "full", sni ? " sni=" : "", sni ? sni : "",
              alpn_len ? " alpn=" : "", (int)alpn_len, alpn ? (const char *)alpn : "");
+}
+
+bool ct_tls_alpn_is_h2(SSL *ssl)
+{
+    const unsigned char *alpn = NULL;
+    unsigned int alpn_len = 0;
+    SSL_get0_alpn_selected(ssl, &alpn, &alpn_len);
+    return alpn_len == 2 && memcmp(alpn, "h2", 2) == 0;
 }
 
 void ct_tls_close_notify(SSL *ssl)

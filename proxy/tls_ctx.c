@@ -49,6 +49,7 @@ struct ct_tls_ctx {
     size_t nnames;
     struct ct_tls_shared *shared; /* NULL: tickets off or OpenSSL's own keys */
     atomic_uint_fast64_t hs_full, hs_resumed;
+    bool h2; /* ALPN offers h2 */
     char desc[768];
     char note[384]; /* self-signed note; empty otherwise */
 };
@@ -122,26 +123,41 @@ static int servername_cb(SSL *ssl, int *alert, void *arg)
     return SSL_TLSEXT_ERR_OK; /* unknown names get the default certificate */
 }
 
-/* ALPN (RFC 7301): we speak http/1.1 only. A client that does not offer it
- * (say, h2 alone) gets no ALPN extension rather than a fatal
- * no_application_protocol alert: RFC 7301 §3.2 allows either, and the
- * connection can still carry HTTP/1.1 (nginx before 1.21.4 did the same). */
-static int alpn_cb(SSL *ssl, const unsigned char **out, unsigned char *outlen,
-                   const unsigned char *in, unsigned int inlen, void *arg)
+/* ALPN (RFC 7301): h2 (RFC 9113 §3.2) when the listener offers it and the
+ * client asks for it, else http/1.1, in our order of preference whatever
+ * the client's order (as nginx and HAProxy choose). A client that offers
+ * neither (say, h2 alone on a listener with http2 off) gets no ALPN
+ * extension rather than a fatal no_application_protocol alert: RFC 7301
+ * §3.2 allows either, and the connection can still carry HTTP/1.1 (nginx
+ * before 1.21.4 did the same). */
+static bool alpn_find(const unsigned char *in, unsigned int inlen, const char *proto,
+                      const unsigned char **out, unsigned char *outlen)
 {
-    static const unsigned char h1[] = "http/1.1";
-    const unsigned int h1len = sizeof(h1) - 1;
+    size_t plen = strlen(proto);
     for (unsigned int i = 0; i < inlen;) {
         unsigned int n = in[i];
         if (n == 0 || i + 1 + n > inlen)
-            break; /* malformed list: OpenSSL validates it, but be careful */
-        if (n == h1len && memcmp(in + i + 1, h1, h1len) == 0) {
+            return false; /* malformed list: OpenSSL validates it, but be careful */
+        if (n == plen && memcmp(in + i + 1, proto, plen) == 0) {
             *out = in + i + 1;
             *outlen = (unsigned char)n;
-            return SSL_TLSEXT_ERR_OK;
+            return true;
         }
         i += 1 + n;
     }
+    return false;
+}
+
+static int alpn_cb(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                   const unsigned char *in, unsigned int inlen, void *arg)
+{
+    struct ct_tls_ctx *lc = arg;
+    CT_CHECK_OBJ(lc, CT_TLS_CTX_MAGIC);
+    (void)ssl;
+    if (lc->h2 && alpn_find(in, inlen, "h2", out, outlen))
+        return SSL_TLSEXT_ERR_OK;
+    if (alpn_find(in, inlen, "http/1.1", out, outlen))
+        return SSL_TLSEXT_ERR_OK;
     return SSL_TLSEXT_ERR_NOACK;
 }
 
@@ -518,6 +534,7 @@ static void describe(struct ct_tls_ctx *lc, const struct build *b)
             cf->verify == CT_TLS_VERIFY_REQUIRED ? "required" : "optional", cf->client_ca_file);
     if (cf->ktls)
         ADD(", kTLS allowed");
+    ADD(", ALPN %s", cf->disable_h2 ? "http/1.1" : "h2,http/1.1");
 #undef ADD
 }
 
@@ -533,6 +550,7 @@ struct ct_tls_ctx *ct_tls_ctx_new(const struct ct_tls_listener_conf *cf,
     lc->magic = CT_TLS_CTX_MAGIC;
     atomic_init(&lc->hs_full, 0);
     atomic_init(&lc->hs_resumed, 0);
+    lc->h2 = !cf->disable_h2;
     if (shared != NULL && !cf->disable_tickets)
         lc->shared = ct_tls_shared_ref(shared);
     struct build b = {.cf = cf};

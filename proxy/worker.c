@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "proxy/admin.h"
 #include "proxy/cache_int.h"
+#include "proxy/h2/h2_serve.h"
 #include "proxy/proxy_int.h"
 
 static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
@@ -124,6 +125,7 @@ static void drain(struct ct_worker *w)
         next = c->next;
         ct_client_drain(c); /* may free c */
     }
+    ct_h2s_drain_all(w);
     if (w->nclients == 0) {
         event_base_loopexit(w->base, NULL);
         return;
@@ -266,6 +268,7 @@ void ct_worker_cut(struct ct_worker *w)
 {
     while (w->clients)
         ct_client_abort(w->clients);
+    ct_h2s_abort_all(w);
     if (w->wc)
         ct_cache_bg_free_all(w->wc); /* refreshes in flight hold upstreams */
     ct_upstream_pool_free(w);

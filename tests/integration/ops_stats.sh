@@ -85,7 +85,9 @@ fi
 
 # ---- /metrics: Prometheus text format 0.0.4 ------------------------------------------
 m=$(curl -s "$A/metrics")
-bad=$(grep -vE '^(# HELP [a-z_]+ .+|# TYPE [a-z_]+ (counter|gauge|histogram)|[a-z_]+(\{[a-z_]+="([^"\\]|\\.)*"(,[a-z_]+="([^"\\]|\\.)*")*\})? [0-9.e+-]+)$' <<<"$m" | head -3)
+# Metric names as Prometheus has them: [a-zA-Z_:][a-zA-Z0-9_:]* (ours: lower case, digits as in h2_).
+MN='[a-z_][a-z0-9_]*'
+bad=$(grep -vE '^(# HELP '"$MN"' .+|# TYPE '"$MN"' (counter|gauge|histogram)|'"$MN"'(\{[a-z_]+="([^"\\]|\\.)*"(,[a-z_]+="([^"\\]|\\.)*")*\})? [0-9.e+-]+)$' <<<"$m" | head -3)
 ct_check "every /metrics line is HELP, TYPE or a sample" "$bad" ""
 ct_check "every family has HELP and TYPE" \
     "$(grep -c '^# HELP' <<<"$m")" "$(grep -c '^# TYPE' <<<"$m")"

@@ -62,11 +62,15 @@ ct_check_match "secure renegotiation only (TLS 1.2)" "$(s_client -tls1_2)" \
     'Secure Renegotiation IS supported'
 
 # ---- ALPN ----------------------------------------------------------------------
-ct_check_match "ALPN h2,http/1.1 -> http/1.1" "$(s_client -alpn h2,http/1.1)" 'ALPN protocol: http/1.1'
-ct_check_match "ALPN h2 only -> no ALPN, handshake still completes" "$(s_client -alpn h2)" \
+# HTTP/2 is on by default (listen[].tls.http2; h2_conn.sh has the rest).
+ct_check_match "ALPN h2,http/1.1 -> h2" "$(s_client -alpn h2,http/1.1)" 'ALPN protocol: h2'
+ct_check_match "ALPN http/1.1 -> http/1.1" "$(s_client -alpn http/1.1)" 'ALPN protocol: http/1.1'
+ct_check_match "ALPN h3 only -> no ALPN, handshake still completes" "$(s_client -alpn h3)" \
     'No ALPN negotiated'
-ct_check_match "curl negotiates http/1.1" \
-    "$(curl -skv -o /dev/null "$S/1k" 2>&1)" 'ALPN: server accepted http/1.1|ALPN, server accepted to use http/1.1'
+ct_check_match "curl negotiates h2" \
+    "$(curl -skv -o /dev/null "$S/1k" 2>&1)" 'ALPN: server accepted h2|ALPN, server accepted to use h2'
+ct_check_match "curl --http1.1 negotiates http/1.1" \
+    "$(curl -skv --http1.1 -o /dev/null "$S/1k" 2>&1)" 'ALPN: server accepted http/1.1|ALPN, server accepted to use http/1.1'
 
 # ---- X-Forwarded-Proto ------------------------------------------------------------
 ct_check_match "origin sees X-Forwarded-Proto: https" "$(curl -sk "$S/echo")" \

@@ -281,22 +281,47 @@ static void alpn_expect(struct ct_tls_ctx *lc, const unsigned char *offer, unsig
     CU_ASSERT_EQUAL(gotlen, want ? strlen(want) : 0);
     if (want && gotlen == strlen(want))
         CU_ASSERT_EQUAL(memcmp(got, want, gotlen), 0);
+    CU_ASSERT_EQUAL(ct_tls_alpn_is_h2(t.s), want != NULL && strcmp(want, "h2") == 0);
     char line[256];
     ct_tls_conn_describe(t.s, line, sizeof(line));
-    CU_ASSERT_EQUAL(strstr(line, "alpn=http/1.1") != NULL, want != NULL);
+    if (want) {
+        char alpn[32];
+        snprintf(alpn, sizeof(alpn), "alpn=%s", want);
+        CU_ASSERT_PTR_NOT_NULL(strstr(line, alpn));
+    } else {
+        CU_ASSERT_PTR_NULL(strstr(line, "alpn="));
+    }
     CU_ASSERT_PTR_NOT_NULL(strstr(line, "TLSv1.3 TLS_AES_"));
     tt_close(&t);
     SSL_CTX_free(cctx);
 }
 
+/* h2 first whatever the client's order (RFC 7301 §3.2: the server picks),
+ * http/1.1 when that is all it asks, and nothing rather than a failure. */
 static void test_alpn(void)
 {
     struct ct_tls_listener_conf cf = conf_sni();
     struct ct_tls_ctx *lc = ctx_or_fail(&cf, NULL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ct_tls_ctx_describe(lc), "ALPN h2,http/1.1"));
+    alpn_expect(lc, (const unsigned char *)"\x02h2\x08http/1.1", 12, "h2");
+    alpn_expect(lc, (const unsigned char *)"\x08http/1.1\x02h2", 12, "h2");
+    alpn_expect(lc, (const unsigned char *)"\x08http/1.1", 9, "http/1.1");
+    alpn_expect(lc, (const unsigned char *)"\x02h2", 3, "h2");
+    alpn_expect(lc, (const unsigned char *)"\x08http/1.0\x02h3", 12, NULL);
+    alpn_expect(lc, NULL, 0, NULL);
+    ct_tls_ctx_free(&lc);
+}
+
+/* listen[].tls.http2 = false: HTTP/1.1 only, as before HTTP/2 existed. */
+static void test_alpn_h2_off(void)
+{
+    struct ct_tls_listener_conf cf = conf_sni();
+    cf.disable_h2 = true;
+    struct ct_tls_ctx *lc = ctx_or_fail(&cf, NULL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ct_tls_ctx_describe(lc), "ALPN http/1.1"));
     alpn_expect(lc, (const unsigned char *)"\x02h2\x08http/1.1", 12, "http/1.1");
     alpn_expect(lc, (const unsigned char *)"\x08http/1.1", 9, "http/1.1");
     alpn_expect(lc, (const unsigned char *)"\x02h2", 3, NULL); /* no ALPN, no failure */
-    alpn_expect(lc, (const unsigned char *)"\x08http/1.0\x02h3", 12, NULL);
     alpn_expect(lc, NULL, 0, NULL);
     ct_tls_ctx_free(&lc);
 }
@@ -819,7 +844,8 @@ void ct_test_register(void)
              {"ciphers, groups and options", test_ciphers_and_options},
              {"SNI exact, wildcard, default", test_sni},
              {"default certificate flag", test_sni_default_flag},
-             {"ECDSA or RSA by client capabilities", test_ecdsa_rsa}, {"ALPN http/1.1", test_alpn},
+             {"ECDSA or RSA by client capabilities", test_ecdsa_rsa}, {"ALPN h2 then http/1.1", test_alpn},
+             {"ALPN with http2 off", test_alpn_h2_off},
              {"resumption by ticket across contexts", test_resume_tickets},
              {"resumption by session cache", test_resume_cache},
              {"close_notify keeps the cached session", test_close_notify},

@@ -1,0 +1,607 @@
+/*
+ * proxy/h2/h2_serve.c: an HTTP/2 connection (issue 14) on the request core.
+ *
+ *   TLS handshake (client.c) --ALPN h2--> ct_h2s_take(): the bufferevent,
+ *   its ct_io (proxy/io.c: the one read and write path), the engine
+ *
+ *     socket --ct_io--> input --ct_h2_conn_recv--> engine --on_request--> stream (ct_req)
+ *     socket <--ct_io_flush-- output <--ct_h2_conn_send-- engine <--submit-- ct_h2_proto
+ *
+ * Output and back-pressure. The engine's frames go to the bufferevent's
+ * output (DATA payloads from objects by reference) while it holds less than
+ * CT_BP_HIGH, and ct_io_flush writes them at once; the rest waits for the
+ * write callback at CT_BP_LOW. Reads stop while the output is over the high
+ * mark (a client that sends requests and reads no responses), so memory per
+ * connection stays bounded by the windows and the marks.
+ *
+ * Re-entrancy. ct_h2_conn_send() closes streams (on_close) and so ends
+ * requests, so it never runs under a caller that holds a request: responses
+ * submitted from outside a read (a cache wake, an origin's bytes) only kick
+ * the deferred pump event (ct_h2s_kick); a read pumps once the engine
+ * returned. A close wanted inside the engine waits for the outermost call
+ * (depth, close_now), as Redis's CONN_FLAG_CLOSE_SCHEDULED.
+ *
+ * Timeouts: the preface (the client's first bytes) within the header
+ * timeout; idle (no stream open, nothing to write) for the keep-alive
+ * timeout, then GOAWAY and close; writes have the send timeout (ct_io).
+ * Drain: GOAWAY NO_ERROR with the last stream id, streams up to it finish,
+ * then close (ct_h2s_drain_all).
+ *
+ * The worker has no protocol-neutral list of connections yet (issue 13 step
+ * 5 moves accept and ALPN dispatch to proxy/net): until then each worker
+ * thread keeps its h2 connections in a thread-local list, and they count in
+ * w->nclients like HTTP/1 clients (connection limit, drain end).
+ */
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <openssl/ssl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/log.h"
+#include "proxy/admin.h"
+#include "proxy/cache_int.h"
+#include "proxy/h2/h2_serve_int.h"
+#include "proxy/proto.h"
+#include "proxy/req.h"
+#include "proxy/tls.h"
+
+static _Thread_local struct ct_h2s *conns; /* this worker thread's (see above) */
+
+static uint64_t now_ms(void) { return (uint64_t)(ct_time_mono() * 1000.0); }
+
+static void pump(struct ct_h2s *s);
+static void settle(struct ct_h2s *s);
+
+size_t ct_h2s_out_len(const struct ct_h2s *s)
+{
+    return evbuffer_get_length(bufferevent_get_output(s->bev));
+}
+
+void ct_h2s_kick(struct ct_h2s *s)
+{
+    CT_CHECK_OBJ(s, CT_H2S_MAGIC);
+    if (s->depth == 0 && !event_pending(s->pump_ev, EV_TIMEOUT, NULL))
+        event_active(s->pump_ev, EV_TIMEOUT, 1);
+}
+
+/* ---- streams that wait for their client ------------------------------------------- */
+
+static void stall_arm(struct ct_h2s *s, uint64_t ms)
+{
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+    evtimer_add(s->stall_ev, &tv);
+}
+
+void ct_h2s_stream_full(struct ct_h2s_stream *st)
+{
+    if (st->full)
+        return;
+    st->full = true;
+    st->full_since_ms = now_ms();
+    uint64_t ms = st->s->w->cf->limits.send_timeout_ms;
+    if (ms && !evtimer_pending(st->s->stall_ev, NULL))
+        stall_arm(st->s, ms);
+}
+
+/* Streams whose output went under the low mark go on (their requests were
+ * waiting in output_full). After the engine ran: never under it. */
+static void drained(struct ct_h2s *s)
+{
+    bool conn_low = ct_h2s_out_len(s) < CT_BP_LOW;
+    for (struct ct_h2s_stream *st = s->streams; st; st = st->next) {
+        if (!st->full || !conn_low || st->closed ||
+            ct_h2_body_queued(s->h, st->sid) >= CT_H2S_STREAM_LOW)
+            continue;
+        st->full = false;
+        if (st->in_core)
+            ct_req_drained(&st->r);
+    }
+}
+
+/* The send timeout per stream: a stream whose client has not taken its
+ * output for send_timeout is reset (CANCEL), so a client that never opens
+ * its windows holds neither the request nor its origin connection. The
+ * connection's own writes have the send timeout of ct_io. */
+static void on_stall(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_h2s *s = arg;
+    CT_CHECK_OBJ(s, CT_H2S_MAGIC);
+    (void)fd;
+    (void)what;
+    uint64_t limit = s->w->cf->limits.send_timeout_ms, now = now_ms(), next = 0;
+    for (struct ct_h2s_stream *st = s->streams; st; st = st->next) {
+        if (!st->full || st->closed)
+            continue;
+        if (now - st->full_since_ms >= limit) {
+            CT_INFO("w%u c%llu s%d %s: the client took no response bytes for %llu ms: stream "
+                    "reset", s->w->id, (unsigned long long)s->id, st->sid, s->peer,
+                    (unsigned long long)limit);
+            st->full = false;
+            (void)ct_h2_reset(s->h, st->sid, 0x8 /* CANCEL */);
+            continue;
+        }
+        uint64_t left = limit - (now - st->full_since_ms);
+        if (next == 0 || left < next)
+            next = left;
+    }
+    if (next)
+        stall_arm(s, next);
+    settle(s);
+}
+
+/* ---- deadlines ------------------------------------------------------------------ */
+
+static void deadline_set(struct ct_h2s *s, uint64_t ms)
+{
+    s->deadline_ms = ms ? now_ms() + ms : 0;
+    if (ms) {
+        struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+        evtimer_add(s->timer, &tv);
+    }
+}
+
+/* Idle: no stream and nothing to write, for the keep-alive timeout. Set on
+ * the way into idleness only, so a busy connection arms no timer. */
+static void idle_check(struct ct_h2s *s)
+{
+    if (s->closing)
+        return; /* the deadline is the linger's */
+    bool idle = s->got_bytes && ct_h2_conn_nstreams(s->h) == 0 &&
+                ct_h2s_out_len(s) == 0;
+    if (idle && s->deadline_ms == 0)
+        deadline_set(s, s->w->cf->limits.keepalive_timeout_ms);
+    else if (!idle && s->got_bytes)
+        s->deadline_ms = 0; /* the timer stays armed; its firing is ignored */
+}
+
+/* ---- streams -------------------------------------------------------------------- */
+
+static void stream_unlink_free(struct ct_h2s_stream *st)
+{
+    struct ct_h2s *s = st->s;
+    if (st->prev)
+        st->prev->next = st->next;
+    else
+        s->streams = st->next;
+    if (st->next)
+        st->next->prev = st->prev;
+    ct_req_free(&st->r); /* its cache part, and an upstream if it was cut short */
+    ct_h2_resp_free(st);
+    st->magic = 0;
+    free(st);
+}
+
+/* The stream carries its request to the core. */
+static void stream_start(struct ct_h2s_stream *st)
+{
+    st->in_core = true;
+    ct_ops_req_start(&st->r);
+    ct_req_start(&st->r); /* may answer at once (a hit): done() before this returns */
+}
+
+void ct_h2s_stream_done(struct ct_h2s_stream *st)
+{
+    CT_CHECK_OBJ(st, CT_H2S_STREAM_MAGIC);
+    if (!st->in_core)
+        return;
+    ct_ops_req_end(&st->r, st->r.head_sent ? st->r.status : 0);
+    st->in_core = false;
+    ct_h2s_kick(st->s);
+    if (st->closed)
+        stream_unlink_free(st);
+}
+
+static void *on_request(void *owner, int32_t sid, const struct ct_http_msg *msg, bool end_stream)
+{
+    struct ct_h2s *s = owner;
+    CT_CHECK_OBJ(s, CT_H2S_MAGIC);
+    struct ct_h2s_stream *st = ct_xcalloc(1, sizeof(*st));
+    st->magic = CT_H2S_STREAM_MAGIC;
+    st->s = s;
+    st->sid = sid;
+    st->body_end = end_stream;
+    st->r = (struct ct_req){.magic = CT_REQ_MAGIC,
+                            .proto = &ct_h2_proto,
+                            .w = s->w,
+                            .lc = s->lc,
+                            .peer = s->peer,
+                            .peer_ip_len = s->peer_ip_len,
+                            .conn_id = s->id,
+                            .tls = bufferevent_openssl_get_ssl(s->bev),
+                            .msg = msg,
+                            .body_done = end_stream};
+    st->next = s->streams;
+    if (s->streams)
+        s->streams->prev = st;
+    s->streams = st;
+    stream_start(st);
+    return st;
+}
+
+/* More request body (or its end): the core reads it if it waits for it. */
+static void body_news(struct ct_h2s_stream *st)
+{
+    if (st->in_core && st->want_body && !st->held) {
+        st->want_body = false;
+        ct_req_body_readable(&st->r);
+    }
+}
+
+static void on_body(void *owner, void *req, int32_t sid)
+{
+    struct ct_h2s_stream *st = req;
+    (void)owner;
+    (void)sid;
+    CT_CHECK_OBJ(st, CT_H2S_STREAM_MAGIC);
+    body_news(st);
+}
+
+static void on_request_end(void *owner, void *req, int32_t sid)
+{
+    struct ct_h2s_stream *st = req;
+    (void)owner;
+    (void)sid;
+    CT_CHECK_OBJ(st, CT_H2S_STREAM_MAGIC);
+    st->body_end = true;
+    body_news(st);
+}
+
+static void on_close(void *owner, void *req, int32_t sid, uint32_t code)
+{
+    (void)owner;
+    (void)sid;
+    (void)code;
+    struct ct_h2s_stream *st = req;
+    CT_CHECK_OBJ(st, CT_H2S_STREAM_MAGIC);
+    st->closed = true;
+    if (st->in_core) {
+        /* Reset (or the connection went) with the request in flight: the
+         * core lets go of its upstream and its cache part. XXX: a fill
+         * that others read is abandoned with it (HTTP/1 lets it go on,
+         * ct_cache_client_gone; here the request head is the engine's and
+         * goes with the stream). */
+        ct_ops_req_end(&st->r, st->r.head_sent ? st->r.status : 0);
+        st->in_core = false;
+    }
+    stream_unlink_free(st); /* ct_req_free: the core lets go */
+}
+
+static const struct ct_h2_cbs cbs = {
+    .on_request = on_request,
+    .on_body = on_body,
+    .on_request_end = on_request_end,
+    .on_close = on_close,
+};
+
+/* The engine's counts since the last look, into the worker's stats. */
+static void count(struct ct_h2s *s)
+{
+    struct ct_stats *st = s->w->stats;
+    if (st == NULL || s->h == NULL)
+        return;
+    const struct ct_h2_counts *c = ct_h2_conn_counts(s->h);
+    ct_stats_add(&st->h2_streams[0], c->streams - s->counted.streams);
+    ct_stats_add(&st->h2_malformed[0], c->malformed - s->counted.malformed);
+    ct_stats_add(&st->h2_resets_received[0], c->resets_recv - s->counted.resets_recv);
+    ct_stats_add(&st->h2_resets_sent[0], c->resets_sent - s->counted.resets_sent);
+    s->counted = *c;
+}
+
+/* ---- close ---------------------------------------------------------------------- */
+
+static void conn_free(struct ct_h2s *s)
+{
+    s->depth++;
+    ct_h2_conn_free(&s->h); /* on_close (CANCEL) for every open stream */
+    s->depth--;
+    CT_ASSERT(s->streams == NULL);
+    ct_io_detach(&s->io);
+    bufferevent_free(s->bev);
+    event_free(s->timer);
+    event_free(s->pump_ev);
+    event_free(s->stall_ev);
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        conns = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->magic = 0;
+    free(s);
+}
+
+static void conn_close(struct ct_h2s *s)
+{
+    struct ct_worker *w = s->w;
+    CT_DEBUG("w%u c%llu %s: h2 closed (%s; %s)", w->id, (unsigned long long)s->id, s->peer,
+             ct_close_name(s->why), ct_h2_why_text(ct_h2_conn_why(s->h)));
+    /* TLS: a clean end says so, not after a truncation (client.c does the same). */
+    if (!ct_close_is_err(s->why) && ct_h2s_out_len(s) == 0)
+        ct_tls_close_notify(bufferevent_openssl_get_ssl(s->bev));
+    if (w->stats) {
+        count(s);
+        ct_stats_add(&w->stats->h2_connections_ended[ct_h2_conn_why(s->h)], 1);
+        ct_stats_conn_close(w->stats, (unsigned)s->why);
+        ct_stats_conn_proto(w->stats, CT_STATS_PROTO_h2, false);
+    }
+    conn_free(s);
+    w->nclients--;
+    ct_worker_conn_closed(w);
+}
+
+/* Close now, or once the outermost call returns. */
+static void close_soon(struct ct_h2s *s, enum ct_close why)
+{
+    if (!s->closing && !s->close_now)
+        s->why = why;
+    s->close_now = true;
+}
+
+/* The engine is done (GOAWAY both ways and no stream, or a connection
+ * error): write what is queued, then close. */
+static void finish(struct ct_h2s *s, enum ct_close why)
+{
+    if (s->closing)
+        return;
+    s->closing = true;
+    s->why = why;
+    bufferevent_setwatermark(s->bev, EV_WRITE, 0, 0); /* the write callback at empty */
+    ct_io_flush(&s->io);
+}
+
+static enum ct_close why_of(const struct ct_h2_conn *h)
+{
+    switch (ct_h2_conn_why(h)) {
+    case CT_H2_WHY_NONE:
+    case CT_H2_WHY_PEER_GOAWAY: return CT_CLOSE_RESP_DONE;
+    case CT_H2_WHY_DRAIN: return CT_CLOSE_DRAIN;
+    default: return CT_CLOSE_RX_BAD;
+    }
+}
+
+/* All written: say so (close_notify, FIN) and read on, dropping what comes,
+ * until the client's EOF or LINGER_MS. Closing with its bytes unread would
+ * reset the connection, and a reset can destroy our GOAWAY in the client's
+ * receive buffer before it reads it (client.c lingers for the same reason). */
+#define LINGER_MS 2000
+
+static void linger(struct ct_h2s *s)
+{
+    if (s->lingering)
+        return;
+    s->lingering = true;
+    SSL *ssl = bufferevent_openssl_get_ssl(s->bev);
+    if (!ct_close_is_err(s->why))
+        ct_tls_close_notify(ssl);
+    if (ssl != NULL)
+        shutdown(SSL_get_fd(ssl), SHUT_WR);
+    ct_io_read(&s->io, true);
+    deadline_set(s, LINGER_MS);
+}
+
+/* After every entry point: write what the engine has, close what is done. */
+static void settle(struct ct_h2s *s)
+{
+    if (s->depth > 0)
+        return;
+    if (!s->close_now) {
+        pump(s);
+        if (!s->closing && ct_h2_conn_is_done(s->h))
+            finish(s, why_of(s->h));
+        if (s->closing && ct_h2s_out_len(s) == 0)
+            linger(s);
+    }
+    if (s->close_now) {
+        conn_close(s);
+        return;
+    }
+    count(s);
+    drained(s);
+    idle_check(s);
+}
+
+/* ---- bytes in and out ----------------------------------------------------------- */
+
+/* The engine's frames into the output while it holds less than the high
+ * mark, then one write. */
+static void pump(struct ct_h2s *s)
+{
+    struct evbuffer *out = bufferevent_get_output(s->bev);
+    s->depth++;
+    while (evbuffer_get_length(out) < CT_BP_HIGH && ct_h2_conn_want_write(s->h)) {
+        size_t before = evbuffer_get_length(out);
+        int rc = ct_h2_conn_send(s->h, out, CT_BP_HIGH);
+        if (rc != CT_OK || evbuffer_get_length(out) == before)
+            break; /* an error's GOAWAY is in OUT: settle() closes after it */
+    }
+    s->depth--;
+    ct_io_flush(&s->io);
+    /* A client that sends and does not read: stop taking its input. */
+    ct_io_read(&s->io, s->closing || evbuffer_get_length(out) < CT_BP_HIGH);
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    struct ct_h2s *s = arg;
+    CT_CHECK_OBJ(s, CT_H2S_MAGIC);
+    struct evbuffer *in = bufferevent_get_input(bev);
+    if (s->closing) {
+        evbuffer_drain(in, evbuffer_get_length(in));
+        return;
+    }
+    if (evbuffer_get_length(in) > 0 && !s->got_bytes) {
+        s->got_bytes = true;
+        s->deadline_ms = 0;
+    }
+    ct_time_t now = ct_time_mono();
+    s->depth++;
+    size_t len;
+    while ((len = evbuffer_get_length(in)) > 0) {
+        size_t n = (size_t)evbuffer_get_contiguous_space(in);
+        const unsigned char *p = evbuffer_pullup(in, (ev_ssize_t)n);
+        int rc = ct_h2_conn_recv(s->h, p, n, now);
+        evbuffer_drain(in, n);
+        if (rc != CT_OK) {
+            CT_INFO("w%u c%llu %s: h2 connection error: %s (GOAWAY %s)", s->w->id,
+                    (unsigned long long)s->id, s->peer, ct_h2_why_text(ct_h2_conn_why(s->h)),
+                    ct_h2_why_name(ct_h2_conn_why(s->h)));
+            evbuffer_drain(in, evbuffer_get_length(in));
+            break;
+        }
+    }
+    s->depth--;
+    settle(s);
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    struct ct_h2s *s = arg;
+    CT_CHECK_OBJ(s, CT_H2S_MAGIC);
+    (void)bev;
+    settle(s);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct ct_h2s *s = arg;
+    CT_CHECK_OBJ(s, CT_H2S_MAGIC);
+    (void)bev;
+    enum ct_close why = CT_CLOSE_RX_ERROR;
+    if (what & BEV_EVENT_TIMEOUT)
+        why = (what & BEV_EVENT_READING) ? CT_CLOSE_RX_TIMEOUT : CT_CLOSE_TX_TIMEOUT;
+    else if (what & BEV_EVENT_EOF)
+        why = CT_CLOSE_REM_CLOSE;
+    else if (what & BEV_EVENT_WRITING)
+        why = CT_CLOSE_TX_ERROR;
+    if (s->closing && !(what & BEV_EVENT_TIMEOUT))
+        why = s->why; /* the end we were writing anyway */
+    close_soon(s, why);
+    settle(s);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_h2s *s = arg;
+    CT_CHECK_OBJ(s, CT_H2S_MAGIC);
+    (void)fd;
+    (void)what;
+    if (s->deadline_ms == 0)
+        return;
+    uint64_t now = now_ms();
+    if (now < s->deadline_ms) {
+        uint64_t ms = s->deadline_ms - now;
+        struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+        evtimer_add(s->timer, &tv);
+        return;
+    }
+    s->deadline_ms = 0;
+    if (s->lingering) {
+        close_soon(s, s->why);
+    } else if (!s->got_bytes) { /* no preface: nothing to say to whoever this is */
+        close_soon(s, CT_CLOSE_RX_TIMEOUT);
+    } else {
+        /* Idle: GOAWAY NO_ERROR, then close once it is out (RFC 9113 §9.1). */
+        s->depth++;
+        ct_h2_conn_drain(s->h);
+        s->depth--;
+        pump(s);
+        finish(s, CT_CLOSE_IDLE_TIMEOUT);
+    }
+    settle(s);
+}
+
+static void on_pump(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_h2s *s = arg;
+    CT_CHECK_OBJ(s, CT_H2S_MAGIC);
+    (void)fd;
+    (void)what;
+    settle(s);
+}
+
+/* ---- the public calls ------------------------------------------------------------ */
+
+static void settings_of(const struct ct_worker *w, struct ct_h2_settings *set)
+{
+    ct_h2_settings_default(set);
+    /* The request head limits of HTTP/1 hold for HTTP/2 too. */
+    if (w->limits.max_head)
+        set->max_header_list = (uint32_t)CT_MIN(w->limits.max_head, (size_t)UINT32_MAX);
+    if (w->limits.max_fields)
+        set->max_fields = w->limits.max_fields;
+}
+
+void ct_h2s_take(struct ct_worker *w, const struct ct_listener_conf *lc, struct bufferevent *bev,
+                 const char *peer, size_t peer_ip_len, uint64_t conn_id)
+{
+    struct ct_h2s *s = ct_xcalloc(1, sizeof(*s));
+    s->magic = CT_H2S_MAGIC;
+    s->w = w;
+    s->lc = lc;
+    s->bev = bev;
+    s->id = conn_id;
+    snprintf(s->peer, sizeof(s->peer), "%s", peer);
+    s->peer_ip_len = CT_MIN(peer_ip_len, strlen(s->peer));
+    s->why = CT_CLOSE_RESP_DONE;
+    s->timer = evtimer_new(w->base, on_timer, s);
+    s->pump_ev = evtimer_new(w->base, on_pump, s);
+    s->stall_ev = evtimer_new(w->base, on_stall, s);
+    CT_ASSERT(s->timer != NULL && s->pump_ev != NULL && s->stall_ev != NULL);
+    struct ct_h2_settings set;
+    settings_of(w, &set);
+    s->h = ct_h2_conn_new(&set, &cbs, s);
+    s->next = conns;
+    if (conns)
+        conns->prev = s;
+    conns = s;
+    w->nclients++;
+    if (w->stats) {
+        ct_stats_conn_proto(w->stats, CT_STATS_PROTO_https, false);
+        ct_stats_conn_proto(w->stats, CT_STATS_PROTO_h2, true);
+    }
+    bufferevent_setcb(bev, on_read, on_write, on_event, s);
+    bufferevent_setwatermark(bev, EV_WRITE, CT_BP_LOW, 0);
+    ct_io_attach(&s->io, w->base, bev, false, on_read, on_event, s);
+    ct_io_timeouts(&s->io, 0, w->cf->limits.send_timeout_ms);
+    deadline_set(s, w->cf->limits.client_header_timeout_ms);
+    ct_io_read(&s->io, true); /* takes the TLS connection over (io.c) */
+    CT_DEBUG("w%u c%llu %s: h2", w->id, (unsigned long long)conn_id, s->peer);
+    if (evbuffer_get_length(bufferevent_get_input(bev)) > 0)
+        on_read(bev, s); /* may close s */
+    else
+        settle(s); /* our SETTINGS */
+}
+
+void ct_h2s_drain_all(struct ct_worker *w)
+{
+    struct ct_h2s *s = conns, *next;
+    for (; s; s = next) {
+        next = s->next;
+        if (s->w != w)
+            continue;
+        if (!s->got_bytes) {
+            close_soon(s, CT_CLOSE_DRAIN);
+        } else {
+            s->depth++;
+            ct_h2_conn_drain(s->h);
+            s->depth--;
+        }
+        settle(s); /* may close s */
+    }
+}
+
+void ct_h2s_abort_all(struct ct_worker *w)
+{
+    struct ct_h2s *s = conns, *next;
+    for (; s; s = next) {
+        next = s->next;
+        if (s->w == w) {
+            conn_free(s);
+            w->nclients--;
+        }
+    }
+}

@@ -1,0 +1,36 @@
+/*
+ * proxy/h2/h2_serve.h: cachet's side of an HTTP/2 connection (issue 14):
+ * the socket and its TLS after ALPN chose h2, the engine (proxy/h2/h2.h) fed
+ * from it, and one struct ct_req per stream on the request core, carried by
+ * ct_h2_proto (h2_resp.c). docs/proxy.md, "HTTP/2", has the picture.
+ *
+ * Worker thread only: a connection lives and dies on the worker that
+ * accepted it.
+ */
+#ifndef CT_H2_SERVE_H
+#define CT_H2_SERVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct bufferevent;
+struct ct_worker;
+struct ct_listener_conf;
+
+/* Take over BEV (a TLS bufferevent whose handshake chose h2, owned from now
+ * on: BEV_OPT_CLOSE_ON_FREE, callbacks and ct_io replaced) as connection
+ * CONN_ID of W from listener LC, peer PEER ("ip:port", copied; the ip is its
+ * first PEER_IP_LEN bytes). It counts in w->nclients (the caller stopped
+ * counting it) and in the stats as an h2 connection (no longer https).
+ * Input already read (the client's preface may come with the handshake's
+ * last flight) is served at once. */
+void ct_h2s_take(struct ct_worker *w, const struct ct_listener_conf *lc, struct bufferevent *bev,
+                 const char *peer, size_t peer_ip_len, uint64_t conn_id);
+
+/* Worker drain (shutdown, reload): every h2 connection of W's thread sends
+ * GOAWAY with its last stream id, finishes those streams and closes. */
+void ct_h2s_drain_all(struct ct_worker *w);
+/* Worker exit: free every h2 connection of W's thread without ceremony. */
+void ct_h2s_abort_all(struct ct_worker *w);
+
+#endif /* CT_H2_SERVE_H */

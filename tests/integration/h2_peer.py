@@ -1,0 +1,308 @@
+#!/usr/bin/python3
+"""A scripted HTTP/2 client for the h2_* integration tests (Debian's
+python3-h2): the protocol cases curl and nghttp will not produce.
+
+    h2_peer.py PORT CASE [ARGS...]
+
+prints one line per observation ("status 200", "reset 1", "goaway 0 last=1")
+and exits 0 unless the connection could not be made. Every read has a
+generous deadline (DEADLINE seconds) so a hang shows as "timeout", never as a
+stuck test.
+"""
+import socket
+import ssl
+import sys
+import time
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.settings
+
+DEADLINE = 20.0
+
+
+def connect(port, alpn=("h2",)):
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(list(alpn))
+    raw = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE)
+    s = ctx.wrap_socket(raw, server_hostname="localhost")
+    return s
+
+
+def conn_of(s, validate=True):
+    cfg = h2.config.H2Configuration(client_side=True, header_encoding="utf-8",
+                                    validate_outbound_headers=validate,
+                                    normalize_outbound_headers=validate)
+    c = h2.connection.H2Connection(config=cfg)
+    c.initiate_connection()
+    s.sendall(c.data_to_send())
+    return c
+
+
+def req_headers(port, path, method="GET", extra=()):
+    return [(":method", method), (":path", path), (":scheme", "https"),
+            (":authority", "127.0.0.1:%d" % port)] + list(extra)
+
+
+def send(s, c):
+    """What the client owes (ACKs, WINDOW_UPDATEs); the server may be gone."""
+    out = c.data_to_send()
+    try:
+        if out:
+            s.sendall(out)
+    except (ssl.SSLError, OSError):
+        pass
+
+
+def pump(s, c, until, deadline=DEADLINE, ack=True):
+    """Read events until UNTIL(event) is true for one; returns the events
+    seen, or prints "timeout"/"closed" and returns what was seen."""
+    seen = []
+    end = time.time() + deadline
+    while time.time() < end:
+        s.settimeout(max(0.05, end - time.time()))
+        try:
+            data = s.recv(65536)
+        except socket.timeout:
+            break
+        except (ssl.SSLError, ConnectionError, OSError):
+            data = b""
+        if not data:
+            print("closed")
+            return seen
+        for ev in c.receive_data(data):
+            seen.append(ev)
+            if ack and isinstance(ev, h2.events.DataReceived):
+                c.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+            if until(ev):
+                send(s, c)
+                return seen
+        send(s, c)
+    print("timeout")
+    return seen
+
+
+def report(seen):
+    for ev in seen:
+        if isinstance(ev, h2.events.ResponseReceived):
+            st = dict(ev.headers).get(":status")
+            print("status %s stream=%d" % (st, ev.stream_id))
+        elif isinstance(ev, h2.events.StreamReset):
+            print("reset %d stream=%d" % (ev.error_code, ev.stream_id))
+        elif isinstance(ev, h2.events.ConnectionTerminated):
+            print("goaway %d last=%d" % (ev.error_code, ev.last_stream_id))
+        elif isinstance(ev, h2.events.StreamEnded):
+            print("ended stream=%d" % ev.stream_id)
+
+
+def is_goaway(ev):
+    return isinstance(ev, h2.events.ConnectionTerminated)
+
+
+def case_preface(port):
+    """TLS with ALPN h2, then HTTP/1.1 bytes instead of the preface."""
+    s = connect(port)
+    s.sendall(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+    s.settimeout(DEADLINE)
+    data = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            data += d
+    except (socket.timeout, ssl.SSLError, OSError):
+        pass
+    # Frames: 9-byte header (len 3, type 1, flags 1, stream 4), payload.
+    i = 0
+    while i + 9 <= len(data):
+        n = int.from_bytes(data[i:i + 3], "big")
+        typ = data[i + 3]
+        if typ == 7 and i + 9 + 8 <= len(data):
+            code = int.from_bytes(data[i + 13:i + 17], "big")
+            print("goaway %d" % code)
+        i += 9 + n
+    print("closed")
+
+
+def case_get(port, path="/json", n="1"):
+    """N GETs on one connection, one after the other."""
+    s = connect(port)
+    c = conn_of(s)
+    for _ in range(int(n)):
+        sid = c.get_next_available_stream_id()
+        c.send_headers(sid, req_headers(port, path), end_stream=True)
+        s.sendall(c.data_to_send())
+        report(pump(s, c, lambda ev, sid=sid: isinstance(ev, h2.events.StreamEnded)
+                    and ev.stream_id == sid or isinstance(ev, h2.events.StreamReset)))
+
+
+def case_hold(port, path="/json"):
+    """One GET, then keep the connection open, reading, until GOAWAY or
+    close (a drain or the idle timeout); a second request after GOAWAY is
+    not answered."""
+    s = connect(port)
+    c = conn_of(s)
+    c.send_headers(1, req_headers(port, path), end_stream=True)
+    s.sendall(c.data_to_send())
+    report(pump(s, c, lambda ev: isinstance(ev, h2.events.StreamEnded)))
+    print("ready")
+    sys.stdout.flush()
+    report(pump(s, c, is_goaway, deadline=60))
+    seen = pump(s, c, lambda ev: False, deadline=2)
+    report(seen)
+
+
+def case_malformed(port, kind):
+    """One malformed request, then a good one on the same connection."""
+    s = connect(port)
+    c = conn_of(s, validate=False)
+    extra = {
+        "upper": [("X-Upper", "1")],
+        "connection": [("connection", "keep-alive")],
+        "te": [("te", "gzip")],
+    }[kind]
+    c.send_headers(1, req_headers(port, "/json") + extra, end_stream=True)
+    s.sendall(c.data_to_send())
+    report(pump(s, c, lambda ev: isinstance(ev, (h2.events.StreamReset, h2.events.StreamEnded))))
+    c.send_headers(3, req_headers(port, "/json"), end_stream=True)
+    s.sendall(c.data_to_send())
+    report(pump(s, c, lambda ev: isinstance(ev, h2.events.StreamEnded) and ev.stream_id == 3))
+
+
+def case_rapid_reset(port, n="1000"):
+    """Open and cancel N streams as fast as possible."""
+    s = connect(port)
+    c = conn_of(s)
+    for i in range(int(n)):
+        sid = c.get_next_available_stream_id()
+        c.send_headers(sid, req_headers(port, "/json?rr=%d" % i), end_stream=True)
+        c.reset_stream(sid)
+        if i % 50 == 49:
+            try:
+                s.sendall(c.data_to_send())
+            except OSError:
+                break
+    try:
+        s.sendall(c.data_to_send())
+    except OSError:
+        pass
+    report([ev for ev in pump(s, c, is_goaway) if is_goaway(ev)])
+
+
+def case_cl_mismatch(port, kind):
+    """POST with content-length 10 and a body that says otherwise (KIND
+    long: 20 bytes; short: 5 bytes then END_STREAM); then a good GET."""
+    s = connect(port)
+    c = conn_of(s, validate=False)
+    c.send_headers(1, req_headers(port, "/echo", "POST", [("content-length", "10")]))
+    c.send_data(1, b"x" * (20 if kind == "long" else 5), end_stream=True)
+    s.sendall(c.data_to_send())
+    report(pump(s, c, lambda ev: isinstance(ev, (h2.events.StreamReset, h2.events.StreamEnded))))
+    c.send_headers(3, req_headers(port, "/json"), end_stream=True)
+    s.sendall(c.data_to_send())
+    report(pump(s, c, lambda ev: isinstance(ev, h2.events.StreamEnded) and ev.stream_id == 3))
+
+
+def case_noread(port, big, small):
+    """Stream 1 asks for BIG and is never read past the initial window (the
+    client sends no WINDOW_UPDATE for it); stream 3 asks for SMALL and must
+    complete. The connection window is opened wide so only stream 1's own
+    window holds it."""
+    s = connect(port)
+    cfg = h2.config.H2Configuration(client_side=True, header_encoding="utf-8")
+    c = h2.connection.H2Connection(config=cfg)
+    c.local_settings = h2.settings.Settings(client=True, initial_values={
+        h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16384})
+    c.initiate_connection()
+    c.increment_flow_control_window(1 << 24)
+    c.send_headers(1, req_headers(port, big), end_stream=True)
+    s.sendall(c.data_to_send())
+    got = {1: 0, 3: 0}
+    ended = set()
+    sent3 = False
+    end = time.time() + DEADLINE
+    while time.time() < end and 3 not in ended:
+        if not sent3 and got[1] >= 16384:
+            c.send_headers(3, req_headers(port, small), end_stream=True)
+            sent3 = True
+            send(s, c)
+        s.settimeout(max(0.05, end - time.time()))
+        try:
+            data = s.recv(65536)
+        except socket.timeout:
+            break
+        if not data:
+            print("closed")
+            break
+        for ev in c.receive_data(data):
+            if isinstance(ev, h2.events.DataReceived):
+                got[ev.stream_id] = got.get(ev.stream_id, 0) + len(ev.data)
+                if ev.stream_id == 3:  # stream 1 is never acknowledged
+                    c.acknowledge_received_data(ev.flow_controlled_length, 3)
+            elif isinstance(ev, h2.events.StreamEnded):
+                ended.add(ev.stream_id)
+        send(s, c)
+    print("stream1 %d ended=%s" % (got[1], 1 in ended))
+    print("stream3 %d ended=%s" % (got[3], 3 in ended))
+
+
+def case_many(port, path, n):
+    """N concurrent GETs on one connection; prints how many got each status."""
+    s = connect(port)
+    c = conn_of(s)
+    n = int(n)
+    sids = []
+    for _ in range(n):
+        sid = c.get_next_available_stream_id()
+        c.send_headers(sid, req_headers(port, path), end_stream=True)
+        sids.append(sid)
+    s.sendall(c.data_to_send())
+    statuses = {}
+    left = set(sids)
+    body = {}
+    def until(ev):
+        if isinstance(ev, h2.events.ResponseReceived):
+            st = dict(ev.headers).get(":status")
+            statuses[st] = statuses.get(st, 0) + 1
+        elif isinstance(ev, h2.events.DataReceived):
+            body[ev.stream_id] = body.get(ev.stream_id, 0) + len(ev.data)
+        elif isinstance(ev, (h2.events.StreamEnded, h2.events.StreamReset)):
+            left.discard(ev.stream_id)
+        return not left
+    pump(s, c, until)
+    for st in sorted(statuses):
+        print("status %s x%d" % (st, statuses[st]))
+    print("bytes %d" % sum(body.values()))
+
+
+def case_stall(port, path):
+    """Ask for PATH and never open the stream's window past 16 KiB: the
+    server's send timeout must reset the stream."""
+    s = connect(port)
+    cfg = h2.config.H2Configuration(client_side=True, header_encoding="utf-8")
+    c = h2.connection.H2Connection(config=cfg)
+    c.local_settings = h2.settings.Settings(client=True, initial_values={
+        h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16384})
+    c.initiate_connection()
+    c.send_headers(1, req_headers(port, path), end_stream=True)
+    s.sendall(c.data_to_send())
+    t0 = time.time()
+    seen = pump(s, c, lambda ev: isinstance(ev, (h2.events.StreamReset, h2.events.StreamEnded)),
+                deadline=30, ack=False)
+    report([ev for ev in seen if isinstance(ev, (h2.events.StreamReset, h2.events.StreamEnded))])
+    print("after %.0f s" % (time.time() - t0))
+
+
+CASES = {"preface": case_preface, "get": case_get, "hold": case_hold,
+         "malformed": case_malformed, "rapid_reset": case_rapid_reset,
+         "cl_mismatch": case_cl_mismatch, "noread": case_noread, "many": case_many,
+         "stall": case_stall}
+
+if __name__ == "__main__":
+    port = int(sys.argv[1])
+    CASES[sys.argv[2]](port, *sys.argv[3:])
+    sys.stdout.flush()
