@@ -167,6 +167,36 @@ ct_check_match "and why" "$(cat "$CT_TMP/e")" '1 bans are active, the most cache
 "${CTL[@]}" ban -c "$CT_TMP/ctl.conf" 'obj.url == "/y"' 2>"$CT_TMP/e" >/dev/null
 ct_check "ctl ban past the bound: exit 3" "$?" 3
 ct_check_match "ctl ban past the bound: why" "$(cat "$CT_TMP/e")" 'cachet ctl ban: 503: 1 bans are active'
+# the lurker: a thread of its own, named, 10 nicer than the rest (the
+# workers go first); its pause is the config's, and a reload reaches it at
+# once, though it is asleep for its old pause (1 m: a lurker not woken by the
+# reload would drop the ban only a minute after its start)
+C4="$CT_TMP/lurker.conf"
+cat >"$C4" <<EOF
+listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
+admin = { listen = "127.0.0.1:0"; };
+backends = ( { address = "127.0.0.1:$OPORT"; } );
+cache = { ban_lurker_sleep = "1m"; };
+EOF
+ct_start lz "$CT_BIN/cachet" -c "$C4"
+LPORT=$(ct_wait_listen lz admin) || exit 1
+L="http://127.0.0.1:$LPORT"
+curl -s -o /dev/null -X POST --data-binary 'obj.url == "/nothing"' "$L/ban"
+bans_active() { curl -s "$L/bans" | grep -o '"bans_active":[0-9]*'; }
+ct_check "the ban waits for the lurker" "$(bans_active)" '"bans_active":1'
+LZ=$(ct_pid lz)
+lt=$(grep -l '^cachet-lurker$' /proc/"$LZ"/task/*/comm 2>/dev/null | head -1)
+ct_check_match "the lurker has a thread of its own" "$lt" '/task/[0-9]+/comm$'
+nice_of() { sed 's/.*) //' "$1/stat" 2>/dev/null | awk '{ print $17 }'; }
+main_nice=$(nice_of "/proc/$LZ")
+ct_check "10 nicer than the main thread" "$(nice_of "${lt%/comm}")" "$((main_nice + 10 > 19 ? 19 : main_nice + 10))"
+sed -i 's/ban_lurker_sleep = "1m"/ban_lurker_sleep = "10ms"/' "$C4"
+t0=$SECONDS
+kill -HUP "$LZ"
+bans_dropped() { [ "$(bans_active)" = '"bans_active":0' ]; }
+ct_wait_until 90 bans_dropped
+# (ct_wait_until counts polls, not seconds: the clock tells how long it took)
+ct_check "reloaded to 10ms: the lurker drops the ban at once" "$?:$(( SECONDS - t0 < 30 ))" 0:1
 # beyond loopback: refused without a token, with FILE:LINE; accepted with one
 C3="$CT_TMP/wide.conf"
 printf 'listen = ( { kind = "http"; address = "127.0.0.1:0"; } );\nbackends = ( { address = "127.0.0.1:%s"; } );\nadmin = { listen = "0.0.0.0:0"; };\n' "$OPORT" >"$C3"
