@@ -591,7 +591,7 @@ unsigned ct_ops_bans(struct ct_ops *ops, struct ct_stats_out *body)
  * (it may be asleep for the old, long pause). Idle (no ban), the thread
  * looks every ban_lurker_sleep as the main thread's timer did: a new ban
  * waits for at most that, and an operator can slow the lurker down to
- * nothing. */
+ * nothing. The same timer gives the store a reloaded cache.max_bans. */
 #define LURKER_NICE 10
 
 struct lurker {
@@ -604,6 +604,7 @@ struct lurker {
     pthread_cond_t cond; /* CLOCK_MONOTONIC */
     bool stop, changed;  /* mtx */
     bool thread_started; /* main thread */
+    unsigned max_bans;   /* main thread: the bound last given to the store */
     _Atomic unsigned batch;
     _Atomic uint64_t sleep_ms;
 };
@@ -665,12 +666,17 @@ static void *lurker_main(void *arg)
     return NULL;
 }
 
-/* Main thread, each second: the lurker's settings from the current config. */
+/* Main thread, each second: the ban settings of the current config (the
+ * bound on bans too: the store was made with the first config's). */
 static void on_lurk_conf(evutil_socket_t fd, short what, void *arg)
 {
     struct lurker *lk = arg;
     CT_CHECK_OBJ(lk, LURKER_MAGIC);
     const struct ct_conf_cache *cc = &lk->ops->px->cf->cache;
+    if (cc->max_bans != lk->max_bans) {
+        ct_cache_ban_set_max(lk->cache, cc->max_bans);
+        lk->max_bans = cc->max_bans;
+    }
     if (atomic_load_explicit(&lk->batch, memory_order_relaxed) == cc->ban_lurker_batch &&
         atomic_load_explicit(&lk->sleep_ms, memory_order_relaxed) == cc->ban_lurker_sleep_ms)
         return;

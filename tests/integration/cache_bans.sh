@@ -176,7 +176,7 @@ cat >"$C4" <<EOF
 listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
 admin = { listen = "127.0.0.1:0"; };
 backends = ( { address = "127.0.0.1:$OPORT"; } );
-cache = { ban_lurker_sleep = "1m"; };
+cache = { ban_lurker_sleep = "1m"; max_bans = 1; };
 EOF
 ct_start lz "$CT_BIN/cachet" -c "$C4"
 LPORT=$(ct_wait_listen lz admin) || exit 1
@@ -190,6 +190,15 @@ ct_check_match "the lurker has a thread of its own" "$lt" '/task/[0-9]+/comm$'
 nice_of() { sed 's/.*) //' "$1/stat" 2>/dev/null | awk '{ print $17 }'; }
 main_nice=$(nice_of "/proc/$LZ")
 ct_check "10 nicer than the main thread" "$(nice_of "${lt%/comm}")" "$((main_nice + 10 > 19 ? 19 : main_nice + 10))"
+# a reload applies cache.max_bans too (within the second)
+ban_code() { curl -s -o /dev/null -w '%{http_code}' -X POST --data-binary "obj.url == \"/$1\"" "$L/ban"; }
+ct_check "max_bans = 1: a second ban refused" "$(ban_code b)" 503
+sed -i 's/max_bans = 1;/max_bans = 2;/' "$C4"
+t0=$SECONDS
+kill -HUP "$LZ"
+second_taken() { [ "$(ban_code c)" = 200 ]; }
+ct_wait_until 90 second_taken
+ct_check "reloaded to max_bans = 2: a second ban taken" "$?:$(( SECONDS - t0 < 30 ))" 0:1
 sed -i 's/ban_lurker_sleep = "1m"/ban_lurker_sleep = "10ms"/' "$C4"
 t0=$SECONDS
 kill -HUP "$LZ"
