@@ -110,7 +110,7 @@ ct_check_match "ctl ban: prints the answer" "$out" '^\{"id":[0-9]+,"soft":false,
 ct_check_match "ctl ban: the object is gone" "$(cstatus "$(url 200 ctl-a imgy)")" 'miss; stored'
 err=$("${CTL[@]}" ban --admin "127.0.0.1:$APORT" 'obj.url ^= ' 2>&1 >/dev/null)
 ct_check "ctl ban of a bad expression: exit 3" "$?" 3
-ct_check "ctl ban: the reason" "$err" 'cachet ctl ban: 400: column 11: expected a \"quoted\" value'
+ct_check "ctl ban: the reason, unescaped" "$err" 'cachet ctl ban: 400: column 11: expected a "quoted" value'
 "${CTL[@]}" ban >/dev/null 2>&1
 ct_check "ctl ban without an expression: exit 2" "$?" 2
 curl -s -o /dev/null "$P/gen?size=10&$MA&k=ctl&hdr=$(enc 'Surrogate-Key: ctl-tag')"
