@@ -206,6 +206,11 @@ bans_dropped() { [ "$(bans_active)" = '"bans_active":0' ]; }
 ct_wait_until 90 bans_dropped
 # (ct_wait_until counts polls, not seconds: the clock tells how long it took)
 ct_check "reloaded to 10ms: the lurker drops the ban at once" "$?:$(( SECONDS - t0 < 30 ))" 0:1
+# cachet -T says an inline token is set, never what it is
+printf 'listen = ( { kind = "http"; address = "127.0.0.1:0"; } );\nbackends = ( { address = "127.0.0.1:%s"; } );\nadmin = { listen = "127.0.0.1:0"; token = "0123456789abcdef-inline"; };\n' "$OPORT" >"$CT_TMP/inline.conf"
+dump=$("$CT_BIN/cachet" -T -c "$CT_TMP/inline.conf")
+ct_check_match "cachet -T: an inline admin.token is said to be set" "$dump" '# token = \(set; not shown\);'
+ct_check "cachet -T: never the token itself" "$(grep -c 0123456789abcdef-inline <<<"$dump")" 0
 # beyond loopback: refused without a token, with FILE:LINE; accepted with one
 C3="$CT_TMP/wide.conf"
 printf 'listen = ( { kind = "http"; address = "127.0.0.1:0"; } );\nbackends = ( { address = "127.0.0.1:%s"; } );\nadmin = { listen = "0.0.0.0:0"; };\n' "$OPORT" >"$C3"
