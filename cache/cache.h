@@ -362,6 +362,10 @@ struct ct_cache_ban_info {
 
 /* Call FN for every active ban, newest first, under the ban lock (FN must not
  * call into the cache). Returns the number of bans. */
+/* Change the bound on active bans (a reload): bans already active stay, and
+ * ct_cache_ban_add refuses while at least MAX_BANS (1..; 0: 1000) are. */
+void ct_cache_ban_set_max(struct ct_cache *cache, unsigned max_bans);
+
 size_t ct_cache_ban_each(struct ct_cache *cache,
                          void (*fn)(const struct ct_cache_ban_info *ban, void *arg), void *arg);
 

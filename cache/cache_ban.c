@@ -430,6 +430,15 @@ int ct_cache_ban_add(struct ct_cache *cache, const char *expr, size_t len, bool 
     return CT_OK;
 }
 
+void ct_cache_ban_set_max(struct ct_cache *cache, unsigned max_bans)
+{
+    CT_CHECK_OBJ(cache, CT_CACHE_MAGIC);
+    struct ct_cache_bans *bs = cache->bans;
+    pthread_rwlock_wrlock(&bs->lock); /* ct_cache_ban_add reads it under this lock */
+    cache->cfg.max_bans = max_bans ? max_bans : 1000;
+    pthread_rwlock_unlock(&bs->lock);
+}
+
 size_t ct_cache_ban_each(struct ct_cache *cache,
                          void (*fn)(const struct ct_cache_ban_info *ban, void *arg), void *arg)
 {

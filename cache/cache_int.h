@@ -246,6 +246,29 @@ static inline void ct_cache_table_prefetch(struct ct_cache_shard *sh, uint64_t h
     __builtin_prefetch(&slots[hash & (n - 1)]);
 }
 
+/* Ask for OBJ's struct and the start of its key (a purge, a few objects
+ * ahead). Any thread, no lock: OBJ must be referenced. */
+static inline void ct_cache_obj_prefetch(const struct ct_obj *obj)
+{
+    for (size_t off = 0; off < sizeof(struct ct_obj) + 64; off += 64)
+        __builtin_prefetch((const char *)obj + off, 1);
+}
+
+/* Ask for what unlinking OBJ will touch besides its own lines: its queue
+ * neighbours, its links array (cache_tags.c) and its first segment (freed
+ * with it). Any thread, no lock: OBJ must be referenced, so its fields are
+ * memory we may read; they may change meanwhile (relaxed loads: a hint
+ * only, and a prefetch of memory freed since never faults). */
+static inline void ct_cache_obj_prefetch_unlink(const struct ct_obj *obj)
+{
+    __builtin_prefetch(__atomic_load_n(&obj->qlink.prev, __ATOMIC_RELAXED), 1);
+    __builtin_prefetch(__atomic_load_n(&obj->qlink.next, __ATOMIC_RELAXED), 1);
+    const char *ls = (const char *)__atomic_load_n(&obj->links, __ATOMIC_RELAXED);
+    for (size_t off = 0; ls && off < 384; off += 64) /* ten links: 328 bytes */
+        __builtin_prefetch(ls + off, 1);
+    __builtin_prefetch(__atomic_load_n(&obj->seg_first, __ATOMIC_RELAXED), 1);
+}
+
 /* The object struct with its key: what a lookup reserves to create one. */
 static inline size_t ct_cache_obj_base_size(size_t key_len)
 {

@@ -59,7 +59,9 @@ static size_t index_of_key(const struct ct_cache_shard *sh, const struct ct_obj 
     for (size_t n = 0; n < sh->nslots; n++, i = (i + 1) & mask) {
         uint64_t s = sh->slots[i];
         CT_ASSERT(s != 0);
-        if ((s >> TAG_SHIFT) == tag && ct_cache_obj_has_key(slot_obj(s), &key))
+        /* OBJ itself is the head in most cases: no key compare then */
+        if (slot_obj(s) == obj ||
+            ((s >> TAG_SHIFT) == tag && ct_cache_obj_has_key(slot_obj(s), &key)))
             return i;
     }
     CT_ASSERT(!"linked object's key not in its table");

@@ -163,6 +163,12 @@ static void dump_section(const struct ct_conf_section *sec, const void *base, in
         const struct ct_conf_row *r = &sec->rows[i];
         if (sec->why_not && sec->why_not(r->name, base))
             continue;
+        if ((r->flags & CT_ROW_SECRET) && *(char *const *)((const char *)base + r->off)) {
+            /* the output is shown and pasted around: a comment, so that a
+             * file made from it fails loudly (no token) rather than carry it */
+            fprintf(fp, "%*s# %s = (set; not shown);\n", indent, "", r->name);
+            continue;
+        }
         if (r->departs && !is_default(r, base))
             fprintf(fp, "%*s# departs from %s\n", indent, "", r->departs);
         fprintf(fp, "%*s%s = ", indent, "", r->name);

@@ -43,6 +43,7 @@ enum ct_row_type {
 #define CT_ROW_OFF 0x4u      /* DUR/ADDR: "off" means 0 / no address */
 #define CT_ROW_FIELDS 0x8u   /* STRLIST: header field names (tokens), not server names */
 #define CT_ROW_WORDS 0x10u   /* STRLIST: words named in the help (checked by conf_check.c) */
+#define CT_ROW_SECRET 0x20u  /* OPTSTR: a secret; `cachet -T` says it is set, never what it is */
 
 struct ct_conf_enum {
     const char *name;

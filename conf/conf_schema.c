@@ -38,6 +38,8 @@
 #define ROW_STR(T, key, f, fl, d, h)                                                          \
     {.name = key, .type = CT_ROW_STR, .flags = fl, FLD(T, f), .def = d, .help = h}
 #define ROW_OPTSTR(T, key, f, d, h) {.name = key, .type = CT_ROW_OPTSTR, FLD(T, f), .def = d, .help = h}
+#define ROW_OPTSTR_F(T, key, f, fl, d, h)                                                          \
+    {.name = key, .type = CT_ROW_OPTSTR, FLD(T, f), .flags = fl, .def = d, .help = h}
 #define ROW_ENUM(T, key, f, fl, e, d, h)                                                      \
     {.name = key, .type = CT_ROW_ENUM, .flags = fl, FLD(T, f), .enums = e, .def = d, .help = h}
 #define ROW_ADDR(T, key, f, fl, d, h)                                                         \
@@ -354,7 +356,7 @@ static const struct ct_conf_row admin_rows[] = {
     ROW_ADDR(T, "listen", addr, CT_ROW_OFF, Q("127.0.0.1:8082"),
              "Admin listener (`/stats`, `/metrics`, purge, bans) `IP:PORT`, or `off`. Beyond "
              "loopback only with a token."),
-    ROW_OPTSTR(T, "token", token, Q("off"),
+    ROW_OPTSTR_F(T, "token", token, CT_ROW_SECRET, Q("off"),
                "Bearer token every admin request but `GET /` must carry (`Authorization: "
                "Bearer TOKEN`, compared in constant time); 16 to 256 visible ASCII characters, "
                "or `off`. Prefer `token_file`."),

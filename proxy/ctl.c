@@ -724,14 +724,14 @@ static int send_cmd(const char *cmd, const struct target *t, const char *method,
     if (rc == 0) {
         fputs(resp, stdout);
     } else {
-        /* {"error":"..."}: the reason alone reads better in a terminal */
+        /* {"error":"..."}: the reason alone, its JSON escapes decoded, reads
+         * better in a terminal */
         const char *e = strstr(resp, "\"error\":\"");
-        if (e) {
-            e += 9;
-            size_t n = strcspn(e, "\"");
-            while (n && e[n - 1] == '\\') /* an escaped quote inside the reason */
-                n += 1 + strcspn(e + n + 1, "\"");
-            fprintf(stderr, "cachet ctl %s: %u: %.*s\n", cmd, status, (int)n, e);
+        char reason[512];
+        size_t n = 0;
+        struct jp j = {.p = e ? e + 8 : NULL, .end = resp + strlen(resp)};
+        if (e && jstring(&j, reason, sizeof(reason), &n)) {
+            fprintf(stderr, "cachet ctl %s: %u: %.*s\n", cmd, status, (int)n, reason);
         } else {
             fprintf(stderr, "cachet ctl %s: %u: %s", cmd, status, resp);
         }

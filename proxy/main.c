@@ -250,6 +250,8 @@ out:
         log_totals(&px);
     for (unsigned i = 0; i < px.nworkers; i++)
         ct_worker_join_free(&px.workers[i]);
+    if (px.ops)
+        ct_ops_stop_lurker(px.ops); /* its thread walks the cache */
     ct_cache_free(&px.cache); /* after the workers: their buffers held references */
     for (int i = 0; i < 2; i++)
         if (sigs[i])

@@ -13,9 +13,13 @@
 #include <event2/event.h>
 #include <netdb.h>
 #include <openssl/ssl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "cache/cache.h"
 #include "common/log.h"
@@ -169,7 +173,8 @@ void ct_ops_free(struct ct_ops **opsp)
     ct_ops_events_free(ops);
     ct_ops_admin_close(ops);
     ct_health_free(&ops->health);
-    struct event *evs[] = {ops->sig_hup, ops->sig_usr1, ops->alog_timer, ops->lurk_timer};
+    ct_ops_stop_lurker(ops); /* if main did not already */
+    struct event *evs[] = {ops->sig_hup, ops->sig_usr1, ops->alog_timer};
     for (size_t i = 0; i < CT_ARRAY_LEN(evs); i++)
         if (evs[i])
             event_free(evs[i]);
@@ -397,13 +402,23 @@ static unsigned purge_body(struct ct_stats_out *body, unsigned status, const cha
     return status;
 }
 
+/* This thread's CPU time, ms: what a purge cost the admin thread (its wall
+ * time also counts the time the scheduler gave to others). */
+static double thread_cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 /* POST /purge?tag=T[&tag=U...]: every object tagged exactly T, U... */
 static unsigned purge_tags(struct ct_ops *ops, struct ct_str query, enum ct_cache_purge mode,
                            struct ct_stats_out *body)
 {
     char val[CT_CACHE_TAG_MAX_LEN + 2]; /* query_param keeps one byte free */
     size_t n = 0, ntags = 0;
-    ct_time_t now = ct_time_real();
+    ct_time_t now = ct_time_real(), t0 = ct_time_mono();
+    double cpu0 = thread_cpu_ms();
     for (size_t i = 0; i < query.len;) {
         const char *amp = memchr(query.p + i, '&', query.len - i);
         size_t end = amp ? (size_t)(amp - query.p) : query.len;
@@ -416,8 +431,9 @@ static unsigned purge_tags(struct ct_ops *ops, struct ct_str query, enum ct_cach
         n += ct_cache_purge_tag(ops->cache, tag, mode, now);
         ntags++;
     }
-    CT_INFO("admin: purge%s of %zu tags: %zu objects", mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "",
-            ntags, n);
+    CT_INFO("admin: purge%s of %zu tags: %zu objects in %.1f ms (%.1f ms CPU)",
+            mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "", ntags, n, (ct_time_mono() - t0) * 1e3,
+            thread_cpu_ms() - cpu0);
     return purge_body(body, n ? 200 : 404, NULL, n);
 }
 
@@ -547,24 +563,169 @@ unsigned ct_ops_bans(struct ct_ops *ops, struct ct_stats_out *body)
     return 200;
 }
 
-/* The lurker: one slice of cache.ban_lurker_batch objects per tick, on the
- * main thread; idle (one relaxed load per tick) while no ban is active. */
-static void on_lurk(evutil_socket_t fd, short what, void *arg)
+/* ---- the ban lurker (issue 16) ---------------------------------------------------- */
+
+/* Its own thread, so the walk never delays the admin listener, and at a low
+ * priority with short slices, so it never delays a worker either: a slice
+ * of cache.ban_lurker_batch objects is worked in runs of
+ * CT_CACHE_BAN_LURK_RUN (one shard lock hold each, ~0.1 ms) with a
+ * sched_yield() between runs, then the thread sleeps ban_lurker_sleep.
+ * On the main thread (where it ran before) each 1000-object slice took the
+ * CPU for milliseconds at a time from the worker sharing its core.
+ *
+ * Nice +10 (weight 110 against a worker's 1024): beside a worker that keeps
+ * its core busy the lurker still gets about a tenth of it (a walk of 1 M
+ * objects then takes seconds, not minutes), and the scheduler preempts it
+ * as soon as the worker wakes. Not SCHED_IDLE: a lurker preempted while
+ * holding a shard lock would wait for an idle core (never, on a loaded
+ * machine) while the worker waits for the lock.
+ *
+ * Settings: a reload changes cache.ban_lurker_batch / _sleep on the main
+ * thread's config, which this thread must not read; a 1 s timer on the main
+ * thread copies them into atomics and wakes the thread when they changed
+ * (it may be asleep for the old, long pause). Idle (no ban), the thread
+ * looks every ban_lurker_sleep as the main thread's timer did: a new ban
+ * waits for at most that, and an operator can slow the lurker down to
+ * nothing. The same timer gives the store a reloaded cache.max_bans. */
+#define LURKER_NICE 10
+
+struct lurker {
+    unsigned magic;
+#define LURKER_MAGIC 0x1a2ce7e5u
+    struct ct_ops *ops;
+    struct ct_cache *cache;
+    pthread_t thread;
+    pthread_mutex_t mtx;
+    pthread_cond_t cond; /* CLOCK_MONOTONIC */
+    bool stop, changed;  /* mtx */
+    bool thread_started; /* main thread */
+    unsigned max_bans;   /* main thread: the bound last given to the store */
+    _Atomic unsigned batch;
+    _Atomic uint64_t sleep_ms;
+};
+
+static struct lurker *lurker_of(const struct ct_ops *ops)
 {
-    struct ct_ops *ops = arg;
-    CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
-    const struct ct_conf_cache *cc = &ops->px->cf->cache;
-    if (ops->cache)
-        ct_cache_ban_lurk(ops->cache, ct_time_real(), cc->ban_lurker_batch);
-    uint64_t ms = cc->ban_lurker_sleep_ms; /* a reload may change it */
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
-    event_add(ops->lurk_timer, &tv);
+    if (ops->lurk_timer == NULL)
+        return NULL;
+    struct lurker *lk = event_get_callback_arg(ops->lurk_timer);
+    CT_CHECK_OBJ(lk, LURKER_MAGIC);
+    return lk;
+}
+
+/* Wait up to MS on LK's condition (mtx held); false once asked to stop. */
+static bool lurker_wait(struct lurker *lk, uint64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    while (!lk->stop && !lk->changed)
+        if (pthread_cond_timedwait(&lk->cond, &lk->mtx, &ts) != 0)
+            break; /* ETIMEDOUT */
+    lk->changed = false;
+    return !lk->stop;
+}
+
+static void *lurker_main(void *arg)
+{
+    struct lurker *lk = arg;
+    CT_CHECK_OBJ(lk, LURKER_MAGIC);
+    /* per thread on Linux: a nice value is a property of the task; relative
+     * to the process's own (started under nice, it stays the nicer one) */
+    errno = 0;
+    int base = getpriority(PRIO_PROCESS, (id_t)gettid());
+    if (errno != 0 || setpriority(PRIO_PROCESS, (id_t)gettid(), CT_MIN(base + LURKER_NICE, 19)) != 0)
+        CT_DEBUG("ban lurker: cannot lower its priority: %s", strerror(errno));
+    pthread_mutex_lock(&lk->mtx);
+    for (;;) {
+        pthread_mutex_unlock(&lk->mtx);
+        size_t batch = atomic_load_explicit(&lk->batch, memory_order_relaxed);
+        for (size_t done = 0; done < batch;) {
+            size_t run = CT_MIN(batch - done, (size_t)CT_CACHE_BAN_LURK_RUN);
+            size_t n = ct_cache_ban_lurk(lk->cache, ct_time_real(), run);
+            if (n == 0)
+                break; /* no ban, or the walk ended (the ban dropped) */
+            done += n;
+            sched_yield(); /* a runnable worker goes first */
+        }
+        pthread_mutex_lock(&lk->mtx);
+        if (!lurker_wait(lk, atomic_load_explicit(&lk->sleep_ms, memory_order_relaxed)))
+            break;
+    }
+    pthread_mutex_unlock(&lk->mtx);
+    return NULL;
+}
+
+/* Main thread, each second: the ban settings of the current config (the
+ * bound on bans too: the store was made with the first config's). */
+static void on_lurk_conf(evutil_socket_t fd, short what, void *arg)
+{
+    struct lurker *lk = arg;
+    CT_CHECK_OBJ(lk, LURKER_MAGIC);
+    const struct ct_conf_cache *cc = &lk->ops->px->cf->cache;
+    if (cc->max_bans != lk->max_bans) {
+        ct_cache_ban_set_max(lk->cache, cc->max_bans);
+        lk->max_bans = cc->max_bans;
+    }
+    if (atomic_load_explicit(&lk->batch, memory_order_relaxed) == cc->ban_lurker_batch &&
+        atomic_load_explicit(&lk->sleep_ms, memory_order_relaxed) == cc->ban_lurker_sleep_ms)
+        return;
+    atomic_store_explicit(&lk->batch, cc->ban_lurker_batch, memory_order_relaxed);
+    atomic_store_explicit(&lk->sleep_ms, cc->ban_lurker_sleep_ms, memory_order_relaxed);
+    pthread_mutex_lock(&lk->mtx);
+    lk->changed = true;
+    pthread_cond_signal(&lk->cond);
+    pthread_mutex_unlock(&lk->mtx);
 }
 
 void ct_ops_start_lurker(struct ct_ops *ops)
 {
     if (ops->cache == NULL)
         return;
-    ops->lurk_timer = event_new(ops->px->main_base, -1, 0, on_lurk, ops);
-    on_lurk(-1, 0, ops);
+    struct lurker *lk = ct_xcalloc(1, sizeof(*lk));
+    lk->magic = LURKER_MAGIC;
+    lk->ops = ops;
+    lk->cache = ops->cache;
+    pthread_condattr_t ca;
+    CT_ASSERT(pthread_condattr_init(&ca) == 0);
+    CT_ASSERT(pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0);
+    CT_ASSERT(pthread_cond_init(&lk->cond, &ca) == 0);
+    pthread_condattr_destroy(&ca);
+    CT_ASSERT(pthread_mutex_init(&lk->mtx, NULL) == 0);
+    on_lurk_conf(-1, 0, lk);
+    ops->lurk_timer = event_new(ops->px->main_base, -1, EV_PERSIST, on_lurk_conf, lk);
+    event_add(ops->lurk_timer, &(struct timeval){1, 0});
+    if (pthread_create(&lk->thread, NULL, lurker_main, lk) != 0) {
+        /* bans still work (at lookup), they are just never dropped */
+        CT_ERR("ban lurker: cannot start its thread: %s", strerror(errno));
+        ct_ops_stop_lurker(ops);
+        return;
+    }
+    pthread_setname_np(lk->thread, "cachet-lurker");
+    lk->thread_started = true;
+}
+
+void ct_ops_stop_lurker(struct ct_ops *ops)
+{
+    struct lurker *lk = lurker_of(ops);
+    if (lk == NULL)
+        return;
+    if (lk->thread_started) {
+        pthread_mutex_lock(&lk->mtx);
+        lk->stop = true;
+        pthread_cond_signal(&lk->cond);
+        pthread_mutex_unlock(&lk->mtx);
+        pthread_join(lk->thread, NULL);
+    }
+    event_free(ops->lurk_timer);
+    ops->lurk_timer = NULL;
+    pthread_cond_destroy(&lk->cond);
+    pthread_mutex_destroy(&lk->mtx);
+    lk->magic = 0;
+    free(lk);
 }

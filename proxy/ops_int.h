@@ -38,7 +38,8 @@ struct ct_ops {
     struct ct_reload *rl;          /* reload.c state; NULL before the first SIGHUP */
     struct ct_stats_reload reload; /* reload outcomes, for /stats */
     struct ct_ops_events *events;  /* GET /events streams (ops_events.c); NULL: none yet */
-    struct event *lurk_timer;      /* the ban lurker's slices (ops.c); NULL: no cache */
+    struct event *lurk_timer;      /* the ban lurker's settings timer; its arg is the
+                                      lurker (ops.c); NULL: no lurker */
 };
 
 /* admin.c */
@@ -58,8 +59,10 @@ unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_o
 unsigned ct_ops_ban(struct ct_ops *ops, struct ct_str query, struct ct_str expr,
                     struct ct_stats_out *body);
 unsigned ct_ops_bans(struct ct_ops *ops, struct ct_stats_out *body);
-/* ops.c: start the ban lurker's timer (main thread; after the cache is set). */
+/* ops.c: the ban lurker's thread (main thread: start after the cache is
+ * set, stop before it is freed; stopping twice is harmless). */
 void ct_ops_start_lurker(struct ct_ops *ops);
+void ct_ops_stop_lurker(struct ct_ops *ops);
 /* reload.c: SIGHUP. Configurations replaced by a reload are kept until
  * ct_reload_free_retired() (exit), when no worker can still read them. */
 void ct_ops_reload(struct ct_ops *ops);

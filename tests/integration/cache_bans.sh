@@ -110,7 +110,7 @@ ct_check_match "ctl ban: prints the answer" "$out" '^\{"id":[0-9]+,"soft":false,
 ct_check_match "ctl ban: the object is gone" "$(cstatus "$(url 200 ctl-a imgy)")" 'miss; stored'
 err=$("${CTL[@]}" ban --admin "127.0.0.1:$APORT" 'obj.url ^= ' 2>&1 >/dev/null)
 ct_check "ctl ban of a bad expression: exit 3" "$?" 3
-ct_check "ctl ban: the reason" "$err" 'cachet ctl ban: 400: column 11: expected a \"quoted\" value'
+ct_check "ctl ban: the reason, unescaped" "$err" 'cachet ctl ban: 400: column 11: expected a "quoted" value'
 "${CTL[@]}" ban >/dev/null 2>&1
 ct_check "ctl ban without an expression: exit 2" "$?" 2
 curl -s -o /dev/null "$P/gen?size=10&$MA&k=ctl&hdr=$(enc 'Surrogate-Key: ctl-tag')"
@@ -167,6 +167,50 @@ ct_check_match "and why" "$(cat "$CT_TMP/e")" '1 bans are active, the most cache
 "${CTL[@]}" ban -c "$CT_TMP/ctl.conf" 'obj.url == "/y"' 2>"$CT_TMP/e" >/dev/null
 ct_check "ctl ban past the bound: exit 3" "$?" 3
 ct_check_match "ctl ban past the bound: why" "$(cat "$CT_TMP/e")" 'cachet ctl ban: 503: 1 bans are active'
+# the lurker: a thread of its own, named, 10 nicer than the rest (the
+# workers go first); its pause is the config's, and a reload reaches it at
+# once, though it is asleep for its old pause (1 m: a lurker not woken by the
+# reload would drop the ban only a minute after its start)
+C4="$CT_TMP/lurker.conf"
+cat >"$C4" <<EOF
+listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
+admin = { listen = "127.0.0.1:0"; };
+backends = ( { address = "127.0.0.1:$OPORT"; } );
+cache = { ban_lurker_sleep = "1m"; max_bans = 1; };
+EOF
+ct_start lz "$CT_BIN/cachet" -c "$C4"
+LPORT=$(ct_wait_listen lz admin) || exit 1
+L="http://127.0.0.1:$LPORT"
+curl -s -o /dev/null -X POST --data-binary 'obj.url == "/nothing"' "$L/ban"
+bans_active() { curl -s "$L/bans" | grep -o '"bans_active":[0-9]*'; }
+ct_check "the ban waits for the lurker" "$(bans_active)" '"bans_active":1'
+LZ=$(ct_pid lz)
+lt=$(grep -l '^cachet-lurker$' /proc/"$LZ"/task/*/comm 2>/dev/null | head -1)
+ct_check_match "the lurker has a thread of its own" "$lt" '/task/[0-9]+/comm$'
+nice_of() { sed 's/.*) //' "$1/stat" 2>/dev/null | awk '{ print $17 }'; }
+main_nice=$(nice_of "/proc/$LZ")
+ct_check "10 nicer than the main thread" "$(nice_of "${lt%/comm}")" "$((main_nice + 10 > 19 ? 19 : main_nice + 10))"
+# a reload applies cache.max_bans too (within the second)
+ban_code() { curl -s -o /dev/null -w '%{http_code}' -X POST --data-binary "obj.url == \"/$1\"" "$L/ban"; }
+ct_check "max_bans = 1: a second ban refused" "$(ban_code b)" 503
+sed -i 's/max_bans = 1;/max_bans = 2;/' "$C4"
+t0=$SECONDS
+kill -HUP "$LZ"
+second_taken() { [ "$(ban_code c)" = 200 ]; }
+ct_wait_until 90 second_taken
+ct_check "reloaded to max_bans = 2: a second ban taken" "$?:$(( SECONDS - t0 < 30 ))" 0:1
+sed -i 's/ban_lurker_sleep = "1m"/ban_lurker_sleep = "10ms"/' "$C4"
+t0=$SECONDS
+kill -HUP "$LZ"
+bans_dropped() { [ "$(bans_active)" = '"bans_active":0' ]; }
+ct_wait_until 90 bans_dropped
+# (ct_wait_until counts polls, not seconds: the clock tells how long it took)
+ct_check "reloaded to 10ms: the lurker drops the ban at once" "$?:$(( SECONDS - t0 < 30 ))" 0:1
+# cachet -T says an inline token is set, never what it is
+printf 'listen = ( { kind = "http"; address = "127.0.0.1:0"; } );\nbackends = ( { address = "127.0.0.1:%s"; } );\nadmin = { listen = "127.0.0.1:0"; token = "0123456789abcdef-inline"; };\n' "$OPORT" >"$CT_TMP/inline.conf"
+dump=$("$CT_BIN/cachet" -T -c "$CT_TMP/inline.conf")
+ct_check_match "cachet -T: an inline admin.token is said to be set" "$dump" '# token = \(set; not shown\);'
+ct_check "cachet -T: never the token itself" "$(grep -c 0123456789abcdef-inline <<<"$dump")" 0
 # beyond loopback: refused without a token, with FILE:LINE; accepted with one
 C3="$CT_TMP/wide.conf"
 printf 'listen = ( { kind = "http"; address = "127.0.0.1:0"; } );\nbackends = ( { address = "127.0.0.1:%s"; } );\nadmin = { listen = "0.0.0.0:0"; };\n' "$OPORT" >"$C3"

@@ -34,6 +34,8 @@ ct_check_match "/stats: the index" "$(curl -s "$A/stats")" '"tags":4,"tag_links"
 # ---- purge by tag, admin: exact bytes (Product-1 is another tag)
 out=$(curl -s -X POST "$A/purge?tag=prod-1")
 ct_check "admin purge ?tag=prod-1: two objects" "$out" '{"purged":2}'
+ct_check_match "the log says what the purge cost the admin thread" \
+    "$(grep 'admin: purge of 1 tags' "$CT_TMP/proxy.err")" 'purge of 1 tags: 2 objects in [0-9.]+ ms \([0-9.]+ ms CPU\)$'
 ct_check_match "prod-1 (Surrogate-Key) purged" "$(cstatus "$U1")" 'fwd=[a-z-]*miss; stored'
 ct_check_match "prod-1 (xkey) purged" "$(cstatus "$U3")" 'fwd=[a-z-]*miss; stored'
 ct_check_match "Product-1 untouched" "$(cstatus "$U2")" '^cachet; hit;'
