@@ -196,9 +196,12 @@ static void retire(struct ct_ops *ops, int kind, void *p, unsigned gen)
         event_add(rl->sweep_timer, &(struct timeval){0, RETIRE_SWEEP_MS * 1000});
 }
 
-/* The oldest generation some worker may still use. */
+/* The oldest generation some worker may still use (0 without
+ * ct_reload_init(): nobody counts, so nothing is known to be free). */
 static unsigned quiet_gen(const struct ct_reload *rl)
 {
+    if (rl->quiet == NULL)
+        return 0;
     unsigned q = rl->generation;
     for (unsigned i = 0; i < rl->nquiet; i++) {
         unsigned g = atomic_load_explicit(&rl->quiet[i].quiet, memory_order_acquire);
