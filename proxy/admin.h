@@ -61,6 +61,10 @@ void ct_ops_upstream(struct ct_req *r, enum ct_stats_be what);
 /* SIGHUP, on W's thread (its wake pipe said 'r'): switch to the configuration
  * the main thread prepared (proxy/reload.c). */
 void ct_reload_worker_apply(struct ct_worker *w);
+/* On W's thread, after a client closed and was freed: client CONN_ID may
+ * have been the last one using a configuration or listener a reload
+ * replaced (proxy/reload.c frees them once no worker can reach them). */
+void ct_reload_conn_gone(struct ct_worker *w, uint64_t conn_id);
 
 /* Active health state of backend I of PX (true when checks are off). Main
  * thread (px->backends changes with a reload). */

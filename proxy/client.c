@@ -296,6 +296,7 @@ static void client_free(struct ct_client *c)
 static void client_close(struct ct_client *c, enum ct_close why)
 {
     struct ct_worker *w = c->w;
+    uint64_t id = c->id; /* for ct_reload_conn_gone, after the free */
     if (!c->failed)
         c->why = why;
     ct_ops_conn_close(c);
@@ -309,6 +310,7 @@ static void client_close(struct ct_client *c, enum ct_close why)
     c->state = CT_CS_CLOSED;
     client_free(c);
     ct_worker_conn_closed(w);
+    ct_reload_conn_gone(w, id); /* it no longer holds its configuration or listener */
 }
 
 void ct_client_abort(struct ct_client *c)

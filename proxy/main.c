@@ -231,6 +231,7 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
     if (ct_ops_new(&px) == NULL) /* admin listener, access log, SIGHUP/SIGUSR1 */
         goto out;
     px.cache = ct_cache_from_conf(cf);
+    ct_reload_init(px.ops, n);
     if (start_workers(&px, n) != CT_OK) {
         for (unsigned i = 0; i < px.nworkers; i++)
             if (px.workers[i] && px.workers[i]->started)

@@ -63,10 +63,13 @@ unsigned ct_ops_bans(struct ct_ops *ops, struct ct_stats_out *body);
  * set, stop before it is freed; stopping twice is harmless). */
 void ct_ops_start_lurker(struct ct_ops *ops);
 void ct_ops_stop_lurker(struct ct_ops *ops);
-/* reload.c: SIGHUP. Configurations replaced by a reload are kept until
- * ct_reload_free_retired() (exit), when no worker can still read them. */
+/* reload.c: SIGHUP. What a reload replaced is freed once no connection can
+ * use it any more; ct_reload_free_retired() frees the rest at exit. */
 void ct_ops_reload(struct ct_ops *ops);
 void ct_reload_free_retired(struct ct_ops *ops);
+/* Before the NWORKERS workers start (main thread): the state workers read
+ * when their clients close (ct_reload_conn_gone). */
+void ct_reload_init(struct ct_ops *ops, unsigned nworkers);
 /* Add the handshakes of the TLS contexts reloads created to FULL and RESUMED;
  * returns true if there is any such context. */
 bool ct_reload_tls_stats(const struct ct_ops *ops, uint64_t *full, uint64_t *resumed);

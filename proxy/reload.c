@@ -32,11 +32,24 @@
  *   6. A 10 ms timer waits until every worker has switched, then announces
  *      the added listeners ("listening on KIND ADDR:PORT") and logs the end.
  *
- * Lifetimes: clients keep pointers to their listener's struct and workers to
- * the configuration they ran on, upstreams to their backend's object, so
- * replaced configurations, listener structs and backend arrays are kept
- * until exit (a few KiB per reload) and freed by
- * ct_reload_free_retired() after the workers are gone.
+ * Retirement: what a reload replaces (the configuration, the listener
+ * structs with their TLS contexts, the backend array) is still read by the
+ * connections that were open when a worker switched: a client reads its
+ * listener struct, a request in flight the configuration it started on, a
+ * retired backend's upstreams its settings and shared object. So each is
+ * put on the retired list with the generation that replaced it, and freed
+ * by the main thread (sweep, every RETIRE_SWEEP_MS while the list is not
+ * empty) once every worker is quiet at that generation: it switched, and
+ * every client it had open then has closed. A worker counts those itself
+ * (struct rl_quiet, written by its thread only; client ids grow, so "open
+ * at the switch" is "id <= the fence"), and publishes the generation with a
+ * release store the sweep reads with acquire. Connections accepted after a
+ * switch only meet the new generation (the removed listeners were closed in
+ * the switch, after taking what was queued on them), so 1000 reloads keep
+ * what one keeps. Counters survive their objects: the handshakes of a freed
+ * TLS context and the counts of a freed backend array are added to their
+ * successors. The configuration and backend array main.c made at start are
+ * main.c's; ct_reload_free_retired() frees the rest at exit.
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -50,6 +63,7 @@
 #include "common/log.h"
 #include "conf/conf.h"
 #include "proxy/accesslog.h"
+#include "proxy/cache_int.h"
 #include "proxy/health.h"
 #include "proxy/ops_int.h"
 #include "proxy/proxy_int.h"
@@ -63,17 +77,49 @@ struct rl_listener {
     uint16_t port; /* as configured (0 = ephemeral) */
 };
 
+/* One worker's view of retirement. Written by its thread only; QUIET is
+ * read by the main thread's sweep. */
+struct rl_quiet {
+    uint64_t fence;    /* client ids up to this one were open at the last switch */
+    unsigned old_open; /* ... and this many of them still are */
+    unsigned target;   /* the generation of that switch */
+    _Atomic unsigned quiet; /* nothing older than this generation is in use here */
+};
+
+/* Something a reload replaced, freed once every worker is quiet at GEN. */
+struct rl_retired {
+    unsigned gen;
+    enum { RL_CONF, RL_LISTENER } kind;
+    void *p; /* struct ct_conf *, struct ct_listener_conf * */
+};
+
+/* A replaced backend array (N entries), in retirement order. */
+struct rl_old_backends {
+    struct ct_backend_addr *a;
+    size_t n;
+    unsigned gen;
+};
+
+#define RETIRE_SWEEP_MS 100
+
 struct ct_reload {
     unsigned magic;
 #define CT_RELOAD_MAGIC 0x7e10ad00u
     struct rl_listener *active;
     size_t nactive;
-    /* kept until exit */
+    /* made by reloads, freed when retired and quiet (or at exit) */
     struct ct_conf **confs;
     size_t nconfs;
     struct ct_listener_conf **lcs;
     size_t nlcs;
     unsigned generation;
+    struct rl_quiet *quiet; /* per worker id */
+    unsigned nquiet;
+    struct rl_retired *retired;
+    size_t nretired;
+    struct event *sweep_timer;
+    uint64_t tls_gone_full, tls_gone_resumed; /* handshakes of freed TLS contexts */
+    bool tls_gone;
     /* the reload being applied (read by workers after their 'r') */
     const struct ct_conf *next_cf;
     const struct ct_listener_conf **add;
@@ -94,11 +140,11 @@ struct ct_reload {
     struct evconnlistener *next_admin;
     char next_admin_name[80];
     /* a new backend set (NULL: same backends, new settings); workers switch
-     * to it; replaced arrays are kept until exit (retired upstreams and
-     * counter chains point into them) */
+     * to it; replaced arrays are retired (retired upstreams and counter
+     * chains point into them) */
     struct ct_backend_addr *next_backends;
     size_t next_nbackends;
-    struct ct_backend_addr **old_backends;
+    struct rl_old_backends *old_backends;
     size_t nold_backends;
 };
 
@@ -124,6 +170,150 @@ static struct ct_reload *reload_get(struct ct_ops *ops)
         rl_listener_set(&rl->active[rl->nactive++], &px->listeners[i], &px->cf->listeners[i]);
     ops->rl = rl;
     return rl;
+}
+
+void ct_reload_init(struct ct_ops *ops, unsigned nworkers)
+{
+    struct ct_reload *rl = reload_get(ops);
+    CT_ASSERT(rl->quiet == NULL);
+    rl->quiet = ct_xcalloc(nworkers + 1, sizeof(*rl->quiet));
+    rl->nquiet = nworkers;
+}
+
+/* ---- retirement ---------------------------------------------------------------- */
+
+static void on_sweep(evutil_socket_t fd, short what, void *arg);
+
+/* P (of KIND) was replaced by the reload to generation GEN. Main thread. */
+static void retire(struct ct_ops *ops, int kind, void *p, unsigned gen)
+{
+    struct ct_reload *rl = ops->rl;
+    rl->retired = ct_xrealloc(rl->retired, (rl->nretired + 1) * sizeof(*rl->retired));
+    rl->retired[rl->nretired++] = (struct rl_retired){gen, kind, p};
+    if (rl->sweep_timer == NULL)
+        rl->sweep_timer = event_new(ops->px->main_base, -1, EV_PERSIST, on_sweep, ops);
+    if (!event_pending(rl->sweep_timer, EV_TIMEOUT, NULL))
+        event_add(rl->sweep_timer, &(struct timeval){0, RETIRE_SWEEP_MS * 1000});
+}
+
+/* The oldest generation some worker may still use (0 without
+ * ct_reload_init(): nobody counts, so nothing is known to be free). */
+static unsigned quiet_gen(const struct ct_reload *rl)
+{
+    if (rl->quiet == NULL)
+        return 0;
+    unsigned q = rl->generation;
+    for (unsigned i = 0; i < rl->nquiet; i++) {
+        unsigned g = atomic_load_explicit(&rl->quiet[i].quiet, memory_order_acquire);
+        q = g < q ? g : q;
+    }
+    return q;
+}
+
+/* Remove P from the N pointers at V (order does not matter); false if absent. */
+static bool ptrs_remove(void **v, size_t *n, const void *p)
+{
+    for (size_t i = 0; i < *n; i++) {
+        if (v[i] != p)
+            continue;
+        v[i] = v[--*n];
+        return true;
+    }
+    return false;
+}
+
+/* A replaced listener nobody uses: its handshake counts go on (the sum
+ * /metrics shows only grows), its TLS context goes. A struct a reload made
+ * goes too; main.c's (px->listeners) stay until exit. */
+static void listener_free(struct ct_reload *rl, struct ct_listener_conf *lc)
+{
+    if (lc->tls) {
+        struct ct_tls_stats ts;
+        ct_tls_ctx_stats(lc->tls, &ts);
+        rl->tls_gone_full += ts.handshakes_full;
+        rl->tls_gone_resumed += ts.handshakes_resumed;
+        rl->tls_gone = true;
+        ct_tls_ctx_free(&lc->tls);
+    }
+    if (ptrs_remove((void **)rl->lcs, &rl->nlcs, lc))
+        free(lc);
+}
+
+/* The oldest replaced backend array nobody uses: the same-named backends of
+ * the next set continue its counts (they chain to it through PREV). */
+static void old_backends_free(struct ct_proxy *px, struct ct_reload *rl)
+{
+    struct rl_old_backends *o = &rl->old_backends[0];
+    struct ct_backend_addr *next = rl->nold_backends > 1 ? rl->old_backends[1].a : px->backends;
+    size_t nnext = rl->nold_backends > 1 ? rl->old_backends[1].n : px->nbackends;
+    for (size_t i = 0; i < nnext; i++) {
+        const struct ct_backend_addr *p = next[i].prev;
+        if (p == NULL || p < o->a || p >= o->a + o->n)
+            continue;
+        for (size_t k = 0; k < CT_STATS_BE__COUNT; k++)
+            atomic_fetch_add(&next[i].counts[k], atomic_load(&p->counts[k]));
+        next[i].prev = p->prev; /* NULL: its own predecessors went first */
+    }
+    free(o->a);
+    memmove(o, o + 1, (--rl->nold_backends) * sizeof(*o));
+}
+
+/* Free what every worker is done with. Main thread. */
+static void sweep(struct ct_ops *ops)
+{
+    struct ct_reload *rl = ops->rl;
+    unsigned q = quiet_gen(rl);
+    size_t k = 0;
+    for (size_t i = 0; i < rl->nretired; i++) {
+        struct rl_retired *r = &rl->retired[i];
+        if (r->gen > q) {
+            rl->retired[k++] = *r;
+        } else if (r->kind == RL_CONF) {
+            struct ct_conf *cf = r->p;
+            if (ptrs_remove((void **)rl->confs, &rl->nconfs, cf))
+                ct_conf_free(&cf);
+        } else {
+            listener_free(rl, r->p);
+        }
+    }
+    rl->nretired = k;
+    while (rl->nold_backends > 0 && rl->old_backends[0].gen <= q)
+        old_backends_free(ops->px, rl);
+    ops->reload.retired = rl->nretired + rl->nold_backends;
+    if (rl->nretired == 0 && rl->nold_backends == 0)
+        evtimer_del(rl->sweep_timer);
+}
+
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_ops *ops = arg;
+    CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
+    sweep(ops);
+}
+
+void ct_reload_conn_gone(struct ct_worker *w, uint64_t conn_id)
+{
+    struct ct_reload *rl = w->px->ops ? w->px->ops->rl : NULL;
+    if (rl == NULL || w->id >= rl->nquiet)
+        return;
+    struct rl_quiet *q = &rl->quiet[w->id];
+    if (q->old_open == 0 || conn_id > q->fence)
+        return;
+    if (--q->old_open == 0)
+        atomic_store_explicit(&q->quiet, q->target, memory_order_release);
+}
+
+/* W switched to generation GEN: what it had open keeps the older ones. */
+static void worker_switched(struct ct_worker *w, struct ct_reload *rl, unsigned gen)
+{
+    if (w->id >= rl->nquiet)
+        return;
+    struct rl_quiet *q = &rl->quiet[w->id];
+    q->fence = w->next_conn_id;
+    q->old_open = w->nclients;
+    q->target = gen;
+    if (q->old_open == 0)
+        atomic_store_explicit(&q->quiet, gen, memory_order_release);
 }
 
 /* ---- checks ------------------------------------------------------------------ */
@@ -191,7 +381,8 @@ static void switch_backends(struct ct_ops *ops, const struct ct_conf *cf)
     }
     rl->old_backends = ct_xrealloc(rl->old_backends,
                                    (rl->nold_backends + 1) * sizeof(*rl->old_backends));
-    rl->old_backends[rl->nold_backends++] = px->backends;
+    rl->old_backends[rl->nold_backends++] =
+        (struct rl_old_backends){px->backends, px->nbackends, rl->generation};
     px->backends = rl->next_backends;
     px->nbackends = rl->next_nbackends;
     /* The probes of the old set stop; the workers read `down` from the
@@ -474,6 +665,12 @@ void ct_reload_worker_apply(struct ct_worker *w)
         w->alog = rl->alog_bufs ? rl->alog_bufs[w->id] : NULL;
     if (ct_worker_listeners_update(w, rl->add, rl->nadd, rl->del, rl->ndel) != CT_OK)
         CT_ERR("w%u SIGHUP: some added listeners could not be opened", w->id);
+    /* The cache's policy options follow the configuration at the next
+     * request (cache_req.c compares the pointer): make it compare unequal,
+     * since the new configuration may sit where a freed one was. */
+    if (w->wc)
+        w->wc->cf = NULL;
+    worker_switched(w, rl, rl->generation); /* after the listeners: what they took is old */
     atomic_fetch_sub(&rl->pending, 1); /* last: main may now retire what we left */
 }
 
@@ -510,6 +707,8 @@ static void finish(struct ct_ops *ops)
     rl->next_active = NULL;
     rl->next_nactive = 0;
     CT_FREE(&rl->add);
+    for (size_t i = 0; i < rl->ndel; i++) /* no worker listens on them any more */
+        retire(ops, RL_LISTENER, (void *)rl->del[i], rl->generation);
     CT_FREE(&rl->del);
     rl->nadd = rl->ndel = 0;
     rl->next_backends = NULL; /* px->backends now */
@@ -608,6 +807,7 @@ void ct_ops_reload(struct ct_ops *ops)
     rl->confs[rl->nconfs++] = cf;
     rl->generation++;
     reload_counted(ops, true);
+    retire(ops, RL_CONF, (void *)px->cf, rl->generation); /* main.c's: sweep skips it */
     px->cf = cf; /* main thread's view; workers switch on their own */
     switch_admin(ops);
     switch_backends(ops, cf);
@@ -634,6 +834,10 @@ void ct_reload_free_retired(struct ct_ops *ops)
         event_free(rl->done_timer);
     if (rl->ticket_timer)
         event_free(rl->ticket_timer);
+    if (rl->sweep_timer)
+        event_free(rl->sweep_timer);
+    free(rl->retired); /* what they point at is in the lists below */
+    free(rl->quiet);
     plan_abandon(rl); /* a reload cut short by the exit */
     for (size_t i = 0; i < rl->nlcs; i++) {
         ct_tls_ctx_free(&rl->lcs[i]->tls);
@@ -641,7 +845,7 @@ void ct_reload_free_retired(struct ct_ops *ops)
     }
     free(rl->lcs);
     for (size_t i = 0; i < rl->nold_backends; i++)
-        free(rl->old_backends[i]);
+        free(rl->old_backends[i].a);
     free(rl->old_backends);
     /* The last one may be px->cf: nothing reads it after the workers. */
     for (size_t i = 0; i < rl->nconfs; i++)
@@ -656,7 +860,11 @@ void ct_reload_free_retired(struct ct_ops *ops)
 bool ct_reload_tls_stats(const struct ct_ops *ops, uint64_t *full, uint64_t *resumed)
 {
     const struct ct_reload *rl = ops->rl;
-    bool any = false;
+    bool any = rl && rl->tls_gone;
+    if (any) {
+        *full += rl->tls_gone_full;
+        *resumed += rl->tls_gone_resumed;
+    }
     for (size_t i = 0; rl && i < rl->nlcs; i++) {
         if (rl->lcs[i]->tls == NULL)
             continue;

@@ -497,6 +497,10 @@ static void prom_reload(struct ct_buf *o, const struct ct_stats_reload *r)
     prom_head(o, "reload_last_timestamp_seconds", "", "gauge",
               "Unix time of the last reload attempt; 0: none.");
     ct_buf_printf(o, "cachet_reload_last_timestamp_seconds %.3f\n", r->last_time);
+    prom_gauge(o, "reload_retired_objects",
+               "Configurations, listeners and backend sets replaced by reloads and still "
+               "used by connections open before the switch.",
+               r->retired);
 }
 
 /* Beside cachet_cache_bytes: what the allocator holds for them (and for

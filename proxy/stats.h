@@ -217,6 +217,8 @@ struct ct_stats_reload {
     uint64_t ok, failed;
     double last_time; /* Unix time of the last attempt; 0: none yet */
     bool last_ok;
+    size_t retired; /* replaced configurations, listeners and backend sets
+                       not freed yet: connections open before the switch */
 };
 
 /* Everything a rendering shows besides the summed block. */

@@ -363,14 +363,20 @@ static void test_list_bound(void)
 struct hammer {
     struct ct_cache *c;
     _Atomic bool stop;
+};
+
+/* One thread's argument: its own seed (not written while threads run). */
+struct hammer_arg {
+    struct hammer *h;
     int seed;
 };
 
 static void *hammer_main(void *arg)
 {
-    struct hammer *h = arg;
+    struct hammer_arg *ha = arg;
+    struct hammer *h = ha->h;
     char url[32];
-    unsigned x = (unsigned)h->seed;
+    unsigned x = (unsigned)ha->seed;
     while (!atomic_load(&h->stop)) {
         x = x * 1103515245u + 12345u;
         snprintf(url, sizeof(url), "/h/%u", (x >> 8) % 200);
@@ -408,9 +414,10 @@ static void test_threads(void)
         put(c, "example.com", url, 200, i % 2 ? "odd" : "even", T0);
     }
     pthread_t th[2];
+    struct hammer_arg ha[2];
     for (int i = 0; i < 2; i++) {
-        h.seed = i + 1;
-        CU_ASSERT_EQUAL_FATAL(pthread_create(&th[i], NULL, hammer_main, &h), 0);
+        ha[i] = (struct hammer_arg){&h, i + 1};
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&th[i], NULL, hammer_main, &ha[i]), 0);
     }
     char err[256];
     for (int round = 0; round < 200; round++) {
