@@ -328,9 +328,11 @@ static void conn_close(struct ct_h2s *s)
         ct_stats_conn_close(w->stats, (unsigned)s->why);
         ct_stats_conn_proto(w->stats, CT_STATS_PROTO_h2, false);
     }
+    uint64_t id = s->id; /* for ct_reload_conn_gone, after the free */
     conn_free(s);
     w->nclients--;
     ct_worker_conn_closed(w);
+    ct_reload_conn_gone(w, id); /* it no longer holds its configuration or listener */
 }
 
 /* Close now, or once the outermost call returns. */
