@@ -15,7 +15,7 @@ bool ct_cache_ban_field(const struct ct_obj *obj, struct ct_str name, struct ct_
     struct ct_cache_blk blk;
     struct ct_str wire;
     struct ct_hdrindex hx;
-    if (!ct_cache_blk_get(obj, &blk, &wire) || !ct_cache_blk_index(obj, &blk, wire, &hx))
+    if (!ct_cache_blk_get(obj, &blk, &wire) || !ct_cache_blk_index(&blk, wire, &hx))
         return false;
     enum ct_hdr_id id = ct_hdr_lookup(name);
     if (id != CT_HDR_UNKNOWN) {

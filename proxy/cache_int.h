@@ -221,11 +221,12 @@ size_t ct_cache_tags_of(struct ct_req *r, const struct ct_http_msg *msg,
 /* cache_req.c, cache_deliver.c */
 const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_req *r);
 bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct ct_str *wire);
-/* Open OBJ's stored field index (BLK and WIRE from ct_cache_blk_get) into
- * HX; false if it has none. Views valid while OBJ is held. */
+/* Open the stored field index that follows WIRE (BLK and WIRE from
+ * ct_cache_blk_get) into HX; false if it has none. Views valid while the
+ * object is held. */
 struct ct_hdrindex;
-bool ct_cache_blk_index(const struct ct_obj *obj, const struct ct_cache_blk *blk,
-                        struct ct_str wire, struct ct_hdrindex *hx);
+bool ct_cache_blk_index(const struct ct_cache_blk *blk, struct ct_str wire,
+                        struct ct_hdrindex *hx);
 /* Build the key of TARGET for C's request into cr->keybuf / *KEY. */
 bool ct_cache_key_for(struct ct_req *r, struct ct_str target, struct ct_cache_key *key);
 void ct_cache_set_status(struct ct_creq *cr, const char *fmt, ...) CT_PRINTF(2, 3);

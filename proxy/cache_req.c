@@ -384,10 +384,10 @@ bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct
     return true;
 }
 
-bool ct_cache_blk_index(const struct ct_obj *obj, const struct ct_cache_blk *blk,
-                        struct ct_str wire, struct ct_hdrindex *hx)
+bool ct_cache_blk_index(const struct ct_cache_blk *blk, struct ct_str wire,
+                        struct ct_hdrindex *hx)
 {
-    (void)obj; /* the index lives right after the block, in the same head */
+    /* The index lives right after the block, in the same stored head. */
     return blk->index_len != 0 &&
            ct_hdrindex_open(hx, wire.p + wire.len, blk->index_len, wire) == CT_OK;
 }

@@ -43,7 +43,6 @@ static void obj_unref(void *arg)
 
 void ct_h2_resp_free(struct ct_h2s_stream *st)
 {
-    CT_FREE(&st->ix);
     CT_FREE(&st->fields);
     if (st->bodybuf) {
         evbuffer_free(st->bodybuf);
@@ -61,27 +60,16 @@ static struct ct_http_field *fields_room(struct ct_h2s_stream *st, size_t n)
     return st->fields;
 }
 
-/* OBJ's stored fields, from the field index the store keeps with the block
- * (built here into ST's scratch only for a block too big for the index
- * format), into ST's scratch. Returns their count and the block's status in
- * *STATUS; -1 if the block cannot be indexed (never for one the store
- * rendered). */
-static int stored_fields(struct ct_h2s_stream *st, const struct ct_obj *obj,
-                         const struct ct_cache_blk *blk, struct ct_str wire, unsigned *status)
+/* OBJ's stored fields, from the field index the store keeps with the block,
+ * into ST's scratch. Returns their count and the block's status in *STATUS;
+ * -1 if the object has no index (the store writes one for every block it
+ * renders, cache_fill.c add_index). */
+static int stored_fields(struct ct_h2s_stream *st, const struct ct_cache_blk *blk,
+                         struct ct_str wire, unsigned *status)
 {
     struct ct_hdrindex hx;
-    if (!ct_cache_blk_index(obj, blk, wire, &hx)) {
-        size_t len = 0;
-        int rc = ct_hdrindex_build(wire, st->ix, st->ixcap, &len);
-        if (rc == CT_ELIMIT && len > st->ixcap) {
-            free(st->ix);
-            st->ixcap = len;
-            st->ix = ct_xmalloc(len);
-            rc = ct_hdrindex_build(wire, st->ix, st->ixcap, &len);
-        }
-        if (rc != CT_OK || ct_hdrindex_open(&hx, st->ix, len, wire) != CT_OK)
-            return -1;
-    }
+    if (!ct_cache_blk_index(blk, wire, &hx))
+        return -1;
     unsigned n = ct_hdrindex_count(&hx);
     struct ct_http_field *f = fields_room(st, n);
     for (unsigned i = 0; i < n; i++) {
@@ -114,7 +102,7 @@ static void h2_deliver_head(struct ct_req *r, struct ct_obj *obj, const struct c
     struct ct_str wire;
     CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
     unsigned status = 0;
-    int n = stored_fields(st, obj, &blk, wire, &status);
+    int n = stored_fields(st, &blk, wire, &status);
     if (n < 0) {
         CT_ERR("w%u c%llu s%d %s: stored head cannot be indexed", r->w->id,
                (unsigned long long)r->conn_id, st->sid, r->peer);

@@ -32,11 +32,7 @@ struct ct_h2s_stream {
     bool want_body; /* body_read said NEED: ct_req_body_readable when more comes */
     bool full;     /* output_full said so: drained() once under the low mark */
     uint64_t full_since_ms; /* since when (the per-stream send timeout) */
-    /* deliver_head's scratch: the stored block's field index (built per
-     * hit until the store keeps it with the object, #13 step 7) and the
-     * fields handed to the engine */
-    unsigned char *ix;
-    size_t ixcap;
+    /* deliver_head's scratch: the fields handed to the engine */
     struct ct_http_field *fields;
     size_t fcap;
     struct evbuffer *bodybuf; /* body_out: the origin's body on its way to the engine */
