@@ -587,14 +587,14 @@ void ct_h2s_take(struct ct_worker *w, const struct ct_conn_info *ci)
         settle(s); /* our SETTINGS */
 }
 
-void ct_h2s_drain_all(struct ct_worker *w)
+void ct_h2s_drain_all(struct ct_worker *w, bool reload)
 {
     struct ct_h2s *s = conns, *next;
     for (; s; s = next) {
         next = s->next;
         if (s->w != w)
             continue;
-        if (!s->got_bytes) {
+        if (!s->got_bytes && !reload) {
             close_soon(s, CT_CLOSE_DRAIN);
         } else {
             s->depth++;
