@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 
 #include "common/common.h"
+#include "common/list.h"
 #include "conf/conf.h"
 #include "http/http.h"
 #include "proxy/stats/stats.h"
@@ -155,7 +156,7 @@ struct ct_worker {
     struct ct_wcache *wc;     /* its side of the cache (cache_req.c); NULL: no cache */
     struct ct_stats *stats;         /* proxy/stats/stats.h: written by this thread only */
     struct ct_accesslog_buf *alog;  /* NULL: access log off (owned by the log) */
-    struct ct_hs *handshakes; /* connections no protocol has yet (proxy/net/accept.c) */
+    CT_LIST_HEAD(ct_hs) handshakes; /* connections no protocol has yet (proxy/net/accept.c) */
     /* Set by ct_worker_new (worker.c sits above the protocols that call it):
      * a connection closed and was freed (accepting resumes at the limit, a
      * drain finishes, reload retirement counts it). */
