@@ -254,10 +254,23 @@ static bool zstd_init(struct ct_codec *cd, int level, uint64_t size_hint)
     if (cd->u.zc == NULL)
         return false;
     /* every level's window for a large input is 2^19 or more: cap it there,
-     * and fit it to a known size (2^10 is zstd's smallest) */
+     * and fit it to a known size (2^10 is zstd's smallest). The higher
+     * levels' hash and chain tables are sized for 8-128 MiB windows (84 MiB
+     * of state at 19): from level 7 on (where zstd's own exceed it) cap them
+     * to the window too; below, zstd's are smaller than the cap. A known size is pledged,
+     * which lets zstd shrink the rest for small objects; a body that then
+     * ends short or runs long is an error, as it is for the fill. */
     int wlog = window_for(size_hint, 10, ZSTD_WLOG_ENC_MAX);
-    return !ZSTD_isError(ZSTD_CCtx_setParameter(cd->u.zc, ZSTD_c_compressionLevel, level)) &&
-           !ZSTD_isError(ZSTD_CCtx_setParameter(cd->u.zc, ZSTD_c_windowLog, wlog));
+    bool ok = !ZSTD_isError(ZSTD_CCtx_setParameter(cd->u.zc, ZSTD_c_compressionLevel, level)) &&
+              !ZSTD_isError(ZSTD_CCtx_setParameter(cd->u.zc, ZSTD_c_windowLog, wlog));
+    if (ok && level >= 7)
+        ok = !ZSTD_isError(ZSTD_CCtx_setParameter(cd->u.zc, ZSTD_c_hashLog,
+                                                   CT_MIN(wlog + 1, ZSTD_WLOG_ENC_MAX))) &&
+              !ZSTD_isError(ZSTD_CCtx_setParameter(cd->u.zc, ZSTD_c_chainLog,
+                                                   CT_MIN(wlog + 1, ZSTD_WLOG_ENC_MAX)));
+    if (ok && size_hint > 0)
+        ok = !ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(cd->u.zc, size_hint));
+    return ok;
 }
 
 static void zstd_end(struct ct_codec *cd)

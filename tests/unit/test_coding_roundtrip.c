@@ -324,6 +324,15 @@ static void test_after_end(void)
     CU_ASSERT_EQUAL(n, 0);
     ct_codec_free(&e);
     ct_codec_free(&e); /* NULL-safe */
+    /* a zstd encoder told the size takes no other (in one piece zstd sees
+     * the whole input at once and trusts it over the pledge) */
+    e = ct_codec_new(CT_CODING_ZSTD, CT_CODEC_ENCODE, 3, 4);
+    n = 2;
+    CU_ASSERT_EQUAL(ct_codec_run(e, "ab", &n, buf, sizeof buf, &w, false), CT_CODEC_NEED_INPUT);
+    n = 1;
+    CU_ASSERT_EQUAL(ct_codec_run(e, "c", &n, buf, sizeof buf, &w, true), CT_CODEC_ERROR);
+    CU_ASSERT(ct_codec_error(e)[0] != '\0');
+    ct_codec_free(&e);
 }
 
 void ct_test_register(void)
