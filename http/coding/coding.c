@@ -52,7 +52,7 @@ void ct_codec_level_range(enum ct_coding c, int *min, int *max, int *def)
 {
     switch (c) {
     case CT_CODING_GZIP: *min = 1, *max = 9, *def = 6; break;
-    case CT_CODING_BR: *min = 0, *max = 11, *def = 5; break;
+    case CT_CODING_BR: *min = 0, *max = 11, *def = 6; break;
     case CT_CODING_ZSTD: *min = 1, *max = 19, *def = 3; break;
     default: *min = *max = *def = 0; break;
     }
