@@ -37,8 +37,7 @@
 #include <stdint.h>
 
 #include "common/common.h"
-
-struct ct_http_msg;
+#include "http/http.h"
 
 /* The codings cachet produces and decodes. The values are stable (stats
  * tables and variant keys use them) and below 8 (bit sets). */
@@ -104,5 +103,49 @@ enum ct_coding ct_ae_choose(const struct ct_ae *ae, const struct ct_ae_pref *pre
  * applied; CT_CODING_OTHER for anything else (unknown, or several codings
  * stacked, which cachet does not undo). */
 enum ct_coding ct_coding_of_msg(const struct ct_http_msg *msg);
+
+/* ---- what a cache compresses, and the head it stores (http_ce.c) --------- */
+
+/* Why a response is not compressed (for counters); CT_CE_YES when it is. */
+#define CT_CE_SKIP_TABLE(X)                                                    \
+    X(YES, "compressed")                                                       \
+    X(METHOD, "not GET") /* HEAD has no body; others are not stored */        \
+    X(STATUS, "status")  /* 206, 304, and all but 200 203 404 410 */          \
+    X(ENCODED, "already encoded") /* Content-Encoding other than identity */  \
+    X(NO_TRANSFORM, "no-transform") /* RFC 9110 §7.7, RFC 9111 §5.2.2.6 */     \
+    X(TYPE, "type")      /* no Content-Type, or not in compression.types */    \
+    X(SMALL, "small")    /* Content-Length below compression.min_size */
+
+enum ct_ce_skip {
+#define CT_CE_SKIP_ENUM(id, text) CT_CE_##id,
+    CT_CE_SKIP_TABLE(CT_CE_SKIP_ENUM)
+#undef CT_CE_SKIP_ENUM
+        CT_CE__COUNT
+};
+const char *ct_ce_skip_name(enum ct_ce_skip s);
+
+/* Should a cache compress RESP, the answer to a request with METHOD?
+ * TYPE_OK says its Content-Type is one to compress (the caller's list:
+ * ct_conf_compress_type); MIN_SIZE applies to a Content-Length (a body of
+ * unknown length is compressed). */
+enum ct_ce_skip ct_ce_should_encode(const struct ct_http_msg *resp, int method, bool type_ok,
+                                    uint64_t min_size);
+
+/* A response head with its coding changed: RESP's fields (views RESP keeps
+ * alive) less Content-Encoding and Content-Length, plus
+ *   - "Content-Encoding: TO" unless TO is identity (a decoded delivery);
+ *   - "Vary: Accept-Encoding" unless Vary lists it or is "*" (the answer
+ *     now depends on it, RFC 9110 §12.5.5);
+ *   - a strong ETag made weak: the bytes differ from the origin's for the
+ *     same validator (RFC 9110 §8.8.3; nginx and Varnish do the same);
+ * framing CT_FRAME_CHUNKED (the new length is known only at the end).
+ * Owned by the caller: ct_ce_head_free(). msg is ready for rendering. */
+struct ct_ce_head {
+    struct ct_http_msg msg;
+    struct ct_http_field *fields; /* msg.fields */
+    char *etag;                   /* the weak ETag, when one was made */
+};
+struct ct_ce_head *ct_ce_head_new(const struct ct_http_msg *resp, enum ct_coding to);
+void ct_ce_head_free(struct ct_ce_head **hp);
 
 #endif /* CT_HTTP_AE_H */

@@ -1,6 +1,8 @@
 /* tests/unit/test_http_ae.c: Accept-Encoding to one class (RFC 9110
  * §12.5.3), with the peers' bugs as cases (FIELD-NOTES §3.4), and the
  * coding a response's Content-Encoding declares. */
+#include <stdio.h>
+
 #include "http/http.h"
 #include "http/http_ae.h"
 #include "tests/unit/ct_test.h"
@@ -247,6 +249,118 @@ static void test_content_encoding(void)
     CU_ASSERT_EQUAL(coding_of("gzip;q=1", NULL), CT_CODING_OTHER);
 }
 
+/* ---- what to compress, and the head stored ----------------------------- */
+
+#define F(name, value, id) {CT_STR(name), CT_STR(value), CT_HDR_##id}
+
+static struct ct_http_msg resp_of(const struct ct_http_field *f, size_t n, unsigned status)
+{
+    struct ct_http_msg m = {.kind = CT_HTTP_RESPONSE, .status = status, .version = 11,
+                            .framing = CT_FRAME_LENGTH, .content_length = 5000};
+    ct_http_msg_set_fields(&m, f, n);
+    return m;
+}
+
+static void test_should_encode(void)
+{
+    struct ct_http_field f[] = {F("Content-Type", "application/json", CONTENT_TYPE),
+                                F("Cache-Control", "max-age=60", CACHE_CONTROL)};
+    struct ct_http_msg m = resp_of(f, 2, 200);
+    CU_ASSERT_EQUAL(ct_ce_should_encode(&m, CT_METHOD_GET, true, 256), CT_CE_YES);
+    CU_ASSERT_EQUAL(ct_ce_should_encode(&m, CT_METHOD_HEAD, true, 256), CT_CE_METHOD);
+    CU_ASSERT_EQUAL(ct_ce_should_encode(&m, CT_METHOD_GET, false, 256), CT_CE_TYPE);
+    CU_ASSERT_EQUAL(ct_ce_should_encode(&m, CT_METHOD_GET, true, 5001), CT_CE_SMALL);
+    m.framing = CT_FRAME_CHUNKED; /* unknown length: compressed */
+    CU_ASSERT_EQUAL(ct_ce_should_encode(&m, CT_METHOD_GET, true, 1 << 30), CT_CE_YES);
+    unsigned no[] = {206, 304, 204, 500, 301};
+    for (size_t i = 0; i < CT_ARRAY_LEN(no); i++) {
+        m = resp_of(f, 2, no[i]);
+        CU_ASSERT_EQUAL(ct_ce_should_encode(&m, CT_METHOD_GET, true, 256), CT_CE_STATUS);
+    }
+    m = resp_of(f, 2, 404);
+    CU_ASSERT_EQUAL(ct_ce_should_encode(&m, CT_METHOD_GET, true, 256), CT_CE_YES);
+
+    struct ct_http_field nt[] = {F("Content-Type", "text/html", CONTENT_TYPE),
+                                 F("Cache-Control", "public, No-Transform", CACHE_CONTROL)};
+    m = resp_of(nt, 2, 200);
+    CU_ASSERT_EQUAL(ct_ce_should_encode(&m, CT_METHOD_GET, true, 256), CT_CE_NO_TRANSFORM);
+    struct ct_http_field enc[] = {F("Content-Type", "text/html", CONTENT_TYPE),
+                                  F("Content-Encoding", "gzip", CONTENT_ENCODING)};
+    m = resp_of(enc, 2, 200);
+    CU_ASSERT_EQUAL(ct_ce_should_encode(&m, CT_METHOD_GET, true, 256), CT_CE_ENCODED);
+    struct ct_http_field ident[] = {F("Content-Type", "text/html", CONTENT_TYPE),
+                                    F("Content-Encoding", "identity", CONTENT_ENCODING)};
+    m = resp_of(ident, 2, 200);
+    CU_ASSERT_EQUAL(ct_ce_should_encode(&m, CT_METHOD_GET, true, 256), CT_CE_YES);
+    m = resp_of(f + 1, 1, 200); /* no Content-Type at all */
+    CU_ASSERT_EQUAL(ct_ce_should_encode(&m, CT_METHOD_GET, true, 256), CT_CE_TYPE);
+    CU_ASSERT_STRING_EQUAL(ct_ce_skip_name(CT_CE_NO_TRANSFORM), "no-transform");
+}
+
+static const char *value_of(const struct ct_http_msg *m, enum ct_hdr_id id, char *buf)
+{
+    const struct ct_http_field *f = ct_http_msg_find(m, id, NULL);
+    if (!f)
+        return NULL;
+    snprintf(buf, 128, "%.*s", (int)f->value.len, f->value.p);
+    return buf;
+}
+
+static int count_of(const struct ct_http_msg *m, enum ct_hdr_id id)
+{
+    int n = 0;
+    for (const struct ct_http_field *f = ct_http_msg_find(m, id, NULL); f;
+         f = ct_http_msg_find(m, id, f))
+        n++;
+    return n;
+}
+
+static void test_encoded_head(void)
+{
+    char b[128];
+    struct ct_http_field f[] = {F("Content-Type", "application/json", CONTENT_TYPE),
+                                F("Content-Length", "5000", CONTENT_LENGTH),
+                                F("ETag", "\"v1\"", ETAG), F("Vary", "Cookie", VARY),
+                                F("X-Other", "kept", UNKNOWN)};
+    struct ct_http_msg m = resp_of(f, CT_ARRAY_LEN(f), 200);
+    struct ct_ce_head *h = ct_ce_head_new(&m, CT_CODING_BR);
+    CU_ASSERT_STRING_EQUAL(value_of(&h->msg, CT_HDR_CONTENT_ENCODING, b), "br");
+    CU_ASSERT_STRING_EQUAL(value_of(&h->msg, CT_HDR_ETAG, b), "W/\"v1\"");
+    CU_ASSERT_PTR_NULL(value_of(&h->msg, CT_HDR_CONTENT_LENGTH, b));
+    CU_ASSERT_TRUE(ct_http_msg_has_token(&h->msg, CT_HDR_VARY, CT_STR("Accept-Encoding")));
+    CU_ASSERT_TRUE(ct_http_msg_has_token(&h->msg, CT_HDR_VARY, CT_STR("cookie")));
+    CU_ASSERT_PTR_NOT_NULL(ct_http_msg_find_name(&h->msg, CT_STR("x-other"), NULL));
+    CU_ASSERT_EQUAL(h->msg.framing, CT_FRAME_CHUNKED);
+    CU_ASSERT_EQUAL(h->msg.status, 200);
+    CU_ASSERT_EQUAL(ct_coding_of_msg(&h->msg), CT_CODING_BR);
+    ct_ce_head_free(&h);
+    CU_ASSERT_PTR_NULL(h);
+
+    /* decoded for an identity client: no Content-Encoding; Vary already
+     * names Accept-Encoding (once), a weak ETag stays */
+    struct ct_http_field g[] = {F("Content-Type", "text/html", CONTENT_TYPE),
+                                F("Content-Encoding", "gzip", CONTENT_ENCODING),
+                                F("ETag", "W/\"x\"", ETAG),
+                                F("Vary", "accept-encoding", VARY)};
+    m = resp_of(g, CT_ARRAY_LEN(g), 200);
+    h = ct_ce_head_new(&m, CT_CODING_IDENTITY);
+    CU_ASSERT_PTR_NULL(value_of(&h->msg, CT_HDR_CONTENT_ENCODING, b));
+    CU_ASSERT_STRING_EQUAL(value_of(&h->msg, CT_HDR_ETAG, b), "W/\"x\"");
+    CU_ASSERT_EQUAL(count_of(&h->msg, CT_HDR_VARY), 1);
+    CU_ASSERT_EQUAL(ct_coding_of_msg(&h->msg), CT_CODING_IDENTITY);
+    ct_ce_head_free(&h);
+
+    /* Vary: * stays alone; no ETag, none made */
+    struct ct_http_field s[] = {F("Vary", "*", VARY)};
+    m = resp_of(s, 1, 200);
+    h = ct_ce_head_new(&m, CT_CODING_ZSTD);
+    CU_ASSERT_EQUAL(count_of(&h->msg, CT_HDR_VARY), 1);
+    CU_ASSERT_PTR_NULL(value_of(&h->msg, CT_HDR_ETAG, b));
+    CU_ASSERT_EQUAL(h->msg.nfields, 2);
+    ct_ce_head_free(&h);
+    ct_ce_head_free(&h);
+}
+
 void ct_test_register(void)
 {
     CT_SUITE("accept-encoding", {"one coding each", test_basic},
@@ -258,5 +372,7 @@ void ct_test_register(void)
              {"no collisions (HAProxy #988)", test_no_collisions},
              {"right coding (HAProxy #987, ATS #7458)", test_peer_wrong_encoding},
              {"server order", test_server_order}, {"coding names", test_names});
-    CT_SUITE("content-encoding", {"the coding of a response", test_content_encoding});
+    CT_SUITE("content-encoding", {"the coding of a response", test_content_encoding},
+             {"what a cache compresses", test_should_encode},
+             {"the head it stores", test_encoded_head});
 }
