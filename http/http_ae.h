@@ -131,21 +131,25 @@ const char *ct_ce_skip_name(enum ct_ce_skip s);
 enum ct_ce_skip ct_ce_should_encode(const struct ct_http_msg *resp, int method, bool type_ok,
                                     uint64_t min_size);
 
-/* A response head with its coding changed: RESP's fields (views RESP keeps
+/* A response head with its coding changed (CHANGED) or only marked as
+ * depending on Accept-Encoding (!CHANGED: an identity response of a type
+ * that is compressed for other clients): RESP's fields (views RESP keeps
  * alive) less Content-Encoding and Content-Length, plus
  *   - "Content-Encoding: TO" unless TO is identity (a decoded delivery);
  *   - "Vary: Accept-Encoding" unless Vary lists it or is "*" (the answer
- *     now depends on it, RFC 9110 §12.5.5);
- *   - a strong ETag made weak: the bytes differ from the origin's for the
- *     same validator (RFC 9110 §8.8.3; nginx and Varnish do the same);
- * framing CT_FRAME_CHUNKED (the new length is known only at the end).
+ *     depends on it, RFC 9110 §12.5.5);
+ *   - CHANGED: a strong ETag made weak: the bytes differ from the origin's
+ *     for the same validator (RFC 9110 §8.8.3; nginx and Varnish do the
+ *     same), and framing CT_FRAME_CHUNKED (the new length is known only at
+ *     the end); !CHANGED: the ETag and framing as they were.
  * Owned by the caller: ct_ce_head_free(). msg is ready for rendering. */
 struct ct_ce_head {
     struct ct_http_msg msg;
     struct ct_http_field *fields; /* msg.fields */
     char *etag;                   /* the weak ETag, when one was made */
 };
-struct ct_ce_head *ct_ce_head_new(const struct ct_http_msg *resp, enum ct_coding to);
+struct ct_ce_head *ct_ce_head_new(const struct ct_http_msg *resp, enum ct_coding to,
+                                  bool changed);
 void ct_ce_head_free(struct ct_ce_head **hp);
 
 #endif /* CT_HTTP_AE_H */

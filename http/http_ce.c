@@ -65,18 +65,19 @@ static bool varies_on_ae(const struct ct_http_msg *resp)
     return false;
 }
 
-struct ct_ce_head *ct_ce_head_new(const struct ct_http_msg *resp, enum ct_coding to)
+struct ct_ce_head *ct_ce_head_new(const struct ct_http_msg *resp, enum ct_coding to,
+                                  bool changed)
 {
     struct ct_ce_head *h = ct_xcalloc(1, sizeof(*h));
     h->fields = ct_xcalloc(resp->nfields + 2, sizeof(*h->fields));
     size_t n = 0;
     for (size_t i = 0; i < resp->nfields; i++) {
         const struct ct_http_field *f = &resp->fields[i];
-        if (f->id == CT_HDR_CONTENT_ENCODING || f->id == CT_HDR_CONTENT_LENGTH)
+        if (f->id == CT_HDR_CONTENT_ENCODING || (changed && f->id == CT_HDR_CONTENT_LENGTH))
             continue;
         h->fields[n] = *f;
         /* W/ + the opaque tag; a weak one stays as it is */
-        if (f->id == CT_HDR_ETAG && h->etag == NULL && f->value.len >= 2 &&
+        if (changed && f->id == CT_HDR_ETAG && h->etag == NULL && f->value.len >= 2 &&
             f->value.p[0] == '"') {
             h->etag = ct_xmalloc(f->value.len + 3);
             memcpy(h->etag, "W/", 2);
@@ -97,8 +98,10 @@ struct ct_ce_head *ct_ce_head_new(const struct ct_http_msg *resp, enum ct_coding
                                                 CT_HDR_VARY};
     h->msg = *resp;
     ct_http_msg_set_fields(&h->msg, h->fields, n);
-    h->msg.framing = CT_FRAME_CHUNKED;
-    h->msg.content_length = 0;
+    if (changed) {
+        h->msg.framing = CT_FRAME_CHUNKED;
+        h->msg.content_length = 0;
+    }
     return h;
 }
 

@@ -323,7 +323,7 @@ static void test_encoded_head(void)
                                 F("ETag", "\"v1\"", ETAG), F("Vary", "Cookie", VARY),
                                 F("X-Other", "kept", UNKNOWN)};
     struct ct_http_msg m = resp_of(f, CT_ARRAY_LEN(f), 200);
-    struct ct_ce_head *h = ct_ce_head_new(&m, CT_CODING_BR);
+    struct ct_ce_head *h = ct_ce_head_new(&m, CT_CODING_BR, true);
     CU_ASSERT_STRING_EQUAL(value_of(&h->msg, CT_HDR_CONTENT_ENCODING, b), "br");
     CU_ASSERT_STRING_EQUAL(value_of(&h->msg, CT_HDR_ETAG, b), "W/\"v1\"");
     CU_ASSERT_PTR_NULL(value_of(&h->msg, CT_HDR_CONTENT_LENGTH, b));
@@ -343,7 +343,7 @@ static void test_encoded_head(void)
                                 F("ETag", "W/\"x\"", ETAG),
                                 F("Vary", "accept-encoding", VARY)};
     m = resp_of(g, CT_ARRAY_LEN(g), 200);
-    h = ct_ce_head_new(&m, CT_CODING_IDENTITY);
+    h = ct_ce_head_new(&m, CT_CODING_IDENTITY, true);
     CU_ASSERT_PTR_NULL(value_of(&h->msg, CT_HDR_CONTENT_ENCODING, b));
     CU_ASSERT_STRING_EQUAL(value_of(&h->msg, CT_HDR_ETAG, b), "W/\"x\"");
     CU_ASSERT_EQUAL(count_of(&h->msg, CT_HDR_VARY), 1);
@@ -353,11 +353,21 @@ static void test_encoded_head(void)
     /* Vary: * stays alone; no ETag, none made */
     struct ct_http_field s[] = {F("Vary", "*", VARY)};
     m = resp_of(s, 1, 200);
-    h = ct_ce_head_new(&m, CT_CODING_ZSTD);
+    h = ct_ce_head_new(&m, CT_CODING_ZSTD, true);
     CU_ASSERT_EQUAL(count_of(&h->msg, CT_HDR_VARY), 1);
     CU_ASSERT_PTR_NULL(value_of(&h->msg, CT_HDR_ETAG, b));
     CU_ASSERT_EQUAL(h->msg.nfields, 2);
     ct_ce_head_free(&h);
+    ct_ce_head_free(&h);
+
+    /* unchanged identity, of a type compressed for others: only Vary */
+    m = resp_of(f, CT_ARRAY_LEN(f), 200);
+    h = ct_ce_head_new(&m, CT_CODING_IDENTITY, false);
+    CU_ASSERT_STRING_EQUAL(value_of(&h->msg, CT_HDR_ETAG, b), "\"v1\"");
+    CU_ASSERT_STRING_EQUAL(value_of(&h->msg, CT_HDR_CONTENT_LENGTH, b), "5000");
+    CU_ASSERT_EQUAL(h->msg.framing, CT_FRAME_LENGTH);
+    CU_ASSERT_EQUAL(h->msg.content_length, 5000);
+    CU_ASSERT_TRUE(ct_http_msg_has_token(&h->msg, CT_HDR_VARY, CT_STR("accept-encoding")));
     ct_ce_head_free(&h);
 }
 
