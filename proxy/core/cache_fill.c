@@ -692,6 +692,8 @@ static bool fill_head(struct ct_req *r, const struct ct_http_msg *msg, bool clos
         ct_ce_head_free(&ceh);
         return true;
     }
+    if (cr->enc) /* the length changes: chunked for HTTP/1.1, close for 1.0 */
+        r->proto->frame_response(r, stored);
     fill_client_head(r, stored);
     ct_ce_head_free(&ceh);
     return true;
