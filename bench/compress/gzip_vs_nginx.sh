@@ -6,7 +6,7 @@
 #
 #   bench/compress/gzip_vs_nginx.sh BINDIR [SECONDS] [ROUNDS] [NGINX_LEVEL]
 #
-# One server worker pinned to CPU 1, wrk -t1 -c50 pinned to CPU 0 (BENCH-NOTES),
+# One server worker pinned to CPU 1, wrk -t1 -c50 pinned to CPU 0 (bench/README.md),
 # keep-alive, systems alternated per round; prints req/s per round and the
 # median, plus the server's CPU per request (utime+stime of its process).
 # nginx's gzip_comp_level is NGINX_LEVEL (default 6, cachet's gzip_level; 1

@@ -840,7 +840,8 @@ static bool lookup(struct ct_req *r)
 
 /* Accept-Encoding to its class before the lookup (issue 18): every spelling
  * of one preference becomes the class's name, so Vary: Accept-Encoding
- * keys one variant per class (never per spelling: FIELD-NOTES §3.4), and
+ * keys one variant per class (never one per spelling: the variant explosion
+ * users of other caches report), and
  * the origin is asked for that coding. R's message becomes a copy with the
  * one field replaced (views into the parser's, kept alive as r->msg's). A
  * request whose class is "nothing acceptable" is left as sent.

@@ -1,5 +1,5 @@
 /* tests/unit/test_http_ae.c: Accept-Encoding to one class (RFC 9110
- * §12.5.3), with the peers' bugs as cases (FIELD-NOTES §3.4), and the
+ * §12.5.3), with the peers' bugs as cases (issue 18), and the
  * coding a response's Content-Encoding declares. */
 #include <stdio.h>
 
