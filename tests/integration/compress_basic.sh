@@ -162,6 +162,15 @@ fetch "$P$GEN&v=range" gzip >/dev/null
 ct_check "gzip Range after the miss: the gzip bytes" "$(md5sum <"$CT_TMP/part")" \
     "$(head -c 100 "$CT_TMP/body" | md5sum)"
 
+# ---- a client gone mid-fill: the encoded fill goes on for the others -------------
+T="/gen?size=300000&type=application/json&$MA&trickle=20&trickle-size=16384"
+curl -s -o /dev/null -m 0.15 -H 'Accept-Encoding: br' "$P$T"
+is_hit() { [[ $(hdr Cache-Status "$(fetch "$P$T" br)") == "cachet; hit"* ]]; }
+ct_wait_until 30 is_hit
+ct_check_match "client gone: the br object was stored" "$(hdr Cache-Status "$(fetch "$P$T" br)")" '^cachet; hit'
+ct_check "client gone: decoded = the origin's body" "$(decode br "$CT_TMP/body")" \
+    "$(curl -s "$O/gen?size=300000" | md5sum)"
+
 # ---- never compressed ------------------------------------------------------------
 h=$(fetch "$P/gen?size=5000&type=image/png&$MA" br)
 ct_check "image/png: not compressed" "$(hdr Content-Encoding "$h")" ""
