@@ -547,6 +547,43 @@ static struct ct_ce_head *compress_plan(struct ct_req *r, const struct ct_http_m
     return ct_ce_head_new(msg, c, true);
 }
 
+/* compression.on_the_fly: a response that is not stored, to a request of
+ * a coding class, encoded on its way to the client (per request: the cost
+ * the stored path avoids). The head is sent here, with Content-Encoding;
+ * the body goes through the scratch sink and the encoder
+ * (ct_cache_resp_body), under the client's back-pressure like any pass
+ * (fetch.c pauses the origin while the client's output is full). */
+static bool on_the_fly(struct ct_req *r, const struct ct_http_msg *msg,
+                       const struct ct_fwd_resp_extra *extra)
+{
+    struct ct_creq *cr = r->cr;
+    const struct ct_conf_compression *cz = &r->w->cf->compression;
+    if (!cz->enabled || !cz->on_the_fly || cr->discard || cr->bg || cr->fill ||
+        cr->ae_class == CT_CODING_NONE || cr->ae_class == CT_CODING_IDENTITY)
+        return false;
+    const struct ct_http_field *ct = ct_http_msg_find(msg, CT_HDR_CONTENT_TYPE, NULL);
+    bool type_ok = ct && ct_conf_compress_type(cz, ct->value.p, ct->value.len);
+    if (ct_ce_should_encode(msg, r->msg->method, type_ok, cz->min_size_bytes) != CT_CE_YES)
+        return false;
+    enum ct_coding c = (enum ct_coding)cr->ae_class;
+    int level = c == CT_CODING_GZIP ? (int)cz->gzip_level
+                : c == CT_CODING_BR ? (int)cz->br_level
+                                    : (int)cz->zstd_level;
+    cr->enc = ct_codec_new(c, CT_CODEC_ENCODE, level,
+                           msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0);
+    if (cr->enc == NULL)
+        return false;
+    if (cr->zbuf == NULL)
+        cr->zbuf = evbuffer_new();
+    if (cr->scratch == NULL)
+        cr->scratch = evbuffer_new();
+    cr->otf_head = ct_ce_head_new(msg, c, true);
+    r->proto->frame_response(r, &cr->otf_head->msg);
+    r->proto->send_head(r, &cr->otf_head->msg, extra, false);
+    r->fwd_head = true;
+    return true;
+}
+
 static uint64_t thread_cpu_us(void)
 {
     struct timespec t;
@@ -724,6 +761,8 @@ bool ct_cache_resp_head(struct ct_req *r, const struct ct_http_msg *msg, bool cl
         ct_cache_set_status(cr, "cachet; fwd=bypass");
     *extra = (struct ct_fwd_resp_extra){
         .cache_status = cr->cstatus, .omit = omit_ours, .omit_arg = r};
+    if (on_the_fly(r, msg, extra))
+        return true; /* sent with its new coding; the body follows, encoded */
     return false; /* fetch.c forwards it (at once with its body when it can) */
 }
 

@@ -188,6 +188,8 @@ struct ct_creq {
     size_t ae_cap;
     struct ct_codec *enc;  /* fill: the origin's body encoded into the object */
     struct evbuffer *zbuf; /* the encoder's output, to the object then the client */
+    struct ct_ce_head *otf_head; /* compression.on_the_fly: the head sent, kept
+                                    until the request ends */
     struct ct_str cstatus; /* Cache-Status for a forwarded response */
     char cstatus_buf[128];
     /* waiting */

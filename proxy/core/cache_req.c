@@ -283,6 +283,7 @@ static void creq_reset(struct ct_creq *cr)
     if (cr->scratch)
         evbuffer_drain(cr->scratch, evbuffer_get_length(cr->scratch));
     ct_codec_free(&cr->enc);
+    ct_ce_head_free(&cr->otf_head);
     cr->ae_class = CT_CODING_NONE;
     if (cr->zbuf)
         evbuffer_drain(cr->zbuf, evbuffer_get_length(cr->zbuf));

@@ -199,4 +199,31 @@ ct_check "br: out below in" "$((out < in))" 1
 ct_check_match "/metrics: by coding" \
     "$(curl -s "http://127.0.0.1:$APORT/metrics" | grep -c '^cachet_compress_bytes_out_total{coding=')" '^4$'
 
+# ---- compression.on_the_fly: responses not stored, encoded per request ------------
+cat >"$CT_TMP/otf.conf" <<EOF
+workers = 1;
+listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
+backends = ( { address = "127.0.0.1:$OPORT"; } );
+compression = { on_the_fly = true; };
+admin = { listen = "off"; };
+EOF
+ct_start otf "$CT_BIN/cachet" -c "$CT_TMP/otf.conf"
+OTF="http://127.0.0.1:$(ct_wait_listen otf http)" || exit 1
+NS="/gen?size=100000&type=application/json&cache-control=no-store"
+ct_origin_reset "$OPORT"
+for c in br gzip zstd; do
+    h=$(fetch "$OTF$NS" $c)
+    ct_check "on the fly $c: Content-Encoding" "$(hdr Content-Encoding "$h")" $c
+    ct_check_match "on the fly $c: not stored" "$(hdr Cache-Status "$h")" 'detail=(no-store|hit-for-miss)'
+    ct_check "on the fly $c: decoded = the origin's body" "$(decode $c "$CT_TMP/body")" "$REF"
+done
+h=$(fetch "$OTF$NS" identity)
+ct_check "on the fly identity: as it came" "$(hdr Content-Length "$h")" 100000
+h=$(fetch "$P$NS" br)
+ct_check "on_the_fly off (the default): no-store passes as it came" "$(hdr Content-Encoding "$h")" ""
+# keep-alive holds: two answers on one connection, each whole
+curl -s -o "$CT_TMP/k1" -o "$CT_TMP/k2" -H 'Accept-Encoding: gzip' "$OTF$NS&k=1" "$OTF$NS&k=2"
+ct_check "on the fly, keep-alive: both decoded" "$(decode gzip "$CT_TMP/k1") $(decode gzip "$CT_TMP/k2")" "$REF $REF"
+ct_check "on the fly: every request reached the origin" "$(origin_count)" 7
+
 ct_done
