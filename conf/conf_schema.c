@@ -355,8 +355,8 @@ static const struct ct_conf_row compression_rows[] = {
              "request, with back-pressure; this costs CPU on every such request."),
     ROW_BOOL(T, "store_transcoded", store_transcoded, "false",
              "Store the other codings derived from a stored object (a br object recoded to "
-             "gzip for a gzip-only client) as variants of their own, charged to cache.size; "
-             "by default they are derived per request."),
+             "gzip for a gzip-only client) as variants of their own, charged to cache.size. "
+             "Accepted, not acted on yet: each class is fetched and stored once (issue 18)."),
 };
 static const struct ct_conf_section compression_section =
     SECTION("compression", T, compression_rows);
@@ -779,8 +779,8 @@ static const struct {
                                "request, the per-request cost this design avoids (nginx's "
                                "`gzip on` model); a site opts in."},
     {"compression.store_transcoded", "a second stored coding takes cache memory from other "
-                                     "objects; decoding per request is cheap (about a tenth of "
-                                     "the encoding cost)."},
+                                     "objects, and decoding per request is cheap (about a tenth "
+                                     "of the encoding cost, docs/config.md)."},
     {"logs.error_log", "stderr, so systemd's journal or a terminal has it."},
     {"logs.level", "errors and what changes state (start, reload, backend up/down), not every "
                    "request."},
