@@ -46,6 +46,7 @@
 #include "proxy/core/proto.h"
 #include "proxy/core/req.h"
 #include "proxy/h2/h2_serve_int.h"
+#include "proxy/net/accept.h"
 #include "tls/tls.h"
 
 static _Thread_local struct ct_h2s *conns; /* this worker thread's (see above) */
@@ -525,9 +526,13 @@ static void settings_of(const struct ct_worker *w, struct ct_h2_settings *set)
         set->max_fields = w->limits.max_fields;
 }
 
-void ct_h2s_take(struct ct_worker *w, const struct ct_listener_conf *lc, struct bufferevent *bev,
-                 const char *peer, size_t peer_ip_len, uint64_t conn_id)
+void ct_h2s_take(struct ct_worker *w, const struct ct_conn_info *ci)
 {
+    const struct ct_listener_conf *lc = ci->lc;
+    struct bufferevent *bev = ci->bev;
+    uint64_t conn_id = ci->id;
+    const char *peer = ci->peer;
+    size_t peer_ip_len = ci->peer_ip_len;
     struct ct_h2s *s = ct_xcalloc(1, sizeof(*s));
     s->magic = CT_H2S_MAGIC;
     s->w = w;
@@ -547,8 +552,7 @@ void ct_h2s_take(struct ct_worker *w, const struct ct_listener_conf *lc, struct 
     s->next = conns;
     if (conns)
         conns->prev = s;
-    conns = s;
-    w->nclients++;
+    conns = s; /* counted in w->nclients since accept (proxy/net/accept.c) */
     if (w->stats) {
         ct_stats_conn_proto(w->stats, CT_STATS_PROTO_https, false);
         ct_stats_conn_proto(w->stats, CT_STATS_PROTO_h2, true);
