@@ -444,6 +444,19 @@ static void keep_weak_etag(const struct ct_http_field *stored, size_t ns,
             merged[i].value = old->value;
 }
 
+/* Does R304's strong ETag "x" select a stored W/"x" that cachet weakened
+ * when it changed the coding? The origin validated "x", the representation
+ * the stored one was made from (RFC 9111 §4.3.4 reads the weak one as not
+ * strongly matching; without this, such an object once stale would be
+ * revalidated on every request and never refreshed). */
+static bool weakened_selects(const struct ct_cache_validators *v, const struct ct_http_msg *r304)
+{
+    const struct ct_http_field *et = ct_http_msg_find(r304, CT_HDR_ETAG, NULL);
+    return et && v->etag.len >= 4 && memcmp(v->etag.p, "W/", 2) == 0 && et->value.len &&
+           et->value.p[0] == '"' &&
+           ct_str_eq(et->value, ct_str_make(v->etag.p + 2, v->etag.len - 2));
+}
+
 /* A 304 to our revalidation (§4.3.3, §4.3.4): a new object with the merged
  * head that shares the stored body; serve it. */
 static bool revalidated(struct ct_req *r, const struct ct_http_msg *r304,
@@ -457,7 +470,7 @@ static bool revalidated(struct ct_req *r, const struct ct_http_msg *r304,
     validators(stale, &v);
     CT_ASSERT(ct_cache_blk_get(stale, &blk, &wire));
     cr->cs = CT_STATS_CS_STALE;
-    if (!ct_cache_policy_304_selects(&v, r304)) {
+    if (!ct_cache_policy_304_selects(&v, r304) && !weakened_selects(&v, r304)) {
         drop_fill(cr, now, 0);
         ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=304; detail=not-selected",
                             cr->fwd_kind);

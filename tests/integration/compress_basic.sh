@@ -121,6 +121,17 @@ ct_check "identity: the ETag as it came" "$(hdr ETag "$h")" '"v1"'
 st=$(curl -s -o /dev/null -w '%{http_code}' -H 'Accept-Encoding: br' -H 'If-None-Match: W/"v1"' "$U")
 ct_check "br: If-None-Match with the weak ETag is a 304" "$st" 304
 
+# A stale br object refreshed by a 304 carrying the origin's strong "v7": it
+# selects the stored W/"v7" (cachet weakened it), which stays weak.
+U3="$P/gen?size=50000&type=text/plain&cache-control=max-age%3D1&etag=%22v7%22"
+fetch "$U3" br >/dev/null
+stale_seen() { cs=$(hdr Cache-Status "$(fetch "$U3" br)"); [[ $cs == *fwd=stale* ]]; }
+ct_wait_until 30 stale_seen
+ct_check_match "br, stale: revalidated with a 304" "$cs" 'fwd=stale; fwd-status=304$'
+ct_check "br, stale: decoded = the origin's body" "$(decode br "$CT_TMP/body")" \
+    "$(curl -s "$O/gen?size=50000" | md5sum)"
+ct_check "br, after the 304: the ETag still weak" "$(hdr ETag "$(fetch "$U3" br)")" 'W/"v7"'
+
 # ---- HTTP/2 (HTTPS keys its own objects): miss then hit per class, decoded ------
 ct_origin_reset "$OPORT"
 for c in zstd br gzip identity; do
