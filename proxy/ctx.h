@@ -72,6 +72,7 @@ struct ct_listener_conf {
     struct ct_tls_ctx *tls;       /* HTTPS: owned (tls/tls.h); NULL for HTTP */
     uint64_t handshake_timeout_ms;
     bool honour_client_cc;        /* the listener's honour_client_cache_control */
+    bool h2c;                     /* HTTP: HTTP/2 with prior knowledge too (proxy/net/accept.c) */
     struct ct_str subject_header; /* mTLS: header carrying the verified subject */
 };
 

@@ -318,8 +318,9 @@ static void conn_close(struct ct_h2s *s)
     CT_DEBUG("w%u c%llu %s: h2 closed (%s; %s)", w->id, (unsigned long long)s->id, s->peer,
              ct_close_name(s->why), ct_h2_why_text(ct_h2_conn_why(s->h)));
     /* TLS: a clean end says so, not after a truncation (client.c does the same). */
-    if (!ct_close_is_err(s->why) && ct_h2s_out_len(s) == 0)
-        ct_tls_close_notify(bufferevent_openssl_get_ssl(s->bev));
+    SSL *ssl = bufferevent_openssl_get_ssl(s->bev); /* NULL: h2c */
+    if (ssl && !ct_close_is_err(s->why) && ct_h2s_out_len(s) == 0)
+        ct_tls_close_notify(ssl);
     if (w->stats) {
         count(s);
         ct_stats_add(&w->stats->h2_connections_ended[ct_h2_conn_why(s->h)], 1);
@@ -373,11 +374,10 @@ static void linger(struct ct_h2s *s)
     if (s->lingering)
         return;
     s->lingering = true;
-    SSL *ssl = bufferevent_openssl_get_ssl(s->bev);
-    if (!ct_close_is_err(s->why))
+    SSL *ssl = bufferevent_openssl_get_ssl(s->bev); /* NULL: h2c */
+    if (ssl && !ct_close_is_err(s->why))
         ct_tls_close_notify(ssl);
-    if (ssl != NULL)
-        shutdown(SSL_get_fd(ssl), SHUT_WR);
+    shutdown(bufferevent_getfd(s->bev), SHUT_WR);
     ct_io_read(&s->io, true);
     deadline_set(s, LINGER_MS);
 }
@@ -518,7 +518,21 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
 
 static void settings_of(const struct ct_worker *w, struct ct_h2_settings *set)
 {
-    ct_h2_settings_default(set);
+    const struct ct_conf_http2 *c = &w->cf->limits.http2;
+    *set = (struct ct_h2_settings){
+        .max_concurrent_streams = c->max_concurrent_streams,
+        .initial_window = (uint32_t)c->stream_window,
+        .conn_window = (uint32_t)c->connection_window,
+        .max_frame_size = (uint32_t)c->max_frame_size,
+        .max_header_list = 64 * 1024,
+        .max_fields = 100,
+        .max_queued_acks = c->max_queued_acks,
+        .reset_burst = c->reset_burst,
+        .reset_rate = c->reset_rate,
+        .empty_burst = c->empty_frames_burst,
+        .empty_rate = c->empty_frames_rate,
+        .discard_max = (size_t)c->early_response_discard,
+    };
     /* The request head limits of HTTP/1 hold for HTTP/2 too. */
     if (w->limits.max_head)
         set->max_header_list = (uint32_t)CT_MIN(w->limits.max_head, (size_t)UINT32_MAX);
@@ -553,13 +567,16 @@ void ct_h2s_take(struct ct_worker *w, const struct ct_conn_info *ci)
     if (conns)
         conns->prev = s;
     conns = s; /* counted in w->nclients since accept (proxy/net/accept.c) */
+    bool plain = ci->tls == NULL; /* h2c with prior knowledge (listen[].h2c) */
     if (w->stats) {
-        ct_stats_conn_proto(w->stats, CT_STATS_PROTO_https, false);
+        ct_stats_conn_proto(w->stats, plain ? CT_STATS_PROTO_http : CT_STATS_PROTO_https, false);
         ct_stats_conn_proto(w->stats, CT_STATS_PROTO_h2, true);
     }
-    bufferevent_setcb(bev, on_read, on_write, on_event, s);
+    bufferevent_setcb(bev, plain ? NULL : on_read, on_write, on_event, s);
     bufferevent_setwatermark(bev, EV_WRITE, CT_BP_LOW, 0);
-    ct_io_attach(&s->io, w->base, bev, false, on_read, on_event, s);
+    ct_io_attach(&s->io, w->base, bev, plain, on_read, on_event, s);
+    if (plain) /* our reads and direct writes, as HTTP/1's (proxy/net/net.h) */
+        bufferevent_disable(bev, EV_READ | EV_WRITE);
     ct_io_timeouts(&s->io, 0, w->cf->limits.send_timeout_ms);
     deadline_set(s, w->cf->limits.client_header_timeout_ms);
     ct_io_read(&s->io, true); /* takes the TLS connection over (io.c) */
@@ -570,14 +587,14 @@ void ct_h2s_take(struct ct_worker *w, const struct ct_conn_info *ci)
         settle(s); /* our SETTINGS */
 }
 
-void ct_h2s_drain_all(struct ct_worker *w)
+void ct_h2s_drain_all(struct ct_worker *w, bool reload)
 {
     struct ct_h2s *s = conns, *next;
     for (; s; s = next) {
         next = s->next;
         if (s->w != w)
             continue;
-        if (!s->got_bytes) {
+        if (!s->got_bytes && !reload) {
             close_soon(s, CT_CLOSE_DRAIN);
         } else {
             s->depth++;

@@ -87,6 +87,11 @@ static void hs_unlink_free(struct ct_hs *h)
     free(h);
 }
 
+static enum ct_stats_proto proto_of(const struct ct_listener_conf *lc)
+{
+    return lc->kind == CT_LISTEN_HTTP ? CT_STATS_PROTO_http : CT_STATS_PROTO_https;
+}
+
 /* The connection ends before any protocol had it, for WHY. */
 static void hs_close(struct ct_hs *h, enum ct_close why)
 {
@@ -96,7 +101,7 @@ static void hs_close(struct ct_hs *h, enum ct_close why)
              ct_close_name(why));
     if (w->stats) {
         ct_stats_conn_close(w->stats, (unsigned)why);
-        ct_stats_conn_proto(w->stats, CT_STATS_PROTO_https, false);
+        ct_stats_conn_proto(w->stats, proto_of(h->info.lc), false);
     }
     bufferevent_free(h->info.bev);
     hs_unlink_free(h);
@@ -162,6 +167,17 @@ static void handshake_failed(struct ct_hs *h, short what)
     ct_deadline_set(&h->dl, PLAIN_LINGER_MS);
 }
 
+/* The protocol is known: H's connection goes to it. */
+static void hs_done(struct ct_hs *h, bool h2)
+{
+    struct ct_worker *w = h->w;
+    struct ct_conn_info ci = h->info;
+    ct_net_take_fn *take = h->take;
+    ci.h2 = h2;
+    hs_unlink_free(h); /* the count in w->nclients goes with the connection */
+    hand_over(w, &ci, take);
+}
+
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
     struct ct_hs *h = arg;
@@ -170,13 +186,35 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         handshake_failed(h, what);
         return;
     }
-    struct ct_worker *w = h->w;
-    struct ct_conn_info ci = h->info;
-    ct_net_take_fn *take = h->take;
-    ci.tls = bufferevent_openssl_get_ssl(bev);
-    ci.h2 = ct_tls_alpn_is_h2(ci.tls);
-    hs_unlink_free(h); /* the count in w->nclients goes with the connection */
-    hand_over(w, &ci, take);
+    h->info.tls = bufferevent_openssl_get_ssl(bev);
+    hs_done(h, ct_tls_alpn_is_h2(h->info.tls));
+}
+
+/* h2c with prior knowledge (listen[].h2c, RFC 9113 §3.3): HTTP/2 if the
+ * connection opens with the preface, HTTP/1.1 from the first byte that
+ * differs. Nothing is consumed: the protocol reads it all again. */
+static const char PREFACE[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+static void on_plain_read(struct bufferevent *bev, void *arg)
+{
+    struct ct_hs *h = arg;
+    CT_CHECK_OBJ(h, CT_HS_MAGIC);
+    struct evbuffer *in = bufferevent_get_input(bev);
+    char head[sizeof(PREFACE) - 1];
+    size_t n = CT_MIN(evbuffer_get_length(in), sizeof(head));
+    evbuffer_copyout(in, head, n);
+    if (memcmp(head, PREFACE, n) != 0)
+        hs_done(h, false);
+    else if (n == sizeof(head))
+        hs_done(h, true);
+}
+
+static void on_plain_event(struct bufferevent *bev, short what, void *arg)
+{
+    (void)bev;
+    struct ct_hs *h = arg;
+    CT_CHECK_OBJ(h, CT_HS_MAGIC);
+    hs_close(h, (what & BEV_EVENT_EOF) ? CT_CLOSE_REM_CLOSE : CT_CLOSE_RX_ERROR);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -184,8 +222,10 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     struct ct_hs *h = arg;
     CT_CHECK_OBJ(h, CT_HS_MAGIC);
     (void)fd, (void)what;
-    if (ct_deadline_due(&h->dl))
-        hs_close(h, CT_CLOSE_TLS_HANDSHAKE); /* too slow a handshake, or the linger is over */
+    if (!ct_deadline_due(&h->dl))
+        return;
+    /* Too slow a handshake, the linger is over, or (h2c) nothing came. */
+    hs_close(h, h->info.lc->kind == CT_LISTEN_HTTP ? CT_CLOSE_IDLE_TIMEOUT : CT_CLOSE_TLS_HANDSHAKE);
 }
 
 void ct_net_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int fd,
@@ -211,7 +251,7 @@ void ct_net_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int f
         ct_stats_conn_open(w->stats);
         ct_stats_conn_proto(w->stats, plain ? CT_STATS_PROTO_http : CT_STATS_PROTO_https, true);
     }
-    if (plain) {
+    if (plain && !lc->h2c) {
         hand_over(w, &ci, take);
         return;
     }
@@ -221,12 +261,16 @@ void ct_net_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int f
     h->info = ci;
     h->take = take;
     ct_deadline_init(&h->dl, w->base, on_timer, h);
-    ct_deadline_set(&h->dl, lc->handshake_timeout_ms ? lc->handshake_timeout_ms : 10000);
+    ct_deadline_set(&h->dl, plain ? w->cf->limits.client_header_timeout_ms
+                                  : lc->handshake_timeout_ms ? lc->handshake_timeout_ms : 10000);
     h->next = w->handshakes;
     if (w->handshakes)
         w->handshakes->prev = h;
     w->handshakes = h;
-    bufferevent_setcb(bev, NULL, NULL, on_event, h);
+    if (plain)
+        bufferevent_setcb(bev, on_plain_read, NULL, on_plain_event, h); /* h2c: which one? */
+    else
+        bufferevent_setcb(bev, NULL, NULL, on_event, h);
     /* The handshake writes through libevent's own events; EV_WRITE stays
      * off, as every protocol keeps it between flushes (net.h). */
     bufferevent_disable(bev, EV_WRITE);

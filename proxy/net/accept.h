@@ -9,7 +9,10 @@
  * handshake under the listener's handshake_timeout: a failure is logged
  * with OpenSSL's reason and closed; plain HTTP on the TLS port is answered
  * 400 in clear text (nginx's 497) and the rest of it read and dropped for a
- * moment, so the answer is not destroyed by a reset. Then TAKE(W, INFO)
+ * moment, so the answer is not destroyed by a reset. On an HTTP listener
+ * with h2c (listen[].h2c) the first bytes decide: the HTTP/2 connection
+ * preface (prior knowledge, RFC 9113 §3.3) or anything else (HTTP/1.1),
+ * under the header timeout, nothing consumed. Then TAKE(W, INFO)
  * hands the connection to the protocol ALPN chose (INFO->h2) or HTTP/1.1:
  * the bufferevent (callbacks cleared, input kept: a request may have come
  * with the handshake's last flight) and the place in w->nclients are the
