@@ -19,7 +19,17 @@ ROUNDS=${3:-3}
 LEVEL=${4:-6}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ct-gzbench.XXXXXX")
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$TMP"; }
+# nginx's master is stopped with TERM and waited for: a KILLed master leaves
+# its worker and cache manager running.
+cleanup() {
+    local np
+    np=$(cat "$TMP/nginx/nginx.pid" 2>/dev/null)
+    [ -n "$np" ] && kill -TERM "$np" 2>/dev/null
+    for ((i = 0; i < 200; i++)); do [ -n "$np" ] && kill -0 "$np" 2>/dev/null || break; sleep 0.02; done
+    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    rm -rf "$TMP"
+}
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_http() { for ((i = 0; i < 500; i++)); do curl -s -o /dev/null "$1" && return 0; sleep 0.02; done; return 1; }
