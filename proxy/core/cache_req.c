@@ -860,6 +860,16 @@ static bool lookup(struct ct_req *r)
  * request whose class is "nothing acceptable" is left as sent.
  * XXX(#18): that one deserves a 406 from the cache when the object is
  * compressed; it reaches the origin as sent today. */
+static bool ae_offered(const struct ct_ae_pref *pref, enum ct_coding c)
+{
+    if (c == CT_CODING_IDENTITY)
+        return true; /* always offered (http/http_ae.h) */
+    for (unsigned i = 0; i < pref->n; i++)
+        if (pref->order[i] == c)
+            return true;
+    return false;
+}
+
 static void normalise_ae(struct ct_req *r)
 {
     struct ct_creq *cr = r->cr;
@@ -868,10 +878,25 @@ static void normalise_ae(struct ct_req *r)
     cr->ae_class = CT_CODING_NONE;
     if (!cz->enabled)
         return;
-    struct ct_ae ae;
-    ct_ae_init(&ae);
-    ct_ae_from_msg(&ae, req);
-    enum ct_coding c = ct_ae_choose(&ae, &cz->pref);
+    /* The hit path's common cases parse nothing: one field that names one
+     * offered class exactly, as cachet itself asks the origin and simple
+     * clients ask (kept as it is), or none at all (identity). */
+    enum ct_coding c = CT_CODING_IDENTITY;
+    const struct ct_http_field *f = ct_http_msg_find(req, CT_HDR_ACCEPT_ENCODING, NULL);
+    if (f && ct_http_msg_find(req, CT_HDR_ACCEPT_ENCODING, f) == NULL) {
+        enum ct_coding one = ct_coding_lookup(f->value);
+        if (one >= 0 && ae_offered(&cz->pref, one) &&
+            ct_str_eq(f->value, ct_str_c(ct_coding_name(one)))) {
+            cr->ae_class = one;
+            return;
+        }
+    }
+    if (f) {
+        struct ct_ae ae;
+        ct_ae_init(&ae);
+        ct_ae_from_msg(&ae, req);
+        c = ct_ae_choose(&ae, &cz->pref);
+    }
     if (c == CT_CODING_NONE)
         return;
     if (req == &cr->ae_msg) { /* normalised already: the class is its own */
