@@ -197,6 +197,8 @@ static void check_groups(struct ct_conf *cf, struct ct_conf_errors *errs)
             ERR(path, "no backend (expected at least one { address = \"HOST:PORT\"; })");
         ct_conf_check_backend_list(cf, errs, path, g->backends, g->nbackends);
         check_hash_on(cf, errs, i);
+        if (g->balance == CT_CONF_BALANCE_HASH && g->nbackends > 256) /* CT_BALANCE_MAX */
+            ERR(path, "%zu backends (expected at most 256 in a hash group)", g->nbackends);
     }
 }
 
