@@ -149,6 +149,30 @@ static void test_order_and_paths(void)
     teardown();
 }
 
+/* The literal start of "^/..." regexes is checked before PCRE2 runs: it must
+ * never refuse what the regex accepts. */
+static void test_regex_literal(void)
+{
+    setup(BASE SITE("{ name = \"alt\"; match = { path_regex = \"^/x/|/y/\"; }; },\n"
+                    "{ name = \"star\"; match = { path_regex = \"^/ab*c\"; }; },\n"
+                    "{ name = \"grp\"; match = { path_regex = \"^/long-literal-(one|two)$\"; }; },\n"
+                    "{ name = \"exact\"; match = { path = \"/exactly-long-path\"; }; },\n"
+                    "{ name = \"q\"; match = { path_regex = \"^/q?r\"; }; }"));
+    CU_ASSERT_STRING_EQUAL(route_of("s.example", "/x/1"), "s/alt");
+    CU_ASSERT_STRING_EQUAL(route_of("s.example", "/zz/y/1"), "s/alt"); /* '^' binds one side */
+    CU_ASSERT_STRING_EQUAL(route_of("s.example", "/ac"), "s/star");
+    CU_ASSERT_STRING_EQUAL(route_of("s.example", "/abbbc"), "s/star");
+    CU_ASSERT_STRING_EQUAL(route_of("s.example", "/long-literal-two"), "s/grp");
+    CU_ASSERT_STRING_EQUAL(route_of("s.example", "/long-literal-three"), "s/-");
+    CU_ASSERT_STRING_EQUAL(route_of("s.example", "/long-literaL-one"), "s/-");
+    CU_ASSERT_STRING_EQUAL(route_of("s.example", "/exactly-long-path"), "s/exact");
+    CU_ASSERT_STRING_EQUAL(route_of("s.example", "/exactly-long-patH"), "s/-");
+    CU_ASSERT_STRING_EQUAL(route_of("s.example", "/exactly-long-path/"), "s/-");
+    CU_ASSERT_STRING_EQUAL(route_of("s.example", "/r"), "s/q");
+    CU_ASSERT_STRING_EQUAL(route_of("s.example", "/qr"), "s/q");
+    teardown();
+}
+
 static void test_conditions(void)
 {
     setup(BASE SITE("{ name = \"post\"; match = { methods = [\"POST\", \"PUT\"]; }; },\n"
@@ -273,6 +297,7 @@ void ct_test_register(void)
     CT_SUITE("route table", {"hosts: exact, wildcard, port, case, dot", test_hosts},
              {"the default site", test_default_site},
              {"route order and paths, regex anchoring", test_order_and_paths},
+             {"regex literal prefilter", test_regex_literal},
              {"methods, headers, cookies, query, CIDR v4/v6", test_conditions},
              {"allow, deny, required headers", test_access},
              {"templates, header rules, the key's query", test_templates_and_query},
