@@ -153,6 +153,10 @@ struct ct_worker {
     struct ct_wcache *wc;     /* its side of the cache (cache_req.c); NULL: no cache */
     struct ct_stats *stats;         /* proxy/stats/stats.h: written by this thread only */
     struct ct_accesslog_buf *alog;  /* NULL: access log off (owned by the log) */
+    /* The route table of CF and the ones requests still hold after a reload
+     * (proxy/core/route_step.c); its own PCRE2 match data. */
+    struct ct_wroutes *routes;
+    struct ct_route_scratch *route_scratch;
     /* Set by ct_worker_new (worker.c sits above the protocols that call them):
      * CONN_GONE: a connection closed and was freed (accepting resumes at the
      * limit, a drain finishes, reload retirement counts it); TAKE_H2: ALPN

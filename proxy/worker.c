@@ -279,6 +279,7 @@ void ct_worker_cut(struct ct_worker *w)
     if (w->wc)
         ct_cache_bg_free_all(w->wc); /* refreshes in flight hold upstreams */
     ct_upstream_pool_free(w);
+    ct_req_routes_free(w);
 }
 
 static void *worker_main(void *arg)

@@ -104,6 +104,10 @@ void ct_cache_client_free(struct ct_req *r);
  * internal background-refresh connection the triggering client's (so the
  * refresh carries the original X-Forwarded-Proto). */
 bool ct_cache_client_https(const struct ct_req *r);
+/* Answer R with a short response of our own (a route's redirect, fixed
+ * answer or 403; proxy/core/route_step.c) through its protocol's send_synth,
+ * and finish it. R may be gone afterwards. */
+void ct_cache_answer(struct ct_req *r, unsigned status, struct ct_str body, struct ct_str cstatus);
 /* How the cache took part in C's current request (enum ct_stats_cs). */
 unsigned ct_cache_client_cs(const struct ct_req *r);
 

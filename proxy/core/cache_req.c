@@ -40,6 +40,7 @@
 #include "http/http_hdrindex.h"
 #include "proxy/core/cache_ban_glue.h"
 #include "proxy/core/cache_int.h"
+#include "proxy/route/route.h"
 #include "proxy/core/proto.h"
 #include "proxy/stats/stats.h"
 #include "proxy/upstream/upstream.h"
@@ -395,11 +396,43 @@ bool ct_cache_blk_index(const struct ct_cache_blk *blk, struct ct_str wire,
 
 /* ---- keys ------------------------------------------------------------------- */
 
+/* A route's key options over the cache section's: the query kept, dropped
+ * or sorted, tracking parameters left out (into QBUF, for TARGET), another
+ * header. Returns the target to key on. */
+static struct ct_str route_key(const struct ct_req *r, struct ct_str target,
+                               struct ct_cache_key_opts *ko, char *qbuf, size_t qcap)
+{
+    const struct ct_conf_route *rc = r->route ? r->route->conf : NULL;
+    if (!rc)
+        return target;
+    const struct ct_conf_route_cache *c = &rc->cache;
+    if (c->key_query != CT_CONF_QUERY_INHERIT)
+        ko->query = c->key_query == CT_CONF_QUERY_DROP   ? CT_CACHE_QUERY_DROP
+                    : c->key_query == CT_CONF_QUERY_SORT ? CT_CACHE_QUERY_SORT
+                                                         : CT_CACHE_QUERY_KEEP;
+    if (c->key_header)
+        ko->header_name = ct_str_c(c->key_header);
+    const char *q = c->nkey_drop_params ? memchr(target.p, '?', target.len) : NULL;
+    size_t plen = q ? (size_t)(q - target.p) : 0;
+    if (!q || target.len > qcap)
+        return target; /* a target past the buffer keys whole: only costs hit ratio */
+    memcpy(qbuf, target.p, plen);
+    size_t n = ct_route_key_query(r->route, ct_str_make(q + 1, target.len - plen - 1),
+                                  qbuf + plen + 1, qcap - plen - 1);
+    if (n == 0)
+        return ct_str_make(qbuf, plen); /* nothing left: no '?' either */
+    qbuf[plen] = '?';
+    return ct_str_make(qbuf, plen + 1 + n);
+}
+
 bool ct_cache_key_for(struct ct_req *r, struct ct_str target, struct ct_cache_key *key)
 {
     struct ct_creq *cr = r->cr;
     struct ct_wcache *wc = r->w->wc;
     const struct ct_http_msg *req = r->msg;
+    struct ct_cache_key_opts ko = wc->kopts;
+    char qbuf[2048];
+    target = route_key(r, target, &ko, qbuf, sizeof(qbuf));
     const struct ct_http_field *host = ct_http_msg_find(req, CT_HDR_HOST, NULL);
     struct ct_cache_key_in in = {
         .mclass = CT_CACHE_MCLASS_GET,
@@ -408,8 +441,8 @@ bool ct_cache_key_for(struct ct_req *r, struct ct_str target, struct ct_cache_ke
         .target = target,
         .header_value = CT_STR_NULL,
     };
-    if (wc->kopts.header_name.len) {
-        const struct ct_http_field *f = ct_http_msg_find_name(req, wc->kopts.header_name, NULL);
+    if (ko.header_name.len) {
+        const struct ct_http_field *f = ct_http_msg_find_name(req, ko.header_name, NULL);
         if (f)
             in.header_value = f->value;
     }
@@ -419,7 +452,7 @@ bool ct_cache_key_for(struct ct_req *r, struct ct_str target, struct ct_cache_ke
         cr->keycap = need < 512 ? 512 : need;
         cr->keybuf = ct_xmalloc(cr->keycap);
     }
-    return ct_cache_key_build(&wc->kopts, &in, cr->keybuf, cr->keycap, key) == CT_OK;
+    return ct_cache_key_build(&ko, &in, cr->keybuf, cr->keycap, key) == CT_OK;
 }
 
 /* ---- small answers ------------------------------------------------------------ */
@@ -434,6 +467,20 @@ void ct_cache_finish(struct ct_req *r)
         cr->mode = CT_CREQ_DONE;
     r->proto->flush(r);
     r->proto->done(r);
+}
+
+void ct_cache_answer(struct ct_req *r, unsigned status, struct ct_str body, struct ct_str cstatus)
+{
+    struct ct_creq *cr = r->cr ? r->cr : ct_cache_creq_new(r);
+    creq_reset(cr);
+    if (ct_http_msg_body_expected(r->msg))
+        (void)r->proto->body_finish(r); /* a body already here is read; else the carrier closes */
+    r->proto->send_synth(r, status, body, cstatus);
+    cr->mode = CT_CREQ_DONE;
+    ct_req_respond(r);
+    r->head_sent = true;
+    r->status = status;
+    ct_cache_finish(r);
 }
 
 /* A short answer of our own (PURGE, only-if-cached, waiter timeout). */
@@ -854,6 +901,8 @@ bool ct_cache_recv(struct ct_req *r)
         return pass(cr, "request-body");
     if (req->upgrade)
         return pass(cr, "upgrade");
+    if (r->route && r->route->conf && r->route->conf->cache.pass)
+        return pass(cr, "route");
     if (!ct_cache_key_for(r, req->target, &cr->key))
         return pass(cr, "key");
     return lookup(r);

@@ -65,8 +65,24 @@ struct ct_req {
     ct_time_t tup;              /* mono, first upstream asked for; 0: none */
     uint64_t body_out;          /* response body bytes forwarded */
     uint8_t cs;                 /* enum ct_stats_cs, set by the cache path */
+    /* the route step (route_step.c): the route chosen, and a reference on
+     * the table that holds it (held until the request is logged or freed) */
+    const struct ct_route *route;
+    struct ct_wroutes *routes;
+    /* what send_synth adds for a route's answer: a Location (redirects), a
+     * Content-Type other than text/plain; empty otherwise */
+    struct ct_str synth_location, synth_ctype;
     bool logged;                /* counted and logged (ct_req_log_end) */
 };
+
+/* The route step (route_step.c), on R's worker, before the cache lookup:
+ * site and route for R's head; a route's own answer (redirect, fixed
+ * response, 403) is sent from here. True when R was answered. */
+bool ct_req_route(struct ct_req *r);
+/* R is done with its route (idempotent). */
+void ct_req_route_release(struct ct_req *r);
+/* The worker's route tables go (ct_worker_cut). */
+void ct_req_routes_free(struct ct_worker *w);
 
 /* The log record (req_log.c), on R's worker. */
 /* A request head arrived: its clock starts. */

@@ -98,6 +98,10 @@ void ct_req_start(struct ct_req *r)
         r->proto->fail(r, CT_CLOSE_METHOD);
         return;
     }
+    /* route: site and route (route_step.c); a route's own answer (redirect,
+     * fixed response, 403) ends the request here. */
+    if (ct_req_route(r))
+        return;
     /* lookup: HIT/STALE deliver from the object, BUSY waits on it, PURGE is
      * answered (cache_req.c); MISS and pass fetch (cache_fill.c stores). */
     if (!ct_cache_recv(r))
@@ -112,6 +116,7 @@ void ct_req_fetch(struct ct_req *r)
 
 void ct_req_free(struct ct_req *r)
 {
+    ct_req_route_release(r);
     ct_cache_client_free(r);
     if (r->u)
         ct_upstream_release(&r->u, false);

@@ -86,6 +86,7 @@ void ct_req_log_end(struct ct_req *r, unsigned status)
     }
     if (r->w->alog)
         access_log(r, status, rt, ut);
+    ct_req_route_release(r);
 }
 
 void ct_req_log_upstream(struct ct_req *r, enum ct_stats_be what)

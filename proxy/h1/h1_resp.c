@@ -292,12 +292,21 @@ static void h1_send_synth(struct ct_req *r, unsigned status, struct ct_str body,
 {
     struct ct_client *c = h1(r);
     bool head = r->msg->method == CT_METHOD_HEAD;
+    /* a route's answer may come before the request body was read: the
+     * connection cannot be reused then (those bytes are no next request) */
+    bool unread = ct_http_msg_body_expected(r->msg) && !r->body_done;
+    struct ct_str ctype = r->synth_ctype.len ? r->synth_ctype : CT_STR("text/plain");
     evbuffer_add_printf(cout(c),
                         "HTTP/1.1 %u %s\r\nServer: cachet\r\nDate: %s\r\n"
-                        "Content-Type: text/plain\r\nContent-Length: %zu\r\n"
-                        "Cache-Status: %.*s\r\n%s\r\n",
-                        status, ct_http_status_reason(status), ct_http_date_cached(&c->w->wc->date, time(NULL)), body.len,
-                        (int)cstatus.len, cstatus.p, conn_field(c, false));
+                        "Content-Type: %.*s\r\nContent-Length: %zu\r\n",
+                        status, ct_http_status_reason(status),
+                        ct_http_date_cached(&c->w->wc->date, time(NULL)), (int)ctype.len,
+                        ctype.p, body.len);
+    if (r->synth_location.len)
+        evbuffer_add_printf(cout(c), "Location: %.*s\r\n", (int)r->synth_location.len,
+                            r->synth_location.p);
+    evbuffer_add_printf(cout(c), "Cache-Status: %.*s\r\n%s\r\n", (int)cstatus.len, cstatus.p,
+                        conn_field(c, unread));
     if (!head && body.len)
         evbuffer_add(cout(c), body.p, body.len);
 }

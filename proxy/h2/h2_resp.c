@@ -154,15 +154,19 @@ static void h2_send_synth(struct ct_req *r, unsigned status, struct ct_str body,
         memcpy(date, ct_http_date_cached(&r->w->wc->date, now), sizeof(date));
     else
         ct_http_date_format(now, date);
-    struct ct_http_field f[] = {
+    struct ct_http_field f[6] = {
         field("server", CT_STR("cachet")),
         field("date", ct_str_make(date, CT_HTTP_DATE_LEN)),
-        field("content-type", CT_STR("text/plain")),
+        field("content-type", r->synth_ctype.len ? r->synth_ctype : CT_STR("text/plain")),
         field("content-length", ct_str_make(clen, (size_t)(ct_cache_put_i64(clen, (int64_t)body.len) - clen))),
-        field("cache-status", cstatus),
     };
+    size_t nf = 4;
+    if (r->synth_location.len) /* a route's redirect */
+        f[nf++] = field("location", r->synth_location);
+    if (cstatus.len)
+        f[nf++] = field("cache-status", cstatus);
     struct ct_http_msg msg = {.kind = CT_HTTP_RESPONSE, .status = status, .version = 11};
-    ct_http_msg_set_fields(&msg, f, CT_ARRAY_LEN(f) - (cstatus.len ? 0 : 1));
+    ct_http_msg_set_fields(&msg, f, nf);
     struct ct_h2_conn *h = st->s->h;
     if (ct_h2_submit_head(h, st->sid, &msg, NULL, 0, body.len > 0) == CT_OK && body.len > 0) {
         struct evbuffer *tmp = evbuffer_new();

@@ -1,0 +1,210 @@
+/*
+ * proxy/core/route_step.c: the route step of the request (issue 15): after
+ * the head is parsed, before the cache lookup. It chooses the site and the
+ * route (proxy/route/route.h), applies the route's access control (403) and
+ * its own answers (redirect, fixed response), each through the protocol's
+ * send_synth, so HTTP/1 and HTTP/2 answer alike; what the route decided for
+ * the cache (pass, key options) is read by cache_req.c from r->route.
+ *
+ * Tables. Each worker compiles the table of the configuration it runs on
+ * (w->cf) the first time a request needs it, and again after a reload
+ * switched w->cf. A request holds a reference on the table its route lives
+ * in until it is logged or freed, so a reload never frees a route under a
+ * request in flight; a table nobody holds any more is freed at the next
+ * switch or when the worker ends. Worker thread only: the counts are plain.
+ */
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "proxy/core/cache_int.h"
+#include "proxy/core/core.h"
+#include "proxy/core/req.h"
+#include "proxy/realip/realip.h"
+#include "proxy/route/route.h"
+
+struct ct_wroutes {
+    struct ct_route_table *t;
+    const struct ct_conf *cf;
+    unsigned refs; /* requests holding it, + 1 while it is the worker's current one */
+    struct ct_wroutes *next; /* older tables still held */
+};
+
+static void wroutes_unref(struct ct_worker *w, struct ct_wroutes *wr)
+{
+    if (--wr->refs > 0)
+        return;
+    for (struct ct_wroutes **pp = &w->routes; *pp; pp = &(*pp)->next) {
+        if (*pp == wr) {
+            *pp = wr->next;
+            break;
+        }
+    }
+    ct_route_table_free(&wr->t);
+    free(wr);
+}
+
+/* W's table for w->cf (built now if the configuration changed). */
+static struct ct_wroutes *current(struct ct_worker *w)
+{
+    struct ct_wroutes *cur = w->routes;
+    if (cur && cur->cf == w->cf)
+        return cur;
+    char err[256];
+    struct ct_route_table *t;
+    if (ct_route_table_build(w->cf, &t, err, sizeof(err)) != CT_OK) {
+        /* a checked configuration compiles; JIT out of memory may not */
+        CT_ERR("w%u: route table: %s; keeping the previous one", w->id, err);
+        return cur;
+    }
+    struct ct_wroutes *wr = ct_xcalloc(1, sizeof(*wr));
+    wr->t = t;
+    wr->cf = w->cf;
+    wr->refs = 1;
+    wr->next = cur;
+    w->routes = wr;
+    if (!w->route_scratch)
+        w->route_scratch = ct_route_scratch_new();
+    if (cur)
+        wroutes_unref(w, cur); /* no longer the current one */
+    return wr;
+}
+
+static bool field_of(void *arg, struct ct_str name, size_t nth, struct ct_str *value)
+{
+    const struct ct_http_msg *m = arg;
+    const struct ct_http_field *f = NULL;
+    do
+        f = ct_http_msg_find_name(m, name, f);
+    while (f && nth-- > 0);
+    if (f)
+        *value = f->value;
+    return f != NULL;
+}
+
+/* The route table's view of R (ADDR holds the client address). */
+static void route_req(const struct ct_req *r, struct ct_realip_addr *addr, struct ct_route_req *q)
+{
+    const struct ct_http_field *host = ct_http_msg_find(r->msg, CT_HDR_HOST, NULL);
+    if (!ct_realip_parse(ct_str_make(r->peer, r->peer_ip_len), addr))
+        addr->family = 0;
+    *q = (struct ct_route_req){
+        .host = host ? host->value : CT_STR_NULL,
+        .method = r->msg->method_name,
+        .target = r->msg->target,
+        .family = addr->family,
+        .addr = addr->addr,
+        .field = field_of,
+        .arg = (void *)r->msg,
+    };
+}
+
+static void vars_of(const struct ct_req *r, const struct ct_route_req *q, char *id, size_t idcap,
+                    struct ct_route_vars *v)
+{
+    struct ct_str t = r->msg->target;
+    const char *qm = memchr(t.p, '?', t.len);
+    size_t plen = qm ? (size_t)(qm - t.p) : t.len;
+    memset(v, 0, sizeof(*v));
+    v->v[CT_CONF_VAR_SCHEME] = ct_cache_client_https(r) ? CT_STR("https") : CT_STR("http");
+    /* the host as the route table saw it: lower-case, without the port */
+    v->v[CT_CONF_VAR_HOST] = q->host;
+    const char *colon = q->host.len && q->host.p[0] != '[' ? memchr(q->host.p, ':', q->host.len)
+                                                         : NULL;
+    if (colon)
+        v->v[CT_CONF_VAR_HOST].len = (size_t)(colon - q->host.p);
+    v->v[CT_CONF_VAR_PATH] = ct_str_make(t.p, plen);
+    v->v[CT_CONF_VAR_QUERY] = ct_str_make(t.p + plen, t.len - plen);
+    v->v[CT_CONF_VAR_URI] = t;
+    v->v[CT_CONF_VAR_CLIENT] = ct_str_make(r->peer, r->peer_ip_len);
+    int n = snprintf(id, idcap, "%llu-%llu", (unsigned long long)r->conn_id,
+                     (unsigned long long)(r->t0_real * 1e6));
+    v->v[CT_CONF_VAR_REQUEST_ID] = ct_str_make(id, n > 0 ? (size_t)n : 0);
+    v->v[CT_CONF_VAR_SITE] = ct_str_c(r->route->site_name);
+    v->v[CT_CONF_VAR_ROUTE] = ct_str_c(r->route->route_name);
+}
+
+/* Send the route's own answer: STATUS with BODY (a template, or NULL) and,
+ * for redirects, LOCATION. The body is built on the stack: fixed answers
+ * are short (a longer expansion is cut at 4 KiB). */
+static void route_answer(struct ct_req *r, const struct ct_route_req *q, unsigned status,
+                         const struct ct_route_tpl *body, const struct ct_route_tpl *location,
+                         const char *fixed, const char *detail)
+{
+    char id[48], buf[4096], loc[2048], cs[160];
+    struct ct_route_vars v;
+    vars_of(r, q, id, sizeof(id), &v);
+    size_t blen = 0, llen = 0;
+    if (body)
+        blen = CT_MIN(ct_route_expand(body, &v, buf, sizeof(buf)), sizeof(buf));
+    else if (fixed)
+        blen = (size_t)snprintf(buf, sizeof(buf), "%s", fixed);
+    if (location) {
+        llen = CT_MIN(ct_route_expand(location, &v, loc, sizeof(loc)), sizeof(loc));
+        r->synth_location = ct_str_make(loc, llen);
+    }
+    if (r->route->conf && r->route->conf->respond.status && r->route->conf->respond.content_type[0])
+        r->synth_ctype = ct_str_c(r->route->conf->respond.content_type);
+    snprintf(cs, sizeof(cs), "cachet; detail=%s", detail);
+    ct_cache_answer(r, status, ct_str_make(buf, blen), ct_str_c(cs));
+    r->synth_location = r->synth_ctype = CT_STR_NULL;
+}
+
+bool ct_req_route(struct ct_req *r)
+{
+    ct_req_route_release(r);
+    struct ct_worker *w = r->w;
+    r->synth_location = r->synth_ctype = CT_STR_NULL;
+    if (w->cf->nsites == 0)
+        return false; /* no sites: every request as before, at no cost */
+    struct ct_wroutes *wr = current(w);
+    if (!wr)
+        return false;
+    struct ct_realip_addr addr;
+    struct ct_route_req q;
+    route_req(r, &addr, &q);
+    r->route = ct_route_choose(wr->t, &q, w->route_scratch);
+    r->routes = wr;
+    wr->refs++;
+    const struct ct_conf_route *rc = r->route->conf;
+    if (!rc)
+        return false;
+    switch (ct_route_check_access(r->route, &q)) {
+    case CT_ROUTE_ALLOW: break;
+    case CT_ROUTE_DENY_ADDR:
+        route_answer(r, &q, 403, NULL, NULL, "403 Forbidden\n", "route-deny");
+        return true;
+    case CT_ROUTE_DENY_HEADER:
+        route_answer(r, &q, 403, NULL, NULL, "403 Forbidden\n", "route-require");
+        return true;
+    }
+    if (rc->redirect.status) {
+        route_answer(r, &q, rc->redirect.status, NULL, r->route->location, NULL, "route-redirect");
+        return true;
+    }
+    if (rc->respond.status) {
+        route_answer(r, &q, rc->respond.status, r->route->body, NULL, NULL, "route-respond");
+        return true;
+    }
+    return false;
+}
+
+void ct_req_route_release(struct ct_req *r)
+{
+    if (r->routes)
+        wroutes_unref(r->w, r->routes);
+    r->routes = NULL;
+    r->route = NULL;
+}
+
+void ct_req_routes_free(struct ct_worker *w)
+{
+    while (w->routes) {
+        struct ct_wroutes *wr = w->routes;
+        w->routes = wr->next;
+        ct_route_table_free(&wr->t);
+        free(wr);
+    }
+    ct_route_scratch_free(&w->route_scratch);
+}
