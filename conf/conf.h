@@ -376,6 +376,13 @@ struct ct_conf {
     /* derived (conf_route.c): the group "default" over `backends` (borrowed,
      * not owned; refreshed by every ct_conf_finish) */
     struct ct_conf_group default_group;
+    /* derived: every backend of every group, "default"'s first, in order;
+     * shallow copies (their strings belong to the lists above); backend i
+     * is in group flat_group[i]. The proxy's backend objects, health checks
+     * and counters are parallel to this list. */
+    struct ct_conf_backend *flat_backends;
+    size_t *flat_group;
+    size_t nflat;
     struct ct_conf_cache cache;
     struct ct_conf_limits limits;
     struct ct_conf_admin admin;

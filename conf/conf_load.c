@@ -374,6 +374,8 @@ void ct_conf_free(struct ct_conf **cfp)
         return;
     CT_CHECK_OBJ(cf, CT_CONF_MAGIC);
     ct_conf_section_free(&ct_conf_root_section, cf);
+    free(cf->flat_backends);
+    free(cf->flat_group);
     ct_conf_locs_free(cf->_locs);
     free(cf->_locs);
     free(cf->source);

@@ -195,6 +195,17 @@ static void check_groups(struct ct_conf *cf, struct ct_conf_errors *errs)
         snprintf(path, sizeof(path), "backend_groups[%zu].backends", i);
         if (g->nbackends == 0)
             ERR(path, "no backend (expected at least one { address = \"HOST:PORT\"; })");
+        for (size_t k = 0; k < g->nbackends; k++) {
+            struct ct_conf_backend *b = &g->backends[k];
+            if (b->name[0] == '\0') { /* the group's name first: one address may serve two */
+                char name[400];
+                bool v6 = strchr(b->host, ':') != NULL;
+                snprintf(name, sizeof(name), "%s/%s%s%s:%u", g->name, v6 ? "[" : "", b->host,
+                         v6 ? "]" : "", (unsigned)b->port);
+                free(b->name);
+                b->name = ct_xstrdup(name);
+            }
+        }
         ct_conf_check_backend_list(cf, errs, path, g->backends, g->nbackends);
         check_hash_on(cf, errs, i);
         if (g->balance == CT_CONF_BALANCE_HASH && g->nbackends > 256) /* CT_BALANCE_MAX */
@@ -521,9 +532,41 @@ static void check_route(struct ct_conf *cf, struct ct_conf_errors *errs, size_t 
     }
 }
 
+/* The flat list of every backend (conf.h), and one name per backend in it:
+ * the proxy's counters and reloads know a backend by its name. */
+static void flatten(struct ct_conf *cf, struct ct_conf_errors *errs)
+{
+    free(cf->flat_backends);
+    free(cf->flat_group);
+    size_t n = 0;
+    for (size_t g = 0; g < ct_conf_ngroups(cf); g++)
+        n += ct_conf_group_at(cf, g)->nbackends;
+    cf->flat_backends = ct_xcalloc(n ? n : 1, sizeof(*cf->flat_backends));
+    cf->flat_group = ct_xcalloc(n ? n : 1, sizeof(*cf->flat_group));
+    cf->nflat = 0;
+    for (size_t g = 0; g < ct_conf_ngroups(cf); g++) {
+        const struct ct_conf_group *gr = ct_conf_group_at(cf, g);
+        for (size_t i = 0; i < gr->nbackends; i++) {
+            const struct ct_conf_backend *b = &gr->backends[i];
+            for (size_t k = 0; k < cf->nflat; k++) {
+                if (strcmp(cf->flat_backends[k].name, b->name) != 0)
+                    continue;
+                char path[96];
+                snprintf(path, sizeof(path), "backend_groups[%zu].backends[%zu].name", g - 1, i);
+                ERR(path, "\"%s\" is already the name of a backend of group \"%s\" (expected "
+                          "a distinct name)", b->name, ct_conf_group_at(cf, cf->flat_group[k])->name);
+                break;
+            }
+            cf->flat_group[cf->nflat] = g;
+            cf->flat_backends[cf->nflat++] = *b;
+        }
+    }
+}
+
 void ct_conf_check_routes(struct ct_conf *cf, struct ct_conf_errors *errs)
 {
     check_groups(cf, errs);
+    flatten(cf, errs);
     check_sites(cf, errs);
     for (size_t i = 0; i < cf->nsites; i++)
         for (size_t k = 0; k < cf->sites[i].nroutes; k++)

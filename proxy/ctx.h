@@ -105,6 +105,9 @@ struct ct_backend_rt {
     const struct ct_conf_backend *bc;
     unsigned fails;          /* consecutive failures */
     int64_t cw;              /* current weight (smooth weighted round robin) */
+    uint64_t name_hash;      /* its name's hash (balance = "hash"), 0 until first used */
+    bool was_down;           /* last seen out of rotation (slow start begins when back) */
+    ct_time_t up_since;      /* mono, when it last came back; 0: up from the start */
     ct_time_t down_until;    /* mono; skipped until then */
     struct ct_upstream *idle; /* pool: idle keep-alive connections */
     unsigned nidle;

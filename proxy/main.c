@@ -38,10 +38,10 @@
 static int resolve_backends(struct ct_proxy *px)
 {
     const struct ct_conf *cf = px->cf;
-    px->backends = ct_xcalloc(cf->nbackends ? cf->nbackends : 1, sizeof(*px->backends));
-    px->nbackends = cf->nbackends;
-    for (size_t i = 0; i < cf->nbackends; i++) {
-        const struct ct_conf_backend *b = &cf->backends[i];
+    px->backends = ct_xcalloc(cf->nflat ? cf->nflat : 1, sizeof(*px->backends));
+    px->nbackends = cf->nflat;
+    for (size_t i = 0; i < cf->nflat; i++) {
+        const struct ct_conf_backend *b = &cf->flat_backends[i];
         struct ct_backend_addr *ba = &px->backends[i];
         if (!ct_ops_backend_resolve(b, ba, ""))
             return CT_ECONF;

@@ -253,7 +253,7 @@ struct ct_worker *ct_worker_new(struct ct_proxy *px, unsigned id)
     w->limits.max_head = lim->max_header_bytes;
     w->limits.max_fields = lim->max_header_count;
     w->limits.max_body = lim->max_body_bytes;
-    ct_upstream_backends_set(w, px->backends, px->cf->backends, px->nbackends);
+    ct_upstream_backends_set(w, px->backends, px->cf->flat_backends, px->nbackends);
     ct_ops_worker_init(w);
     w->ls = ct_xcalloc(px->nlisteners ? px->nlisteners : 1, sizeof(*w->ls));
     w->nls = px->nlisteners;

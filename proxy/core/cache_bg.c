@@ -278,6 +278,7 @@ bool ct_cache_bg_start(struct ct_req *r, struct ct_obj **fill, struct ct_obj **s
         .body_done = true,
         .logged = true, /* not a client's request: no access-log line, no request counters */
     };
+    ct_req_route_share(&b->r, r); /* its trigger's backend group */
     /* Its cache part fills the BUSY object and answers nobody (bg). */
     struct ct_creq *cr = ct_cache_creq_new(&b->r);
     cr->bg_port = r->lc->kind == CT_LISTEN_HTTPS ? 443 : 80;

@@ -79,6 +79,8 @@ struct ct_req {
  * site and route for R's head; a route's own answer (redirect, fixed
  * response, 403) is sent from here. True when R was answered. */
 bool ct_req_route(struct ct_req *r);
+/* TO (a background refresh) goes where FROM, its trigger, was routed. */
+void ct_req_route_share(struct ct_req *to, const struct ct_req *from);
 /* R is done with its route (idempotent). */
 void ct_req_route_release(struct ct_req *r);
 /* The worker's route tables go (ct_worker_cut). */

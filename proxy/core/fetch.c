@@ -33,11 +33,13 @@
 
 #include "common/log.h"
 #include "proxy/core/cache_int.h"
+#include "proxy/balance/balance.h"
 #include "proxy/core/core.h"
 #include "proxy/core/proto.h"
 #include "proxy/core/req.h"
 #include "proxy/net/net.h"
 #include "proxy/upstream/upstream.h"
+#include "proxy/route/route.h"
 #include "proxy/upstream/wire.h"
 #include "tls/tls.h"
 
@@ -72,10 +74,68 @@ static void req_fail(struct ct_req *r, enum ct_close why)
     r->proto->fail(r, why);
 }
 
+/* The value of cookie NAME in R's Cookie fields, or false. */
+static bool cookie_of(const struct ct_http_msg *m, struct ct_str name, struct ct_str *value)
+{
+    for (const struct ct_http_field *f = ct_http_msg_find(m, CT_HDR_COOKIE, NULL); f;
+         f = ct_http_msg_find(m, CT_HDR_COOKIE, f)) {
+        const char *p = f->value.p, *end = p + f->value.len;
+        while (p < end) {
+            while (p < end && *p == ' ')
+                p++;
+            const char *e = memchr(p, ';', (size_t)(end - p));
+            e = e ? e : end;
+            const char *eq = memchr(p, '=', (size_t)(e - p));
+            if (eq && ct_str_eq(ct_str_make(p, (size_t)(eq - p)), name)) {
+                *value = ct_str_make(eq + 1, (size_t)(e - eq - 1));
+                return true;
+            }
+            p = e + 1;
+        }
+    }
+    return false;
+}
+
+/* Which group serves R (its route's) and, for a hashing group, R's key:
+ * the cache key, a header's or cookie's value, or the client address. */
+static void pick_of(const struct ct_req *r, struct ct_upstream_pick *pick)
+{
+    const struct ct_conf *cf = r->w->cf;
+    pick->group = r->route ? r->route->group : 0;
+    pick->key = 0;
+    if (pick->group >= ct_conf_ngroups(cf))
+        pick->group = 0;
+    const struct ct_conf_group *g = ct_conf_group_at(cf, pick->group);
+    if (g->balance != CT_CONF_BALANCE_HASH)
+        return;
+    struct ct_str v = CT_STR_NULL;
+    const struct ct_http_field *f;
+    switch (g->hash_on) {
+    case CT_CONF_HASH_HEADER:
+        if ((f = ct_http_msg_find_name(r->msg, ct_str_c(g->hash_name), NULL)))
+            v = f->value;
+        break;
+    case CT_CONF_HASH_COOKIE: (void)cookie_of(r->msg, ct_str_c(g->hash_name), &v); break;
+    case CT_CONF_HASH_CLIENT: v = ct_str_make(r->peer, r->peer_ip_len); break;
+    case CT_CONF_HASH_KEY: break;
+    }
+    if (v.p) {
+        pick->key = ct_balance_hash(v.p, v.len);
+        return;
+    }
+    /* the key: host and target, as the cache keys them (what is absent
+     * from the others hashes here too) */
+    const struct ct_http_field *host = ct_http_msg_find(r->msg, CT_HDR_HOST, NULL);
+    uint64_t h = host ? ct_balance_hash(host->value.p, host->value.len) : 0;
+    pick->key = h ^ ct_balance_hash(r->msg->target.p, r->msg->target.len);
+}
+
 static void fetch_connect(struct ct_req *r, bool fresh)
 {
     enum ct_close why;
-    if (ct_upstream_acquire(r->w, &upstream_owner, r, fresh, &r->u, &why) != CT_OK) {
+    struct ct_upstream_pick pick;
+    pick_of(r, &pick);
+    if (ct_upstream_acquire(r->w, &upstream_owner, r, &pick, fresh, &r->u, &why) != CT_OK) {
         req_fail(r, why);
         return;
     }

@@ -190,6 +190,14 @@ bool ct_req_route(struct ct_req *r)
     return false;
 }
 
+void ct_req_route_share(struct ct_req *to, const struct ct_req *from)
+{
+    to->route = from->route;
+    to->routes = from->routes;
+    if (to->routes)
+        to->routes->refs++;
+}
+
 void ct_req_route_release(struct ct_req *r)
 {
     if (r->routes)

@@ -144,7 +144,7 @@ void ct_ops_render(struct ct_ops *ops, bool json, struct ct_stats_out *out)
     const char **names = ct_xcalloc(px->nbackends + 1, sizeof(*names));
     int *up = ct_xcalloc(px->nbackends + 1, sizeof(*up));
     for (size_t i = 0; i < px->nbackends; i++) {
-        const struct ct_conf_backend *b = &px->cf->backends[i];
+        const struct ct_conf_backend *b = &px->cf->flat_backends[i];
         names[i] = b->name ? b->name : px->backends[i].name;
         up[i] = ct_ops_backend_up(px, i);
     }

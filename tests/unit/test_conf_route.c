@@ -37,7 +37,13 @@ static void test_good_loads(void)
     CU_ASSERT_EQUAL(g->hash_on, CT_CONF_HASH_HEADER);
     CU_ASSERT_STRING_EQUAL(g->hash_name, "X-User");
     CU_ASSERT_EQUAL(g->slow_start_ms, 30000);
-    CU_ASSERT_STRING_EQUAL(g->backends[1].name, "127.0.0.1:9002");
+    CU_ASSERT_STRING_EQUAL(g->backends[1].name, "static/127.0.0.1:9002");
+    /* the flat list the proxy's backends parallel: default's first */
+    CU_ASSERT_EQUAL_FATAL(cf->nflat, 3);
+    CU_ASSERT_STRING_EQUAL(cf->flat_backends[0].name, "127.0.0.1:8081");
+    CU_ASSERT_EQUAL(cf->flat_group[0], 0);
+    CU_ASSERT_STRING_EQUAL(cf->flat_backends[2].name, "static/127.0.0.1:9002");
+    CU_ASSERT_EQUAL(cf->flat_group[2], 1);
     CU_ASSERT_EQUAL_FATAL(cf->nsites, 2);
     const struct ct_conf_site *s = &cf->sites[0];
     CU_ASSERT_STRING_EQUAL(s->hosts[1], "*.example.org"); /* lower-cased */
