@@ -309,6 +309,8 @@ static void check_conds(const struct ct_conf *cf, struct ct_conf_errors *errs, c
 static void check_rules(const struct ct_conf *cf, struct ct_conf_errors *errs, const char *path,
                         char **v, size_t n)
 {
+    if (n > 16) /* what the request core holds per request (proxy/core/fetch.c) */
+        ERR(path, "%zu rules (expected at most 16)", n);
     for (size_t i = 0; i < n; i++) {
         char epath[160];
         snprintf(epath, sizeof(epath), "%s[%zu]", path, i);

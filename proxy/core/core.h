@@ -79,6 +79,11 @@ struct ct_req {
  * site and route for R's head; a route's own answer (redirect, fixed
  * response, 403) is sent from here. True when R was answered. */
 bool ct_req_route(struct ct_req *r);
+/* R's route's header rules (RESPONSE: for the client, else for the
+ * origin), their values expanded into BUF: up to MAX into OUT, the count. */
+struct ct_fwd_edit;
+size_t ct_req_route_edits(struct ct_req *r, bool response, struct ct_fwd_edit *out, size_t max,
+                          char *buf, size_t cap);
 /* TO (a background refresh) goes where FROM, its trigger, was routed. */
 void ct_req_route_share(struct ct_req *to, const struct ct_req *from);
 /* R is done with its route (idempotent). */

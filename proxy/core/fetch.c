@@ -202,6 +202,13 @@ static void upstream_ready(void *owner)
         if (n > 0)
             fr.extra_value = ct_str_make(subject, (size_t)n);
     }
+    struct ct_fwd_edit edits[16];
+    char ebuf[2048];
+    if (r->route && r->route->conf) {
+        fr.edits = edits;
+        fr.nedits = ct_req_route_edits(r, false, edits, CT_ARRAY_LEN(edits), ebuf, sizeof(ebuf));
+        fr.strip_cookie = r->route->conf->strip_cookie;
+    }
     ct_http_parser_set_request_method(ct_upstream_parser(r->u), req->method);
     ct_fwd_request_head(ct_upstream_io(r->u), &fr);
     if (req->expect_continue && ct_http_msg_body_expected(req))

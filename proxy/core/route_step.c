@@ -23,6 +23,7 @@
 #include "proxy/core/req.h"
 #include "proxy/realip/realip.h"
 #include "proxy/route/route.h"
+#include "proxy/upstream/wire.h"
 
 struct ct_wroutes {
     struct ct_route_table *t;
@@ -188,6 +189,38 @@ bool ct_req_route(struct ct_req *r)
         return true;
     }
     return false;
+}
+
+size_t ct_req_route_edits(struct ct_req *r, bool response, struct ct_fwd_edit *out, size_t max,
+                          char *buf, size_t cap)
+{
+    const struct ct_route *rt = r->route;
+    if (!rt)
+        return 0;
+    const struct ct_route_hdr_rule *rules = response ? rt->resp_rules : rt->req_rules;
+    size_t n = CT_MIN(response ? rt->nresp_rules : rt->nreq_rules, max), used = 0;
+    if (n == 0)
+        return 0;
+    char id[48];
+    struct ct_route_vars v;
+    struct ct_route_req q = {.host = CT_STR_NULL};
+    const struct ct_http_field *host = ct_http_msg_find(r->msg, CT_HDR_HOST, NULL);
+    q.host = host ? host->value : CT_STR_NULL;
+    vars_of(r, &q, id, sizeof(id), &v);
+    for (size_t i = 0; i < n; i++) {
+        out[i].op = rules[i].op == CT_ROUTE_HDR_SET      ? CT_FWD_SET
+                    : rules[i].op == CT_ROUTE_HDR_APPEND ? CT_FWD_APPEND
+                                                         : CT_FWD_REMOVE;
+        out[i].name = rules[i].name;
+        out[i].value = CT_STR_NULL;
+        if (!rules[i].value)
+            continue;
+        size_t len = ct_route_expand(rules[i].value, &v, buf + used, cap - used);
+        len = CT_MIN(len, cap - used); /* cut at the buffer's end: values stay short */
+        out[i].value = ct_str_make(buf + used, len);
+        used += len;
+    }
+    return n;
 }
 
 void ct_req_route_share(struct ct_req *to, const struct ct_req *from)

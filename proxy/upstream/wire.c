@@ -184,6 +184,24 @@ static void add_upgrade(struct hw *out, const struct ct_http_msg *msg)
  * callbacks or drain per request. */
 #define STACK_HEAD 4096
 
+/* Is field NAME replaced or removed by one of EDITS[FROM..N)? */
+static bool edited(const struct ct_fwd_edit *e, size_t from, size_t n, struct ct_str name)
+{
+    for (size_t i = from; i < n; i++)
+        if (e[i].op != CT_FWD_APPEND && ct_str_eq_ci(e[i].name, name))
+            return true;
+    return false;
+}
+
+/* The fields the rules add: each SET or APPEND that no later SET or REMOVE
+ * of the same name undoes (the rules apply in order). */
+static void add_edits(struct hw *out, const struct ct_fwd_edit *e, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (e[i].op != CT_FWD_REMOVE && !edited(e, i + 1, n, e[i].name))
+            add_field(out, e[i].name, e[i].value);
+}
+
 void ct_fwd_request_head(struct ct_io *io, const struct ct_fwd_req *fr)
 {
     const struct ct_http_msg *msg = fr->msg;
@@ -193,6 +211,8 @@ void ct_fwd_request_head(struct ct_io *io, const struct ct_fwd_req *fr)
     bool has_conn = has_connection(msg);
     size_t bound = 2 * msg->head_bytes + 256 + fr->peer_ip.len + fr->default_host.len +
                    fr->extra_name.len + fr->extra_value.len;
+    for (size_t i = 0; i < fr->nedits; i++)
+        bound += fr->edits[i].name.len + fr->edits[i].value.len + 4;
     char stack[STACK_HEAD];
 
     if (bound <= sizeof(stack))
@@ -224,8 +244,12 @@ void ct_fwd_request_head(struct ct_io *io, const struct ct_fwd_req *fr)
         if (drop_field(msg, has_conn, f) ||
             (fr->extra_name.len && ct_str_eq_ci(f->name, fr->extra_name)))
             continue;
+        if ((fr->strip_cookie && f->id == CT_HDR_COOKIE) ||
+            (fr->nedits && edited(fr->edits, 0, fr->nedits, f->name)))
+            continue;
         add_field(out, f->name, f->value);
     }
+    add_edits(out, fr->edits, fr->nedits);
     if (fr->extra_name.len && fr->extra_value.len)
         add_field(out, fr->extra_name, fr->extra_value);
     if (host == NULL && fr->default_host.len)

@@ -18,6 +18,13 @@ struct ct_http_parser;
 
 /* ---- forwarding (forward.c) ---------------------------------------------- */
 
+/* A route's header rule, its value expanded (proxy/core/route_step.c). */
+enum ct_fwd_edit_op { CT_FWD_SET, CT_FWD_APPEND, CT_FWD_REMOVE };
+struct ct_fwd_edit {
+    enum ct_fwd_edit_op op;
+    struct ct_str name, value;
+};
+
 struct ct_fwd_req {
     const struct ct_http_msg *msg;
     struct ct_str peer_ip;   /* appended to X-Forwarded-For */
@@ -27,6 +34,11 @@ struct ct_fwd_req {
     /* A field we set and never take from the client (mTLS subject); a
      * client-sent copy is dropped. EXTRA_VALUE empty: only the drop. */
     struct ct_str extra_name, extra_value;
+    /* A route's rules, applied in order: SET replaces every field of that
+     * name, APPEND adds one, REMOVE drops them; STRIP_COOKIE drops Cookie. */
+    const struct ct_fwd_edit *edits;
+    size_t nedits;
+    bool strip_cookie;
 };
 
 /* Send the request head for the origin on IO (an upstream's): written at

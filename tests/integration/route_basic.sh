@@ -28,6 +28,10 @@ sites = ( {
     { name = "keyed"; match = { path = "/plaintext"; }; require_headers = [ "X-Key: s3cret" ];
       cache = { pass = true; }; },
     { name = "nocache"; match = { path_regex = "^/del[a-z]+/[0-9]+$"; }; cache = { pass = true; }; },
+    { name = "echo"; match = { path = "/echo"; };
+      request_headers = [ "set X-Site: \$site/\$route", "append X-Tag: two", "remove X-Drop",
+                          "set X-Client: \$client", "set X-Gone: 1", "remove X-Gone" ];
+      strip_cookie = true; },
     { name = "static"; match = { path = "/gen"; };
       cache = { key_drop_params = [ "utm_*", "gclid" ]; }; }
   ); } );
@@ -96,6 +100,18 @@ ct_check_match "key_drop_params: a hit" "$out" 'Cache-Status: cachet; hit'
 ct_check "key_drop_params: one origin fetch" "$(ct_origin_total "$OP")" 1
 out=$(curl -s -D - -o /dev/null -H "$H" "http://127.0.0.1:$HP/gen?cache-control=max-age=60&v=2")
 ct_check_match "key_drop_params: other parameters still key" "$out" 'fwd=uri-miss'
+
+# Header rules on the request to the origin (/echo shows what it got).
+out=$(curl -s -H "$H" -H 'X-Site: spoofed' -H 'X-Tag: one' -H 'X-Drop: x' -H 'Cookie: a=1' \
+    "http://127.0.0.1:$HP/echo")
+ct_check_match "request_headers: set replaces" "$out" '\["X-Site", "www/echo"\]'
+ct_check "request_headers: set replaces (once)" "$(grep -o 'X-Site' <<<"$out" | wc -l)" 1
+ct_check_match "request_headers: append keeps the client's" "$out" '\["X-Tag", "one"\].*\["X-Tag", "two"\]'
+ct_check_match "request_headers: a variable" "$out" '\["X-Client", "127\.0\.0\.1"\]'
+ct_check "request_headers: remove, and set then remove" "$(grep -c 'X-Drop\|X-Gone' <<<"$out")" 0
+ct_check "strip_cookie: no Cookie to the origin" "$(grep -c '"Cookie"' <<<"$out")" 0
+out=$(curl -s -k --http2 -H "$H" -H 'X-Tag: one' "https://127.0.0.1:$SP/echo")
+ct_check_match "request_headers over h2" "$out" '\["X-Site", "www/echo"\]'
 
 # A host no site claims, no default site: as before sites (the origin answers).
 ct_check "unknown host: the default group" \
