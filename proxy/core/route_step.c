@@ -85,10 +85,13 @@ static bool field_of(void *arg, struct ct_str name, size_t nth, struct ct_str *v
 }
 
 /* The route table's view of R (ADDR holds the client address). */
-static void route_req(const struct ct_req *r, struct ct_realip_addr *addr, struct ct_route_req *q)
+static void route_req(const struct ct_req *r, const struct ct_route_table *t,
+                      struct ct_realip_addr *addr, struct ct_route_req *q)
 {
     const struct ct_http_field *host = ct_http_msg_find(r->msg, CT_HDR_HOST, NULL);
-    if (!ct_realip_parse(ct_str_make(r->peer, r->peer_ip_len), addr))
+    addr->family = 0; /* parsed only for tables that look at it: inet_pton is dear */
+    if (ct_route_table_uses_client(t) &&
+        !ct_realip_parse(ct_str_make(r->peer, r->peer_ip_len), addr))
         addr->family = 0;
     *q = (struct ct_route_req){
         .host = host ? host->value : CT_STR_NULL,
@@ -164,7 +167,7 @@ bool ct_req_route(struct ct_req *r)
         return false;
     struct ct_realip_addr addr;
     struct ct_route_req q;
-    route_req(r, &addr, &q);
+    route_req(r, wr->t, &addr, &q);
     r->route = ct_route_choose(wr->t, &q, w->route_scratch);
     r->routes = wr;
     wr->refs++;

@@ -59,7 +59,16 @@ struct pfilter {
     bool only_path;    /* no other condition: a pass here is a match */
 };
 
+/* Which routes a path can match, by the path's second byte (the one after
+ * the leading '/'): the routes whose literal has that byte there, and those
+ * with no literal that long, in their order. Bucket 256 is for paths
+ * shorter than 2 bytes. A request looks at its bucket only, so a site's
+ * routes under other first letters cost it nothing. */
+#define NBUCKETS 257
+
 struct csite {
+    uint32_t boff[NBUCKETS + 1]; /* bucket b is bidx[boff[b] .. boff[b + 1]) */
+    uint32_t *bidx;
     struct pfilter *pf;
     struct croute *routes;
     size_t nroutes;
@@ -79,6 +88,10 @@ struct ct_route_table {
     struct hent *hosts;
     size_t hmask;
     bool has_wild;
+    /* bit N: some exact name (EXACT_LEN) / wildcard suffix (WILD_LEN) is N
+     * bytes long, so a host of another length skips the hashing */
+    uint64_t exact_len[4], wild_len[4];
+    bool uses_client; /* some route tests the client address */
     long default_site; /* -1: none */
     struct croute fallback;
     const struct ct_route **by_id;
@@ -98,6 +111,44 @@ static uint64_t hash_bytes(const char *p, size_t n)
     uint64_t h = FNV_INIT;
     while (n)
         h = FNV_STEP(h, p[--n]);
+    return h;
+}
+
+/* Exact names hash 8 bytes at a time, lower-casing as they go (SWAR: the
+ * bytes 'A'..'Z' get 0x20), into BUF when not NULL: the common lookup, a
+ * host that is one site's name, costs a few instructions per word. */
+static uint64_t lower8(uint64_t x)
+{
+    uint64_t low7 = x & 0x7f7f7f7f7f7f7f7full;
+    uint64_t ge_a = low7 + 0x3f3f3f3f3f3f3f3full; /* high bit: >= 'A' */
+    uint64_t gt_z = low7 + 0x2525252525252525ull; /* high bit: > 'Z' */
+    uint64_t upper = (ge_a ^ gt_z) & ~x & 0x8080808080808080ull;
+    return x | (upper >> 2);
+}
+
+static uint64_t hash_exact(const char *p, size_t n, char *buf)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) { /* fixed-size copies: inlined, no calls */
+        memcpy(&w, p + i, 8);
+        w = lower8(w);
+        if (buf)
+            memcpy(buf + i, &w, 8);
+        h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 31;
+    }
+    if (i < n) { /* the tail, a byte at a time into the last word */
+        w = 0;
+        for (size_t k = 0; i + k < n; k++) {
+            char c = ct_ascii_lower(p[i + k]);
+            if (buf)
+                buf[i + k] = c;
+            w |= (uint64_t)(unsigned char)c << (8 * k);
+        }
+        h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 31;
+    }
     return h;
 }
 
@@ -234,10 +285,17 @@ static void free_route(struct croute *cr)
     free(cr->name_buf);
 }
 
+/* The first 8 bytes of P[0..N) as a word, zero-padded (a fixed-size copy
+ * when there are 8: inlined, not a call). */
 static uint64_t head8(const char *p, size_t n)
 {
     uint64_t v = 0;
-    memcpy(&v, p, n < 8 ? n : 8);
+    if (n >= 8) {
+        memcpy(&v, p, 8);
+        return v;
+    }
+    for (size_t k = 0; k < n; k++)
+        v |= (uint64_t)(unsigned char)p[k] << (8 * k);
     return v;
 }
 
@@ -256,9 +314,43 @@ static struct pfilter make_pfilter(const struct croute *cr)
     return f;
 }
 
+/* The literal that RT's path test compares (exact path, prefix, or a
+ * regex's literal start), or none. */
+static struct ct_str literal_of(const struct croute *cr)
+{
+    return cr->path_kind != PATH_ANY ? cr->path : cr->re_lit;
+}
+
+static bool in_bucket(const struct croute *cr, size_t b)
+{
+    struct ct_str lit = literal_of(cr);
+    if (b == NBUCKETS - 1) /* paths shorter than 2 bytes */
+        return lit.len < 2;
+    return lit.len < 2 || (unsigned char)lit.p[1] == b;
+}
+
+static void index_buckets(struct csite *s)
+{
+    size_t n = 0;
+    for (size_t b = 0; b < NBUCKETS; b++)
+        for (size_t i = 0; i < s->nroutes; i++)
+            n += in_bucket(&s->routes[i], b);
+    s->bidx = n ? ct_xcalloc(n, sizeof(*s->bidx)) : NULL;
+    n = 0;
+    for (size_t b = 0; b < NBUCKETS; b++) {
+        s->boff[b] = (uint32_t)n;
+        for (size_t i = 0; i < s->nroutes; i++)
+            if (in_bucket(&s->routes[i], b))
+                s->bidx[n++] = (uint32_t)i;
+    }
+    s->boff[NBUCKETS] = (uint32_t)n;
+}
+
 static void host_insert(struct ct_route_table *t, const char *name, size_t len, size_t site)
 {
-    uint64_t h = hash_bytes(name, len);
+    /* exact names and wildcard suffixes (".example.com") hash differently:
+     * each kind is looked up with its own (site_of) */
+    uint64_t h = name[0] == '.' ? hash_bytes(name, len) : hash_exact(name, len, NULL);
     size_t i = h & t->hmask;
     while (t->hosts[i].name)
         i = (i + 1) & t->hmask;
@@ -285,6 +377,8 @@ static void index_hosts(struct ct_route_table *t, const struct ct_conf *cf)
             if (len && h[len - 1] == '.')
                 len--; /* "example.com." is "example.com" */
             host_insert(t, h, len, i);
+            if (len <= HOST_MAX)
+                (wild ? t->wild_len : t->exact_len)[len / 64] |= 1ull << (len % 64);
         }
     }
 }
@@ -332,9 +426,12 @@ int ct_route_table_build(const struct ct_conf *cf, struct ct_route_table **out, 
             cr->pub.site = sc;
             cr->pub.conf = rcf;
             cr->pub.group = rcf->group;
+            t->uses_client |= rcf->match.nclient || rcf->nallow || rcf->ndeny;
             rc = compile_route(cr, rcf, err, errlen);
             s->pf[k] = make_pfilter(cr);
         }
+        if (rc == CT_OK)
+            index_buckets(s);
         set_names(&s->fallback, sc->name, "-", (unsigned)t->nids);
         t->by_id[t->nids++] = &s->fallback.pub;
         s->fallback.pub.site = sc;
@@ -359,6 +456,7 @@ void ct_route_table_free(struct ct_route_table **tp)
             free_route(&t->sites[i].routes[k]);
         free(t->sites[i].routes);
         free(t->sites[i].pf);
+        free(t->sites[i].bidx);
     }
     free(t->sites);
     free(t->hosts);
@@ -383,6 +481,11 @@ void ct_route_scratch_free(struct ct_route_scratch **sp)
     CT_FREE(sp);
 }
 
+bool ct_route_table_uses_client(const struct ct_route_table *t)
+{
+    return t->uses_client;
+}
+
 size_t ct_route_count(const struct ct_route_table *t)
 {
     return t->nids;
@@ -397,19 +500,11 @@ const struct ct_route *ct_route_at(const struct ct_route_table *t, size_t id)
 
 /* HOST lower-cased into BUF without a port or a trailing dot; its length,
  * or 0 when it cannot name a site. "[v6]:port" keeps its brackets. */
+static size_t host_len(struct ct_str host);
+
 size_t ct_route_host_norm(struct ct_str host, char *buf, size_t cap)
 {
-    size_t n = host.len;
-    if (n && host.p[0] == '[') {
-        const char *close = memchr(host.p, ']', n);
-        n = close ? (size_t)(close - host.p) + 1 : 0;
-    } else {
-        const char *colon = memchr(host.p, ':', n);
-        if (colon)
-            n = (size_t)(colon - host.p);
-    }
-    if (n && host.p[n - 1] == '.')
-        n--;
+    size_t n = host_len(host);
     if (n == 0 || n > cap)
         return 0;
     for (size_t i = 0; i < n; i++)
@@ -428,11 +523,40 @@ static const struct hent *host_find_h(const struct ct_route_table *t, const char
     return NULL;
 }
 
+/* The length of HOST without its port and trailing dot (0: names nothing),
+ * as ct_route_host_norm() cuts it. */
+static size_t host_len(struct ct_str host)
+{
+    size_t n = host.len;
+    if (n && host.p[0] == '[') {
+        const char *close = memchr(host.p, ']', n);
+        n = close ? (size_t)(close - host.p) + 1 : 0;
+    } else {
+        const char *colon = memchr(host.p, ':', n);
+        if (colon)
+            n = (size_t)(colon - host.p);
+    }
+    if (n && host.p[n - 1] == '.')
+        n--;
+    return n <= HOST_MAX ? n : 0;
+}
+
+static bool len_in(const uint64_t *bits, size_t n)
+{
+    return (bits[n / 64] >> (n % 64)) & 1;
+}
+
 static long site_of(const struct ct_route_table *t, struct ct_str host)
 {
     char buf[HOST_MAX];
-    size_t n = ct_route_host_norm(host, buf, sizeof(buf));
-    if (n == 0)
+    size_t n = host_len(host);
+    if (n == 0 || (!t->has_wild && !len_in(t->exact_len, n)))
+        return t->default_site; /* no name that long: nothing to hash */
+    const struct hent *e;
+    uint64_t h = hash_exact(host.p, n, buf); /* lower-cased into BUF */
+    if (len_in(t->exact_len, n) && (e = host_find_h(t, buf, n, h)))
+        return (long)e->site;
+    if (!t->has_wild)
         return t->default_site;
     /* one pass from the end: the hash of each ".suffix" on the way */
     struct {
@@ -440,18 +564,16 @@ static long site_of(const struct ct_route_table *t, struct ct_str host)
         size_t at;
     } dots[64];
     size_t nd = 0;
-    uint64_t h = FNV_INIT;
+    h = FNV_INIT;
     for (size_t i = n; i-- > 0;) {
         h = FNV_STEP(h, buf[i]);
         if (buf[i] == '.' && nd < CT_ARRAY_LEN(dots) && i > 0)
             dots[nd++] = (typeof(dots[0])){h, i};
     }
-    const struct hent *e = host_find_h(t, buf, n, h);
-    if (e)
-        return (long)e->site;
     /* wildcards: the longest suffix first (the leftmost dot) */
-    while (t->has_wild && nd-- > 0)
-        if ((e = host_find_h(t, buf + dots[nd].at, n - dots[nd].at, dots[nd].h)))
+    while (nd-- > 0)
+        if (len_in(t->wild_len, n - dots[nd].at) &&
+            (e = host_find_h(t, buf + dots[nd].at, n - dots[nd].at, dots[nd].h)))
             return (long)e->site;
     return t->default_site;
 }
@@ -562,7 +684,9 @@ const struct ct_route *ct_route_choose(const struct ct_route_table *t, const str
     struct ct_str path = ct_str_make(req->target.p, q ? (size_t)(q - req->target.p) : req->target.len);
     struct ct_str query = q ? ct_str_make(q + 1, req->target.len - path.len - 1) : CT_STR("");
     uint64_t phead = head8(path.p, path.len);
-    for (size_t i = 0; i < site->nroutes; i++) {
+    size_t b = path.len >= 2 ? (unsigned char)path.p[1] : NBUCKETS - 1;
+    for (size_t k = site->boff[b]; k < site->boff[b + 1]; k++) {
+        size_t i = site->bidx[k];
         const struct pfilter *f = &site->pf[i];
         if (f->kind != PATH_ANY && !path_ok(f, path, phead))
             continue;

@@ -97,6 +97,10 @@ void ct_route_scratch_free(struct ct_route_scratch **sp);
 const struct ct_route *ct_route_choose(const struct ct_route_table *t, const struct ct_route_req *req,
                                        struct ct_route_scratch *s);
 
+/* Does some route of T look at the client address? (Else the caller need
+ * not work it out: family 0 is fine.) */
+bool ct_route_table_uses_client(const struct ct_route_table *t);
+
 /* Every route of T (fallbacks included), by id. */
 size_t ct_route_count(const struct ct_route_table *t);
 const struct ct_route *ct_route_at(const struct ct_route_table *t, size_t id);
