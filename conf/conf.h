@@ -257,8 +257,16 @@ struct ct_conf_respond {
     char *content_type;
 };
 
+/* Per client address (sites and routes): 0 is off. */
+struct ct_conf_limit {
+    unsigned rate;       /* requests per second (token bucket) ... */
+    unsigned burst;      /* ... up to this many at once (0: rate) */
+    unsigned concurrent; /* requests in flight at once */
+};
+
 struct ct_conf_route {
     char *name;
+    struct ct_conf_limit limit;
     struct ct_conf_match match;
     char *backend_group; /* NULL = the site's */
     struct ct_conf_route_cache cache;
@@ -286,6 +294,7 @@ struct ct_conf_site {
     size_t nhosts;
     bool is_default; /* hosts matching no site come here */
     char *backend_group; /* routes without one use it; NULL = "default" */
+    struct ct_conf_limit limit; /* every request of the site, besides its route's */
     struct ct_conf_route *routes;
     size_t nroutes;
     /* derived */

@@ -515,6 +515,20 @@ static const struct ct_conf_row respond_rows[] = {
 static const struct ct_conf_section respond_section = SECTION("respond", T, respond_rows);
 #undef T
 
+#define T struct ct_conf_limit
+static const struct ct_conf_row limit_rows[] = {
+    ROW_UINT(T, "rate", rate, 0, 0, 1000000, "0",
+             "Requests per second per client address (a token bucket); past it 429 with "
+             "Retry-After; 0 = no limit."),
+    ROW_UINT(T, "burst", burst, 0, 0, 1000000, "0",
+             "Requests a client may make at once before `rate` paces it; 0 = `rate` (at least "
+             "1)."),
+    ROW_UINT(T, "concurrent", concurrent, 0, 0, 1000000, "0",
+             "Requests in flight at once per client address; past it 429; 0 = no limit."),
+};
+static const struct ct_conf_section limit_section = SECTION("limit", T, limit_rows);
+#undef T
+
 #define T struct ct_conf_route
 static const struct ct_conf_row route_rows[] = {
     ROW_STR(T, "name", name, 0, Q(""),
@@ -543,6 +557,8 @@ static const struct ct_conf_row route_rows[] = {
     ROW_CIDRLIST(T, "deny", deny, ndeny, "[]", "Clients inside these prefixes get 403."),
     ROW_TEXTLIST(T, "require_headers", require_headers, nrequire_headers, "[]",
                  "Every `\"Name: value\"` must be in the request, else 403."),
+    ROW_GROUP(T, "limit", limit, limit_section,
+              "Per-client limits of this route (group), besides its site's."),
 };
 static const struct ct_conf_section route_section = SECTION("route", T, route_rows);
 #undef T
@@ -559,6 +575,8 @@ static const struct ct_conf_row site_rows[] = {
              "they get the group `default` and the cache section's policy)."),
     ROW_OPTSTR(T, "backend_group", backend_group, Q("off"),
                "Group of routes that name none; `off` = `default`."),
+    ROW_GROUP(T, "limit", limit, limit_section,
+              "Per-client limits of every request of the site (group)."),
     ROW_LIST(T, "routes", routes, nroutes, struct ct_conf_route, route_section,
              "Routes tried in order, the first match decides; no match = the site's group "
              "and the cache section's policy."),
@@ -948,6 +966,12 @@ static const struct {
     {"sites[].routes[].allow", "access control is a site's policy."},
     {"sites[].routes[].deny", "access control is a site's policy."},
     {"sites[].routes[].require_headers", "access control is a site's policy."},
+    {"sites[].limit.rate", "limits are a site's policy; nginx's `limit_req` is off unless set."},
+    {"sites[].limit.burst", "nginx's `limit_req` without `burst` refuses a second request 10 ms after the first at 10 r/s: a burst of `rate` lets a page load its assets."},
+    {"sites[].limit.concurrent", "limits are a site's policy; nginx's `limit_conn` is off unless set."},
+    {"sites[].routes[].limit.rate", "limits are a site's policy; nginx's `limit_req` is off unless set."},
+    {"sites[].routes[].limit.burst", "nginx's `limit_req` without `burst` refuses a second request 10 ms after the first at 10 r/s: a burst of `rate` lets a page load its assets."},
+    {"sites[].routes[].limit.concurrent", "limits are a site's policy; nginx's `limit_conn` is off unless set."},
     {"logs.error_log", "stderr, so systemd's journal or a terminal has it."},
     {"logs.level", "errors and what changes state (start, reload, backend up/down), not every "
                    "request."},

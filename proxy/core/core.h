@@ -71,7 +71,13 @@ struct ct_req {
     struct ct_wroutes *routes;
     /* what send_synth adds for a route's answer: a Location (redirects), a
      * Content-Type other than text/plain; empty otherwise */
-    struct ct_str synth_location, synth_ctype;
+    struct ct_str synth_location, synth_ctype, synth_retry_after;
+    /* a request counted in flight against a concurrency limit (route_step.c):
+     * its key, released with the route */
+    uint8_t lim_n;             /* 0, 1 (route or site) or 2 (both) */
+    uint32_t lim_scope[2];
+    uint8_t lim_family;
+    uint8_t lim_addr[16];
     bool logged;                /* counted and logged (ct_req_log_end) */
 };
 

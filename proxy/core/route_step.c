@@ -21,7 +21,9 @@
 #include "proxy/core/cache_int.h"
 #include "proxy/core/core.h"
 #include "proxy/core/req.h"
+#include "proxy/limit/limit.h"
 #include "proxy/realip/realip.h"
+#include "proxy/stats/stats.h"
 #include "proxy/route/route.h"
 #include "proxy/upstream/wire.h"
 
@@ -152,14 +154,94 @@ static void route_answer(struct ct_req *r, const struct ct_route_req *q, unsigne
         r->synth_ctype = ct_str_c(r->route->conf->respond.content_type);
     snprintf(cs, sizeof(cs), "cachet; detail=%s", detail);
     ct_cache_answer(r, status, ct_str_make(buf, blen), ct_str_c(cs));
-    r->synth_location = r->synth_ctype = CT_STR_NULL;
+    r->synth_location = r->synth_ctype = r->synth_retry_after = CT_STR_NULL;
+}
+
+static void route_answer(struct ct_req *r, const struct ct_route_req *q, unsigned status,
+                         const struct ct_route_tpl *body, const struct ct_route_tpl *location,
+                         const char *fixed, const char *detail);
+
+static void count(struct ct_req *r, enum ct_stats_route what)
+{
+    if (r->w->stats)
+        ct_stats_add(&r->w->stats->route_answers[what], 1);
+}
+
+/* Scopes of the limit table: a route's id, or a site's index with the top
+ * bit (both are per table: a reload starts the buckets again). */
+#define SITE_SCOPE 0x80000000u
+
+static bool has_limit(const struct ct_conf_limit *l)
+{
+    return l->rate || l->concurrent;
+}
+
+/* R under limit L in SCOPE: true if it may go on; else *WHAT says which
+ * limit refused it and *RETRY the seconds to wait (rate). */
+static bool limit_ok(struct ct_req *r, const struct ct_conf_limit *l, uint32_t scope,
+                     const struct ct_realip_addr *a, enum ct_stats_route *what, unsigned *retry)
+{
+    struct ct_limit_table *t = r->w->px->limits;
+    struct ct_limit_key k = {scope, a->family, a->addr};
+    ct_time_t now = ct_time_mono();
+    if (l->rate && !ct_limit_take(t, &k, l->rate, l->burst ? l->burst : l->rate, now, retry)) {
+        *what = CT_STATS_ROUTE_rate;
+        return false;
+    }
+    if (l->concurrent) {
+        if (!ct_limit_enter(t, &k, l->concurrent, now)) {
+            *what = CT_STATS_ROUTE_concurrency;
+            *retry = 1;
+            return false;
+        }
+        r->lim_scope[r->lim_n++] = scope;
+        r->lim_family = (uint8_t)a->family;
+        memcpy(r->lim_addr, a->addr, sizeof(r->lim_addr));
+    }
+    return true;
+}
+
+static void limits_leave(struct ct_req *r)
+{
+    struct ct_limit_table *t = r->w->px ? r->w->px->limits : NULL;
+    for (unsigned i = 0; t && i < r->lim_n; i++) {
+        struct ct_limit_key k = {r->lim_scope[i], r->lim_family, r->lim_addr};
+        ct_limit_leave(t, &k);
+    }
+    r->lim_n = 0;
+}
+
+/* The site's and the route's limits; false when R was answered 429. */
+static bool limits(struct ct_req *r, const struct ct_route_req *q, struct ct_realip_addr *a)
+{
+    const struct ct_conf_site *s = r->route->site;
+    const struct ct_conf_route *rc = r->route->conf;
+    bool site = s && has_limit(&s->limit), route = rc && has_limit(&rc->limit);
+    if ((!site && !route) || !r->w->px || !r->w->px->limits)
+        return true;
+    if (a->family == 0 && !ct_realip_parse(ct_str_make(r->peer, r->peer_ip_len), a))
+        return true; /* no address to count against */
+    enum ct_stats_route what = CT_STATS_ROUTE_rate;
+    unsigned retry = 1;
+    if ((!site || limit_ok(r, &s->limit, SITE_SCOPE | (uint32_t)(s - r->w->cf->sites), a, &what,
+                           &retry)) &&
+        (!route || limit_ok(r, &rc->limit, r->route->id, a, &what, &retry)))
+        return true;
+    limits_leave(r);
+    count(r, what);
+    char ra[16];
+    int n = snprintf(ra, sizeof(ra), "%u", retry);
+    r->synth_retry_after = ct_str_make(ra, (size_t)n);
+    route_answer(r, q, 429, NULL, NULL, "429 Too Many Requests\n",
+                 what == CT_STATS_ROUTE_rate ? "route-rate" : "route-concurrency");
+    return false;
 }
 
 bool ct_req_route(struct ct_req *r)
 {
     ct_req_route_release(r);
     struct ct_worker *w = r->w;
-    r->synth_location = r->synth_ctype = CT_STR_NULL;
+    r->synth_location = r->synth_ctype = r->synth_retry_after = CT_STR_NULL;
     if (w->cf->nsites == 0)
         return false; /* no sites: every request as before, at no cost */
     struct ct_wroutes *wr = current(w);
@@ -172,22 +254,26 @@ bool ct_req_route(struct ct_req *r)
     r->routes = wr;
     wr->refs++;
     const struct ct_conf_route *rc = r->route->conf;
-    if (!rc)
-        return false;
-    switch (ct_route_check_access(r->route, &q)) {
+    switch (rc ? ct_route_check_access(r->route, &q) : CT_ROUTE_ALLOW) {
     case CT_ROUTE_ALLOW: break;
     case CT_ROUTE_DENY_ADDR:
+        count(r, CT_STATS_ROUTE_deny);
         route_answer(r, &q, 403, NULL, NULL, "403 Forbidden\n", "route-deny");
         return true;
     case CT_ROUTE_DENY_HEADER:
+        count(r, CT_STATS_ROUTE_require);
         route_answer(r, &q, 403, NULL, NULL, "403 Forbidden\n", "route-require");
         return true;
     }
-    if (rc->redirect.status) {
+    if (!limits(r, &q, &addr))
+        return true;
+    if (rc && rc->redirect.status) {
+        count(r, CT_STATS_ROUTE_redirect);
         route_answer(r, &q, rc->redirect.status, NULL, r->route->location, NULL, "route-redirect");
         return true;
     }
-    if (rc->respond.status) {
+    if (rc && rc->respond.status) {
+        count(r, CT_STATS_ROUTE_respond);
         route_answer(r, &q, rc->respond.status, r->route->body, NULL, NULL, "route-respond");
         return true;
     }
@@ -236,6 +322,8 @@ void ct_req_route_share(struct ct_req *to, const struct ct_req *from)
 
 void ct_req_route_release(struct ct_req *r)
 {
+    if (r->lim_n)
+        limits_leave(r);
     if (r->routes)
         wroutes_unref(r->w, r->routes);
     r->routes = NULL;

@@ -305,6 +305,9 @@ static void h1_send_synth(struct ct_req *r, unsigned status, struct ct_str body,
     if (r->synth_location.len)
         evbuffer_add_printf(cout(c), "Location: %.*s\r\n", (int)r->synth_location.len,
                             r->synth_location.p);
+    if (r->synth_retry_after.len)
+        evbuffer_add_printf(cout(c), "Retry-After: %.*s\r\n", (int)r->synth_retry_after.len,
+                            r->synth_retry_after.p);
     evbuffer_add_printf(cout(c), "Cache-Status: %.*s\r\n%s\r\n", (int)cstatus.len, cstatus.p,
                         conn_field(c, unread));
     if (!head && body.len)

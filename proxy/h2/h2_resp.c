@@ -154,7 +154,7 @@ static void h2_send_synth(struct ct_req *r, unsigned status, struct ct_str body,
         memcpy(date, ct_http_date_cached(&r->w->wc->date, now), sizeof(date));
     else
         ct_http_date_format(now, date);
-    struct ct_http_field f[6] = {
+    struct ct_http_field f[7] = {
         field("server", CT_STR("cachet")),
         field("date", ct_str_make(date, CT_HTTP_DATE_LEN)),
         field("content-type", r->synth_ctype.len ? r->synth_ctype : CT_STR("text/plain")),
@@ -163,6 +163,8 @@ static void h2_send_synth(struct ct_req *r, unsigned status, struct ct_str body,
     size_t nf = 4;
     if (r->synth_location.len) /* a route's redirect */
         f[nf++] = field("location", r->synth_location);
+    if (r->synth_retry_after.len) /* a route's 429 */
+        f[nf++] = field("retry-after", r->synth_retry_after);
     if (cstatus.len)
         f[nf++] = field("cache-status", cstatus);
     struct ct_http_msg msg = {.kind = CT_HTTP_RESPONSE, .status = status, .version = 11};

@@ -72,6 +72,16 @@ enum ct_stats_proto {
 };
 
 
+/* What a route did with a request itself (issue 15, proxy/core/route_step.c). */
+#define CT_STATS_ROUTE_TABLE(X) X(deny) X(require) X(redirect) X(respond) X(rate) X(concurrency)
+
+enum ct_stats_route {
+#define CT_STATS_ROUTE_ENUM(name) CT_STATS_ROUTE_##name,
+    CT_STATS_ROUTE_TABLE(CT_STATS_ROUTE_ENUM)
+#undef CT_STATS_ROUTE_ENUM
+        CT_STATS_ROUTE__COUNT
+};
+
 /* Number of slots of each label set. */
 #define CT_STATS_NL_NONE 1
 #define CT_STATS_NL_CLASS 6
@@ -79,13 +89,14 @@ enum ct_stats_proto {
 #define CT_STATS_NL_CLOSE CT_CLOSE__COUNT
 #define CT_STATS_NL_PROTO CT_STATS_PROTO__COUNT
 #define CT_STATS_NL_H2WHY CT_H2_WHY__COUNT
+#define CT_STATS_NL_ROUTE CT_STATS_ROUTE__COUNT
 
 /* ---- the tables ------------------------------------------------------------ */
 
 /* X(id, kind, labels, help): kind COUNTER or GAUGE; labels NONE, CLASS (label
  * "class"), CACHE (label "cache_status"), CLOSE (label "reason"), PROTO
- * (label "proto") or H2WHY (label "reason": why an HTTP/2 connection ended,
- * common/h2why.h CT_H2_WHY_TABLE, lower case).
+ * (label "proto"), H2WHY (label "reason": why an HTTP/2 connection ended,
+ * common/h2why.h CT_H2_WHY_TABLE, lower case) or ROUTE (label "action").
  * Prometheus name: cachet_<id>, plus _total for counters. */
 #define CT_STATS_TABLE(X)                                                      \
     X(connections_accepted, COUNTER, NONE, "Client connections accepted.")      \
@@ -110,7 +121,9 @@ enum ct_stats_proto {
     X(h2_resets_received, COUNTER, NONE, "HTTP/2 RST_STREAM frames from clients.") \
     X(h2_resets_sent, COUNTER, NONE, "HTTP/2 RST_STREAM frames we sent.")       \
     X(h2_connections_ended, COUNTER, H2WHY,                                     \
-      "HTTP/2 connections ended, by reason (GOAWAY we sent or received, drain).")
+      "HTTP/2 connections ended, by reason (GOAWAY we sent or received, drain).") \
+    X(route_answers, COUNTER, ROUTE,                                            \
+      "Requests a route answered itself: 403 (deny, require), redirect, respond, 429 (rate, concurrency).")
 
 /* Per backend, label "backend" (its configured name). */
 #define CT_STATS_BE_TABLE(X)                                                   \
