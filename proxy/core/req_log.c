@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "proxy/core/cache_int.h"
 #include "proxy/core/core.h"
+#include "proxy/route/route.h"
 #include "proxy/stats/accesslog.h"
 #include "proxy/upstream/upstream.h"
 
@@ -53,6 +54,8 @@ static void access_log(struct ct_req *q, unsigned status, double rt, double ut)
         .upstream_time_s = ut,
         .cache_status = cs_text(q->cs),
         .tls_version = q->tls ? SSL_get_version(q->tls) : NULL,
+        .site = q->route ? q->route->site_name : NULL,
+        .route = q->route ? q->route->route_name : NULL,
     };
     if (m) {
         r.method = m->method_name;

@@ -16,6 +16,7 @@ listen = ( { kind = "http"; address = "127.0.0.1:0"; },
            { kind = "https"; address = "127.0.0.1:0"; tls = { self_signed = true; }; } );
 backends = ( { address = "127.0.0.1:$OP"; } );
 admin = { listen = "off"; };
+logs = { access_log = "$CT_TMP/access.log"; };
 sites = ( {
   name = "www"; hosts = [ "www.example.test", "*.example.test" ];
   routes = (
@@ -112,6 +113,10 @@ ct_check "request_headers: remove, and set then remove" "$(grep -c 'X-Drop\|X-Go
 ct_check "strip_cookie: no Cookie to the origin" "$(grep -c '"Cookie"' <<<"$out")" 0
 out=$(curl -s -k --http2 -H "$H" -H 'X-Tag: one' "https://127.0.0.1:$SP/echo")
 ct_check_match "request_headers over h2" "$out" '\["X-Site", "www/echo"\]'
+
+# The access log names site and route.
+for ((i = 0; i < 300; i++)); do grep -q 'route=echo' "$CT_TMP/access.log" 2>/dev/null && break; sleep 0.02; done
+ct_check_match "access log: site and route" "$(cat "$CT_TMP/access.log")" '"GET /echo HTTP/1.1" 200 [0-9]+ .* site=www route=echo'
 
 # A host no site claims, no default site: as before sites (the origin answers).
 ct_check "unknown host: the default group" \
