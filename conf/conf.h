@@ -118,6 +118,11 @@ struct ct_conf_listener {
     bool redirect_to_https; /* HTTP only: 301 to https://host/target */
     uint16_t redirect_port; /* port in the Location; 0 = first HTTPS listener's */
     bool honour_client_cc;  /* obey request Cache-Control (no-cache, max-age...) */
+    /* PROXY protocol v1/v2 before the first byte (issue 15), read only from
+     * these peers; a connection from anyone else is closed */
+    bool proxy_protocol;
+    struct ct_conf_cidr *proxy_protocol_from;
+    size_t nproxy_protocol_from;
 };
 
 struct ct_conf_health {
@@ -160,6 +165,8 @@ enum ct_conf_fail {
     CT_CONF_FAIL_TABLE(CT_CONF_FAIL_ENUM)
 #undef CT_CONF_FAIL_ENUM
 };
+
+enum ct_conf_real_ip { CT_CONF_REAL_IP_XFF, CT_CONF_REAL_IP_FORWARDED };
 
 enum ct_conf_query {
     CT_CONF_QUERY_INHERIT = -1, /* routes only: the cache section's */
@@ -392,6 +399,11 @@ struct ct_conf {
     struct ct_conf_backend *flat_backends;
     size_t *flat_group;
     size_t nflat;
+    /* The real client address behind proxies: requests from these peers have
+     * their client read from real_ip_header (issue 15) */
+    struct ct_conf_cidr *trusted_proxies;
+    size_t ntrusted_proxies;
+    int real_ip_header; /* enum ct_conf_real_ip */
     struct ct_conf_cache cache;
     struct ct_conf_limits limits;
     struct ct_conf_admin admin;

@@ -151,6 +151,13 @@ static void check_listeners(struct ct_conf *cf, struct ct_conf_errors *errs)
     for (size_t i = 0; i < cf->nlisteners; i++) {
         const struct ct_conf_listener *l = &cf->listeners[i];
         char path[96];
+        snprintf(path, sizeof(path), "listen[%zu].proxy_protocol_from", i);
+        if (l->proxy_protocol && l->nproxy_protocol_from == 0)
+            CHECK_ERR(cf, errs, path, "empty while proxy_protocol is on (expected the load "
+                                      "balancers' prefixes, such as [\"10.0.0.0/8\"])");
+        if (l->nproxy_protocol_from > 16) /* CT_LISTEN_PP_MAX */
+            CHECK_ERR(cf, errs, path, "%zu prefixes (expected at most 16)",
+                      l->nproxy_protocol_from);
         if (l->kind == CT_CONF_LISTEN_HTTPS) {
             check_certs(cf, i, errs);
             check_mtls(cf, i, errs);

@@ -96,6 +96,9 @@ static const struct ct_conf_enum queries[] = {{"keep", CT_CONF_QUERY_KEEP},
                                               {NULL, 0}};
 static const struct ct_conf_enum waiters[] = {
     {"504", CT_CONF_WAITER_504}, {"fetch", CT_CONF_WAITER_FETCH}, {NULL, 0}};
+static const struct ct_conf_enum real_ips[] = {{"X-Forwarded-For", CT_CONF_REAL_IP_XFF},
+                                               {"Forwarded", CT_CONF_REAL_IP_FORWARDED},
+                                               {NULL, 0}};
 static const struct ct_conf_enum levels[] = {{"debug", CT_LOG_DEBUG},
                                              {"info", CT_LOG_INFO},
                                              {"warn", CT_LOG_WARN},
@@ -189,6 +192,13 @@ static const struct ct_conf_row listener_rows[] = {
                  "client asks (public sites often turn it off, so a reload button cannot reach "
                  "the origin).",
                  "RFC 9111 §5.2.1 (request directives ignored)"),
+    ROW_BOOL(T, "proxy_protocol", proxy_protocol, "false",
+             "Every connection starts with a PROXY protocol header (v1 or v2, as HAProxy and "
+             "cloud load balancers send it), whose source address is the client's; only from "
+             "`proxy_protocol_from`, other peers are closed."),
+    ROW_CIDRLIST(T, "proxy_protocol_from", proxy_protocol_from, nproxy_protocol_from, "[]",
+                 "Load balancer address prefixes allowed to send the PROXY header (at most "
+                 "16)."),
     ROW_GROUP(T, "tls", tls, tls_section, "HTTPS listeners: TLS settings (group)."),
 };
 #undef T
@@ -602,6 +612,12 @@ static const struct ct_conf_row root_rows[] = {
              "Sites chosen by the request's host, each with ordered routes: `( { name = "
              "\"www\"; hosts = [\"example.com\"]; routes = ( { match = { path_prefix = "
              "\"/static/\"; }; ... } ); } )`."),
+    ROW_CIDRLIST(T, "trusted_proxies", trusted_proxies, ntrusted_proxies, "[]",
+                 "Proxies in front of cachet whose forwarding field (`real_ip_header`) names the "
+                 "client: read right to left past every trusted address; the client address "
+                 "is then used by logs, routes (client, allow, deny, limits) and hashing."),
+    ROW_ENUM(T, "real_ip_header", real_ip_header, 0, real_ips, Q("X-Forwarded-For"),
+             "`X-Forwarded-For` or `Forwarded` (RFC 7239 `for=`)."),
     ROW_GROUP(T, "cache", cache, cache_section, "The response cache (group)."),
     ROW_GROUP(T, "limits", limits, limits_section, "Client-side limits and timeouts (group)."),
     ROW_GROUP(T, "admin", admin, admin_section, "The admin listener (group)."),
@@ -972,6 +988,13 @@ static const struct {
     {"sites[].routes[].limit.rate", "limits are a site's policy; nginx's `limit_req` is off unless set."},
     {"sites[].routes[].limit.burst", "nginx's `limit_req` without `burst` refuses a second request 10 ms after the first at 10 r/s: a burst of `rate` lets a page load its assets."},
     {"sites[].routes[].limit.concurrent", "limits are a site's policy; nginx's `limit_conn` is off unless set."},
+    {"listen[].proxy_protocol", "a PROXY header is only sent by a balancer set up for it; read "
+                                "from anyone else it would let a client choose its address."},
+    {"listen[].proxy_protocol_from", "no peer is trusted until named (Caddy's `allow`, ATS's "
+                                     "`proxy_protocol_allowlist`)."},
+    {"trusted_proxies", "a forwarding field is the client's to write unless a proxy we trust "
+                        "wrote it (nginx's `set_real_ip_from`)."},
+    {"real_ip_header", "what nginx, HAProxy and every load balancer send."},
     {"logs.error_log", "stderr, so systemd's journal or a terminal has it."},
     {"logs.level", "errors and what changes state (start, reload, backend up/down), not every "
                    "request."},

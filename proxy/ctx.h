@@ -72,6 +72,11 @@ struct ct_listener_conf {
     uint64_t handshake_timeout_ms;
     bool honour_client_cc;        /* the listener's honour_client_cache_control */
     struct ct_str subject_header; /* mTLS: header carrying the verified subject */
+    /* PROXY protocol (proxy/h1/pp_accept.c): read first, from these peers only */
+    bool proxy_protocol;
+#define CT_LISTEN_PP_MAX 16
+    struct ct_conf_cidr pp_from[CT_LISTEN_PP_MAX];
+    size_t npp_from;
 };
 
 struct ct_worker;
@@ -163,6 +168,7 @@ struct ct_worker {
      * (proxy/core/route_step.c); its own PCRE2 match data. */
     struct ct_wroutes *routes;
     struct ct_route_scratch *route_scratch;
+    struct ct_pp_wait *pp_waits; /* connections reading their PROXY header (h1/pp_accept.c) */
     /* Set by ct_worker_new (worker.c sits above the protocols that call them):
      * CONN_GONE: a connection closed and was freed (accepting resumes at the
      * limit, a drain finishes, reload retirement counts it); TAKE_H2: ALPN

@@ -35,7 +35,10 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
     struct ct_wlistener *wl = arg;
     CT_CHECK_OBJ(wl, CT_WLISTENER_MAGIC);
     struct ct_worker *w = wl->w;
-    ct_client_accept(w, wl->lc, fd, sa, (socklen_t)salen);
+    if (wl->lc->proxy_protocol)
+        ct_pp_accept(w, wl->lc, fd, sa, (socklen_t)salen);
+    else
+        ct_client_accept(w, wl->lc, fd, sa, (socklen_t)salen);
     unsigned max = w->cf->limits.max_connections_per_worker;
     if (max && w->nclients >= max && !w->accept_paused) {
         w->accept_paused = true;
@@ -275,6 +278,7 @@ void ct_worker_cut(struct ct_worker *w)
 {
     while (w->clients)
         ct_client_abort(w->clients);
+    ct_pp_abort_all(w);
     ct_h2s_abort_all(w);
     if (w->wc)
         ct_cache_bg_free_all(w->wc); /* refreshes in flight hold upstreams */

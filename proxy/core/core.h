@@ -38,6 +38,10 @@ struct ct_req {
     const struct ct_listener_conf *lc; /* scheme, policy, mTLS subject field */
     const char *peer;           /* "ip:port" for logs; the ip part for X-Forwarded-For */
     size_t peer_ip_len;
+    /* the client's address (ip): the peer's, or the one trusted proxies name
+     * (trusted_proxies, route_step.c); used by logs, routes and hashing */
+    struct ct_str client;
+    char client_buf[48];
     uint64_t conn_id;
     struct ssl_st *tls;         /* the TLS session that carries it; NULL: plain */
     const struct ct_http_msg *msg; /* views into the connection's parser */
@@ -92,6 +96,11 @@ size_t ct_req_route_edits(struct ct_req *r, bool response, struct ct_fwd_edit *o
                           char *buf, size_t cap);
 /* TO (a background refresh) goes where FROM, its trigger, was routed. */
 void ct_req_route_share(struct ct_req *to, const struct ct_req *from);
+/* R's client address (r->client, or the peer's ip when not set). */
+static inline struct ct_str ct_req_client(const struct ct_req *r)
+{
+    return r->client.len ? r->client : ct_str_make(r->peer, r->peer_ip_len);
+}
 /* R is done with its route (idempotent). */
 void ct_req_route_release(struct ct_req *r);
 /* The worker's route tables go (ct_worker_cut). */

@@ -116,7 +116,7 @@ static void pick_of(const struct ct_req *r, struct ct_upstream_pick *pick)
             v = f->value;
         break;
     case CT_CONF_HASH_COOKIE: (void)cookie_of(r->msg, ct_str_c(g->hash_name), &v); break;
-    case CT_CONF_HASH_CLIENT: v = ct_str_make(r->peer, r->peer_ip_len); break;
+    case CT_CONF_HASH_CLIENT: v = ct_req_client(r); break;
     case CT_CONF_HASH_KEY: break;
     }
     if (v.p) {

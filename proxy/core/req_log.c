@@ -46,7 +46,7 @@ static void access_log(struct ct_req *q, unsigned status, double rt, double ut)
 {
     const struct ct_http_msg *m = q->msg;
     struct ct_accesslog_rec r = {
-        .remote_addr = ct_str_make(q->peer, q->peer_ip_len),
+        .remote_addr = ct_req_client(q),
         .time = q->t0_real,
         .status = status,
         .body_bytes = q->body_out,

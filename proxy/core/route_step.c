@@ -92,8 +92,7 @@ static void route_req(const struct ct_req *r, const struct ct_route_table *t,
 {
     const struct ct_http_field *host = ct_http_msg_find(r->msg, CT_HDR_HOST, NULL);
     addr->family = 0; /* parsed only for tables that look at it: inet_pton is dear */
-    if (ct_route_table_uses_client(t) &&
-        !ct_realip_parse(ct_str_make(r->peer, r->peer_ip_len), addr))
+    if (ct_route_table_uses_client(t) && !ct_realip_parse(ct_req_client(r), addr))
         addr->family = 0;
     *q = (struct ct_route_req){
         .host = host ? host->value : CT_STR_NULL,
@@ -123,7 +122,7 @@ static void vars_of(const struct ct_req *r, const struct ct_route_req *q, char *
     v->v[CT_CONF_VAR_PATH] = ct_str_make(t.p, plen);
     v->v[CT_CONF_VAR_QUERY] = ct_str_make(t.p + plen, t.len - plen);
     v->v[CT_CONF_VAR_URI] = t;
-    v->v[CT_CONF_VAR_CLIENT] = ct_str_make(r->peer, r->peer_ip_len);
+    v->v[CT_CONF_VAR_CLIENT] = ct_req_client(r);
     int n = snprintf(id, idcap, "%llu-%llu", (unsigned long long)r->conn_id,
                      (unsigned long long)(r->t0_real * 1e6));
     v->v[CT_CONF_VAR_REQUEST_ID] = ct_str_make(id, n > 0 ? (size_t)n : 0);
@@ -219,7 +218,7 @@ static bool limits(struct ct_req *r, const struct ct_route_req *q, struct ct_rea
     bool site = s && has_limit(&s->limit), route = rc && has_limit(&rc->limit);
     if ((!site && !route) || !r->w->px || !r->w->px->limits)
         return true;
-    if (a->family == 0 && !ct_realip_parse(ct_str_make(r->peer, r->peer_ip_len), a))
+    if (a->family == 0 && !ct_realip_parse(ct_req_client(r), a))
         return true; /* no address to count against */
     enum ct_stats_route what = CT_STATS_ROUTE_rate;
     unsigned retry = 1;
@@ -237,10 +236,36 @@ static bool limits(struct ct_req *r, const struct ct_route_req *q, struct ct_rea
     return false;
 }
 
+/* trusted_proxies: the client behind them, from X-Forwarded-For or
+ * Forwarded, into r->client (the peer's address otherwise). */
+static void real_client(struct ct_req *r)
+{
+    const struct ct_conf *cf = r->w->cf;
+    r->client = ct_str_make(r->peer, r->peer_ip_len);
+    if (cf->ntrusted_proxies == 0)
+        return;
+    struct ct_realip_addr peer, out;
+    if (!ct_realip_parse(r->client, &peer) ||
+        !ct_realip_in(cf->trusted_proxies, cf->ntrusted_proxies, &peer))
+        return;
+    bool fwd = cf->real_ip_header == CT_CONF_REAL_IP_FORWARDED;
+    struct ct_str v[8];
+    size_t n = 0;
+    for (const struct ct_http_field *f = NULL;
+         n < CT_ARRAY_LEN(v) &&
+         (f = fwd ? ct_http_msg_find_name(r->msg, CT_STR("Forwarded"), f)
+                  : ct_http_msg_find(r->msg, CT_HDR_X_FORWARDED_FOR, f));)
+        v[n++] = f->value;
+    if (ct_realip_from_fields(cf->trusted_proxies, cf->ntrusted_proxies, &peer, v, n, fwd, &out))
+        r->client = ct_str_make(r->client_buf, ct_realip_fmt(&out, r->client_buf,
+                                                             sizeof(r->client_buf)));
+}
+
 bool ct_req_route(struct ct_req *r)
 {
     ct_req_route_release(r);
     struct ct_worker *w = r->w;
+    real_client(r);
     r->synth_location = r->synth_ctype = r->synth_retry_after = CT_STR_NULL;
     if (w->cf->nsites == 0)
         return false; /* no sites: every request as before, at no cost */

@@ -85,6 +85,13 @@ extern const struct ct_proto ct_h1_proto;
 /* Take over accepted FD from listener LC (owns the fd from now on). */
 void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int fd,
                       const struct sockaddr *sa, socklen_t salen);
+/* Listeners with proxy_protocol (pp_accept.c): FD's PROXY header first,
+ * from LC's allowed peers only (others are closed), then ct_client_accept
+ * with the header's source address. */
+void ct_pp_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int fd,
+                  const struct sockaddr *sa, socklen_t salen);
+/* Worker exit: close the connections still waiting for their header. */
+void ct_pp_abort_all(struct ct_worker *w);
 /* Draining: close the client now if it sits between requests. */
 void ct_client_drain(struct ct_client *c);
 /* Worker exit: free without ceremony. */

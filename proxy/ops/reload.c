@@ -514,6 +514,10 @@ static struct ct_listener_conf *new_listener(struct ct_ops *ops, const struct ct
     lc->kind = l->kind == CT_CONF_LISTEN_HTTPS ? CT_LISTEN_HTTPS : CT_LISTEN_HTTP;
     lc->handshake_timeout_ms = l->tls.handshake_timeout_ms;
     lc->honour_client_cc = l->honour_client_cc;
+    lc->proxy_protocol = l->proxy_protocol;
+    lc->npp_from = CT_MIN(l->nproxy_protocol_from, CT_LISTEN_PP_MAX);
+    if (lc->npp_from)
+        memcpy(lc->pp_from, l->proxy_protocol_from, lc->npp_from * sizeof(*lc->pp_from));
     memcpy(&lc->sa, same ? &same->sa : &l->addr.sa, same ? same->salen : l->addr.salen);
     lc->salen = same ? same->salen : l->addr.salen;
     if (lc->kind == CT_LISTEN_HTTPS && https_ctx(ops, lc, l) != CT_OK) {
@@ -571,7 +575,12 @@ static bool plan_listeners(struct ct_ops *ops, const struct ct_conf *cf)
             claimed[a - rl->active] = true;
         const struct ct_listener_conf *lc = a ? a->lc : NULL;
         if (a == NULL || l->kind == CT_CONF_LISTEN_HTTPS ||
-            a->lc->honour_client_cc != l->honour_client_cc) {
+            a->lc->honour_client_cc != l->honour_client_cc ||
+            a->lc->proxy_protocol != l->proxy_protocol ||
+            a->lc->npp_from != l->nproxy_protocol_from ||
+            (l->nproxy_protocol_from &&
+             memcmp(a->lc->pp_from, l->proxy_protocol_from,
+                    a->lc->npp_from * sizeof(*l->proxy_protocol_from)) != 0)) {
             /* new; HTTPS: a new context re-reads the certificates; a
              * listener setting changed: listener structs are immutable
              * (workers read them without locks), so a new one replaces it */

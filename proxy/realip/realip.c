@@ -156,6 +156,13 @@ int ct_pp_parse(const uint8_t *buf, size_t len, struct ct_pp_result *out)
 
 /* ---- forwarding fields -------------------------------------------------- */
 
+size_t ct_realip_fmt(const struct ct_realip_addr *a, char *out, size_t cap)
+{
+    if (!a->family || !inet_ntop(a->family, a->addr, out, (socklen_t)cap))
+        return (size_t)snprintf(out, cap, "?");
+    return strlen(out);
+}
+
 bool ct_realip_in(const struct ct_conf_cidr *v, size_t n, const struct ct_realip_addr *a)
 {
     struct ct_realip_addr u = *a;

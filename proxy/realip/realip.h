@@ -57,6 +57,10 @@ bool ct_realip_from_fields(const struct ct_conf_cidr *trusted, size_t ntrusted,
                            const struct ct_realip_addr *peer, const struct ct_str *fields,
                            size_t nfields, bool forwarded, struct ct_realip_addr *out);
 
+/* A's address as text ("192.0.2.1", "2001:db8::1") into OUT; its length. */
+#define CT_SOCKADDR_STRLEN_PP 48
+size_t ct_realip_fmt(const struct ct_realip_addr *a, char *out, size_t cap);
+
 /* Is A inside one of V[0..N)? (IPv4-mapped IPv6 counts as IPv4.) */
 bool ct_realip_in(const struct ct_conf_cidr *v, size_t n, const struct ct_realip_addr *a);
 

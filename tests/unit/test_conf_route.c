@@ -198,6 +198,25 @@ static void test_route_errors(void)
                "t.conf:3: sites[0].routes[0].matches: unknown setting (did you mean \"match\"?)");
 }
 
+static void test_realip_errors(void)
+{
+    EXPECT_ERR("listen = ( { kind = \"http\"; address = \"127.0.0.1:8080\"; proxy_protocol = true; } );\n"
+               "backends = ( { address = \"127.0.0.1:8081\"; } );\n",
+               "t.conf:1: listen[0].proxy_protocol_from: empty while proxy_protocol is on "
+               "(expected the load balancers' prefixes, such as [\"10.0.0.0/8\"])");
+    EXPECT_ERR(BASE "real_ip_header = \"X-Real-IP\";\n",
+               "t.conf:3: real_ip_header: invalid value \"X-Real-IP\" (expected one of "
+               "\"X-Forwarded-For\" or \"Forwarded\")");
+    EXPECT_ERR(BASE SITE("{ limit = { rate = -1; }; }"),
+               "t.conf:3: sites[0].routes[0].limit.rate: invalid value -1 (expected an integer "
+               "from 0 to 1000000)");
+    struct ct_conf *cf;
+    EXPECT_OK(BASE "trusted_proxies = [\"10.0.0.0/8\"]; real_ip_header = \"Forwarded\";\n", &cf);
+    CU_ASSERT_EQUAL(cf->ntrusted_proxies, 1);
+    CU_ASSERT_EQUAL(cf->real_ip_header, CT_CONF_REAL_IP_FORWARDED);
+    ct_conf_free(&cf);
+}
+
 /* A route an earlier one covers is reported; a narrower earlier one is fine. */
 static void test_shadowed(void)
 {
@@ -231,5 +250,6 @@ void ct_test_register(void)
     CT_SUITE("conf routes", {"a config with groups, sites and routes loads", test_good_loads},
              {"no sites: one default group, as before", test_no_sites_is_today},
              {"backend group errors", test_group_errors}, {"site errors", test_site_errors},
-             {"route errors", test_route_errors}, {"shadowed routes", test_shadowed});
+             {"route errors", test_route_errors}, {"shadowed routes", test_shadowed},
+             {"real address and limit errors", test_realip_errors});
 }
