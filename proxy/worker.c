@@ -290,6 +290,8 @@ static void *worker_main(void *arg)
 {
     struct ct_worker *w = arg;
     CT_CHECK_OBJ(w, CT_WORKER_MAGIC);
+    if (w->wc)
+        ct_wcache_bind(w->wc); /* wakes from this thread skip the eventfd */
     event_base_dispatch(w->base);
     ct_worker_cut(w); /* drained or timed out: whatever is left is cut */
     return NULL;

@@ -100,36 +100,12 @@ void ct_client_set_state(struct ct_client *c, enum ct_client_state to)
 }
 
 /* The connection's one deadline (TLS handshake, keep-alive idle, request
- * head, linger) is kept lazily, as nginx and Varnish keep theirs: the timer
- * is re-armed only when a new deadline comes before the time it is set for;
- * one that fires before the current deadline (which moved later meanwhile)
- * is set again for the rest (on_timer). A keep-alive connection moves its
- * deadline twice per request (idle, then head) without touching the timer,
- * which instead fires about once per header timeout to find it moved.
- * Deadlines are read on the precise monotonic clock, so a timer libevent
- * fires early (it arms from the loop's cached time) is simply set again. */
-static uint64_t now_ms(void) { return (uint64_t)(ct_time_mono() * 1000.0); }
-
-static void timer_arm(struct ct_client *c, uint64_t ms)
-{
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
-    evtimer_add(c->timer, &tv);
-}
+ * head, request body, linger): proxy/net/deadline.h keeps it lazily. */
+static uint64_t now_ms(void) { return ct_now_ms(); }
+static void deadline_set(struct ct_client *c, uint64_t ms) { ct_deadline_set(&c->dl, ms); }
+static void deadline_clear(struct ct_client *c) { ct_deadline_clear(&c->dl); }
 
 static bool linger_draining(struct ct_client *c);
-
-/* The deadline is MS from now (0: the next loop turn). */
-static void deadline_set(struct ct_client *c, uint64_t ms)
-{
-    c->deadline_ms = now_ms() + ms;
-    if (c->timer_at_ms != 0 && c->timer_at_ms <= c->deadline_ms)
-        return; /* fires first: on_timer sets it again for the rest */
-    timer_arm(c, ms);
-    c->timer_at_ms = c->deadline_ms;
-}
-
-/* No deadline (FETCH .. SEND): the timer stays armed, its firing is ignored. */
-static void deadline_clear(struct ct_client *c) { c->deadline_ms = 0; }
 
 /* FETCH .. SEND have one deadline only, the request body's (Apache
  * mod_reqtimeout's body=T,MinRate=R): T from the end of the head, one more
@@ -257,7 +233,7 @@ void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, in
     c->id = ++w->next_conn_id;
     c->rp = ct_http_parser_new(CT_HTTP_REQUEST, &w->limits);
     ct_http_parser_set_gateway(c->rp, true);
-    c->timer = evtimer_new(w->base, on_timer, c);
+    ct_deadline_init(&c->dl, w->base, on_timer, c);
     peer_name(c, sa);
     req_reset(c);
     (void)salen;
@@ -310,7 +286,7 @@ static void client_free(struct ct_client *c)
     ct_req_free(&c->r);
     ct_io_detach(&c->io);
     bufferevent_free(c->bev);
-    event_free(c->timer);
+    ct_deadline_fini(&c->dl);
     ct_http_parser_free(&c->rp);
     client_unlink(c);
     c->magic = 0;
@@ -623,7 +599,7 @@ static void client_to_h2(struct ct_client *c)
     bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
     c->w->take_h2(c->w, c->lc, bev, c->peer, c->peer_ip_len, c->id);
     ct_req_free(&c->r);
-    event_free(c->timer);
+    ct_deadline_fini(&c->dl);
     ct_http_parser_free(&c->rp);
     client_unlink(c);
     c->magic = 0;
@@ -655,16 +631,6 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     }
     if (c->state == CT_CS_TLS_HANDSHAKE) {
         tls_handshake_failed(c, what);
-        return;
-    }
-    if (ct_cache_client_gone(&c->r)) {
-        /* Its fetch fills an object others read: it goes on (cache_fill.c),
-         * and the connection ends with it, silent meanwhile. */
-        c->resp_close = true;
-        struct evbuffer *out = bufferevent_get_output(c->bev);
-        evbuffer_drain(out, evbuffer_get_length(out));
-        bufferevent_disable(c->bev, EV_WRITE);
-        ct_io_read(&c->io, false);
         return;
     }
     if (what & BEV_EVENT_EOF) {
@@ -706,16 +672,8 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
     (void)fd;
     (void)what;
-    c->timer_at_ms = 0;
-    if (c->deadline_ms == 0)
-        return; /* left armed through a state without a deadline */
-    uint64_t now = now_ms();
-    if (now < c->deadline_ms) { /* the deadline moved later since it was armed */
-        timer_arm(c, c->deadline_ms - now);
-        c->timer_at_ms = c->deadline_ms;
-        return;
-    }
-    c->deadline_ms = 0;
+    if (!ct_deadline_due(&c->dl))
+        return; /* none (a state without one), or it moved later */
     switch (c->state) {
     case CT_CS_READ_HEAD:
         if (c->resume) { /* not a deadline: the deferred parse of pipelined bytes */

@@ -11,6 +11,7 @@
 
 #include "common/close.h"
 #include "proxy/core/core.h"
+#include "proxy/net/deadline.h"
 #include "proxy/net/net.h"
 
 struct evbuffer;
@@ -49,9 +50,7 @@ struct ct_client {
     struct bufferevent *bev;    /* owned; BEV_OPT_CLOSE_ON_FREE */
     struct ct_io io;            /* its read side */
     struct ct_http_parser *rp;  /* request parser, reused for every request */
-    struct event *timer;        /* head / keep-alive / linger deadline */
-    uint64_t deadline_ms;       /* that deadline (monotonic ms; 0: none), kept lazily */
-    uint64_t timer_at_ms;       /* when the timer fires (0: not armed) */
+    struct ct_deadline dl;      /* handshake / head / keep-alive / body / linger deadline */
     int linger_outq;            /* linger: bytes the kernel still held at the last look */
     uint64_t linger_moved_ms;   /* linger: when that count last went down */
     struct ct_client *next, *prev; /* w->clients */

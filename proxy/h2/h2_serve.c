@@ -50,7 +50,7 @@
 
 static _Thread_local struct ct_h2s *conns; /* this worker thread's (see above) */
 
-static uint64_t now_ms(void) { return (uint64_t)(ct_time_mono() * 1000.0); }
+static uint64_t now_ms(void) { return ct_now_ms(); }
 
 static void pump(struct ct_h2s *s);
 static void settle(struct ct_h2s *s);
@@ -134,13 +134,13 @@ static void on_stall(evutil_socket_t fd, short what, void *arg)
 
 /* ---- deadlines ------------------------------------------------------------------ */
 
+/* One deadline at a time, kept lazily (proxy/net/deadline.h); MS 0: none. */
 static void deadline_set(struct ct_h2s *s, uint64_t ms)
 {
-    s->deadline_ms = ms ? now_ms() + ms : 0;
-    if (ms) {
-        struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
-        evtimer_add(s->timer, &tv);
-    }
+    if (ms)
+        ct_deadline_set(&s->dl, ms);
+    else
+        ct_deadline_clear(&s->dl);
 }
 
 /* Idle: no stream and nothing to write, for the keep-alive timeout. Set on
@@ -151,10 +151,10 @@ static void idle_check(struct ct_h2s *s)
         return; /* the deadline is the linger's */
     bool idle = s->got_bytes && ct_h2_conn_nstreams(s->h) == 0 &&
                 ct_h2s_out_len(s) == 0;
-    if (idle && s->deadline_ms == 0)
+    if (idle && !ct_deadline_pending(&s->dl))
         deadline_set(s, s->w->cf->limits.keepalive_timeout_ms);
     else if (!idle && s->got_bytes)
-        s->deadline_ms = 0; /* the timer stays armed; its firing is ignored */
+        ct_deadline_clear(&s->dl); /* the timer stays armed; its firing is ignored */
 }
 
 /* ---- streams -------------------------------------------------------------------- */
@@ -259,10 +259,8 @@ static void on_close(void *owner, void *req, int32_t sid, uint32_t code)
     st->closed = true;
     if (st->in_core) {
         /* Reset (or the connection went) with the request in flight: the
-         * core lets go of its upstream and its cache part. XXX: a fill
-         * that others read is abandoned with it (HTTP/1 lets it go on,
-         * ct_cache_client_gone; here the request head is the engine's and
-         * goes with the stream). */
+         * core lets go of its upstream and its cache part; a fill that
+         * others may read goes on as a request of its own (ct_req_free). */
         ct_req_log_end(&st->r, st->r.head_sent ? st->r.status : 0);
         st->in_core = false;
     }
@@ -300,7 +298,7 @@ static void conn_free(struct ct_h2s *s)
     CT_ASSERT(s->streams == NULL);
     ct_io_detach(&s->io);
     bufferevent_free(s->bev);
-    event_free(s->timer);
+    ct_deadline_fini(&s->dl);
     event_free(s->pump_ev);
     event_free(s->stall_ev);
     if (s->prev)
@@ -435,7 +433,7 @@ static void on_read(struct bufferevent *bev, void *arg)
     }
     if (evbuffer_get_length(in) > 0 && !s->got_bytes) {
         s->got_bytes = true;
-        s->deadline_ms = 0;
+        ct_deadline_clear(&s->dl);
     }
     ct_time_t now = ct_time_mono();
     s->depth++;
@@ -489,16 +487,8 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     CT_CHECK_OBJ(s, CT_H2S_MAGIC);
     (void)fd;
     (void)what;
-    if (s->deadline_ms == 0)
+    if (!ct_deadline_due(&s->dl))
         return;
-    uint64_t now = now_ms();
-    if (now < s->deadline_ms) {
-        uint64_t ms = s->deadline_ms - now;
-        struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
-        evtimer_add(s->timer, &tv);
-        return;
-    }
-    s->deadline_ms = 0;
     if (s->lingering) {
         close_soon(s, s->why);
     } else if (!s->got_bytes) { /* no preface: nothing to say to whoever this is */
@@ -547,10 +537,10 @@ void ct_h2s_take(struct ct_worker *w, const struct ct_listener_conf *lc, struct 
     snprintf(s->peer, sizeof(s->peer), "%s", peer);
     s->peer_ip_len = CT_MIN(peer_ip_len, strlen(s->peer));
     s->why = CT_CLOSE_RESP_DONE;
-    s->timer = evtimer_new(w->base, on_timer, s);
+    ct_deadline_init(&s->dl, w->base, on_timer, s);
     s->pump_ev = evtimer_new(w->base, on_pump, s);
     s->stall_ev = evtimer_new(w->base, on_stall, s);
-    CT_ASSERT(s->timer != NULL && s->pump_ev != NULL && s->stall_ev != NULL);
+    CT_ASSERT(s->pump_ev != NULL && s->stall_ev != NULL);
     struct ct_h2_settings set;
     settings_of(w, &set);
     s->h = ct_h2_conn_new(&set, &cbs, s);
