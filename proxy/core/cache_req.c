@@ -318,7 +318,11 @@ const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_req *r)
         return &r->w->wc->popts[0];
     /* A property of the listener struct, not of its index in the startup
      * table: reloads add, replace and reorder listeners. */
-    return &r->w->wc->popts[r->lc->honour_client_cc ? 0 : 1];
+    bool honour = r->lc->honour_client_cc;
+    const struct ct_conf_route *rc = r->route ? r->route->conf : NULL;
+    if (rc && rc->cache.honour_client_cc != CT_CONF_TRI_INHERIT)
+        honour = rc->cache.honour_client_cc == CT_CONF_TRI_ON; /* the route's say */
+    return &r->w->wc->popts[honour ? 0 : 1];
 }
 
 /* Cache-Status is set for every forwarded response, and its formats only use

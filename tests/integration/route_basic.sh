@@ -33,6 +33,7 @@ sites = ( {
       request_headers = [ "set X-Site: \$site/\$route", "append X-Tag: two", "remove X-Drop",
                           "set X-Client: \$client", "set X-Gone: 1", "remove X-Gone" ];
       strip_cookie = true; },
+    { name = "forced"; match = { path_prefix = "/bytes/"; }; cache = { ttl = "1h"; }; },
     { name = "static"; match = { path = "/gen"; };
       cache = { key_drop_params = [ "utm_*", "gclid" ]; }; }
   ); } );
@@ -92,6 +93,17 @@ for i in 1 2 3; do
     curl -s -o /dev/null -H "$H" "http://127.0.0.1:$HP/gen?cache-control=max-age=60"
 done
 ct_check "cached route: one request to the origin" "$(ct_origin_total "$OP")" 1
+
+# A TTL the route forces: /bytes/N says nothing about freshness (so it is
+# never fresh by itself), the route makes it fresh for an hour.
+ct_origin_reset "$OP"
+for i in 1 2 3; do curl -s -o /dev/null -H "$H" "http://127.0.0.1:$HP/bytes/100"; done
+ct_check "forced ttl: one origin fetch for three requests" "$(ct_origin_total "$OP")" 1
+ct_check_match "forced ttl: a hit" "$(curl -s -D - -o /dev/null -H "$H" "http://127.0.0.1:$HP/bytes/100")" \
+    'Cache-Status: cachet; hit'
+ct_origin_reset "$OP"
+for i in 1 2; do curl -s -o /dev/null -H 'Host: other.test' "http://127.0.0.1:$HP/bytes/100"; done
+ct_check "without the route: every request to the origin" "$(ct_origin_total "$OP")" 2
 
 # Key options: utm_* and gclid are not in the key (a hit), other parameters are.
 ct_origin_reset "$OP"
