@@ -266,7 +266,8 @@ struct ct_conf_respond {
 
 /* Per client address (sites and routes): 0 is off. */
 struct ct_conf_limit {
-    unsigned rate;       /* requests per second (token bucket) ... */
+    unsigned rate;       /* requests per period (token bucket) ... */
+    uint64_t period_ms;  /* ... of this length (1 s: per second) ... */
     unsigned burst;      /* ... up to this many at once (0: rate) */
     unsigned concurrent; /* requests in flight at once */
 };

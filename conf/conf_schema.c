@@ -528,8 +528,10 @@ static const struct ct_conf_section respond_section = SECTION("respond", T, resp
 #define T struct ct_conf_limit
 static const struct ct_conf_row limit_rows[] = {
     ROW_UINT(T, "rate", rate, 0, 0, 1000000, "0",
-             "Requests per second per client address (a token bucket); past it 429 with "
+             "Requests per `period` per client address (a token bucket); past it 429 with "
              "Retry-After; 0 = no limit."),
+    ROW_DUR(T, "period", period_ms, 0, 1, 1 * HOUR, Q("1s"),
+            "The period `rate` counts over: `rate = 30; period = \"1m\";` is 30 a minute."),
     ROW_UINT(T, "burst", burst, 0, 0, 1000000, "0",
              "Requests a client may make at once before `rate` paces it; 0 = `rate` (at least "
              "1)."),
@@ -984,6 +986,8 @@ static const struct {
     {"sites[].routes[].require_headers", "access control is a site's policy."},
     {"sites[].limit.rate", "limits are a site's policy; nginx's `limit_req` is off unless set."},
     {"sites[].limit.burst", "nginx's `limit_req` without `burst` refuses a second request 10 ms after the first at 10 r/s: a burst of `rate` lets a page load its assets."},
+    {"sites[].limit.period", "per second, as nginx's `r/s`."},
+    {"sites[].routes[].limit.period", "per second, as nginx's `r/s`."},
     {"sites[].limit.concurrent", "limits are a site's policy; nginx's `limit_conn` is off unless set."},
     {"sites[].routes[].limit.rate", "limits are a site's policy; nginx's `limit_req` is off unless set."},
     {"sites[].routes[].limit.burst", "nginx's `limit_req` without `burst` refuses a second request 10 ms after the first at 10 r/s: a burst of `rate` lets a page load its assets."},

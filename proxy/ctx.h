@@ -79,6 +79,34 @@ struct ct_listener_conf {
     size_t npp_from;
 };
 
+/* A route's header rule with its value expanded (proxy/core/route_step.c),
+ * for whichever layer writes the head (wire.c to origins and HTTP/1
+ * clients, h2_resp.c). The rules apply in order: SET replaces every field
+ * of its name, APPEND adds one, REMOVE drops them. */
+enum ct_fwd_edit_op { CT_FWD_SET, CT_FWD_APPEND, CT_FWD_REMOVE };
+struct ct_fwd_edit {
+    enum ct_fwd_edit_op op;
+    struct ct_str name, value;
+};
+#define CT_FWD_EDITS_MAX 17 /* a route's 16 rules, and strip_set_cookie */
+
+/* Is a field NAME replaced or removed by E[FROM..N)? */
+static inline bool ct_fwd_edited(const struct ct_fwd_edit *e, size_t from, size_t n,
+                                 struct ct_str name)
+{
+    for (size_t i = from; i < n; i++)
+        if (e[i].op != CT_FWD_APPEND && ct_str_eq_ci(e[i].name, name))
+            return true;
+    return false;
+}
+
+/* Does E[I] add a field (a SET or APPEND that no later SET or REMOVE of the
+ * same name undoes)? */
+static inline bool ct_fwd_edit_adds(const struct ct_fwd_edit *e, size_t i, size_t n)
+{
+    return e[i].op != CT_FWD_REMOVE && !ct_fwd_edited(e, i + 1, n, e[i].name);
+}
+
 struct ct_worker;
 
 struct ct_proxy {

@@ -94,6 +94,9 @@ bool ct_req_route(struct ct_req *r);
 struct ct_fwd_edit;
 size_t ct_req_route_edits(struct ct_req *r, bool response, struct ct_fwd_edit *out, size_t max,
                           char *buf, size_t cap);
+/* The rules for R's response to the client (its route's response_headers,
+ * then strip_set_cookie's): up to CT_FWD_EDITS_MAX into OUT, values in BUF. */
+size_t ct_req_route_resp_edits(struct ct_req *r, struct ct_fwd_edit *out, char *buf, size_t cap);
 /* TO (a background refresh) goes where FROM, its trigger, was routed. */
 void ct_req_route_share(struct ct_req *to, const struct ct_req *from);
 /* R's client address (r->client, or the peer's ip when not set). */

@@ -183,7 +183,8 @@ static bool limit_ok(struct ct_req *r, const struct ct_conf_limit *l, uint32_t s
     struct ct_limit_table *t = r->w->px->limits;
     struct ct_limit_key k = {scope, a->family, a->addr};
     ct_time_t now = ct_time_mono();
-    if (l->rate && !ct_limit_take(t, &k, l->rate, l->burst ? l->burst : l->rate, now, retry)) {
+    double per_s = (double)l->rate * 1000.0 / (double)(l->period_ms ? l->period_ms : 1000);
+    if (l->rate && !ct_limit_take(t, &k, per_s, l->burst ? l->burst : l->rate, now, retry)) {
         *what = CT_STATS_ROUTE_rate;
         return false;
     }
@@ -334,6 +335,16 @@ size_t ct_req_route_edits(struct ct_req *r, bool response, struct ct_fwd_edit *o
         out[i].value = ct_str_make(buf + used, len);
         used += len;
     }
+    return n;
+}
+
+size_t ct_req_route_resp_edits(struct ct_req *r, struct ct_fwd_edit *out, char *buf, size_t cap)
+{
+    if (!r->route || !r->route->conf)
+        return 0;
+    size_t n = ct_req_route_edits(r, true, out, CT_FWD_EDITS_MAX - 1, buf, cap);
+    if (r->route->conf->strip_set_cookie)
+        out[n++] = (struct ct_fwd_edit){CT_FWD_REMOVE, CT_STR("Set-Cookie"), CT_STR_NULL};
     return n;
 }
 

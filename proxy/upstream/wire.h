@@ -11,19 +11,13 @@
 
 #include "common/common.h"
 #include "http/http.h"
+#include "proxy/ctx.h"
 
 struct evbuffer;
 struct ct_io;
 struct ct_http_parser;
 
 /* ---- forwarding (forward.c) ---------------------------------------------- */
-
-/* A route's header rule, its value expanded (proxy/core/route_step.c). */
-enum ct_fwd_edit_op { CT_FWD_SET, CT_FWD_APPEND, CT_FWD_REMOVE };
-struct ct_fwd_edit {
-    enum ct_fwd_edit_op op;
-    struct ct_str name, value;
-};
 
 struct ct_fwd_req {
     const struct ct_http_msg *msg;
@@ -57,6 +51,8 @@ enum ct_resp_conn {
  * client besides the hop-by-hop ones (targeted cache control, RFC 9213). */
 struct ct_fwd_resp_extra {
     struct ct_str cache_status;
+    const struct ct_fwd_edit *edits; /* a route's response rules (proxy/ctx.h) */
+    size_t nedits;
     bool (*omit)(const struct ct_http_field *f, const void *arg);
     const void *omit_arg;
 };

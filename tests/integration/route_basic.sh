@@ -35,7 +35,11 @@ sites = ( {
       strip_cookie = true; },
     { name = "forced"; match = { path_prefix = "/bytes/"; }; cache = { ttl = "1h"; }; },
     { name = "static"; match = { path = "/gen"; };
-      cache = { key_drop_params = [ "utm_*", "gclid" ]; }; }
+      cache = { key_drop_params = [ "utm_*", "gclid" ]; }; },
+    { name = "edited"; match = { path = "/1k"; query = [ "edit" ]; };
+      response_headers = [ "set Server: cachet-site \$site", "append X-Route: \$route",
+                           "remove X-Origin-Seq", "set X-Gone: 1", "remove X-Gone" ];
+      strip_set_cookie = true; }
   ); } );
 CONF
 ct_start p "$CT_BIN/cachet" -c "$CT_TMP/sites.conf"
@@ -93,6 +97,25 @@ for i in 1 2 3; do
     curl -s -o /dev/null -H "$H" "http://127.0.0.1:$HP/gen?cache-control=max-age=60"
 done
 ct_check "cached route: one request to the origin" "$(ct_origin_total "$OP")" 1
+
+# Header rules on the response to the client, on a miss and on hits (the
+# stored head is edited on the way out), over HTTP/1.1 and h2; strip_set_cookie.
+ct_origin_reset "$OP"
+Q="edit&cache-control=max-age%3D60"
+for proto in h1 h1 h2 h2; do
+    if [ $proto = h1 ]; then
+        out=$(curl -s -D - -o /dev/null -H "$H" "http://127.0.0.1:$HP/1k?$Q")
+    else
+        out=$(curl -s -k --http2 -D - -o /dev/null -H "$H" "https://127.0.0.1:$SP/1k?$Q")
+    fi
+    ct_check_match "$proto: response_headers set replaces the origin's" "$out" '[Ss]erver: cachet-site www'$'\r'
+    ct_check "$proto: set replaces (once)" "$(grep -ci '^server:' <<<"$out")" 1
+    ct_check_match "$proto: append" "$out" '[Xx]-[Rr]oute: edited'
+    ct_check "$proto: remove, and set then remove" "$(grep -ci '^x-origin-seq:\|^x-gone:' <<<"$out")" 0
+done
+ct_check "response rules on hits too (one origin fetch for the four)" "$(ct_origin_total "$OP")" 1
+out=$(curl -s -D - -o /dev/null -H "$H" "http://127.0.0.1:$HP/1k?edit&set-cookie=s%3D1")
+ct_check "strip_set_cookie: no Set-Cookie to the client" "$(grep -ci '^set-cookie:' <<<"$out")" 0
 
 # A TTL the route forces: /bytes/N says nothing about freshness (so it is
 # never fresh by itself), the route makes it fresh for an hour.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Per-client limits of routes and sites (issue 15): requests per second (a
-# token bucket: 429 with Retry-After past the burst, another client address
-# unaffected, tokens back after the wait), requests in flight at once, a
-# site-wide limit, and the route_answers counters in /metrics.
+# Per-client limits of routes and sites (issue 15): requests per period (a
+# token bucket, one a minute here so no token comes back during the test:
+# 429 with Retry-After past the burst, another client address unaffected),
+# requests in flight at once, a site-wide limit, and the route_answers
+# counters in /metrics. (The refill itself: tests/unit/test_limit_bucket.c.)
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -18,11 +19,11 @@ admin = { listen = "127.0.0.1:0"; };
 sites = (
   { name = "www"; hosts = [ "www.test" ];
     routes = (
-      { name = "api"; match = { path = "/gen"; }; limit = { rate = 1; burst = 3; };
+      { name = "api"; match = { path = "/gen"; }; limit = { rate = 1; period = "1m"; burst = 3; };
         cache = { pass = true; }; },
       { name = "slow"; match = { path_prefix = "/delay/"; }; limit = { concurrent = 1; }; }
     ); },
-  { name = "small"; hosts = [ "small.test" ]; limit = { rate = 1; burst = 1; }; }
+  { name = "small"; hosts = [ "small.test" ]; limit = { rate = 1; period = "1m"; burst = 1; }; }
 );
 CONF
 ct_start p "$CT_BIN/cachet" -c "$CT_TMP/limits.conf"
@@ -36,18 +37,12 @@ codes=""
 for i in 1 2 3 4; do codes+="$(code -H 'Host: www.test' "$U/gen?i=$i") "; done
 ct_check "rate: the burst, then 429" "$codes" "200 200 200 429 "
 out=$(curl -s -D - -o /dev/null -H 'Host: www.test' "$U/gen?i=5")
-ct_check_match "rate: 429 says Retry-After" "$out" $'Retry-After: 1\r'
+ct_check_match "rate: 429 says Retry-After (a minute's token)" "$out" $'Retry-After: (5[0-9]|60)\r'
 ct_check_match "rate: and why" "$out" 'Cache-Status: cachet; detail=route-rate'
 ct_check "rate: another client address has its own bucket" \
     "$(code --interface 127.0.0.2 -H 'Host: www.test' "$U/gen?i=6")" 200
 ct_check "rate: over HTTP/2 too (the same bucket, whatever the protocol)" \
     "$(code -k --http2 -H 'Host: www.test' "https://127.0.0.1:$SP/gen?i=7")" 429
-ok=""
-for ((i = 0; i < 300; i++)); do
-    [ "$(code -H 'Host: www.test' "$U/gen?wait=$i")" = 200 ] && { ok=yes; break; }
-    sleep 0.01
-done
-ct_check "rate: a token back after the wait" "$ok" yes
 
 # concurrency: one /delay/ request in flight per client; a second is refused
 curl -s -o /dev/null -H 'Host: www.test' "$U/delay/1500?cache-control=no-store&a=1" &
