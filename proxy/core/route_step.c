@@ -242,9 +242,9 @@ static bool limits(struct ct_req *r, const struct ct_route_req *q, struct ct_rea
 static void real_client(struct ct_req *r)
 {
     const struct ct_conf *cf = r->w->cf;
-    r->client = ct_str_make(r->peer, r->peer_ip_len);
     if (cf->ntrusted_proxies == 0)
-        return;
+        return; /* r->client stays empty: ct_req_client() is the peer's */
+    r->client = ct_str_make(r->peer, r->peer_ip_len);
     struct ct_realip_addr peer, out;
     if (!ct_realip_parse(r->client, &peer) ||
         !ct_realip_in(cf->trusted_proxies, cf->ntrusted_proxies, &peer))
@@ -279,6 +279,8 @@ bool ct_req_route(struct ct_req *r)
     r->route = ct_route_choose(wr->t, &q, w->route_scratch);
     r->routes = wr;
     wr->refs++;
+    if (!r->route->acts)
+        return false; /* the common route: a group, a policy, rules for later */
     const struct ct_conf_route *rc = r->route->conf;
     switch (rc ? ct_route_check_access(r->route, &q) : CT_ROUTE_ALLOW) {
     case CT_ROUTE_ALLOW: break;

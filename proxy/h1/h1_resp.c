@@ -237,7 +237,10 @@ static void h1_deliver_head(struct ct_req *r, struct ct_obj *obj, const struct c
     char frame[64] = "";
     struct ct_fwd_edit edits[CT_FWD_EDITS_MAX];
     char ebuf[2048];
-    size_t ned = r->route ? ct_req_route_resp_edits(r, edits, ebuf, sizeof(ebuf)) : 0;
+    size_t ned = 0;
+    if (CT_UNLIKELY(r->route && r->route->conf &&
+                    (r->route->nresp_rules || r->route->conf->strip_set_cookie)))
+        ned = ct_req_route_resp_edits(r, edits, ebuf, sizeof(ebuf));
     if (p->from_origin) { /* framing decided for the origin's response (fetch.c) */
         if (c->resp_chunked)
             snprintf(frame, sizeof(frame), "Transfer-Encoding: chunked\r\n");

@@ -428,6 +428,9 @@ int ct_route_table_build(const struct ct_conf *cf, struct ct_route_table **out, 
             cr->pub.group = rcf->group;
             t->uses_client |= rcf->match.nclient || rcf->nallow || rcf->ndeny;
             rc = compile_route(cr, rcf, err, errlen);
+            cr->pub.acts = rcf->nallow || rcf->ndeny || rcf->nrequire_headers ||
+                           rcf->redirect.status || rcf->respond.status || rcf->limit.rate ||
+                           rcf->limit.concurrent || sc->limit.rate || sc->limit.concurrent;
             s->pf[k] = make_pfilter(cr);
         }
         if (rc == CT_OK)
@@ -436,6 +439,7 @@ int ct_route_table_build(const struct ct_conf *cf, struct ct_route_table **out, 
         t->by_id[t->nids++] = &s->fallback.pub;
         s->fallback.pub.site = sc;
         s->fallback.pub.group = sc->group;
+        s->fallback.pub.acts = sc->limit.rate || sc->limit.concurrent;
     }
     index_hosts(t, cf);
     if (rc != CT_OK) {

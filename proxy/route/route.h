@@ -65,6 +65,8 @@ struct ct_route {
     size_t group;                     /* ct_conf_group_at() index */
     const struct ct_route_hdr_rule *req_rules, *resp_rules;
     size_t nreq_rules, nresp_rules;
+    bool acts; /* access control, an answer of its own, or a limit (its site's too): the
+                  request step has more to do than note the route */
     const struct ct_route_tpl *location; /* redirect.location, or NULL */
     const struct ct_route_tpl *body;     /* respond.body, or NULL */
 };
