@@ -123,6 +123,8 @@ struct ct_conf_listener {
     bool proxy_protocol;
     struct ct_conf_cidr *proxy_protocol_from;
     size_t nproxy_protocol_from;
+    char *default_site; /* the site for hosts no site claims, here; NULL = the global one */
+    int default_site_index; /* derived: index into cf->sites, or -1 */
 };
 
 struct ct_conf_health {

@@ -565,11 +565,30 @@ static void flatten(struct ct_conf *cf, struct ct_conf_errors *errs)
     }
 }
 
+static void check_listener_sites(struct ct_conf *cf, struct ct_conf_errors *errs)
+{
+    for (size_t i = 0; i < cf->nlisteners; i++) {
+        struct ct_conf_listener *l = &cf->listeners[i];
+        l->default_site_index = -1;
+        if (!l->default_site)
+            continue;
+        for (size_t k = 0; k < cf->nsites && l->default_site_index < 0; k++)
+            if (strcmp(cf->sites[k].name, l->default_site) == 0)
+                l->default_site_index = (int)k;
+        if (l->default_site_index < 0) {
+            char path[96];
+            snprintf(path, sizeof(path), "listen[%zu].default_site", i);
+            ERR(path, "unknown site \"%s\" (expected the name of one of sites)", l->default_site);
+        }
+    }
+}
+
 void ct_conf_check_routes(struct ct_conf *cf, struct ct_conf_errors *errs)
 {
     check_groups(cf, errs);
     flatten(cf, errs);
     check_sites(cf, errs);
+    check_listener_sites(cf, errs);
     for (size_t i = 0; i < cf->nsites; i++)
         for (size_t k = 0; k < cf->sites[i].nroutes; k++)
             check_route(cf, errs, i, k);

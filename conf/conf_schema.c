@@ -199,6 +199,9 @@ static const struct ct_conf_row listener_rows[] = {
     ROW_CIDRLIST(T, "proxy_protocol_from", proxy_protocol_from, nproxy_protocol_from, "[]",
                  "Load balancer address prefixes allowed to send the PROXY header (at most "
                  "16)."),
+    ROW_OPTSTR(T, "default_site", default_site, Q("off"),
+               "The site for requests on this listener whose host no site claims; `off` = the "
+               "site with `default = true`, if any."),
     ROW_GROUP(T, "tls", tls, tls_section, "HTTPS listeners: TLS settings (group)."),
 };
 #undef T
@@ -996,6 +999,8 @@ static const struct {
                                 "from anyone else it would let a client choose its address."},
     {"listen[].proxy_protocol_from", "no peer is trusted until named (Caddy's `allow`, ATS's "
                                      "`proxy_protocol_allowlist`)."},
+    {"listen[].default_site", "one default for every listener, as before listeners had their "
+                              "own (nginx's `default_server` is per listen address)."},
     {"trusted_proxies", "a forwarding field is the client's to write unless a proxy we trust "
                         "wrote it (nginx's `set_real_ip_from`)."},
     {"real_ip_header", "what nginx, HAProxy and every load balancer send."},

@@ -77,6 +77,7 @@ struct ct_listener_conf {
 #define CT_LISTEN_PP_MAX 16
     struct ct_conf_cidr pp_from[CT_LISTEN_PP_MAX];
     size_t npp_from;
+    int default_site; /* 1 + the listener's default site's cf->sites index; 0: none */
 };
 
 /* A route's header rule with its value expanded (proxy/core/route_step.c),

@@ -91,6 +91,7 @@ static int setup_listeners(struct ct_proxy *px)
         lc->handshake_timeout_ms = l->tls.handshake_timeout_ms;
         lc->honour_client_cc = l->honour_client_cc;
         lc->proxy_protocol = l->proxy_protocol;
+        lc->default_site = l->default_site_index + 1;
         lc->npp_from = CT_MIN(l->nproxy_protocol_from, CT_LISTEN_PP_MAX);
         if (lc->npp_from)
             memcpy(lc->pp_from, l->proxy_protocol_from, lc->npp_from * sizeof(*lc->pp_from));

@@ -102,6 +102,7 @@ static void route_req(const struct ct_req *r, const struct ct_route_table *t,
         .addr = addr->addr,
         .field = field_of,
         .arg = (void *)r->msg,
+        .default_site = r->lc ? r->lc->default_site : 0,
     };
 }
 

@@ -515,6 +515,7 @@ static struct ct_listener_conf *new_listener(struct ct_ops *ops, const struct ct
     lc->handshake_timeout_ms = l->tls.handshake_timeout_ms;
     lc->honour_client_cc = l->honour_client_cc;
     lc->proxy_protocol = l->proxy_protocol;
+    lc->default_site = l->default_site_index + 1;
     lc->npp_from = CT_MIN(l->nproxy_protocol_from, CT_LISTEN_PP_MAX);
     if (lc->npp_from)
         memcpy(lc->pp_from, l->proxy_protocol_from, lc->npp_from * sizeof(*lc->pp_from));
@@ -577,6 +578,7 @@ static bool plan_listeners(struct ct_ops *ops, const struct ct_conf *cf)
         if (a == NULL || l->kind == CT_CONF_LISTEN_HTTPS ||
             a->lc->honour_client_cc != l->honour_client_cc ||
             a->lc->proxy_protocol != l->proxy_protocol ||
+            a->lc->default_site != l->default_site_index + 1 ||
             a->lc->npp_from != l->nproxy_protocol_from ||
             (l->nproxy_protocol_from &&
              memcmp(a->lc->pp_from, l->proxy_protocol_from,

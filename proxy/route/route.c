@@ -550,18 +550,18 @@ static bool len_in(const uint64_t *bits, size_t n)
     return (bits[n / 64] >> (n % 64)) & 1;
 }
 
-static long site_of(const struct ct_route_table *t, struct ct_str host)
+static long site_of(const struct ct_route_table *t, struct ct_str host, long dflt)
 {
     char buf[HOST_MAX];
     size_t n = host_len(host);
     if (n == 0 || (!t->has_wild && !len_in(t->exact_len, n)))
-        return t->default_site; /* no name that long: nothing to hash */
+        return dflt; /* no name that long: nothing to hash */
     const struct hent *e;
     uint64_t h = hash_exact(host.p, n, buf); /* lower-cased into BUF */
     if (len_in(t->exact_len, n) && (e = host_find_h(t, buf, n, h)))
         return (long)e->site;
     if (!t->has_wild)
-        return t->default_site;
+        return dflt;
     /* one pass from the end: the hash of each ".suffix" on the way */
     struct {
         uint64_t h;
@@ -579,7 +579,7 @@ static long site_of(const struct ct_route_table *t, struct ct_str host)
         if (len_in(t->wild_len, n - dots[nd].at) &&
             (e = host_find_h(t, buf + dots[nd].at, n - dots[nd].at, dots[nd].h)))
             return (long)e->site;
-    return t->default_site;
+    return dflt;
 }
 
 /* ---- conditions ---------------------------------------------------------- */
@@ -680,7 +680,9 @@ static bool route_matches(const struct croute *cr, const struct ct_route_req *re
 const struct ct_route *ct_route_choose(const struct ct_route_table *t, const struct ct_route_req *req,
                                        struct ct_route_scratch *s)
 {
-    long si = t->nsites ? site_of(t, req->host) : -1;
+    long dflt = req->default_site > 0 && (size_t)req->default_site <= t->nsites
+                    ? req->default_site - 1 : t->default_site;
+    long si = t->nsites ? site_of(t, req->host, dflt) : -1;
     if (si < 0)
         return &t->fallback.pub;
     const struct csite *site = &t->sites[si];

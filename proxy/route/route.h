@@ -78,6 +78,7 @@ struct ct_route_req {
     struct ct_str target; /* origin-form: path [ "?" query ] */
     int family;           /* AF_INET (4 bytes) or AF_INET6 (16); 0 = unknown */
     const uint8_t *addr;  /* the client address (IPv4-mapped IPv6 given as IPv4) */
+    int default_site;     /* 1 + the listener's default site's cf->sites index; 0: the table's */
     /* The NTH (0, 1, ...) field named NAME (case-insensitive): true and
      * *VALUE, or false past the last. Called only for routes with header or
      * cookie conditions. */

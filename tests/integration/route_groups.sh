@@ -18,7 +18,8 @@ CONF="$CT_TMP/cachet.conf"
 write_conf() { # write_conf GROUP_OF_SITE_ONE
     cat >"$CONF" <<CONF
 workers = 2;
-listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
+listen = ( { kind = "http"; address = "127.0.0.1:0"; },
+           { kind = "http"; address = "127.0.0.1:0"; default_site = "one"; } );
 admin = { listen = "off"; };
 logs = { level = "info"; };
 backends = ( { address = "127.0.0.1:$A"; } );
@@ -67,6 +68,17 @@ reset
 get --interface 127.0.0.2 -H 'Host: two.test' "$P/gen?$NC" >/dev/null
 get -H 'Host: two.test' "$P/gen?$NC" >/dev/null
 ct_check "client route: 127.0.0.2 to B, 127.0.0.1 to A" "$(counts)" "1 1 0"
+# the second listener's default site is "one": an unknown host goes to B there
+P2=""
+for ((i = 0; i < 500; i++)); do
+    P2=$(grep '^listening on http ' "$CT_TMP/proxy.out" 2>/dev/null | sed -n '2s/.*://p')
+    [ -n "$P2" ] && break
+    sleep 0.01
+done
+reset
+get -H 'Host: nobody.test' "$P/gen?$NC" >/dev/null
+get -H 'Host: nobody.test' "http://127.0.0.1:$P2/gen?$NC" >/dev/null
+ct_check "default_site per listener: unknown host to A on one, to B on the other" "$(counts)" "1 1 0"
 
 # ---- a reload swaps site one's group under a client loop --------------------
 reload() { # reload N: SIGHUP, wait until generation N is in use by every worker

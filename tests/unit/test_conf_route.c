@@ -210,6 +210,10 @@ static void test_realip_errors(void)
     EXPECT_ERR(BASE SITE("{ limit = { rate = -1; }; }"),
                "t.conf:3: sites[0].routes[0].limit.rate: invalid value -1 (expected an integer "
                "from 0 to 1000000)");
+    EXPECT_ERR("listen = ( { kind = \"http\"; address = \"127.0.0.1:8080\"; default_site = \"x\"; } );\n"
+               "backends = ( { address = \"127.0.0.1:8081\"; } );\n",
+               "t.conf:1: listen[0].default_site: unknown site \"x\" (expected the name of one of "
+               "sites)");
     struct ct_conf *cf;
     EXPECT_OK(BASE "trusted_proxies = [\"10.0.0.0/8\"]; real_ip_header = \"Forwarded\";\n", &cf);
     CU_ASSERT_EQUAL(cf->ntrusted_proxies, 1);

@@ -124,6 +124,11 @@ static void test_default_site(void)
     t.r.addr = t.addr;
     CU_ASSERT_EQUAL(ct_route_choose(tab, &t.r, scr)->group, 1);
     CU_ASSERT_EQUAL(ct_route_count(tab), 3); /* table fallback, a/-, fallback/- */
+    t.r.default_site = 1; /* a listener whose default is sites[0] */
+    CU_ASSERT_STRING_EQUAL(pick(&t), "a/-");
+    t.r.host = CT_STR("a.example"); /* a name still wins over the default */
+    t.r.default_site = 2;
+    CU_ASSERT_STRING_EQUAL(pick(&t), "a/-");
     teardown();
 }
 
