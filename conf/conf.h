@@ -118,6 +118,7 @@ struct ct_conf_listener {
     bool redirect_to_https; /* HTTP only: 301 to https://host/target */
     uint16_t redirect_port; /* port in the Location; 0 = first HTTPS listener's */
     bool honour_client_cc;  /* obey request Cache-Control (no-cache, max-age...) */
+    bool h2c;               /* HTTP only: HTTP/2 with prior knowledge beside HTTP/1.1 */
     /* PROXY protocol v1/v2 before the first byte (issue 15), read only from
      * these peers; a connection from anyone else is closed */
     bool proxy_protocol;

@@ -172,6 +172,8 @@ static const char *listener_why_not(const char *row, const void *base)
     if (l->kind == CT_CONF_LISTEN_HTTPS &&
         (strcmp(row, "redirect_to_https") == 0 || strcmp(row, "redirect_port") == 0))
         return "only http listeners redirect to https";
+    if (l->kind == CT_CONF_LISTEN_HTTPS && strcmp(row, "h2c") == 0)
+        return "https listeners offer h2 by ALPN (tls.http2)";
     return NULL;
 }
 
@@ -192,6 +194,10 @@ static const struct ct_conf_row listener_rows[] = {
                  "client asks (public sites often turn it off, so a reload button cannot reach "
                  "the origin).",
                  "RFC 9111 §5.2.1 (request directives ignored)"),
+    ROW_BOOL(T, "h2c", h2c, "false",
+             "HTTP listeners: also serve HTTP/2 over cleartext to clients that open with its "
+             "connection preface (prior knowledge, RFC 9113 §3.3), beside HTTP/1.1 on the same "
+             "port. `Upgrade: h2c` stays refused."),
     ROW_BOOL(T, "proxy_protocol", proxy_protocol, "false",
              "Every connection starts with a PROXY protocol header (v1 or v2, as HAProxy and "
              "cloud load balancers send it), whose source address is the client's; only from "
@@ -802,6 +808,9 @@ static const struct {
     {"listen[].redirect_to_https", "a listener serves what it is asked; redirecting is a site's "
                                    "policy (nginx needs a `return 301` too)."},
     {"listen[].redirect_port", "the port clients would use for HTTPS here."},
+    {"listen[].h2c", "prior knowledge is for clients told out of band (a load balancer, "
+                     "gRPC); browsers never speak HTTP/2 in clear text, and nginx, HAProxy and "
+                     "h2o serve h2c only when asked."},
     {"listen[].honour_client_cache_control",
      "RFC 9111 §5.2.1 defines what the client's directives mean for a cache; nginx (without "
      "`proxy_cache_bypass`) and Varnish's builtin VCL ignore them, which is the opt-in here."},

@@ -45,6 +45,7 @@ struct ct_stats;
 struct ct_accesslog_buf;
 struct ct_cli;
 struct ct_wcache;
+struct ct_hs;
 
 /* ---- the proxy (main thread) --------------------------------------------- */
 
@@ -71,6 +72,7 @@ struct ct_listener_conf {
     struct ct_tls_ctx *tls;       /* HTTPS: owned (tls/tls.h); NULL for HTTP */
     uint64_t handshake_timeout_ms;
     bool honour_client_cc;        /* the listener's honour_client_cache_control */
+    bool h2c;                     /* HTTP: HTTP/2 with prior knowledge too (proxy/net/accept.c) */
     struct ct_str subject_header; /* mTLS: header carrying the verified subject */
     /* PROXY protocol (proxy/h1/pp_accept.c): read first, from these peers only */
     bool proxy_protocol;
@@ -197,15 +199,12 @@ struct ct_worker {
      * (proxy/core/route_step.c); its own PCRE2 match data. */
     struct ct_wroutes *routes;
     struct ct_route_scratch *route_scratch;
-    struct ct_pp_wait *pp_waits; /* connections reading their PROXY header (h1/pp_accept.c) */
-    /* Set by ct_worker_new (worker.c sits above the protocols that call them):
-     * CONN_GONE: a connection closed and was freed (accepting resumes at the
-     * limit, a drain finishes, reload retirement counts it); TAKE_H2: ALPN
-     * chose h2 for an HTTPS connection (proxy/h2/h2_serve.h ct_h2s_take). */
+    struct ct_pp_wait *pp_waits; /* connections reading their PROXY header (net/pp_accept.c) */
+    struct ct_hs *handshakes; /* connections no protocol has yet (proxy/net/accept.c) */
+    /* Set by ct_worker_new (worker.c sits above the protocols that call it):
+     * a connection closed and was freed (accepting resumes at the limit, a
+     * drain finishes, reload retirement counts it). */
     void (*conn_gone)(struct ct_worker *w, uint64_t conn_id);
-    void (*take_h2)(struct ct_worker *w, const struct ct_listener_conf *lc,
-                    struct bufferevent *bev, const char *peer, size_t peer_ip_len,
-                    uint64_t conn_id);
 };
 
 /* Create worker ID with its base and listeners (listener i binds

@@ -26,8 +26,18 @@
 #include "proxy/ctx.h"
 #include "proxy/h1/h1.h"
 #include "proxy/h2/h2_serve.h"
+#include "proxy/net/accept.h"
 #include "proxy/ops/admin.h"
 #include "proxy/upstream/upstream.h"
+
+/* The protocol dispatch (h2o's ALPN table): what the handshake chose. */
+static void take(struct ct_worker *w, const struct ct_conn_info *ci)
+{
+    if (ci->h2)
+        ct_h2s_take(w, ci);
+    else
+        ct_client_take(w, ci);
+}
 
 static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
                       int salen, void *arg)
@@ -35,10 +45,10 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
     struct ct_wlistener *wl = arg;
     CT_CHECK_OBJ(wl, CT_WLISTENER_MAGIC);
     struct ct_worker *w = wl->w;
-    if (wl->lc->proxy_protocol)
-        ct_pp_accept(w, wl->lc, fd, sa, (socklen_t)salen);
+    if (wl->lc->proxy_protocol) /* a PROXY header first (proxy/net/pp_accept.c) */
+        ct_pp_accept(w, wl->lc, fd, sa, (socklen_t)salen, take);
     else
-        ct_client_accept(w, wl->lc, fd, sa, (socklen_t)salen);
+        ct_net_accept(w, wl->lc, fd, sa, take);
     unsigned max = w->cf->limits.max_connections_per_worker;
     if (max && w->nclients >= max && !w->accept_paused) {
         w->accept_paused = true;
@@ -134,6 +144,7 @@ static void drain(struct ct_worker *w)
         ct_client_drain(c); /* may free c */
     }
     ct_h2s_drain_all(w);
+    ct_net_drain_all(w);
     if (w->nclients == 0) {
         event_base_loopexit(w->base, NULL);
         return;
@@ -248,7 +259,6 @@ struct ct_worker *ct_worker_new(struct ct_proxy *px, unsigned id)
     w->cf = px->cf;
     w->wake_fd[0] = w->wake_fd[1] = -1;
     w->conn_gone = conn_gone;
-    w->take_h2 = ct_h2s_take;
     w->base = event_base_new();
     CT_ASSERT(w->base != NULL);
     ct_http_limits_default(&w->limits);
@@ -280,6 +290,7 @@ void ct_worker_cut(struct ct_worker *w)
         ct_client_abort(w->clients);
     ct_pp_abort_all(w);
     ct_h2s_abort_all(w);
+    ct_net_abort_all(w);
     if (w->wc)
         ct_cache_bg_free_all(w->wc); /* refreshes in flight hold upstreams */
     ct_upstream_pool_free(w);

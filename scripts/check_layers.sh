@@ -23,7 +23,7 @@ declare -A allow=(
   [proxy/realip]="common conf"
   [proxy/limit]="common"
   [proxy/stats]="common cache"
-  [proxy/net]="common"
+  [proxy/net]="common conf tls proxy/ctx proxy/stats proxy/realip"
   [proxy/upstream]="common http conf proxy/ctx proxy/net proxy/stats proxy/balance"
   [proxy/core]="common http conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/route proxy/balance proxy/realip proxy/limit"
   # h1 relays bodies through the upstream's pump and hands an upgraded

@@ -11,6 +11,7 @@
 
 #include "common/close.h"
 #include "proxy/core/core.h"
+#include "proxy/net/accept.h"
 #include "proxy/net/deadline.h"
 #include "proxy/net/net.h"
 
@@ -22,7 +23,6 @@ struct ct_http_parser;
 /* The client connection FSM (docs/client_fsm.dot). One state, one enum;
  * transitions only through client_set_state(), which checks them. */
 #define CT_CLIENT_STATES(X)                                                    \
-    X(TLS_HANDSHAKE, "tls-handshake") /* HTTPS only, before the first byte */  \
     X(READ_HEAD, "read-head")     /* idle or reading a request head */         \
     X(FETCH, "fetch")             /* request forwarded, waiting for the head */ \
     X(SEND, "send")               /* streaming the response body */            \
@@ -81,16 +81,9 @@ static inline struct ct_client *ct_h1_of(struct ct_req *r)
 /* proxy/h1_resp.c: HTTP/1's side of proxy/proto.h. */
 extern const struct ct_proto ct_h1_proto;
 
-/* Take over accepted FD from listener LC (owns the fd from now on). */
-void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int fd,
-                      const struct sockaddr *sa, socklen_t salen);
-/* Listeners with proxy_protocol (pp_accept.c): FD's PROXY header first,
- * from LC's allowed peers only (others are closed), then ct_client_accept
- * with the header's source address. */
-void ct_pp_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int fd,
-                  const struct sockaddr *sa, socklen_t salen);
-/* Worker exit: close the connections still waiting for their header. */
-void ct_pp_abort_all(struct ct_worker *w);
+/* Take over the connection proxy/net/accept.c made (INFO->bev is ours from
+ * now on, counted in w->nclients already): HTTP/1.1 from its first byte. */
+void ct_client_take(struct ct_worker *w, const struct ct_conn_info *info);
 /* Draining: close the client now if it sits between requests. */
 void ct_client_drain(struct ct_client *c);
 /* Worker exit: free without ceremony. */

@@ -46,6 +46,7 @@
 #include "proxy/core/proto.h"
 #include "proxy/core/req.h"
 #include "proxy/h2/h2_serve_int.h"
+#include "proxy/net/accept.h"
 #include "tls/tls.h"
 
 static _Thread_local struct ct_h2s *conns; /* this worker thread's (see above) */
@@ -317,8 +318,9 @@ static void conn_close(struct ct_h2s *s)
     CT_DEBUG("w%u c%llu %s: h2 closed (%s; %s)", w->id, (unsigned long long)s->id, s->peer,
              ct_close_name(s->why), ct_h2_why_text(ct_h2_conn_why(s->h)));
     /* TLS: a clean end says so, not after a truncation (client.c does the same). */
-    if (!ct_close_is_err(s->why) && ct_h2s_out_len(s) == 0)
-        ct_tls_close_notify(bufferevent_openssl_get_ssl(s->bev));
+    SSL *ssl = bufferevent_openssl_get_ssl(s->bev); /* NULL: h2c */
+    if (ssl && !ct_close_is_err(s->why) && ct_h2s_out_len(s) == 0)
+        ct_tls_close_notify(ssl);
     if (w->stats) {
         count(s);
         ct_stats_add(&w->stats->h2_connections_ended[ct_h2_conn_why(s->h)], 1);
@@ -372,11 +374,10 @@ static void linger(struct ct_h2s *s)
     if (s->lingering)
         return;
     s->lingering = true;
-    SSL *ssl = bufferevent_openssl_get_ssl(s->bev);
-    if (!ct_close_is_err(s->why))
+    SSL *ssl = bufferevent_openssl_get_ssl(s->bev); /* NULL: h2c */
+    if (ssl && !ct_close_is_err(s->why))
         ct_tls_close_notify(ssl);
-    if (ssl != NULL)
-        shutdown(SSL_get_fd(ssl), SHUT_WR);
+    shutdown(bufferevent_getfd(s->bev), SHUT_WR);
     ct_io_read(&s->io, true);
     deadline_set(s, LINGER_MS);
 }
@@ -525,9 +526,13 @@ static void settings_of(const struct ct_worker *w, struct ct_h2_settings *set)
         set->max_fields = w->limits.max_fields;
 }
 
-void ct_h2s_take(struct ct_worker *w, const struct ct_listener_conf *lc, struct bufferevent *bev,
-                 const char *peer, size_t peer_ip_len, uint64_t conn_id)
+void ct_h2s_take(struct ct_worker *w, const struct ct_conn_info *ci)
 {
+    const struct ct_listener_conf *lc = ci->lc;
+    struct bufferevent *bev = ci->bev;
+    uint64_t conn_id = ci->id;
+    const char *peer = ci->peer;
+    size_t peer_ip_len = ci->peer_ip_len;
     struct ct_h2s *s = ct_xcalloc(1, sizeof(*s));
     s->magic = CT_H2S_MAGIC;
     s->w = w;
@@ -547,15 +552,17 @@ void ct_h2s_take(struct ct_worker *w, const struct ct_listener_conf *lc, struct 
     s->next = conns;
     if (conns)
         conns->prev = s;
-    conns = s;
-    w->nclients++;
+    conns = s; /* counted in w->nclients since accept (proxy/net/accept.c) */
+    bool plain = ci->tls == NULL; /* h2c with prior knowledge (listen[].h2c) */
     if (w->stats) {
-        ct_stats_conn_proto(w->stats, CT_STATS_PROTO_https, false);
+        ct_stats_conn_proto(w->stats, plain ? CT_STATS_PROTO_http : CT_STATS_PROTO_https, false);
         ct_stats_conn_proto(w->stats, CT_STATS_PROTO_h2, true);
     }
-    bufferevent_setcb(bev, on_read, on_write, on_event, s);
+    bufferevent_setcb(bev, plain ? NULL : on_read, on_write, on_event, s);
     bufferevent_setwatermark(bev, EV_WRITE, CT_BP_LOW, 0);
-    ct_io_attach(&s->io, w->base, bev, false, on_read, on_event, s);
+    ct_io_attach(&s->io, w->base, bev, plain, on_read, on_event, s);
+    if (plain) /* our reads and direct writes, as HTTP/1's (proxy/net/net.h) */
+        bufferevent_disable(bev, EV_READ | EV_WRITE);
     ct_io_timeouts(&s->io, 0, w->cf->limits.send_timeout_ms);
     deadline_set(s, w->cf->limits.client_header_timeout_ms);
     ct_io_read(&s->io, true); /* takes the TLS connection over (io.c) */

@@ -1,5 +1,5 @@
 /*
- * proxy/h1/pp_accept.c: the PROXY protocol stage of a connection on a
+ * proxy/net/pp_accept.c: the PROXY protocol stage of a connection on a
  * listener with `proxy_protocol` (issue 15), before TLS or HTTP see a byte.
  *
  * The peer must be one of the listener's proxy_protocol_from prefixes, or
@@ -9,7 +9,8 @@
  * whole, and only its own bytes are consumed, so the TLS handshake or the
  * request that follows is untouched in the kernel's buffer. The connection
  * then goes on as accepted from the header's source address (a LOCAL or
- * UNKNOWN header keeps the balancer's own). No header within the client
+ * UNKNOWN header keeps the balancer's own): ct_net_accept() from there. No
+ * header within the client
  * header timeout, or a malformed one: closed.
  *
  * Pending stages are on w->pp_waits, so a worker that ends frees them.
@@ -25,7 +26,7 @@
 
 #include "common/log.h"
 #include "proxy/ctx.h"
-#include "proxy/h1/h1.h"
+#include "proxy/net/accept.h"
 #include "proxy/realip/realip.h"
 
 struct ct_pp_wait {
@@ -33,6 +34,7 @@ struct ct_pp_wait {
 #define CT_PP_WAIT_MAGIC 0x99acce97u
     struct ct_worker *w;
     const struct ct_listener_conf *lc;
+    ct_net_take_fn *take;
     int fd;
     struct event *ev; /* readable or timed out */
     struct sockaddr_storage peer;
@@ -120,12 +122,14 @@ static void on_pp(evutil_socket_t fd, short what, void *arg)
     if (!res.local)
         reallen = sockaddr_of(&res.src, &real);
     const struct ct_listener_conf *lc = p->lc;
+    ct_net_take_fn *take = p->take;
     pp_free(p, false);
-    ct_client_accept(w, lc, fd, (struct sockaddr *)&real, reallen);
+    (void)reallen;
+    ct_net_accept(w, lc, fd, (struct sockaddr *)&real, take);
 }
 
 void ct_pp_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int fd,
-                  const struct sockaddr *sa, socklen_t salen)
+                  const struct sockaddr *sa, socklen_t salen, ct_net_take_fn *take)
 {
     struct ct_realip_addr a;
     addr_of(sa, &a);
@@ -141,6 +145,7 @@ void ct_pp_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int fd
     p->magic = CT_PP_WAIT_MAGIC;
     p->w = w;
     p->lc = lc;
+    p->take = take;
     p->fd = fd;
     memcpy(&p->peer, sa, salen < sizeof(p->peer) ? salen : sizeof(p->peer));
     p->peerlen = salen;
