@@ -130,6 +130,7 @@ struct ct_proxy {
     /* per-client limits of sites and routes, shared by every worker
      * (proxy/limit/limit.h); NULL: limits are not applied */
     struct ct_limit_table *limits;
+    struct ct_stats_names *route_names; /* per-route counters' slots (proxy/stats) */
 };
 
 /* ---- workers (worker.c) -------------------------------------------------- */

@@ -233,6 +233,7 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
     /* 16 k clients per process (~1 MiB): enough for the busy ones; an idle
      * client's bucket is what a flood of new addresses takes over */
     px.limits = ct_limit_table_new(16384);
+    px.route_names = ct_stats_names_new();
     ct_reload_init(px.ops, n);
     if (start_workers(&px, n) != CT_OK) {
         for (unsigned i = 0; i < px.nworkers; i++)
@@ -257,6 +258,7 @@ out:
         ct_ops_stop_lurker(px.ops); /* its thread walks the cache */
     ct_cache_free(&px.cache); /* after the workers: their buffers held references */
     ct_limit_table_free(&px.limits);
+    ct_stats_names_free(&px.route_names);
     for (int i = 0; i < 2; i++)
         if (sigs[i])
             event_free(sigs[i]);

@@ -29,6 +29,7 @@
 
 struct ct_wroutes {
     struct ct_route_table *t;
+    int *slots; /* per route id: its counter in the worker's stats block, or -1 */
     const struct ct_conf *cf;
     unsigned refs; /* requests holding it, + 1 while it is the worker's current one */
     struct ct_wroutes *next; /* older tables still held */
@@ -45,6 +46,7 @@ static void wroutes_unref(struct ct_worker *w, struct ct_wroutes *wr)
         }
     }
     ct_route_table_free(&wr->t);
+    free(wr->slots);
     free(wr);
 }
 
@@ -64,6 +66,13 @@ static struct ct_wroutes *current(struct ct_worker *w)
     struct ct_wroutes *wr = ct_xcalloc(1, sizeof(*wr));
     wr->t = t;
     wr->cf = w->cf;
+    wr->slots = ct_xcalloc(ct_route_count(t), sizeof(*wr->slots));
+    for (size_t i = 0; i < ct_route_count(t); i++) {
+        const struct ct_route *rt = ct_route_at(t, i);
+        wr->slots[i] = w->px && w->px->route_names
+                           ? ct_stats_names_slot(w->px->route_names, rt->site_name, rt->route_name)
+                           : -1;
+    }
     wr->refs = 1;
     wr->next = cur;
     w->routes = wr;
@@ -280,6 +289,9 @@ bool ct_req_route(struct ct_req *r)
     r->route = ct_route_choose(wr->t, &q, w->route_scratch);
     r->routes = wr;
     wr->refs++;
+    int slot = wr->slots[r->route->id];
+    if (slot >= 0 && w->stats)
+        ct_stats_add(&w->stats->route_requests[slot], 1);
     if (!r->route->acts)
         return false; /* the common route: a group, a policy, rules for later */
     const struct ct_conf_route *rc = r->route->conf;
@@ -375,6 +387,7 @@ void ct_req_routes_free(struct ct_worker *w)
         struct ct_wroutes *wr = w->routes;
         w->routes = wr->next;
         ct_route_table_free(&wr->t);
+        free(wr->slots);
         free(wr);
     }
     ct_route_scratch_free(&w->route_scratch);

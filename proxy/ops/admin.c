@@ -155,6 +155,7 @@ void ct_ops_render(struct ct_ops *ops, bool json, struct ct_stats_out *out)
         .uptime_s = ct_time_mono() - ops->started,
         .reload = ops->reload,
         .purge = ops->cache != NULL,
+        .routes = px->route_names,
     };
     const struct ct_listener_conf *lcs[ADMIN_MAX_LISTENERS];
     struct ct_stats_listener ls[ADMIN_MAX_LISTENERS + 1];

@@ -150,6 +150,12 @@ enum ct_stats_be {
 
 /* ---- one block (per worker, or a sum) --------------------------------------- */
 
+/* Requests per route (issue 15), by the route's site and name: slots a
+ * process-wide name table hands out (ct_stats_names), a counter per slot
+ * in every worker's block. A name keeps its slot across reloads, so its
+ * count goes on; past CT_STATS_ROUTES_MAX names, new ones are not counted. */
+#define CT_STATS_ROUTES_MAX 1024
+
 struct ct_stats {
     unsigned magic;
 #define CT_STATS_MAGIC 0x57a75b10u
@@ -158,6 +164,7 @@ struct ct_stats {
 #undef CT_STATS_FIELD
     _Atomic uint64_t lat_bucket[CT_STATS_LAT_N + 1]; /* not cumulative; last = +Inf */
     _Atomic uint64_t lat_sum_us;
+    _Atomic uint64_t route_requests[CT_STATS_ROUTES_MAX]; /* by ct_stats_names slot */
     size_t nbackends;
     _Atomic uint64_t (*be)[CT_STATS_BE__COUNT]; /* nbackends rows */
 };
@@ -234,6 +241,14 @@ struct ct_stats_reload {
                        not freed yet: connections open before the switch */
 };
 
+/* The names of the route counters' slots. Thread-safe (a mutex: taken when
+ * a worker compiles a route table, and by renderings), freed at exit. */
+struct ct_stats_names;
+struct ct_stats_names *ct_stats_names_new(void);
+void ct_stats_names_free(struct ct_stats_names **np);
+/* The slot of SITE/ROUTE (a new one the first time), or -1 when full. */
+int ct_stats_names_slot(struct ct_stats_names *n, const char *site, const char *route);
+
 /* Everything a rendering shows besides the summed block. */
 struct ct_stats_view {
     const struct ct_stats *sum;
@@ -248,6 +263,7 @@ struct ct_stats_view {
     size_t nlisteners;
     struct ct_stats_reload reload;
     bool purge; /* the admin listener takes POST /purge (it has a cache) */
+    struct ct_stats_names *routes; /* NULL or none yet: no per-route counters shown */
 };
 
 /* Append the JSON object (/stats) or the Prometheus text format 0.0.4

@@ -66,4 +66,6 @@ ct_check "site limit: second path, same bucket" "$(code -H 'Host: small.test' "$
 m=$(curl -s "http://127.0.0.1:$AP/metrics")
 ct_check_match "metrics: rate refusals counted" "$m" 'cachet_route_answers_total\{action="rate"\} [3-9]'
 ct_check_match "metrics: concurrency refusals counted" "$m" 'cachet_route_answers_total\{action="concurrency"\} 1'
+ct_check_match "metrics: requests per route" "$m" 'cachet_route_requests_total\{site="www",route="api"\} ([6-9]|[1-9][0-9])'
+ct_check_match "metrics: a site's requests no route matched" "$m" 'cachet_route_requests_total\{site="small",route="-"\} 2'
 ct_done
