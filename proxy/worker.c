@@ -143,7 +143,7 @@ static void drain(struct ct_worker *w)
         next = c->next;
         ct_client_drain(c); /* may free c */
     }
-    ct_h2s_drain_all(w);
+    ct_h2s_drain_all(w, false);
     ct_net_drain_all(w);
     if (w->nclients == 0) {
         event_base_loopexit(w->base, NULL);
@@ -164,8 +164,10 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     for (ssize_t i = 0; i < n; i++) {
         if (buf[i] == 'd')
             drain(w);
-        else if (buf[i] == 'r' && !w->draining)
+        else if (buf[i] == 'r' && !w->draining) {
             ct_reload_worker_apply(w, ct_worker_listeners_update); /* SIGHUP */
+            ct_h2s_drain_all(w, true); /* h2 clients reconnect to the new configuration */
+        }
     }
 }
 

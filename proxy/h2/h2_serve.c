@@ -518,7 +518,21 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
 
 static void settings_of(const struct ct_worker *w, struct ct_h2_settings *set)
 {
-    ct_h2_settings_default(set);
+    const struct ct_conf_http2 *c = &w->cf->limits.http2;
+    *set = (struct ct_h2_settings){
+        .max_concurrent_streams = c->max_concurrent_streams,
+        .initial_window = (uint32_t)c->stream_window,
+        .conn_window = (uint32_t)c->connection_window,
+        .max_frame_size = (uint32_t)c->max_frame_size,
+        .max_header_list = 64 * 1024,
+        .max_fields = 100,
+        .max_queued_acks = c->max_queued_acks,
+        .reset_burst = c->reset_burst,
+        .reset_rate = c->reset_rate,
+        .empty_burst = c->empty_frames_burst,
+        .empty_rate = c->empty_frames_rate,
+        .discard_max = (size_t)c->early_response_discard,
+    };
     /* The request head limits of HTTP/1 hold for HTTP/2 too. */
     if (w->limits.max_head)
         set->max_header_list = (uint32_t)CT_MIN(w->limits.max_head, (size_t)UINT32_MAX);
@@ -573,14 +587,14 @@ void ct_h2s_take(struct ct_worker *w, const struct ct_conn_info *ci)
         settle(s); /* our SETTINGS */
 }
 
-void ct_h2s_drain_all(struct ct_worker *w)
+void ct_h2s_drain_all(struct ct_worker *w, bool reload)
 {
     struct ct_h2s *s = conns, *next;
     for (; s; s = next) {
         next = s->next;
         if (s->w != w)
             continue;
-        if (!s->got_bytes) {
+        if (!s->got_bytes && !reload) {
             close_soon(s, CT_CLOSE_DRAIN);
         } else {
             s->depth++;

@@ -10,6 +10,8 @@
 #ifndef CT_H2_SERVE_H
 #define CT_H2_SERVE_H
 
+#include <stdbool.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,9 +28,13 @@ struct ct_listener_conf;
 struct ct_conn_info;
 void ct_h2s_take(struct ct_worker *w, const struct ct_conn_info *info);
 
-/* Worker drain (shutdown, reload): every h2 connection of W's thread sends
- * GOAWAY with its last stream id, finishes those streams and closes. */
-void ct_h2s_drain_all(struct ct_worker *w);
+/* Worker drain (shutdown) or RELOAD: every h2 connection of W's thread
+ * sends GOAWAY NO_ERROR with its last stream id, finishes those streams and
+ * closes, so the client's next requests go on a new connection under the
+ * new configuration (nginx and HAProxy do the same when old processes
+ * stop). A drain closes at once a connection that has not spoken yet; a
+ * reload sends it GOAWAY too (last stream 0: it may retry at once). */
+void ct_h2s_drain_all(struct ct_worker *w, bool reload);
 /* Worker exit: free every h2 connection of W's thread without ceremony. */
 void ct_h2s_abort_all(struct ct_worker *w);
 

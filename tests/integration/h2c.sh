@@ -14,6 +14,7 @@ listen = ( { kind = "http"; address = "127.0.0.1:0"; h2c = true; },
            { kind = "http"; address = "127.0.0.1:0"; } );
 backends = ( { address = "127.0.0.1:$OPORT"; } );
 cache = { size = "16M"; };
+limits = { http2 = { max_concurrent_streams = 7; stream_window = "32K"; }; };
 CONF
 ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf" --admin 127.0.0.1:0
 APORT=$(ct_wait_listen proxy admin) || exit 1
@@ -43,7 +44,16 @@ ct_check "prior knowledge: the origin's bytes" "$(md5sum <"$CT_TMP/b2")" \
 out=$(nghttp -nv "http://127.0.0.1:$H2C/bytes/100?$MA" 2>&1)
 ct_check_match "nghttp: our SETTINGS" "$out" 'recv SETTINGS frame'
 ct_check_match "nghttp: :status 200" "$out" ':status: 200'
-out=$(h2load -n 200 -c 4 -m 10 "http://127.0.0.1:$H2C/bytes/100?$MA" 2>&1)
+ct_check_match "limits.http2.max_concurrent_streams announced" "$out" \
+    'SETTINGS_MAX_CONCURRENT_STREAMS\(0x03\):7'
+ct_check_match "limits.http2.stream_window announced" "$out" 'SETTINGS_INITIAL_WINDOW_SIZE\(0x04\):32768'
+# A reload's limits hold for the connections that come after it.
+sed -i 's/max_concurrent_streams = 7/max_concurrent_streams = 9/' "$CT_TMP/cachet.conf"
+kill -HUP "$(ct_pid proxy)"
+ct_wait_until 30 grep -q 'SIGHUP: configuration' "$CT_TMP/proxy.err"
+settings_now() { nghttp -nv "http://127.0.0.1:$H2C/bytes/10" 2>&1 | grep -q 'SETTINGS_MAX_CONCURRENT_STREAMS(0x03):9'; }
+ct_check "after SIGHUP: the new max_concurrent_streams" "$(ct_wait_until 30 settings_now && echo 9)" 9
+out=$(h2load -n 200 -c 4 -m 5 "http://127.0.0.1:$H2C/bytes/100?$MA" 2>&1)
 ct_check_match "h2load over h2c: 200 requests, 200 succeeded" "$out" \
     'requests: 200 total, 200 started, 200 done, 200 succeeded'
 ct_check_match "h2load: the protocol was h2c" "$out" 'Application protocol: h2c'
