@@ -142,6 +142,8 @@ void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
 {
     const struct ct_cache_policy_opts *po = ct_cache_popts(r);
     const struct ct_conf_cache *cc = &r->w->cf->cache;
+    /* a route's strip_set_cookie: stored (and so served) without Set-Cookie */
+    bool strip_sc = r->route && r->route->conf && r->route->conf->strip_set_cookie;
     struct ct_cache_blk blk = *blk0;
     char line[160];
     int n = status_line(line, sizeof(line), msg);
@@ -156,7 +158,8 @@ void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
         if ((ct_hdr_flags(f->id) & CT_HDRF_PER_HIT) || f->id == CT_HDR_CONTENT_LENGTH ||
             f->id == CT_HDR_TRANSFER_ENCODING || f->id == CT_HDR_VIA || is_proxy_field(f) ||
             ct_cache_policy_field_targeted(f, po) || !ct_cache_policy_field_storable(msg, f, po) ||
-            (!cc->expose_tags && ct_cache_is_tag_field(cc, f)))
+            (!cc->expose_tags && ct_cache_is_tag_field(cc, f)) ||
+            (f->id == CT_HDR_SET_COOKIE && strip_sc))
             continue;
         if (f->id == CT_HDR_DATE && has_date)
             continue; /* a singleton (RFC 9110 §6.6.1): the first line counts */

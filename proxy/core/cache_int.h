@@ -201,7 +201,10 @@ struct ct_wcache {
     struct ct_worker *w;
     struct ct_cache *cache;
     const struct ct_conf *cf;             /* the configuration popts were built from */
-    struct ct_cache_policy_opts popts[2]; /* [0] honour client CC, [1] ignore it */
+    /* [0] honour client CC, [1] ignore it; [2], [3] the same storing
+     * Set-Cookie responses (for routes with strip_set_cookie, which store
+     * them without the field) */
+    struct ct_cache_policy_opts popts[4];
     struct ct_cache_key_opts kopts;
     struct event *sweep;
     int efd;               /* eventfd: other threads wake this worker's waiters */

@@ -138,8 +138,10 @@ struct ct_wcache *ct_wcache_new(struct ct_worker *w, struct ct_cache *cache)
     wc->w = w;
     wc->cache = cache;
     wc->cf = w->cf;
-    policy_opts(cc, false, &wc->popts[0]);
-    policy_opts(cc, true, &wc->popts[1]);
+    for (int i = 0; i < 4; i++) {
+        policy_opts(cc, i & 1, &wc->popts[i]);
+        wc->popts[i].store_set_cookie |= (i & 2) != 0;
+    }
     ct_cache_key_opts_of(cc, &wc->kopts);
     pthread_mutex_init(&wc->mu, NULL);
     wc->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -314,15 +316,17 @@ unsigned ct_cache_client_cs(const struct ct_req *r)
 
 const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_req *r)
 {
+    const struct ct_conf_route *rc = r->route ? r->route->conf : NULL;
+    /* strip_set_cookie: stored without the field (cache_fill.c), so storable */
+    int sc = rc && rc->strip_set_cookie ? 2 : 0;
     if (r->cr && r->cr->bg_port) /* a refresh: its request has no CC */
-        return &r->w->wc->popts[0];
+        return &r->w->wc->popts[sc];
     /* A property of the listener struct, not of its index in the startup
      * table: reloads add, replace and reorder listeners. */
     bool honour = r->lc->honour_client_cc;
-    const struct ct_conf_route *rc = r->route ? r->route->conf : NULL;
     if (rc && rc->cache.honour_client_cc != CT_CONF_TRI_INHERIT)
         honour = rc->cache.honour_client_cc == CT_CONF_TRI_ON; /* the route's say */
-    return &r->w->wc->popts[honour ? 0 : 1];
+    return &r->w->wc->popts[(honour ? 0 : 1) | sc];
 }
 
 /* Cache-Status is set for every forwarded response, and its formats only use
@@ -901,8 +905,10 @@ bool ct_cache_recv(struct ct_req *r)
         /* A reload switched this worker's configuration: the policy follows
          * (the key options and the store's size need a restart). */
         wc->cf = r->w->cf;
-        policy_opts(&wc->cf->cache, false, &wc->popts[0]);
-        policy_opts(&wc->cf->cache, true, &wc->popts[1]);
+        for (int i = 0; i < 4; i++) {
+            policy_opts(&wc->cf->cache, i & 1, &wc->popts[i]);
+            wc->popts[i].store_set_cookie |= (i & 2) != 0;
+        }
     }
     struct ct_creq *cr = r->cr ? r->cr : ct_cache_creq_new(r);
     creq_reset(cr);

@@ -114,8 +114,16 @@ for proto in h1 h1 h2 h2; do
     ct_check "$proto: remove, and set then remove" "$(grep -ci '^x-origin-seq:\|^x-gone:' <<<"$out")" 0
 done
 ct_check "response rules on hits too (one origin fetch for the four)" "$(ct_origin_total "$OP")" 1
-out=$(curl -s -D - -o /dev/null -H "$H" "http://127.0.0.1:$HP/1k?edit&set-cookie=s%3D1")
+ct_origin_reset "$OP"
+SC="edit&set-cookie=s%3D1&cache-control=max-age%3D60"
+out=$(curl -s -D - -o /dev/null -H "$H" "http://127.0.0.1:$HP/1k?$SC")
 ct_check "strip_set_cookie: no Set-Cookie to the client" "$(grep -ci '^set-cookie:' <<<"$out")" 0
+out=$(curl -s -D - -o /dev/null -H "$H" "http://127.0.0.1:$HP/1k?$SC")
+ct_check_match "strip_set_cookie: stored without it, so the next is a hit" "$out" 'Cache-Status: cachet; hit'
+ct_check "strip_set_cookie: the hit has no Set-Cookie either" "$(grep -ci '^set-cookie:' <<<"$out")" 0
+ct_check "strip_set_cookie: one origin fetch" "$(ct_origin_total "$OP")" 1
+out=$(curl -s -D - -o /dev/null -H 'Host: other.test' "http://127.0.0.1:$HP/1k?$SC")
+ct_check_match "without the route Set-Cookie reaches the client" "$out" '[Ss]et-[Cc]ookie: s=1'
 
 # A TTL the route forces: /bytes/N says nothing about freshness (so it is
 # never fresh by itself), the route makes it fresh for an hour.
