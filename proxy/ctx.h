@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 
 #include "common/common.h"
+#include "common/list.h"
 #include "conf/conf.h"
 #include "http/http.h"
 #include "proxy/stats/stats.h"
@@ -201,7 +202,7 @@ struct ct_worker {
     struct ct_wroutes *routes;
     struct ct_route_scratch *route_scratch;
     struct ct_pp_wait *pp_waits; /* connections reading their PROXY header (net/pp_accept.c) */
-    struct ct_hs *handshakes; /* connections no protocol has yet (proxy/net/accept.c) */
+    CT_LIST_HEAD(ct_hs) handshakes; /* connections no protocol has yet (proxy/net/accept.c) */
     /* Set by ct_worker_new (worker.c sits above the protocols that call it):
      * a connection closed and was freed (accepting resumes at the limit, a
      * drain finishes, reload retirement counts it). */

@@ -193,11 +193,9 @@ static const struct ct_proto null_proto = {
  * or speak of a body and framing it does not have. */
 static bool dropped(const struct ct_http_msg *req, const struct ct_http_field *f)
 {
+    if (ct_hdr_flags(f->id) & CT_HDRF_CACHE_ANSWERS)
+        return true;
     switch (f->id) {
-    case CT_HDR_IF_NONE_MATCH:
-    case CT_HDR_IF_MODIFIED_SINCE:
-    case CT_HDR_RANGE:
-    case CT_HDR_IF_RANGE:
     case CT_HDR_CACHE_CONTROL:
     case CT_HDR_EXPECT:
     case CT_HDR_CONTENT_LENGTH:

@@ -49,13 +49,6 @@ static void add_field(struct evbuffer *out, struct ct_str name, struct ct_str va
     ADD_LIT(out, "\r\n");
 }
 
-static bool is_proxy_field(const struct ct_http_field *f)
-{
-    static const struct ct_str proxy = CT_STR("proxy");
-    return f->name.len >= proxy.len && ct_str_eq_ci(ct_str_make(f->name.p, proxy.len), proxy) &&
-           (f->name.len == proxy.len || f->name.p[proxy.len] == '-');
-}
-
 /* "Via: <theirs>, 1.1 cachet" (RFC 9110 §7.6.3: append, in order). */
 static void add_via(struct evbuffer *out, const struct ct_http_msg *msg)
 {
@@ -156,7 +149,7 @@ void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
         /* Per-hit fields are written on every delivery; the framing is ours;
          * targeted cache control is for us only (RFC 9213 §2). */
         if ((ct_hdr_flags(f->id) & CT_HDRF_PER_HIT) || f->id == CT_HDR_CONTENT_LENGTH ||
-            f->id == CT_HDR_TRANSFER_ENCODING || f->id == CT_HDR_VIA || is_proxy_field(f) ||
+            f->id == CT_HDR_TRANSFER_ENCODING || f->id == CT_HDR_VIA || ct_http_field_is_proxy(f) ||
             ct_cache_policy_field_targeted(f, po) || !ct_cache_policy_field_storable(msg, f, po) ||
             (!cc->expose_tags && ct_cache_is_tag_field(cc, f)) ||
             (f->id == CT_HDR_SET_COOKIE && strip_sc))
@@ -214,16 +207,11 @@ const struct ct_http_msg *ct_cache_fwd_msg(struct ct_req *r)
     }
     size_t n = 0;
     for (size_t i = 0; i < req->nfields; i++) {
-        switch (req->fields[i].id) {
-        case CT_HDR_IF_NONE_MATCH:
-        case CT_HDR_IF_MODIFIED_SINCE:
-        case CT_HDR_RANGE:
-        case CT_HDR_IF_RANGE:
+        if (ct_hdr_flags(req->fields[i].id) & CT_HDRF_CACHE_ANSWERS) {
             cr->stripped = true;
             continue; /* answered from the object we store */
-        default:
-            cr->fwd_fields[n++] = req->fields[i];
         }
+        cr->fwd_fields[n++] = req->fields[i];
     }
     if (cr->stale) {
         struct ct_cache_validators v;

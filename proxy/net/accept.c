@@ -35,7 +35,7 @@ struct ct_hs {
     ct_net_take_fn *take;
     struct ct_deadline dl;       /* the handshake's, then the linger's */
     struct event *linger_ev;     /* plain HTTP answered: reading and dropping */
-    struct ct_hs *next, *prev;   /* w->handshakes */
+    CT_LIST_LINK(ct_hs) link;    /* w->handshakes */
 };
 
 static void peer_name(struct ct_conn_info *ci, const struct sockaddr *sa)
@@ -73,13 +73,7 @@ static struct bufferevent *make_bev(struct ct_worker *w, const struct ct_listene
 
 static void hs_unlink_free(struct ct_hs *h)
 {
-    struct ct_worker *w = h->w;
-    if (h->prev)
-        h->prev->next = h->next;
-    else
-        w->handshakes = h->next;
-    if (h->next)
-        h->next->prev = h->prev;
+    CT_LIST_REMOVE(&h->w->handshakes, h, link);
     ct_deadline_fini(&h->dl);
     if (h->linger_ev)
         event_free(h->linger_ev);
@@ -263,10 +257,7 @@ void ct_net_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int f
     ct_deadline_init(&h->dl, w->base, on_timer, h);
     ct_deadline_set(&h->dl, plain ? w->cf->limits.client_header_timeout_ms
                                   : lc->handshake_timeout_ms ? lc->handshake_timeout_ms : 10000);
-    h->next = w->handshakes;
-    if (w->handshakes)
-        w->handshakes->prev = h;
-    w->handshakes = h;
+    CT_LIST_INSERT_HEAD(&w->handshakes, h, link);
     if (plain)
         bufferevent_setcb(bev, on_plain_read, NULL, on_plain_event, h); /* h2c: which one? */
     else
@@ -279,14 +270,14 @@ void ct_net_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int f
 
 void ct_net_drain_all(struct ct_worker *w)
 {
-    while (w->handshakes)
-        hs_close(w->handshakes, CT_CLOSE_DRAIN);
+    while (!CT_LIST_EMPTY(&w->handshakes))
+        hs_close(CT_LIST_FIRST(&w->handshakes), CT_CLOSE_DRAIN);
 }
 
 void ct_net_abort_all(struct ct_worker *w)
 {
-    while (w->handshakes) {
-        struct ct_hs *h = w->handshakes;
+    while (!CT_LIST_EMPTY(&w->handshakes)) {
+        struct ct_hs *h = CT_LIST_FIRST(&w->handshakes);
         bufferevent_free(h->info.bev);
         hs_unlink_free(h);
         w->nclients--;
