@@ -148,6 +148,11 @@ const struct ct_h2_counts *ct_h2_conn_counts(const struct ct_h2_conn *h);
 /* Graceful drain (reload, shutdown): GOAWAY NO_ERROR with the last stream id
  * processed; streams up to it finish, later ones are refused. Idempotent. */
 void ct_h2_conn_drain(struct ct_h2_conn *h);
+/* The first step of a graceful shutdown (RFC 9113 §6.8): GOAWAY NO_ERROR
+ * with the largest stream id, so the client opens no new stream here while
+ * the requests it already sent are still served; ct_h2_conn_drain() about
+ * one round trip later refuses only what came after. */
+void ct_h2_conn_drain_notice(struct ct_h2_conn *h);
 
 /* ---- responses (calls from the owner) ----------------------------------- */
 

@@ -378,6 +378,14 @@ const struct ct_h2_counts *ct_h2_conn_counts(const struct ct_h2_conn *h)
     return &h->counts;
 }
 
+void ct_h2_conn_drain_notice(struct ct_h2_conn *h)
+{
+    CT_CHECK_OBJ(h, CT_H2_CONN_MAGIC);
+    if (h->dead || h->drained)
+        return;
+    CT_ASSERT(nghttp2_submit_shutdown_notice(h->session) == 0);
+}
+
 void ct_h2_conn_drain(struct ct_h2_conn *h)
 {
     CT_CHECK_OBJ(h, CT_H2_CONN_MAGIC);

@@ -302,6 +302,8 @@ static void conn_free(struct ct_h2s *s)
     ct_deadline_fini(&s->dl);
     event_free(s->pump_ev);
     event_free(s->stall_ev);
+    if (s->drain_ev)
+        event_free(s->drain_ev);
     if (s->prev)
         s->prev->next = s->next;
     else
@@ -587,6 +589,28 @@ void ct_h2s_take(struct ct_worker *w, const struct ct_conn_info *ci)
         settle(s); /* our SETTINGS */
 }
 
+/* A reload's graceful GOAWAY comes in two steps (RFC 9113 §6.8): the
+ * notice, then this long after it (generous for a round trip on any real
+ * network, short beside a keep-alive) the final one. A request the client
+ * sent before it saw the notice is served, not refused: curl and browsers
+ * retry a refused request, but only some of them, and not every time. */
+#define DRAIN_NOTICE_MS 1000
+
+static void on_drain(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    struct ct_h2s *s = arg;
+    CT_CHECK_OBJ(s, CT_H2S_MAGIC);
+    if (!s->got_bytes) {
+        close_soon(s, CT_CLOSE_DRAIN);
+    } else {
+        s->depth++;
+        ct_h2_conn_drain(s->h);
+        s->depth--;
+    }
+    settle(s); /* may close s */
+}
+
 void ct_h2s_drain_all(struct ct_worker *w, bool reload)
 {
     struct ct_h2s *s = conns, *next;
@@ -594,7 +618,22 @@ void ct_h2s_drain_all(struct ct_worker *w, bool reload)
         next = s->next;
         if (s->w != w)
             continue;
-        if (!s->got_bytes && !reload) {
+        if (reload) {
+            if (s->drain_ev != NULL)
+                continue; /* a reload's drain is under way already */
+            s->drain_ev = evtimer_new(w->base, on_drain, s);
+            CT_ASSERT(s->drain_ev != NULL);
+            struct timeval tv = {DRAIN_NOTICE_MS / 1000, (DRAIN_NOTICE_MS % 1000) * 1000};
+            evtimer_add(s->drain_ev, &tv);
+            if (s->got_bytes) {
+                s->depth++;
+                ct_h2_conn_drain_notice(s->h);
+                s->depth--;
+                settle(s); /* may close s */
+            }
+            continue;
+        }
+        if (!s->got_bytes) {
             close_soon(s, CT_CLOSE_DRAIN);
         } else {
             s->depth++;

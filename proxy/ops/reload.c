@@ -583,7 +583,7 @@ static bool plan_listeners(struct ct_ops *ops, const struct ct_conf *cf)
             claimed[a - rl->active] = true;
         const struct ct_listener_conf *lc = a ? a->lc : NULL;
         if (a == NULL || l->kind == CT_CONF_LISTEN_HTTPS ||
-            a->lc->honour_client_cc != l->honour_client_cc ||
+            a->lc->honour_client_cc != l->honour_client_cc || a->lc->h2c != l->h2c ||
             a->lc->proxy_protocol != l->proxy_protocol ||
             a->lc->default_site != l->default_site_index + 1 ||
             a->lc->npp_from != l->nproxy_protocol_from ||

@@ -18,7 +18,8 @@ limits = { http2 = { max_concurrent_streams = 7; stream_window = "32K"; }; };
 CONF
 ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf" --admin 127.0.0.1:0
 APORT=$(ct_wait_listen proxy admin) || exit 1
-ct_wait_until 30 test "$(grep -c '^listening on http ' "$CT_TMP/proxy.out")" -eq 2
+two_http() { [ "$(grep -c '^listening on http ' "$CT_TMP/proxy.out")" -eq 2 ]; }
+ct_wait_until 30 two_http
 H2C=$(grep '^listening on http ' "$CT_TMP/proxy.out" | sed -n 1p | sed 's/.*://')
 PLAIN=$(grep '^listening on http ' "$CT_TMP/proxy.out" | sed -n 2p | sed 's/.*://')
 MA='cache-control=max-age%3D60'
@@ -71,7 +72,8 @@ ct_check_match "PRI * HTTP/1.1: an HTTP/1.1 answer" "$resp" '^HTTP/1\.1 4[0-9][0
 ct_check "an h2c connection is counted as h2 while open" "$(
     exec 4<>"/dev/tcp/127.0.0.1/$H2C"
     printf 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0' >&4
-    ct_wait_until 30 test "$(prom 'cachet_connections_open_by_proto{proto="h2"}')" = 1 && echo 1
+    one_h2() { [ "$(prom 'cachet_connections_open_by_proto{proto="h2"}')" = 1 ]; }
+    ct_wait_until 30 one_h2 && echo 1
     exec 4>&-)" 1
 
 # ---- without h2c (the default), the preface is not HTTP/2.
@@ -84,6 +86,13 @@ exec 3>&-
 ct_check_match "no h2c: the preface gets an HTTP/1.1 error" "$resp" '^HTTP/1\.1 [45][0-9][0-9] '
 h=$(curl -s --http1.1 -D - -o /dev/null "http://127.0.0.1:$PLAIN/bytes/5000?$MA")
 ct_check "no h2c: HTTP/1.1 as ever" "$(head -1 <<<"$h" | tr -d '\r')" "HTTP/1.1 200 OK"
+# SIGHUP turns h2c on for the second listener: same port, prior knowledge now.
+sed -i 's/{ kind = "http"; address = "127.0.0.1:0"; } );/{ kind = "http"; address = "127.0.0.1:0"; h2c = true; } );/' \
+    "$CT_TMP/cachet.conf"
+kill -HUP "$(ct_pid proxy)"
+h2c_now() { curl -s --http2-prior-knowledge -o /dev/null "http://127.0.0.1:$PLAIN/bytes/10" 2>/dev/null; }
+ct_check "SIGHUP with h2c = true: prior knowledge on the same port" \
+    "$(ct_wait_until 30 h2c_now && echo h2)" h2
 ct_stop proxy
 ct_check "cachet exits 0 after draining" "$?" 0
 ct_done
