@@ -19,8 +19,10 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "common/slab.h"
 #include "proxy/mem.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -81,6 +83,12 @@ void ct_mem_stats(struct ct_mem_stats *out)
     out->resident = mi.arena + mi.hblkhd;
     out->retained = mi.fordblks;
 #endif
+    /* The cache's object memory is the slabs' (common/slab.h): part of what
+     * the process allocated and holds, beside malloc's. */
+    struct ct_slab_stats ss;
+    ct_slab_stats(&ss);
+    out->allocated += ss.used;
+    out->resident += ss.resident;
     out->rss = proc_rss();
 }
 
@@ -98,18 +106,33 @@ void ct_mem_release(void)
 
 bool ct_mem_maintain(struct ct_mem_trim *t, double now, uint64_t cache_bytes, uint64_t cap)
 {
+    /* The slabs first: their regions go back without any lock a worker
+     * needs, a few at a time until CT_MEM_SLAB_BUDGET_MS have passed (one
+     * region's madvise costs ~0.2 ms of CPU; the main thread also answers
+     * the admin listener and reloads). */
+    bool released = false;
+    struct timespec t0, t1;
+    ct_slab_period();
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (ct_slab_release(CT_MEM_SLAB_BATCH) > 0) {
+        released = true;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if ((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6 >=
+            CT_MEM_SLAB_BUDGET_MS)
+            break;
+    }
 #ifdef CT_HAVE_JEMALLOC
     (void)t, (void)now, (void)cache_bytes, (void)cap;
-    return false;
+    return released;
 #else
     if (cache_bytes > t->high_bytes)
         t->high_bytes = cache_bytes;
     bool shrank = t->high_bytes - cache_bytes >= cap / 8;
     if (!shrank && now - t->last_s < CT_MEM_TRIM_S)
-        return false;
+        return released;
     struct mallinfo2 mi = mallinfo2();
     if (mi.fordblks < CT_MEM_TRIM_MIN)
-        return false;
+        return released;
     ct_mem_release();
     t->last_s = now;
     t->high_bytes = cache_bytes;
