@@ -8,9 +8,9 @@
  * pay nothing for them. WHY must be a value of the enum: anything else is a
  * caller bug and panics.
  *
- * XXX(#13): proxy/proxy_int.h still declares its own enum ct_close and
- * proxy/client.c its own table; the request-core split replaces both with
- * this header (and proxy/stats.h's mirror enum ct_stats_close with
+ * XXX(#13): proxy/ctx.h still declares its own enum ct_close and
+ * proxy/h1/client.c its own table; the request-core split replaces both with
+ * this header (and proxy/stats/stats.h's mirror enum ct_stats_close with
  * CT_CLOSE__COUNT). Until then no file includes both.
  */
 #ifndef CT_CLOSE_H

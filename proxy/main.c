@@ -22,14 +22,16 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/mem.h"
 #include "conf/conf.h"
-#include "proxy/admin.h"
-#include "proxy/cache_int.h"
-#include "proxy/ctl.h"
-#include "proxy/mem.h"
-#include "proxy/ops_int.h"
-#include "proxy/proxy_int.h"
-#include "proxy/tls.h"
+#include "proxy/core/cache_int.h"
+#include "proxy/ctx.h"
+#include "proxy/h1/h1.h"
+#include "proxy/ops/admin.h"
+#include "proxy/ops/ctl.h"
+#include "proxy/ops/ops_int.h"
+#include "proxy/upstream/upstream.h"
+#include "tls/tls.h"
 
 #define CT_VERSION "0.1.0"
 
@@ -47,7 +49,7 @@ static int resolve_backends(struct ct_proxy *px)
     return px->nbackends ? CT_OK : CT_ECONF;
 }
 
-/* The TLS context of one HTTPS listener (proxy/tls.h), from its config.
+/* The TLS context of one HTTPS listener (tls/tls.h), from its config.
  * One ticket-key store for the process, so a ticket from any listener and
  * any worker resumes anywhere. */
 static struct ct_tls_ctx *https_ctx(struct ct_proxy *px, const struct ct_conf_listener *l)
@@ -105,7 +107,7 @@ static void on_ticket_tick(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Worker 0 bound port 0 to a real port: the others must bind that one. */
-/* Once a second: let the allocator give free pages back (proxy/mem.h). */
+/* Once a second: let the allocator give free pages back (common/mem.h). */
 struct mem_tick {
     struct event *ev;
     struct ct_proxy *px;

@@ -22,10 +22,12 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "proxy/admin.h"
-#include "proxy/cache_int.h"
+#include "proxy/core/cache_int.h"
+#include "proxy/ctx.h"
+#include "proxy/h1/h1.h"
 #include "proxy/h2/h2_serve.h"
-#include "proxy/proxy_int.h"
+#include "proxy/ops/admin.h"
+#include "proxy/upstream/upstream.h"
 
 static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
                       int salen, void *arg)
@@ -93,8 +95,11 @@ static void listeners_free(struct ct_worker *w)
     w->nls = 0;
 }
 
-void ct_worker_conn_closed(struct ct_worker *w)
+/* A connection closed: re-enable accepting if we were at the limit; finish a
+ * drain; tell reload retirement (w->conn_gone). */
+static void conn_gone(struct ct_worker *w, uint64_t conn_id)
 {
+    ct_reload_conn_gone(w, conn_id);
     unsigned max = w->cf->limits.max_connections_per_worker;
     if (w->accept_paused && !w->draining && w->nclients < max) {
         w->accept_paused = false;
@@ -146,7 +151,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
         if (buf[i] == 'd')
             drain(w);
         else if (buf[i] == 'r' && !w->draining)
-            ct_reload_worker_apply(w); /* SIGHUP: take the new configuration */
+            ct_reload_worker_apply(w, ct_worker_listeners_update); /* SIGHUP */
     }
 }
 
@@ -239,6 +244,8 @@ struct ct_worker *ct_worker_new(struct ct_proxy *px, unsigned id)
     w->px = px;
     w->cf = px->cf;
     w->wake_fd[0] = w->wake_fd[1] = -1;
+    w->conn_gone = conn_gone;
+    w->take_h2 = ct_h2s_take;
     w->base = event_base_new();
     CT_ASSERT(w->base != NULL);
     ct_http_limits_default(&w->limits);

@@ -13,7 +13,7 @@
  *          the worker's arena with its lock held;
  *   slab:  blocks from ct_slab_alloc (common/slab.h), given back with
  *          ct_slab_release() (taken off their lists under a class lock,
- *          madvised without it), then malloc_trim(0) as proxy/mem.c does.
+ *          madvised without it), then malloc_trim(0) as common/mem.c does.
  *   idle:  as slab, then the worker timed as long again with nothing
  *          happening: the noise floor (preemption on a loaded machine).
  * Prints, for each, how long the giving back took and the worker's slowest

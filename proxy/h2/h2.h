@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "common/common.h"
+#include "common/h2why.h"
 
 struct evbuffer;
 struct ct_http_msg;
@@ -70,30 +71,6 @@ struct ct_h2_settings {
  * second, 100 empty frames then 10 per second, 1 MiB of body dropped after
  * an early response. */
 void ct_h2_settings_default(struct ct_h2_settings *s);
-
-/* Why a connection ends: counters by reason, log text. CT_H2_WHY(ID, code, text):
- * CODE is the HTTP/2 error code of our GOAWAY. */
-#define CT_H2_WHY_TABLE(X)                                                                         \
-    X(NONE, 0x0, "open")                                                                           \
-    X(DRAIN, 0x0, "graceful drain")                                                                \
-    X(PEER_GOAWAY, 0x0, "the client sent GOAWAY")                                                  \
-    X(PREFACE, 0x1, "bad connection preface")                                                      \
-    X(PROTOCOL, 0x1, "protocol error")                                                             \
-    X(FLOW_CONTROL, 0x3, "flow control error")                                                     \
-    X(FRAME_SIZE, 0x6, "frame size error")                                                         \
-    X(COMPRESSION, 0x9, "HPACK decoding error")                                                    \
-    X(ACK_FLOOD, 0xb, "SETTINGS/PING flood: too many ACKs queued")                                 \
-    X(CONTINUATION_FLOOD, 0xb, "CONTINUATION flood")                                               \
-    X(RAPID_RESET, 0xb, "streams reset faster than the budget")                                    \
-    X(EMPTY_FRAMES, 0xb, "empty frames faster than the budget")                                    \
-    X(INTERNAL, 0x2, "internal error")
-
-enum ct_h2_why {
-#define CT_H2_WHY_ENUM(id, code, text) CT_H2_WHY_##id,
-    CT_H2_WHY_TABLE(CT_H2_WHY_ENUM)
-#undef CT_H2_WHY_ENUM
-        CT_H2_WHY__COUNT
-};
 
 const char *ct_h2_why_text(enum ct_h2_why why);
 const char *ct_h2_why_name(enum ct_h2_why why); /* "RAPID_RESET" */

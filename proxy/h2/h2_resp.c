@@ -1,5 +1,5 @@
 /*
- * proxy/h2/h2_resp.c: a stream's side of proxy/proto.h (ct_h2_proto): what
+ * proxy/h2/h2_resp.c: a stream's side of proxy/core/proto.h (ct_h2_proto): what
  * the request path's decisions look like on an HTTP/2 stream. h1_resp.c is
  * the HTTP/1 twin.
  *
@@ -29,9 +29,9 @@
 
 #include "common/log.h"
 #include "http/http_hdrindex.h"
-#include "proxy/cache_int.h"
+#include "proxy/core/cache_int.h"
+#include "proxy/core/proto.h"
 #include "proxy/h2/h2_serve_int.h"
-#include "proxy/proto.h"
 
 static struct ct_h2s_stream *st_of(struct ct_req *r) { return ct_h2s_stream_of(r); }
 

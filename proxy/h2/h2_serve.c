@@ -2,7 +2,7 @@
  * proxy/h2/h2_serve.c: an HTTP/2 connection (issue 14) on the request core.
  *
  *   TLS handshake (client.c) --ALPN h2--> ct_h2s_take(): the bufferevent,
- *   its ct_io (proxy/io.c: the one read and write path), the engine
+ *   its ct_io (proxy/net/io.c: the one read and write path), the engine
  *
  *     socket --ct_io--> input --ct_h2_conn_recv--> engine --on_request--> stream (ct_req)
  *     socket <--ct_io_flush-- output <--ct_h2_conn_send-- engine <--submit-- ct_h2_proto
@@ -42,12 +42,11 @@
 #include <sys/socket.h>
 
 #include "common/log.h"
-#include "proxy/admin.h"
-#include "proxy/cache_int.h"
+#include "proxy/core/cache_int.h"
+#include "proxy/core/proto.h"
+#include "proxy/core/req.h"
 #include "proxy/h2/h2_serve_int.h"
-#include "proxy/proto.h"
-#include "proxy/req.h"
-#include "proxy/tls.h"
+#include "tls/tls.h"
 
 static _Thread_local struct ct_h2s *conns; /* this worker thread's (see above) */
 
@@ -179,7 +178,7 @@ static void stream_unlink_free(struct ct_h2s_stream *st)
 static void stream_start(struct ct_h2s_stream *st)
 {
     st->in_core = true;
-    ct_ops_req_start(&st->r);
+    ct_req_log_start(&st->r);
     ct_req_start(&st->r); /* may answer at once (a hit): done() before this returns */
 }
 
@@ -188,7 +187,7 @@ void ct_h2s_stream_done(struct ct_h2s_stream *st)
     CT_CHECK_OBJ(st, CT_H2S_STREAM_MAGIC);
     if (!st->in_core)
         return;
-    ct_ops_req_end(&st->r, st->r.head_sent ? st->r.status : 0);
+    ct_req_log_end(&st->r, st->r.head_sent ? st->r.status : 0);
     st->in_core = false;
     ct_h2s_kick(st->s);
     if (st->closed)
@@ -264,7 +263,7 @@ static void on_close(void *owner, void *req, int32_t sid, uint32_t code)
          * that others read is abandoned with it (HTTP/1 lets it go on,
          * ct_cache_client_gone; here the request head is the engine's and
          * goes with the stream). */
-        ct_ops_req_end(&st->r, st->r.head_sent ? st->r.status : 0);
+        ct_req_log_end(&st->r, st->r.head_sent ? st->r.status : 0);
         st->in_core = false;
     }
     stream_unlink_free(st); /* ct_req_free: the core lets go */
@@ -328,11 +327,10 @@ static void conn_close(struct ct_h2s *s)
         ct_stats_conn_close(w->stats, (unsigned)s->why);
         ct_stats_conn_proto(w->stats, CT_STATS_PROTO_h2, false);
     }
-    uint64_t id = s->id; /* for ct_reload_conn_gone, after the free */
+    uint64_t id = s->id; /* for w->conn_gone, after the free */
     conn_free(s);
     w->nclients--;
-    ct_worker_conn_closed(w);
-    ct_reload_conn_gone(w, id); /* it no longer holds its configuration or listener */
+    w->conn_gone(w, id); /* it no longer holds its configuration or listener */
 }
 
 /* Close now, or once the outermost call returns. */

@@ -1,6 +1,6 @@
 /*
  * proxy/h2/h2_serve_int.h: shared by h2_serve.c (the connection) and
- * h2_resp.c (ct_h2_proto, a stream's side of proxy/proto.h) only.
+ * h2_resp.c (ct_h2_proto, a stream's side of proxy/core/proto.h) only.
  *
  * Objects and owners (worker thread only):
  *   struct ct_h2s         one HTTP/2 connection: owns its bufferevent (and
@@ -13,9 +13,10 @@
 #ifndef CT_H2_SERVE_INT_H
 #define CT_H2_SERVE_INT_H
 
+#include "proxy/core/core.h"
 #include "proxy/h2/h2.h"
 #include "proxy/h2/h2_serve.h"
-#include "proxy/proxy_int.h"
+#include "proxy/net/net.h"
 
 #define CT_H2S_MAGIC 0x68325331u        /* "h2S1" */
 #define CT_H2S_STREAM_MAGIC 0x68327331u /* "h2s1" */

@@ -38,8 +38,8 @@ hdrs=$(curl -s -D - -o "$CT_TMP/page.html" "$A/" | tr -d '\r')
 ct_check_match "GET /: 200 text/html" "$hdrs" $'^HTTP/1.1 200 OK\n.*Content-Type: text/html; charset=utf-8'
 ct_check_match "GET /: a CSP that forbids loading anything from elsewhere" "$hdrs" \
     $'\n''Content-Security-Policy: default-src '\''none'\''; .*connect-src '\''self'\'''
-ct_check "GET /: served as built (proxy/dashboard.html)" \
-    "$(cmp -s "$CT_TMP/page.html" "$CT_SRC/proxy/dashboard.html" && echo same)" same
+ct_check "GET /: served as built (proxy/ops/dashboard.html)" \
+    "$(cmp -s "$CT_TMP/page.html" "$CT_SRC/proxy/ops/dashboard.html" && echo same)" same
 ct_check "the page references no other host" \
     "$(grep -Eio '(src|href|url)[=(]["'\'']?(https?:)?//[^"'\'' )]*' "$CT_TMP/page.html" | head -3)" ""
 ct_check "HEAD /: no body" "$(curl -s -I -o /dev/null -w '%{size_download}' "$A/")" 0

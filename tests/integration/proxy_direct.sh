@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Direct writes (proxy/cache_deliver.c, proxy/fetch.c, proxy/forward.c): a
+# Direct writes (proxy/core/cache_deliver.c, proxy/core/fetch.c, proxy/upstream/wire.c): a
 # plain-HTTP hit on a complete object leaves in one writev straight from the
 # object, a small pass response in one writev of its head (from the stack)
 # and its body (from the upstream's input), and what the socket does not take

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_mem.c: proxy/mem.h. The allocator's figures move with
+ * tests/unit/test_mem.c: common/mem.h. The allocator's figures move with
  * allocations; ct_mem_maintain() gives free pages back when the cache shrank
  * by an eighth of its cap or CT_MEM_TRIM_S passed, and not otherwise; after
  * it, the RSS of a heap whose freed blocks sit below a live one (which glibc
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/mem.h"
+#include "common/mem.h"
 #include "tests/unit/ct_test.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

@@ -31,11 +31,14 @@
 
 #include "ct_test.h"
 #include "http/http_hdrindex.h"
-#include "proxy/cache_int.h"
-#include "proxy/ops_int.h"
-#include "proxy/proto.h"
-#include "proxy/proxy_int.h"
-#include "proxy/req.h"
+#include "proxy/core/cache_int.h"
+#include "proxy/core/proto.h"
+#include "proxy/core/req.h"
+#include "proxy/ctx.h"
+#include "proxy/h1/h1.h"
+#include "proxy/ops/ops_int.h"
+#include "proxy/upstream/upstream.h"
+#include "proxy/upstream/wire.h"
 
 #ifndef CT_ORIGIN_BIN
 #error "CT_ORIGIN_BIN names the cachet-origin binary (tests/CMakeLists.txt)"

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_stats.c: proxy/stats.h. Every counter of the table shows in
+ * tests/unit/test_stats.c: proxy/stats/stats.h. Every counter of the table shows in
  * the JSON and in the Prometheus text; the JSON is valid (a small strict
  * parser below); the Prometheus text follows format 0.0.4 (HELP/TYPE before
  * samples, label escaping, cumulative buckets, +Inf == count); summation over
@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "cache/cache.h"
-#include "proxy/accesslog.h"
-#include "proxy/mem.h"
-#include "proxy/stats.h"
+#include "common/mem.h"
+#include "proxy/stats/accesslog.h"
+#include "proxy/stats/stats.h"
 #include "tests/unit/ct_test.h"
 
 /* ---- a strict JSON validator (RFC 8259) ------------------------------------ */

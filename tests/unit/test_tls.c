@@ -1,4 +1,4 @@
-/* tests/unit/test_tls.c: proxy/tls.h, every behaviour through in-memory
+/* tests/unit/test_tls.c: tls/tls.h, every behaviour through in-memory
  * handshakes (see test_tls_util.h). */
 #include <sys/socket.h>
 

@@ -19,8 +19,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "proxy/tls.h"
 #include "tests/unit/ct_test.h"
+#include "tls/tls.h"
 
 struct tt_pki {
     EVP_PKEY *key;

@@ -1,0 +1,141 @@
+/*
+ * common/mem.c: allocator figures and release (common/mem.h).
+ *
+ * glibc: malloc_trim(0) walks every arena and MADV_DONTNEEDs the free pages
+ * inside them (not only the top of the heap); it holds each arena's lock
+ * while it walks that arena, so it runs on the main thread, and only when
+ * the cache shrank or every CT_MEM_TRIM_S (mem.h): a walk costs under 1 ms
+ * idle but 10-50 ms of CPU under churn (measured with a 64 MiB cache), and a
+ * worker's malloc on that arena waits for it.
+ *
+ * With jemalloc (CT_HAVE_JEMALLOC): malloc_conf below is read by jemalloc at
+ * its first allocation. Freed pages go back to the kernel one second after
+ * they become free (dirty_decay_ms; muzzy_decay_ms 0 skips the lazy
+ * MADV_FREE stage, whose pages still count in RSS until the kernel needs
+ * them), and a background thread does the purging so no worker pays for it
+ * on the request path. Workers get arenas of their own by jemalloc's default
+ * (4 arenas per CPU, threads assigned round-robin), so two workers never
+ * share one arena's lock.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/mem.h"
+#include "common/slab.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CT_SANITIZER_MALLOC 1 /* ASan/TSan replace malloc: ask their allocator */
+/* From the runtime's <sanitizer/allocator_interface.h>, which GCC does not
+ * install; both runtimes export them. */
+size_t __sanitizer_get_current_allocated_bytes(void);
+size_t __sanitizer_get_heap_size(void);
+size_t __sanitizer_get_free_bytes(void);
+#endif
+
+#ifdef CT_HAVE_JEMALLOC
+#include <jemalloc/jemalloc.h>
+
+const char *malloc_conf = "background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0";
+
+static uint64_t je_stat(const char *name)
+{
+    size_t v = 0, len = sizeof(v);
+    if (mallctl(name, &v, &len, NULL, 0) != 0)
+        return 0;
+    return v;
+}
+#else
+#include <malloc.h>
+#endif
+
+static uint64_t proc_rss(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long size = 0, resident = 0;
+    if (f == NULL)
+        return 0;
+    int n = fscanf(f, "%llu %llu", &size, &resident);
+    fclose(f);
+    return n == 2 ? resident * (uint64_t)sysconf(_SC_PAGESIZE) : 0;
+}
+
+void ct_mem_stats(struct ct_mem_stats *out)
+{
+#ifdef CT_HAVE_JEMALLOC
+    /* jemalloc's totals are refreshed by writing the epoch. */
+    uint64_t epoch = 1;
+    mallctl("epoch", NULL, NULL, &epoch, sizeof(epoch));
+    out->allocator = "jemalloc";
+    out->allocated = je_stat("stats.allocated");
+    out->resident = je_stat("stats.resident");
+    out->retained = je_stat("stats.retained");
+#elif defined(CT_SANITIZER_MALLOC)
+    out->allocator = "sanitizer";
+    out->allocated = __sanitizer_get_current_allocated_bytes();
+    out->resident = __sanitizer_get_heap_size();
+    out->retained = __sanitizer_get_free_bytes();
+#else
+    struct mallinfo2 mi = mallinfo2();
+    out->allocator = "glibc";
+    out->allocated = mi.uordblks + mi.hblkhd;
+    out->resident = mi.arena + mi.hblkhd;
+    out->retained = mi.fordblks;
+#endif
+    /* The cache's object memory is the slabs' (common/slab.h): part of what
+     * the process allocated and holds, beside malloc's. */
+    struct ct_slab_stats ss;
+    ct_slab_stats(&ss);
+    out->allocated += ss.used;
+    out->resident += ss.resident;
+    out->rss = proc_rss();
+}
+
+void ct_mem_release(void)
+{
+#ifdef CT_HAVE_JEMALLOC
+    /* "arena.<MALLCTL_ARENAS_ALL>.purge" */
+    char name[64];
+    snprintf(name, sizeof(name), "arena.%u.purge", (unsigned)MALLCTL_ARENAS_ALL);
+    mallctl(name, NULL, NULL, NULL, 0);
+#else
+    malloc_trim(0);
+#endif
+}
+
+bool ct_mem_maintain(struct ct_mem_trim *t, double now, uint64_t cache_bytes, uint64_t cap)
+{
+    /* The slabs first: their regions go back without any lock a worker
+     * needs, a few at a time until CT_MEM_SLAB_BUDGET_MS have passed (one
+     * region's madvise costs ~0.2 ms of CPU; the main thread also answers
+     * the admin listener and reloads). */
+    bool released = false;
+    struct timespec t0, t1;
+    ct_slab_period();
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (ct_slab_release(CT_MEM_SLAB_BATCH) > 0) {
+        released = true;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if ((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6 >=
+            CT_MEM_SLAB_BUDGET_MS)
+            break;
+    }
+#ifdef CT_HAVE_JEMALLOC
+    (void)t, (void)now, (void)cache_bytes, (void)cap;
+    return released;
+#else
+    if (cache_bytes > t->high_bytes)
+        t->high_bytes = cache_bytes;
+    bool shrank = t->high_bytes - cache_bytes >= cap / 8;
+    if (!shrank && now - t->last_s < CT_MEM_TRIM_S)
+        return released;
+    struct mallinfo2 mi = mallinfo2();
+    if (mi.fordblks < CT_MEM_TRIM_MIN)
+        return released;
+    ct_mem_release();
+    t->last_s = now;
+    t->high_bytes = cache_bytes;
+    return true;
+#endif
+}

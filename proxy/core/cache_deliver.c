@@ -1,0 +1,338 @@
+/*
+ * proxy/core/cache_deliver.c: a response from a stored object (issue 5's hit
+ * path), the request's side: what to send, not how it looks on the wire
+ * (that is the protocol's, r->proto: proxy/h1/h1_resp.c for HTTP/1).
+ *
+ * From a complete 200 we also answer the client's conditionals (304, RFC 9110
+ * §13.2.2) and a single byte range (206 / 416, RFC 9110 §14); HEAD gets the
+ * head of the stored GET. plan() decides; the protocol renders the head
+ * (Age per RFC 9111 §4.2.3, the stored Date, Cache-Status per RFC 9211).
+ *
+ * The body is walked here (pump) and handed to the protocol piece by piece,
+ * by reference. From an object still filling (a coalesced waiter), the body
+ * streams: add what is there, register a one-shot waiter for more
+ * (cache_req.c routes the wake to this worker), stop while the protocol's
+ * output is full and resume from the drained callback. A failed fetch ends
+ * the client's message truncated.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "proxy/core/cache_int.h"
+#include "proxy/core/proto.h"
+
+#define STREAM_PIECE (256 * 1024)
+
+
+/* Two digits per division (three numbers per hit: Age, ttl, length). */
+char *ct_cache_put_i64(char *p, int64_t v)
+{
+    static const char pairs[201] = "000102030405060708091011121314151617181920212223242526272829"
+                                   "303132333435363738394041424344454647484950515253545556575859"
+                                   "606162636465666768697071727374757677787980818283848586878889"
+                                   "90919293949596979899";
+    char tmp[24];
+    char *e = tmp + sizeof(tmp), *q = e;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    while (u >= 100) {
+        unsigned d = (unsigned)(u % 100) * 2;
+        u /= 100;
+        *--q = pairs[d + 1];
+        *--q = pairs[d];
+    }
+    if (u >= 10) {
+        *--q = pairs[u * 2 + 1];
+        *--q = pairs[u * 2];
+    } else {
+        *--q = (char)('0' + u);
+    }
+    if (v < 0)
+        *p++ = '-';
+    memcpy(p, q, (size_t)(e - q));
+    return p + (e - q);
+}
+
+/* Hand what cr->obj has after cr->pos to the protocol, by reference, within
+ * the range (cr->skip bytes dropped first, cr->body_left at most). Returns
+ * END (the body or the range is all out), WAIT (nothing more yet), FAILED,
+ * or DATA: stopped because the protocol's output is full (only with BP). */
+static enum ct_obj_body pump(struct ct_req *r, bool bp)
+{
+    struct ct_creq *cr = r->cr;
+    for (;;) {
+        if (cr->body_left == 0)
+            return CT_OBJ_BODY_END;
+        if (bp && r->proto->output_full(r))
+            return CT_OBJ_BODY_DATA; /* the drained callback resumes us */
+        uint64_t want = cr->body_left == UINT64_MAX ? STREAM_PIECE : cr->skip + cr->body_left;
+        size_t max = want < STREAM_PIECE ? (size_t)want : STREAM_PIECE;
+        struct ct_str chunk;
+        enum ct_obj_body got = ct_obj_body_next(cr->obj, &cr->pos, max, &chunk);
+        if (got != CT_OBJ_BODY_DATA)
+            return got;
+        size_t k = (size_t)CT_MIN((uint64_t)chunk.len, cr->skip);
+        cr->skip -= k;
+        chunk = ct_str_make(chunk.p + k, chunk.len - k);
+        if (chunk.len == 0)
+            continue;
+        r->proto->send_obj_piece(r, cr->obj, chunk);
+        r->body_out += chunk.len; /* access log $body_bytes_sent */
+        if (cr->body_left != UINT64_MAX)
+            cr->body_left -= chunk.len;
+    }
+}
+
+/* ---- for the protocol's fast paths (complete objects) ------------------------ */
+
+bool ct_cache_obj_next(struct ct_req *r, struct ct_str *chunk)
+{
+    struct ct_creq *cr = r->cr;
+    CT_ASSERT(cr->skip == 0);
+    if (cr->body_left == 0)
+        return false;
+    size_t max = cr->body_left < STREAM_PIECE ? (size_t)cr->body_left : STREAM_PIECE;
+    if (ct_obj_body_next(cr->obj, &cr->pos, max, chunk) != CT_OBJ_BODY_DATA || chunk->len == 0)
+        return false;
+    r->body_out += chunk->len; /* access log $body_bytes_sent */
+    cr->body_left -= chunk->len;
+    return true;
+}
+
+bool ct_cache_obj_at_start(const struct ct_req *r) { return r->cr->skip == 0; }
+
+uint64_t ct_cache_obj_left(const struct ct_req *r, uint64_t *off)
+{
+    *off = r->cr->pos.off;
+    return r->cr->body_left;
+}
+
+void ct_cache_obj_sent(struct ct_req *r, uint64_t k)
+{
+    struct ct_creq *cr = r->cr;
+    if (ct_obj_body_seek(cr->obj, &cr->pos, cr->pos.off + k) != CT_OK)
+        CT_WRONG("a complete body shorter than its length");
+    cr->body_left -= k;
+    r->body_out += k; /* access log $body_bytes_sent */
+}
+
+/* One single-range "bytes=" spec against LEN bytes (RFC 9110 §14.1.2).
+ * 0: no usable range (serve 200); 1: [*first, *last]; -1: unsatisfiable. */
+static int parse_range(struct ct_str v, uint64_t len, uint64_t *first, uint64_t *last)
+{
+    static const struct ct_str unit = CT_STR("bytes=");
+    if (v.len <= unit.len || !ct_str_eq_ci(ct_str_make(v.p, unit.len), unit))
+        return 0;
+    struct ct_str spec = ct_str_trim_ows(ct_str_make(v.p + unit.len, v.len - unit.len));
+    const char *dash = memchr(spec.p, '-', spec.len);
+    if (dash == NULL || memchr(spec.p, ',', spec.len))
+        return 0; /* malformed, or several ranges: the whole thing (allowed) */
+    struct ct_str a = ct_str_make(spec.p, (size_t)(dash - spec.p));
+    struct ct_str b = ct_str_make(dash + 1, spec.len - a.len - 1);
+    uint64_t x, y;
+    if (a.len == 0) { /* suffix: the last N bytes */
+        if (ct_str_to_u64(b, UINT64_MAX, &y) != CT_OK)
+            return 0;
+        if (y == 0 || len == 0)
+            return -1;
+        *first = len > y ? len - y : 0;
+        *last = len - 1;
+        return 1;
+    }
+    if (ct_str_to_u64(a, UINT64_MAX, &x) != CT_OK)
+        return 0;
+    if (b.len == 0)
+        y = UINT64_MAX;
+    else if (ct_str_to_u64(b, UINT64_MAX, &y) != CT_OK || y < x)
+        return 0;
+    if (x >= len)
+        return -1;
+    *first = x;
+    *last = y >= len ? len - 1 : y;
+    return 1;
+}
+
+/* If-Range (RFC 9110 §13.1.5): a strong ETag equal to ours, or our exact
+ * Last-Modified date; anything else: send the whole representation. */
+static bool if_range_ok(const struct ct_http_msg *req, const struct ct_obj *obj)
+{
+    const struct ct_http_field *f = ct_http_msg_find(req, CT_HDR_IF_RANGE, NULL);
+    if (f == NULL)
+        return true;
+    if (f->value.len && (f->value.p[0] == '"' || f->value.p[0] == 'W'))
+        return ct_cache_etag_match(f->value, ct_obj_etag(obj), false);
+    struct ct_str lm = ct_obj_last_modified(obj);
+    return lm.len && ct_str_eq(lm, f->value);
+}
+
+/* What to send for the request from the complete or streaming OBJ (§4.3.2,
+ * Range) into *P; *FIRST: where the body starts. CR_BUF holds P's
+ * Content-Range. */
+static void plan(struct ct_req *r, struct ct_obj *obj, const struct ct_cache_blk *blk,
+                 struct ct_resp_plan *p, uint64_t *first, char *cr_buf, size_t cr_cap)
+{
+    const struct ct_http_msg *req = r->msg;
+    bool complete = ct_obj_state(obj) == CT_OBJ_COMPLETE;
+    unsigned st = ct_obj_status(obj);
+    /* A filling object with a Content-Length knows its length already. */
+    uint64_t len = complete ? ct_obj_body_len(obj) : blk->length;
+    *first = 0;
+    cr_buf[0] = '\0';
+    p->status = st;
+    p->own_status = false;
+    p->len = len;
+    p->body = st != 204 && st != 304;
+    p->content_range = cr_buf;
+    p->from_origin = false;
+    if (st == 200) {
+        struct ct_cache_validators v = {.etag = ct_obj_etag(obj),
+                                        .last_modified = ct_obj_last_modified(obj),
+                                        .response_time = blk->fresh.response_time};
+        const struct ct_http_field *rf = ct_http_msg_find(req, CT_HDR_RANGE, NULL);
+        uint64_t a, b;
+        int rng;
+        if (ct_cache_policy_cond(req, &v) == 304) {
+            p->status = 304;
+            p->own_status = true;
+            p->body = false;
+        } else if (req->method == CT_METHOD_GET && rf != NULL && len != UINT64_MAX &&
+                   if_range_ok(req, obj) && (rng = parse_range(rf->value, len, &a, &b)) != 0) {
+            p->own_status = true;
+            if (rng < 0) {
+                p->status = 416;
+                p->body = false;
+                p->len = 0;
+                snprintf(cr_buf, cr_cap, "bytes */%llu", (unsigned long long)len);
+            } else {
+                p->status = 206;
+                *first = a;
+                p->len = b - a + 1;
+                snprintf(cr_buf, cr_cap, "bytes %llu-%llu/%llu", (unsigned long long)a,
+                         (unsigned long long)b, (unsigned long long)len);
+            }
+        }
+    }
+    p->length_field = p->len != UINT64_MAX && (p->body || p->status == 416);
+}
+
+bool ct_cache_emit(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus, bool force_close)
+{
+    struct ct_creq *cr = r->cr;
+    struct ct_cache_blk blk;
+    struct ct_str wire;
+    struct ct_resp_plan p;
+    uint64_t first;
+    char range[96];
+    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    plan(r, obj, &blk, &p, &first, range, sizeof(range));
+    p.cache_status = cstatus;
+    p.close = force_close;
+    r->status = p.status;
+    bool body = p.body && r->msg->method != CT_METHOD_HEAD;
+    if (body) {
+        cr->pos = (struct ct_obj_body_pos)CT_OBJ_BODY_POS_INIT;
+        cr->body_left = p.len;
+        cr->skip = 0;
+        if (first && ct_obj_body_seek(obj, &cr->pos, first) != CT_OK)
+            cr->skip = first; /* not there yet: skipped as it arrives */
+        if (cr->obj != obj) {
+            ct_obj_release(&cr->obj);
+            cr->obj = ct_obj_ref(obj);
+        }
+        cr->mode = CT_CREQ_STREAM;
+    }
+    r->proto->deliver_head(r, obj, &p);
+    if (!body)
+        return true;
+    /* A complete object costs references only: queue it all at once. */
+    if (pump(r, ct_obj_state(obj) != CT_OBJ_COMPLETE) != CT_OBJ_BODY_END)
+        return false;
+    r->proto->send_obj_end(r);
+    return true;
+}
+
+void ct_cache_fill_head(struct ct_req *r, struct ct_obj *fill, const struct ct_http_msg *msg,
+                        struct ct_str cstatus)
+{
+    struct ct_resp_plan p = {
+        .status = msg->status,
+        .body = true,
+        .length_field = msg->framing == CT_FRAME_LENGTH && r->msg->method != CT_METHOD_HEAD,
+        .len = msg->framing == CT_FRAME_LENGTH ? msg->content_length : UINT64_MAX,
+        .content_range = "",
+        .cache_status = cstatus,
+        .from_origin = true,
+    };
+    r->proto->deliver_head(r, fill, &p);
+    r->fwd_head = true; /* the body follows from the origin (ct_cache_resp_body) */
+}
+
+/* Deliver OBJ (a new reference, taken) to C as its whole response. */
+void ct_cache_deliver(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus)
+{
+    struct ct_creq *cr = r->cr;
+    ct_obj_release(&cr->obj);
+    cr->obj = obj;
+    bool done = ct_cache_emit(r, obj, cstatus, false);
+    ct_req_respond(r);
+    r->head_sent = true;
+    if (done) {
+        ct_cache_finish(r);
+        return;
+    }
+    ct_cache_stream_more(r);
+}
+
+/* Streaming from a filling object: add what is there, wait for more. */
+void ct_cache_stream_more(struct ct_req *r)
+{
+    struct ct_creq *cr = r->cr;
+    for (unsigned i = 0; i < 1000000; i++) {
+        switch (pump(r, true)) {
+        case CT_OBJ_BODY_DATA: /* output full: ct_cache_client_drained() resumes */
+            return;
+        case CT_OBJ_BODY_WAIT:
+            if (ct_cache_wait_obj(cr, CT_OBJ_STREAMING, cr->pos.off)) {
+                r->proto->flush(r);
+                return;
+            }
+            continue;
+        case CT_OBJ_BODY_END:
+            r->proto->send_obj_end(r);
+            if (cr->self) { /* the fetch ends the response (cache_fill.c) */
+                cr->mode = CT_CREQ_DONE;
+                r->proto->flush(r);
+                return;
+            }
+            ct_cache_finish(r);
+            return;
+        case CT_OBJ_BODY_FAILED:
+            /* The fetch died: what was sent must look truncated. */
+            cr->mode = CT_CREQ_DONE;
+            r->proto->flush(r);
+            r->proto->fail(r, CT_CLOSE_ORIGIN_TRUNC);
+            return;
+        }
+    }
+}
+
+void ct_cache_self_end(struct ct_req *r)
+{
+    struct ct_creq *cr = r->cr;
+    ct_cache_unwait(cr);
+    /* Complete now: references only, no back-pressure needed. */
+    if (pump(r, false) == CT_OBJ_BODY_END)
+        r->proto->send_obj_end(r);
+    cr->mode = CT_CREQ_DONE;
+}
+
+bool ct_cache_client_drained(struct ct_req *r)
+{
+    struct ct_creq *cr = r->cr;
+    if (cr == NULL || cr->mode != CT_CREQ_STREAM || r->phase != CT_RP_SEND)
+        return false;
+    if (!cr->waiting)
+        ct_cache_stream_more(r);
+    return true;
+}
+

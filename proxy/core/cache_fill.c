@@ -1,0 +1,686 @@
+/*
+ * proxy/core/cache_fill.c: the origin's response on its way through the cache.
+ *
+ * The fetcher is a client connection (fetch.c streams origin -> client as
+ * for any request); these hooks add the cache's part:
+ *   - the request head: the client's conditionals and Range are left out of
+ *     a fill (we want the whole, storable representation; the client's
+ *     conditionals are answered from the object), our validators are added to
+ *     a revalidation (RFC 9111 §4.3.1);
+ *   - the response head: RFC 9111 §3 storability (cache_policy.h), then
+ *     either ct_obj_set_head() on the BUSY object with the header block
+ *     rendered ONCE here (status line + storable fields + Via; never the
+ *     per-hit fields) or ct_obj_abandon() with a hit-for-miss marker so the
+ *     waiters fetch on their own at once; a 304 to a revalidation merges
+ *     headers into a new object sharing the old body (§4.3.4); a 5xx within
+ *     stale-if-error serves the stale object instead; an unsafe method's
+ *     non-error response invalidates (§4.4);
+ *   - the body: each piece the origin sends is appended to the object (one
+ *     copy: the object owns its memory) before the fetching client gets it
+ *     (moved, not copied); waiters stream from the object;
+ *   - the end: ct_obj_complete(); a failure anywhere before it ends the
+ *     object FAILED (cache_req.c, ct_cache_client_fail): never stored, its
+ *     readers see a truncated body.
+ */
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "http/http_hdrindex.h"
+#include "proxy/core/cache_int.h"
+#include "proxy/core/proto.h"
+#include "proxy/stats/stats.h"
+
+#define ADD_LIT(out, lit) evbuffer_add((out), (lit), sizeof(lit) - 1)
+
+/* ---- rendering --------------------------------------------------------------- */
+
+static void add_field(struct evbuffer *out, struct ct_str name, struct ct_str value)
+{
+    evbuffer_add(out, name.p, name.len);
+    ADD_LIT(out, ": ");
+    if (value.len)
+        evbuffer_add(out, value.p, value.len);
+    ADD_LIT(out, "\r\n");
+}
+
+static bool is_proxy_field(const struct ct_http_field *f)
+{
+    static const struct ct_str proxy = CT_STR("proxy");
+    return f->name.len >= proxy.len && ct_str_eq_ci(ct_str_make(f->name.p, proxy.len), proxy) &&
+           (f->name.len == proxy.len || f->name.p[proxy.len] == '-');
+}
+
+/* "Via: <theirs>, 1.1 cachet" (RFC 9110 §7.6.3: append, in order). */
+static void add_via(struct evbuffer *out, const struct ct_http_msg *msg)
+{
+    ADD_LIT(out, "Via: ");
+    for (const struct ct_http_field *f = ct_http_msg_find(msg, CT_HDR_VIA, NULL); f;
+         f = ct_http_msg_find(msg, CT_HDR_VIA, f)) {
+        if (f->value.len == 0)
+            continue;
+        evbuffer_add(out, f->value.p, f->value.len);
+        ADD_LIT(out, ", ");
+    }
+    ADD_LIT(out, "1.1 cachet\r\n");
+}
+
+static int status_line(char *buf, size_t cap, const struct ct_http_msg *msg)
+{
+    struct ct_str reason = msg->reason.len ? msg->reason : ct_str_c(ct_http_status_reason(msg->status));
+    int n = snprintf(buf, cap, "HTTP/1.1 %03u %.*s\r\n", msg->status % 1000, (int)reason.len,
+                     reason.p);
+    return CT_MIN(n, (int)cap - 1);
+}
+
+/* ---- tags (issue 16) --------------------------------------------------------- */
+
+_Static_assert(CT_CACHE_TAGS_MAX == 128 && CT_CACHE_TAG_MAX_LEN == 1024,
+               "conf_schema.c's bounds of cache.max_tags and cache.max_tag_length");
+
+bool ct_cache_is_tag_field(const struct ct_conf_cache *cc, const struct ct_http_field *f)
+{
+    if (f->id != CT_HDR_UNKNOWN) /* conf_check.c: tag fields are outside the table */
+        return false;
+    for (size_t i = 0; i < cc->ntag_headers; i++)
+        if (ct_str_eq_ci(f->name, ct_str_c(cc->tag_headers[i])))
+            return true;
+    return false;
+}
+
+/* Fastly's Surrogate-Key and Varnish's xkey list tags with spaces; Cloudflare's
+ * Cache-Tag, and any field of the operator's, with commas. */
+static bool space_separated(struct ct_str name)
+{
+    return ct_str_eq_ci(name, CT_STR("Surrogate-Key")) || ct_str_eq_ci(name, CT_STR("xkey"));
+}
+
+size_t ct_cache_tags_of(struct ct_req *r, const struct ct_http_msg *msg,
+                        struct ct_str out[CT_CACHE_TAGS_MAX])
+{
+    const struct ct_conf_cache *cc = &r->w->cf->cache;
+    size_t n = 0, refused = 0;
+    for (size_t i = 0; i < msg->nfields; i++) {
+        const struct ct_http_field *f = &msg->fields[i];
+        if (!ct_cache_is_tag_field(cc, f))
+            continue;
+        bool spaces = space_separated(f->name);
+        const char *p = f->value.p, *end = p + f->value.len;
+        while (p < end) {
+            while (p < end && (*p == ' ' || *p == '\t' || (!spaces && *p == ',')))
+                p++;
+            const char *q = p;
+            while (q < end && (spaces ? *q != ' ' && *q != '\t' : *q != ','))
+                q++;
+            struct ct_str t = ct_str_trim_ows(ct_str_make(p, (size_t)(q - p)));
+            p = q;
+            if (t.len == 0)
+                continue;
+            if (t.len > cc->max_tag_length || n == cc->max_tags)
+                refused++;
+            else
+                out[n++] = t;
+        }
+    }
+    if (refused) {
+        ct_stats_add(&r->w->stats->cache_tags_refused[0], refused);
+        CT_INFO("w%u c%llu: %.*s: %zu tags left out (cache.max_tags = %u, cache.max_tag_length "
+                "= %u)",
+                r->w->id, (unsigned long long)r->conn_id, (int)r->msg->target.len, r->msg->target.p,
+                refused, cc->max_tags, cc->max_tag_length);
+    }
+    return n;
+}
+
+void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
+                           const struct ct_req *r, const struct ct_cache_blk *blk0)
+{
+    const struct ct_cache_policy_opts *po = ct_cache_popts(r);
+    const struct ct_conf_cache *cc = &r->w->cf->cache;
+    struct ct_cache_blk blk = *blk0;
+    char line[160];
+    int n = status_line(line, sizeof(line), msg);
+    blk.status_len = (uint32_t)n;
+    evbuffer_add(out, &blk, sizeof(blk));
+    evbuffer_add(out, line, (size_t)n);
+    bool has_date = false;
+    for (size_t i = 0; i < msg->nfields; i++) {
+        const struct ct_http_field *f = &msg->fields[i];
+        /* Per-hit fields are written on every delivery; the framing is ours;
+         * targeted cache control is for us only (RFC 9213 §2). */
+        if ((ct_hdr_flags(f->id) & CT_HDRF_PER_HIT) || f->id == CT_HDR_CONTENT_LENGTH ||
+            f->id == CT_HDR_TRANSFER_ENCODING || f->id == CT_HDR_VIA || is_proxy_field(f) ||
+            ct_cache_policy_field_targeted(f, po) || !ct_cache_policy_field_storable(msg, f, po) ||
+            (!cc->expose_tags && ct_cache_is_tag_field(cc, f)))
+            continue;
+        if (f->id == CT_HDR_DATE && has_date)
+            continue; /* a singleton (RFC 9110 §6.6.1): the first line counts */
+        has_date |= f->id == CT_HDR_DATE;
+        add_field(out, f->name, f->value);
+    }
+    /* Hits carry the origin's Date, not the time of the hit: Age says how long
+     * it sat here (RFC 9110 §6.6.1, RFC 9111 §5.1). A response without one
+     * gets the time it was received, as a recipient with a clock must add. */
+    if (!has_date) {
+        char date[CT_HTTP_DATE_LEN + 1];
+        ct_http_date_format((time_t)blk.fresh.response_time, date);
+        add_field(out, CT_STR("Date"), ct_str_make(date, CT_HTTP_DATE_LEN));
+    }
+    add_via(out, msg);
+}
+
+/* Targeted cache control is for us only (RFC 9213 §2), and so are the tags
+ * unless cache.expose_tags: never forwarded. */
+static bool omit_ours(const struct ct_http_field *f, const void *arg)
+{
+    const struct ct_req *r = arg;
+    const struct ct_conf_cache *cc = &r->w->cf->cache;
+    if (f->id != CT_HDR_UNKNOWN) /* per pass-response field: the common case first */
+        return f->id == CT_HDR_CDN_CACHE_CONTROL;
+    return ct_cache_policy_field_targeted(f, ct_cache_popts(r)) ||
+           (!cc->expose_tags && ct_cache_is_tag_field(cc, f));
+}
+
+/* ---- the request ------------------------------------------------------------------ */
+
+static void validators(struct ct_obj *obj, struct ct_cache_validators *v)
+{
+    struct ct_cache_blk blk;
+    struct ct_str wire;
+    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    *v = (struct ct_cache_validators){.etag = ct_obj_etag(obj),
+                                      .last_modified = ct_obj_last_modified(obj),
+                                      .response_time = blk.fresh.response_time};
+}
+
+const struct ct_http_msg *ct_cache_fwd_msg(struct ct_req *r)
+{
+    struct ct_creq *cr = r->cr;
+    const struct ct_http_msg *req = r->msg;
+    if (cr == NULL || cr->mode != CT_CREQ_FILL)
+        return req;
+    if (cr->fwd_cap < req->nfields + 2) {
+        free(cr->fwd_fields);
+        cr->fwd_cap = req->nfields + 16;
+        cr->fwd_fields = ct_xmalloc(cr->fwd_cap * sizeof(*cr->fwd_fields));
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < req->nfields; i++) {
+        switch (req->fields[i].id) {
+        case CT_HDR_IF_NONE_MATCH:
+        case CT_HDR_IF_MODIFIED_SINCE:
+        case CT_HDR_RANGE:
+        case CT_HDR_IF_RANGE:
+            cr->stripped = true;
+            continue; /* answered from the object we store */
+        default:
+            cr->fwd_fields[n++] = req->fields[i];
+        }
+    }
+    if (cr->stale) {
+        struct ct_cache_validators v;
+        validators(cr->stale, &v); /* views into the stale object, which we hold */
+        n += ct_cache_policy_revalidate_hdrs(&v, &cr->fwd_fields[n]);
+    }
+    cr->fwd = *req;
+    ct_http_msg_set_fields(&cr->fwd, cr->fwd_fields, n);
+    return &cr->fwd;
+}
+
+/* ---- invalidation (§4.4) ----------------------------------------------------------------- */
+
+static void invalidate(struct ct_req *r, const struct ct_http_msg *resp)
+{
+    char *targets[3];
+    size_t n = ct_cache_policy_invalidate(r->msg, resp, targets);
+    struct ct_cache_key key;
+    for (size_t i = 0; i < n; i++) {
+        if (ct_cache_key_for(r, ct_str_c(targets[i]), &key)) {
+            size_t k = ct_cache_purge(r->w->wc->cache, &key);
+            CT_DEBUG("w%u c%llu: %.*s %.*s invalidates %s (%zu objects)", r->w->id,
+                     (unsigned long long)r->conn_id, (int)r->msg->method_name.len,
+                     r->msg->method_name.p, (int)r->msg->target.len, r->msg->target.p,
+                     targets[i], k);
+        }
+        free(targets[i]);
+    }
+}
+
+/* ---- the response head ----------------------------------------------------------------- */
+
+/* First value of header ID, or empty. */
+static struct ct_str first_value(const struct ct_http_msg *msg, enum ct_hdr_id id)
+{
+    const struct ct_http_field *f = ct_http_msg_find(msg, id, NULL);
+    return f ? f->value : CT_STR_NULL;
+}
+
+/* grace and keep of a response, seconds: grace serves stale while one fetch
+ * refreshes (the response's stale-while-revalidate, or the operator's opt-in
+ * cache.grace); keep holds it longer for 304s (objects with a validator) and
+ * for stale-if-error. */
+static void windows(struct ct_req *r, const struct ct_cache_fresh *f, bool validator,
+                    double *grace, double *keep)
+{
+    const struct ct_conf_cache *cc = &r->w->cf->cache;
+    bool strict = f->flags & (CT_CACHE_F_MUST_REVALIDATE | CT_CACHE_F_NO_CACHE);
+    double swr = f->stale_while_revalidate != CT_CC_UNSET ? (double)f->stale_while_revalidate : 0;
+    double sie = f->stale_if_error != CT_CC_UNSET ? (double)f->stale_if_error
+                                                   : (double)cc->stale_if_error_ms / 1000.0;
+    *grace = strict ? 0 : CT_MAX(swr, (double)cc->grace_ms / 1000.0);
+    *keep = validator ? (double)cc->keep_ms / 1000.0 : 0;
+    if (!strict)
+        *keep = CT_MAX(*keep, sie - *grace);
+}
+
+/* Append the field index of TMP's stored block (ct_cache_render_block's)
+ * and record both lengths in its prefix: built once here, so no reader
+ * parses the block again. */
+static void add_index(struct evbuffer *tmp)
+{
+    size_t total = evbuffer_get_length(tmp);
+    struct ct_cache_blk blk;
+    evbuffer_copyout(tmp, &blk, sizeof(blk));
+    blk.wire_len = (uint32_t)(total - sizeof(blk));
+    blk.index_len = 0;
+    size_t need = 0;
+    struct ct_str wire = ct_str_make((const char *)evbuffer_pullup(tmp, -1) + sizeof(blk),
+                                     blk.wire_len);
+    char small[2048]; /* a head of up to ~120 fields: no allocation */
+    if (ct_hdrindex_build(wire, small, sizeof(small), &need) == CT_OK) {
+        evbuffer_add(tmp, small, need);
+        blk.index_len = (uint32_t)need;
+    } else if (need > 0) {
+        char *ix = ct_xmalloc(need);
+        size_t len = 0;
+        if (ct_hdrindex_build(wire, ix, need, &len) == CT_OK) {
+            evbuffer_add(tmp, ix, len);
+            blk.index_len = (uint32_t)len;
+        }
+        free(ix);
+    }
+    memcpy(evbuffer_pullup(tmp, -1), &blk, sizeof(blk));
+}
+
+/* Set the fill object's head from MSG (answering REQ) with BODY_SRC (a 304
+ * update) or a body to come. Returns CT_OK, CT_ENOENT when nothing could
+ * reuse the response (it is not stored), or the store's error. */
+static int store_head(struct ct_req *r, const struct ct_http_msg *msg, struct ct_obj *body_src,
+                      ct_time_t now)
+{
+    struct ct_creq *cr = r->cr;
+    const struct ct_cache_policy_opts *po = ct_cache_popts(r);
+    struct ct_cache_blk blk = {.length = UINT64_MAX};
+    char *vkey = NULL;
+    size_t vlen = 0;
+    ct_cache_policy_fresh(msg, po, cr->req_time, now, &blk.fresh);
+    if (body_src) {
+        struct ct_str v = ct_obj_vary(body_src);
+        vkey = v.len ? ct_xmalloc(v.len) : NULL;
+        if (v.len)
+            memcpy(vkey, v.p, v.len);
+        vlen = v.len;
+    } else if (ct_cache_vary_key(msg, r->msg, &vkey, &vlen) != CT_OK) {
+        return CT_EPROTO;
+    }
+    if (body_src)
+        blk.length = ct_obj_body_len(body_src);
+    else if (msg->framing == CT_FRAME_LENGTH)
+        blk.length = msg->content_length;
+    struct evbuffer *tmp = evbuffer_new();
+    ct_cache_render_block(tmp, msg, r, &blk);
+    add_index(tmp);
+    size_t hlen = evbuffer_get_length(tmp);
+    struct ct_obj_meta meta = {
+        .status = msg->status,
+        .head = ct_str_make((const char *)evbuffer_pullup(tmp, -1), hlen),
+        .etag = first_value(msg, CT_HDR_ETAG),
+        .last_modified = first_value(msg, CT_HDR_LAST_MODIFIED),
+        .vary = ct_str_make(vkey, vlen),
+        .response_time = blk.fresh.response_time,
+        .initial_age = blk.fresh.initial_age,
+        .ttl = (double)blk.fresh.lifetime,
+        .body_hint = !body_src && msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0,
+        .body_src = body_src,
+    };
+    /* Tags: the response's; after a 304 without tag fields, the stored
+     * object's (its tag fields are not in the stored block: the index has
+     * them, RFC 9111 §4.3.4 keeps what the 304 does not replace). */
+    struct ct_str tags[CT_CACHE_TAGS_MAX];
+    char *tagbuf = NULL;
+    meta.tags = tags;
+    meta.ntags = ct_cache_tags_of(r, msg, tags);
+    if (meta.ntags == 0 && body_src) {
+        size_t cap = (size_t)CT_CACHE_TAGS_MAX * CT_CACHE_TAG_MAX_LEN;
+        tagbuf = ct_xmalloc(cap);
+        meta.ntags = ct_obj_tags(body_src, tags, CT_CACHE_TAGS_MAX, tagbuf, cap);
+    }
+    bool validator = meta.etag.len || meta.last_modified.len;
+    windows(r, &blk.fresh, validator, &meta.grace, &meta.keep);
+    int rc = CT_ENOENT;
+    /* Nothing could reuse it without the origin: stale on arrival, no
+     * validator to revalidate with and no window to serve it stale in
+     * (RFC 9111 §4.2.4). Storing it would only cost memory and make later
+     * requests queue behind each other's fetches; nginx does not store it
+     * either. A 304 update (BODY_SRC) has a validator by construction. */
+    if (body_src || validator || meta.grace > 0 || meta.keep > 0 ||
+        ct_cache_policy_ttl(&blk.fresh, now) > 0)
+        rc = ct_obj_set_head(cr->fill, &meta);
+    evbuffer_free(tmp);
+    free(tagbuf);
+    free(vkey);
+    return rc;
+}
+
+static void drop_fill(struct ct_creq *cr, ct_time_t now, double hfm)
+{
+    if (cr->fill)
+        ct_obj_abandon(cr->fill, now, hfm);
+    ct_obj_release(&cr->fill);
+    cr->store_ok = false;
+}
+
+/* The origin's body will not reach the client: it got an object instead. */
+static void serve_instead(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus,
+                          bool close)
+{
+    struct ct_creq *cr = r->cr;
+    cr->discard = true;
+    if (cr->bg)
+        return; /* the client already has its answer */
+    CT_ASSERT(ct_cache_emit(r, obj, cstatus, close));
+    ct_obj_release(&cr->obj);
+    r->proto->flush(r);
+}
+
+/* Parse our own stored block back into fields (only on a 304 update, never
+ * on a hit). *OUT is allocated; views point into WIRE. Our Via is left out
+ * (it is added again when the merged head is rendered). */
+static size_t parse_block(struct ct_str wire, uint32_t status_len, struct ct_http_field **out)
+{
+    size_t cap = 8, n = 0;
+    struct ct_http_field *f = ct_xmalloc(cap * sizeof(*f));
+    const char *p = wire.p + status_len, *end = wire.p + wire.len;
+    while (p < end) {
+        const char *eol = memmem(p, (size_t)(end - p), "\r\n", 2);
+        const char *colon = eol ? memchr(p, ':', (size_t)(eol - p)) : NULL;
+        if (eol == NULL || colon == NULL)
+            break;
+        struct ct_str name = ct_str_make(p, (size_t)(colon - p));
+        struct ct_str value = ct_str_trim_ows(ct_str_make(colon + 1, (size_t)(eol - colon - 1)));
+        enum ct_hdr_id id = ct_hdr_lookup(name);
+        p = eol + 2;
+        if (id == CT_HDR_VIA)
+            continue;
+        if (n == cap)
+            f = ct_xrealloc(f, (cap *= 2) * sizeof(*f));
+        f[n++] = (struct ct_http_field){name, value, id};
+    }
+    *out = f;
+    return n;
+}
+
+/* A 304 to our revalidation (§4.3.3, §4.3.4): a new object with the merged
+ * head that shares the stored body; serve it. */
+static bool revalidated(struct ct_req *r, const struct ct_http_msg *r304,
+                        bool close, ct_time_t now)
+{
+    struct ct_creq *cr = r->cr;
+    struct ct_obj *stale = cr->stale;
+    struct ct_cache_validators v;
+    struct ct_cache_blk blk;
+    struct ct_str wire;
+    validators(stale, &v);
+    CT_ASSERT(ct_cache_blk_get(stale, &blk, &wire));
+    cr->cs = CT_STATS_CS_STALE;
+    if (!ct_cache_policy_304_selects(&v, r304)) {
+        drop_fill(cr, now, 0);
+        ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=304; detail=not-selected",
+                            cr->fwd_kind);
+        serve_instead(r, stale, cr->cstatus, close);
+        return true;
+    }
+    struct ct_http_field *stored, *merged;
+    size_t ns = parse_block(wire, blk.status_len, &stored);
+    size_t nm = ct_cache_policy_merge_304(stored, ns, r304, ct_cache_popts(r), &merged);
+    struct ct_http_msg m = {.kind = CT_HTTP_RESPONSE, .status = ct_obj_status(stale),
+                            .version = 11, .fields = merged, .nfields = nm,
+                            .framing = CT_FRAME_LENGTH, .content_length = ct_obj_body_len(stale)};
+    /* reason phrase: what follows "HTTP/1.1 NNN " in our stored status line */
+    if (blk.status_len > 15)
+        m.reason = ct_str_make(wire.p + 13, blk.status_len - 15);
+    if (store_head(r, &m, stale, now) == CT_OK) {
+        ct_obj_complete(cr->fill, now);
+        struct ct_obj *obj = cr->fill;
+        cr->fill = NULL;
+        ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=304", cr->fwd_kind);
+        serve_instead(r, obj, cr->cstatus, close);
+        ct_obj_release(&obj);
+    } else {
+        drop_fill(cr, now, 0);
+        ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=304; detail=not-updated",
+                            cr->fwd_kind);
+        serve_instead(r, stale, cr->cstatus, close);
+    }
+    free(stored);
+    free(merged);
+    return true;
+}
+
+/* Why not to store MSG, or NULL to store it. *HFM: leave a hit-for-miss marker. */
+static const char *not_storable(struct ct_req *r, const struct ct_http_msg *msg, bool *hfm)
+{
+    enum ct_cache_store v = ct_cache_policy_storable(r->msg, msg, ct_cache_popts(r));
+    *hfm = v != CT_CACHE_STORE_NOT_MODIFIED && v != CT_CACHE_STORE_PARTIAL &&
+           v != CT_CACHE_STORE_REQ_NO_STORE;
+    if (v != CT_CACHE_STORE_OK)
+        return ct_cache_store_detail(v);
+    if (msg->framing == CT_FRAME_LENGTH &&
+        !ct_cache_fits(r->w->wc->cache, msg->content_length + msg->head_bytes))
+        return "too-big";
+    return NULL;
+}
+
+static void fill_client_head(struct ct_req *r, const struct ct_http_msg *msg)
+{
+    struct ct_creq *cr = r->cr;
+    if (cr->stale)
+        ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=%u; stored", cr->fwd_kind,
+                            msg->status);
+    else
+        ct_cache_set_status(cr, "cachet; fwd=%s; stored", cr->fwd_kind);
+    ct_cache_fill_head(r, cr->fill, msg, cr->cstatus);
+}
+
+static bool fill_head(struct ct_req *r, const struct ct_http_msg *msg, bool close,
+                      ct_time_t now)
+{
+    struct ct_creq *cr = r->cr;
+    const struct ct_conf_cache *cc = &r->w->cf->cache;
+    if (cr->stale && msg->status == 304)
+        return revalidated(r, msg, close, now);
+    if (cr->stale && !cr->validate && msg->status >= 500 && ct_cache_sie_ok(r, cr->stale, now)) {
+        drop_fill(cr, now, 0);
+        cr->cs = CT_STATS_CS_STALE;
+        serve_instead(r, cr->stale, CT_STR("cachet; hit; detail=stale-if-error"), close);
+        return true;
+    }
+    bool hfm;
+    const char *why = not_storable(r, msg, &hfm);
+    int rc = why ? CT_OK : store_head(r, msg, NULL, now);
+    if (why == NULL && rc != CT_OK)
+        why = rc == CT_ELIMIT ? "no-memory" : rc == CT_ENOENT ? "no-freshness" : "vary-star";
+    hfm = hfm || rc == CT_ENOENT;
+    if (why) {
+        /* Waiters are released at once; the marker keeps later requests for
+         * this key from queueing behind a fetch (issue 6). */
+        drop_fill(cr, now, hfm ? (double)cc->hit_for_miss_ms / 1000.0 : 0);
+        if (cr->bg) {
+            cr->discard = true;
+            return true;
+        }
+        ct_cache_set_status(cr, "cachet; fwd=%s; detail=%s", cr->fwd_kind, why);
+        return false;
+    }
+    cr->store_ok = true;
+    if (cr->bg)
+        return true; /* the body goes to the scratch buffer, unframed */
+    if (cr->stripped && msg->status == 200 && r->msg->method == CT_METHOD_GET) {
+        /* The client asked for a Range or sent conditionals: it reads the
+         * object as it fills, like a waiter, and gets its 206 / 304 / 416
+         * (issue 5: on a miss, fetch the whole object and answer the range). */
+        cr->self = true;
+        ct_cache_set_status(cr, "cachet; fwd=%s; stored", cr->fwd_kind);
+        if (ct_cache_emit(r, cr->fill, cr->cstatus, close))
+            cr->mode = CT_CREQ_DONE;
+        else
+            ct_cache_stream_more(r);
+        return true;
+    }
+    fill_client_head(r, msg);
+    return true;
+}
+
+bool ct_cache_resp_head(struct ct_req *r, const struct ct_http_msg *msg, bool close,
+                        struct ct_fwd_resp_extra *extra)
+{
+    struct ct_creq *cr = r->cr;
+    *extra = (struct ct_fwd_resp_extra){0};
+    if (cr == NULL)
+        return false;
+    ct_time_t now = ct_time_real();
+    if (!(ct_http_method_flags(r->msg->method) & CT_METHOD_SAFE))
+        invalidate(r, msg);
+    if (cr->mode == CT_CREQ_FILL && fill_head(r, msg, close, now))
+        return true;
+    if (cr->mode != CT_CREQ_FILL && cr->stale && !cr->validate && msg->status >= 500 &&
+        ct_cache_sie_ok(r, cr->stale, now)) {
+        cr->cs = CT_STATS_CS_STALE;
+        serve_instead(r, cr->stale, CT_STR("cachet; hit; detail=stale-if-error"), close);
+        return true;
+    }
+    if (cr->cstatus.len == 0)
+        ct_cache_set_status(cr, "cachet; fwd=bypass");
+    *extra = (struct ct_fwd_resp_extra){
+        .cache_status = cr->cstatus, .omit = omit_ours, .omit_arg = r};
+    return false; /* fetch.c forwards it (at once with its body when it can) */
+}
+
+/* ---- the body ------------------------------------------------------------------------ */
+
+/* A fill takes the origin's body first (unframed, into the scratch buffer),
+ * and only then does the fetching client get it (ct_cache_resp_body): the
+ * object is filled from the upstream, never from what a client was sent. */
+enum ct_body_sink ct_cache_body_sink(struct ct_req *r, struct evbuffer **scratch)
+{
+    struct ct_creq *cr = r->cr;
+    *scratch = NULL;
+    if (cr == NULL)
+        return CT_SINK_CLIENT;
+    if (cr->discard)
+        return CT_SINK_DROP;
+    if (cr->bg || cr->self || (cr->fill && cr->store_ok)) {
+        if (cr->scratch == NULL)
+            cr->scratch = evbuffer_new();
+        *scratch = cr->scratch;
+        return CT_SINK_CACHE;
+    }
+    return CT_SINK_CLIENT;
+}
+
+/* Append all of SRC to the fill object, by its segments (no copy but the
+ * object's own). Returns CT_OK or the store's error. */
+static int append_all(struct ct_obj *obj, struct evbuffer *src)
+{
+    size_t n = evbuffer_get_length(src);
+    struct evbuffer_ptr ptr;
+    if (evbuffer_ptr_set(src, &ptr, 0, EVBUFFER_PTR_SET) != 0)
+        return CT_EIO;
+    while (n > 0) {
+        struct evbuffer_iovec v[8];
+        int k = evbuffer_peek(src, (ev_ssize_t)n, &ptr, v, 8);
+        if (k <= 0)
+            return CT_EIO;
+        size_t got = 0;
+        for (int i = 0; i < k && i < 8 && got < n; i++) {
+            size_t len = CT_MIN(v[i].iov_len, n - got);
+            int rc = ct_obj_append(obj, v[i].iov_base, len);
+            if (rc != CT_OK)
+                return rc;
+            got += len;
+        }
+        n -= got;
+        if (n && evbuffer_ptr_set(src, &ptr, got, EVBUFFER_PTR_ADD) != 0)
+            return CT_EIO;
+    }
+    return CT_OK;
+}
+
+bool ct_cache_resp_body(struct ct_req *r, size_t n)
+{
+    struct ct_creq *cr = r->cr;
+    if (cr == NULL || cr->scratch == NULL || evbuffer_get_length(cr->scratch) == 0)
+        return false; /* not through the scratch buffer: straight to the client */
+    CT_ASSERT(evbuffer_get_length(cr->scratch) == n);
+    if (cr->fill && cr->store_ok && append_all(cr->fill, cr->scratch) != CT_OK) {
+        /* Over max_object_size with no Content-Length, or no memory: this
+         * client gets the rest from the origin; readers see it cut. */
+        ct_obj_fail(cr->fill);
+        ct_obj_release(&cr->fill);
+        cr->store_ok = false;
+    }
+    if (cr->bg || cr->self) { /* the client reads the object, or has its answer */
+        evbuffer_drain(cr->scratch, n);
+        return false;
+    }
+    r->proto->send_body(r, cr->scratch, n);
+    return true;
+}
+
+bool ct_cache_client_gone(struct ct_req *r)
+{
+    struct ct_creq *cr = r->cr;
+    if (cr == NULL || cr->fill == NULL || cr->bg || r->u == NULL ||
+        (r->phase != CT_RP_FETCH && r->phase != CT_RP_SEND) ||
+        (r->phase == CT_RP_SEND && !cr->store_ok))
+        return false;
+    CT_DEBUG("w%u c%llu %s: client gone, filling %.*s on for the other readers", r->w->id,
+             (unsigned long long)r->conn_id, r->peer, (int)r->msg->target.len, r->msg->target.p);
+    if (cr->self) { /* it was reading its own fill: stop */
+        cr->self = false;
+        ct_cache_unwait(cr);
+        cr->mode = CT_CREQ_FILL;
+    }
+    cr->bg = true;       /* from now on the body goes to the scratch buffer only */
+    r->fwd_head = false; /* and nothing more to the client */
+    return true;
+}
+
+bool ct_cache_filling(const struct ct_req *r)
+{
+    return r->cr && r->cr->fill && r->cr->store_ok && !r->cr->discard;
+}
+
+void ct_cache_resp_end(struct ct_req *r)
+{
+    struct ct_creq *cr = r->cr;
+    if (cr == NULL)
+        return;
+    if (cr->fill) {
+        if (cr->store_ok)
+            ct_obj_complete(cr->fill, ct_time_real());
+        else
+            ct_obj_abandon(cr->fill, ct_time_real(), 0);
+        ct_obj_release(&cr->fill);
+    }
+    if (cr->self && cr->mode == CT_CREQ_STREAM)
+        ct_cache_self_end(r); /* the rest of its range, before fetch.c ends it */
+    ct_obj_release(&cr->stale);
+    if (cr->scratch)
+        evbuffer_drain(cr->scratch, evbuffer_get_length(cr->scratch));
+    cr->bg = false;
+}

@@ -1,0 +1,279 @@
+/*
+ * proxy/core/cache_int.h: the cache on the request path (cache_req.c: recv, lookup,
+ * waiting; cache_deliver.c: responses from objects; cache_fill.c: storing),
+ * and the few calls the proxy core makes into it. Inside proxy/ only.
+ *
+ * Objects and owners:
+ *   struct ct_cache   one per process, made by main from the config, borrowed
+ *                     by every worker through px->cache (shared; thread-safe)
+ *   struct ct_wcache  one per worker (w->wc): its policy options, its expiry
+ *                     sweep timer and its wake queue (the only part other
+ *                     threads touch, under its mutex)
+ *   struct ct_creq    one per client connection (c->cr), made at its first
+ *                     request, reused by every request on it: the key buffer,
+ *                     the objects it holds references on, its waiter
+ *
+ * Hooks, all called on the client's worker thread:
+ *   fetch.c   ct_cache_recv (after the head), ct_cache_fwd_msg (request head for
+ *             the origin), ct_cache_resp_head / _body / _end (the response),
+ *             ct_cache_body_sink (where the origin's body goes), ct_cache_client_drained
+ *             ct_cache_client_fail (before a failure is answered),
+ *             ct_cache_client_free (ct_req_free)
+ * and the cache calls back into fetch.c for ct_req_fetch / ct_req_respond.
+ */
+#ifndef CT_PROXY_CACHE_INT_H
+#define CT_PROXY_CACHE_INT_H
+
+#include <pthread.h>
+
+#include "cache/cache.h"
+#include "common/list.h"
+#include "proxy/core/core.h"
+#include "proxy/upstream/wire.h"
+
+struct ct_creq;
+struct ct_wcache;
+struct ct_bgreq;
+
+/* ---- process and worker (main.c, worker.c) -------------------------------- */
+
+/* The key options cache.key_query and cache.key_header configure. */
+void ct_cache_key_opts_of(const struct ct_conf_cache *cc, struct ct_cache_key_opts *o);
+/* The store for CF's cache settings; NULL when the cache is off (size 0). */
+struct ct_cache *ct_cache_from_conf(const struct ct_conf *cf);
+
+/* Worker W's cache side (W's base must exist); NULL CACHE: no cache, returns
+ * NULL. Freed on W's thread after its loop ended, or before it started. */
+struct ct_wcache *ct_wcache_new(struct ct_worker *w, struct ct_cache *cache);
+void ct_wcache_free(struct ct_wcache **wcp);
+
+/* ---- fetch.c ------------------------------------------------------------------ */
+
+/* Recv + lookup for C's request head. True: the cache took the request over
+ * (answered it, delivers from an object, or waits on a busy one); false: fetch
+ * it from the origin (a miss to fill, a revalidation, or a pass). */
+bool ct_cache_recv(struct ct_req *r);
+/* The request as it goes to the origin: C's own, or a copy without the
+ * client's conditionals and Range (a fill) and with our validators (a
+ * revalidation). Valid until the response head is in. */
+const struct ct_http_msg *ct_cache_fwd_msg(struct ct_req *r);
+/* A final response head from the origin. True: the cache wrote the head for
+ * the client itself (Cache-Status, Age; maybe from a stored object); false:
+ * the caller forwards it as usual with *EXTRA (the cache's Cache-Status and
+ * the fields it keeps to itself; zeroed: none). May reset c->resp_chunked. */
+bool ct_cache_resp_head(struct ct_req *r, const struct ct_http_msg *msg, bool close,
+                        struct ct_fwd_resp_extra *extra);
+/* Where the origin's body goes in SEND: to the client (a pass: the protocol's
+ * body_out), dropped (an object was delivered instead), or into *SCRATCH,
+ * unframed, which ct_cache_resp_body() empties (a fill, a background
+ * refresh, a client reading its own fill). */
+enum ct_body_sink { CT_SINK_CLIENT, CT_SINK_DROP, CT_SINK_CACHE };
+enum ct_body_sink ct_cache_body_sink(struct ct_req *r, struct evbuffer **scratch);
+/* N body bytes just landed in the scratch sink: append them to the object
+ * being filled, then move them to the client's output (chunk-framed if
+ * c->resp_chunked) unless it reads the object or has its answer. True if
+ * they went to the client. */
+bool ct_cache_resp_body(struct ct_req *r, size_t n);
+/* The origin's response is complete. */
+void ct_cache_resp_end(struct ct_req *r);
+/* C is filling an object: keep reading the origin whatever C's own output
+ * holds, so other readers of the object are not held to C's pace. Memory
+ * stays bounded: the object is capped at max_object_size and C's output
+ * holds at most the same bytes (so 2 x max_object_size per fill). */
+bool ct_cache_filling(const struct ct_req *r);
+/* The client's output drained below the low mark. True if the cache is
+ * delivering (the call was for it). */
+bool ct_cache_client_drained(struct ct_req *r);
+
+/* ---- client.c ----------------------------------------------------------------- */
+
+/* C is about to fail with WHY. True: the cache answered instead (a stale
+ * object within stale-if-error); the failure is off. Otherwise the object
+ * being filled is failed (never stored; its readers see a truncated body). */
+bool ct_cache_client_fail(struct ct_req *r, enum ct_close why);
+/* R's client went (EOF, error) or stopped reading (send timeout) while R
+ * fetches an object that is being stored: true if the fetch goes on without
+ * it for the object's other readers, as a background fill: nothing more is
+ * sent, and R ends (proto->done) when the origin's response does; the
+ * protocol stops its carrier's reads and writes meanwhile. False: close as
+ * usual. */
+bool ct_cache_client_gone(struct ct_req *r);
+/* C is being freed: drop every reference and registration. */
+void ct_cache_client_free(struct ct_req *r);
+/* Did C's request come over HTTPS? Its listener's scheme, or for an
+ * internal background-refresh connection the triggering client's (so the
+ * refresh carries the original X-Forwarded-Proto). */
+bool ct_cache_client_https(const struct ct_req *r);
+/* How the cache took part in C's current request (enum ct_stats_cs). */
+unsigned ct_cache_client_cs(const struct ct_req *r);
+
+/* ---- fetch.c, for the cache path ------------------------------------------- */
+
+/* The cache path hands R back (after waiting on a busy object): fetch it. */
+void ct_req_fetch(struct ct_req *r);
+/* R's response starts: its head is written next (phase SEND, proto->respond). */
+void ct_req_respond(struct ct_req *r);
+
+/* ---- inside the cache files ----------------------------------------------- */
+
+/* The stored head: this prefix, then the HTTP/1 block (the status line and
+ * the fields, CRLF after each, no blank line), then the block's field index
+ * (http/http_hdrindex.h), all rendered once at store time. The prefix
+ * carries what the policy needs and the store does not keep (must-revalidate,
+ * no-cache, stale-if-error...), so a hit reads it with one memcpy; HTTP/1
+ * writes the block as is, and a protocol that needs (name, value) pairs
+ * (HTTP/2) opens the index instead of parsing (ct_cache_blk_index). */
+struct ct_cache_blk {
+    struct ct_cache_fresh fresh;
+    uint32_t status_len; /* bytes of the status line, CRLF included */
+    uint32_t flags;
+    uint64_t length;     /* body length if known at store time, else UINT64_MAX */
+    uint32_t wire_len;   /* bytes of the HTTP/1 block; the index follows it */
+    uint32_t index_len;  /* bytes of the index (0: none, the block exceeds its format) */
+};
+
+enum ct_creq_mode {
+    CT_CREQ_NONE,    /* no cache part (yet) */
+    CT_CREQ_PASS,    /* forwarded as is, not stored */
+    CT_CREQ_FILL,    /* fetching into cr->fill (and to the client) */
+    CT_CREQ_WAIT,    /* waiting for the head of a busy object */
+    CT_CREQ_STREAM,  /* delivering cr->obj's body as it fills */
+    CT_CREQ_DONE,    /* answered by the cache */
+};
+
+struct ct_creq {
+    unsigned magic;
+#define CT_CREQ_MAGIC 0xcac4e5e1u
+    struct ct_req *r;
+    enum ct_creq_mode mode;
+    unsigned cs;           /* enum ct_stats_cs */
+    char *keybuf;
+    size_t keycap;
+    struct ct_cache_key key;
+    struct ct_obj *obj;    /* being delivered, or busy one waited on */
+    struct ct_obj *fill;   /* we are its fetcher */
+    struct ct_obj *stale;  /* stale object being revalidated / refreshed */
+    const char *fwd_kind;  /* RFC 9211 fwd= of a forwarded answer: "uri-miss",
+                              "vary-miss", "miss" (from the store), "stale", or
+                              "request" (the client's no-cache / max-age=0 made us
+                              validate a fresh object) */
+    bool validate;         /* cr->stale is fresh, validated for the client's
+                              directives: never served instead of an error */
+    struct ct_obj_body_pos pos;
+    uint64_t body_left;    /* bytes still to deliver (Range); UINT64_MAX: to the end */
+    uint64_t skip;         /* Range start not yet in the object: bytes to drop */
+    bool self;             /* the fetcher reads its own fill like a waiter (it wants
+                              a Range or asked a conditional we answer ourselves) */
+    bool stripped;         /* the client's conditionals / Range were not forwarded */
+    /* a background refresh (cache_bg.c) */
+    unsigned bg_port;      /* the triggering client's default port (key); 0: not one */
+    bool discard;          /* the origin's body goes nowhere */
+    bool store_ok;         /* fill: the head was stored */
+    bool bg;               /* fill in the background: the client has its answer */
+    struct evbuffer *scratch; /* background fill: the origin's body lands here */
+    ct_time_t req_time;    /* RFC 9111 §4.2.3 request_time */
+    unsigned relookups;
+    /* the request as forwarded (fill / revalidation) */
+    struct ct_http_msg fwd;
+    struct ct_http_field *fwd_fields;
+    size_t fwd_cap;
+    struct ct_str cstatus; /* Cache-Status for a forwarded response */
+    char cstatus_buf[128];
+    /* waiting */
+    struct ct_cache_waiter waiter;
+    bool waiting;
+    bool registered;       /* a waiter was registered since the last dequeue */
+    bool timer_on;
+    struct event *timer;   /* waiter timeout */
+    bool queued;           /* on the worker's wake queue (under wc->mu) */
+    struct ct_creq *wq_next;
+};
+
+struct ct_wcache {
+    unsigned magic;
+#define CT_WCACHE_MAGIC 0x3cac4e11u
+    struct ct_worker *w;
+    struct ct_cache *cache;
+    const struct ct_conf *cf;             /* the configuration popts were built from */
+    struct ct_cache_policy_opts popts[2]; /* [0] honour client CC, [1] ignore it */
+    struct ct_cache_key_opts kopts;
+    struct event *sweep;
+    int efd;               /* eventfd: other threads wake this worker's waiters */
+    struct event *wake_ev;
+    pthread_mutex_t mu;    /* guards the queue below */
+    struct ct_creq *wq_head, *wq_tail;
+    struct ct_listener_conf bg_lc; /* what background refreshes read of "their listener" */
+    CT_LIST_HEAD(ct_bgreq) bgreqs; /* background refreshes in flight (cache_bg.c) */
+    struct ct_http_date_cache date; /* Date of this second, formatted once */
+};
+
+/* cache_fill.c */
+/* Render MSG's storable fields (and our Via) into OUT as the stored block
+ * (prefix + status line + fields). */
+void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
+                           const struct ct_req *r, const struct ct_cache_blk *blk);
+/* Is F one of cache.tag_headers (matched case-insensitively, RFC 9110 §5.1)? */
+bool ct_cache_is_tag_field(const struct ct_conf_cache *cc, const struct ct_http_field *f);
+/* The tags named by MSG's tag fields (cache.tag_headers) into OUT (at most
+ * cache.max_tags; views into MSG), counting and logging what the limits
+ * leave out. Returns the count. */
+size_t ct_cache_tags_of(struct ct_req *r, const struct ct_http_msg *msg,
+                        struct ct_str out[CT_CACHE_TAGS_MAX]);
+/* cache_req.c, cache_deliver.c */
+const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_req *r);
+bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct ct_str *wire);
+/* Open the stored field index that follows WIRE (BLK and WIRE from
+ * ct_cache_blk_get) into HX; false if it has none. Views valid while the
+ * object is held. */
+struct ct_hdrindex;
+bool ct_cache_blk_index(const struct ct_cache_blk *blk, struct ct_str wire,
+                        struct ct_hdrindex *hx);
+/* Build the key of TARGET for C's request into cr->keybuf / *KEY. */
+bool ct_cache_key_for(struct ct_req *r, struct ct_str target, struct ct_cache_key *key);
+void ct_cache_set_status(struct ct_creq *cr, const char *fmt, ...) CT_PRINTF(2, 3);
+/* The head of the object C fills (FILL, stored from the origin's MSG) with
+ * CSTATUS; its body follows from the origin (fetch.c frames it). */
+void ct_cache_fill_head(struct ct_req *r, struct ct_obj *fill, const struct ct_http_msg *msg,
+                        struct ct_str cstatus);
+/* For the protocol's fast paths on a complete object being delivered: the
+ * next body piece (false: none left or not there), whether the body starts
+ * at the object's first byte, the bytes left and the offset they start at,
+ * and K bytes sent past the pieces (sendfile). Each counts the bytes sent. */
+bool ct_cache_obj_next(struct ct_req *r, struct ct_str *chunk);
+bool ct_cache_obj_at_start(const struct ct_req *r);
+uint64_t ct_cache_obj_left(const struct ct_req *r, uint64_t *off);
+void ct_cache_obj_sent(struct ct_req *r, uint64_t k);
+/* Write the whole response from OBJ (head, and body as far as it is there).
+ * True if it is all out; false: the body streams on (cr->mode = STREAM). The
+ * client's state is the caller's. */
+bool ct_cache_emit(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus,
+                   bool force_close);
+/* Deliver OBJ (a new reference, taken) as C's whole response (FETCH -> SEND,
+ * then the next request). */
+void ct_cache_deliver(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus);
+bool ct_cache_sie_ok(struct ct_req *r, struct ct_obj *stale, ct_time_t now);
+/* The response is out: release what it held, flush, next request (C may be
+ * gone after this). */
+void ct_cache_finish(struct ct_req *r);
+/* Register on cr->obj; false if there is news already (read now). */
+bool ct_cache_wait_obj(struct ct_creq *cr, enum ct_obj_state seen, uint64_t have);
+/* Write V in decimal at P; returns the end (no NUL). */
+char *ct_cache_put_i64(char *p, int64_t v);
+/* A new creq for C (c->cr). */
+struct ct_creq *ct_cache_creq_new(struct ct_req *r);
+/* cache_bg.c: refresh *FILL (our BUSY object; *STALE for its validators) as
+ * a request of its own with no client, so R's connection is free at once.
+ * Takes both references (NULLs them) and returns true, or false with
+ * nothing taken. */
+bool ct_cache_bg_start(struct ct_req *r, struct ct_obj **fill, struct ct_obj **stale);
+/* Worker exit: abandon the refreshes in flight (before the upstream pool goes). */
+void ct_cache_bg_free_all(struct ct_wcache *wc);
+/* Unregister cr's waiter, dequeue its wake, stop its timer. */
+void ct_cache_unwait(struct ct_creq *cr);
+/* cache_deliver.c: continue streaming cr->obj to C. */
+void ct_cache_stream_more(struct ct_req *r);
+/* The fetcher reading its own fill (cr->self): the object is complete,
+ * queue the rest of its response now. */
+void ct_cache_self_end(struct ct_req *r);
+
+#endif /* CT_PROXY_CACHE_INT_H */

@@ -1,0 +1,926 @@
+/*
+ * proxy/core/cache_req.c: the cache on the request path, Varnish's req FSM
+ * (recv -> lookup -> hit / miss / pass / busy -> deliver) as the functions
+ * the client FSM calls between reading a head and sending a response.
+ *
+ *   recv:    GET/HEAD without a body take the cache path; PURGE is answered
+ *            here; every other method is a pass (its response may invalidate,
+ *            see cache_fill.c).
+ *   lookup:  HIT     -> deliver (or 304 / 206 / 416 from the object)
+ *            STALE   -> within grace: deliver the stale object at once; if we
+ *                       hold the fetch slot, refresh it in the background on
+ *                       this connection; else revalidate in the foreground
+ *            BUSY    -> wait on the object (coalescing), then stream from it
+ *            MISS    -> fetch into the new object (cache_fill.c)
+ *            PASS    -> hit-for-miss: fetch, do not store
+ *
+ * Delivery from an object is cache_deliver.c; storing is cache_fill.c.
+ *
+ * Streaming from a busy object: a reader adds what is there, then registers a
+ * one-shot waiter. The store calls the waiter's wake on the fetcher's thread
+ * under a shard lock; the wake only queues the reader on its own worker's
+ * wake queue (mutex + eventfd), and the worker continues it from its loop.
+ * A reader stops adding while its output holds CT_BP_HIGH bytes and resumes
+ * from the drained callback: a slow reader costs references, not copies, and
+ * never slows the fetch or the other readers.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "http/http_hdrindex.h"
+#include "proxy/core/cache_ban_glue.h"
+#include "proxy/core/cache_int.h"
+#include "proxy/core/proto.h"
+#include "proxy/stats/stats.h"
+#include "proxy/upstream/upstream.h"
+
+#define SWEEP_MS 500
+#define SWEEP_BUDGET 4096
+#define MAX_RELOOKUPS 4
+
+static bool lookup(struct ct_req *r);
+static void on_wait_timeout(evutil_socket_t fd, short what, void *arg);
+
+/* ---- the process and its workers ------------------------------------------ */
+
+struct ct_cache *ct_cache_from_conf(const struct ct_conf *cf)
+{
+    const struct ct_conf_cache *cc = &cf->cache;
+    if (cc->size_bytes == 0)
+        return NULL;
+    struct ct_cache_config cfg = {
+        .max_bytes = cc->size_bytes,
+        .max_object_size = CT_MIN(cc->max_object_bytes, cc->size_bytes),
+        .field = ct_cache_ban_field, /* bans read stored fields (issue 16) */
+        .max_bans = cc->max_bans,
+    };
+    struct ct_cache *cache = ct_cache_new(&cfg);
+    if (cache == NULL)
+        CT_ERR("cache: cannot create a store of %llu bytes; running without a cache",
+               (unsigned long long)cc->size_bytes);
+    return cache;
+}
+
+static void policy_opts(const struct ct_conf_cache *cc, bool ignore_req_cc,
+                        struct ct_cache_policy_opts *po)
+{
+    ct_cache_policy_opts_default(po);
+    po->store_set_cookie = cc->store_set_cookie;
+    po->ignore_req_cc = ignore_req_cc;
+    po->targeted_cc = ct_str_c(cc->targeted_cc);
+    po->heuristic_pct = (unsigned)(cc->heuristic_fraction * 100.0 + 0.5);
+    po->heuristic_max = (int64_t)(cc->heuristic_max_ms / 1000);
+    po->default_ttl = cc->default_ttl_ms ? (int64_t)(cc->default_ttl_ms / 1000) : CT_CC_UNSET;
+}
+
+void ct_cache_key_opts_of(const struct ct_conf_cache *cc, struct ct_cache_key_opts *o)
+{
+    o->query = cc->key_query == CT_CONF_QUERY_DROP   ? CT_CACHE_QUERY_DROP
+               : cc->key_query == CT_CONF_QUERY_SORT ? CT_CACHE_QUERY_SORT
+                                                     : CT_CACHE_QUERY_KEEP;
+    o->header_name = ct_str_c(cc->key_header);
+}
+
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_wcache *wc = arg;
+    CT_CHECK_OBJ(wc, CT_WCACHE_MAGIC);
+    /* Bounded work per tick; lookups also reclaim lazily what they meet. */
+    ct_cache_expire_some(wc->cache, ct_time_real(), SWEEP_BUDGET);
+}
+
+static void on_obj_change(struct ct_creq *cr);
+
+/* Worker thread: run the readers other threads queued. One at a time, so a
+ * reader that ends its client cannot leave a freed one in a local list. */
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_wcache *wc = arg;
+    CT_CHECK_OBJ(wc, CT_WCACHE_MAGIC);
+    uint64_t v;
+    if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+        CT_ERR("w%u cache wake: %s", wc->w->id, strerror(errno));
+    for (unsigned i = 0; i < 100000; i++) {
+        pthread_mutex_lock(&wc->mu);
+        struct ct_creq *cr = wc->wq_head;
+        if (cr) {
+            wc->wq_head = cr->wq_next;
+            if (wc->wq_head == NULL)
+                wc->wq_tail = NULL;
+            cr->wq_next = NULL;
+            cr->queued = false;
+        }
+        pthread_mutex_unlock(&wc->mu);
+        if (cr == NULL)
+            return;
+        on_obj_change(cr);
+    }
+}
+
+struct ct_wcache *ct_wcache_new(struct ct_worker *w, struct ct_cache *cache)
+{
+    if (cache == NULL)
+        return NULL;
+    struct ct_wcache *wc = ct_xcalloc(1, sizeof(*wc));
+    const struct ct_conf_cache *cc = &w->cf->cache;
+    wc->magic = CT_WCACHE_MAGIC;
+    wc->w = w;
+    wc->cache = cache;
+    wc->cf = w->cf;
+    policy_opts(cc, false, &wc->popts[0]);
+    policy_opts(cc, true, &wc->popts[1]);
+    ct_cache_key_opts_of(cc, &wc->kopts);
+    pthread_mutex_init(&wc->mu, NULL);
+    wc->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    CT_ASSERT(wc->efd >= 0);
+    wc->wake_ev = event_new(w->base, wc->efd, EV_READ | EV_PERSIST, on_wake, wc);
+    event_add(wc->wake_ev, NULL);
+    wc->bg_lc.kind = CT_LISTEN_HTTP;
+    snprintf(wc->bg_lc.name, sizeof(wc->bg_lc.name), "background");
+    wc->sweep = event_new(w->base, -1, EV_PERSIST, on_sweep, wc);
+    event_add(wc->sweep, &(struct timeval){0, SWEEP_MS * 1000});
+    return wc;
+}
+
+void ct_wcache_free(struct ct_wcache **wcp)
+{
+    struct ct_wcache *wc = *wcp;
+    *wcp = NULL;
+    if (wc == NULL)
+        return;
+    CT_CHECK_OBJ(wc, CT_WCACHE_MAGIC);
+    CT_ASSERT(wc->wq_head == NULL); /* every client dequeued itself when freed */
+    ct_cache_bg_free_all(wc);
+    event_free(wc->wake_ev);
+    event_free(wc->sweep);
+    close(wc->efd);
+    pthread_mutex_destroy(&wc->mu);
+    wc->magic = 0;
+    free(wc);
+}
+
+/* Fetcher's thread, under the object's shard lock: queue the reader on its
+ * own worker and poke that worker's loop. Nothing else. */
+static void waiter_wake(void *arg)
+{
+    struct ct_creq *cr = arg;
+    struct ct_wcache *wc = cr->r->w->wc;
+    pthread_mutex_lock(&wc->mu);
+    if (!cr->queued) {
+        cr->queued = true;
+        if (wc->wq_tail)
+            wc->wq_tail->wq_next = cr;
+        else
+            wc->wq_head = cr;
+        wc->wq_tail = cr;
+    }
+    pthread_mutex_unlock(&wc->mu);
+    uint64_t one = 1;
+    if (write(wc->efd, &one, sizeof(one)) < 0) {
+        /* EAGAIN: the counter is full, so the worker is awake anyway. */
+    }
+}
+
+static void dequeue(struct ct_creq *cr)
+{
+    struct ct_wcache *wc = cr->r->w->wc;
+    pthread_mutex_lock(&wc->mu);
+    if (cr->queued) {
+        struct ct_creq **pp = &wc->wq_head, *prev = NULL;
+        while (*pp != cr) {
+            prev = *pp;
+            pp = &(*pp)->wq_next;
+        }
+        *pp = cr->wq_next;
+        if (wc->wq_tail == cr)
+            wc->wq_tail = prev;
+        cr->wq_next = NULL;
+        cr->queued = false;
+    }
+    pthread_mutex_unlock(&wc->mu);
+}
+
+/* ---- per-connection state --------------------------------------------------- */
+
+struct ct_creq *ct_cache_creq_new(struct ct_req *r)
+{
+    struct ct_creq *cr = ct_xcalloc(1, sizeof(*cr));
+    cr->magic = CT_CREQ_MAGIC;
+    cr->r = r;
+    ct_cache_waiter_init(&cr->waiter, waiter_wake, cr);
+    cr->timer = evtimer_new(r->w->base, on_wait_timeout, cr);
+    r->cr = cr;
+    return cr;
+}
+
+void ct_cache_unwait(struct ct_creq *cr)
+{
+    if (cr->waiting) {
+        ct_obj_unwait(&cr->waiter); /* after this, waiter_wake cannot run */
+        cr->waiting = false;
+    }
+    if (cr->registered) { /* only then can a wake be queued (saves a lock per hit) */
+        dequeue(cr);
+        cr->registered = false;
+    }
+    if (cr->timer_on) {
+        evtimer_del(cr->timer);
+        cr->timer_on = false;
+    }
+}
+
+/* Register on cr->obj; false if there is news already (read now). */
+bool ct_cache_wait_obj(struct ct_creq *cr, enum ct_obj_state seen, uint64_t have)
+{
+    CT_ASSERT(!cr->waiting);
+    if (!ct_obj_wait(cr->obj, &cr->waiter, seen, have))
+        return false;
+    cr->waiting = cr->registered = true;
+    return true;
+}
+
+/* Drop what the last request held. A fill still unended here was cut short. */
+static void creq_reset(struct ct_creq *cr)
+{
+    ct_cache_unwait(cr);
+    if (cr->fill)
+        ct_obj_fail(cr->fill);
+    ct_obj_release(&cr->fill);
+    ct_obj_release(&cr->obj);
+    ct_obj_release(&cr->stale);
+    cr->mode = CT_CREQ_NONE;
+    cr->cs = CT_STATS_CS_NONE;
+    cr->discard = cr->store_ok = cr->bg = false;
+    cr->self = cr->stripped = cr->validate = false;
+    cr->fwd_kind = "miss"; /* RFC 9211: when neither uri-miss nor vary-miss is known */
+    cr->skip = 0;
+    cr->relookups = 0;
+    cr->cstatus = CT_STR_NULL;
+    if (cr->scratch)
+        evbuffer_drain(cr->scratch, evbuffer_get_length(cr->scratch));
+}
+
+void ct_cache_client_free(struct ct_req *r)
+{
+    struct ct_creq *cr = r->cr;
+    if (cr == NULL)
+        return;
+    CT_CHECK_OBJ(cr, CT_CREQ_MAGIC);
+    creq_reset(cr);
+    event_free(cr->timer);
+    if (cr->scratch)
+        evbuffer_free(cr->scratch);
+    free(cr->fwd_fields);
+    free(cr->keybuf);
+    cr->magic = 0;
+    free(cr);
+    r->cr = NULL;
+}
+
+bool ct_cache_client_https(const struct ct_req *r)
+{
+    if (r->cr && r->cr->bg_port) /* a refresh: bg_port is the trigger's default port */
+        return r->cr->bg_port == 443;
+    return r->lc->kind == CT_LISTEN_HTTPS;
+}
+
+unsigned ct_cache_client_cs(const struct ct_req *r)
+{
+    return r->cr ? r->cr->cs : CT_STATS_CS_NONE;
+}
+
+const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_req *r)
+{
+    if (r->cr && r->cr->bg_port) /* a refresh: its request has no CC */
+        return &r->w->wc->popts[0];
+    /* A property of the listener struct, not of its index in the startup
+     * table: reloads add, replace and reorder listeners. */
+    return &r->w->wc->popts[r->lc->honour_client_cc ? 0 : 1];
+}
+
+/* Cache-Status is set for every forwarded response, and its formats only use
+ * %s and %u: those are expanded here by hand (vsnprintf's format parsing
+ * showed on the pass path), and the literal runs between them are copied
+ * whole (a byte loop over the format cost ~600 instructions per response);
+ * any other conversion goes to vsnprintf. Same result either way, truncated
+ * to the buffer like snprintf. */
+static size_t cstatus_put(char *b, size_t n, size_t cap, const char *s, size_t k)
+{
+    k = CT_MIN(k, cap - n);
+    memcpy(b + n, s, k);
+    return n + k;
+}
+
+static size_t cstatus_fmt(char *b, size_t cap, const char *fmt, va_list ap)
+{
+    size_t n = 0;
+    const char *f = fmt;
+    while (*f != '\0' && n < cap) {
+        const char *pct = strchr(f, '%');
+        if (pct == NULL)
+            return cstatus_put(b, n, cap, f, strlen(f));
+        n = cstatus_put(b, n, cap, f, (size_t)(pct - f));
+        if (pct[1] == 's') {
+            const char *s = va_arg(ap, const char *);
+            n = cstatus_put(b, n, cap, s, strlen(s));
+        } else if (pct[1] == 'u') {
+            unsigned v = va_arg(ap, unsigned);
+            char d[10];
+            size_t k = 0;
+            do
+                d[k++] = (char)('0' + v % 10);
+            while ((v /= 10) != 0);
+            while (k > 0 && n < cap)
+                b[n++] = d[--k];
+        } else {
+            return SIZE_MAX;
+        }
+        f = pct + 2;
+    }
+    return n;
+}
+
+void ct_cache_set_status(struct ct_creq *cr, const char *fmt, ...)
+{
+    size_t cap = sizeof(cr->cstatus_buf) - 1;
+    va_list ap, again;
+    va_start(ap, fmt);
+    va_copy(again, ap);
+    size_t n = cstatus_fmt(cr->cstatus_buf, cap, fmt, ap);
+    if (n == SIZE_MAX) {
+        int k = vsnprintf(cr->cstatus_buf, sizeof(cr->cstatus_buf), fmt, again);
+        n = k < 0 ? 0 : CT_MIN((size_t)k, cap);
+    }
+    va_end(again);
+    va_end(ap);
+    cr->cstatus_buf[n] = '\0';
+    cr->cstatus = ct_str_make(cr->cstatus_buf, n);
+}
+
+bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct ct_str *wire)
+{
+    struct ct_str h = ct_obj_head(obj);
+    if (h.len < sizeof(*blk))
+        return false;
+    memcpy(blk, h.p, sizeof(*blk)); /* the block is not aligned for the struct */
+    CT_ASSERT((size_t)blk->wire_len + blk->index_len == h.len - sizeof(*blk));
+    *wire = ct_str_make(h.p + sizeof(*blk), blk->wire_len);
+    /* A soft purge (cache.h) ended its freshness at ct_obj_expires(): every
+     * decision made from the stored freshness sees that. The store computed
+     * its expiry from these very fields, so only a purge makes them differ. */
+    struct ct_cache_fresh *f = &blk->fresh;
+    ct_time_t purged = ct_obj_expires(obj);
+    if (CT_UNLIKELY(purged < f->response_time - f->initial_age + (double)f->lifetime))
+        f->lifetime = (int64_t)CT_MAX(0.0, purged - f->response_time + f->initial_age); /* floor */
+    return true;
+}
+
+bool ct_cache_blk_index(const struct ct_cache_blk *blk, struct ct_str wire,
+                        struct ct_hdrindex *hx)
+{
+    /* The index lives right after the block, in the same stored head. */
+    return blk->index_len != 0 &&
+           ct_hdrindex_open(hx, wire.p + wire.len, blk->index_len, wire) == CT_OK;
+}
+
+/* ---- keys ------------------------------------------------------------------- */
+
+bool ct_cache_key_for(struct ct_req *r, struct ct_str target, struct ct_cache_key *key)
+{
+    struct ct_creq *cr = r->cr;
+    struct ct_wcache *wc = r->w->wc;
+    const struct ct_http_msg *req = r->msg;
+    const struct ct_http_field *host = ct_http_msg_find(req, CT_HDR_HOST, NULL);
+    struct ct_cache_key_in in = {
+        .mclass = CT_CACHE_MCLASS_GET,
+        .host = host ? host->value : CT_STR_NULL,
+        .default_port = cr->bg_port ? cr->bg_port : r->lc->kind == CT_LISTEN_HTTPS ? 443 : 80,
+        .target = target,
+        .header_value = CT_STR_NULL,
+    };
+    if (wc->kopts.header_name.len) {
+        const struct ct_http_field *f = ct_http_msg_find_name(req, wc->kopts.header_name, NULL);
+        if (f)
+            in.header_value = f->value;
+    }
+    size_t need = ct_cache_key_size(&in);
+    if (need > cr->keycap) {
+        free(cr->keybuf);
+        cr->keycap = need < 512 ? 512 : need;
+        cr->keybuf = ct_xmalloc(cr->keycap);
+    }
+    return ct_cache_key_build(&wc->kopts, &in, cr->keybuf, cr->keycap, key) == CT_OK;
+}
+
+/* ---- small answers ------------------------------------------------------------ */
+
+/* The response is out: next request (C may be gone after this). */
+void ct_cache_finish(struct ct_req *r)
+{
+    struct ct_creq *cr = r->cr;
+    ct_obj_release(&cr->obj);
+    ct_obj_release(&cr->stale);
+    if (cr->mode != CT_CREQ_PASS && cr->mode != CT_CREQ_FILL)
+        cr->mode = CT_CREQ_DONE;
+    r->proto->flush(r);
+    r->proto->done(r);
+}
+
+/* A short answer of our own (PURGE, only-if-cached, waiter timeout). */
+static void answer(struct ct_req *r, unsigned status, const char *body, const char *cstatus)
+{
+    struct ct_creq *cr = r->cr;
+    r->proto->send_synth(r, status, ct_str_c(body), ct_str_c(cstatus));
+    cr->mode = CT_CREQ_DONE;
+    ct_req_respond(r);
+    r->head_sent = true;
+    r->status = status;
+    ct_cache_finish(r);
+}
+
+/* ---- waiting on a busy object ---------------------------------------------------- */
+
+/* Continue the request with an origin fetch after the cache path let go. */
+static void resume_fetch(struct ct_req *r) { ct_req_fetch(r); }
+
+static void relookup(struct ct_req *r)
+{
+    struct ct_creq *cr = r->cr;
+    ct_obj_release(&cr->obj);
+    if (++cr->relookups > MAX_RELOOKUPS) {
+        cr->mode = CT_CREQ_PASS;
+        ct_cache_set_status(cr, "cachet; fwd=uri-miss; detail=busy-retries");
+        resume_fetch(r);
+        return;
+    }
+    if (!lookup(r))
+        resume_fetch(r);
+}
+
+/* The busy object we wait on changed (or the first look at it). */
+static void head_ready(struct ct_req *r)
+{
+    struct ct_creq *cr = r->cr;
+    for (;;) {
+        enum ct_obj_state st = ct_obj_state(cr->obj);
+        if (st == CT_OBJ_BUSY) {
+            if (ct_cache_wait_obj(cr, CT_OBJ_BUSY, 0))
+                return;
+            continue;
+        }
+        evtimer_del(cr->timer);
+        cr->timer_on = false;
+        if (st == CT_OBJ_ABANDONED) {
+            /* Not storable: fetch on our own at once (issue 6). */
+            ct_obj_release(&cr->obj);
+            cr->mode = CT_CREQ_PASS;
+            cr->cs = CT_STATS_CS_HIT_FOR_MISS;
+            ct_cache_set_status(cr, "cachet; fwd=uri-miss; detail=uncacheable");
+            resume_fetch(r);
+        } else if (st == CT_OBJ_FAILED ||
+                   !ct_cache_vary_match(ct_obj_vary(cr->obj), r->msg)) {
+            relookup(r);
+        } else {
+            cr->cs = CT_STATS_CS_COALESCED;
+            ct_cache_deliver(r, ct_obj_ref(cr->obj), CT_STR("cachet; fwd=miss; collapsed"));
+        }
+        return;
+    }
+}
+
+static void wait_on(struct ct_req *r, struct ct_obj *busy)
+{
+    struct ct_creq *cr = r->cr;
+    uint64_t ms = r->w->cf->cache.waiter_timeout_ms;
+    ct_obj_release(&cr->obj);
+    cr->obj = busy;
+    cr->mode = CT_CREQ_WAIT;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    if (ms) {
+        evtimer_add(cr->timer, &tv);
+        cr->timer_on = true;
+    }
+    head_ready(r);
+}
+
+static void on_obj_change(struct ct_creq *cr)
+{
+    CT_CHECK_OBJ(cr, CT_CREQ_MAGIC);
+    if (cr->waiting) {
+        ct_obj_unwait(&cr->waiter);
+        cr->waiting = false;
+    }
+    if (cr->mode == CT_CREQ_WAIT)
+        head_ready(cr->r);
+    else if (cr->mode == CT_CREQ_STREAM && cr->r->phase == CT_RP_SEND)
+        ct_cache_stream_more(cr->r);
+}
+
+static void on_wait_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_creq *cr = arg;
+    CT_CHECK_OBJ(cr, CT_CREQ_MAGIC);
+    struct ct_req *r = cr->r;
+    if (cr->mode != CT_CREQ_WAIT)
+        return;
+    ct_cache_unwait(cr);
+    ct_obj_release(&cr->obj);
+    if (r->w->cf->cache.waiter_timeout_action == CT_CONF_WAITER_FETCH) {
+        cr->mode = CT_CREQ_PASS;
+        ct_cache_set_status(cr, "cachet; fwd=uri-miss; detail=wait-timeout");
+        resume_fetch(r);
+        return;
+    }
+    CT_WARN("w%u c%llu %s: waited %llu ms on another fetch of %.*s: 504", r->w->id,
+            (unsigned long long)r->conn_id, r->peer,
+            (unsigned long long)r->w->cf->cache.waiter_timeout_ms, (int)r->msg->target.len,
+            r->msg->target.p);
+    answer(r, 504, "504 Gateway Timeout\n", "cachet; fwd=uri-miss; detail=wait-timeout");
+}
+
+/* ---- recv and lookup ------------------------------------------------------------------ */
+
+/* A bodiless request: the protocol sees its end now, so the connection can
+ * take the next request when we answer without the origin. */
+static bool finish_request(struct ct_req *r) { return r->proto->body_finish(r); }
+
+static bool peer_may_purge(const struct ct_req *r)
+{
+    const struct ct_conf_cache *cc = &r->w->cf->cache;
+    char ip[64];
+    unsigned char a[16];
+    int fam = AF_INET;
+    snprintf(ip, sizeof(ip), "%.*s", (int)r->peer_ip_len, r->peer);
+    if (inet_pton(AF_INET, ip, a) != 1) {
+        fam = AF_INET6;
+        if (inet_pton(AF_INET6, ip, a) != 1)
+            return false;
+    }
+    for (size_t i = 0; i < cc->npurge_allow; i++) {
+        const struct ct_conf_cidr *ci = &cc->purge_allow[i];
+        if (ci->family != fam)
+            continue;
+        unsigned bits = ci->prefix_len, k = 0;
+        for (; bits >= 8; bits -= 8, k++)
+            if (a[k] != ci->addr[k])
+                break;
+        if (bits < 8 && (bits == 0 || ((a[k] ^ ci->addr[k]) & (0xff00u >> bits) & 0xff) == 0))
+            return true;
+    }
+    return false;
+}
+
+static void purge(struct ct_req *r)
+{
+    struct ct_creq *cr = r->cr;
+    cr->cs = CT_STATS_CS_PASS;
+    if (!peer_may_purge(r)) {
+        answer(r, 403, "403 PURGE not allowed from this address\n", "cachet; detail=purge");
+        return;
+    }
+    /* Soft (Fastly's `Fastly-Soft-Purge: 1`): stale at once, revalidated. */
+    const struct ct_http_field *sf = ct_http_msg_find_name(r->msg, CT_STR("Soft-Purge"), NULL);
+    if (sf == NULL)
+        sf = ct_http_msg_find_name(r->msg, CT_STR("Fastly-Soft-Purge"), NULL);
+    enum ct_cache_purge mode =
+        sf && ct_str_eq(sf->value, CT_STR("1")) ? CT_CACHE_PURGE_SOFT : CT_CACHE_PURGE_HARD;
+    ct_time_t now = ct_time_real();
+    size_t n = 0;
+    /* With tag fields (cache.tag_headers), the tags they name are purged
+     * instead of the URL: `PURGE / HTTP/1.1` + `Surrogate-Key: a b`. */
+    struct ct_str tags[CT_CACHE_TAGS_MAX];
+    size_t ntags = ct_cache_tags_of(r, r->msg, tags);
+    for (size_t i = 0; i < ntags; i++)
+        n += ct_cache_purge_tag(r->w->wc->cache, tags[i], mode, now);
+    if (ntags == 0 && ct_cache_key_for(r, r->msg->target, &cr->key))
+        n = ct_cache_purge_key_mode(r->w->wc->cache, &cr->key, mode, now);
+    CT_INFO("w%u c%llu %s: PURGE%s %.*s%s: %zu objects", r->w->id, (unsigned long long)r->conn_id,
+            r->peer, mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "", (int)r->msg->target.len,
+            r->msg->target.p, ntags ? " by tag" : "", n);
+    answer(r, n ? 200 : 404, n ? "200 Purged\n" : "404 Not in cache\n", "cachet; detail=purge");
+}
+
+static bool pass(struct ct_creq *cr, const char *detail)
+{
+    cr->mode = CT_CREQ_PASS;
+    cr->cs = CT_STATS_CS_PASS;
+    ct_cache_set_status(cr, "cachet; fwd=bypass; detail=%s", detail);
+    return false;
+}
+
+static double ttl_left(const struct ct_cache_blk *blk, ct_time_t now)
+{
+    return ct_cache_policy_ttl(&blk->fresh, now);
+}
+
+/* A complete stored OBJ for this request at NOW (HIT or STALE). The request's
+ * own directives decide (§5.2.1). Returns true if answered. */
+static bool use_stored(struct ct_req *r, struct ct_obj *obj, ct_time_t now, bool stale)
+{
+    struct ct_creq *cr = r->cr;
+    struct ct_cache_blk blk;
+    struct ct_str wire;
+    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    enum ct_cache_use use = ct_cache_policy_use(&blk.fresh, r->msg, ct_cache_popts(r), now);
+    char cs[96];
+    switch (use) {
+    case CT_CACHE_USE_FRESH:
+    case CT_CACHE_USE_STALE_OK:
+        cr->cs = stale ? CT_STATS_CS_STALE : CT_STATS_CS_HIT;
+        memcpy(cs, "cachet; hit; ttl=", 17); /* per hit: no printf */
+        *ct_cache_put_i64(cs + 17, (int64_t)ttl_left(&blk, now)) = '\0';
+        ct_cache_deliver(r, ct_obj_ref(obj), ct_str_c(cs));
+        return true;
+    case CT_CACHE_USE_GATEWAY_TIMEOUT:
+        answer(r, 504, "504 Gateway Timeout (only-if-cached)\n",
+               "cachet; fwd=uri-miss; detail=only-if-cached");
+        return true;
+    case CT_CACHE_USE_REVALIDATE:
+    case CT_CACHE_USE_FETCH:
+        return false;
+    }
+    return false;
+}
+
+/* Within grace (or the response's stale-while-revalidate), and the client did
+ * not ask for a fresh answer. */
+static bool graceful(struct ct_req *r, struct ct_obj *obj, ct_time_t now)
+{
+    struct ct_cache_blk blk;
+    struct ct_str wire;
+    struct ct_cc cc;
+    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    if (blk.fresh.flags & (CT_CACHE_F_MUST_REVALIDATE | CT_CACHE_F_NO_CACHE))
+        return false;
+    ct_cache_policy_req_cc(r->msg, ct_cache_popts(r), &cc);
+    if ((cc.flags & CT_CC_NO_CACHE) || cc.max_age != CT_CC_UNSET || cc.min_fresh != CT_CC_UNSET)
+        return false;
+    return ct_obj_in_grace(obj, now);
+}
+
+static bool on_stale(struct ct_req *r, struct ct_cache_lookup_res *res, ct_time_t now)
+{
+    struct ct_creq *cr = r->cr;
+    if (use_stored(r, res->obj, now, true)) {
+        if (res->fetch)
+            ct_obj_abandon(res->fetch, now, 0);
+        ct_cache_lookup_res_release(res);
+        return true;
+    }
+    if (graceful(r, res->obj, now) && !(r->msg->method == CT_METHOD_HEAD && res->fetch)) {
+        struct ct_cache_blk blk;
+        struct ct_str wire;
+        char cs[112];
+        CT_ASSERT(ct_cache_blk_get(res->obj, &blk, &wire));
+        snprintf(cs, sizeof(cs), "cachet; hit; ttl=%lld; detail=stale-while-revalidate",
+                 (long long)ttl_left(&blk, now));
+        cr->cs = CT_STATS_CS_STALE;
+        if (res->fetch == NULL) { /* someone else refreshes it */
+            ct_cache_deliver(r, ct_obj_ref(res->obj), ct_str_c(cs));
+            ct_cache_lookup_res_release(res);
+            return true;
+        }
+        /* We hold the one refresh: answer with the stale object now and hand
+         * the refresh to a request of its own (cache_bg.c). */
+        struct ct_obj *st = ct_obj_ref(res->obj);
+        if (ct_cache_bg_start(r, &res->fetch, &st)) {
+            ct_cache_deliver(r, ct_obj_ref(res->obj), ct_str_c(cs));
+            ct_cache_lookup_res_release(res);
+            return true;
+        }
+        ct_obj_release(&st);
+        /* Fallback: refresh on this connection after its answer (its next
+         * request waits for the refresh; other clients get the stale copy). */
+        cr->fill = res->fetch;
+        cr->stale = res->obj;
+        res->fetch = res->obj = NULL;
+        ct_cache_lookup_res_release(res);
+        CT_ASSERT(ct_cache_emit(r, cr->stale, ct_str_c(cs), false));
+        ct_obj_release(&cr->obj); /* emit's hold: the whole body is queued */
+        cr->bg = true;
+        cr->mode = CT_CREQ_FILL;
+        r->proto->flush(r);
+        /* The client may close now that it has its answer: do not read, so
+         * its EOF does not end the refresh; reading resumes with its next
+         * request (enter_read_head), after the refresh. */
+        r->proto->answered(r);
+        return false;
+    }
+    cr->cs = CT_STATS_CS_MISS;
+    if (res->fetch) { /* revalidate (conditional if it has validators), or refetch */
+        cr->fill = res->fetch;
+        cr->stale = res->obj;
+        res->fetch = res->obj = NULL;
+        ct_cache_lookup_res_release(res);
+        cr->mode = CT_CREQ_FILL;
+        return false;
+    }
+    if (res->busy) { /* someone else refreshes: wait for it like any miss */
+        struct ct_obj *busy = res->busy;
+        res->busy = NULL;
+        ct_cache_lookup_res_release(res);
+        cr->cs = CT_STATS_CS_COALESCED;
+        wait_on(r, busy);
+        return true;
+    }
+    cr->stale = res->obj; /* no room for a new object: fetch, keep it for errors */
+    res->obj = NULL;
+    ct_cache_lookup_res_release(res);
+    cr->mode = CT_CREQ_PASS;
+    ct_cache_set_status(cr, "cachet; fwd=%s; detail=not-stored", cr->fwd_kind);
+    return false;
+}
+
+static const char *miss_name(enum ct_cache_miss m)
+{
+    switch (m) {
+    case CT_CACHE_MISS_URI: return "uri-miss";
+    case CT_CACHE_MISS_VARY: return "vary-miss";
+    case CT_CACHE_MISS_OTHER: break;
+    }
+    return "miss";
+}
+
+/* Look the request up; REVALIDATE: its directives forbid using the fresh
+ * object unvalidated, so the store answers STALE with the fetch slot (or the
+ * fetch in progress, to wait on) instead of HIT. */
+static bool lookup_as(struct ct_req *r, bool revalidate)
+{
+    struct ct_creq *cr = r->cr;
+    struct ct_wcache *wc = r->w->wc;
+    const struct ct_http_msg *req = r->msg;
+    ct_time_t now = ct_time_real();
+    bool head = req->method == CT_METHOD_HEAD;
+    struct ct_cache_lookup_req lr = {
+        .key = &cr->key,
+        .match = ct_cache_vary_match_cb,
+        .match_arg = (void *)req,
+        /* HEAD is answered from a stored GET but never fills one. */
+        .no_insert = head || ct_cache_policy_on_miss(req, ct_cache_popts(r)) ==
+                                 CT_CACHE_USE_GATEWAY_TIMEOUT,
+        .revalidate = revalidate,
+    };
+    struct ct_cache_lookup_res res = {0};
+    cr->req_time = now;
+    switch (ct_cache_lookup(wc->cache, &lr, now, &res)) {
+    case CT_CACHE_HIT:
+        if (use_stored(r, res.obj, now, false)) {
+            ct_cache_lookup_res_release(&res);
+            return true;
+        }
+        /* The client wants it validated (no-cache, max-age=0..., RFC 9111
+         * §5.2.1): look again for the fetch slot, so the answer refreshes or
+         * replaces the object and such requests coalesce; the object stays
+         * fresh for everyone else meanwhile. */
+        ct_cache_lookup_res_release(&res);
+        CT_ASSERT(!revalidate);
+        return lookup_as(r, true);
+    case CT_CACHE_STALE:
+        cr->fwd_kind = revalidate ? "request" : "stale";
+        cr->validate = revalidate;
+        return on_stale(r, &res, now);
+    case CT_CACHE_BUSY: {
+        struct ct_obj *busy = res.busy;
+        res.busy = NULL;
+        ct_cache_lookup_res_release(&res);
+        cr->cs = CT_STATS_CS_COALESCED;
+        wait_on(r, busy);
+        return true;
+    }
+    case CT_CACHE_PASS:
+        cr->mode = CT_CREQ_PASS;
+        cr->cs = CT_STATS_CS_HIT_FOR_MISS;
+        ct_cache_set_status(cr, "cachet; fwd=uri-miss; detail=hit-for-miss");
+        return false;
+    case CT_CACHE_MISS:
+        break;
+    }
+    cr->fwd_kind = miss_name(res.miss);
+    if (ct_cache_policy_on_miss(req, ct_cache_popts(r)) == CT_CACHE_USE_GATEWAY_TIMEOUT) {
+        ct_cache_lookup_res_release(&res);
+        char cs[64];
+        snprintf(cs, sizeof(cs), "cachet; fwd=%s; detail=only-if-cached", cr->fwd_kind);
+        answer(r, 504, "504 Gateway Timeout (only-if-cached)\n", cs);
+        return true;
+    }
+    cr->cs = CT_STATS_CS_MISS;
+    cr->fill = res.fetch; /* NULL: HEAD, or no memory: forward, do not store */
+    res.fetch = NULL;
+    ct_cache_lookup_res_release(&res);
+    cr->mode = cr->fill ? CT_CREQ_FILL : CT_CREQ_PASS;
+    if (cr->fill == NULL)
+        ct_cache_set_status(cr, "cachet; fwd=%s; detail=%s", cr->fwd_kind,
+                            head ? "head" : "no-memory");
+    return false;
+}
+
+static bool lookup(struct ct_req *r)
+{
+    return lookup_as(r, false);
+}
+
+bool ct_cache_recv(struct ct_req *r)
+{
+    struct ct_wcache *wc = r->w->wc;
+    if (wc == NULL)
+        return false;
+    if (wc->cf != r->w->cf) {
+        /* A reload switched this worker's configuration: the policy follows
+         * (the key options and the store's size need a restart). */
+        wc->cf = r->w->cf;
+        policy_opts(&wc->cf->cache, false, &wc->popts[0]);
+        policy_opts(&wc->cf->cache, true, &wc->popts[1]);
+    }
+    struct ct_creq *cr = r->cr ? r->cr : ct_cache_creq_new(r);
+    creq_reset(cr);
+    const struct ct_http_msg *req = r->msg;
+    if (req->method == CT_METHOD_PURGE && !ct_http_msg_body_expected(req) && finish_request(r)) {
+        purge(r);
+        return true;
+    }
+    if (req->method != CT_METHOD_GET && req->method != CT_METHOD_HEAD)
+        return pass(cr, "method");
+    if (ct_http_msg_body_expected(req) || !finish_request(r))
+        return pass(cr, "request-body");
+    if (req->upgrade)
+        return pass(cr, "upgrade");
+    if (!ct_cache_key_for(r, req->target, &cr->key))
+        return pass(cr, "key");
+    return lookup(r);
+}
+
+/* ---- failures --------------------------------------------------------------------- */
+
+static bool origin_error(enum ct_close why)
+{
+    return why == CT_CLOSE_NO_BACKEND || why == CT_CLOSE_ORIGIN_CONNECT ||
+           why == CT_CLOSE_ORIGIN_TIMEOUT ||
+           why == CT_CLOSE_ORIGIN_RESET || why == CT_CLOSE_ORIGIN_BAD ||
+           why == CT_CLOSE_ORIGIN_TRUNC;
+}
+
+/* May STALE be served instead of an origin error at NOW (RFC 5861 §4, or the
+ * operator's stale_if_error)? */
+bool ct_cache_sie_ok(struct ct_req *r, struct ct_obj *stale, ct_time_t now)
+{
+    struct ct_cache_blk blk;
+    struct ct_str wire;
+    if (stale == NULL || !ct_cache_blk_get(stale, &blk, &wire))
+        return false;
+    if (blk.fresh.flags & (CT_CACHE_F_MUST_REVALIDATE | CT_CACHE_F_NO_CACHE))
+        return false;
+    double window = blk.fresh.stale_if_error != CT_CC_UNSET
+                        ? (double)blk.fresh.stale_if_error
+                        : (double)r->w->cf->cache.stale_if_error_ms / 1000.0;
+    return -ct_cache_policy_ttl(&blk.fresh, now) <= window;
+}
+
+bool ct_cache_client_fail(struct ct_req *r, enum ct_close why)
+{
+    struct ct_creq *cr = r->cr;
+    if (cr == NULL)
+        return false;
+    if (why == CT_CLOSE_TX_TIMEOUT && ct_cache_client_gone(r))
+        return true; /* it stopped reading; the object it fills is finished */
+    if (cr->fill) { /* never stored, never complete: readers see it truncated */
+        ct_obj_fail(cr->fill);
+        ct_obj_release(&cr->fill);
+    }
+    if (cr->bg && origin_error(why)) {
+        /* The client already has its (stale) answer: the refresh failed. */
+        CT_WARN("w%u c%llu %s: background refresh of %.*s failed: %s", r->w->id,
+                (unsigned long long)r->conn_id, r->peer, (int)r->msg->target.len, r->msg->target.p,
+                ct_close_text(why));
+        cr->bg = false;
+        if (r->u)
+            ct_upstream_release(&r->u, false);
+        if (r->phase == CT_RP_FETCH)
+            ct_req_respond(r);
+        r->head_sent = true;
+        ct_cache_finish(r);
+        return true;
+    }
+    if (cr->stale && !cr->validate && !r->head_sent && r->phase == CT_RP_FETCH &&
+        origin_error(why) &&
+        ct_cache_sie_ok(r, cr->stale, ct_time_real())) {
+        if (r->u)
+            ct_upstream_release(&r->u, false);
+        cr->cs = CT_STATS_CS_STALE;
+        cr->mode = CT_CREQ_DONE;
+        struct ct_obj *stale = cr->stale;
+        cr->stale = NULL;
+        ct_cache_deliver(r, stale, CT_STR("cachet; hit; detail=stale-if-error"));
+        return true;
+    }
+    return false;
+}

@@ -1,0 +1,401 @@
+/*
+ * proxy/core/fetch.c: the request path after a head is read, Varnish's req FSM
+ * in miniature:
+ *
+ *   recv -> lookup -> { hit -> deliver | miss/pass -> fetch -> deliver }
+ *
+ * The cache (#5) slots in at lookup(); until it lands everything is a pass.
+ * fetch: lend an upstream (pooled or new), write the request head, stream the
+ * request body (de-chunked by the parser, re-chunked by us), parse the
+ * response with the response parser, pass 1xx through, write the response
+ * head, stream the body with back-pressure both ways, and hand the upstream
+ * back to the pool when both messages are complete.
+ *
+ * Back-pressure (le-proxy): a source stops being read when the sink's output
+ * passes CT_BP_HIGH; the sink's write callback (fired at CT_BP_LOW) resumes
+ * it and processes what is already buffered (no read event would come for it).
+ *
+ * Expect: 100-continue (RFC 9110 §10.1.1): cachet answers "100 Continue"
+ * itself once the origin connection is ready, i.e. when we are about to read
+ * the body, and does not forward the expectation (nginx does the same). An
+ * origin's own 100 is then not passed on (the client already has one); other
+ * 1xx (102, 103) go to HTTP/1.1 clients and never to HTTP/1.0 ones (§15.2).
+ *
+ * The request reaches its client only through r->proto (proxy/core/proto.h): no
+ * connection, no HTTP/1 bytes here. Any call that can end the request
+ * (proto->done, proto->fail) is the last thing a function does with R.
+ */
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <sys/uio.h>
+
+#include "common/log.h"
+#include "proxy/core/cache_int.h"
+#include "proxy/core/core.h"
+#include "proxy/core/proto.h"
+#include "proxy/core/req.h"
+#include "proxy/net/net.h"
+#include "proxy/upstream/upstream.h"
+#include "proxy/upstream/wire.h"
+#include "tls/tls.h"
+
+static void pump_request(struct ct_req *r);
+static void upstream_ready(void *owner);
+static void upstream_readable(void *owner);
+static void upstream_drained(void *owner);
+static void upstream_closed(void *owner, enum ct_close why);
+
+static const struct ct_upstream_owner upstream_owner = {
+    .ready = upstream_ready,
+    .readable = upstream_readable,
+    .drained = upstream_drained,
+    .closed = upstream_closed,
+};
+
+static struct evbuffer *uout(struct ct_req *r) { return bufferevent_get_output(ct_upstream_bev(r->u)); }
+static struct evbuffer *uin(struct ct_req *r) { return bufferevent_get_input(ct_upstream_bev(r->u)); }
+
+static struct ct_req *req_of(void *owner)
+{
+    struct ct_req *r = owner;
+    CT_CHECK_OBJ(r, CT_REQ_MAGIC);
+    return r;
+}
+
+/* The request failed: stale-if-error may still answer it from the cache. */
+static void req_fail(struct ct_req *r, enum ct_close why)
+{
+    if (ct_cache_client_fail(r, why))
+        return;
+    r->proto->fail(r, why);
+}
+
+static void fetch_connect(struct ct_req *r, bool fresh)
+{
+    enum ct_close why;
+    if (ct_upstream_acquire(r->w, &upstream_owner, r, fresh, &r->u, &why) != CT_OK) {
+        req_fail(r, why);
+        return;
+    }
+    ct_req_log_upstream(r, CT_STATS_BE_upstream_requests);
+    if (!ct_upstream_is_reused(r->u))
+        ct_req_log_upstream(r, CT_STATS_BE_upstream_connections);
+    if (ct_upstream_is_connected(r->u))
+        upstream_ready(r);
+}
+
+void ct_req_start(struct ct_req *r)
+{
+    CT_CHECK_OBJ(r, CT_REQ_MAGIC);
+    CT_ASSERT(r->msg != NULL && r->u == NULL);
+    r->phase = CT_RP_FETCH;
+    /* recv: CONNECT asks a forward proxy for a tunnel; a reverse proxy has
+     * no business opening one to wherever the client names (RFC 9110 §9.3.6:
+     * a server may refuse). Everything else goes on. */
+    if (r->msg->method == CT_METHOD_CONNECT) {
+        r->proto->fail(r, CT_CLOSE_METHOD);
+        return;
+    }
+    /* lookup: HIT/STALE deliver from the object, BUSY waits on it, PURGE is
+     * answered (cache_req.c); MISS and pass fetch (cache_fill.c stores). */
+    if (!ct_cache_recv(r))
+        fetch_connect(r, false);
+}
+
+void ct_req_fetch(struct ct_req *r)
+{
+    CT_ASSERT(r->phase == CT_RP_FETCH && r->u == NULL);
+    fetch_connect(r, false);
+}
+
+void ct_req_free(struct ct_req *r)
+{
+    ct_cache_client_free(r);
+    if (r->u)
+        ct_upstream_release(&r->u, false);
+}
+
+static void upstream_ready(void *owner)
+{
+    struct ct_req *r = req_of(owner);
+    const struct ct_http_msg *req = r->msg;
+    const struct ct_backend_addr *ba = ct_upstream_backend(r->u);
+    struct ct_fwd_req fr = {
+        .msg = ct_cache_fwd_msg(r),
+        .peer_ip = ct_str_make(r->peer, r->peer_ip_len),
+        .https = ct_cache_client_https(r), /* a background refresh: its trigger's */
+        .chunked_body = req->framing == CT_FRAME_CHUNKED,
+        .default_host = ct_str_c(ba->name),
+    };
+    char subject[512];
+    if (r->lc->subject_header.len) {
+        /* mTLS: the verified subject, never a client-supplied one. */
+        fr.extra_name = r->lc->subject_header;
+        int n = r->tls ? ct_tls_peer_subject(r->tls, subject, sizeof(subject)) : 0;
+        if (n > 0)
+            fr.extra_value = ct_str_make(subject, (size_t)n);
+    }
+    ct_http_parser_set_request_method(ct_upstream_parser(r->u), req->method);
+    ct_fwd_request_head(ct_upstream_io(r->u), &fr);
+    if (req->expect_continue && ct_http_msg_body_expected(req))
+        r->proto->send_continue(r);
+    if (r->body_done) {
+        ct_upstream_request_sent(r->u); /* a retry: the body was empty */
+        ct_io_flush(ct_upstream_io(r->u));
+    } else {
+        pump_request(r);
+    }
+}
+
+/* Stream the request body: the protocol's body source -> upstream output.
+ * Returns false if the request failed (R may be gone). */
+static bool pump_request_body(struct ct_req *r)
+{
+    struct evbuffer *out = uout(r);
+    bool chunked = r->msg->framing == CT_FRAME_CHUNKED;
+    while (!r->body_done) {
+        if (evbuffer_get_length(out) >= CT_BP_HIGH && !ct_io_flush_under_low(ct_upstream_io(r->u))) {
+            r->body_paused = true; /* the upstream's drained hook resumes us */
+            r->proto->body_hold(r, true); /* the origin's slowness, not the client's */
+            return true;
+        }
+        size_t n = 0;
+        switch (r->proto->body_read(r, out, chunked, &n)) {
+        case CT_BODY_DATA:
+            r->body_bytes += n;
+            break;
+        case CT_BODY_NEED:
+            r->body_paused = false;
+            return true;
+        case CT_BODY_END:
+            r->body_done = true;
+            if (chunked)
+                ct_fwd_body_end(out);
+            ct_upstream_request_sent(r->u);
+            return true;
+        case CT_BODY_ERROR:
+            r->proto->fail(r, CT_CLOSE_RX_BAD);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void pump_request(struct ct_req *r)
+{
+    if (r->u == NULL || !ct_upstream_is_connected(r->u))
+        return; /* the body waits in the protocol's buffers for the connection */
+    if (pump_request_body(r))
+        ct_io_flush(ct_upstream_io(r->u));
+}
+
+void ct_req_body_readable(struct ct_req *r)
+{
+    if (!r->body_done && !r->body_paused)
+        pump_request(r);
+}
+
+/* ---- the response ------------------------------------------------------------ */
+
+void ct_req_respond(struct ct_req *r)
+{
+    r->phase = CT_RP_SEND;
+    r->proto->respond(r);
+}
+
+/* A final response head: the protocol frames it; the cache may answer
+ * instead (a stored object, stale-if-error) or adds its part. */
+static void final_head(struct ct_req *r, const struct ct_http_msg *msg)
+{
+    bool close = r->proto->frame_response(r, msg);
+    r->up_keep_alive = msg->keep_alive && msg->framing != CT_FRAME_CLOSE;
+    struct ct_fwd_resp_extra extra;
+    r->body_with_head = false;
+    struct evbuffer *scratch;
+    if (!ct_cache_resp_head(r, msg, close, &extra)) {
+        r->proto->send_head(r, msg, &extra,
+                            !ct_cache_filling(r) &&
+                                ct_cache_body_sink(r, &scratch) == CT_SINK_CLIENT);
+        r->fwd_head = true;
+    }
+    r->head_sent = true;
+    r->status = msg->status;
+    if (r->phase == CT_RP_FETCH)
+        ct_req_respond(r);
+    ct_upstream_head_received(r->u, msg->status);
+}
+
+static void response_end(struct ct_req *r)
+{
+    ct_cache_resp_end(r);
+    if (r->fwd_head)
+        r->proto->send_end(r);
+    else
+        r->proto->flush(r);
+    ct_upstream_release(&r->u, r->up_keep_alive && r->body_done);
+    r->proto->done(r);
+}
+
+static void upstream_readable(void *owner)
+{
+    struct ct_req *r = req_of(owner);
+    struct ct_http_parser *p = ct_upstream_parser(r->u);
+    struct evbuffer *in = uin(r);
+    if (evbuffer_get_length(in) > 0)
+        r->up_got_byte = true;
+    for (;;) {
+        bool sending = r->phase == CT_RP_SEND;
+        if (sending &&
+            !ct_cache_filling(r) && /* a fill reads on: its waiters must not wait for us */
+            r->proto->output_full(r)) {
+            r->up_paused = true; /* ct_req_drained resumes us at the low mark */
+            ct_io_read(ct_upstream_io(r->u), false);
+            return;
+        }
+        size_t n, before = evbuffer_get_length(in);
+        struct evbuffer *sink = NULL;
+        bool chunked = false, to_client = false;
+        if (sending && !r->body_with_head) {
+            switch (ct_cache_body_sink(r, &sink)) {
+            case CT_SINK_CLIENT: /* moved there, framed as the protocol says */
+                sink = r->proto->body_out(r, &chunked);
+                to_client = true;
+                break;
+            case CT_SINK_CACHE: /* the object first (ct_cache_resp_body) */
+                break;
+            case CT_SINK_DROP:
+                sink = NULL;
+                break;
+            }
+        }
+        enum ct_http_ev ev = ct_fwd_pump(p, in, sink, chunked, &n);
+        switch (ev) {
+        case CT_HTTP_EV_MORE:
+            if (evbuffer_get_length(in) == 0 || evbuffer_get_length(in) == before) {
+                r->proto->flush(r);
+                return;
+            }
+            break;
+        case CT_HTTP_EV_HEAD: {
+            const struct ct_http_msg *msg = ct_http_parser_msg(p);
+            if (r->phase != CT_RP_FETCH) {
+                req_fail(r, CT_CLOSE_ORIGIN_BAD);
+                return;
+            }
+            if (msg->status == 101) {
+                if (!r->msg->upgrade || !r->proto->tunnel(r, msg)) {
+                    ct_upstream_mark_failed(r->u, CT_CONF_FAIL_INVALID);
+                    r->proto->fail(r, CT_CLOSE_ORIGIN_BAD);
+                    return;
+                }
+                r->phase = CT_RP_TUNNEL; /* the protocol's from now on */
+                return;
+            }
+            if (msg->status < 200) {
+                if (msg->status != 100) /* the client has ours (send_continue) */
+                    r->proto->send_interim(r, msg);
+            }
+            else
+                final_head(r, msg);
+            break;
+        }
+        case CT_HTTP_EV_BODY:
+            /* To the client (not a discarded or background fill)? */
+            if (ct_cache_resp_body(r, n) || to_client || r->body_with_head)
+                r->body_out += n;
+            break;
+        case CT_HTTP_EV_END:
+            if (r->phase == CT_RP_SEND) {
+                response_end(r);
+                return;
+            }
+            break; /* the end of a 1xx: the final response follows */
+        case CT_HTTP_EV_ERROR:
+            ct_req_log_upstream(r, CT_STATS_BE_upstream_errors);
+            if (r->phase == CT_RP_FETCH)
+                ct_upstream_mark_failed(r->u, CT_CONF_FAIL_INVALID);
+            req_fail(r, r->phase == CT_RP_FETCH ? CT_CLOSE_ORIGIN_BAD : CT_CLOSE_ORIGIN_TRUNC);
+            return;
+        }
+    }
+}
+
+/* Retry once on a new connection: a refused connect (nothing was sent) on
+ * the next backend; or (RFC 9110 §9.2.2) a reused connection that failed
+ * before any response byte, for an idempotent method only. Never once a
+ * request body byte was consumed: we could not replay it. */
+static bool may_retry(const struct ct_req *r, enum ct_close why)
+{
+    if (r->retries != 0 || r->body_bytes != 0)
+        return false;
+    /* Refused: nothing was sent, any method may go to the next backend (as
+     * nginx's proxy_next_upstream error); the one that refused counts a
+     * failure for passive health. */
+    if (why == CT_CLOSE_ORIGIN_CONNECT)
+        return r->w->nbe > 1; /* the worker's own set: a reload swaps px's on the main thread */
+    return why == CT_CLOSE_ORIGIN_RESET && ct_upstream_is_reused(r->u) && !r->up_got_byte &&
+           (ct_http_method_flags(r->msg->method) & CT_METHOD_IDEMPOTENT) != 0;
+}
+
+static void upstream_closed(void *owner, enum ct_close why)
+{
+    struct ct_req *r = req_of(owner);
+    switch (r->phase) {
+    case CT_RP_FETCH:
+        if (may_retry(r, why)) {
+            ct_req_log_upstream(r, CT_STATS_BE_upstream_retries);
+            ct_upstream_release(&r->u, false);
+            r->retries++;
+            fetch_connect(r, true);
+            return;
+        }
+        if (why == CT_CLOSE_ORIGIN_RESET)
+            ct_upstream_mark_failed(r->u, CT_CONF_FAIL_RESET);
+        ct_req_log_upstream(r, why == CT_CLOSE_ORIGIN_TIMEOUT ? CT_STATS_BE_upstream_timeouts
+                                                          : CT_STATS_BE_upstream_errors);
+        req_fail(r, why);
+        return;
+    case CT_RP_SEND:
+        /* A close-delimited body ends here; any other body is truncated. */
+        if (why == CT_CLOSE_ORIGIN_RESET &&
+            ct_http_parser_eof(ct_upstream_parser(r->u)) == CT_HTTP_EV_END) {
+            r->up_keep_alive = false;
+            response_end(r);
+            return;
+        }
+        ct_req_log_upstream(r, why == CT_CLOSE_ORIGIN_TIMEOUT ? CT_STATS_BE_upstream_timeouts
+                                                          : CT_STATS_BE_upstream_errors);
+        req_fail(r, why == CT_CLOSE_ORIGIN_TIMEOUT ? why : CT_CLOSE_ORIGIN_TRUNC);
+        return;
+    case CT_RP_IDLE:
+    case CT_RP_TUNNEL:
+        CT_WRONG("upstream event for a request that does not own it");
+    }
+}
+
+/* ---- resuming after back-pressure ------------------------------------------------ */
+
+void ct_req_drained(struct ct_req *r)
+{
+    if (ct_cache_client_drained(r))
+        return;
+    if (r->u == NULL || !r->up_paused)
+        return;
+    r->up_paused = false;
+    ct_io_read(ct_upstream_io(r->u), true);
+    upstream_readable(r);
+}
+
+static void upstream_drained(void *owner)
+{
+    struct ct_req *r = req_of(owner);
+    if (!r->body_paused)
+        return;
+    r->body_paused = false;
+    if (!r->body_done) {
+        r->proto->body_hold(r, false);
+        pump_request(r);
+    }
+}

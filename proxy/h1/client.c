@@ -1,0 +1,754 @@
+/*
+ * proxy/h1/client.c: the client connection FSM (drawn in docs/client_fsm.dot).
+ *
+ *   accept -> [TLS_HANDSHAKE] -> READ_HEAD -> FETCH -> SEND -> READ_HEAD ...
+ *                                    |          |       |
+ *                                    |          +-------+--> TUNNEL (101)
+ *                                    +--- any failure ----> LINGER -> CLOSED
+ *
+ * A struct ct_client owns its bufferevent (made with BEV_OPT_CLOSE_ON_FREE)
+ * and its request parser (one per connection, reused for every request: no
+ * per-request allocation). Only client_close() frees it; everything else
+ * that wants it gone goes through ct_client_fail() (idempotent: first reason
+ * wins, one log line, one counter) or client_finish() (flush, then close).
+ *
+ * Pipelining: after a head is read, reading stops; the next request is parsed
+ * only once the current response is done, from the bytes still in the input
+ * buffer. Responses therefore go out strictly in order.
+ *
+ * Timeouts: one timer per connection holds the phase deadline: keep-alive
+ * idle (no byte of the next request yet), header (from the first byte of a
+ * head; absolute, so a slowloris trickle cannot extend it -> 408), linger;
+ * re-armed lazily (deadline_set), not on every request; in FETCH and SEND it
+ * is the request body's deadline (ct_client_body_clock: a trickled body gets
+ * 408 however fast each byte comes).
+ * Each body read and send also has the bufferevent's own read/write timeout.
+ */
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/ssl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "proxy/core/cache_int.h"
+#include "proxy/core/req.h"
+#include "proxy/h1/h1.h"
+#include "proxy/upstream/upstream.h"
+#include "proxy/upstream/wire.h"
+#include "tls/tls.h"
+
+#define LINGER_MS 5000
+/* How often a lingering connection whose last bytes are still in the kernel
+ * looks again (linger_draining). */
+#define LINGER_POLL_MS 100
+
+static void on_read(struct bufferevent *bev, void *arg);
+static void on_write(struct bufferevent *bev, void *arg);
+static void on_event(struct bufferevent *bev, short what, void *arg);
+static void on_timer(evutil_socket_t fd, short what, void *arg);
+static void read_head(struct ct_client *c);
+
+/* ---- states ----------------------------------------------------------------- */
+
+static const char *const state_names[] = {
+#define CT_CS_NAME(id, name) name,
+    CT_CLIENT_STATES(CT_CS_NAME)
+#undef CT_CS_NAME
+};
+
+const char *ct_client_state_name(enum ct_client_state s)
+{
+    CT_ASSERT(s < CT_CS__COUNT);
+    return state_names[s];
+}
+
+/* Legal transitions, as drawn in docs/client_fsm.dot. */
+static bool transition_ok(enum ct_client_state from, enum ct_client_state to)
+{
+    if (to == CT_CS_LINGER || to == CT_CS_CLOSED)
+        return from != CT_CS_CLOSED;
+    switch (from) {
+    case CT_CS_TLS_HANDSHAKE: return to == CT_CS_READ_HEAD;
+    case CT_CS_READ_HEAD: return to == CT_CS_FETCH;
+    case CT_CS_FETCH: return to == CT_CS_SEND || to == CT_CS_TUNNEL;
+    case CT_CS_SEND: return to == CT_CS_READ_HEAD;
+    case CT_CS_TUNNEL:
+    case CT_CS_LINGER:
+    case CT_CS_CLOSED:
+    case CT_CS__COUNT: return false;
+    }
+    return false;
+}
+
+void ct_client_set_state(struct ct_client *c, enum ct_client_state to)
+{
+    if (!transition_ok(c->state, to))
+        ct_panic(__FILE__, __LINE__, "c%llu: illegal transition %s -> %s",
+                 (unsigned long long)c->id, ct_client_state_name(c->state),
+                 ct_client_state_name(to));
+    CT_DEBUG("w%u c%llu r%u %s: %s -> %s", c->w->id, (unsigned long long)c->id, c->nreq,
+             c->peer, ct_client_state_name(c->state), ct_client_state_name(to));
+    c->state = to;
+}
+
+/* The connection's one deadline (TLS handshake, keep-alive idle, request
+ * head, linger) is kept lazily, as nginx and Varnish keep theirs: the timer
+ * is re-armed only when a new deadline comes before the time it is set for;
+ * one that fires before the current deadline (which moved later meanwhile)
+ * is set again for the rest (on_timer). A keep-alive connection moves its
+ * deadline twice per request (idle, then head) without touching the timer,
+ * which instead fires about once per header timeout to find it moved.
+ * Deadlines are read on the precise monotonic clock, so a timer libevent
+ * fires early (it arms from the loop's cached time) is simply set again. */
+static uint64_t now_ms(void) { return (uint64_t)(ct_time_mono() * 1000.0); }
+
+static void timer_arm(struct ct_client *c, uint64_t ms)
+{
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+    evtimer_add(c->timer, &tv);
+}
+
+static bool linger_draining(struct ct_client *c);
+
+/* The deadline is MS from now (0: the next loop turn). */
+static void deadline_set(struct ct_client *c, uint64_t ms)
+{
+    c->deadline_ms = now_ms() + ms;
+    if (c->timer_at_ms != 0 && c->timer_at_ms <= c->deadline_ms)
+        return; /* fires first: on_timer sets it again for the rest */
+    timer_arm(c, ms);
+    c->timer_at_ms = c->deadline_ms;
+}
+
+/* No deadline (FETCH .. SEND): the timer stays armed, its firing is ignored. */
+static void deadline_clear(struct ct_client *c) { c->deadline_ms = 0; }
+
+/* FETCH .. SEND have one deadline only, the request body's (Apache
+ * mod_reqtimeout's body=T,MinRate=R): T from the end of the head, one more
+ * second per R bytes received. Moving it later costs no timer call (see
+ * deadline_set), so it is set again after every piece of body. */
+void ct_client_body_clock(struct ct_client *c, enum ct_body_clock op)
+{
+    const struct ct_conf_limits *lim = &c->w->cf->limits;
+    uint64_t now = now_ms();
+    if (op == CT_BODY_CLOCK_START) {
+        c->r.body_t0_ms = now;
+        c->r.body_paused_ms = 0;
+    }
+    if (op == CT_BODY_CLOCK_STOP || c->r.body_paused_ms) {
+        deadline_clear(c);
+        return;
+    }
+    uint64_t allowed = lim->client_body_timeout_ms;
+    if (lim->client_body_min_rate)
+        allowed += c->r.body_bytes * 1000 / lim->client_body_min_rate;
+    uint64_t end = c->r.body_t0_ms + allowed;
+    deadline_set(c, end > now ? end - now : 0);
+}
+
+void ct_client_body_pause(struct ct_client *c, bool paused)
+{
+    if (paused == (c->r.body_paused_ms != 0))
+        return;
+    if (paused) {
+        c->r.body_paused_ms = now_ms();
+        deadline_clear(c);
+        return;
+    }
+    c->r.body_t0_ms += now_ms() - c->r.body_paused_ms; /* cachet's wait, not the client's */
+    c->r.body_paused_ms = 0;
+    ct_client_body_clock(c, CT_BODY_CLOCK_MOVE);
+}
+
+/* A new exchange on C: what it reads of the connection, and the cache's
+ * part (its buffers) kept from the last one. */
+static void req_reset(struct ct_client *c)
+{
+    c->r = (struct ct_req){.magic = CT_REQ_MAGIC, .proto = &ct_h1_proto, .w = c->w, .lc = c->lc,
+                           .peer = c->peer, .peer_ip_len = c->peer_ip_len, .conn_id = c->id,
+                           .tls = c->tls, .cr = c->r.cr};
+    c->body_seen = 0;
+}
+
+/* ---- accept / close ---------------------------------------------------------- */
+
+/* Connections are counted by protocol (/metrics cachet_connections{proto}). */
+static enum ct_stats_proto proto_of(const struct ct_client *c)
+{
+    return c->lc->kind == CT_LISTEN_HTTPS ? CT_STATS_PROTO_https : CT_STATS_PROTO_http;
+}
+
+static void conn_counted_open(struct ct_client *c)
+{
+    if (c->w->stats) {
+        ct_stats_conn_open(c->w->stats);
+        ct_stats_conn_proto(c->w->stats, proto_of(c), true);
+    }
+}
+
+static void conn_counted_close(struct ct_client *c)
+{
+    if (c->r.msg && !c->r.logged)
+        ct_req_log_end(&c->r, c->r.head_sent ? c->r.status : 0);
+    if (c->w->stats) {
+        ct_stats_conn_close(c->w->stats, (unsigned)c->why);
+        ct_stats_conn_proto(c->w->stats, proto_of(c), false);
+    }
+}
+
+
+static void peer_name(struct ct_client *c, const struct sockaddr *sa)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+        port = ntohs(in->sin_port);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+        port = ntohs(in6->sin6_port);
+    }
+    c->peer_ip_len = strlen(ip);
+    snprintf(c->peer, sizeof(c->peer), "%s:%u", ip, port);
+}
+
+/* With CLOSE_ON_FREE, a failed bufferevent_openssl_socket_new() has already
+ * freed the SSL* and closed the fd (libevent 2.1.12): never free them again. */
+static struct bufferevent *make_bev(struct ct_worker *w, const struct ct_listener_conf *lc,
+                                    int fd)
+{
+    if (lc->kind == CT_LISTEN_HTTP)
+        return bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    SSL *ssl = ct_tls_new_ssl(lc->tls);
+    if (ssl == NULL) {
+        close(fd);
+        return NULL;
+    }
+    return bufferevent_openssl_socket_new(w->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                          BEV_OPT_CLOSE_ON_FREE);
+}
+
+void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int fd,
+                      const struct sockaddr *sa, socklen_t salen)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    struct bufferevent *bev = make_bev(w, lc, fd);
+    if (bev == NULL) {
+        CT_ERR("w%u accept: cannot create a buffer event; connection dropped", w->id);
+        return;
+    }
+    struct ct_client *c = ct_xcalloc(1, sizeof(*c));
+    c->magic = CT_CLIENT_MAGIC;
+    c->w = w;
+    c->lc = lc;
+    c->bev = bev;
+    c->tls = lc->kind == CT_LISTEN_HTTPS ? bufferevent_openssl_get_ssl(bev) : NULL;
+    c->id = ++w->next_conn_id;
+    c->rp = ct_http_parser_new(CT_HTTP_REQUEST, &w->limits);
+    ct_http_parser_set_gateway(c->rp, true);
+    c->timer = evtimer_new(w->base, on_timer, c);
+    peer_name(c, sa);
+    req_reset(c);
+    (void)salen;
+    c->next = w->clients;
+    if (w->clients)
+        w->clients->prev = c;
+    w->clients = c;
+    w->nclients++;
+    conn_counted_open(c);
+
+    bool plain = lc->kind == CT_LISTEN_HTTP;
+    bufferevent_setcb(bev, plain ? NULL : on_read, on_write, on_event, c);
+    bufferevent_setwatermark(bev, EV_READ, 0, CT_READ_HIGH);
+    bufferevent_setwatermark(bev, EV_WRITE, CT_BP_LOW, 0);
+    /* libevent writes (and, for TLS, reads) at most 16 KiB per callback by
+     * default: a large body would then move in 16 KiB syscalls. */
+    bufferevent_set_max_single_write(bev, CT_BP_HIGH);
+    bufferevent_set_max_single_read(bev, CT_BP_HIGH);
+    ct_io_attach(&c->io, w->base, bev, plain, on_read, on_event, c);
+    ct_io_timeouts(&c->io, 0, w->cf->limits.send_timeout_ms);
+    if (lc->kind == CT_LISTEN_HTTPS) {
+        c->state = CT_CS_TLS_HANDSHAKE;
+        uint64_t ms = lc->handshake_timeout_ms;
+        deadline_set(c, ms ? ms : 10000);
+    } else {
+        c->state = CT_CS_READ_HEAD;
+        deadline_set(c, w->cf->limits.client_header_timeout_ms);
+    }
+    /* We write directly (ct_io_flush; TLS: tls_flush), libevent only takes over
+     * what the socket did not take. Plain TCP: reads are ours too (io.c). */
+    bufferevent_disable(bev, plain ? EV_READ | EV_WRITE : EV_WRITE);
+    ct_io_read(&c->io, true);
+}
+
+static void client_unlink(struct ct_client *c)
+{
+    struct ct_worker *w = c->w;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->clients = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->next = c->prev = NULL;
+    w->nclients--;
+}
+
+static void client_free(struct ct_client *c)
+{
+    ct_req_free(&c->r);
+    ct_io_detach(&c->io);
+    bufferevent_free(c->bev);
+    event_free(c->timer);
+    ct_http_parser_free(&c->rp);
+    client_unlink(c);
+    c->magic = 0;
+    free(c);
+}
+
+/* Free C. The caller must not touch C afterwards. */
+static void client_close(struct ct_client *c, enum ct_close why)
+{
+    struct ct_worker *w = c->w;
+    uint64_t id = c->id; /* for w->conn_gone, after the free */
+    if (!c->failed)
+        c->why = why;
+    conn_counted_close(c);
+    CT_DEBUG("w%u c%llu %s: closed (%s)", w->id, (unsigned long long)c->id, c->peer,
+             ct_close_name(c->why));
+    /* TLS: a clean end says so (close_notify; it also keeps a TLS 1.2
+     * session resumable). Not after a truncation: the client must see one. */
+    if (c->lc->kind == CT_LISTEN_HTTPS && (c->state == CT_CS_LINGER || !ct_close_is_err(c->why)) &&
+        evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+        ct_tls_close_notify(bufferevent_openssl_get_ssl(c->bev));
+    c->state = CT_CS_CLOSED;
+    client_free(c);
+    w->conn_gone(w, id); /* it no longer holds its configuration or listener */
+}
+
+void ct_client_abort(struct ct_client *c)
+{
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    client_free(c);
+}
+
+/* Flush what is queued, then close: stop parsing, keep draining input so the
+ * kernel does not reset the connection under our last response (nginx's
+ * lingering close), half-close once the output is empty, close at EOF or after
+ * LINGER_MS. */
+void ct_client_finish(struct ct_client *c, enum ct_close why)
+{
+    if (!c->failed)
+        c->why = why;
+    if (c->r.u)
+        ct_upstream_release(&c->r.u, false);
+    ct_client_set_state(c, CT_CS_LINGER);
+    bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+    ct_io_timeouts(&c->io, 0, 0);
+    deadline_set(c, LINGER_MS);
+    ct_io_flush_linger(&c->io);
+    ct_io_read(&c->io, true);
+    if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+        on_write(c->bev, c);
+}
+
+static const char *action(const struct ct_client *c)
+{
+    switch (c->state) {
+    case CT_CS_TLS_HANDSHAKE: return "during the TLS handshake";
+    case CT_CS_READ_HEAD: return "reading the request head";
+    case CT_CS_FETCH: return "forwarding the request";
+    case CT_CS_SEND: return "sending the response";
+    case CT_CS_TUNNEL: return "tunnelling";
+    default: return "closing";
+    }
+}
+
+/* Answer the status of WHY if nothing was sent yet, and close. */
+static void client_fail(struct ct_client *c, enum ct_close why)
+{
+    c->failed = true;
+    c->why = why;
+    unsigned status = ct_close_status(why);
+    const char *detail = "";
+    if (why == CT_CLOSE_RX_BAD) {
+        status = ct_http_parser_error_status(c->rp);
+        detail = ct_http_parser_error_reason(c->rp);
+    }
+    if (ct_close_is_err(why)) {
+        const char *be = c->r.u ? ct_upstream_backend(c->r.u)->name : "";
+        CT_ERR("w%u c%llu r%u %s %s%s%s: %s%s%s (status=%u close=%s)", c->w->id,
+               (unsigned long long)c->id, c->nreq, c->peer, action(c), *be ? " via " : "", be,
+               ct_close_text(why), *detail ? ": " : "", detail,
+               c->r.head_sent ? 0 : status, ct_close_name(why));
+    }
+    if (status == 0 || c->r.head_sent || c->state == CT_CS_TUNNEL ||
+        c->state == CT_CS_TLS_HANDSHAKE) {
+        /* Nothing to say, or too late to say it: a truncated message must
+         * look truncated, so close without a clean end. */
+        client_close(c, why);
+        return;
+    }
+    bool head_only = c->r.msg && c->r.msg->method == CT_METHOD_HEAD;
+    ct_req_log_end(&c->r, status);
+    ct_fwd_error(bufferevent_get_output(c->bev), status, head_only, true);
+    ct_client_finish(c, why);
+}
+
+static bool may_fail(const struct ct_client *c)
+{
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    return !c->failed && c->state != CT_CS_LINGER && c->state != CT_CS_CLOSED;
+}
+
+void ct_client_fail(struct ct_client *c, enum ct_close why)
+{
+    if (!may_fail(c))
+        return;
+    if (c->r.msg && ct_cache_client_fail(&c->r, why))
+        return; /* answered from the cache (stale-if-error) */
+    client_fail(c, why);
+}
+
+/* proto->fail: the request core has had the cache's say already. */
+void ct_client_req_fail(struct ct_client *c, enum ct_close why)
+{
+    if (may_fail(c))
+        client_fail(c, why);
+}
+
+/* ---- the next request ---------------------------------------------------------- */
+
+static void enter_read_head(struct ct_client *c)
+{
+    struct ct_worker *w = c->w;
+    CT_ASSERT(c->r.u == NULL);
+    req_reset(c);
+    c->sent_continue = c->resp_chunked = c->resp_close = c->obj_chunked = false;
+    c->head_started = evbuffer_get_length(bufferevent_get_input(c->bev)) > 0;
+    ct_io_timeouts(&c->io, 0, w->cf->limits.send_timeout_ms);
+    deadline_set(c, c->head_started ? w->cf->limits.client_header_timeout_ms
+                                    : w->cf->limits.keepalive_timeout_ms);
+    ct_io_read(&c->io, true);
+}
+
+void ct_client_response_done(struct ct_client *c)
+{
+    ct_req_log_end(&c->r, c->r.status);
+    if (c->resp_close || c->w->draining) {
+        ct_client_finish(c, c->w->draining ? CT_CLOSE_DRAIN : CT_CLOSE_RESP_DONE);
+        return;
+    }
+    ct_client_set_state(c, CT_CS_READ_HEAD);
+    enter_read_head(c);
+    /* Pipelined bytes are already in the input buffer: no read event will
+     * come for them, so parse them now. A response that completes inside
+     * that call (a hit from the store) comes back here: past a few levels, continue
+     * on the next loop turn instead, so a burst of pipelined requests cannot
+     * nest calls without bound. */
+    if (!c->head_started)
+        return;
+    struct ct_worker *w = c->w;
+    if (w->read_depth >= 8) {
+        c->resume = true;
+        deadline_set(c, 0);
+        return;
+    }
+    w->read_depth++;
+    read_head(c); /* may free c */
+    w->read_depth--;
+}
+
+void ct_client_drain(struct ct_client *c)
+{
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    if ((c->state == CT_CS_READ_HEAD && !c->head_started) || c->state == CT_CS_TLS_HANDSHAKE)
+        client_close(c, CT_CLOSE_DRAIN);
+}
+
+static void read_head(struct ct_client *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    if (evbuffer_get_length(in) > 0 && !c->head_started) {
+        /* First byte of a head: the header clock starts now and is not
+         * extended by later bytes (slowloris gets 408, not infinity). */
+        c->head_started = true;
+        deadline_set(c, c->w->cf->limits.client_header_timeout_ms);
+    }
+    while (evbuffer_get_length(in) > 0) {
+        size_t n;
+        enum ct_http_ev ev = ct_fwd_pump(c->rp, in, NULL, false, &n);
+        switch (ev) {
+        case CT_HTTP_EV_MORE:
+            continue;
+        case CT_HTTP_EV_HEAD:
+            deadline_clear(c);
+            c->r.msg = ct_http_parser_msg(c->rp);
+            c->nreq++;
+            ct_req_log_start(&c->r);
+            /* Reading stays on (saves two epoll_ctl per request) but nothing
+             * more is parsed until this response is done: pipelined
+             * requests wait in the input buffer, bounded by CT_READ_HIGH. */
+            ct_client_set_state(c, CT_CS_FETCH);
+            if (ct_http_msg_body_expected(c->r.msg))
+                ct_client_body_clock(c, CT_BODY_CLOCK_START);
+            ct_req_start(&c->r);
+            return;
+        case CT_HTTP_EV_ERROR:
+            ct_client_fail(c, CT_CLOSE_RX_BAD);
+            return;
+        case CT_HTTP_EV_BODY:
+        case CT_HTTP_EV_END:
+            CT_WRONG("request body before its head");
+        }
+    }
+}
+
+/* ---- callbacks ---------------------------------------------------------------- */
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    struct ct_client *c = arg;
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    switch (c->state) {
+    case CT_CS_READ_HEAD:
+        read_head(c);
+        break;
+    case CT_CS_FETCH:
+    case CT_CS_SEND:
+        ct_req_body_readable(&c->r);
+        break;
+    case CT_CS_TUNNEL:
+        ct_h1_tunnel_readable(c);
+        break;
+    case CT_CS_LINGER:
+        evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+        break;
+    case CT_CS_TLS_HANDSHAKE:
+    case CT_CS_CLOSED:
+    case CT_CS__COUNT:
+        CT_WRONG("client read in a state that does not read");
+    }
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    struct ct_client *c = arg;
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    if (c->state != CT_CS_LINGER && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+        bufferevent_disable(bev, EV_WRITE); /* back to direct writes */
+    switch (c->state) {
+    case CT_CS_LINGER:
+        if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+            /* All out of our buffers. Plain TCP: half-close and wait for
+             * the client's EOF (bounded by the linger timer). TLS: close
+             * now, unless the kernel still holds part of the response: then
+             * close once it has gone (linger_draining). */
+            if (c->lc->kind == CT_LISTEN_HTTPS) {
+                if (linger_draining(c))
+                    deadline_set(c, LINGER_POLL_MS);
+                else
+                    client_close(c, c->why);
+            } else if (shutdown(bufferevent_getfd(bev), SHUT_WR) != 0) {
+                client_close(c, c->why);
+            }
+        }
+        break;
+    case CT_CS_SEND:
+    case CT_CS_FETCH:
+        ct_req_drained(&c->r);
+        break;
+    case CT_CS_TUNNEL:
+        ct_h1_tunnel_drained(c);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Log why (OpenSSL's errors for this connection, so the next one does not
+ * inherit them) and answer plain HTTP on the TLS port like nginx's 497. */
+static void tls_handshake_failed(struct ct_client *c, short what)
+{
+    unsigned long e, last = 0;
+    bool plain_http = false;
+    char why[256] = "";
+    while ((e = bufferevent_get_openssl_error(c->bev)) != 0) {
+        plain_http |= ct_tls_error_is_plain_http(e);
+        last = e;
+    }
+    if (last)
+        ct_tls_error_string(last, why, sizeof(why));
+    else if (ct_tls_drain_errors(why, sizeof(why)) == 0)
+        snprintf(why, sizeof(why), "%s", (what & BEV_EVENT_EOF) ? "client closed" : "I/O error");
+    CT_INFO("w%u c%llu %s TLS handshake failed: %s%s", c->w->id, (unsigned long long)c->id,
+            c->peer, why, plain_http ? " (plain HTTP on the TLS port: answered 400)" : "");
+    if (!plain_http) {
+        client_close(c, CT_CLOSE_TLS_HANDSHAKE);
+        return;
+    }
+    /* The clear-text 400 is written and the socket half-closed; closing now
+     * with the rest of the request unread would reset the connection and
+     * destroy the answer. Linger: read the raw socket (TLS is done with)
+     * and drop what comes, until the client's EOF or LINGER_MS. */
+    ct_tls_answer_plain_http(bufferevent_getfd(c->bev));
+    bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+    ct_io_detach(&c->io);
+    ct_io_attach(&c->io, c->w->base, c->bev, true, on_read, on_event, c);
+    c->failed = true;
+    c->why = CT_CLOSE_TLS_HANDSHAKE;
+    ct_client_set_state(c, CT_CS_LINGER);
+    deadline_set(c, LINGER_MS);
+    ct_io_read(&c->io, true);
+}
+
+/* ALPN chose h2: the connection (its bufferevent, id and place in the
+ * worker's count) is proxy/h2/h2_serve.c's from now on; the HTTP/1 side
+ * goes without a close. */
+static void client_to_h2(struct ct_client *c)
+{
+    struct bufferevent *bev = c->bev;
+    ct_io_detach(&c->io);
+    bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+    c->w->take_h2(c->w, c->lc, bev, c->peer, c->peer_ip_len, c->id);
+    ct_req_free(&c->r);
+    event_free(c->timer);
+    ct_http_parser_free(&c->rp);
+    client_unlink(c);
+    c->magic = 0;
+    free(c);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct ct_client *c = arg;
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    if (what & BEV_EVENT_CONNECTED) {
+        CT_ASSERT(c->state == CT_CS_TLS_HANDSHAKE);
+        if (ct_tls_alpn_is_h2(bufferevent_openssl_get_ssl(bev))) {
+            client_to_h2(c);
+            return;
+        }
+        ct_client_set_state(c, CT_CS_READ_HEAD);
+        deadline_set(c, c->w->cf->limits.client_header_timeout_ms);
+        return;
+    }
+    if (c->state == CT_CS_LINGER) {
+        client_close(c, c->why);
+        return;
+    }
+    if (what & BEV_EVENT_TIMEOUT) {
+        /* Reading: a request body stalled. Writing: the client stopped reading. */
+        ct_client_fail(c, (what & BEV_EVENT_READING) ? CT_CLOSE_RX_TIMEOUT : CT_CLOSE_TX_TIMEOUT);
+        return;
+    }
+    if (c->state == CT_CS_TLS_HANDSHAKE) {
+        tls_handshake_failed(c, what);
+        return;
+    }
+    if (ct_cache_client_gone(&c->r)) {
+        /* Its fetch fills an object others read: it goes on (cache_fill.c),
+         * and the connection ends with it, silent meanwhile. */
+        c->resp_close = true;
+        struct evbuffer *out = bufferevent_get_output(c->bev);
+        evbuffer_drain(out, evbuffer_get_length(out));
+        bufferevent_disable(c->bev, EV_WRITE);
+        ct_io_read(&c->io, false);
+        return;
+    }
+    if (what & BEV_EVENT_EOF) {
+        /* Between requests, a close is the normal end; mid-request the client
+         * gave up, and the origin exchange is abandoned with it. */
+        client_close(c, c->state == CT_CS_TUNNEL ? CT_CLOSE_TUNNEL_DONE : CT_CLOSE_REM_CLOSE);
+        return;
+    }
+    client_close(c, (what & BEV_EVENT_WRITING) ? CT_CLOSE_TX_ERROR : CT_CLOSE_RX_ERROR);
+}
+
+/* Does the kernel still hold bytes of our last response that it has not
+ * even sent, because the client is taking them slowly? The send queue holds
+ * up to tcp_wmem's maximum (4 MB here): to a slow reader a "finished"
+ * response can still be seconds from its end, and closing then leaves an
+ * orphan socket that Linux gives up on with the reader's last megabytes. So
+ * a lingering connection stays while that backlog shrinks, and is closed
+ * once it is gone or has not moved for send_timeout (a reader that stopped).
+ * Bytes sent and merely not yet acknowledged (SIOCOUTQ counts those too) do
+ * not hold a close back: the kernel finishes those on its own, and waiting
+ * for their ACK would cost every short connection a poll interval. */
+static bool linger_draining(struct ct_client *c)
+{
+    int held = ct_io_unsent(&c->io);
+    if (held == 0)
+        return false;
+    uint64_t now = now_ms();
+    if (c->linger_outq == 0 || held < c->linger_outq) {
+        c->linger_outq = held;
+        c->linger_moved_ms = now;
+    }
+    uint64_t stall = c->w->cf->limits.send_timeout_ms ? c->w->cf->limits.send_timeout_ms : LINGER_MS;
+    return now - c->linger_moved_ms < stall;
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_client *c = arg;
+    CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
+    (void)fd;
+    (void)what;
+    c->timer_at_ms = 0;
+    if (c->deadline_ms == 0)
+        return; /* left armed through a state without a deadline */
+    uint64_t now = now_ms();
+    if (now < c->deadline_ms) { /* the deadline moved later since it was armed */
+        timer_arm(c, c->deadline_ms - now);
+        c->timer_at_ms = c->deadline_ms;
+        return;
+    }
+    c->deadline_ms = 0;
+    switch (c->state) {
+    case CT_CS_READ_HEAD:
+        if (c->resume) { /* not a deadline: the deferred parse of pipelined bytes */
+            c->resume = false;
+            deadline_set(c, c->w->cf->limits.client_header_timeout_ms);
+            read_head(c);
+        } else if (c->head_started)
+            ct_client_fail(c, CT_CLOSE_RX_TIMEOUT);
+        else
+            client_close(c, CT_CLOSE_IDLE_TIMEOUT);
+        break;
+    case CT_CS_TLS_HANDSHAKE:
+        client_close(c, CT_CLOSE_TLS_HANDSHAKE);
+        break;
+    case CT_CS_LINGER:
+        if (linger_draining(c)) {
+            deadline_set(c, LINGER_POLL_MS);
+            break;
+        }
+        client_close(c, c->why);
+        break;
+    case CT_CS_FETCH:
+    case CT_CS_SEND:
+        /* The request body's deadline: a trickle must not hold this
+         * connection and its upstream for ever (408, or a close once the
+         * response has begun). Only while cachet reads the body for an
+         * upstream; anything else that left the deadline set has ended it. */
+        if (!c->r.body_done && c->r.u != NULL && c->r.body_paused_ms == 0)
+            ct_client_fail(c, CT_CLOSE_RX_TIMEOUT);
+        break;
+    case CT_CS_TUNNEL:
+        break; /* a body deadline left from before the 101: the tunnel has its own timeouts */
+    default:
+        CT_WRONG("client timer in a state without a deadline");
+    }
+}

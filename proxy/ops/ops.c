@@ -1,0 +1,620 @@
+/*
+ * proxy/ops/ops.c: operations glue (proxy/ops/admin.h): setting up and tearing down
+ * the admin listener, the access log, health checks and the signal events;
+ * the hooks the proxy calls for counters and access-log lines; purge.
+ *
+ * Threads: ct_ops_new/start/free, the signal handlers and the log timer run
+ * on the main thread; the ct_ops_conn_* / req_* / upstream hooks on the
+ * worker owning the client, touching only that worker's block and buffer.
+ */
+#include <arpa/inet.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <netdb.h>
+#include <openssl/ssl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "cache/cache.h"
+#include "common/log.h"
+#include "proxy/core/cache_int.h"
+#include "proxy/core/core.h"
+#include "proxy/ops/ops_int.h"
+#include "proxy/stats/accesslog.h"
+#include "proxy/upstream/health.h"
+#include "proxy/upstream/upstream.h"
+
+/* Buffers of the access log are written out at least this often. */
+#define ALOG_FLUSH_MS 1000
+
+void ct_ops_addr_name(const struct sockaddr *sa, char *out, size_t len)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+    if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+        snprintf(out, len, "[%s]:%u", ip, ntohs(in6->sin6_port));
+    } else {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+        snprintf(out, len, "%s:%u", ip, ntohs(in->sin_port));
+    }
+}
+
+bool ct_ops_backend_resolve(const struct ct_conf_backend *b, struct ct_backend_addr *ba,
+                            const char *during)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    char port[8];
+    snprintf(port, sizeof(port), "%u", b->port);
+    int rc = getaddrinfo(b->host, port, &hints, &res);
+    if (rc != 0 || res == NULL) {
+        CT_ERR("%sbackend %s: cannot resolve %s: %s", during, b->name ? b->name : b->host,
+               b->host, gai_strerror(rc));
+        return false;
+    }
+    memcpy(&ba->sa, res->ai_addr, res->ai_addrlen);
+    ba->salen = res->ai_addrlen;
+    freeaddrinfo(res);
+    snprintf(ba->name, sizeof(ba->name), "%s:%u", b->host, b->port);
+    return true;
+}
+
+/* ---- signals and timers ------------------------------------------------------- */
+
+static void on_usr1(evutil_socket_t sig, short what, void *arg)
+{
+    struct ct_ops *ops = arg;
+    CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
+    if (ct_log_reopen() != CT_OK)
+        CT_ERR("SIGUSR1: cannot reopen the error log: %s", strerror(errno));
+    if (ops->alog && ct_accesslog_reopen(ops->alog) != CT_OK)
+        CT_ERR("SIGUSR1: cannot reopen the access log %s: %s", ops->px->cf->logs.access_log,
+               strerror(errno));
+    CT_INFO("SIGUSR1: log files reopened");
+}
+
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+    struct ct_ops *ops = arg;
+    CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
+    ct_ops_reload(ops);
+}
+
+static void on_alog_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct ct_ops *ops = arg;
+    CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
+    char msg[512];
+    if (ops->alog == NULL) /* a reload may have turned it off */
+        return;
+    ct_accesslog_flush_all(ops->alog);
+    int r = ct_accesslog_report(ops->alog, ct_time_mono(), msg, sizeof(msg));
+    if (r < 0)
+        CT_ERR("%s", msg);
+    else if (r > 0)
+        CT_INFO("%s", msg);
+}
+
+/* ---- life ------------------------------------------------------------------------ */
+
+static int open_access_log(struct ct_ops *ops)
+{
+    const struct ct_conf_logs *lg = &ops->px->cf->logs;
+    if (lg->access_log == NULL)
+        return CT_OK;
+    char err[256];
+    enum ct_accesslog_fmt fmt =
+        lg->access_format == CT_CONF_ACCESS_JSON ? CT_ACCESSLOG_JSON : CT_ACCESSLOG_COMBINED;
+    ops->alog = ct_accesslog_open(lg->access_log, fmt, err, sizeof(err));
+    if (ops->alog == NULL) {
+        CT_ERR("%s", err);
+        return CT_EIO;
+    }
+    return CT_OK;
+}
+
+struct ct_ops *ct_ops_new(struct ct_proxy *px)
+{
+    struct ct_ops *ops = ct_xcalloc(1, sizeof(*ops));
+    ops->magic = CT_OPS_MAGIC;
+    ops->px = px;
+    ops->started = ct_time_mono();
+    px->ops = ops;
+    if (open_access_log(ops) != CT_OK)
+        goto fail;
+    if (px->cf->admin.enabled && ct_ops_admin_listen(ops, &px->cf->admin.addr) != CT_OK)
+        goto fail;
+    /* Before the workers start: they read ops->health (its first probes run
+     * once the main loop does). */
+    ops->health = ct_health_new(px->main_base, px->backends, px->cf->backends, px->nbackends);
+    ops->sig_hup = evsignal_new(px->main_base, SIGHUP, on_hup, ops);
+    ops->sig_usr1 = evsignal_new(px->main_base, SIGUSR1, on_usr1, ops);
+    evsignal_add(ops->sig_hup, NULL);
+    evsignal_add(ops->sig_usr1, NULL);
+    return ops;
+fail:
+    ct_ops_free(&ops);
+    px->ops = NULL;
+    return NULL;
+}
+
+void ct_ops_start(struct ct_ops *ops)
+{
+    struct ct_proxy *px = ops->px;
+    if (ops->cache == NULL)
+        ops->cache = px->cache; /* the shared store, once main made it */
+    if (ops->alog)
+        ct_ops_start_alog_timer(ops);
+    ct_ops_start_lurker(ops);
+}
+
+void ct_ops_start_alog_timer(struct ct_ops *ops)
+{
+    ops->alog_timer = event_new(ops->px->main_base, -1, EV_PERSIST, on_alog_timer, ops);
+    struct timeval tv = {ALOG_FLUSH_MS / 1000, (ALOG_FLUSH_MS % 1000) * 1000};
+    event_add(ops->alog_timer, &tv);
+}
+
+void ct_ops_free(struct ct_ops **opsp)
+{
+    struct ct_ops *ops = *opsp;
+    *opsp = NULL;
+    if (ops == NULL)
+        return;
+    CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
+    ct_ops_events_free(ops);
+    ct_ops_admin_close(ops);
+    ct_health_free(&ops->health);
+    ct_ops_stop_lurker(ops); /* if main did not already */
+    struct event *evs[] = {ops->sig_hup, ops->sig_usr1, ops->alog_timer};
+    for (size_t i = 0; i < CT_ARRAY_LEN(evs); i++)
+        if (evs[i])
+            event_free(evs[i]);
+    ct_accesslog_free(&ops->alog); /* flushes what the workers left */
+    ct_reload_free_retired(ops);
+    ops->magic = 0;
+    free(ops);
+}
+
+void ct_ops_set_cache(struct ct_ops *ops, struct ct_cache *cache) { ops->cache = cache; }
+
+void ct_ops_worker_init(struct ct_worker *w)
+{
+    struct ct_ops *ops = w->px->ops;
+    w->stats = ct_stats_new(w->px->nbackends);
+    if (ops && ops->alog)
+        w->alog = ct_accesslog_buf_new(ops->alog); /* owned by the log */
+}
+
+void ct_ops_worker_fini(struct ct_worker *w)
+{
+    ct_stats_free(&w->stats);
+    w->alog = NULL;
+}
+
+bool ct_ops_backend_up(const struct ct_proxy *px, size_t i)
+{
+    return i >= px->nbackends || !atomic_load(&px->backends[i].down);
+}
+
+void ct_ops_backend_counts(const struct ct_proxy *px, struct ct_stats *sum)
+{
+    for (size_t i = 0; i < px->nbackends && i < sum->nbackends; i++)
+        for (const struct ct_backend_addr *a = &px->backends[i]; a; a = a->prev)
+            for (size_t k = 0; k < CT_STATS_BE__COUNT; k++)
+                ct_stats_add(&sum->be[i][k], atomic_load_explicit(&a->counts[k],
+                                                                  memory_order_relaxed));
+}
+
+/* ---- purge --------------------------------------------------------------------- */
+
+static int hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    ch = ct_ascii_lower(ch);
+    return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+/* The value of NAME in the query string Q, percent-decoded into BUF.
+ * Returns false if absent, malformed or too long. */
+static bool query_param(struct ct_str q, const char *name, char *buf, size_t cap,
+                        struct ct_str *out)
+{
+    size_t nlen = strlen(name);
+    for (size_t i = 0; i < q.len;) {
+        const char *amp = memchr(q.p + i, '&', q.len - i);
+        size_t end = amp ? (size_t)(amp - q.p) : q.len;
+        if (end - i > nlen && memcmp(q.p + i, name, nlen) == 0 && q.p[i + nlen] == '=') {
+            size_t n = 0;
+            for (size_t k = i + nlen + 1; k < end; k++) {
+                char ch = q.p[k];
+                if (ch == '%') {
+                    int hi = k + 2 < end ? hexval(q.p[k + 1]) : -1;
+                    int lo = k + 2 < end ? hexval(q.p[k + 2]) : -1;
+                    if (hi < 0 || lo < 0)
+                        return false;
+                    ch = (char)(hi * 16 + lo);
+                    k += 2;
+                } else if (ch == '+') {
+                    ch = ' ';
+                }
+                if (n + 1 >= cap)
+                    return false;
+                buf[n++] = ch;
+            }
+            *out = ct_str_make(buf, n);
+            return true;
+        }
+        i = end + 1;
+    }
+    return false;
+}
+
+/* Split an absolute "http[s]://host[:port]/path" into host (with any port),
+ * the scheme's default port and the path. */
+static bool split_url(struct ct_str url, struct ct_str *host, unsigned *port, struct ct_str *path)
+{
+    struct ct_str rest;
+    if (url.len > 7 && memcmp(url.p, "http://", 7) == 0) {
+        *port = 80;
+        rest = ct_str_make(url.p + 7, url.len - 7);
+    } else if (url.len > 8 && memcmp(url.p, "https://", 8) == 0) {
+        *port = 443;
+        rest = ct_str_make(url.p + 8, url.len - 8);
+    } else {
+        return false;
+    }
+    const char *slash = memchr(rest.p, '/', rest.len);
+    if (slash == NULL || slash == rest.p)
+        return false;
+    *host = ct_str_make(rest.p, (size_t)(slash - rest.p));
+    *path = ct_str_make(slash, rest.len - host->len);
+    return true;
+}
+
+static unsigned purge_body(struct ct_stats_out *body, unsigned status, const char *msg, size_t n)
+{
+    if (msg)
+        ct_stats_out_printf(body, "{\"error\":\"%s\"}\n", msg);
+    else
+        ct_stats_out_printf(body, "{\"purged\":%zu}\n", n);
+    return status;
+}
+
+/* This thread's CPU time, ms: what a purge cost the admin thread (its wall
+ * time also counts the time the scheduler gave to others). */
+static double thread_cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* POST /purge?tag=T[&tag=U...]: every object tagged exactly T, U... */
+static unsigned purge_tags(struct ct_ops *ops, struct ct_str query, enum ct_cache_purge mode,
+                           struct ct_stats_out *body)
+{
+    char val[CT_CACHE_TAG_MAX_LEN + 2]; /* query_param keeps one byte free */
+    size_t n = 0, ntags = 0;
+    ct_time_t now = ct_time_real(), t0 = ct_time_mono();
+    double cpu0 = thread_cpu_ms();
+    for (size_t i = 0; i < query.len;) {
+        const char *amp = memchr(query.p + i, '&', query.len - i);
+        size_t end = amp ? (size_t)(amp - query.p) : query.len;
+        struct ct_str one = ct_str_make(query.p + i, end - i), tag;
+        i = end + 1;
+        if (one.len < 4 || memcmp(one.p, "tag=", 4) != 0)
+            continue;
+        if (!query_param(one, "tag", val, sizeof(val), &tag) || tag.len == 0)
+            return purge_body(body, 400, "a tag is empty, malformed or longer than 1024 bytes", 0);
+        n += ct_cache_purge_tag(ops->cache, tag, mode, now);
+        ntags++;
+    }
+    CT_INFO("admin: purge%s of %zu tags: %zu objects in %.1f ms (%.1f ms CPU)",
+            mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "", ntags, n, (ct_time_mono() - t0) * 1e3,
+            thread_cpu_ms() - cpu0);
+    return purge_body(body, n ? 200 : 404, NULL, n);
+}
+
+unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_out *body)
+{
+    if (ops->cache == NULL)
+        return purge_body(body, 501, "no cache", 0);
+    char val[4096];
+    struct ct_str url, host, path, soft;
+    unsigned port;
+    enum ct_cache_purge mode =
+        query_param(query, "soft", val, sizeof(val), &soft) && ct_str_eq(soft, CT_STR("1"))
+            ? CT_CACHE_PURGE_SOFT
+            : CT_CACHE_PURGE_HARD;
+    if (query_param(query, "tag", val, sizeof(val), &url))
+        return purge_tags(ops, query, mode, body);
+    bool prefix = query_param(query, "prefix", val, sizeof(val), &url);
+    if (!prefix && !query_param(query, "url", val, sizeof(val), &url))
+        return purge_body(body, 400, "expected ?url=URL, ?prefix=URL or ?tag=TAG", 0);
+    if (!split_url(url, &host, &port, &path))
+        return purge_body(body, 400, "expected an absolute http:// or https:// URL", 0);
+    size_t n, cap = host.len + path.len + 256;
+    char *buf = ct_xmalloc(cap);
+    if (prefix) {
+        struct ct_str pfx;
+        if (ct_cache_key_prefix(host, port, path, buf, cap, &pfx) != CT_OK) {
+            free(buf);
+            return purge_body(body, 400, "URL too long", 0);
+        }
+        n = ct_cache_purge_prefix_mode(ops->cache, pfx, mode, ct_time_real());
+    } else {
+        struct ct_cache_key_opts opts;
+        ct_cache_key_opts_of(&ops->px->cf->cache, &opts);
+        struct ct_cache_key_in in = {.mclass = CT_CACHE_MCLASS_GET, .host = host,
+                                     .default_port = port, .target = path};
+        size_t need = ct_cache_key_size(&in) + 2;
+        if (need > cap) {
+            buf = ct_xrealloc(buf, need);
+            cap = need;
+        }
+        struct ct_cache_key key;
+        CT_ASSERT(ct_cache_key_build(&opts, &in, buf, cap, &key) == CT_OK);
+        n = ct_cache_purge_key_mode(ops->cache, &key, mode, ct_time_real());
+        struct ct_str variants;
+        if (opts.header_name.len && ct_cache_key_variants_prefix(&key, buf, cap, &variants) == CT_OK)
+            n += ct_cache_purge_prefix_mode(ops->cache, variants, mode, ct_time_real());
+    }
+    free(buf);
+    CT_INFO("admin: purge%s %s %.*s: %zu objects", mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "",
+            prefix ? "prefix" : "url", (int)url.len, url.p, n);
+    return purge_body(body, n ? 200 : 404, NULL, n);
+}
+
+/* ---- bans (issue 16) ---------------------------------------------------------- */
+
+static unsigned ban_error(struct ct_stats_out *body, unsigned status, const char *msg)
+{
+    ct_stats_out_printf(body, "{\"error\":\"");
+    ct_buf_json_escape(body, ct_str_c(msg), CT_JSON_UTF8);
+    ct_stats_out_printf(body, "\"}\n");
+    return status;
+}
+
+unsigned ct_ops_ban(struct ct_ops *ops, struct ct_str query, struct ct_str expr,
+                    struct ct_stats_out *body)
+{
+    if (ops->cache == NULL)
+        return ban_error(body, 501, "no cache");
+    char val[8], err[256];
+    struct ct_str soft;
+    bool is_soft =
+        query_param(query, "soft", val, sizeof(val), &soft) && ct_str_eq(soft, CT_STR("1"));
+    expr = ct_str_trim_ows(expr);
+    while (expr.len && (expr.p[expr.len - 1] == '\n' || expr.p[expr.len - 1] == '\r'))
+        expr = ct_str_trim_ows(ct_str_make(expr.p, expr.len - 1)); /* curl -d @file, echo */
+    uint64_t id;
+    int rc = ct_cache_ban_add(ops->cache, expr.p ? expr.p : "", expr.len, is_soft,
+                              ct_time_real(), &id, err, sizeof(err));
+    if (rc != CT_OK) {
+        CT_INFO("admin: ban refused: %s", err);
+        /* 400: the expression is wrong; 503: right, but the list is full for now */
+        return ban_error(body, rc == CT_ELIMIT ? 503 : 400, err);
+    }
+    struct ct_cache_stats st;
+    ct_cache_stats(ops->cache, &st);
+    CT_INFO("admin: ban %llu%s added: %.*s (%llu active)", (unsigned long long)id,
+            is_soft ? " (soft)" : "", (int)expr.len, expr.p, (unsigned long long)st.bans_active);
+    ct_stats_out_printf(body, "{\"id\":%llu,\"soft\":%s,\"expression\":\"",
+                        (unsigned long long)id, is_soft ? "true" : "false");
+    ct_buf_json_escape(body, expr, CT_JSON_UTF8);
+    ct_stats_out_printf(body, "\",\"bans_active\":%llu}\n", (unsigned long long)st.bans_active);
+    return 200;
+}
+
+struct ban_list {
+    struct ct_stats_out *out;
+    ct_time_t now;
+    size_t n;
+};
+
+static void ban_row(const struct ct_cache_ban_info *b, void *arg)
+{
+    struct ban_list *l = arg;
+    ct_stats_out_printf(l->out, "%s{\"id\":%llu,\"expression\":\"", l->n++ ? "," : "",
+                        (unsigned long long)b->id);
+    ct_buf_json_escape(l->out, b->expr, CT_JSON_UTF8);
+    ct_stats_out_printf(l->out, "\",\"soft\":%s,\"age_s\":%.3f,\"tested\":%llu,\"banned\":%llu}",
+                        b->soft ? "true" : "false", CT_MAX(0.0, l->now - b->created),
+                        (unsigned long long)b->tested, (unsigned long long)b->banned);
+}
+
+unsigned ct_ops_bans(struct ct_ops *ops, struct ct_stats_out *body)
+{
+    if (ops->cache == NULL)
+        return ban_error(body, 501, "no cache");
+    struct ban_list l = {body, ct_time_real(), 0};
+    struct ct_cache_stats st;
+    ct_stats_out_printf(body, "{\"bans\":[");
+    ct_cache_ban_each(ops->cache, ban_row, &l);
+    ct_cache_stats(ops->cache, &st);
+    ct_stats_out_printf(body,
+                        "],\"bans_active\":%llu,\"bans_added\":%llu,\"bans_completed\":%llu,"
+                        "\"lurker_progress\":%.3f,\"lurker_tested\":%llu}\n",
+                        (unsigned long long)st.bans_active, (unsigned long long)st.bans_added,
+                        (unsigned long long)st.bans_completed, st.ban_lurker_progress / 1000.0,
+                        (unsigned long long)st.ban_lurker_tested);
+    return 200;
+}
+
+/* ---- the ban lurker (issue 16) ---------------------------------------------------- */
+
+/* Its own thread, so the walk never delays the admin listener, and at a low
+ * priority with short slices, so it never delays a worker either: a slice
+ * of cache.ban_lurker_batch objects is worked in runs of
+ * CT_CACHE_BAN_LURK_RUN (one shard lock hold each, ~0.1 ms) with a
+ * sched_yield() between runs, then the thread sleeps ban_lurker_sleep.
+ * On the main thread (where it ran before) each 1000-object slice took the
+ * CPU for milliseconds at a time from the worker sharing its core.
+ *
+ * Nice +10 (weight 110 against a worker's 1024): beside a worker that keeps
+ * its core busy the lurker still gets about a tenth of it (a walk of 1 M
+ * objects then takes seconds, not minutes), and the scheduler preempts it
+ * as soon as the worker wakes. Not SCHED_IDLE: a lurker preempted while
+ * holding a shard lock would wait for an idle core (never, on a loaded
+ * machine) while the worker waits for the lock.
+ *
+ * Settings: a reload changes cache.ban_lurker_batch / _sleep on the main
+ * thread's config, which this thread must not read; a 1 s timer on the main
+ * thread copies them into atomics and wakes the thread when they changed
+ * (it may be asleep for the old, long pause). Idle (no ban), the thread
+ * looks every ban_lurker_sleep as the main thread's timer did: a new ban
+ * waits for at most that, and an operator can slow the lurker down to
+ * nothing. The same timer gives the store a reloaded cache.max_bans. */
+#define LURKER_NICE 10
+
+struct lurker {
+    unsigned magic;
+#define LURKER_MAGIC 0x1a2ce7e5u
+    struct ct_ops *ops;
+    struct ct_cache *cache;
+    pthread_t thread;
+    pthread_mutex_t mtx;
+    pthread_cond_t cond; /* CLOCK_MONOTONIC */
+    bool stop, changed;  /* mtx */
+    bool thread_started; /* main thread */
+    unsigned max_bans;   /* main thread: the bound last given to the store */
+    _Atomic unsigned batch;
+    _Atomic uint64_t sleep_ms;
+};
+
+static struct lurker *lurker_of(const struct ct_ops *ops)
+{
+    if (ops->lurk_timer == NULL)
+        return NULL;
+    struct lurker *lk = event_get_callback_arg(ops->lurk_timer);
+    CT_CHECK_OBJ(lk, LURKER_MAGIC);
+    return lk;
+}
+
+/* Wait up to MS on LK's condition (mtx held); false once asked to stop. */
+static bool lurker_wait(struct lurker *lk, uint64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    while (!lk->stop && !lk->changed)
+        if (pthread_cond_timedwait(&lk->cond, &lk->mtx, &ts) != 0)
+            break; /* ETIMEDOUT */
+    lk->changed = false;
+    return !lk->stop;
+}
+
+static void *lurker_main(void *arg)
+{
+    struct lurker *lk = arg;
+    CT_CHECK_OBJ(lk, LURKER_MAGIC);
+    /* per thread on Linux: a nice value is a property of the task; relative
+     * to the process's own (started under nice, it stays the nicer one) */
+    errno = 0;
+    int base = getpriority(PRIO_PROCESS, (id_t)gettid());
+    if (errno != 0 || setpriority(PRIO_PROCESS, (id_t)gettid(), CT_MIN(base + LURKER_NICE, 19)) != 0)
+        CT_DEBUG("ban lurker: cannot lower its priority: %s", strerror(errno));
+    pthread_mutex_lock(&lk->mtx);
+    for (;;) {
+        pthread_mutex_unlock(&lk->mtx);
+        size_t batch = atomic_load_explicit(&lk->batch, memory_order_relaxed);
+        for (size_t done = 0; done < batch;) {
+            size_t run = CT_MIN(batch - done, (size_t)CT_CACHE_BAN_LURK_RUN);
+            size_t n = ct_cache_ban_lurk(lk->cache, ct_time_real(), run);
+            if (n == 0)
+                break; /* no ban, or the walk ended (the ban dropped) */
+            done += n;
+            sched_yield(); /* a runnable worker goes first */
+        }
+        pthread_mutex_lock(&lk->mtx);
+        if (!lurker_wait(lk, atomic_load_explicit(&lk->sleep_ms, memory_order_relaxed)))
+            break;
+    }
+    pthread_mutex_unlock(&lk->mtx);
+    return NULL;
+}
+
+/* Main thread, each second: the ban settings of the current config (the
+ * bound on bans too: the store was made with the first config's). */
+static void on_lurk_conf(evutil_socket_t fd, short what, void *arg)
+{
+    struct lurker *lk = arg;
+    CT_CHECK_OBJ(lk, LURKER_MAGIC);
+    const struct ct_conf_cache *cc = &lk->ops->px->cf->cache;
+    if (cc->max_bans != lk->max_bans) {
+        ct_cache_ban_set_max(lk->cache, cc->max_bans);
+        lk->max_bans = cc->max_bans;
+    }
+    if (atomic_load_explicit(&lk->batch, memory_order_relaxed) == cc->ban_lurker_batch &&
+        atomic_load_explicit(&lk->sleep_ms, memory_order_relaxed) == cc->ban_lurker_sleep_ms)
+        return;
+    atomic_store_explicit(&lk->batch, cc->ban_lurker_batch, memory_order_relaxed);
+    atomic_store_explicit(&lk->sleep_ms, cc->ban_lurker_sleep_ms, memory_order_relaxed);
+    pthread_mutex_lock(&lk->mtx);
+    lk->changed = true;
+    pthread_cond_signal(&lk->cond);
+    pthread_mutex_unlock(&lk->mtx);
+}
+
+void ct_ops_start_lurker(struct ct_ops *ops)
+{
+    if (ops->cache == NULL)
+        return;
+    struct lurker *lk = ct_xcalloc(1, sizeof(*lk));
+    lk->magic = LURKER_MAGIC;
+    lk->ops = ops;
+    lk->cache = ops->cache;
+    pthread_condattr_t ca;
+    CT_ASSERT(pthread_condattr_init(&ca) == 0);
+    CT_ASSERT(pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0);
+    CT_ASSERT(pthread_cond_init(&lk->cond, &ca) == 0);
+    pthread_condattr_destroy(&ca);
+    CT_ASSERT(pthread_mutex_init(&lk->mtx, NULL) == 0);
+    on_lurk_conf(-1, 0, lk);
+    ops->lurk_timer = event_new(ops->px->main_base, -1, EV_PERSIST, on_lurk_conf, lk);
+    event_add(ops->lurk_timer, &(struct timeval){1, 0});
+    if (pthread_create(&lk->thread, NULL, lurker_main, lk) != 0) {
+        /* bans still work (at lookup), they are just never dropped */
+        CT_ERR("ban lurker: cannot start its thread: %s", strerror(errno));
+        ct_ops_stop_lurker(ops);
+        return;
+    }
+    pthread_setname_np(lk->thread, "cachet-lurker");
+    lk->thread_started = true;
+}
+
+void ct_ops_stop_lurker(struct ct_ops *ops)
+{
+    struct lurker *lk = lurker_of(ops);
+    if (lk == NULL)
+        return;
+    if (lk->thread_started) {
+        pthread_mutex_lock(&lk->mtx);
+        lk->stop = true;
+        pthread_cond_signal(&lk->cond);
+        pthread_mutex_unlock(&lk->mtx);
+        pthread_join(lk->thread, NULL);
+    }
+    event_free(ops->lurk_timer);
+    ops->lurk_timer = NULL;
+    pthread_cond_destroy(&lk->cond);
+    pthread_mutex_destroy(&lk->mtx);
+    lk->magic = 0;
+    free(lk);
+}

@@ -1,0 +1,103 @@
+/*
+ * proxy/ops/ops_int.h: shared between the operations files (admin.c, ops.c,
+ * health.c, reload.c) only. The public side is proxy/ops/admin.h.
+ */
+#ifndef CT_OPS_INT_H
+#define CT_OPS_INT_H
+
+#include <sys/socket.h>
+
+#include "common/common.h"
+#include "proxy/ops/admin.h"
+
+struct event;
+struct evconnlistener;
+struct bufferevent;
+struct ct_http_msg;
+struct ct_accesslog;
+struct ct_health;
+struct ct_conf_addr;
+struct admin_conn;
+struct ct_reload;
+
+/* Everything here belongs to the main thread. */
+struct ct_ops {
+    unsigned magic;
+#define CT_OPS_MAGIC 0x0b5e7a11u
+    struct ct_proxy *px;
+    ct_time_t started;             /* mono */
+    struct evconnlistener *lev;    /* admin listener; NULL when off */
+    char admin_name[80];
+    struct admin_conn *conns;      /* open admin connections */
+    uint64_t admin_requests;
+    struct ct_cache *cache;        /* purge target; NULL: none */
+    struct ct_accesslog *alog;     /* NULL: off */
+    struct event *alog_timer;
+    struct event *sig_hup, *sig_usr1;
+    struct ct_health *health;      /* NULL: no backend has checks */
+    struct ct_reload *rl;          /* reload.c state; NULL before the first SIGHUP */
+    struct ct_stats_reload reload; /* reload outcomes, for /stats */
+    struct ct_ops_events *events;  /* GET /events streams (ops_events.c); NULL: none yet */
+    struct event *lurk_timer;      /* the ban lurker's settings timer; its arg is the
+                                      lurker (ops.c); NULL: no lurker */
+};
+
+/* admin.c */
+int ct_ops_admin_listen(struct ct_ops *ops, const struct ct_conf_addr *addr);
+/* Bind an admin listener on ADDR (its "ip:port" into NAME); NULL if it
+ * cannot (logged). Reloads swap it for ops->lev. */
+struct evconnlistener *ct_ops_admin_bind(struct ct_ops *ops, const struct ct_conf_addr *addr,
+                                         char *name, size_t namelen);
+void ct_ops_admin_close(struct ct_ops *ops);
+
+/* ops.c: POST /purge?url=URL or ?prefix=URL (QUERY). Returns the status to
+ * answer and appends the JSON body to BODY. */
+unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_out *body);
+/* ops.c: POST /ban[?soft=1] with EXPR (the request body): 200 with the new
+ * ban's id, 400 with the parse error, 503 when the ban list is full, 501
+ * without a cache; the JSON body is appended to BODY. GET /bans: the list. */
+unsigned ct_ops_ban(struct ct_ops *ops, struct ct_str query, struct ct_str expr,
+                    struct ct_stats_out *body);
+unsigned ct_ops_bans(struct ct_ops *ops, struct ct_stats_out *body);
+/* ops.c: the ban lurker's thread (main thread: start after the cache is
+ * set, stop before it is freed; stopping twice is harmless). */
+void ct_ops_start_lurker(struct ct_ops *ops);
+void ct_ops_stop_lurker(struct ct_ops *ops);
+/* reload.c: SIGHUP. What a reload replaced is freed once no connection can
+ * use it any more; ct_reload_free_retired() frees the rest at exit. */
+void ct_ops_reload(struct ct_ops *ops);
+void ct_reload_free_retired(struct ct_ops *ops);
+/* Before the NWORKERS workers start (main thread): the state workers read
+ * when their clients close (ct_reload_conn_gone). */
+void ct_reload_init(struct ct_ops *ops, unsigned nworkers);
+/* Add the handshakes of the TLS contexts reloads created to FULL and RESUMED;
+ * returns true if there is any such context. */
+bool ct_reload_tls_stats(const struct ct_ops *ops, uint64_t *full, uint64_t *resumed);
+/* The client listeners in use (after any reload's switch), at most CAP of
+ * them into OUT; returns how many. Main thread. */
+struct ct_listener_conf;
+size_t ct_reload_listeners(const struct ct_ops *ops, const struct ct_listener_conf **out,
+                           size_t cap);
+/* admin.c: the /stats JSON (JSON) or the /metrics text of the whole process,
+ * appended to OUT. Main thread. */
+void ct_ops_render(struct ct_ops *ops, bool json, struct ct_stats_out *out);
+/* ops_events.c: GET /events. Takes over BEV (an admin connection whose
+ * request was read: its input holds nothing more we need) and streams one
+ * snapshot a second until the client leaves, falls behind or cachet exits.
+ * Answers 503 itself when too many streams are open. */
+void ct_ops_events_add(struct ct_ops *ops, struct bufferevent *bev);
+void ct_ops_events_free(struct ct_ops *ops);
+/* Streams open now, and those closed because their client did not read. */
+void ct_ops_events_counts(const struct ct_ops *ops, uint64_t *open, uint64_t *dropped);
+/* ops.c: the access log's flush timer. */
+void ct_ops_start_alog_timer(struct ct_ops *ops);
+void ct_ops_addr_name(const struct sockaddr *sa, char *out, size_t len);
+/* Resolve backend B (numeric or by name) into BA's address and "host:port"
+ * name. On failure logs "DURING backend NAME: cannot resolve ..." and returns
+ * false. Main thread (getaddrinfo may block). */
+struct ct_conf_backend;
+struct ct_backend_addr;
+bool ct_ops_backend_resolve(const struct ct_conf_backend *b, struct ct_backend_addr *ba,
+                            const char *during);
+
+#endif /* CT_OPS_INT_H */

@@ -1,0 +1,245 @@
+/*
+ * proxy/stats/stats.h: cachet's counters, and their two renderings (/stats JSON and
+ * /metrics Prometheus text). Pure C11 + atomics: no libevent, no sockets, so
+ * the unit tests link the library `ct_stats` alone.
+ *
+ * One X-macro table (CT_STATS_TABLE) lists every per-worker counter with its
+ * kind (counter or gauge), its label set and its help text. The struct, the
+ * JSON and the Prometheus text are all generated from it, so they cannot
+ * drift (Varnish include/tbl/vsc_*.h; the close reasons come the same way from
+ * common/close_tbl.h). Per-backend counters have their own table
+ * (CT_STATS_BE_TABLE), the latency histogram its fixed buckets
+ * (CT_STATS_LAT_BUCKETS).
+ *
+ * Threads. Each worker owns one struct ct_stats and is the only writer: an
+ * increment is a relaxed load + relaxed store (no locked instruction, no
+ * contention). Any other thread (the admin listener) may read a block at any
+ * time with relaxed loads (ct_stats_sum): every value is exact, the set is not
+ * a snapshot of one instant (like ct_cache_stats()).
+ *
+ * Ownership: ct_stats_new()/ct_stats_free() for a block; a sum is a block too.
+ * Renderings append to a struct ct_buf (common/buf.h) owned by the caller.
+ */
+#ifndef CT_STATS_H
+#define CT_STATS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "common/close.h"
+#include "common/common.h"
+#include "common/h2why.h"
+
+struct ct_cache_stats; /* cache/cache.h */
+struct ct_mem_stats;   /* common/mem.h */
+
+/* ---- label sets ---------------------------------------------------------- */
+
+/* Status classes: "none" is a request that got no response at all (client
+ * gone, or the connection cut after a partial response was impossible). */
+#define CT_STATS_CLASS_TABLE(X) X(1xx) X(2xx) X(3xx) X(4xx) X(5xx) X(none)
+
+/* How the cache took part in a request (RFC 9211 vocabulary, Varnish names). */
+#define CT_STATS_CS_TABLE(X)                                                   \
+    X(NONE, "none")           /* no cache on this path (not wired, or off) */ \
+    X(HIT, "hit")             /* fresh object delivered */                     \
+    X(MISS, "miss")           /* fetched (and stored if storable) */           \
+    X(STALE, "stale")         /* stale object delivered (grace/swr/sie) */     \
+    X(PASS, "pass")           /* not cacheable: forwarded as is */             \
+    X(COALESCED, "coalesced") /* waited on another client's fetch */           \
+    X(HIT_FOR_MISS, "hit_for_miss")
+
+enum ct_stats_cs {
+#define CT_STATS_CS_ENUM(id, name) CT_STATS_CS_##id,
+    CT_STATS_CS_TABLE(CT_STATS_CS_ENUM)
+#undef CT_STATS_CS_ENUM
+        CT_STATS_CS__COUNT
+};
+
+/* The protocol a client connection speaks: HTTP/1 on its listener's kind
+ * (http, https), or HTTP/2 (h2: ALPN chose it on an HTTPS listener; a
+ * connection counts as https until its handshake is done). */
+#define CT_STATS_PROTO_TABLE(X) X(http) X(https) X(h2)
+
+enum ct_stats_proto {
+#define CT_STATS_PROTO_ENUM(name) CT_STATS_PROTO_##name,
+    CT_STATS_PROTO_TABLE(CT_STATS_PROTO_ENUM)
+#undef CT_STATS_PROTO_ENUM
+        CT_STATS_PROTO__COUNT
+};
+
+
+/* Number of slots of each label set. */
+#define CT_STATS_NL_NONE 1
+#define CT_STATS_NL_CLASS 6
+#define CT_STATS_NL_CACHE CT_STATS_CS__COUNT
+#define CT_STATS_NL_CLOSE CT_CLOSE__COUNT
+#define CT_STATS_NL_PROTO CT_STATS_PROTO__COUNT
+#define CT_STATS_NL_H2WHY CT_H2_WHY__COUNT
+
+/* ---- the tables ------------------------------------------------------------ */
+
+/* X(id, kind, labels, help): kind COUNTER or GAUGE; labels NONE, CLASS (label
+ * "class"), CACHE (label "cache_status"), CLOSE (label "reason"), PROTO
+ * (label "proto") or H2WHY (label "reason": why an HTTP/2 connection ended,
+ * common/h2why.h CT_H2_WHY_TABLE, lower case).
+ * Prometheus name: cachet_<id>, plus _total for counters. */
+#define CT_STATS_TABLE(X)                                                      \
+    X(connections_accepted, COUNTER, NONE, "Client connections accepted.")      \
+    X(connections_open, GAUGE, NONE, "Client connections open now.")            \
+    X(connections_open_by_proto, GAUGE, PROTO, "Client connections open now, by protocol.") \
+    X(requests, COUNTER, CLASS, "Client requests finished, by response status class.") \
+    X(cache_requests, COUNTER, CACHE, "Client requests finished, by cache status.") \
+    X(connections_closed, COUNTER, CLOSE, "Client connections closed, by reason.") \
+    X(request_bytes, COUNTER, NONE,                                             \
+      "Request bytes from clients: heads as received, bodies without chunk framing.") \
+    X(response_body_bytes, COUNTER, NONE,                                       \
+      "Response body bytes sent to clients, without chunk framing.")            \
+    X(admin_requests, COUNTER, NONE, "Requests served by the admin listener.")   \
+    X(admin_event_streams, GAUGE, NONE, "GET /events streams open on the admin listener.") \
+    X(admin_event_streams_dropped, COUNTER, NONE,                               \
+      "Event streams closed because their client did not read.")                \
+    X(cache_tags_refused, COUNTER, NONE,                                       \
+      "Tags left out of stored objects: over cache.max_tags or cache.max_tag_length.") \
+    X(h2_streams, COUNTER, NONE, "HTTP/2 request streams opened by clients.")   \
+    X(h2_malformed, COUNTER, NONE,                                              \
+      "HTTP/2 requests refused as malformed (RST_STREAM PROTOCOL_ERROR).")      \
+    X(h2_resets_received, COUNTER, NONE, "HTTP/2 RST_STREAM frames from clients.") \
+    X(h2_resets_sent, COUNTER, NONE, "HTTP/2 RST_STREAM frames we sent.")       \
+    X(h2_connections_ended, COUNTER, H2WHY,                                     \
+      "HTTP/2 connections ended, by reason (GOAWAY we sent or received, drain).")
+
+/* Per backend, label "backend" (its configured name). */
+#define CT_STATS_BE_TABLE(X)                                                   \
+    X(upstream_requests, "Requests sent to the backend.")                      \
+    X(upstream_connections, "New connections opened to the backend.")          \
+    X(upstream_errors, "Connect errors, resets and malformed responses.")      \
+    X(upstream_timeouts, "Connect, header or read timeouts.")                  \
+    X(upstream_retries, "Requests retried on another connection.")
+
+enum ct_stats_be {
+#define CT_STATS_BE_ENUM(id, help) CT_STATS_BE_##id,
+    CT_STATS_BE_TABLE(CT_STATS_BE_ENUM)
+#undef CT_STATS_BE_ENUM
+        CT_STATS_BE__COUNT
+};
+
+/* Request latency (head received -> response complete) histogram upper
+ * bounds in microseconds; a last implicit bucket is +Inf. */
+#define CT_STATS_LAT_BUCKETS(X)                                                \
+    X(500) X(1000) X(2500) X(5000) X(10000) X(25000) X(50000) X(100000)       \
+    X(250000) X(500000) X(1000000) X(2500000) X(5000000) X(10000000)
+#define CT_STATS_LAT_ONE(us) +1
+#define CT_STATS_LAT_N (0 CT_STATS_LAT_BUCKETS(CT_STATS_LAT_ONE))
+
+/* ---- one block (per worker, or a sum) --------------------------------------- */
+
+struct ct_stats {
+    unsigned magic;
+#define CT_STATS_MAGIC 0x57a75b10u
+#define CT_STATS_FIELD(id, kind, labels, help) _Atomic uint64_t id[CT_STATS_NL_##labels];
+    CT_STATS_TABLE(CT_STATS_FIELD)
+#undef CT_STATS_FIELD
+    _Atomic uint64_t lat_bucket[CT_STATS_LAT_N + 1]; /* not cumulative; last = +Inf */
+    _Atomic uint64_t lat_sum_us;
+    size_t nbackends;
+    _Atomic uint64_t (*be)[CT_STATS_BE__COUNT]; /* nbackends rows */
+};
+
+/* A zeroed block for NBACKENDS backends. Owned by the caller. */
+struct ct_stats *ct_stats_new(size_t nbackends);
+void ct_stats_free(struct ct_stats **sp);
+
+/* Writer side: the owning thread only. */
+static inline void ct_stats_add(_Atomic uint64_t *c, uint64_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+static inline void ct_stats_sub(_Atomic uint64_t *c, uint64_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) - n,
+                          memory_order_relaxed);
+}
+static inline uint64_t ct_stats_get(const _Atomic uint64_t *c)
+{
+    return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+/* A connection was accepted (accepted++, open++). */
+void ct_stats_conn_open(struct ct_stats *s);
+/* A connection closed for WHY (an enum ct_close value; open--). */
+void ct_stats_conn_close(struct ct_stats *s, unsigned why);
+/* A connection of protocol P opened (OPEN) or closed (!OPEN). */
+void ct_stats_conn_proto(struct ct_stats *s, enum ct_stats_proto p, bool open);
+/* A request read IN_BYTES from its client and sent OUT_BODY_BYTES of body. */
+void ct_stats_req_bytes(struct ct_stats *s, uint64_t in_bytes, uint64_t out_body_bytes);
+/* A request finished with STATUS (0: no response) after LATENCY_US, with
+ * cache status CS. */
+void ct_stats_req_done(struct ct_stats *s, unsigned status, uint64_t latency_us,
+                       enum ct_stats_cs cs);
+/* Per-backend event; BACKEND past nbackends is ignored (a reload added it). */
+void ct_stats_backend(struct ct_stats *s, size_t backend, enum ct_stats_be what);
+
+/* Reader side, any thread: add every counter of SRC into SUM (a block owned by
+ * the reader; backends past sum->nbackends are ignored). */
+void ct_stats_sum(struct ct_stats *sum, const struct ct_stats *src);
+
+/* ---- rendering ---------------------------------------------------------------- */
+
+/* The rendering buffer is common/buf.h's struct ct_buf.
+ * XXX(#13): the ct_stats_out names below only keep proxy/ops/ops.c, admin.c and
+ * ops_events.c compiling until the request-core split renames their uses to
+ * ct_buf / ct_buf_put / ct_buf_printf / ct_buf_free; then delete them. */
+#define ct_stats_out ct_buf
+static inline void ct_stats_out_free(struct ct_buf *o)
+{
+    ct_buf_free(o);
+}
+static inline void ct_stats_out_mem(struct ct_buf *o, const char *p, size_t len)
+{
+    ct_buf_put(o, p, len);
+}
+#define ct_stats_out_printf ct_buf_printf
+
+/* A listening address, as shown (no client address is ever shown). */
+struct ct_stats_listener {
+    const char *kind; /* "http", "https", "admin" */
+    const char *addr; /* "IP:PORT" */
+};
+
+/* Configuration reloads (SIGHUP) since start. */
+struct ct_stats_reload {
+    unsigned generation; /* configurations applied after the first one */
+    uint64_t ok, failed;
+    double last_time; /* Unix time of the last attempt; 0: none yet */
+    bool last_ok;
+    size_t retired; /* replaced configurations, listeners and backend sets
+                       not freed yet: connections open before the switch */
+};
+
+/* Everything a rendering shows besides the summed block. */
+struct ct_stats_view {
+    const struct ct_stats *sum;
+    const char *const *backend_names; /* sum->nbackends names */
+    const int *backend_up;            /* per backend 1/0; NULL: not checked */
+    const struct ct_cache_stats *cache; /* NULL: no cache */
+    const struct ct_mem_stats *mem;   /* the allocator's figures; NULL: not shown */
+    bool tls;                         /* an HTTPS listener exists */
+    uint64_t tls_full, tls_resumed;   /* handshakes */
+    double uptime_s;
+    const struct ct_stats_listener *listeners;
+    size_t nlisteners;
+    struct ct_stats_reload reload;
+    bool purge; /* the admin listener takes POST /purge (it has a cache) */
+};
+
+/* Append the JSON object (/stats) or the Prometheus text format 0.0.4
+ * (/metrics) of V to OUT. */
+void ct_stats_render_json(const struct ct_stats_view *v, struct ct_buf *out);
+void ct_stats_render_prom(const struct ct_stats_view *v, struct ct_buf *out);
+
+#endif /* CT_STATS_H */

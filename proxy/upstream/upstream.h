@@ -1,0 +1,74 @@
+/*
+ * proxy/upstream/upstream.h: connections to origins (ct_upstream): pools per
+ * backend, balancing, passive health. It serves any owner through callbacks
+ * (a request, a tunnel, a background refresh) and knows no client.
+ */
+#ifndef CT_PROXY_UPSTREAM_H
+#define CT_PROXY_UPSTREAM_H
+
+#include <stdbool.h>
+
+#include "common/close.h"
+#include "conf/conf.h"
+#include "proxy/ctx.h"
+#include "proxy/stats/stats.h"
+
+struct ct_upstream;
+struct ct_io;
+struct ct_http_parser;
+struct bufferevent;
+struct ct_backend_addr;
+
+/* ---- upstreams (upstream.c) ---------------------------------------------- */
+
+/* What a borrowed upstream tells its owner (OWNER is the pointer it was lent
+ * with), on the worker's thread. */
+struct ct_upstream_owner {
+    void (*ready)(void *owner);     /* connected: send the request */
+    void (*readable)(void *owner);  /* response bytes in its input */
+    void (*drained)(void *owner);   /* its output went down to the low mark */
+    /* The connection failed or closed (WHY: ORIGIN_CONNECT, ORIGIN_TIMEOUT
+     * or ORIGIN_RESET). The upstream is dead; the owner releases it. */
+    void (*closed)(void *owner, enum ct_close why);
+};
+
+/* Pick a backend (round robin, passive health) and lend OWNER a connection:
+ * a pooled one unless FRESH, else a new one. Returns CT_OK with *UP set
+ * (ready now if ct_upstream_is_connected(), else OC->ready follows), or
+ * CT_EIO with *WHY set and nothing lent. */
+int ct_upstream_acquire(struct ct_worker *w, const struct ct_upstream_owner *oc, void *owner,
+                        bool fresh, struct ct_upstream **up, enum ct_close *why);
+/* The owner is done with *UP (NULLed). Back to the pool if REUSABLE, else closed. */
+void ct_upstream_release(struct ct_upstream **up, bool reusable);
+bool ct_upstream_is_connected(const struct ct_upstream *u);
+bool ct_upstream_is_reused(const struct ct_upstream *u);
+struct bufferevent *ct_upstream_bev(struct ct_upstream *u);
+struct ct_io *ct_upstream_io(struct ct_upstream *u);
+struct ct_http_parser *ct_upstream_parser(struct ct_upstream *u);
+const struct ct_backend_addr *ct_upstream_backend(const struct ct_upstream *u);
+/* Phases set the timeouts: request fully sent -> response head clock;
+ * head received -> idle-between-reads clock; tunnel. */
+void ct_upstream_request_sent(struct ct_upstream *u);
+/* STATUS: the final response's (a 5xx may count for passive health). */
+void ct_upstream_head_received(struct ct_upstream *u, unsigned status);
+void ct_upstream_tunnel(struct ct_upstream *u);
+/* Lend the upstream on to another owner (the protocol's tunnel after a 101). */
+void ct_upstream_set_owner(struct ct_upstream *u, const struct ct_upstream_owner *oc, void *owner);
+/* Passive health: a failure of KIND, counted towards max_fails if the
+ * backend's passive_fail_on lists it. Never takes out the last backend in
+ * rotation. */
+void ct_upstream_mark_failed(struct ct_upstream *u, enum ct_conf_fail kind);
+/* Per-backend counter WHAT += 1 for U's backend (any worker). */
+void ct_upstream_count(struct ct_upstream *u, enum ct_stats_be what);
+/* W's backends at start, or after a reload (on W's thread): backend i is
+ * ADDRS[i] configured by BCS[i]. A backend of the old set with the same name
+ * and address keeps its runtime state (passive health, weights, pool); the
+ * others are retired (see struct ct_backend_rt). */
+void ct_upstream_backends_set(struct ct_worker *w, struct ct_backend_addr *addrs,
+                              const struct ct_conf_backend *bcs, size_t n);
+/* Draining: close the idle pooled connections. */
+void ct_upstream_pool_close_idle(struct ct_worker *w);
+/* Worker exit: close every pooled and lent connection, free the backends. */
+void ct_upstream_pool_free(struct ct_worker *w);
+
+#endif /* CT_PROXY_UPSTREAM_H */

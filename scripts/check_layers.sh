@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# scripts/check_layers.sh [SRC_DIR]: fail on an #include that points the
+# wrong way between layers (docs/internals.md draws them). Every build runs
+# it (the `layers` target in CMakeLists.txt), so a wrong-way include breaks
+# the build, not only CI.
+#
+# A folder may include its own headers and those of the folders listed for
+# it. "proxy" is proxy/'s own files: ctx.h (the context every proxy layer
+# reads), worker.c and main.c (the wiring: everything).
+set -euo pipefail
+cd "${1:-$(dirname "$0")/..}"
+
+declare -A allow=(
+  [common]=""
+  [http]="common"
+  [cache]="common http"
+  [conf]="common http"
+  [tls]="common conf"
+  [origin]="common http"
+  [proxy/stats]="common cache"
+  [proxy/net]="common"
+  [proxy/upstream]="common http conf proxy/ctx proxy/net proxy/stats"
+  [proxy/core]="common http conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream"
+  # h1 relays bodies through the upstream's pump and hands an upgraded
+  # upstream connection to its tunnel, so it may use proxy/upstream.
+  [proxy/h1]="common http conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core"
+  [proxy/h2]="common http conf cache tls proxy/ctx proxy/net proxy/stats proxy/core"
+  [proxy/ops]="common http conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core"
+  [proxy]="common http conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core proxy/h1 proxy/h2 proxy/ops"
+)
+# ctx.h is read by every proxy layer, so it may only include what all of them may.
+ctx_allow="common http conf proxy/stats"
+
+rows=""
+for d in "${!allow[@]}"; do rows+="$d=${allow[$d]};"; done
+files=$(find common http cache conf tls origin proxy -name '*.[ch]' | sort)
+# One grep over every file, one awk over its lines: cheap enough for every build.
+grep -Hn '^#include "' $files /dev/null | awk -v rows="$rows" -v ctx="$ctx_allow" '
+  BEGIN {
+    n = split(rows, r, ";")
+    for (i = 1; i <= n; i++) if (r[i] != "") { split(r[i], kv, "="); ok[kv[1]] = " " kv[2] " " }
+    ok["proxy/ctx"] = " " ctx " "
+  }
+  function dirof(p) { sub(/\/[^\/]*$/, "", p); return p }
+  {
+    file = $0; sub(/:.*/, "", file)
+    rest = substr($0, length(file) + 2); line = rest; sub(/:.*/, "", line)
+    inc = rest; sub(/^[^"]*"/, "", inc); sub(/".*/, "", inc)
+    if (inc !~ /\//) next
+    from = (file == "proxy/ctx.h") ? "proxy/ctx" : dirof(file)
+    to = (inc == "proxy/ctx.h") ? "proxy/ctx" : dirof(inc)
+    if (!(from in ok)) { if (!(from in told)) print file ": folder " from " has no row in scripts/check_layers.sh" > "/dev/stderr"; told[from] = 1; bad = 1; next }
+    if (from == to || index(ok[from], " " to " ")) next
+    print file ":" line ": includes " inc ": " from " may not depend on " to " (scripts/check_layers.sh)" > "/dev/stderr"
+    bad = 1
+  }
+  END { exit bad }'
