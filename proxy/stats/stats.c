@@ -305,10 +305,10 @@ static void json_cache(struct ct_buf *o, const struct ct_cache_stats *c)
                         (unsigned long long)c->tag_bytes);
     ct_stats_out_printf(o,
                         "\"bans_active\":%llu,\"bans_added\":%llu,\"bans_refused\":%llu,"
-                        "\"bans_completed\":%llu,\"ban_lurker_progress\":%.3f}",
+                        "\"bans_completed\":%llu,\"ban_bytes\":%llu,\"ban_lurker_progress\":%.3f}",
                         (unsigned long long)c->bans_active, (unsigned long long)c->bans_added,
                         (unsigned long long)c->bans_refused, (unsigned long long)c->bans_completed,
-                        c->ban_lurker_progress / 1000.0);
+                        (unsigned long long)c->ban_bytes, c->ban_lurker_progress / 1000.0);
 }
 
 static void json_listeners(struct ct_buf *o, const struct ct_stats_view *v)
@@ -469,11 +469,15 @@ static void prom_cache(struct ct_buf *o, const struct ct_cache_stats *c)
     prom_gauge(o, "cache_tag_bytes", "Tag index: bytes (part of cachet_cache_bytes).",
                c->tag_bytes);
     prom_gauge(o, "cache_bans_active", "Bans not yet dropped by the lurker.", c->bans_active);
+    prom_gauge(o, "cache_ban_bytes",
+               "Active bans: bytes of texts, values, compiled and JIT regex code (part of "
+               "cachet_cache_bytes).",
+               c->ban_bytes);
     prom_head(o, "cache_bans_added", "_total", "counter", "Bans accepted.");
     ct_stats_out_printf(o, "cachet_cache_bans_added_total %llu\n",
                         (unsigned long long)c->bans_added);
     prom_head(o, "cache_bans_refused", "_total", "counter",
-              "Bans refused because cache.max_bans were active.");
+              "Bans refused: cache.max_bans were active, or too big for cache.size.");
     ct_stats_out_printf(o, "cachet_cache_bans_refused_total %llu\n",
                         (unsigned long long)c->bans_refused);
     prom_head(o, "cache_bans_completed", "_total", "counter",
