@@ -45,7 +45,8 @@ void ct_mem_release(void);
 /* When to give pages back: the main thread's periodic call (about once a
  * second) passes the time (seconds of ct_time_mono()) and the cache's counted
  * bytes. First the slabs' regions empty for a whole second go back, for at
- * most CT_MEM_SLAB_BUDGET_MS (any allocator). Then glibc: ct_mem_release()
+ * most CT_MEM_SLAB_BUDGET_MS of the calling thread's CPU (~100-200 regions,
+ * 200-400 MiB; any allocator). Then glibc: ct_mem_release()
  * when the cache shrank by an eighth of its
  * CAP since the last release (a purge, an expiry wave), or CT_MEM_TRIM_S
  * after the last one; never when malloc holds less than CT_MEM_TRIM_MIN free
@@ -60,7 +61,7 @@ struct ct_mem_trim {
 #define CT_MEM_TRIM_S 30.0
 #define CT_MEM_TRIM_MIN (1024 * 1024)
 #define CT_MEM_SLAB_BATCH 8        /* slab regions (2 MiB) per ct_slab_release() */
-#define CT_MEM_SLAB_BUDGET_MS 20.0 /* of giving slab regions back per call */
+#define CT_MEM_SLAB_BUDGET_MS 40.0 /* of CPU giving slab regions back, per call */
 bool ct_mem_maintain(struct ct_mem_trim *t, double now, uint64_t cache_bytes, uint64_t cap);
 
 #endif /* CT_MEM_H */
