@@ -1,12 +1,17 @@
 /*
  * common/mem.c: allocator figures and release (common/mem.h).
  *
+ * The cache's object memory is in slabs (common/slab.h): their empty
+ * regions go back first, without any lock a worker needs.
+ *
  * glibc: malloc_trim(0) walks every arena and MADV_DONTNEEDs the free pages
  * inside them (not only the top of the heap); it holds each arena's lock
- * while it walks that arena, so it runs on the main thread, and only when
- * the cache shrank or every CT_MEM_TRIM_S (mem.h): a walk costs under 1 ms
- * idle but 10-50 ms of CPU under churn (measured with a 64 MiB cache), and a
- * worker's malloc on that arena waits for it.
+ * while it walks that arena, and a worker's malloc on that arena waits for
+ * it. When the heap held the cache's bodies that walk took 10-50 ms of CPU
+ * under churn (237 ms after a purge of a 1 GiB cache); with them in slabs
+ * it walks connection state only (0.5 ms median, 9 ms at most under
+ * bench/churn/churn.sh), so it runs every CT_MEM_TRIM_S (mem.h) or when the
+ * cache shrank.
  *
  * With jemalloc (CT_HAVE_JEMALLOC): malloc_conf below is read by jemalloc at
  * its first allocation. Freed pages go back to the kernel one second after
@@ -89,6 +94,9 @@ void ct_mem_stats(struct ct_mem_stats *out)
     ct_slab_stats(&ss);
     out->allocated += ss.used;
     out->resident += ss.resident;
+    out->slab_used = ss.used;
+    out->slab_resident = ss.resident;
+    out->slab_mapped = ss.mapped;
     out->rss = proc_rss();
 }
 

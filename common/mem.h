@@ -10,7 +10,7 @@
  * against glibc alone, glibc's tunables and jemalloc, see docs/memory.md:
  * jemalloc returned memory as well but cost ~30 % more instructions per
  * cache hit). The figures (allocated, resident) are malloc's plus the
- * slabs'. -DCT_JEMALLOC=ON links jemalloc instead (not
+ * slabs', which are also given apart. -DCT_JEMALLOC=ON links jemalloc instead (not
  * with a sanitizer, which brings its own allocator), with the options mem.c
  * sets; the figures then come from mallctl() instead of mallinfo2().
  *
@@ -32,6 +32,10 @@ struct ct_mem_stats {
                               (not resident); glibc: free bytes it holds */
     uint64_t rss;          /* the whole process's resident set (/proc/self/statm),
                               mapped cache bodies included; 0 if unreadable */
+    /* The slabs' share (common/slab.h; included in allocated and resident) */
+    uint64_t slab_used;     /* bytes in live slots */
+    uint64_t slab_resident; /* bytes of regions not given back (an upper bound) */
+    uint64_t slab_mapped;   /* address space mapped for regions */
 };
 
 /* Fill OUT. The allocator's figures are at most a moment old; no lock is
@@ -50,15 +54,17 @@ void ct_mem_release(void);
  * when the cache shrank by an eighth of its
  * CAP since the last release (a purge, an expiry wave), or CT_MEM_TRIM_S
  * after the last one; never when malloc holds less than CT_MEM_TRIM_MIN free
- * bytes. A trim under load costs 10-50 ms of CPU and holds each arena's lock
- * while it walks that arena, so it is not done every second. jemalloc:
+ * bytes. A trim holds each arena's lock while it walks that arena (now a
+ * heap without the cache's bodies: ~0.5 ms), so it is not done every
+ * second. jemalloc:
  * nothing more (its decay does it). The caller owns the state, zeroed at
  * start. Returns true if it gave anything back. */
 struct ct_mem_trim {
     double last_s;       /* the last release */
     uint64_t high_bytes; /* the cache's most bytes since then */
 };
-#define CT_MEM_TRIM_S 30.0
+#define CT_MEM_TRIM_S 5.0 /* was 30 while the heap held the cache's bodies (a trim then
+                            took 10-50 ms of CPU; now 0.5 ms median, 9 ms at most) */
 #define CT_MEM_TRIM_MIN (1024 * 1024)
 #define CT_MEM_SLAB_BATCH 8        /* slab regions (2 MiB) per ct_slab_release() */
 #define CT_MEM_SLAB_BUDGET_MS 40.0 /* of CPU giving slab regions back, per call */

@@ -341,9 +341,12 @@ static void json_mem(struct ct_buf *o, const struct ct_mem_stats *m)
 {
     CT_BUF_LIT(o, ",\"memory\":{\"allocator\":");
     json_str(o, m->allocator);
-    ct_buf_printf(o, ",\"allocated\":%llu,\"resident\":%llu,\"retained\":%llu,\"rss\":%llu}",
+    ct_buf_printf(o, ",\"allocated\":%llu,\"resident\":%llu,\"retained\":%llu,\"rss\":%llu,",
                         (unsigned long long)m->allocated, (unsigned long long)m->resident,
                         (unsigned long long)m->retained, (unsigned long long)m->rss);
+    ct_buf_printf(o, "\"slab_used\":%llu,\"slab_resident\":%llu,\"slab_mapped\":%llu}",
+                  (unsigned long long)m->slab_used, (unsigned long long)m->slab_resident,
+                  (unsigned long long)m->slab_mapped);
 }
 
 void ct_stats_render_json(const struct ct_stats_view *v, struct ct_buf *o)
@@ -523,6 +526,14 @@ static void prom_mem(struct ct_buf *o, const struct ct_mem_stats *m)
                m->retained);
     prom_gauge(o, "memory_rss_bytes", "Process resident set, mapped cache bodies included.",
                m->rss);
+    prom_gauge(o, "memory_slab_used_bytes",
+               "Slabs (the cache's object memory): bytes in live slots (part of allocated).",
+               m->slab_used);
+    prom_gauge(o, "memory_slab_resident_bytes",
+               "Slabs: bytes of regions not given back (an upper bound; part of resident).",
+               m->slab_resident);
+    prom_gauge(o, "memory_slab_mapped_bytes", "Slabs: address space mapped for regions.",
+               m->slab_mapped);
 }
 
 void ct_stats_render_prom(const struct ct_stats_view *v, struct ct_buf *o)
