@@ -136,15 +136,20 @@ bool ct_mem_maintain(struct ct_mem_trim *t, double now, uint64_t cache_bytes, ui
 #else
     if (cache_bytes > t->high_bytes)
         t->high_bytes = cache_bytes;
-    bool shrank = t->high_bytes - cache_bytes >= cap / 8;
-    if (!shrank && now - t->last_s < CT_MEM_TRIM_S)
+    if (cache_bytes < t->low_bytes)
+        t->low_bytes = cache_bytes;
+    /* A shrink freed the cache's malloc'd share (tag links, requests past
+     * the slabs); a fast growth (a refill after a purge: a thousand misses
+     * at once) leaves their transient buffers freed behind it. */
+    bool moved = t->high_bytes - cache_bytes >= cap / 8 || cache_bytes - t->low_bytes >= cap / 8;
+    if (!moved && now - t->last_s < CT_MEM_TRIM_S)
         return released;
     struct mallinfo2 mi = mallinfo2();
     if (mi.fordblks < CT_MEM_TRIM_MIN)
         return released;
     ct_mem_release();
     t->last_s = now;
-    t->high_bytes = cache_bytes;
+    t->high_bytes = t->low_bytes = cache_bytes;
     return true;
 #endif
 }

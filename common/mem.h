@@ -50,9 +50,9 @@ void ct_mem_release(void);
  * second) passes the time (seconds of ct_time_mono()) and the cache's counted
  * bytes. First the slabs' regions empty for a whole second go back, for at
  * most CT_MEM_SLAB_BUDGET_MS of the calling thread's CPU (~100-200 regions,
- * 200-400 MiB; any allocator). Then glibc: ct_mem_release()
- * when the cache shrank by an eighth of its
- * CAP since the last release (a purge, an expiry wave), or CT_MEM_TRIM_S
+ * 200-400 MiB; any allocator). Then glibc: ct_mem_release() when the cache
+ * shrank or grew by an eighth of its CAP since the last release (a purge, an
+ * expiry wave, a refill), or CT_MEM_TRIM_S
  * after the last one; never when malloc holds less than CT_MEM_TRIM_MIN free
  * bytes. A trim holds each arena's lock while it walks that arena (now a
  * heap without the cache's bodies: ~0.5 ms), so it is not done every
@@ -62,6 +62,7 @@ void ct_mem_release(void);
 struct ct_mem_trim {
     double last_s;       /* the last release */
     uint64_t high_bytes; /* the cache's most bytes since then */
+    uint64_t low_bytes;  /* and its fewest */
 };
 #define CT_MEM_TRIM_S 5.0 /* was 30 while the heap held the cache's bodies (a trim then
                             took 10-50 ms of CPU; now 0.5 ms median, 9 ms at most) */
