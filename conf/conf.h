@@ -118,6 +118,7 @@ struct ct_conf_listener {
     bool redirect_to_https; /* HTTP only: 301 to https://host/target */
     uint16_t redirect_port; /* port in the Location; 0 = first HTTPS listener's */
     bool honour_client_cc;  /* obey request Cache-Control (no-cache, max-age...) */
+    bool h2c;               /* HTTP only: HTTP/2 with prior knowledge beside HTTP/1.1 */
 };
 
 struct ct_conf_health {
@@ -199,6 +200,19 @@ struct ct_conf_cache {
     uint64_t ban_lurker_sleep_ms;  /* pause between the lurker's slices */
 };
 
+/* HTTP/2 connections (limits.http2): SETTINGS we announce and the floods
+ * we stop (proxy/h2/h2.h struct ct_h2_settings says what each does). */
+struct ct_conf_http2 {
+    unsigned max_concurrent_streams;
+    uint64_t stream_window;     /* SETTINGS_INITIAL_WINDOW_SIZE */
+    uint64_t connection_window;
+    uint64_t max_frame_size;
+    unsigned max_queued_acks;
+    unsigned reset_burst, reset_rate;
+    unsigned empty_frames_burst, empty_frames_rate;
+    uint64_t early_response_discard;
+};
+
 struct ct_conf_limits {
     uint64_t max_request_line_bytes;
     uint64_t max_header_bytes;
@@ -211,6 +225,7 @@ struct ct_conf_limits {
     uint64_t send_timeout_ms;
     unsigned max_connections_per_worker;
     uint64_t drain_timeout_ms;
+    struct ct_conf_http2 http2;
 };
 
 #define CT_CONF_TOKEN_MAX 256

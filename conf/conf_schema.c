@@ -169,6 +169,8 @@ static const char *listener_why_not(const char *row, const void *base)
     if (l->kind == CT_CONF_LISTEN_HTTPS &&
         (strcmp(row, "redirect_to_https") == 0 || strcmp(row, "redirect_port") == 0))
         return "only http listeners redirect to https";
+    if (l->kind == CT_CONF_LISTEN_HTTPS && strcmp(row, "h2c") == 0)
+        return "https listeners offer h2 by ALPN (tls.http2)";
     return NULL;
 }
 
@@ -189,6 +191,10 @@ static const struct ct_conf_row listener_rows[] = {
                  "client asks (public sites often turn it off, so a reload button cannot reach "
                  "the origin).",
                  "RFC 9111 §5.2.1 (request directives ignored)"),
+    ROW_BOOL(T, "h2c", h2c, "false",
+             "HTTP listeners: also serve HTTP/2 over cleartext to clients that open with its "
+             "connection preface (prior knowledge, RFC 9113 §3.3), beside HTTP/1.1 on the same "
+             "port. `Upgrade: h2c` stays refused."),
     ROW_GROUP(T, "tls", tls, tls_section, "HTTPS listeners: TLS settings (group)."),
 };
 #undef T
@@ -318,6 +324,40 @@ static const struct ct_conf_row cache_rows[] = {
 static const struct ct_conf_section cache_section = SECTION("cache", T, cache_rows);
 #undef T
 
+#define T struct ct_conf_http2
+static const struct ct_conf_row http2_rows[] = {
+    ROW_UINT(T, "max_concurrent_streams", max_concurrent_streams, 0, 1, 10000, "100",
+             "SETTINGS_MAX_CONCURRENT_STREAMS: requests in flight per connection; a stream "
+             "past it is refused (RST_STREAM REFUSED_STREAM)."),
+    ROW_SIZE(T, "stream_window", stream_window, 1, 2147483647, Q("65535"),
+             "SETTINGS_INITIAL_WINDOW_SIZE: request body a stream may send before we read it, "
+             "so what one unread upload can hold."),
+    ROW_SIZE(T, "connection_window", connection_window, 65535, 2147483647, Q("1M"),
+             "Request body all of a connection's streams may send before we read it."),
+    ROW_SIZE(T, "max_frame_size", max_frame_size, 16384, 16777215, Q("16K"),
+             "SETTINGS_MAX_FRAME_SIZE: the largest frame we accept."),
+    ROW_UINT(T, "max_queued_acks", max_queued_acks, 0, 1, 100000, "100",
+             "SETTINGS and PING acknowledgements owed and not yet written; past it the "
+             "connection ends with GOAWAY ENHANCE_YOUR_CALM (a ping/settings flood)."),
+    ROW_UINT(T, "reset_burst", reset_burst, 0, 1, 1000000, "200",
+             "Streams that may end in a reset at once, either side's (rapid reset, "
+             "CVE-2023-44487; provoked resets, CVE-2025-8671); then reset_rate per second. "
+             "Past it: GOAWAY ENHANCE_YOUR_CALM."),
+    ROW_UINT(T, "reset_rate", reset_rate, 0, 1, 1000000, "50",
+             "Resets per second the reset budget earns back."),
+    ROW_UINT(T, "empty_frames_burst", empty_frames_burst, 0, 1, 1000000, "100",
+             "Empty DATA (no END_STREAM) and CONTINUATION frames allowed at once "
+             "(CVE-2019-9518); then empty_frames_rate per second."),
+    ROW_UINT(T, "empty_frames_rate", empty_frames_rate, 0, 1, 1000000, "10",
+             "Empty frames per second that budget earns back."),
+    ROW_SIZE(T, "early_response_discard", early_response_discard, 0, 1 * GiB, Q("1M"),
+             "A response complete before its request body: this much more of the body is read "
+             "and dropped (so the client finishes sending and reads the answer), then "
+             "RST_STREAM NO_ERROR."),
+};
+static const struct ct_conf_section http2_section = SECTION("http2", T, http2_rows);
+#undef T
+
 #define T struct ct_conf_limits
 static const struct ct_conf_row limits_rows[] = {
     ROW_SIZE(T, "max_request_line", max_request_line_bytes, 64, 1 * MiB, Q("8K"),
@@ -347,6 +387,9 @@ static const struct ct_conf_row limits_rows[] = {
              "Past it a worker stops accepting until a connection closes."),
     ROW_DUR(T, "drain_timeout", drain_timeout_ms, 0, 0, 1 * HOUR, Q("30s"),
             "On SIGTERM/SIGINT, how long in-flight requests may finish."),
+    ROW_GROUP(T, "http2", http2, http2_section,
+              "HTTP/2 connections: what they announce and the floods they stop (group). The "
+              "request head limits above hold for HTTP/2 too."),
 };
 static const struct ct_conf_section limits_section = SECTION("limits", T, limits_rows);
 #undef T
@@ -566,6 +609,9 @@ static const struct {
     {"listen[].redirect_to_https", "a listener serves what it is asked; redirecting is a site's "
                                    "policy (nginx needs a `return 301` too)."},
     {"listen[].redirect_port", "the port clients would use for HTTPS here."},
+    {"listen[].h2c", "prior knowledge is for clients told out of band (a load balancer, "
+                     "gRPC); browsers never speak HTTP/2 in clear text, and nginx, HAProxy and "
+                     "h2o serve h2c only when asked."},
     {"listen[].honour_client_cache_control",
      "RFC 9111 §5.2.1 defines what the client's directives mean for a cache; nginx (without "
      "`proxy_cache_bypass`) and Varnish's builtin VCL ignore them, which is the opt-in here."},
@@ -680,6 +726,23 @@ static const struct {
                                 "`large_client_header_buffers` is 8k."},
     {"limits.max_header_bytes", "twice nginx's 4 x 8k; HAProxy's whole buffer is 16 KiB."},
     {"limits.max_header_count", "Apache's `LimitRequestFields` (100)."},
+    {"limits.http2.max_concurrent_streams", "RFC 9113 §6.5.2 recommends at least 100; nginx's "
+                                            "`http2_max_concurrent_streams` is 128, HAProxy's 100."},
+    {"limits.http2.stream_window", "the protocol's initial 65535: an upload costs at most 64 KiB "
+                                   "of our memory until the origin reads it."},
+    {"limits.http2.connection_window", "16 streams' windows, so one upload never holds up the "
+                                       "connection's others."},
+    {"limits.http2.max_frame_size", "the protocol's initial 16 KiB (RFC 9113 §4.2); larger frames "
+                                    "buy nothing for requests."},
+    {"limits.http2.max_queued_acks", "nghttp2's own default (`max_outbound_ack`)."},
+    {"limits.http2.reset_burst", "well above what a browser resets when a page navigates away, "
+                                 "far below a rapid-reset attack's thousands per second."},
+    {"limits.http2.reset_rate", "nginx counts resets against 2 x max streams per read; a steady "
+                                "50 per second is generous for real clients."},
+    {"limits.http2.empty_frames_burst", "no real client sends empty frames in numbers."},
+    {"limits.http2.empty_frames_rate", "as nghttp2 and nginx bound empty frames."},
+    {"limits.http2.early_response_discard", "nginx's `lingering_close` reads for 5 s; a 1 MiB bound "
+                                            "lets most clients finish an upload they started."},
     {"limits.max_body", "bodies are streamed to the origin, not buffered, so their size costs "
                         "no memory here; the origin knows its limits (nginx's 1 MiB exists "
                         "because it buffers)."},

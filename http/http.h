@@ -69,6 +69,10 @@ unsigned ct_http_method_flags(enum ct_http_method m);
  * must get them as read ("Connection: Content-Length" would otherwise send
  * the body unframed: the next request, smuggled). */
 #define CT_HDRF_PINNED 0x40
+/* A conditional or range the cache answers from the object it stores
+ * (If-None-Match, If-Modified-Since, Range, If-Range): a fill or a refresh
+ * does not forward the client's (RFC 9111 §4.3.2, §3.4). */
+#define CT_HDRF_CACHE_ANSWERS 0x80
 
 /* The table itself: CT_HDR_TABLE(X) with X(ID, "Canonical-Name", flags). */
 #include "http/http_hdr_tbl.h"
@@ -155,6 +159,10 @@ const struct ct_http_field *ct_http_msg_find_name(const struct ct_http_msg *msg,
                                                   const struct ct_http_field *after);
 /* Does any line of header ID contain TOKEN as a list element (case-insensitive)? */
 bool ct_http_msg_has_token(const struct ct_http_msg *msg, enum ct_hdr_id id, struct ct_str token);
+/* Proxy-*: connection-specific (RFC 9110 §7.6.1 lists Proxy- fields), and
+ * "Proxy:" itself is httpoxy (CVE-2016-5385): never forwarded, never stored. */
+bool ct_http_field_is_proxy(const struct ct_http_field *f);
+
 /* Is this field hop-by-hop for this message: flagged CT_HDRF_HOP, or named
  * by a token of the message's Connection header (RFC 9110 §7.6.1) and not
  * CT_HDRF_PINNED? */

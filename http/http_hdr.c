@@ -206,6 +206,17 @@ bool ct_http_msg_has_token(const struct ct_http_msg *msg, enum ct_hdr_id id, str
     return false;
 }
 
+bool ct_http_field_is_proxy(const struct ct_http_field *f)
+{
+    static const struct ct_str proxy = {"proxy", 5};
+    /* First letter first: nearly no field starts with a p. */
+    if (f->name.len < proxy.len || ct_ascii_lower(f->name.p[0]) != 'p')
+        return false;
+    if (!ct_str_eq_ci(ct_str_make(f->name.p, proxy.len), proxy))
+        return false;
+    return f->name.len == proxy.len || f->name.p[proxy.len] == '-';
+}
+
 bool ct_http_msg_field_is_hop(const struct ct_http_msg *msg, const struct ct_http_field *f)
 {
     unsigned flags = ct_hdr_flags(f->id);

@@ -28,9 +28,9 @@
     X(HOST, "Host", CT_HDRF_SINGLE | CT_HDRF_PINNED)                             \
     X(HTTP2_SETTINGS, "HTTP2-Settings", CT_HDRF_HOP | CT_HDRF_SINGLE)            \
     X(IF_MATCH, "If-Match", CT_HDRF_LIST)                                        \
-    X(IF_MODIFIED_SINCE, "If-Modified-Since", CT_HDRF_SINGLE)                    \
-    X(IF_NONE_MATCH, "If-None-Match", CT_HDRF_LIST)                              \
-    X(IF_RANGE, "If-Range", CT_HDRF_SINGLE)                                      \
+    X(IF_MODIFIED_SINCE, "If-Modified-Since", CT_HDRF_SINGLE | CT_HDRF_CACHE_ANSWERS) \
+    X(IF_NONE_MATCH, "If-None-Match", CT_HDRF_LIST | CT_HDRF_CACHE_ANSWERS)      \
+    X(IF_RANGE, "If-Range", CT_HDRF_SINGLE | CT_HDRF_CACHE_ANSWERS)              \
     X(IF_UNMODIFIED_SINCE, "If-Unmodified-Since", CT_HDRF_SINGLE)                \
     X(KEEP_ALIVE, "Keep-Alive", CT_HDRF_HOP | CT_HDRF_LIST)                      \
     X(LAST_MODIFIED, "Last-Modified", CT_HDRF_SINGLE)                            \
@@ -39,7 +39,7 @@
     X(PROXY_AUTHENTICATE, "Proxy-Authenticate", CT_HDRF_HOP)                     \
     X(PROXY_AUTHORIZATION, "Proxy-Authorization", CT_HDRF_HOP)                   \
     X(PROXY_CONNECTION, "Proxy-Connection", CT_HDRF_HOP)                         \
-    X(RANGE, "Range", CT_HDRF_SINGLE)                                            \
+    X(RANGE, "Range", CT_HDRF_SINGLE | CT_HDRF_CACHE_ANSWERS)                    \
     X(SERVER, "Server", 0)                                                       \
     X(SET_COOKIE, "Set-Cookie", 0)                                               \
     X(TE, "TE", CT_HDRF_HOP | CT_HDRF_LIST)                                      \

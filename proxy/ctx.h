@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 
 #include "common/common.h"
+#include "common/list.h"
 #include "conf/conf.h"
 #include "http/http.h"
 #include "proxy/stats/stats.h"
@@ -45,6 +46,7 @@ struct ct_stats;
 struct ct_accesslog_buf;
 struct ct_cli;
 struct ct_wcache;
+struct ct_hs;
 
 /* ---- the proxy (main thread) --------------------------------------------- */
 
@@ -71,6 +73,7 @@ struct ct_listener_conf {
     struct ct_tls_ctx *tls;       /* HTTPS: owned (tls/tls.h); NULL for HTTP */
     uint64_t handshake_timeout_ms;
     bool honour_client_cc;        /* the listener's honour_client_cache_control */
+    bool h2c;                     /* HTTP: HTTP/2 with prior knowledge too (proxy/net/accept.c) */
     struct ct_str subject_header; /* mTLS: header carrying the verified subject */
 };
 
@@ -153,14 +156,11 @@ struct ct_worker {
     struct ct_wcache *wc;     /* its side of the cache (cache_req.c); NULL: no cache */
     struct ct_stats *stats;         /* proxy/stats/stats.h: written by this thread only */
     struct ct_accesslog_buf *alog;  /* NULL: access log off (owned by the log) */
-    /* Set by ct_worker_new (worker.c sits above the protocols that call them):
-     * CONN_GONE: a connection closed and was freed (accepting resumes at the
-     * limit, a drain finishes, reload retirement counts it); TAKE_H2: ALPN
-     * chose h2 for an HTTPS connection (proxy/h2/h2_serve.h ct_h2s_take). */
+    CT_LIST_HEAD(ct_hs) handshakes; /* connections no protocol has yet (proxy/net/accept.c) */
+    /* Set by ct_worker_new (worker.c sits above the protocols that call it):
+     * a connection closed and was freed (accepting resumes at the limit, a
+     * drain finishes, reload retirement counts it). */
     void (*conn_gone)(struct ct_worker *w, uint64_t conn_id);
-    void (*take_h2)(struct ct_worker *w, const struct ct_listener_conf *lc,
-                    struct bufferevent *bev, const char *peer, size_t peer_ip_len,
-                    uint64_t conn_id);
 };
 
 /* Create worker ID with its base and listeners (listener i binds

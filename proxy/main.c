@@ -85,12 +85,8 @@ static int setup_listeners(struct ct_proxy *px)
         if (l->kind == CT_CONF_LISTEN_HTTPS && (tls = https_ctx(px, l)) == NULL)
             return CT_ETLS;
         struct ct_listener_conf *lc = &px->listeners[px->nlisteners++];
-        lc->kind = tls ? CT_LISTEN_HTTPS : CT_LISTEN_HTTP;
+        ct_listener_conf_fill(lc, l);
         lc->tls = tls;
-        lc->handshake_timeout_ms = l->tls.handshake_timeout_ms;
-        lc->honour_client_cc = l->honour_client_cc;
-        if (tls && l->tls.client_verify != CT_CONF_VERIFY_OFF && l->tls.client_subject_header)
-            lc->subject_header = ct_str_c(l->tls.client_subject_header);
         memcpy(&lc->sa, &l->addr.sa, l->addr.salen);
         lc->salen = l->addr.salen;
         ct_ops_addr_name((struct sockaddr *)&lc->sa, lc->name, sizeof(lc->name));

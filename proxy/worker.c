@@ -26,8 +26,18 @@
 #include "proxy/ctx.h"
 #include "proxy/h1/h1.h"
 #include "proxy/h2/h2_serve.h"
+#include "proxy/net/accept.h"
 #include "proxy/ops/admin.h"
 #include "proxy/upstream/upstream.h"
+
+/* The protocol dispatch (h2o's ALPN table): what the handshake chose. */
+static void take(struct ct_worker *w, const struct ct_conn_info *ci)
+{
+    if (ci->h2)
+        ct_h2s_take(w, ci);
+    else
+        ct_client_take(w, ci);
+}
 
 static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
                       int salen, void *arg)
@@ -35,7 +45,8 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
     struct ct_wlistener *wl = arg;
     CT_CHECK_OBJ(wl, CT_WLISTENER_MAGIC);
     struct ct_worker *w = wl->w;
-    ct_client_accept(w, wl->lc, fd, sa, (socklen_t)salen);
+    (void)salen;
+    ct_net_accept(w, wl->lc, fd, sa, take);
     unsigned max = w->cf->limits.max_connections_per_worker;
     if (max && w->nclients >= max && !w->accept_paused) {
         w->accept_paused = true;
@@ -130,7 +141,8 @@ static void drain(struct ct_worker *w)
         next = c->next;
         ct_client_drain(c); /* may free c */
     }
-    ct_h2s_drain_all(w);
+    ct_h2s_drain_all(w, false);
+    ct_net_drain_all(w);
     if (w->nclients == 0) {
         event_base_loopexit(w->base, NULL);
         return;
@@ -150,8 +162,10 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     for (ssize_t i = 0; i < n; i++) {
         if (buf[i] == 'd')
             drain(w);
-        else if (buf[i] == 'r' && !w->draining)
+        else if (buf[i] == 'r' && !w->draining) {
             ct_reload_worker_apply(w, ct_worker_listeners_update); /* SIGHUP */
+            ct_h2s_drain_all(w, true); /* h2 clients reconnect to the new configuration */
+        }
     }
 }
 
@@ -245,7 +259,6 @@ struct ct_worker *ct_worker_new(struct ct_proxy *px, unsigned id)
     w->cf = px->cf;
     w->wake_fd[0] = w->wake_fd[1] = -1;
     w->conn_gone = conn_gone;
-    w->take_h2 = ct_h2s_take;
     w->base = event_base_new();
     CT_ASSERT(w->base != NULL);
     ct_http_limits_default(&w->limits);
@@ -276,6 +289,7 @@ void ct_worker_cut(struct ct_worker *w)
     while (w->clients)
         ct_client_abort(w->clients);
     ct_h2s_abort_all(w);
+    ct_net_abort_all(w);
     if (w->wc)
         ct_cache_bg_free_all(w->wc); /* refreshes in flight hold upstreams */
     ct_upstream_pool_free(w);
@@ -285,6 +299,8 @@ static void *worker_main(void *arg)
 {
     struct ct_worker *w = arg;
     CT_CHECK_OBJ(w, CT_WORKER_MAGIC);
+    if (w->wc)
+        ct_wcache_bind(w->wc); /* wakes from this thread skip the eventfd */
     event_base_dispatch(w->base);
     ct_worker_cut(w); /* drained or timed out: whatever is left is cut */
     return NULL;

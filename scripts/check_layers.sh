@@ -18,7 +18,7 @@ declare -A allow=(
   [tls]="common conf"
   [origin]="common http"
   [proxy/stats]="common cache"
-  [proxy/net]="common"
+  [proxy/net]="common conf tls proxy/ctx proxy/stats"
   [proxy/upstream]="common http conf proxy/ctx proxy/net proxy/stats"
   [proxy/core]="common http conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream"
   # h1 relays bodies through the upstream's pump and hands an upgraded

@@ -4,7 +4,8 @@
 #
 #   bench/micro/reqcost.sh BINDIR [N]
 #
-# For each cell (HTTP hit, HTTP pass, HTTPS hit, HTTPS pass; 1 KiB bodies)
+# For each cell (HTTP hit, HTTP pass, HTTPS hit, HTTPS pass; 1 KiB bodies;
+# CELLS="h2-hit h2-pass" adds HTTP/2 over TLS, one stream at a time)
 # one cachet worker runs under valgrind --tool=callgrind and one keep-alive
 # connection makes N requests after a warm-up; the counters are zeroed after
 # the warm-up and dumped after the N (callgrind_control), so start-up is not
@@ -20,6 +21,7 @@ CELLS=${CELLS:-"http-hit http-pass https-hit https-pass"}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ct-reqcost.XXXXXX")
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$TMP"; }
+[ -n "${KEEP:-}" ] && echo "kept $TMP" >&2 && cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null; }
 trap cleanup EXIT
 wait_port() { # FILE PATTERN PID
     local i line
@@ -38,19 +40,46 @@ pids+=($!)
 OPORT=$(wait_port "$TMP/origin.out" '^listening on' $!) || exit 1
 
 client() { # SCHEME PORT PATH N ZERO(0/1) DIR
-    python3 - "$@" <<'PY'
+    "${PY:-/usr/bin/python3}" - "$@" <<'PY'
 import http.client, ssl, subprocess, sys
 scheme, port, path, n, zero, d = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5] == "1", sys.argv[6]
-if scheme == "https":
+if scheme == "h2":                   # one HTTP/2 connection over TLS, one stream at a time
+    import socket, h2.config, h2.connection, h2.events
+    ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(["h2"])
+    sock = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=600), server_hostname="localhost")
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection(); sock.sendall(conn.data_to_send())
+    class C: pass
+    c = C()
+    def get():
+        sid = conn.get_next_available_stream_id()
+        conn.send_headers(sid, [(":method", "GET"), (":path", path), (":scheme", "https"),
+                                (":authority", "127.0.0.1")], end_stream=True)
+        sock.sendall(conn.data_to_send())
+        st, cs, body, done = None, "", 0, False
+        while not done:
+            for ev in conn.receive_data(sock.recv(65536)):
+                if isinstance(ev, h2.events.ResponseReceived):
+                    h = dict(ev.headers); st = h.get(b":status"); cs = h.get(b"cache-status", b"").decode()
+                elif isinstance(ev, h2.events.DataReceived):
+                    body += len(ev.data); conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                elif isinstance(ev, h2.events.StreamEnded) and ev.stream_id == sid:
+                    done = True
+            sock.sendall(conn.data_to_send())
+        assert st == b"200" and body == 1024, (st, body)
+        return cs
+elif scheme == "https":
     ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
     c = http.client.HTTPSConnection("127.0.0.1", port, timeout=600, context=ctx)
 else:
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-def get():
-    c.request("GET", path)
-    r = c.getresponse(); body = r.read()
-    assert r.status == 200 and len(body) == 1024, (r.status, len(body))
-    return r.getheader("Cache-Status") or ""
+if scheme != "h2":
+    def get():
+        c.request("GET", path)
+        r = c.getresponse(); body = r.read()
+        assert r.status == 200 and len(body) == 1024, (r.status, len(body))
+        return r.getheader("Cache-Status") or ""
 for _ in range(50):
     get()
 if zero:
@@ -73,7 +102,7 @@ for cell in $CELLS; do
     scheme=${cell%-*}; kind=${cell#*-}
     if [ "$kind" = hit ]; then path="/1k?cache-control=max-age%3D3600"; else path="/gen?size=1024&cache-control=no-store"; fi
     d="$TMP/$cell"; mkdir -p "$d"
-    if [ "$scheme" = https ]; then lopt=(--http off --https 127.0.0.1:0); pat='^listening on https '; else lopt=(--http 127.0.0.1:0); pat='^listening on http '; fi
+    if [ "$scheme" = https ] || [ "$scheme" = h2 ]; then lopt=(--http off --https 127.0.0.1:0); pat='^listening on https '; else lopt=(--http 127.0.0.1:0); pat='^listening on http '; fi
     # instructions
     (cd "$d" && exec valgrind --tool=callgrind --callgrind-out-file="$d/cg.%p" "$BIN/cachet" "${lopt[@]}" \
         --admin off --workers 1 --backend "127.0.0.1:$OPORT" --access-log off >"$d/cachet.out" 2>"$d/cachet.err") &

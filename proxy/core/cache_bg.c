@@ -15,13 +15,20 @@
  * with cr->bg set, so the fill stores the origin's answer and sends nothing:
  * exactly one origin fetch, no race for the slot. It skips recv and lookup
  * and starts its fetch on the next loop turn (the trigger's lookup is still
- * on the stack), ends when its response
- * does (proto->done) or fails (proto->fail), and is counted by its backend,
- * not as a client request.
+ * on the stack), ends when its response does (proto->done) or fails
+ * (proto->fail), and is counted by its backend, not as a client request.
  *
- * Owned here, per worker: the refreshes in flight (wc->bgreqs), freed when
- * they end or by ct_cache_bg_free_all() when the worker exits. Worker thread
- * only.
+ * The same kind of request adopts a client's fill (ct_cache_fill_adopt): the
+ * fetch (its upstream, mid-exchange) moves over, and the client is one
+ * reader of the object among others (Varnish's busyobj). That happens when
+ * the stored head is in and the client reads the object (so its pace does
+ * not hold the fill), and when a fetching client goes (its connection
+ * closed, its stream reset, it stopped reading) before the fill is done, so
+ * the object's other readers and the store still get it.
+ *
+ * Owned here, per worker: the requests in flight (wc->bgreqs, at most
+ * CT_CACHE_BG_MAX), freed when they end or by ct_cache_bg_free_all() when
+ * the worker exits. Worker thread only.
  */
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -40,7 +47,8 @@ struct ct_bgreq {
 #define CT_BGREQ_MAGIC 0xb9e0f7c1u
     struct ct_req r;
     struct ct_wcache *wc;
-    struct event *start;         /* the next loop turn: ct_req_start */
+    struct event *start;         /* the next loop turn: its fetch starts, or reads on */
+    bool adopted;                /* it took over a client's fetch (ct_cache_fill_adopt) */
     struct ct_http_msg msg;      /* the request, its views into BUF and FIELDS */
     struct ct_http_field *fields;
     char *buf;
@@ -59,6 +67,7 @@ static void bg_free(struct ct_bgreq *b)
 {
     ct_req_free(&b->r);
     CT_LIST_REMOVE(&b->wc->bgreqs, b, link);
+    b->wc->nbg--;
     event_free(b->start);
     free(b->fields);
     free(b->buf);
@@ -184,11 +193,9 @@ static const struct ct_proto null_proto = {
  * or speak of a body and framing it does not have. */
 static bool dropped(const struct ct_http_msg *req, const struct ct_http_field *f)
 {
+    if (ct_hdr_flags(f->id) & CT_HDRF_CACHE_ANSWERS)
+        return true;
     switch (f->id) {
-    case CT_HDR_IF_NONE_MATCH:
-    case CT_HDR_IF_MODIFIED_SINCE:
-    case CT_HDR_RANGE:
-    case CT_HDR_IF_RANGE:
     case CT_HDR_CACHE_CONTROL:
     case CT_HDR_EXPECT:
     case CT_HDR_CONTENT_LENGTH:
@@ -250,11 +257,18 @@ static void on_start(evutil_socket_t fd, short what, void *arg)
     (void)fd, (void)what;
     struct ct_bgreq *b = arg;
     CT_CHECK_OBJ(b, CT_BGREQ_MAGIC);
+    if (b->adopted) {
+        ct_req_fetch_resume(&b->r); /* what the upstream holds is ours now (may free b) */
+        return;
+    }
     b->r.phase = CT_RP_FETCH; /* nothing to look up: it holds the fetch slot */
     ct_req_fetch(&b->r); /* may free b */
 }
 
-bool ct_cache_bg_start(struct ct_req *r, struct ct_obj **fill, struct ct_obj **stale)
+/* A request of its own for R's request head, carried by the null protocol,
+ * with a cache part that answers nobody (cr->bg); NULL if the head does not
+ * fit its copy. Started by the caller (b->start). */
+static struct ct_bgreq *bg_new(struct ct_req *r)
 {
     struct ct_worker *w = r->w;
     struct ct_wcache *wc = w->wc;
@@ -263,7 +277,7 @@ bool ct_cache_bg_start(struct ct_req *r, struct ct_obj **fill, struct ct_obj **s
     b->wc = wc;
     if (!copy_request(b, r->msg)) {
         free(b);
-        return false;
+        return NULL;
     }
     snprintf(b->peer, sizeof(b->peer), "%s", r->peer);
     b->r = (struct ct_req){
@@ -278,21 +292,95 @@ bool ct_cache_bg_start(struct ct_req *r, struct ct_obj **fill, struct ct_obj **s
         .body_done = true,
         .logged = true, /* not a client's request: no access-log line, no request counters */
     };
-    /* Its cache part fills the BUSY object and answers nobody (bg). */
     struct ct_creq *cr = ct_cache_creq_new(&b->r);
     cr->bg_port = r->lc->kind == CT_LISTEN_HTTPS ? 443 : 80;
+    cr->mode = CT_CREQ_FILL;
+    cr->bg = true;
+    b->start = evtimer_new(w->base, on_start, b);
+    CT_LIST_INSERT_HEAD(&wc->bgreqs, b, link);
+    wc->nbg++;
+    return b;
+}
+
+bool ct_cache_bg_start(struct ct_req *r, struct ct_obj **fill, struct ct_obj **stale)
+{
+    if (r->w->wc->nbg >= CT_CACHE_BG_MAX)
+        return false; /* the caller refreshes on the client's connection instead */
+    struct ct_bgreq *b = bg_new(r);
+    if (b == NULL)
+        return false;
+    /* Its cache part fills the BUSY object and answers nobody (bg). */
+    struct ct_creq *cr = b->r.cr;
     cr->fill = *fill;
     cr->stale = *stale;
     *fill = *stale = NULL;
-    cr->mode = CT_CREQ_FILL;
-    cr->bg = true;
     cr->cs = CT_STATS_CS_STALE;
     cr->fwd_kind = "stale";
     cr->req_time = ct_time_real();
-    b->start = evtimer_new(w->base, on_start, b);
     event_active(b->start, EV_TIMEOUT, 0);
-    CT_LIST_INSERT_HEAD(&wc->bgreqs, b, link);
-    CT_DEBUG("w%u c%llu %s: background refresh of %.*s", w->id, (unsigned long long)r->conn_id,
-             r->peer, (int)r->msg->target.len, r->msg->target.p);
+    CT_DEBUG("w%u c%llu %s: background refresh of %.*s", r->w->id,
+             (unsigned long long)r->conn_id, r->peer, (int)r->msg->target.len, r->msg->target.p);
+    return true;
+}
+
+/* ---- fills that outlive their client (Varnish's busyobj) ------------------------ */
+
+/* Can R's fetch go on as a request of its own? It fills an object (the
+ * store's fetch slot) that other readers may be waiting on, its request is
+ * all sent (fills are GETs: no body), and either its response head is not
+ * in yet, or it was stored. DETACH (R stays, reading the object): only if
+ * R reads the object like any reader (cr->self); a fill of unknown length
+ * feeds its client itself until the end (cache_fill.c says why). */
+static bool adoptable(const struct ct_req *r, bool detach)
+{
+    const struct ct_creq *cr = r->cr;
+    if (cr == NULL || cr->fill == NULL || cr->bg || r->u == NULL || !r->body_done)
+        return false;
+    if (r->phase == CT_RP_FETCH)
+        return cr->mode == CT_CREQ_FILL;
+    return r->phase == CT_RP_SEND && cr->store_ok && (cr->self || !detach);
+}
+
+static bool adopt(struct ct_req *r, bool detach)
+{
+    if (!adoptable(r, detach))
+        return false;
+    struct ct_wcache *wc = r->w->wc;
+    if (wc->nbg >= CT_CACHE_BG_MAX) {
+        CT_INFO("w%u c%llu %s: %u background fetches in flight: %.*s is not filled on", r->w->id,
+                (unsigned long long)r->conn_id, r->peer, wc->nbg, (int)r->msg->target.len,
+                r->msg->target.p);
+        return false;
+    }
+    struct ct_bgreq *b = bg_new(r);
+    if (b == NULL)
+        return false;
+    struct ct_creq *cr = r->cr, *bc = b->r.cr;
+    bc->fill = cr->fill;
+    bc->stale = cr->stale;
+    cr->fill = cr->stale = NULL;
+    bc->store_ok = cr->store_ok;
+    bc->validate = cr->validate;
+    bc->fwd_kind = cr->fwd_kind;
+    bc->req_time = cr->req_time;
+    bc->cs = cr->cs;
+    cr->store_ok = cr->self = false;
+    r->fwd_head = false; /* nothing more from the origin for R */
+    ct_req_fetch_move(r, &b->r);
+    b->adopted = true;
+    event_active(b->start, EV_TIMEOUT, 0); /* reads on from the next loop turn */
+    CT_DEBUG("w%u c%llu %s: the fill of %.*s goes on as a request of its own", r->w->id,
+             (unsigned long long)r->conn_id, r->peer, (int)r->msg->target.len, r->msg->target.p);
+    return true;
+}
+
+bool ct_cache_fill_adopt(struct ct_req *r) { return adopt(r, false); }
+
+bool ct_cache_fill_detach(struct ct_req *r)
+{
+    if (r->phase != CT_RP_SEND || !adopt(r, true))
+        return false;
+    if (r->cr->mode == CT_CREQ_DONE)
+        ct_cache_finish(r); /* its answer had no body to wait for (304, 416) */
     return true;
 }

@@ -48,13 +48,6 @@ static void add_field(struct evbuffer *out, struct ct_str name, struct ct_str va
     ADD_LIT(out, "\r\n");
 }
 
-static bool is_proxy_field(const struct ct_http_field *f)
-{
-    static const struct ct_str proxy = CT_STR("proxy");
-    return f->name.len >= proxy.len && ct_str_eq_ci(ct_str_make(f->name.p, proxy.len), proxy) &&
-           (f->name.len == proxy.len || f->name.p[proxy.len] == '-');
-}
-
 /* "Via: <theirs>, 1.1 cachet" (RFC 9110 §7.6.3: append, in order). */
 static void add_via(struct evbuffer *out, const struct ct_http_msg *msg)
 {
@@ -153,7 +146,7 @@ void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
         /* Per-hit fields are written on every delivery; the framing is ours;
          * targeted cache control is for us only (RFC 9213 §2). */
         if ((ct_hdr_flags(f->id) & CT_HDRF_PER_HIT) || f->id == CT_HDR_CONTENT_LENGTH ||
-            f->id == CT_HDR_TRANSFER_ENCODING || f->id == CT_HDR_VIA || is_proxy_field(f) ||
+            f->id == CT_HDR_TRANSFER_ENCODING || f->id == CT_HDR_VIA || ct_http_field_is_proxy(f) ||
             ct_cache_policy_field_targeted(f, po) || !ct_cache_policy_field_storable(msg, f, po) ||
             (!cc->expose_tags && ct_cache_is_tag_field(cc, f)))
             continue;
@@ -210,16 +203,11 @@ const struct ct_http_msg *ct_cache_fwd_msg(struct ct_req *r)
     }
     size_t n = 0;
     for (size_t i = 0; i < req->nfields; i++) {
-        switch (req->fields[i].id) {
-        case CT_HDR_IF_NONE_MATCH:
-        case CT_HDR_IF_MODIFIED_SINCE:
-        case CT_HDR_RANGE:
-        case CT_HDR_IF_RANGE:
+        if (ct_hdr_flags(req->fields[i].id) & CT_HDRF_CACHE_ANSWERS) {
             cr->stripped = true;
             continue; /* answered from the object we store */
-        default:
-            cr->fwd_fields[n++] = req->fields[i];
         }
+        cr->fwd_fields[n++] = req->fields[i];
     }
     if (cr->stale) {
         struct ct_cache_validators v;
@@ -485,17 +473,6 @@ static const char *not_storable(struct ct_req *r, const struct ct_http_msg *msg,
     return NULL;
 }
 
-static void fill_client_head(struct ct_req *r, const struct ct_http_msg *msg)
-{
-    struct ct_creq *cr = r->cr;
-    if (cr->stale)
-        ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=%u; stored", cr->fwd_kind,
-                            msg->status);
-    else
-        ct_cache_set_status(cr, "cachet; fwd=%s; stored", cr->fwd_kind);
-    ct_cache_fill_head(r, cr->fill, msg, cr->cstatus);
-}
-
 static bool fill_head(struct ct_req *r, const struct ct_http_msg *msg, bool close,
                       ct_time_t now)
 {
@@ -529,19 +506,31 @@ static bool fill_head(struct ct_req *r, const struct ct_http_msg *msg, bool clos
     cr->store_ok = true;
     if (cr->bg)
         return true; /* the body goes to the scratch buffer, unframed */
-    if (cr->stripped && msg->status == 200 && r->msg->method == CT_METHOD_GET) {
-        /* The client asked for a Range or sent conditionals: it reads the
-         * object as it fills, like a waiter, and gets its 206 / 304 / 416
-         * (issue 5: on a miss, fetch the whole object and answer the range). */
-        cr->self = true;
+    if (cr->stale)
+        ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=%u; stored", cr->fwd_kind,
+                            msg->status);
+    else
         ct_cache_set_status(cr, "cachet; fwd=%s; stored", cr->fwd_kind);
-        if (ct_cache_emit(r, cr->fill, cr->cstatus, close))
-            cr->mode = CT_CREQ_DONE;
-        else
-            ct_cache_stream_more(r);
+    if (msg->framing != CT_FRAME_LENGTH && !cr->stripped) {
+        /* A body of unknown length may outgrow max_object_size on its way:
+         * the object is then dropped, and the fetching client must get the
+         * rest from the origin. So it is sent the origin's bytes, after the
+         * object has them (ct_cache_resp_body), and keeps the fetch; if it
+         * goes, the fill goes on without it (ct_cache_fill_adopt). */
+        ct_cache_fill_head(r, cr->fill, msg, cr->cstatus);
         return true;
     }
-    fill_client_head(r, msg);
+    /* The fetching client reads the object as it fills, like any reader
+     * (Varnish's busyobj): it gets what the store holds, its Range or
+     * conditionals answered from it (issue 5: on a miss, fetch the whole
+     * object and answer the range), and fetch.c hands the fill over to a
+     * request of its own (ct_cache_fill_detach), so the client's pace or
+     * departure is nobody else's concern. */
+    cr->self = true;
+    if (ct_cache_emit(r, cr->fill, cr->cstatus, close))
+        cr->mode = CT_CREQ_DONE;
+    else
+        ct_cache_stream_more(r);
     return true;
 }
 
@@ -638,25 +627,6 @@ bool ct_cache_resp_body(struct ct_req *r, size_t n)
         return false;
     }
     r->proto->send_body(r, cr->scratch, n);
-    return true;
-}
-
-bool ct_cache_client_gone(struct ct_req *r)
-{
-    struct ct_creq *cr = r->cr;
-    if (cr == NULL || cr->fill == NULL || cr->bg || r->u == NULL ||
-        (r->phase != CT_RP_FETCH && r->phase != CT_RP_SEND) ||
-        (r->phase == CT_RP_SEND && !cr->store_ok))
-        return false;
-    CT_DEBUG("w%u c%llu %s: client gone, filling %.*s on for the other readers", r->w->id,
-             (unsigned long long)r->conn_id, r->peer, (int)r->msg->target.len, r->msg->target.p);
-    if (cr->self) { /* it was reading its own fill: stop */
-        cr->self = false;
-        ct_cache_unwait(cr);
-        cr->mode = CT_CREQ_FILL;
-    }
-    cr->bg = true;       /* from now on the body goes to the scratch buffer only */
-    r->fwd_head = false; /* and nothing more to the client */
     return true;
 }
 

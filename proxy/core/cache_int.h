@@ -45,6 +45,10 @@ struct ct_cache *ct_cache_from_conf(const struct ct_conf *cf);
 /* Worker W's cache side (W's base must exist); NULL CACHE: no cache, returns
  * NULL. Freed on W's thread after its loop ended, or before it started. */
 struct ct_wcache *ct_wcache_new(struct ct_worker *w, struct ct_cache *cache);
+/* On W's own thread, before its loop runs: readers this thread wakes (a
+ * fill and its readers on one worker, the common case) are run from the
+ * loop directly, without the eventfd's write and read. */
+void ct_wcache_bind(struct ct_wcache *wc);
 void ct_wcache_free(struct ct_wcache **wcp);
 
 /* ---- fetch.c ------------------------------------------------------------------ */
@@ -91,13 +95,6 @@ bool ct_cache_client_drained(struct ct_req *r);
  * object within stale-if-error); the failure is off. Otherwise the object
  * being filled is failed (never stored; its readers see a truncated body). */
 bool ct_cache_client_fail(struct ct_req *r, enum ct_close why);
-/* R's client went (EOF, error) or stopped reading (send timeout) while R
- * fetches an object that is being stored: true if the fetch goes on without
- * it for the object's other readers, as a background fill: nothing more is
- * sent, and R ends (proto->done) when the origin's response does; the
- * protocol stops its carrier's reads and writes meanwhile. False: close as
- * usual. */
-bool ct_cache_client_gone(struct ct_req *r);
 /* C is being freed: drop every reference and registration. */
 void ct_cache_client_free(struct ct_req *r);
 /* Did C's request come over HTTPS? Its listener's scheme, or for an
@@ -111,6 +108,11 @@ unsigned ct_cache_client_cs(const struct ct_req *r);
 
 /* The cache path hands R back (after waiting on a busy object): fetch it. */
 void ct_req_fetch(struct ct_req *r);
+/* Hand FROM's fetch (its upstream, wherever the exchange is) to TO, which
+ * carries on as if it had made it; then ct_req_fetch_resume(TO) reads on
+ * what the upstream holds already. */
+void ct_req_fetch_move(struct ct_req *from, struct ct_req *to);
+void ct_req_fetch_resume(struct ct_req *r);
 /* R's response starts: its head is written next (phase SEND, proto->respond). */
 void ct_req_respond(struct ct_req *r);
 
@@ -199,11 +201,14 @@ struct ct_wcache {
     struct ct_cache_key_opts kopts;
     struct event *sweep;
     int efd;               /* eventfd: other threads wake this worker's waiters */
+    pthread_t thread;      /* its loop's thread, once bound (ct_wcache_bind) */
+    bool bound;
     struct event *wake_ev;
     pthread_mutex_t mu;    /* guards the queue below */
     struct ct_creq *wq_head, *wq_tail;
     struct ct_listener_conf bg_lc; /* what background refreshes read of "their listener" */
-    CT_LIST_HEAD(ct_bgreq) bgreqs; /* background refreshes in flight (cache_bg.c) */
+    CT_LIST_HEAD(ct_bgreq) bgreqs; /* background refreshes and fills in flight (cache_bg.c) */
+    unsigned nbg;                  /* ... how many (at most CT_CACHE_BG_MAX) */
     struct ct_http_date_cache date; /* Date of this second, formatted once */
 };
 
@@ -266,6 +271,21 @@ struct ct_creq *ct_cache_creq_new(struct ct_req *r);
  * Takes both references (NULLs them) and returns true, or false with
  * nothing taken. */
 bool ct_cache_bg_start(struct ct_req *r, struct ct_obj **fill, struct ct_obj **stale);
+/* Background requests in flight per worker, refreshes and adopted fills: past
+ * this a refresh runs on its client's connection and a fill whose client
+ * went is abandoned (its readers fetch again), so a flood of cut requests
+ * cannot turn into unbounded origin fetches. */
+#define CT_CACHE_BG_MAX 1024
+/* The fill R fetches goes on as a request of its own (the null protocol),
+ * for the object's other readers and the store, if it can: before its
+ * response head, or once the head was stored and R reads the object like
+ * any reader. True if it did: R no longer has an upstream or a fill. Called
+ * when R's carrier goes (ct_req_free) or fails on its side. */
+bool ct_cache_fill_adopt(struct ct_req *r);
+/* After R's response head was stored: hand the fill over (as above), so R
+ * is one reader of the object among others, whatever its pace or fate. True
+ * if it did (R may have ended: its answer had no body). */
+bool ct_cache_fill_detach(struct ct_req *r);
 /* Worker exit: abandon the refreshes in flight (before the upstream pool goes). */
 void ct_cache_bg_free_all(struct ct_wcache *wc);
 /* Unregister cr's waiter, dequeue its wake, stop its timer. */

@@ -108,7 +108,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     struct ct_wcache *wc = arg;
     CT_CHECK_OBJ(wc, CT_WCACHE_MAGIC);
     uint64_t v;
-    if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+    if ((what & EV_READ) && read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
         CT_ERR("w%u cache wake: %s", wc->w->id, strerror(errno));
     for (unsigned i = 0; i < 100000; i++) {
         pthread_mutex_lock(&wc->mu);
@@ -185,10 +185,22 @@ static void waiter_wake(void *arg)
         wc->wq_tail = cr;
     }
     pthread_mutex_unlock(&wc->mu);
+    if (wc->bound && pthread_equal(wc->thread, pthread_self())) {
+        event_active(wc->wake_ev, EV_TIMEOUT, 0); /* our own loop: no syscall */
+        return;
+    }
     uint64_t one = 1;
     if (write(wc->efd, &one, sizeof(one)) < 0) {
         /* EAGAIN: the counter is full, so the worker is awake anyway. */
     }
+}
+
+void ct_wcache_bind(struct ct_wcache *wc)
+{
+    /* Read by wakers on other threads only for readers this worker
+     * registered after this, under the object's shard lock: ordered. */
+    wc->thread = pthread_self();
+    wc->bound = true;
 }
 
 static void dequeue(struct ct_creq *cr)
@@ -890,8 +902,8 @@ bool ct_cache_client_fail(struct ct_req *r, enum ct_close why)
     struct ct_creq *cr = r->cr;
     if (cr == NULL)
         return false;
-    if (why == CT_CLOSE_TX_TIMEOUT && ct_cache_client_gone(r))
-        return true; /* it stopped reading; the object it fills is finished */
+    if (!origin_error(why))
+        ct_cache_fill_adopt(r); /* the client's failure is not the fill's: it goes on */
     if (cr->fill) { /* never stored, never complete: readers see it truncated */
         ct_obj_fail(cr->fill);
         ct_obj_release(&cr->fill);

@@ -112,6 +112,8 @@ void ct_req_fetch(struct ct_req *r)
 
 void ct_req_free(struct ct_req *r)
 {
+    if (r->u)
+        ct_cache_fill_adopt(r); /* a fill others may read goes on without its client */
     ct_cache_client_free(r);
     if (r->u)
         ct_upstream_release(&r->u, false);
@@ -297,8 +299,11 @@ static void upstream_readable(void *owner)
                 if (msg->status != 100) /* the client has ours (send_continue) */
                     r->proto->send_interim(r, msg);
             }
-            else
+            else {
                 final_head(r, msg);
+                if (ct_cache_fill_detach(r))
+                    return; /* the fill reads on by itself (cache_bg.c); R reads the object */
+            }
             break;
         }
         case CT_HTTP_EV_BODY:
@@ -373,6 +378,32 @@ static void upstream_closed(void *owner, enum ct_close why)
     case CT_RP_TUNNEL:
         CT_WRONG("upstream event for a request that does not own it");
     }
+}
+
+void ct_req_fetch_move(struct ct_req *from, struct ct_req *to)
+{
+    CT_ASSERT(from->u != NULL && to->u == NULL);
+    to->u = from->u;
+    from->u = NULL;
+    ct_upstream_set_owner(to->u, &upstream_owner, to);
+    to->phase = from->phase;
+    to->retries = from->retries;
+    to->head_sent = from->head_sent;
+    to->status = from->status;
+    to->up_keep_alive = from->up_keep_alive;
+    to->up_got_byte = from->up_got_byte;
+    to->tup = from->tup;
+    if (from->up_paused) { /* paused for FROM's output, which TO does not share */
+        from->up_paused = false;
+        ct_io_read(ct_upstream_io(to->u), true);
+    }
+}
+
+void ct_req_fetch_resume(struct ct_req *r)
+{
+    /* Not connected yet: upstream_ready() sends the request when it is. */
+    if (r->u && ct_upstream_is_connected(r->u))
+        upstream_readable(r);
 }
 
 /* ---- resuming after back-pressure ------------------------------------------------ */

@@ -1,10 +1,11 @@
 /*
  * proxy/h1/client.c: the client connection FSM (drawn in docs/client_fsm.dot).
  *
- *   accept -> [TLS_HANDSHAKE] -> READ_HEAD -> FETCH -> SEND -> READ_HEAD ...
- *                                    |          |       |
- *                                    |          +-------+--> TUNNEL (101)
- *                                    +--- any failure ----> LINGER -> CLOSED
+ *   (proxy/net/accept.c: accept, TLS handshake, ALPN: http/1.1)
+ *     -> READ_HEAD -> FETCH -> SEND -> READ_HEAD ...
+ *          |          |       |
+ *          |          +-------+--> TUNNEL (101)
+ *          +--- any failure ----> LINGER -> CLOSED
  *
  * A struct ct_client owns its bufferevent (made with BEV_OPT_CLOSE_ON_FREE)
  * and its request parser (one per connection, reused for every request: no
@@ -76,7 +77,6 @@ static bool transition_ok(enum ct_client_state from, enum ct_client_state to)
     if (to == CT_CS_LINGER || to == CT_CS_CLOSED)
         return from != CT_CS_CLOSED;
     switch (from) {
-    case CT_CS_TLS_HANDSHAKE: return to == CT_CS_READ_HEAD;
     case CT_CS_READ_HEAD: return to == CT_CS_FETCH;
     case CT_CS_FETCH: return to == CT_CS_SEND || to == CT_CS_TUNNEL;
     case CT_CS_SEND: return to == CT_CS_READ_HEAD;
@@ -100,36 +100,12 @@ void ct_client_set_state(struct ct_client *c, enum ct_client_state to)
 }
 
 /* The connection's one deadline (TLS handshake, keep-alive idle, request
- * head, linger) is kept lazily, as nginx and Varnish keep theirs: the timer
- * is re-armed only when a new deadline comes before the time it is set for;
- * one that fires before the current deadline (which moved later meanwhile)
- * is set again for the rest (on_timer). A keep-alive connection moves its
- * deadline twice per request (idle, then head) without touching the timer,
- * which instead fires about once per header timeout to find it moved.
- * Deadlines are read on the precise monotonic clock, so a timer libevent
- * fires early (it arms from the loop's cached time) is simply set again. */
-static uint64_t now_ms(void) { return (uint64_t)(ct_time_mono() * 1000.0); }
-
-static void timer_arm(struct ct_client *c, uint64_t ms)
-{
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
-    evtimer_add(c->timer, &tv);
-}
+ * head, request body, linger): proxy/net/deadline.h keeps it lazily. */
+static uint64_t now_ms(void) { return ct_now_ms(); }
+static void deadline_set(struct ct_client *c, uint64_t ms) { ct_deadline_set(&c->dl, ms); }
+static void deadline_clear(struct ct_client *c) { ct_deadline_clear(&c->dl); }
 
 static bool linger_draining(struct ct_client *c);
-
-/* The deadline is MS from now (0: the next loop turn). */
-static void deadline_set(struct ct_client *c, uint64_t ms)
-{
-    c->deadline_ms = now_ms() + ms;
-    if (c->timer_at_ms != 0 && c->timer_at_ms <= c->deadline_ms)
-        return; /* fires first: on_timer sets it again for the rest */
-    timer_arm(c, ms);
-    c->timer_at_ms = c->deadline_ms;
-}
-
-/* No deadline (FETCH .. SEND): the timer stays armed, its firing is ignored. */
-static void deadline_clear(struct ct_client *c) { c->deadline_ms = 0; }
 
 /* FETCH .. SEND have one deadline only, the request body's (Apache
  * mod_reqtimeout's body=T,MinRate=R): T from the end of the head, one more
@@ -180,18 +156,11 @@ static void req_reset(struct ct_client *c)
 
 /* ---- accept / close ---------------------------------------------------------- */
 
-/* Connections are counted by protocol (/metrics cachet_connections{proto}). */
+/* Connections are counted by protocol (/metrics cachet_connections{proto}):
+ * opened by proxy/net/accept.c, closed here. */
 static enum ct_stats_proto proto_of(const struct ct_client *c)
 {
     return c->lc->kind == CT_LISTEN_HTTPS ? CT_STATS_PROTO_https : CT_STATS_PROTO_http;
-}
-
-static void conn_counted_open(struct ct_client *c)
-{
-    if (c->w->stats) {
-        ct_stats_conn_open(c->w->stats);
-        ct_stats_conn_proto(c->w->stats, proto_of(c), true);
-    }
 }
 
 static void conn_counted_close(struct ct_client *c)
@@ -205,91 +174,42 @@ static void conn_counted_close(struct ct_client *c)
 }
 
 
-static void peer_name(struct ct_client *c, const struct sockaddr *sa)
-{
-    char ip[INET6_ADDRSTRLEN] = "?";
-    unsigned port = 0;
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
-        port = ntohs(in->sin_port);
-    } else if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
-        port = ntohs(in6->sin6_port);
-    }
-    c->peer_ip_len = strlen(ip);
-    snprintf(c->peer, sizeof(c->peer), "%s:%u", ip, port);
-}
 
-/* With CLOSE_ON_FREE, a failed bufferevent_openssl_socket_new() has already
- * freed the SSL* and closed the fd (libevent 2.1.12): never free them again. */
-static struct bufferevent *make_bev(struct ct_worker *w, const struct ct_listener_conf *lc,
-                                    int fd)
+void ct_client_take(struct ct_worker *w, const struct ct_conn_info *ci)
 {
-    if (lc->kind == CT_LISTEN_HTTP)
-        return bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    SSL *ssl = ct_tls_new_ssl(lc->tls);
-    if (ssl == NULL) {
-        close(fd);
-        return NULL;
-    }
-    return bufferevent_openssl_socket_new(w->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
-                                          BEV_OPT_CLOSE_ON_FREE);
-}
-
-void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int fd,
-                      const struct sockaddr *sa, socklen_t salen)
-{
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    struct bufferevent *bev = make_bev(w, lc, fd);
-    if (bev == NULL) {
-        CT_ERR("w%u accept: cannot create a buffer event; connection dropped", w->id);
-        return;
-    }
+    struct bufferevent *bev = ci->bev;
+    const struct ct_listener_conf *lc = ci->lc;
     struct ct_client *c = ct_xcalloc(1, sizeof(*c));
     c->magic = CT_CLIENT_MAGIC;
     c->w = w;
     c->lc = lc;
     c->bev = bev;
-    c->tls = lc->kind == CT_LISTEN_HTTPS ? bufferevent_openssl_get_ssl(bev) : NULL;
-    c->id = ++w->next_conn_id;
+    c->tls = ci->tls;
+    c->id = ci->id;
+    memcpy(c->peer, ci->peer, sizeof(c->peer));
+    c->peer_ip_len = ci->peer_ip_len;
     c->rp = ct_http_parser_new(CT_HTTP_REQUEST, &w->limits);
     ct_http_parser_set_gateway(c->rp, true);
-    c->timer = evtimer_new(w->base, on_timer, c);
-    peer_name(c, sa);
+    ct_deadline_init(&c->dl, w->base, on_timer, c);
     req_reset(c);
-    (void)salen;
     c->next = w->clients;
     if (w->clients)
         w->clients->prev = c;
     w->clients = c;
-    w->nclients++;
-    conn_counted_open(c);
 
-    bool plain = lc->kind == CT_LISTEN_HTTP;
+    bool plain = c->tls == NULL;
     bufferevent_setcb(bev, plain ? NULL : on_read, on_write, on_event, c);
-    bufferevent_setwatermark(bev, EV_READ, 0, CT_READ_HIGH);
     bufferevent_setwatermark(bev, EV_WRITE, CT_BP_LOW, 0);
-    /* libevent writes (and, for TLS, reads) at most 16 KiB per callback by
-     * default: a large body would then move in 16 KiB syscalls. */
-    bufferevent_set_max_single_write(bev, CT_BP_HIGH);
-    bufferevent_set_max_single_read(bev, CT_BP_HIGH);
     ct_io_attach(&c->io, w->base, bev, plain, on_read, on_event, c);
     ct_io_timeouts(&c->io, 0, w->cf->limits.send_timeout_ms);
-    if (lc->kind == CT_LISTEN_HTTPS) {
-        c->state = CT_CS_TLS_HANDSHAKE;
-        uint64_t ms = lc->handshake_timeout_ms;
-        deadline_set(c, ms ? ms : 10000);
-    } else {
-        c->state = CT_CS_READ_HEAD;
-        deadline_set(c, w->cf->limits.client_header_timeout_ms);
-    }
+    c->state = CT_CS_READ_HEAD;
+    deadline_set(c, w->cf->limits.client_header_timeout_ms);
     /* We write directly (ct_io_flush; TLS: tls_flush), libevent only takes over
      * what the socket did not take. Plain TCP: reads are ours too (io.c). */
     bufferevent_disable(bev, plain ? EV_READ | EV_WRITE : EV_WRITE);
     ct_io_read(&c->io, true);
+    if (evbuffer_get_length(bufferevent_get_input(bev)) > 0)
+        read_head(c); /* a request that came with the handshake's last flight */
 }
 
 static void client_unlink(struct ct_client *c)
@@ -310,7 +230,7 @@ static void client_free(struct ct_client *c)
     ct_req_free(&c->r);
     ct_io_detach(&c->io);
     bufferevent_free(c->bev);
-    event_free(c->timer);
+    ct_deadline_fini(&c->dl);
     ct_http_parser_free(&c->rp);
     client_unlink(c);
     c->magic = 0;
@@ -366,7 +286,6 @@ void ct_client_finish(struct ct_client *c, enum ct_close why)
 static const char *action(const struct ct_client *c)
 {
     switch (c->state) {
-    case CT_CS_TLS_HANDSHAKE: return "during the TLS handshake";
     case CT_CS_READ_HEAD: return "reading the request head";
     case CT_CS_FETCH: return "forwarding the request";
     case CT_CS_SEND: return "sending the response";
@@ -393,8 +312,7 @@ static void client_fail(struct ct_client *c, enum ct_close why)
                ct_close_text(why), *detail ? ": " : "", detail,
                c->r.head_sent ? 0 : status, ct_close_name(why));
     }
-    if (status == 0 || c->r.head_sent || c->state == CT_CS_TUNNEL ||
-        c->state == CT_CS_TLS_HANDSHAKE) {
+    if (status == 0 || c->r.head_sent || c->state == CT_CS_TUNNEL) {
         /* Nothing to say, or too late to say it: a truncated message must
          * look truncated, so close without a clean end. */
         client_close(c, why);
@@ -473,7 +391,7 @@ void ct_client_response_done(struct ct_client *c)
 void ct_client_drain(struct ct_client *c)
 {
     CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
-    if ((c->state == CT_CS_READ_HEAD && !c->head_started) || c->state == CT_CS_TLS_HANDSHAKE)
+    if (c->state == CT_CS_READ_HEAD && !c->head_started)
         client_close(c, CT_CLOSE_DRAIN);
 }
 
@@ -535,7 +453,6 @@ static void on_read(struct bufferevent *bev, void *arg)
     case CT_CS_LINGER:
         evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
         break;
-    case CT_CS_TLS_HANDSHAKE:
     case CT_CS_CLOSED:
     case CT_CS__COUNT:
         CT_WRONG("client read in a state that does not read");
@@ -577,73 +494,10 @@ static void on_write(struct bufferevent *bev, void *arg)
     }
 }
 
-/* Log why (OpenSSL's errors for this connection, so the next one does not
- * inherit them) and answer plain HTTP on the TLS port like nginx's 497. */
-static void tls_handshake_failed(struct ct_client *c, short what)
-{
-    unsigned long e, last = 0;
-    bool plain_http = false;
-    char why[256] = "";
-    while ((e = bufferevent_get_openssl_error(c->bev)) != 0) {
-        plain_http |= ct_tls_error_is_plain_http(e);
-        last = e;
-    }
-    if (last)
-        ct_tls_error_string(last, why, sizeof(why));
-    else if (ct_tls_drain_errors(why, sizeof(why)) == 0)
-        snprintf(why, sizeof(why), "%s", (what & BEV_EVENT_EOF) ? "client closed" : "I/O error");
-    CT_INFO("w%u c%llu %s TLS handshake failed: %s%s", c->w->id, (unsigned long long)c->id,
-            c->peer, why, plain_http ? " (plain HTTP on the TLS port: answered 400)" : "");
-    if (!plain_http) {
-        client_close(c, CT_CLOSE_TLS_HANDSHAKE);
-        return;
-    }
-    /* The clear-text 400 is written and the socket half-closed; closing now
-     * with the rest of the request unread would reset the connection and
-     * destroy the answer. Linger: read the raw socket (TLS is done with)
-     * and drop what comes, until the client's EOF or LINGER_MS. */
-    ct_tls_answer_plain_http(bufferevent_getfd(c->bev));
-    bufferevent_disable(c->bev, EV_READ | EV_WRITE);
-    ct_io_detach(&c->io);
-    ct_io_attach(&c->io, c->w->base, c->bev, true, on_read, on_event, c);
-    c->failed = true;
-    c->why = CT_CLOSE_TLS_HANDSHAKE;
-    ct_client_set_state(c, CT_CS_LINGER);
-    deadline_set(c, LINGER_MS);
-    ct_io_read(&c->io, true);
-}
-
-/* ALPN chose h2: the connection (its bufferevent, id and place in the
- * worker's count) is proxy/h2/h2_serve.c's from now on; the HTTP/1 side
- * goes without a close. */
-static void client_to_h2(struct ct_client *c)
-{
-    struct bufferevent *bev = c->bev;
-    ct_io_detach(&c->io);
-    bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
-    c->w->take_h2(c->w, c->lc, bev, c->peer, c->peer_ip_len, c->id);
-    ct_req_free(&c->r);
-    event_free(c->timer);
-    ct_http_parser_free(&c->rp);
-    client_unlink(c);
-    c->magic = 0;
-    free(c);
-}
-
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
     struct ct_client *c = arg;
     CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
-    if (what & BEV_EVENT_CONNECTED) {
-        CT_ASSERT(c->state == CT_CS_TLS_HANDSHAKE);
-        if (ct_tls_alpn_is_h2(bufferevent_openssl_get_ssl(bev))) {
-            client_to_h2(c);
-            return;
-        }
-        ct_client_set_state(c, CT_CS_READ_HEAD);
-        deadline_set(c, c->w->cf->limits.client_header_timeout_ms);
-        return;
-    }
     if (c->state == CT_CS_LINGER) {
         client_close(c, c->why);
         return;
@@ -651,20 +505,6 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     if (what & BEV_EVENT_TIMEOUT) {
         /* Reading: a request body stalled. Writing: the client stopped reading. */
         ct_client_fail(c, (what & BEV_EVENT_READING) ? CT_CLOSE_RX_TIMEOUT : CT_CLOSE_TX_TIMEOUT);
-        return;
-    }
-    if (c->state == CT_CS_TLS_HANDSHAKE) {
-        tls_handshake_failed(c, what);
-        return;
-    }
-    if (ct_cache_client_gone(&c->r)) {
-        /* Its fetch fills an object others read: it goes on (cache_fill.c),
-         * and the connection ends with it, silent meanwhile. */
-        c->resp_close = true;
-        struct evbuffer *out = bufferevent_get_output(c->bev);
-        evbuffer_drain(out, evbuffer_get_length(out));
-        bufferevent_disable(c->bev, EV_WRITE);
-        ct_io_read(&c->io, false);
         return;
     }
     if (what & BEV_EVENT_EOF) {
@@ -706,16 +546,8 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     CT_CHECK_OBJ(c, CT_CLIENT_MAGIC);
     (void)fd;
     (void)what;
-    c->timer_at_ms = 0;
-    if (c->deadline_ms == 0)
-        return; /* left armed through a state without a deadline */
-    uint64_t now = now_ms();
-    if (now < c->deadline_ms) { /* the deadline moved later since it was armed */
-        timer_arm(c, c->deadline_ms - now);
-        c->timer_at_ms = c->deadline_ms;
-        return;
-    }
-    c->deadline_ms = 0;
+    if (!ct_deadline_due(&c->dl))
+        return; /* none (a state without one), or it moved later */
     switch (c->state) {
     case CT_CS_READ_HEAD:
         if (c->resume) { /* not a deadline: the deferred parse of pipelined bytes */
@@ -726,9 +558,6 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
             ct_client_fail(c, CT_CLOSE_RX_TIMEOUT);
         else
             client_close(c, CT_CLOSE_IDLE_TIMEOUT);
-        break;
-    case CT_CS_TLS_HANDSHAKE:
-        client_close(c, CT_CLOSE_TLS_HANDSHAKE);
         break;
     case CT_CS_LINGER:
         if (linger_draining(c)) {

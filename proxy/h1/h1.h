@@ -11,6 +11,8 @@
 
 #include "common/close.h"
 #include "proxy/core/core.h"
+#include "proxy/net/accept.h"
+#include "proxy/net/deadline.h"
 #include "proxy/net/net.h"
 
 struct evbuffer;
@@ -21,7 +23,6 @@ struct ct_http_parser;
 /* The client connection FSM (docs/client_fsm.dot). One state, one enum;
  * transitions only through client_set_state(), which checks them. */
 #define CT_CLIENT_STATES(X)                                                    \
-    X(TLS_HANDSHAKE, "tls-handshake") /* HTTPS only, before the first byte */  \
     X(READ_HEAD, "read-head")     /* idle or reading a request head */         \
     X(FETCH, "fetch")             /* request forwarded, waiting for the head */ \
     X(SEND, "send")               /* streaming the response body */            \
@@ -49,9 +50,7 @@ struct ct_client {
     struct bufferevent *bev;    /* owned; BEV_OPT_CLOSE_ON_FREE */
     struct ct_io io;            /* its read side */
     struct ct_http_parser *rp;  /* request parser, reused for every request */
-    struct event *timer;        /* head / keep-alive / linger deadline */
-    uint64_t deadline_ms;       /* that deadline (monotonic ms; 0: none), kept lazily */
-    uint64_t timer_at_ms;       /* when the timer fires (0: not armed) */
+    struct ct_deadline dl;      /* handshake / head / keep-alive / body / linger deadline */
     int linger_outq;            /* linger: bytes the kernel still held at the last look */
     uint64_t linger_moved_ms;   /* linger: when that count last went down */
     struct ct_client *next, *prev; /* w->clients */
@@ -82,9 +81,9 @@ static inline struct ct_client *ct_h1_of(struct ct_req *r)
 /* proxy/h1_resp.c: HTTP/1's side of proxy/proto.h. */
 extern const struct ct_proto ct_h1_proto;
 
-/* Take over accepted FD from listener LC (owns the fd from now on). */
-void ct_client_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int fd,
-                      const struct sockaddr *sa, socklen_t salen);
+/* Take over the connection proxy/net/accept.c made (INFO->bev is ours from
+ * now on, counted in w->nclients already): HTTP/1.1 from its first byte. */
+void ct_client_take(struct ct_worker *w, const struct ct_conn_info *info);
 /* Draining: close the client now if it sits between requests. */
 void ct_client_drain(struct ct_client *c);
 /* Worker exit: free without ceremony. */

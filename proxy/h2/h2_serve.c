@@ -46,11 +46,12 @@
 #include "proxy/core/proto.h"
 #include "proxy/core/req.h"
 #include "proxy/h2/h2_serve_int.h"
+#include "proxy/net/accept.h"
 #include "tls/tls.h"
 
 static _Thread_local struct ct_h2s *conns; /* this worker thread's (see above) */
 
-static uint64_t now_ms(void) { return (uint64_t)(ct_time_mono() * 1000.0); }
+static uint64_t now_ms(void) { return ct_now_ms(); }
 
 static void pump(struct ct_h2s *s);
 static void settle(struct ct_h2s *s);
@@ -134,13 +135,13 @@ static void on_stall(evutil_socket_t fd, short what, void *arg)
 
 /* ---- deadlines ------------------------------------------------------------------ */
 
+/* One deadline at a time, kept lazily (proxy/net/deadline.h); MS 0: none. */
 static void deadline_set(struct ct_h2s *s, uint64_t ms)
 {
-    s->deadline_ms = ms ? now_ms() + ms : 0;
-    if (ms) {
-        struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
-        evtimer_add(s->timer, &tv);
-    }
+    if (ms)
+        ct_deadline_set(&s->dl, ms);
+    else
+        ct_deadline_clear(&s->dl);
 }
 
 /* Idle: no stream and nothing to write, for the keep-alive timeout. Set on
@@ -151,10 +152,10 @@ static void idle_check(struct ct_h2s *s)
         return; /* the deadline is the linger's */
     bool idle = s->got_bytes && ct_h2_conn_nstreams(s->h) == 0 &&
                 ct_h2s_out_len(s) == 0;
-    if (idle && s->deadline_ms == 0)
+    if (idle && !ct_deadline_pending(&s->dl))
         deadline_set(s, s->w->cf->limits.keepalive_timeout_ms);
     else if (!idle && s->got_bytes)
-        s->deadline_ms = 0; /* the timer stays armed; its firing is ignored */
+        ct_deadline_clear(&s->dl); /* the timer stays armed; its firing is ignored */
 }
 
 /* ---- streams -------------------------------------------------------------------- */
@@ -259,10 +260,8 @@ static void on_close(void *owner, void *req, int32_t sid, uint32_t code)
     st->closed = true;
     if (st->in_core) {
         /* Reset (or the connection went) with the request in flight: the
-         * core lets go of its upstream and its cache part. XXX: a fill
-         * that others read is abandoned with it (HTTP/1 lets it go on,
-         * ct_cache_client_gone; here the request head is the engine's and
-         * goes with the stream). */
+         * core lets go of its upstream and its cache part; a fill that
+         * others may read goes on as a request of its own (ct_req_free). */
         ct_req_log_end(&st->r, st->r.head_sent ? st->r.status : 0);
         st->in_core = false;
     }
@@ -300,7 +299,7 @@ static void conn_free(struct ct_h2s *s)
     CT_ASSERT(s->streams == NULL);
     ct_io_detach(&s->io);
     bufferevent_free(s->bev);
-    event_free(s->timer);
+    ct_deadline_fini(&s->dl);
     event_free(s->pump_ev);
     event_free(s->stall_ev);
     if (s->prev)
@@ -319,8 +318,9 @@ static void conn_close(struct ct_h2s *s)
     CT_DEBUG("w%u c%llu %s: h2 closed (%s; %s)", w->id, (unsigned long long)s->id, s->peer,
              ct_close_name(s->why), ct_h2_why_text(ct_h2_conn_why(s->h)));
     /* TLS: a clean end says so, not after a truncation (client.c does the same). */
-    if (!ct_close_is_err(s->why) && ct_h2s_out_len(s) == 0)
-        ct_tls_close_notify(bufferevent_openssl_get_ssl(s->bev));
+    SSL *ssl = bufferevent_openssl_get_ssl(s->bev); /* NULL: h2c */
+    if (ssl && !ct_close_is_err(s->why) && ct_h2s_out_len(s) == 0)
+        ct_tls_close_notify(ssl);
     if (w->stats) {
         count(s);
         ct_stats_add(&w->stats->h2_connections_ended[ct_h2_conn_why(s->h)], 1);
@@ -374,11 +374,10 @@ static void linger(struct ct_h2s *s)
     if (s->lingering)
         return;
     s->lingering = true;
-    SSL *ssl = bufferevent_openssl_get_ssl(s->bev);
-    if (!ct_close_is_err(s->why))
+    SSL *ssl = bufferevent_openssl_get_ssl(s->bev); /* NULL: h2c */
+    if (ssl && !ct_close_is_err(s->why))
         ct_tls_close_notify(ssl);
-    if (ssl != NULL)
-        shutdown(SSL_get_fd(ssl), SHUT_WR);
+    shutdown(bufferevent_getfd(s->bev), SHUT_WR);
     ct_io_read(&s->io, true);
     deadline_set(s, LINGER_MS);
 }
@@ -435,7 +434,7 @@ static void on_read(struct bufferevent *bev, void *arg)
     }
     if (evbuffer_get_length(in) > 0 && !s->got_bytes) {
         s->got_bytes = true;
-        s->deadline_ms = 0;
+        ct_deadline_clear(&s->dl);
     }
     ct_time_t now = ct_time_mono();
     s->depth++;
@@ -489,16 +488,8 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     CT_CHECK_OBJ(s, CT_H2S_MAGIC);
     (void)fd;
     (void)what;
-    if (s->deadline_ms == 0)
+    if (!ct_deadline_due(&s->dl))
         return;
-    uint64_t now = now_ms();
-    if (now < s->deadline_ms) {
-        uint64_t ms = s->deadline_ms - now;
-        struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
-        evtimer_add(s->timer, &tv);
-        return;
-    }
-    s->deadline_ms = 0;
     if (s->lingering) {
         close_soon(s, s->why);
     } else if (!s->got_bytes) { /* no preface: nothing to say to whoever this is */
@@ -527,7 +518,21 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
 
 static void settings_of(const struct ct_worker *w, struct ct_h2_settings *set)
 {
-    ct_h2_settings_default(set);
+    const struct ct_conf_http2 *c = &w->cf->limits.http2;
+    *set = (struct ct_h2_settings){
+        .max_concurrent_streams = c->max_concurrent_streams,
+        .initial_window = (uint32_t)c->stream_window,
+        .conn_window = (uint32_t)c->connection_window,
+        .max_frame_size = (uint32_t)c->max_frame_size,
+        .max_header_list = 64 * 1024,
+        .max_fields = 100,
+        .max_queued_acks = c->max_queued_acks,
+        .reset_burst = c->reset_burst,
+        .reset_rate = c->reset_rate,
+        .empty_burst = c->empty_frames_burst,
+        .empty_rate = c->empty_frames_rate,
+        .discard_max = (size_t)c->early_response_discard,
+    };
     /* The request head limits of HTTP/1 hold for HTTP/2 too. */
     if (w->limits.max_head)
         set->max_header_list = (uint32_t)CT_MIN(w->limits.max_head, (size_t)UINT32_MAX);
@@ -535,9 +540,13 @@ static void settings_of(const struct ct_worker *w, struct ct_h2_settings *set)
         set->max_fields = w->limits.max_fields;
 }
 
-void ct_h2s_take(struct ct_worker *w, const struct ct_listener_conf *lc, struct bufferevent *bev,
-                 const char *peer, size_t peer_ip_len, uint64_t conn_id)
+void ct_h2s_take(struct ct_worker *w, const struct ct_conn_info *ci)
 {
+    const struct ct_listener_conf *lc = ci->lc;
+    struct bufferevent *bev = ci->bev;
+    uint64_t conn_id = ci->id;
+    const char *peer = ci->peer;
+    size_t peer_ip_len = ci->peer_ip_len;
     struct ct_h2s *s = ct_xcalloc(1, sizeof(*s));
     s->magic = CT_H2S_MAGIC;
     s->w = w;
@@ -547,25 +556,27 @@ void ct_h2s_take(struct ct_worker *w, const struct ct_listener_conf *lc, struct 
     snprintf(s->peer, sizeof(s->peer), "%s", peer);
     s->peer_ip_len = CT_MIN(peer_ip_len, strlen(s->peer));
     s->why = CT_CLOSE_RESP_DONE;
-    s->timer = evtimer_new(w->base, on_timer, s);
+    ct_deadline_init(&s->dl, w->base, on_timer, s);
     s->pump_ev = evtimer_new(w->base, on_pump, s);
     s->stall_ev = evtimer_new(w->base, on_stall, s);
-    CT_ASSERT(s->timer != NULL && s->pump_ev != NULL && s->stall_ev != NULL);
+    CT_ASSERT(s->pump_ev != NULL && s->stall_ev != NULL);
     struct ct_h2_settings set;
     settings_of(w, &set);
     s->h = ct_h2_conn_new(&set, &cbs, s);
     s->next = conns;
     if (conns)
         conns->prev = s;
-    conns = s;
-    w->nclients++;
+    conns = s; /* counted in w->nclients since accept (proxy/net/accept.c) */
+    bool plain = ci->tls == NULL; /* h2c with prior knowledge (listen[].h2c) */
     if (w->stats) {
-        ct_stats_conn_proto(w->stats, CT_STATS_PROTO_https, false);
+        ct_stats_conn_proto(w->stats, plain ? CT_STATS_PROTO_http : CT_STATS_PROTO_https, false);
         ct_stats_conn_proto(w->stats, CT_STATS_PROTO_h2, true);
     }
-    bufferevent_setcb(bev, on_read, on_write, on_event, s);
+    bufferevent_setcb(bev, plain ? NULL : on_read, on_write, on_event, s);
     bufferevent_setwatermark(bev, EV_WRITE, CT_BP_LOW, 0);
-    ct_io_attach(&s->io, w->base, bev, false, on_read, on_event, s);
+    ct_io_attach(&s->io, w->base, bev, plain, on_read, on_event, s);
+    if (plain) /* our reads and direct writes, as HTTP/1's (proxy/net/net.h) */
+        bufferevent_disable(bev, EV_READ | EV_WRITE);
     ct_io_timeouts(&s->io, 0, w->cf->limits.send_timeout_ms);
     deadline_set(s, w->cf->limits.client_header_timeout_ms);
     ct_io_read(&s->io, true); /* takes the TLS connection over (io.c) */
@@ -576,14 +587,14 @@ void ct_h2s_take(struct ct_worker *w, const struct ct_listener_conf *lc, struct 
         settle(s); /* our SETTINGS */
 }
 
-void ct_h2s_drain_all(struct ct_worker *w)
+void ct_h2s_drain_all(struct ct_worker *w, bool reload)
 {
     struct ct_h2s *s = conns, *next;
     for (; s; s = next) {
         next = s->next;
         if (s->w != w)
             continue;
-        if (!s->got_bytes) {
+        if (!s->got_bytes && !reload) {
             close_soon(s, CT_CLOSE_DRAIN);
         } else {
             s->depth++;

@@ -10,6 +10,8 @@
 #ifndef CT_H2_SERVE_H
 #define CT_H2_SERVE_H
 
+#include <stdbool.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,19 +19,22 @@ struct bufferevent;
 struct ct_worker;
 struct ct_listener_conf;
 
-/* Take over BEV (a TLS bufferevent whose handshake chose h2, owned from now
- * on: BEV_OPT_CLOSE_ON_FREE, callbacks and ct_io replaced) as connection
- * CONN_ID of W from listener LC, peer PEER ("ip:port", copied; the ip is its
- * first PEER_IP_LEN bytes). It counts in w->nclients (the caller stopped
- * counting it) and in the stats as an h2 connection (no longer https).
- * Input already read (the client's preface may come with the handshake's
- * last flight) is served at once. */
-void ct_h2s_take(struct ct_worker *w, const struct ct_listener_conf *lc, struct bufferevent *bev,
-                 const char *peer, size_t peer_ip_len, uint64_t conn_id);
+/* Take over INFO->bev (a TLS bufferevent whose handshake chose h2, owned
+ * from now on: BEV_OPT_CLOSE_ON_FREE, callbacks and ct_io replaced), made by
+ * proxy/net/accept.c, which counted it in w->nclients; the stats count it
+ * as an h2 connection from now on (no longer https). Input already read
+ * (the client's preface may come with the handshake's last flight) is
+ * served at once. */
+struct ct_conn_info;
+void ct_h2s_take(struct ct_worker *w, const struct ct_conn_info *info);
 
-/* Worker drain (shutdown, reload): every h2 connection of W's thread sends
- * GOAWAY with its last stream id, finishes those streams and closes. */
-void ct_h2s_drain_all(struct ct_worker *w);
+/* Worker drain (shutdown) or RELOAD: every h2 connection of W's thread
+ * sends GOAWAY NO_ERROR with its last stream id, finishes those streams and
+ * closes, so the client's next requests go on a new connection under the
+ * new configuration (nginx and HAProxy do the same when old processes
+ * stop). A drain closes at once a connection that has not spoken yet; a
+ * reload sends it GOAWAY too (last stream 0: it may retry at once). */
+void ct_h2s_drain_all(struct ct_worker *w, bool reload);
 /* Worker exit: free every h2 connection of W's thread without ceremony. */
 void ct_h2s_abort_all(struct ct_worker *w);
 

@@ -16,6 +16,7 @@
 #include "proxy/core/core.h"
 #include "proxy/h2/h2.h"
 #include "proxy/h2/h2_serve.h"
+#include "proxy/net/deadline.h"
 #include "proxy/net/net.h"
 
 #define CT_H2S_MAGIC 0x68325331u        /* "h2S1" */
@@ -47,8 +48,7 @@ struct ct_h2s {
     struct bufferevent *bev; /* owned; BEV_OPT_CLOSE_ON_FREE */
     struct ct_io io;
     struct ct_h2_conn *h;
-    struct event *timer;   /* preface / idle deadline */
-    uint64_t deadline_ms;  /* monotonic ms; 0: none */
+    struct ct_deadline dl; /* preface / idle / linger deadline */
     struct event *pump_ev; /* deferred output: see ct_h2s_kick */
     struct event *stall_ev; /* the send timeout of streams whose client does not read */
     uint64_t id;

@@ -60,6 +60,12 @@ void ct_reload_worker_apply(struct ct_worker *w, ct_listeners_update_fn *listene
  * replaced (proxy/ops/reload.c frees them once no worker can reach them). */
 void ct_reload_conn_gone(struct ct_worker *w, uint64_t conn_id);
 
+/* LC's policy from the configuration's listener L (kind, timeouts, cache
+ * control, h2c, the mTLS subject field); its address and TLS context are
+ * the caller's. At start (main.c) and on SIGHUP (reload.c) alike. */
+struct ct_conf_listener;
+void ct_listener_conf_fill(struct ct_listener_conf *lc, const struct ct_conf_listener *l);
+
 /* Active health state of backend I of PX (true when checks are off). Main
  * thread (px->backends changes with a reload). */
 bool ct_ops_backend_up(const struct ct_proxy *px, size_t i);

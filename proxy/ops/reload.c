@@ -498,9 +498,18 @@ static int https_ctx(struct ct_ops *ops, struct ct_listener_conf *lc,
     }
     CT_INFO("SIGHUP: https listener %s:%u: %s", l->addr.host, l->addr.port,
             ct_tls_ctx_describe(lc->tls));
-    if (l->tls.client_verify != CT_CONF_VERIFY_OFF && l->tls.client_subject_header)
-        lc->subject_header = ct_str_c(l->tls.client_subject_header); /* conf kept until exit */
     return CT_OK;
+}
+
+void ct_listener_conf_fill(struct ct_listener_conf *lc, const struct ct_conf_listener *l)
+{
+    lc->kind = l->kind == CT_CONF_LISTEN_HTTPS ? CT_LISTEN_HTTPS : CT_LISTEN_HTTP;
+    lc->handshake_timeout_ms = l->tls.handshake_timeout_ms;
+    lc->honour_client_cc = l->honour_client_cc;
+    lc->h2c = lc->kind == CT_LISTEN_HTTP && l->h2c;
+    if (lc->kind == CT_LISTEN_HTTPS && l->tls.client_verify != CT_CONF_VERIFY_OFF &&
+        l->tls.client_subject_header)
+        lc->subject_header = ct_str_c(l->tls.client_subject_header); /* conf kept until exit */
 }
 
 /* A listener struct for L (address from SAME if it replaces one). NULL on
@@ -510,9 +519,7 @@ static struct ct_listener_conf *new_listener(struct ct_ops *ops, const struct ct
 {
     struct ct_reload *rl = ops->rl;
     struct ct_listener_conf *lc = ct_xcalloc(1, sizeof(*lc));
-    lc->kind = l->kind == CT_CONF_LISTEN_HTTPS ? CT_LISTEN_HTTPS : CT_LISTEN_HTTP;
-    lc->handshake_timeout_ms = l->tls.handshake_timeout_ms;
-    lc->honour_client_cc = l->honour_client_cc;
+    ct_listener_conf_fill(lc, l);
     memcpy(&lc->sa, same ? &same->sa : &l->addr.sa, same ? same->salen : l->addr.salen);
     lc->salen = same ? same->salen : l->addr.salen;
     if (lc->kind == CT_LISTEN_HTTPS && https_ctx(ops, lc, l) != CT_OK) {

@@ -335,7 +335,9 @@ void ct_upstream_head_received(struct ct_upstream *u, unsigned status)
 
 void ct_upstream_set_owner(struct ct_upstream *u, const struct ct_upstream_owner *oc, void *owner)
 {
-    CT_ASSERT(u->state == CT_US_ACTIVE);
+    /* Lent: connecting (a fetch handed on before its connection was up) or
+     * active (a tunnel, a fill going on without its client). */
+    CT_ASSERT(u->state == CT_US_CONNECTING || u->state == CT_US_ACTIVE);
     u->oc = oc;
     u->owner = owner;
 }

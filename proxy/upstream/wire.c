@@ -126,17 +126,6 @@ static void add_field(struct hw *out, struct ct_str name, struct ct_str value)
     out->p = p;
 }
 
-static bool is_proxy_field(const struct ct_http_field *f)
-{
-    static const struct ct_str proxy = {"proxy", 5};
-    /* First letter first: nearly no field starts with a p. */
-    if (f->name.len < proxy.len || ct_ascii_lower(f->name.p[0]) != 'p')
-        return false;
-    if (!ct_str_eq_ci(ct_str_make(f->name.p, proxy.len), proxy))
-        return false;
-    return f->name.len == proxy.len || f->name.p[proxy.len] == '-';
-}
-
 /* The hop-by-hop rule of http/ (ct_http_msg_field_is_hop), with its search
  * for Connection lines done once per head rather than once per field: a head
  * without Connection (most of them) only has the table's CT_HDRF_HOP fields to
@@ -145,7 +134,7 @@ static bool drop_field(const struct ct_http_msg *msg, bool has_conn, const struc
 {
     bool hop =
         has_conn ? ct_http_msg_field_is_hop(msg, f) : (ct_hdr_flags(f->id) & CT_HDRF_HOP) != 0;
-    return hop || is_proxy_field(f);
+    return hop || ct_http_field_is_proxy(f);
 }
 
 static bool has_connection(const struct ct_http_msg *msg)

@@ -72,16 +72,40 @@ out=$($PY "$PEER" "$H2" rapid_reset 1000)
 ct_check "rapid reset: GOAWAY ENHANCE_YOUR_CALM" "${out%% last=*}" "goaway 11"
 ct_check_match "rapid reset: logged" "$(cat "$CT_TMP/proxy.err")" 'GOAWAY RAPID_RESET'
 
+# Floods through the real binary, with the default budgets: empty DATA
+# frames, empty CONTINUATION frames, PINGs whose ACKs are never read.
+for kind in empty continuation ping; do
+    out=$($PY "$PEER" "$H2" flood "$kind")
+    ct_check "$kind flood: GOAWAY ENHANCE_YOUR_CALM" "${out%% last=*}" "goaway 11"
+done
+
 # The counters (/metrics), summed over the cases above.
 prom() { curl -s "http://127.0.0.1:$APORT/metrics" | awk -v k="$1" '$1 == k {print $2}'; }
 ge() { [ "${1:-0}" -ge "$2" ]; }
 ct_check "h2 connections ended by a bad preface" "$(prom 'cachet_h2_connections_ended_total{reason="preface"}')" 1
 ct_check "h2 connections ended by rapid reset" "$(prom 'cachet_h2_connections_ended_total{reason="rapid_reset"}')" 1
+for r in empty_frames continuation_flood ack_flood; do
+    ct_check "h2 connections ended by $r" "$(prom "cachet_h2_connections_ended_total{reason=\"$r\"}")" 1
+done
 ct_check "h2 malformed requests counted" "$(prom cachet_h2_malformed_total)" 3
 n=$(prom cachet_h2_resets_received_total)
 ge "$n" 200 && ct_pass "client resets counted ($n >= the burst of 200)" || ct_failed "client resets counted" "got $n"
 n=$(prom cachet_h2_streams_total)
 ge "$n" 206 && ct_pass "h2 streams counted ($n)" || ct_failed "h2 streams counted" "got $n"
+
+# A reload: a connection held open gets GOAWAY NO_ERROR naming its last
+# stream and closes once that is done, so its client's next requests meet
+# the new configuration; then nothing holds the old one (retired objects 0).
+$PY "$PEER" "$H2" hold >"$CT_TMP/rhold.out" 2>&1 &
+rhold=$!
+ct_wait_until 30 grep -q '^ready' "$CT_TMP/rhold.out"
+kill -HUP "$(ct_pid proxy)"
+wait $rhold
+ct_check_match "reload: GOAWAY NO_ERROR with the last stream id, then close" \
+    "$(cat "$CT_TMP/rhold.out")" $'ready\ngoaway 0 last=1\nclosed'
+ct_check "reload: no configuration kept for it" \
+    "$(ct_wait_until 60 test "$(prom cachet_reload_retired_objects)" = 0 && echo 0)" 0
+ct_check "reload: h2 served on a new connection" "$($PY "$PEER" "$H2" get /json | head -1)" "status 200 stream=1"
 
 # The h2 gauge, and the drain: a connection held open gets GOAWAY NO_ERROR
 # naming its last stream, then the close, and cachet exits 0.

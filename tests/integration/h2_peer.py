@@ -297,7 +297,36 @@ def case_stall(port, path):
     print("after %.0f s" % (time.time() - t0))
 
 
-CASES = {"preface": case_preface, "get": case_get, "hold": case_hold,
+def raw_frame(ftype, flags, sid, payload=b""):
+    return len(payload).to_bytes(3, "big") + bytes([ftype, flags]) + sid.to_bytes(4, "big") + payload
+
+
+def case_flood(port, kind):
+    """A flood the server must end with GOAWAY ENHANCE_YOUR_CALM:
+    empty: one POST stream, then DATA frames with no payload and no
+    END_STREAM (CVE-2019-9518); continuation: a HEADERS frame without
+    END_HEADERS, then empty CONTINUATION frames (the 2024 CONTINUATION
+    flood); ping: PINGs while never reading the ACKs."""
+    s = connect(port)
+    c = conn_of(s)
+    s.sendall(c.data_to_send())
+    if kind == "empty":
+        c.send_headers(1, req_headers(port, "/echo", "POST"), end_stream=False)
+        s.sendall(c.data_to_send())
+        frames = raw_frame(0x0, 0x0, 1) * 1000
+    elif kind == "continuation":
+        block = c.encoder.encode(req_headers(port, "/json"))
+        frames = raw_frame(0x1, 0x0, 1, block) + raw_frame(0x9, 0x0, 1) * 10000
+    else:
+        frames = raw_frame(0x6, 0x0, 0, b"12345678") * 200000
+    try:
+        s.sendall(frames)
+    except OSError:
+        pass
+    report([ev for ev in pump(s, c, is_goaway) if is_goaway(ev)])
+
+
+CASES = {"preface": case_preface, "flood": case_flood, "get": case_get, "hold": case_hold,
          "malformed": case_malformed, "rapid_reset": case_rapid_reset,
          "cl_mismatch": case_cl_mismatch, "noread": case_noread, "many": case_many,
          "stall": case_stall}

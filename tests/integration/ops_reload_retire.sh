@@ -54,16 +54,6 @@ reload() {
     ct_wait_until 60 in_use "$GEN" || { ct_failed "reload $GEN applied"; ct_done; exit; }
 }
 retired_is() { [ "$(prom cachet_reload_retired_objects)" = "$1" ]; }
-# within SECS CMD...: CMD until it succeeds, at most SECS seconds of wall
-# time (ct_wait_until counts 10 ms tries; a curl per try is slower)
-within() {
-    local end=$((SECONDS + $1))
-    shift
-    until "$@"; do
-        ((SECONDS < end)) || return 1
-        sleep 0.05
-    done
-}
 
 # A keep-alive HTTPS connection from before the reloads: one request now,
 # one after them (on the listener and TLS context they replaced), then it
@@ -116,7 +106,7 @@ ct_check_match "while it is open, what it uses is kept" \
 touch "$CT_TMP/close"
 wait "$KA"
 kill -0 "$PID" 2>/dev/null || { ct_failed "cachet alive after the connection" "$(grep -m3 -A3 ERROR "$CT_TMP/proxy.err")"; ct_done; exit; }
-within 60 retired_is 0
+ct_wait_until 60 retired_is 0
 ct_check "once it closed, every retired object is freed" "$(prom cachet_reload_retired_objects)" 0
 
 before_req=$(origin_requests)
@@ -132,7 +122,7 @@ done
 ct_check "all $((RELOADS + 20)) reloads applied" "$GEN" "$((RELOADS + 20))"
 ct_check "no reload refused" "$(prom 'cachet_reloads_total{result="failed"}')" 0
 
-within 60 retired_is 0
+ct_wait_until 60 retired_is 0
 
 # Live bytes: what RELOADS reloads left against what the warm-up did (the
 # old design kept ~25 KiB per reload).

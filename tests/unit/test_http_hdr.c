@@ -78,6 +78,16 @@ static void test_hdr_flags(void)
     CU_ASSERT_TRUE(ct_hdr_flags(CT_HDR_CACHE_CONTROL) & CT_HDRF_LIST);
     CU_ASSERT_TRUE(ct_hdr_flags(CT_HDR_AGE) & CT_HDRF_PER_HIT);
     CU_ASSERT_STRING_EQUAL(ct_hdr_name(CT_HDR_X_FORWARDED_FOR), "X-Forwarded-For");
+    /* What a cache answers from its object: these four and nothing else. */
+    size_t answers = 0;
+    for (unsigned id = 0; id < CT_HDR__COUNT; id++)
+        answers += (ct_hdr_flags((enum ct_hdr_id)id) & CT_HDRF_CACHE_ANSWERS) != 0;
+    CU_ASSERT_EQUAL(answers, 4);
+    CU_ASSERT_TRUE(ct_hdr_flags(CT_HDR_IF_NONE_MATCH) & CT_HDRF_CACHE_ANSWERS);
+    CU_ASSERT_TRUE(ct_hdr_flags(CT_HDR_IF_MODIFIED_SINCE) & CT_HDRF_CACHE_ANSWERS);
+    CU_ASSERT_TRUE(ct_hdr_flags(CT_HDR_RANGE) & CT_HDRF_CACHE_ANSWERS);
+    CU_ASSERT_TRUE(ct_hdr_flags(CT_HDR_IF_RANGE) & CT_HDRF_CACHE_ANSWERS);
+    CU_ASSERT_FALSE(ct_hdr_flags(CT_HDR_IF_MATCH) & CT_HDRF_CACHE_ANSWERS); /* the origin's to judge */
 }
 
 /* A message built by hand, so these tests do not depend on the parser. */
@@ -194,6 +204,21 @@ static void test_field_is_hop(void)
 
 /* "Connection: Content-Length" must not unframe a body (the origin would
  * read it as the next request), nor "Connection: Host" unaddress a request. */
+static void test_field_is_proxy(void)
+{
+    static const char *const yes[] = {"Proxy", "proxy", "Proxy-Connection", "PROXY-AUTHORIZATION",
+                                      "proxy-x"};
+    static const char *const no[] = {"Proxyx", "Prox", "X-Proxy", "P", "", "Pragma"};
+    for (size_t i = 0; i < CT_ARRAY_LEN(yes); i++) {
+        struct ct_http_field f = mkf(yes[i], "v");
+        CU_ASSERT_TRUE(ct_http_field_is_proxy(&f));
+    }
+    for (size_t i = 0; i < CT_ARRAY_LEN(no); i++) {
+        struct ct_http_field f = mkf(no[i], "v");
+        CU_ASSERT_FALSE(ct_http_field_is_proxy(&f));
+    }
+}
+
 static void test_conn_cannot_drop_pinned(void)
 {
     struct ct_http_field fs[] = {
@@ -224,5 +249,6 @@ void ct_test_register(void)
              {"unknown names", test_hdr_unknown}, {"header flags", test_hdr_flags},
              {"find by id and by name, iterating", test_msg_find},
              {"list tokens across lines", test_msg_has_token},
-             {"hop-by-hop incl. Connection tokens", test_field_is_hop});
+             {"hop-by-hop incl. Connection tokens", test_field_is_hop},
+             {"Proxy-* fields (httpoxy)", test_field_is_proxy});
 }

@@ -165,6 +165,7 @@ struct cap {
     bool from_object;          /* the head came from a stored object (deliver_head) */
     struct evbuffer *body;     /* every body byte it was asked to send */
     bool ended, done, failed;
+    bool full;                 /* its output is full: the core must wait (ct_req_drained) */
     enum ct_close why;
 };
 
@@ -210,11 +211,7 @@ static void cap_send_synth(struct ct_req *r, unsigned status, struct ct_str body
     evbuffer_add(c->body, body.p, body.len);
 }
 
-static bool cap_output_full(struct ct_req *r)
-{
-    (void)r;
-    return false;
-}
+static bool cap_output_full(struct ct_req *r) { return cap_of(r)->full; }
 static void cap_flush(struct ct_req *r) { (void)r; }
 
 static bool cap_body_finish(struct ct_req *r)
@@ -578,29 +575,71 @@ static void test_purge_during_fill(void)
     teardown();
 }
 
-static void test_client_gone_mid_fill(void)
+/* The fetching client reads the object like any reader: once the head is
+ * stored, the fill is a request of its own, and a fetcher that does not
+ * read holds back nobody. */
+static void test_fetcher_reads_object(void)
 {
     setup("");
-    const char *t = "/bytes/4000?" MAXAGE "&trickle=100&trickle-size=1000";
+    const char *t = "/bytes/4000?" MAXAGE "&trickle=50&trickle-size=1000";
+    struct cap *a = request("GET", t, NULL);
+    a->full = true; /* a does not read */
+    struct cap *waiter = request("GET", t, NULL);
+    CU_ASSERT_TRUE(head_sent(a));
+    CU_ASSERT_TRUE(a->from_object); /* its head is the stored one */
+    CU_ASSERT_TRUE(cache_status_has(a, "stored"));
+    CU_ASSERT_PTR_NULL(a->r.u); /* the fill's upstream is not a's */
+    CU_ASSERT_TRUE(run_one(waiter));
+    CU_ASSERT_EQUAL(body_len(waiter), 4000);
+    CU_ASSERT_FALSE(a->done);
+    CU_ASSERT_TRUE(body_len(a) < 4000);
+    a->full = false;
+    ct_req_drained(&a->r);
+    CU_ASSERT_TRUE(run_one(a));
+    CU_ASSERT_EQUAL(body_len(a), 4000);
+    CU_ASSERT_EQUAL(origin_total(), 1);
+    cap_free(a);
+    cap_free(waiter);
+    teardown();
+}
+
+/* A's carrier goes (what a protocol does when its connection closes or its
+ * stream is reset) while A's fetch fills an object: the fill goes on for
+ * the waiter and the store, on its own copy of the request. */
+static void client_gone(bool before_head, bool chunked)
+{
+    setup("");
+    /* Chunked: a fill of unknown length feeds its client itself (it may
+     * outgrow max_object_size); it is adopted all the same. */
+    const char *t = before_head ? "/bytes/4000?" MAXAGE "&delay=300"
+                    : chunked   ? "/bytes/4000?" MAXAGE "&chunked=1&trickle=100&trickle-size=1000"
+                                : "/bytes/4000?" MAXAGE "&trickle=100&trickle-size=1000";
     struct cap *a = request("GET", t, NULL);
     struct cap *waiter = request("GET", t, NULL); /* coalesced behind a's fill */
-    CU_ASSERT_TRUE(head_sent(a));
-    /* a's client goes: its fetch fills on for the waiter, sending nothing more. */
-    CU_ASSERT_TRUE(ct_cache_client_gone(&a->r));
-    size_t had = body_len(a);
-    CU_ASSERT_TRUE(run_until_done((struct cap *[]){a, waiter}, 2));
-    CU_ASSERT_EQUAL(body_len(a), had);
+    if (before_head) {
+        CU_ASSERT_TRUE(origin_reaches(1));
+    } else {
+        CU_ASSERT_TRUE(head_sent(a));
+    }
+    CU_ASSERT_EQUAL(a->status != 0, !before_head);
+    cap_free(a); /* ct_req_free, and a's request head is gone with its parser */
+    CU_ASSERT_TRUE(run_one(waiter));
+    CU_ASSERT_EQUAL(waiter->status, 200);
     CU_ASSERT_EQUAL(body_len(waiter), 4000);
+    CU_ASSERT_FALSE(waiter->failed);
     struct cap *b = request("GET", t, NULL);
     CU_ASSERT_TRUE(run_one(b));
     CU_ASSERT_TRUE(cache_status_has(b, "hit"));
     CU_ASSERT_EQUAL(body_len(b), 4000);
     CU_ASSERT_EQUAL(origin_total(), 1);
-    cap_free(a);
     cap_free(waiter);
     cap_free(b);
     teardown();
 }
+
+static void test_client_gone_mid_fill(void) { client_gone(false, false); }
+static void test_client_gone_mid_chunked_fill(void) { client_gone(false, true); }
+static void test_client_gone_before_head(void) { client_gone(true, false); }
 
 void ct_test_register(void)
 {
@@ -612,5 +651,8 @@ void ct_test_register(void)
              {"304 merge", test_304_merge},
              {"Range on a miss stores the whole object", test_range_on_miss},
              {"purge during a fill", test_purge_during_fill},
-             {"client gone mid-fill", test_client_gone_mid_fill});
+             {"the fetching client reads the object", test_fetcher_reads_object},
+             {"client gone mid-fill", test_client_gone_mid_fill},
+             {"client gone mid-fill, chunked", test_client_gone_mid_chunked_fill},
+             {"client gone before the head", test_client_gone_before_head});
 }
