@@ -83,8 +83,7 @@ slab_back() {
     sm=$(awk '$1 == "cachet_memory_slab_mapped_bytes" { print $2 }' <<<"$m")
     ((su == 0 && sr * 256 <= sm))
 }
-# (a /metrics per second: ct_wait_until's 100 polls a second would take far
-# longer than 60 s under ASan when they fail)
+# (one /metrics a second: a scrape is slow under ASan)
 for ((i = 0; i < 60; i++)); do slab_back && break; sleep 1; done
 ct_check "after the purge: slabs empty ($su B used) and given back (resident $sr of $sm B mapped: region headers)" \
     "$((su == 0 && sr * 256 <= sm))" 1
