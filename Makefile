@@ -31,8 +31,9 @@ TSAN_SKIP  ?= ^unit\.test_tls_leak$$
 BENCH_ARGS ?= --quick
 
 BUILD_PKGS = gcc make cmake pkg-config libc6-dev libevent-dev libssl-dev \
-             libhttp-parser-dev libcunit1-dev libconfig-dev libnghttp2-dev libpcre2-dev openssl
-TEST_PKGS  = curl procps iproute2 psmisc python3 strace chromium gnuplot-nox \
+             libhttp-parser-dev libcunit1-dev libconfig-dev libnghttp2-dev libpcre2-dev openssl \
+             zlib1g-dev libbrotli-dev libzstd-dev
+TEST_PKGS  = curl procps iproute2 psmisc python3 strace chromium gnuplot-nox python3-brotli zstd \
              nghttp2-client python3-h2
 FUZZ_PKGS  = clang libclang-rt-14-dev
 BENCH_PKGS = wrk lighttpd nginx-light varnish haproxy nghttp2-client gnuplot-nox \

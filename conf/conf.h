@@ -35,6 +35,7 @@
 #include <sys/socket.h>
 
 #include "common/log.h"
+#include "http/http_ae.h"
 
 #define CT_CONF_MAGIC 0xc0f1c0f1u
 
@@ -228,6 +229,29 @@ struct ct_conf_limits {
     struct ct_conf_http2 http2;
 };
 
+/* compression: which responses cachet encodes, how hard, and what it offers
+ * (docs/config.md, issue 18). */
+struct ct_conf_compression {
+    bool enabled;
+    char **types;   /* media types: type/subtype, or type and a star; lower case */
+    size_t ntypes;
+    uint64_t min_size_bytes; /* smaller Content-Length: stored as it came */
+    unsigned gzip_level;     /* 1..9 (http/coding/coding.h's ranges) */
+    unsigned br_level;       /* 0..11 */
+    unsigned zstd_level;     /* 1..19 */
+    char **prefer;           /* coding names, most preferred first */
+    size_t nprefer;
+    bool on_the_fly;         /* also compress pass-through responses per request */
+    bool store_transcoded;   /* store the other classes derived from a hit */
+    /* derived (conf_check.c): prefer as the negotiation's server order */
+    struct ct_ae_pref pref;
+};
+
+/* Does compression.types cover the media type of CONTENT_TYPE (a
+ * Content-Type field value; parameters and case ignored)? */
+bool ct_conf_compress_type(const struct ct_conf_compression *cz, const char *content_type,
+                           size_t len);
+
 #define CT_CONF_TOKEN_MAX 256
 
 struct ct_conf_admin {
@@ -264,6 +288,7 @@ struct ct_conf {
     struct ct_conf_backend *backends;
     size_t nbackends;
     struct ct_conf_cache cache;
+    struct ct_conf_compression compression;
     struct ct_conf_limits limits;
     struct ct_conf_admin admin;
     struct ct_conf_logs logs;

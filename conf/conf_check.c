@@ -253,6 +253,28 @@ static void check_cache(const struct ct_conf *cf, struct ct_conf_errors *errs)
                   c->targeted_cc);
 }
 
+/* ---- compression ------------------------------------------------------------ */
+
+/* compression.prefer: known codings, each once, into the server order the
+ * negotiation uses (http/http_ae.h). */
+static void check_compression(struct ct_conf *cf, struct ct_conf_errors *errs)
+{
+    struct ct_conf_compression *cz = &cf->compression;
+    memset(&cz->pref, 0, sizeof(cz->pref));
+    for (size_t i = 0; i < cz->nprefer; i++) {
+        char path[64];
+        snprintf(path, sizeof(path), "compression.prefer[%zu]", i);
+        enum ct_coding c = ct_coding_lookup(ct_str_c(cz->prefer[i]));
+        /* the names as the reference gives them: "x-gzip" is a request's alias */
+        if (c < 0 || strcmp(ct_coding_name(c), cz->prefer[i]) != 0)
+            CHECK_ERR(cf, errs, path, "unknown coding \"%s\" (expected \"zstd\", \"br\", "
+                                      "\"gzip\" or \"identity\")", cz->prefer[i]);
+        else if (ct_ae_pref_add(&cz->pref, c) != CT_OK)
+            CHECK_ERR(cf, errs, path, "\"%s\" is listed twice (expected each coding once)",
+                      cz->prefer[i]);
+    }
+}
+
 /* ---- admin ----------------------------------------------------------------- */
 
 static bool is_loopback(const struct ct_conf_addr *a)
@@ -325,6 +347,7 @@ int ct_conf_finish(struct ct_conf *cf, struct ct_conf_errors *errs)
     check_listeners(cf, errs);
     check_backends(cf, errs);
     check_cache(cf, errs);
+    check_compression(cf, errs);
     check_admin(cf, errs);
     if (cf->logs.error_log[0] == '\0')
         CHECK_ERR(cf, errs, "logs.error_log", "empty (expected a file name, or \"-\")");

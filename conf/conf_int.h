@@ -44,6 +44,7 @@ enum ct_row_type {
 #define CT_ROW_FIELDS 0x8u   /* STRLIST: header field names (tokens), not server names */
 #define CT_ROW_WORDS 0x10u   /* STRLIST: words named in the help (checked by conf_check.c) */
 #define CT_ROW_SECRET 0x20u  /* OPTSTR: a secret; `cachet -T` says it is set, never what it is */
+#define CT_ROW_TYPES 0x40u   /* STRLIST: media types, type/subtype or type and a star */
 
 struct ct_conf_enum {
     const char *name;
@@ -121,6 +122,9 @@ int ct_conf_parse_addr(const char *s, struct ct_conf_addr *a);
 /* "HOST:PORT" with a DNS name or IP; *host is allocated. */
 int ct_conf_parse_hostport(const char *s, char **host, uint16_t *port);
 int ct_conf_parse_cidr(const char *s, struct ct_conf_cidr *c);
+/* Lower-cased copy of a media type or range, "text/html" or "text" and a star
+ * (RFC 9110 §8.3.1: type "/" subtype, tokens; no parameters). */
+int ct_conf_parse_media_type(const char *s, char **out);
 /* Lower-cased copy of a server name ("example.com", "*.example.com"). */
 int ct_conf_parse_server_name(const char *s, char **out);
 

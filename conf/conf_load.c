@@ -212,6 +212,8 @@ static int parse_strings(struct ct_conf_loadctx *lc, const struct ct_conf_row *r
             erc = CT_ECONF;
         else if (cidr)
             erc = ct_conf_parse_cidr(str, (struct ct_conf_cidr *)v + got);
+        else if (r->flags & CT_ROW_TYPES)
+            erc = ct_conf_parse_media_type(str, (char **)v + got);
         else if (!(r->flags & CT_ROW_FIELDS))
             erc = ct_conf_parse_server_name(str, (char **)v + got);
         else if (ct_http_is_token(ct_str_c(str))) /* RFC 9110 §5.1, as written */

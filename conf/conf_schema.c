@@ -55,6 +55,9 @@
 #define ROW_FIELDLIST(T, key, f, fn, d, h)                                                    \
     {.name = key, .type = CT_ROW_STRLIST, .flags = CT_ROW_FIELDS, FLD(T, f),                   \
      .off2 = offsetof(T, fn), .def = d, .help = h}
+#define ROW_TYPELIST(T, key, f, fn, d, h)                                                     \
+    {.name = key, .type = CT_ROW_STRLIST, .flags = CT_ROW_TYPES, FLD(T, f),                    \
+     .off2 = offsetof(T, fn), .def = d, .help = h}
 #define ROW_CIDRLIST(T, key, f, fn, d, h)                                                     \
     {.name = key, .type = CT_ROW_CIDRLIST, FLD(T, f), .off2 = offsetof(T, fn), .def = d,       \
      .help = h}
@@ -324,6 +327,47 @@ static const struct ct_conf_row cache_rows[] = {
 static const struct ct_conf_section cache_section = SECTION("cache", T, cache_rows);
 #undef T
 
+#define T struct ct_conf_compression
+static const struct ct_conf_row compression_rows[] = {
+    ROW_BOOL(T, "enabled", enabled, "true",
+             "Store compressible responses compressed (once, as they fill, in the coding "
+             "the requesting client's Accept-Encoding class names), one variant per class."),
+    ROW_TYPELIST(T, "types", types, ntypes,
+                 "[" Q("text/*") ", " Q("application/json") ", " Q("application/javascript")
+                 ", " Q("application/xml") ", " Q("application/xhtml+xml") ", "
+                 Q("application/rss+xml") ", " Q("application/atom+xml") ", "
+                 Q("application/ld+json") ", " Q("application/manifest+json") ", "
+                 Q("application/geo+json") ", " Q("application/wasm") ", "
+                 Q("image/svg+xml") ", " Q("image/x-icon") ", " Q("font/ttf") ", "
+                 Q("font/otf") "]",
+                 "Media types compressed (`type/subtype` or `type/*`; the Content-Type's "
+                 "parameters and case do not matter); already-compressed formats (JPEG, PNG, "
+                 "WOFF2, video) gain nothing and are left out."),
+    ROW_SIZE(T, "min_size", min_size_bytes, 0, 1 * GiB, Q("256"),
+             "Responses whose Content-Length is below this are stored as they came; a "
+             "response without one is compressed."),
+    ROW_UINT(T, "gzip_level", gzip_level, 0, 1, 9, "6",
+             "zlib level, 1 (fastest) to 9; the CPU cost per level is in docs/config.md."),
+    ROW_UINT(T, "br_level", br_level, 0, 0, 11, "6",
+             "Brotli quality, 0 to 11; above 9 it is an order of magnitude slower."),
+    ROW_UINT(T, "zstd_level", zstd_level, 0, 1, 19, "3",
+             "Zstandard level, 1 to 19."),
+    ROW_WORDLIST(T, "prefer", prefer, nprefer, "[" Q("zstd") ", " Q("br") ", " Q("gzip") "]",
+                 "The codings offered, most preferred first, among `zstd`, `br`, `gzip` and "
+                 "`identity` (always offered, last unless listed); a client's weights (q=) "
+                 "come first, this order breaks ties. Codings not listed are never produced."),
+    ROW_BOOL(T, "on_the_fly", on_the_fly, "false",
+             "Also compress responses that are not stored (pass-through, hit-for-miss), per "
+             "request, with back-pressure; this costs CPU on every such request."),
+    ROW_BOOL(T, "store_transcoded", store_transcoded, "false",
+             "Store the other codings derived from a stored object (a br object recoded to "
+             "gzip for a gzip-only client) as variants of their own, charged to cache.size. "
+             "Accepted, not acted on yet: each class is fetched and stored once (issue 18)."),
+};
+static const struct ct_conf_section compression_section =
+    SECTION("compression", T, compression_rows);
+#undef T
+
 #define T struct ct_conf_http2
 static const struct ct_conf_row http2_rows[] = {
     ROW_UINT(T, "max_concurrent_streams", max_concurrent_streams, 0, 1, 10000, "100",
@@ -434,6 +478,8 @@ static const struct ct_conf_row root_rows[] = {
     ROW_LIST(T, "backends", backends, nbackends, struct ct_conf_backend, ct_conf_backend_section,
              "Origins, used round-robin by weight: `( { address = \"127.0.0.1:8081\"; }, ... )`."),
     ROW_GROUP(T, "cache", cache, cache_section, "The response cache (group)."),
+    ROW_GROUP(T, "compression", compression, compression_section,
+              "Content codings: gzip, br and zstd (group)."),
     ROW_GROUP(T, "limits", limits, limits_section, "Client-side limits and timeouts (group)."),
     ROW_GROUP(T, "admin", admin, admin_section, "The admin listener (group)."),
     ROW_GROUP(T, "logs", logs, logs_section, "Error and access logs (group)."),
@@ -772,6 +818,32 @@ static const struct {
     {"cache.ban_lurker_batch", "Varnish's `ban_lurker_batch` (1000)."},
     {"cache.ban_lurker_sleep", "Varnish's `ban_lurker_sleep` (0.010 s): 1 M objects are "
                                "walked in about 10 s of mostly idle time."},
+    {"compression.enabled", "compressing once as an object fills costs a hit nothing, and a "
+                            "gzip or br answer is a fifth to a seventh of a JSON body; Varnish "
+                            "stores gzip by default too (`http_gzip_support`). RFC 9110 §7.7 "
+                            "lets an intermediary change the coding unless `no-transform` says "
+                            "otherwise, and cachet never does then."},
+    {"compression.types", "the text formats browsers and APIs send (nginx's `gzip_types` covers "
+                          "only text/html unless told, Cloudflare's list is close to this one); "
+                          "images, fonts in WOFF2 and video are compressed already."},
+    {"compression.min_size", "below about 256 bytes the coding's framing (18 bytes for gzip) and "
+                             "the per-object work outweigh the gain (Akamai compresses from 860 "
+                             "bytes, nginx's `gzip_min_length` is 20)."},
+    {"compression.gzip_level", "6 is zlib's own default: within 3 % of level 9's size at a third "
+                               "of its CPU, paid once per stored object (the table in "
+                               "docs/config.md)."},
+    {"compression.br_level", "6 measured smaller and cheaper than 5 on 100 KiB of JSON "
+                             "(docs/config.md); 10 and 11 cost 30-60 times more for 10 % less."},
+    {"compression.zstd_level", "zstd's own default (3): faster than gzip 1 and smaller."},
+    {"compression.prefer", "zstd first or it is never chosen where clients list it beside br "
+                           "(zstd-nginx-module PR#44); br before gzip, as every browser that "
+                           "sends br prefers it."},
+    {"compression.on_the_fly", "a response that is not stored is compressed again for every "
+                               "request, the per-request cost this design avoids (nginx's "
+                               "`gzip on` model); a site opts in."},
+    {"compression.store_transcoded", "a second stored coding takes cache memory from other "
+                                     "objects, and decoding per request is cheap (about a tenth "
+                                     "of the encoding cost, docs/config.md)."},
     {"logs.error_log", "stderr, so systemd's journal or a terminal has it."},
     {"logs.level", "errors and what changes state (start, reload, backend up/down), not every "
                    "request."},
@@ -883,6 +955,8 @@ void ct_conf_row_expect(const struct ct_conf_row *r, char *buf, size_t len)
             snprintf(buf, len, "an array of the words above, such as %s", r->def);
         else if (r->flags & CT_ROW_FIELDS)
             snprintf(buf, len, "header field names such as [\"Surrogate-Key\", \"Cache-Tag\"]");
+        else if (r->flags & CT_ROW_TYPES)
+            snprintf(buf, len, "media types such as [\"text/*\", \"application/json\"]");
         else
             snprintf(buf, len, "server names such as [\"example.com\", \"*.example.com\"]");
         break;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "conf/conf_int.h"
+#include "http/http.h"
 
 /* ---- errors ----------------------------------------------------------- */
 
@@ -405,6 +406,21 @@ int ct_conf_parse_server_name(const char *s, char **out)
     const char *rest = strncmp(s, "*.", 2) == 0 ? s + 2 : s;
     if (!is_dns_name(rest))
         return CT_ECONF;
+    char *lc = ct_xstrdup(s);
+    for (char *p = lc; *p; p++)
+        *p = ct_ascii_lower(*p);
+    *out = lc;
+    return CT_OK;
+}
+
+int ct_conf_parse_media_type(const char *s, char **out)
+{
+    const char *slash = strchr(s, '/');
+    if (!slash || !ct_http_is_token(ct_str_make(s, (size_t)(slash - s))) || s[0] == '*')
+        return CT_ECONF;
+    struct ct_str sub = ct_str_c(slash + 1);
+    if (!ct_http_is_token(sub) || (memchr(sub.p, '*', sub.len) && !ct_str_eq(sub, CT_STR("*"))))
+        return CT_ECONF; /* "*" alone, or a subtype without one: no "text/ht*" */
     char *lc = ct_xstrdup(s);
     for (char *p = lc; *p; p++)
         *p = ct_ascii_lower(*p);

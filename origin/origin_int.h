@@ -65,6 +65,7 @@ const char *ct_opattern_at(uint64_t off);
 struct ct_oparams {
     unsigned status; /* 0: the endpoint's own */
     struct ct_str cache_control, expires, etag, last_modified, vary;
+    struct ct_str type; /* type=: the Content-Type instead of the endpoint's */
     struct ct_str set_cookie[CT_OPARAM_MAX_COOKIES];
     unsigned n_cookies;
     struct ct_str hdr_name[CT_OPARAM_MAX_HDRS], hdr_value[CT_OPARAM_MAX_HDRS];

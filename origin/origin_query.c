@@ -160,6 +160,17 @@ static int set_param(struct ct_oparams *prm, struct ct_str key, struct ct_str v,
         prm->trickle_ms = (unsigned)n;
     } else if (KEY_IS("hdr")) {
         return set_hdr(prm, key, v, err, errlen);
+    } else if (KEY_IS("type")) {
+        /* type "/" subtype, then parameters as given (RFC 9110 §8.3.1) */
+        const char *slash = memchr(v.p, '/', v.len);
+        size_t end = 0;
+        while (end < v.len && v.p[end] != ';' && v.p[end] != ' ')
+            end++;
+        if (!slash || !ct_http_is_token(ct_str_make(v.p, (size_t)(slash - v.p))) ||
+            !ct_http_is_token(ct_str_make(slash + 1, end - (size_t)(slash + 1 - v.p))) ||
+            !header_safe(v))
+            return bad(err, errlen, key, v, "expected a media type such as text/html");
+        prm->type = v;
     } else if (KEY_IS("trickle-size")) {
         if (parse_uint(v, 1, CT_OPATTERN_SPAN, &prm->trickle_size))
             return bad(err, errlen, key, v, "expected bytes 1-1048576");

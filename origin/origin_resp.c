@@ -177,7 +177,8 @@ static void write_head(struct ct_oconn *c, bool body_allowed)
     /* RFC 9110 §15.4.5: a 304 carries the validators and caching fields,
      * not the representation's metadata. */
     if (r->ctype && r->status != 304 && r->status != 204)
-        PUT_HDR(h, "Content-Type", ct_str_c(r->ctype));
+        PUT_HDR(h, "Content-Type",
+                r->controls && c->prm.type.len ? c->prm.type : ct_str_c(r->ctype));
     put_framing(c, h, body_allowed);
     if (r->rangeable)
         CT_BUF_LIT(h, "Accept-Ranges: bytes\r\n");

@@ -13,6 +13,9 @@ cd "${1:-$(dirname "$0")/..}"
 declare -A allow=(
   [common]=""
   [http]="common"
+  # the codecs: a library of their own so ct_http's users do not link zlib,
+  # Brotli and zstd; only the request core and the protocols use them
+  [http/coding]="common http"
   [cache]="common http"
   [conf]="common http"
   [tls]="common conf"
@@ -20,13 +23,13 @@ declare -A allow=(
   [proxy/stats]="common cache"
   [proxy/net]="common conf tls proxy/ctx proxy/stats"
   [proxy/upstream]="common http conf proxy/ctx proxy/net proxy/stats"
-  [proxy/core]="common http conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream"
+  [proxy/core]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream"
   # h1 relays bodies through the upstream's pump and hands an upgraded
   # upstream connection to its tunnel, so it may use proxy/upstream.
-  [proxy/h1]="common http conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core"
-  [proxy/h2]="common http conf cache tls proxy/ctx proxy/net proxy/stats proxy/core"
-  [proxy/ops]="common http conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core"
-  [proxy]="common http conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core proxy/h1 proxy/h2 proxy/ops"
+  [proxy/h1]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core"
+  [proxy/h2]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/core"
+  [proxy/ops]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core"
+  [proxy]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core proxy/h1 proxy/h2 proxy/ops"
 )
 # ctx.h is read by every proxy layer, so it may only include what all of them may.
 ctx_allow="common http conf proxy/stats"

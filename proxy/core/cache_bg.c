@@ -364,6 +364,19 @@ static bool adopt(struct ct_req *r, bool detach)
     bc->fwd_kind = cr->fwd_kind;
     bc->req_time = cr->req_time;
     bc->cs = cr->cs;
+    /* an encoded fill's encoder goes with it (issue 18), and what it made
+     * that nobody has taken yet */
+    bc->enc = cr->enc;
+    cr->enc = NULL;
+    bc->ae_class = cr->ae_class;
+    if (bc->enc) {
+        if (bc->zbuf == NULL)
+            bc->zbuf = evbuffer_new();
+        if (bc->scratch == NULL)
+            bc->scratch = evbuffer_new();
+        if (cr->zbuf)
+            evbuffer_add_buffer(bc->zbuf, cr->zbuf);
+    }
     cr->store_ok = cr->self = false;
     r->fwd_head = false; /* nothing more from the origin for R */
     ct_req_fetch_move(r, &b->r);

@@ -28,8 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
+#include "http/coding/coding.h"
 #include "http/http_hdrindex.h"
 #include "proxy/core/cache_int.h"
 #include "proxy/core/proto.h"
@@ -412,6 +414,37 @@ static size_t parse_block(struct ct_str wire, uint32_t status_len, struct ct_htt
     return n;
 }
 
+/* A 304's strong ETag "x" for a stored W/"x": cachet made it weak when it
+ * changed the coding (http_ae.h), and the 304 says the stored bytes are
+ * still current, not that they became the origin's: keep W/. */
+static void keep_weak_etag(const struct ct_http_field *stored, size_t ns,
+                           struct ct_http_field *merged, size_t nm)
+{
+    const struct ct_http_field *old = NULL;
+    for (size_t i = 0; i < ns && !old; i++)
+        if (stored[i].id == CT_HDR_ETAG)
+            old = &stored[i];
+    if (old == NULL || old->value.len < 4 || memcmp(old->value.p, "W/", 2) != 0)
+        return;
+    for (size_t i = 0; i < nm; i++)
+        if (merged[i].id == CT_HDR_ETAG &&
+            ct_str_eq(merged[i].value, ct_str_make(old->value.p + 2, old->value.len - 2)))
+            merged[i].value = old->value;
+}
+
+/* Does R304's strong ETag "x" select a stored W/"x" that cachet weakened
+ * when it changed the coding? The origin validated "x", the representation
+ * the stored one was made from (RFC 9111 §4.3.4 reads the weak one as not
+ * strongly matching; without this, such an object once stale would be
+ * revalidated on every request and never refreshed). */
+static bool weakened_selects(const struct ct_cache_validators *v, const struct ct_http_msg *r304)
+{
+    const struct ct_http_field *et = ct_http_msg_find(r304, CT_HDR_ETAG, NULL);
+    return et && v->etag.len >= 4 && memcmp(v->etag.p, "W/", 2) == 0 && et->value.len &&
+           et->value.p[0] == '"' &&
+           ct_str_eq(et->value, ct_str_make(v->etag.p + 2, v->etag.len - 2));
+}
+
 /* A 304 to our revalidation (§4.3.3, §4.3.4): a new object with the merged
  * head that shares the stored body; serve it. */
 static bool revalidated(struct ct_req *r, const struct ct_http_msg *r304,
@@ -425,7 +458,7 @@ static bool revalidated(struct ct_req *r, const struct ct_http_msg *r304,
     validators(stale, &v);
     CT_ASSERT(ct_cache_blk_get(stale, &blk, &wire));
     cr->cs = CT_STATS_CS_STALE;
-    if (!ct_cache_policy_304_selects(&v, r304)) {
+    if (!ct_cache_policy_304_selects(&v, r304) && !weakened_selects(&v, r304)) {
         drop_fill(cr, now, 0);
         ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=304; detail=not-selected",
                             cr->fwd_kind);
@@ -435,6 +468,7 @@ static bool revalidated(struct ct_req *r, const struct ct_http_msg *r304,
     struct ct_http_field *stored, *merged;
     size_t ns = parse_block(wire, blk.status_len, &stored);
     size_t nm = ct_cache_policy_merge_304(stored, ns, r304, ct_cache_popts(r), &merged);
+    keep_weak_etag(stored, ns, merged, nm);
     struct ct_http_msg m = {.kind = CT_HTTP_RESPONSE, .status = ct_obj_status(stale),
                             .version = 11, .fields = merged, .nfields = nm,
                             .framing = CT_FRAME_LENGTH, .content_length = ct_obj_body_len(stale)};
@@ -473,6 +507,161 @@ static const char *not_storable(struct ct_req *r, const struct ct_http_msg *msg,
     return NULL;
 }
 
+static int append_all(struct ct_obj *obj, struct evbuffer *src);
+
+/* ---- compression (issue 18) --------------------------------------------------------- */
+
+/* The stats label is the coding's enum value. */
+_Static_assert(CT_CODING_IDENTITY == 0 && CT_CODING_GZIP == 1 && CT_CODING_BR == 2 &&
+                   CT_CODING_ZSTD == 3 && CT_STATS_NL_CODING == CT_CODING__COUNT,
+               "CT_STATS_CODING_TABLE follows enum ct_coding");
+
+/* Does the fill of MSG store it compressed, and with which head? NULL: as
+ * it came. Otherwise the head to store: a response of a type cachet
+ * compresses gets Vary: Accept-Encoding whatever the class (an identity
+ * variant must not answer a br client), and for a coding class
+ * Content-Encoding, a weak ETag and an encoder (cr->enc) for the body. */
+static struct ct_ce_head *compress_plan(struct ct_req *r, const struct ct_http_msg *msg)
+{
+    struct ct_creq *cr = r->cr;
+    const struct ct_conf_compression *cz = &r->w->cf->compression;
+    if (cr->ae_class == CT_CODING_NONE)
+        return NULL;
+    const struct ct_http_field *ct = ct_http_msg_find(msg, CT_HDR_CONTENT_TYPE, NULL);
+    bool type_ok = ct && ct_conf_compress_type(cz, ct->value.p, ct->value.len);
+    if (ct_ce_should_encode(msg, r->msg->method, type_ok, cz->min_size_bytes) != CT_CE_YES)
+        return NULL;
+    enum ct_coding c = (enum ct_coding)cr->ae_class;
+    if (c == CT_CODING_IDENTITY)
+        return ct_ce_head_new(msg, CT_CODING_IDENTITY, false);
+    int level = c == CT_CODING_GZIP ? (int)cz->gzip_level
+                : c == CT_CODING_BR ? (int)cz->br_level
+                                    : (int)cz->zstd_level;
+    cr->enc = ct_codec_new(c, CT_CODEC_ENCODE, level,
+                           msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0);
+    if (cr->enc == NULL)
+        return NULL;
+    if (cr->zbuf == NULL)
+        cr->zbuf = evbuffer_new();
+    if (cr->scratch == NULL) /* the sink (ct_cache_body_sink); a body may never come */
+        cr->scratch = evbuffer_new();
+    return ct_ce_head_new(msg, c, true);
+}
+
+/* compression.on_the_fly: a response that is not stored, to a request of
+ * a coding class, encoded on its way to the client (per request: the cost
+ * the stored path avoids). The head is sent here, with Content-Encoding;
+ * the body goes through the scratch sink and the encoder
+ * (ct_cache_resp_body), under the client's back-pressure like any pass
+ * (fetch.c pauses the origin while the client's output is full). */
+static bool on_the_fly(struct ct_req *r, const struct ct_http_msg *msg,
+                       const struct ct_fwd_resp_extra *extra)
+{
+    struct ct_creq *cr = r->cr;
+    const struct ct_conf_compression *cz = &r->w->cf->compression;
+    if (!cz->enabled || !cz->on_the_fly || cr->discard || cr->bg || cr->fill ||
+        cr->ae_class == CT_CODING_NONE || cr->ae_class == CT_CODING_IDENTITY)
+        return false;
+    const struct ct_http_field *ct = ct_http_msg_find(msg, CT_HDR_CONTENT_TYPE, NULL);
+    bool type_ok = ct && ct_conf_compress_type(cz, ct->value.p, ct->value.len);
+    if (ct_ce_should_encode(msg, r->msg->method, type_ok, cz->min_size_bytes) != CT_CE_YES)
+        return false;
+    enum ct_coding c = (enum ct_coding)cr->ae_class;
+    int level = c == CT_CODING_GZIP ? (int)cz->gzip_level
+                : c == CT_CODING_BR ? (int)cz->br_level
+                                    : (int)cz->zstd_level;
+    cr->enc = ct_codec_new(c, CT_CODEC_ENCODE, level,
+                           msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0);
+    if (cr->enc == NULL)
+        return false;
+    if (cr->zbuf == NULL)
+        cr->zbuf = evbuffer_new();
+    if (cr->scratch == NULL)
+        cr->scratch = evbuffer_new();
+    cr->otf_head = ct_ce_head_new(msg, c, true);
+    r->proto->frame_response(r, &cr->otf_head->msg);
+    r->proto->send_head(r, &cr->otf_head->msg, extra, false);
+    r->fwd_head = true;
+    return true;
+}
+
+static uint64_t thread_cpu_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+/* Run the fill's encoder over all of IN (drained) into cr->zbuf; LAST ends
+ * the stream. The output is bounded by the input (plus the coding's
+ * framing), so nothing here waits for the client. Returns CT_OK, or
+ * CT_EPROTO if the encoder failed (a zstd size pledge the body broke). */
+static int encode(struct ct_req *r, struct evbuffer *in, bool last)
+{
+    struct ct_creq *cr = r->cr;
+    struct ct_codec *cd = cr->enc;
+    if (!last && evbuffer_get_length(in) == 0)
+        return CT_OK;
+    uint64_t t0 = thread_cpu_us(), in0 = ct_codec_bytes_in(cd), out0 = ct_codec_bytes_out(cd);
+    int rc = CT_OK;
+    for (;;) {
+        size_t avail = evbuffer_get_length(in), n = 0;
+        const void *p = NULL;
+        if (avail) {
+            struct evbuffer_iovec v;
+            evbuffer_peek(in, -1, NULL, &v, 1);
+            p = v.iov_base;
+            n = v.iov_len;
+        }
+        struct evbuffer_iovec o;
+        if (evbuffer_reserve_space(cr->zbuf, 16384, &o, 1) < 1) {
+            rc = CT_EIO;
+            break;
+        }
+        size_t wrote = 0;
+        enum ct_codec_rc cc = ct_codec_run(cd, p, &n, o.iov_base, o.iov_len, &wrote,
+                                           last && n == avail);
+        o.iov_len = wrote;
+        evbuffer_commit_space(cr->zbuf, &o, 1);
+        evbuffer_drain(in, n);
+        if (cc == CT_CODEC_ERROR) {
+            rc = CT_EPROTO;
+            break;
+        }
+        if (cc == CT_CODEC_DONE || (cc == CT_CODEC_NEED_INPUT && evbuffer_get_length(in) == 0))
+            break;
+    }
+    int c = (int)cr->ae_class;
+    struct ct_stats *st = r->w->stats;
+    ct_stats_add(&st->compress_bytes_in[c], ct_codec_bytes_in(cd) - in0);
+    ct_stats_add(&st->compress_bytes_out[c], ct_codec_bytes_out(cd) - out0);
+    ct_stats_add(&st->compress_cpu_us[c], thread_cpu_us() - t0);
+    if (rc != CT_OK)
+        CT_WARN("w%u c%llu: %.*s: %s encoder failed: %s", r->w->id,
+                (unsigned long long)r->conn_id, (int)r->msg->target.len, r->msg->target.p,
+                ct_coding_name(cr->ae_class), ct_codec_error(cd));
+    return rc;
+}
+
+/* The encoded bytes in cr->zbuf: into the fill object, then to the client
+ * unless it reads the object or has its answer. True if they went to it. */
+static bool encoded_out(struct ct_req *r)
+{
+    struct ct_creq *cr = r->cr;
+    size_t n = evbuffer_get_length(cr->zbuf);
+    if (n && cr->fill && cr->store_ok && append_all(cr->fill, cr->zbuf) != CT_OK) {
+        ct_obj_fail(cr->fill);
+        ct_obj_release(&cr->fill);
+        cr->store_ok = false;
+    }
+    if (cr->bg || cr->self || !r->fwd_head || n == 0) {
+        evbuffer_drain(cr->zbuf, n);
+        return !cr->bg && !cr->self;
+    }
+    r->proto->send_body(r, cr->zbuf, n);
+    return true;
+}
+
 static bool fill_head(struct ct_req *r, const struct ct_http_msg *msg, bool close,
                       ct_time_t now)
 {
@@ -488,10 +677,17 @@ static bool fill_head(struct ct_req *r, const struct ct_http_msg *msg, bool clos
     }
     bool hfm;
     const char *why = not_storable(r, msg, &hfm);
-    int rc = why ? CT_OK : store_head(r, msg, NULL, now);
+    struct ct_ce_head *ceh = why ? NULL : compress_plan(r, msg);
+    const struct ct_http_msg *stored = ceh ? &ceh->msg : msg;
+    int rc = why ? CT_OK : store_head(r, stored, NULL, now);
     if (why == NULL && rc != CT_OK)
         why = rc == CT_ELIMIT ? "no-memory" : rc == CT_ENOENT ? "no-freshness" : "vary-star";
     hfm = hfm || rc == CT_ENOENT;
+    if (why && ceh) {
+        /* not stored after all: the client gets the origin's bytes as they are */
+        ct_codec_free(&r->cr->enc);
+        ct_ce_head_free(&ceh);
+    }
     if (why) {
         /* Waiters are released at once; the marker keeps later requests for
          * this key from queueing behind a fetch (issue 6). */
@@ -504,20 +700,29 @@ static bool fill_head(struct ct_req *r, const struct ct_http_msg *msg, bool clos
         return false;
     }
     cr->store_ok = true;
-    if (cr->bg)
+    if (cr->enc)
+        ct_stats_add(&r->w->stats->compress_objects[cr->ae_class], 1);
+    if (cr->bg) {
+        ct_ce_head_free(&ceh);
         return true; /* the body goes to the scratch buffer, unframed */
+    }
     if (cr->stale)
         ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=%u; stored", cr->fwd_kind,
                             msg->status);
     else
         ct_cache_set_status(cr, "cachet; fwd=%s; stored", cr->fwd_kind);
-    if (msg->framing != CT_FRAME_LENGTH && !cr->stripped) {
+    if (stored->framing != CT_FRAME_LENGTH && !cr->stripped) {
         /* A body of unknown length may outgrow max_object_size on its way:
          * the object is then dropped, and the fetching client must get the
          * rest from the origin. So it is sent the origin's bytes, after the
          * object has them (ct_cache_resp_body), and keeps the fetch; if it
-         * goes, the fill goes on without it (ct_cache_fill_adopt). */
-        ct_cache_fill_head(r, cr->fill, msg, cr->cstatus);
+         * goes, the fill goes on without it (ct_cache_fill_adopt). An
+         * encoded fill is one of these (its length is known at the end):
+         * the client gets the encoder's bytes, chunked for HTTP/1.1. */
+        if (cr->enc)
+            r->proto->frame_response(r, stored);
+        ct_cache_fill_head(r, cr->fill, stored, cr->cstatus);
+        ct_ce_head_free(&ceh);
         return true;
     }
     /* The fetching client reads the object as it fills, like any reader
@@ -531,6 +736,7 @@ static bool fill_head(struct ct_req *r, const struct ct_http_msg *msg, bool clos
         cr->mode = CT_CREQ_DONE;
     else
         ct_cache_stream_more(r);
+    ct_ce_head_free(&ceh);
     return true;
 }
 
@@ -556,6 +762,8 @@ bool ct_cache_resp_head(struct ct_req *r, const struct ct_http_msg *msg, bool cl
         ct_cache_set_status(cr, "cachet; fwd=bypass");
     *extra = (struct ct_fwd_resp_extra){
         .cache_status = cr->cstatus, .omit = omit_ours, .omit_arg = r};
+    if (on_the_fly(r, msg, extra))
+        return true; /* sent with its new coding; the body follows, encoded */
     return false; /* fetch.c forwards it (at once with its body when it can) */
 }
 
@@ -572,7 +780,9 @@ enum ct_body_sink ct_cache_body_sink(struct ct_req *r, struct evbuffer **scratch
         return CT_SINK_CLIENT;
     if (cr->discard)
         return CT_SINK_DROP;
-    if (cr->bg || cr->self || (cr->fill && cr->store_ok)) {
+    /* an encoded fill stays on this path to its end, even if the object
+     * fails: the client's head said Content-Encoding */
+    if (cr->bg || cr->self || (cr->fill && cr->store_ok) || cr->enc) {
         if (cr->scratch == NULL)
             cr->scratch = evbuffer_new();
         *scratch = cr->scratch;
@@ -615,6 +825,16 @@ bool ct_cache_resp_body(struct ct_req *r, size_t n)
     if (cr == NULL || cr->scratch == NULL || evbuffer_get_length(cr->scratch) == 0)
         return false; /* not through the scratch buffer: straight to the client */
     CT_ASSERT(evbuffer_get_length(cr->scratch) == n);
+    if (cr->enc) {
+        if (encode(r, cr->scratch, false) != CT_OK) {
+            evbuffer_drain(cr->scratch, evbuffer_get_length(cr->scratch));
+            if (cr->fill)
+                ct_obj_fail(cr->fill);
+            ct_obj_release(&cr->fill);
+            cr->store_ok = false;
+        }
+        return encoded_out(r);
+    }
     if (cr->fill && cr->store_ok && append_all(cr->fill, cr->scratch) != CT_OK) {
         /* Over max_object_size with no Content-Length, or no memory: this
          * client gets the rest from the origin; readers see it cut. */
@@ -640,6 +860,16 @@ void ct_cache_resp_end(struct ct_req *r)
     struct ct_creq *cr = r->cr;
     if (cr == NULL)
         return;
+    if (cr->enc) { /* the encoder's last bytes, before the object completes */
+        if (encode(r, cr->scratch, true) == CT_OK) {
+            encoded_out(r);
+        } else if (cr->fill) {
+            ct_obj_fail(cr->fill);
+            ct_obj_release(&cr->fill);
+            cr->store_ok = false;
+        }
+        ct_codec_free(&cr->enc);
+    }
     if (cr->fill) {
         if (cr->store_ok)
             ct_obj_complete(cr->fill, ct_time_real());

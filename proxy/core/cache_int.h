@@ -179,6 +179,17 @@ struct ct_creq {
     struct ct_http_msg fwd;
     struct ct_http_field *fwd_fields;
     size_t fwd_cap;
+    /* compression (issue 18) */
+    int ae_class;          /* enum ct_coding of the request's Accept-Encoding;
+                              CT_CODING_NONE: left as sent (compression off, or
+                              nothing acceptable) */
+    struct ct_http_msg ae_msg; /* r->msg with Accept-Encoding replaced by the class */
+    struct ct_http_field *ae_fields;
+    size_t ae_cap;
+    struct ct_codec *enc;  /* fill: the origin's body encoded into the object */
+    struct evbuffer *zbuf; /* the encoder's output, to the object then the client */
+    struct ct_ce_head *otf_head; /* compression.on_the_fly: the head sent, kept
+                                    until the request ends */
     struct ct_str cstatus; /* Cache-Status for a forwarded response */
     char cstatus_buf[128];
     /* waiting */

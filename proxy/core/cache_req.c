@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "http/coding/coding.h"
 #include "http/http_hdrindex.h"
 #include "proxy/core/cache_ban_glue.h"
 #include "proxy/core/cache_int.h"
@@ -229,6 +230,7 @@ struct ct_creq *ct_cache_creq_new(struct ct_req *r)
     struct ct_creq *cr = ct_xcalloc(1, sizeof(*cr));
     cr->magic = CT_CREQ_MAGIC;
     cr->r = r;
+    cr->ae_class = CT_CODING_NONE;
     ct_cache_waiter_init(&cr->waiter, waiter_wake, cr);
     cr->timer = evtimer_new(r->w->base, on_wait_timeout, cr);
     r->cr = cr;
@@ -280,6 +282,11 @@ static void creq_reset(struct ct_creq *cr)
     cr->cstatus = CT_STR_NULL;
     if (cr->scratch)
         evbuffer_drain(cr->scratch, evbuffer_get_length(cr->scratch));
+    ct_codec_free(&cr->enc);
+    ct_ce_head_free(&cr->otf_head);
+    cr->ae_class = CT_CODING_NONE;
+    if (cr->zbuf)
+        evbuffer_drain(cr->zbuf, evbuffer_get_length(cr->zbuf));
 }
 
 void ct_cache_client_free(struct ct_req *r)
@@ -292,6 +299,9 @@ void ct_cache_client_free(struct ct_req *r)
     event_free(cr->timer);
     if (cr->scratch)
         evbuffer_free(cr->scratch);
+    if (cr->zbuf)
+        evbuffer_free(cr->zbuf);
+    free(cr->ae_fields);
     free(cr->fwd_fields);
     free(cr->keybuf);
     cr->magic = 0;
@@ -841,6 +851,75 @@ static bool lookup(struct ct_req *r)
     return lookup_as(r, false);
 }
 
+/* Accept-Encoding to its class before the lookup (issue 18): every spelling
+ * of one preference becomes the class's name, so Vary: Accept-Encoding
+ * keys one variant per class (never one per spelling: the variant explosion
+ * users of other caches report), and
+ * the origin is asked for that coding. R's message becomes a copy with the
+ * one field replaced (views into the parser's, kept alive as r->msg's). A
+ * request whose class is "nothing acceptable" is left as sent.
+ * XXX(#18): that one deserves a 406 from the cache when the object is
+ * compressed; it reaches the origin as sent today. */
+static bool ae_offered(const struct ct_ae_pref *pref, enum ct_coding c)
+{
+    if (c == CT_CODING_IDENTITY)
+        return true; /* always offered (http/http_ae.h) */
+    for (unsigned i = 0; i < pref->n; i++)
+        if (pref->order[i] == c)
+            return true;
+    return false;
+}
+
+static void normalise_ae(struct ct_req *r)
+{
+    struct ct_creq *cr = r->cr;
+    const struct ct_conf_compression *cz = &r->w->cf->compression;
+    const struct ct_http_msg *req = r->msg;
+    cr->ae_class = CT_CODING_NONE;
+    if (!cz->enabled)
+        return;
+    /* The hit path's common cases parse nothing: one field that names one
+     * offered class exactly, as cachet itself asks the origin and simple
+     * clients ask (kept as it is), or none at all (identity). */
+    enum ct_coding c = CT_CODING_IDENTITY;
+    const struct ct_http_field *f = ct_http_msg_find(req, CT_HDR_ACCEPT_ENCODING, NULL);
+    if (f && ct_http_msg_find(req, CT_HDR_ACCEPT_ENCODING, f) == NULL) {
+        enum ct_coding one = ct_coding_lookup(f->value);
+        if (one >= 0 && ae_offered(&cz->pref, one) &&
+            ct_str_eq(f->value, ct_str_c(ct_coding_name(one)))) {
+            cr->ae_class = one;
+            return;
+        }
+    }
+    if (f) {
+        struct ct_ae ae;
+        ct_ae_init(&ae);
+        ct_ae_from_msg(&ae, req);
+        c = ct_ae_choose(&ae, &cz->pref);
+    }
+    if (c == CT_CODING_NONE)
+        return;
+    if (req == &cr->ae_msg) { /* normalised already: the class is its own */
+        cr->ae_class = c;
+        return;
+    }
+    if (cr->ae_cap < req->nfields + 1) {
+        cr->ae_cap = req->nfields + 8;
+        cr->ae_fields = ct_xrealloc(cr->ae_fields, cr->ae_cap * sizeof(*cr->ae_fields));
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < req->nfields; i++)
+        if (req->fields[i].id != CT_HDR_ACCEPT_ENCODING)
+            cr->ae_fields[n++] = req->fields[i];
+    cr->ae_fields[n++] = (struct ct_http_field){CT_STR("Accept-Encoding"),
+                                                ct_str_c(ct_coding_name(c)),
+                                                CT_HDR_ACCEPT_ENCODING};
+    cr->ae_msg = *req;
+    ct_http_msg_set_fields(&cr->ae_msg, cr->ae_fields, n);
+    r->msg = &cr->ae_msg;
+    cr->ae_class = c;
+}
+
 bool ct_cache_recv(struct ct_req *r)
 {
     struct ct_wcache *wc = r->w->wc;
@@ -868,6 +947,7 @@ bool ct_cache_recv(struct ct_req *r)
         return pass(cr, "upgrade");
     if (!ct_cache_key_for(r, req->target, &cr->key))
         return pass(cr, "key");
+    normalise_ae(r);
     return lookup(r);
 }
 

@@ -128,7 +128,7 @@ static void prom_label_escape(struct ct_buf *o, const char *s)
 /* ---- descriptors ------------------------------------------------------------- */
 
 enum kind { COUNTER, GAUGE };
-enum labels { NONE, CLASS, CACHE, CLOSE, PROTO, H2WHY };
+enum labels { NONE, CLASS, CACHE, CLOSE, PROTO, H2WHY, CODING };
 
 struct desc {
     const char *name;
@@ -175,6 +175,12 @@ static const char *const h2why_names[] = {
 #undef CT_STATS_H2WHY_NAME
 };
 
+static const char *const coding_names[] = {
+#define CT_STATS_CODING_NAME(name) #name,
+    CT_STATS_CODING_TABLE(CT_STATS_CODING_NAME)
+#undef CT_STATS_CODING_NAME
+};
+
 static const char *const be_names[] = {
 #define CT_STATS_BE_NAME(id, help) #id,
     CT_STATS_BE_TABLE(CT_STATS_BE_NAME)
@@ -194,6 +200,7 @@ static const char *label_name(enum labels l)
     case CLOSE: return "reason";
     case PROTO: return "proto";
     case H2WHY: return "reason";
+    case CODING: return "coding";
     default: return "";
     }
 }
@@ -206,6 +213,7 @@ static const char *label_value(enum labels l, size_t i)
     case CLOSE: return close_names[i];
     case PROTO: return proto_names[i];
     case H2WHY: return h2why_names[i];
+    case CODING: return coding_names[i];
     default: return "";
     }
 }

@@ -71,6 +71,10 @@ enum ct_stats_proto {
         CT_STATS_PROTO__COUNT
 };
 
+/* Content codings, in http/http_ae.h's enum ct_coding order (the core
+ * asserts it): the label of the compression counters. */
+#define CT_STATS_CODING_TABLE(X) X(identity) X(gzip) X(br) X(zstd)
+#define CT_STATS_NL_CODING 4
 
 /* Number of slots of each label set. */
 #define CT_STATS_NL_NONE 1
@@ -85,7 +89,8 @@ enum ct_stats_proto {
 /* X(id, kind, labels, help): kind COUNTER or GAUGE; labels NONE, CLASS (label
  * "class"), CACHE (label "cache_status"), CLOSE (label "reason"), PROTO
  * (label "proto") or H2WHY (label "reason": why an HTTP/2 connection ended,
- * common/h2why.h CT_H2_WHY_TABLE, lower case).
+ * common/h2why.h CT_H2_WHY_TABLE, lower case) or CODING (label "coding":
+ * CT_STATS_CODING_TABLE).
  * Prometheus name: cachet_<id>, plus _total for counters. */
 #define CT_STATS_TABLE(X)                                                      \
     X(connections_accepted, COUNTER, NONE, "Client connections accepted.")      \
@@ -104,6 +109,14 @@ enum ct_stats_proto {
       "Event streams closed because their client did not read.")                \
     X(cache_tags_refused, COUNTER, NONE,                                       \
       "Tags left out of stored objects: over cache.max_tags or cache.max_tag_length.") \
+    X(compress_objects, COUNTER, CODING,                                        \
+      "Responses stored compressed by cachet, by coding.")                       \
+    X(compress_bytes_in, COUNTER, CODING,                                       \
+      "Bytes fed to cachet's encoders (before compression), by coding.")         \
+    X(compress_bytes_out, COUNTER, CODING,                                      \
+      "Bytes cachet's encoders produced (after compression), by coding.")        \
+    X(compress_cpu_us, COUNTER, CODING,                                         \
+      "Thread CPU time spent in cachet's encoders, microseconds, by coding.")    \
     X(h2_streams, COUNTER, NONE, "HTTP/2 request streams opened by clients.")   \
     X(h2_malformed, COUNTER, NONE,                                              \
       "HTTP/2 requests refused as malformed (RST_STREAM PROTOCOL_ERROR).")      \

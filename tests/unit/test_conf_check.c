@@ -347,6 +347,72 @@ static void test_err_cache(void)
                "(expected a name such as Surrogate-Key or X-Tags)");
 }
 
+static void test_compression(void)
+{
+    /* defaults: on, zstd > br > gzip > identity, the text types */
+    struct ct_conf *cf = load(BASE);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cf);
+    const struct ct_conf_compression *cz = &cf->compression;
+    CU_ASSERT_TRUE(cz->enabled);
+    CU_ASSERT_FALSE(cz->on_the_fly);
+    CU_ASSERT_FALSE(cz->store_transcoded);
+    CU_ASSERT_EQUAL(cz->gzip_level, 6);
+    CU_ASSERT_EQUAL(cz->br_level, 6);
+    CU_ASSERT_EQUAL(cz->zstd_level, 3);
+    CU_ASSERT_EQUAL(cz->min_size_bytes, 256);
+    CU_ASSERT_EQUAL(cz->pref.n, 3);
+    CU_ASSERT_EQUAL(cz->pref.order[0], CT_CODING_ZSTD);
+    CU_ASSERT_EQUAL(cz->pref.order[2], CT_CODING_GZIP);
+#define TYPE_OK(t) ct_conf_compress_type(cz, (t), strlen(t))
+    CU_ASSERT_TRUE(TYPE_OK("text/html"));
+    CU_ASSERT_TRUE(TYPE_OK("Text/HTML; charset=utf-8"));
+    CU_ASSERT_TRUE(TYPE_OK("application/json;charset=utf-8"));
+    CU_ASSERT_TRUE(TYPE_OK("application/json ; q=1"));
+    CU_ASSERT_TRUE(TYPE_OK("image/svg+xml"));
+    CU_ASSERT_FALSE(TYPE_OK("image/png"));
+    CU_ASSERT_FALSE(TYPE_OK("application/jsonx"));
+    CU_ASSERT_FALSE(TYPE_OK("application/octet-stream"));
+    CU_ASSERT_FALSE(TYPE_OK("text"));
+    CU_ASSERT_FALSE(TYPE_OK("texts/html"));
+    CU_ASSERT_FALSE(TYPE_OK(""));
+    ct_conf_free(&cf);
+
+    cf = load(BASE "compression = { prefer = [ \"gzip\", \"identity\", \"br\" ];\n"
+                   "  types = [ \"application/*\", \"TEXT/CSS\" ]; };\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cf);
+    cz = &cf->compression;
+    CU_ASSERT_EQUAL(cz->pref.n, 3);
+    CU_ASSERT_EQUAL(cz->pref.order[1], CT_CODING_IDENTITY);
+    CU_ASSERT_TRUE(TYPE_OK("application/pdf"));
+    CU_ASSERT_TRUE(TYPE_OK("text/css"));
+    CU_ASSERT_FALSE(TYPE_OK("text/html"));
+#undef TYPE_OK
+    ct_conf_free(&cf);
+
+    EXPECT_ERR(BASE "compression = {\n  prefer = [ \"gzip\", \"deflate\" ]; };\n",
+               "t.conf:4: compression.prefer[1]: unknown coding \"deflate\" (expected \"zstd\", "
+               "\"br\", \"gzip\" or \"identity\")");
+    EXPECT_ERR(BASE "compression = { prefer = [ \"x-gzip\" ]; };\n",
+               "t.conf:3: compression.prefer[0]: unknown coding \"x-gzip\" (expected \"zstd\", "
+               "\"br\", \"gzip\" or \"identity\")");
+    EXPECT_ERR(BASE "compression = { prefer = [ \"br\", \"BR\" ]; };\n",
+               "t.conf:3: compression.prefer[1]: \"br\" is listed twice (expected each coding "
+               "once)");
+    EXPECT_ERR(BASE "compression = { types = [ \"text/html\", \"html\" ]; };\n",
+               "t.conf:3: compression.types[1]: invalid value \"html\" (expected media types "
+               "such as [\"text/*\", \"application/json\"])");
+    EXPECT_ERR(BASE "compression = { types = [ \"*/*\" ]; };\n",
+               "t.conf:3: compression.types[0]: invalid value \"*/*\" (expected media types "
+               "such as [\"text/*\", \"application/json\"])");
+    EXPECT_ERR(BASE "compression = { types = [ \"text/ht*\" ]; };\n",
+               "t.conf:3: compression.types[0]: invalid value \"text/ht*\" (expected media "
+               "types such as [\"text/*\", \"application/json\"])");
+    EXPECT_ERR(BASE "compression = { br_level = 12; };\n",
+               "t.conf:3: compression.br_level: out of range: 12 (expected an integer from 0 to 11)");
+    EXPECT_ERR(BASE "compression = { gzip_level = 0; };\n",
+               "t.conf:3: compression.gzip_level: out of range: 0 (expected an integer from 1 to 9)");
+}
+
 static void test_err_logs(void)
 {
     EXPECT_ERR(BASE "logs = { error_log = \"\"; };\n",
@@ -423,6 +489,7 @@ void ct_test_register(void)
              {"redirect without https", test_err_redirect_without_https},
              {"no backend", test_err_no_backend}, {"backend names, health path", test_err_backend_names},
              {"backend settings", test_backend_settings}, {"cache", test_err_cache},
+             {"compression", test_compression},
              {"admin token", test_admin_token},
              {"logs", test_err_logs});
 }

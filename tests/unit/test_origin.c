@@ -73,6 +73,12 @@ static void test_query_bad_values(void)
     CU_ASSERT_EQUAL(parse_q("etag=%zz", &p, err, sizeof(err)), CT_EPROTO);
     CU_ASSERT_EQUAL(parse_q("etag=%2", &p, err, sizeof(err)), CT_EPROTO);
     CU_ASSERT_EQUAL(parse_q("&&x&=&", &p, err, sizeof(err)), CT_OK);
+    CU_ASSERT_EQUAL(parse_q("type=json", &p, err, sizeof(err)), CT_EPROTO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "media type"));
+    CU_ASSERT_EQUAL(parse_q("type=text/", &p, err, sizeof(err)), CT_EPROTO);
+    CU_ASSERT_EQUAL(parse_q("type=text/a%0d%0aX:1", &p, err, sizeof(err)), CT_EPROTO);
+    CU_ASSERT_EQUAL(parse_q("type=application/json;+charset=utf-8", &p, err, sizeof(err)), CT_OK);
+    STR_EQ(p.type, "application/json; charset=utf-8");
 }
 
 /* hdr=Name:Value: any field, validated, in order, 16 at most. */
