@@ -249,15 +249,15 @@ run_grid() {
 }
 
 # The library's own micro-benchmarks (request parsing; cache lookup and
-# insert over 1 M keys), when the build has them: their output, verbatim.
+# insert over 1 M keys; route choice at 100 sites x 20 routes), when the build has them: their output, verbatim.
 run_micro() {
     local b args
-    for b in bench_http_parse bench_cache; do
+    for b in bench_http_parse bench_cache bench_route; do
         [ -x "$BIN/$b" ] || { echo "$b: not built in $BIN"; continue; }
         args=()
         if [ "$MODE" = quick ]; then
             # bench_cache keeps its 1 M keys: that is the figure asked for.
-            case $b in bench_http_parse) args=(--seconds 0.5) ;; esac
+            case $b in bench_http_parse | bench_route) args=(--seconds 0.5) ;; esac
         fi
         echo "\$ $b ${args[*]}"
         taskset -c "$SERVER_CPU" timeout -k 5 300 "$BIN/$b" "${args[@]}" 2>&1 || echo "$b: failed ($?)"

@@ -120,6 +120,13 @@ struct ct_conf_listener {
     uint16_t redirect_port; /* port in the Location; 0 = first HTTPS listener's */
     bool honour_client_cc;  /* obey request Cache-Control (no-cache, max-age...) */
     bool h2c;               /* HTTP only: HTTP/2 with prior knowledge beside HTTP/1.1 */
+    /* PROXY protocol v1/v2 before the first byte (issue 15), read only from
+     * these peers; a connection from anyone else is closed */
+    bool proxy_protocol;
+    struct ct_conf_cidr *proxy_protocol_from;
+    size_t nproxy_protocol_from;
+    char *default_site; /* the site for hosts no site claims, here; NULL = the global one */
+    int default_site_index; /* derived: index into cf->sites, or -1 */
 };
 
 struct ct_conf_health {
@@ -163,7 +170,14 @@ enum ct_conf_fail {
 #undef CT_CONF_FAIL_ENUM
 };
 
-enum ct_conf_query { CT_CONF_QUERY_KEEP, CT_CONF_QUERY_DROP, CT_CONF_QUERY_SORT };
+enum ct_conf_real_ip { CT_CONF_REAL_IP_XFF, CT_CONF_REAL_IP_FORWARDED };
+
+enum ct_conf_query {
+    CT_CONF_QUERY_INHERIT = -1, /* routes only: the cache section's */
+    CT_CONF_QUERY_KEEP,
+    CT_CONF_QUERY_DROP,
+    CT_CONF_QUERY_SORT
+};
 enum ct_conf_waiter { CT_CONF_WAITER_504, CT_CONF_WAITER_FETCH };
 
 /* An address prefix: purge ACL. */
@@ -171,6 +185,132 @@ struct ct_conf_cidr {
     int family; /* AF_INET or AF_INET6 */
     uint8_t addr[16];
     unsigned prefix_len;
+};
+
+/* ---- backend groups, sites and routes (issue 15) --------------------------
+ *
+ * A backend group is a named set of backends with its balancing; the
+ * top-level `backends` list is the group "default" (cf->groups[0], its
+ * backends are cf->backends). A site is chosen by the request's host; its
+ * routes are tried in order and the first that matches decides. The route
+ * table that does the matching is compiled from these by proxy/route/. */
+
+enum ct_conf_balance { CT_CONF_BALANCE_RR, CT_CONF_BALANCE_LEAST_CONN, CT_CONF_BALANCE_HASH };
+enum ct_conf_hash_on {
+    CT_CONF_HASH_KEY,    /* the cache key */
+    CT_CONF_HASH_HEADER, /* a request header's value (hash_name) */
+    CT_CONF_HASH_COOKIE, /* a cookie's value (hash_name) */
+    CT_CONF_HASH_CLIENT, /* the client address */
+};
+
+struct ct_conf_group {
+    char *name;
+    enum ct_conf_balance balance;
+    char *hash_on_text; /* as written: "key", "client", "header:NAME", "cookie:NAME" */
+    unsigned hash_balance_factor; /* percent of the mean load a backend may carry (>= 100) */
+    uint64_t slow_start_ms;       /* weight ramps from ~0 over this after coming up; 0 = off */
+    struct ct_conf_backend *backends;
+    size_t nbackends;
+    /* derived (conf_route.c) */
+    enum ct_conf_hash_on hash_on;
+    const char *hash_name; /* header or cookie name for HEADER/COOKIE (inside hash_on_text) */
+};
+
+/* "Inherit" for the route overrides that are durations: the site's (or the
+ * cache section's) value applies. */
+#define CT_CONF_INHERIT UINT64_MAX
+
+enum ct_conf_tri { CT_CONF_TRI_INHERIT = -1, CT_CONF_TRI_OFF = 0, CT_CONF_TRI_ON = 1 };
+
+/* What a route matches; every condition given must hold (an empty one holds). */
+struct ct_conf_match {
+    char *path;        /* exact path (no query); NULL = any */
+    char *path_prefix; /* NULL = any */
+    char *path_regex;  /* PCRE2, matched against the path; NULL = any */
+    char **methods;    /* any of these; empty = any method */
+    size_t nmethods;
+    char **headers; /* each "Name" (present) or "Name: value" (equal) */
+    size_t nheaders;
+    char **cookies; /* each "name" or "name=value" */
+    size_t ncookies;
+    char **query; /* each "name" or "name=value" */
+    size_t nquery;
+    struct ct_conf_cidr *client; /* any of these; empty = any address */
+    size_t nclient;
+};
+
+struct ct_conf_route_cache {
+    bool pass;                 /* neither looked up nor stored */
+    uint64_t ttl_ms;           /* forced TTL for ttl_statuses; INHERIT = origin's headers */
+    char **ttl_statuses;       /* "200", "301", ... */
+    size_t nttl_statuses;
+    uint64_t min_ttl_ms;       /* INHERIT = no floor */
+    uint64_t max_ttl_ms;       /* INHERIT = no cap */
+    uint64_t grace_ms;         /* INHERIT = cache.grace */
+    uint64_t stale_if_error_ms;/* INHERIT = cache.stale_if_error */
+    uint64_t keep_ms;          /* INHERIT = cache.keep */
+    int honour_client_cc;      /* enum ct_conf_tri: INHERIT = the listener's */
+    int key_query;             /* enum ct_conf_query, or CT_CONF_QUERY_INHERIT */
+    char **key_drop_params;    /* query parameters left out of the key ("utm_*" globs) */
+    size_t nkey_drop_params;
+    char *key_header;          /* NULL = cache.key_header */
+    char *key_cookie;          /* a cookie whose value joins the key; NULL = none */
+};
+
+struct ct_conf_redirect {
+    unsigned status; /* 0 = no redirect; else 301, 302, 303, 307 or 308 */
+    char *location;  /* template with variables ($host, $path, ...) */
+};
+
+struct ct_conf_respond {
+    unsigned status; /* 0 = no fixed answer */
+    char *body;
+    char *content_type;
+};
+
+/* Per client address (sites and routes): 0 is off. */
+struct ct_conf_limit {
+    unsigned rate;       /* requests per period (token bucket) ... */
+    uint64_t period_ms;  /* ... of this length (1 s: per second) ... */
+    unsigned burst;      /* ... up to this many at once (0: rate) */
+    unsigned concurrent; /* requests in flight at once */
+};
+
+struct ct_conf_route {
+    char *name;
+    struct ct_conf_limit limit;
+    struct ct_conf_match match;
+    char *backend_group; /* NULL = the site's */
+    struct ct_conf_route_cache cache;
+    bool strip_cookie;     /* Cookie left off the origin request */
+    bool strip_set_cookie; /* Set-Cookie left off the response (and so storable) */
+    char **request_headers; /* "set Name: value", "append Name: value", "remove Name" */
+    size_t nrequest_headers;
+    char **response_headers;
+    size_t nresponse_headers;
+    struct ct_conf_redirect redirect;
+    struct ct_conf_respond respond;
+    struct ct_conf_cidr *allow; /* non-empty: only these clients (else 403) */
+    size_t nallow;
+    struct ct_conf_cidr *deny;  /* these clients get 403 */
+    size_t ndeny;
+    char **require_headers; /* each "Name: value" must be in the request (else 403) */
+    size_t nrequire_headers;
+    /* derived (conf_route.c) */
+    size_t group; /* ct_conf_group_at()'s index */
+};
+
+struct ct_conf_site {
+    char *name;
+    char **hosts; /* "example.com", "*.example.com" (lower-case) */
+    size_t nhosts;
+    bool is_default; /* hosts matching no site come here */
+    char *backend_group; /* routes without one use it; NULL = "default" */
+    struct ct_conf_limit limit; /* every request of the site, besides its route's */
+    struct ct_conf_route *routes;
+    size_t nroutes;
+    /* derived */
+    size_t group;
 };
 
 struct ct_conf_cache {
@@ -285,8 +425,27 @@ struct ct_conf {
     unsigned workers; /* 0 = auto (one per core) */
     struct ct_conf_listener *listeners;
     size_t nlisteners;
-    struct ct_conf_backend *backends;
+    struct ct_conf_backend *backends; /* the group "default" */
     size_t nbackends;
+    struct ct_conf_group *groups; /* backend_groups as written (without "default") */
+    size_t ngroups;
+    struct ct_conf_site *sites;
+    size_t nsites;
+    /* derived (conf_route.c): the group "default" over `backends` (borrowed,
+     * not owned; refreshed by every ct_conf_finish) */
+    struct ct_conf_group default_group;
+    /* derived: every backend of every group, "default"'s first, in order;
+     * shallow copies (their strings belong to the lists above); backend i
+     * is in group flat_group[i]. The proxy's backend objects, health checks
+     * and counters are parallel to this list. */
+    struct ct_conf_backend *flat_backends;
+    size_t *flat_group;
+    size_t nflat;
+    /* The real client address behind proxies: requests from these peers have
+     * their client read from real_ip_header (issue 15) */
+    struct ct_conf_cidr *trusted_proxies;
+    size_t ntrusted_proxies;
+    int real_ip_header; /* enum ct_conf_real_ip */
     struct ct_conf_cache cache;
     struct ct_conf_compression compression;
     struct ct_conf_limits limits;
@@ -294,6 +453,43 @@ struct ct_conf {
     struct ct_conf_logs logs;
     struct ct_conf_locs *_locs; /* private to conf/: where each setting came from */
 };
+
+/* Backend groups by index: 0 is "default" (the top-level backends), i > 0
+ * is cf->groups[i - 1]. */
+static inline size_t ct_conf_ngroups(const struct ct_conf *cf)
+{
+    return 1 + cf->ngroups;
+}
+static inline const struct ct_conf_group *ct_conf_group_at(const struct ct_conf *cf, size_t i)
+{
+    return i == 0 ? &cf->default_group : &cf->groups[i - 1];
+}
+
+/* Variables of header rules, redirect locations and fixed bodies, written
+ * `$name` or `${name}` (`$$` is a `$`). X(id, name, what). */
+#define CT_CONF_VAR_TABLE(X)                                                   \
+    X(SCHEME, "scheme", "http or https")                                      \
+    X(HOST, "host", "the request's host, lower-case, without a default port") \
+    X(PATH, "path", "the path, before any ?")                                 \
+    X(QUERY, "query", "? and the query, or nothing")                          \
+    X(URI, "uri", "path and query")                                           \
+    X(CLIENT, "client", "the client address (no port)")                       \
+    X(REQUEST_ID, "request_id", "the request's id")                           \
+    X(SITE, "site", "the site's name")                                        \
+    X(ROUTE, "route", "the route's name")
+enum ct_conf_var {
+#define CT_CONF_VAR_ENUM(id, name, what) CT_CONF_VAR_##id,
+    CT_CONF_VAR_TABLE(CT_CONF_VAR_ENUM)
+#undef CT_CONF_VAR_ENUM
+    CT_CONF_VAR_DOLLAR, /* "$$" */
+    CT_CONF_VAR_COUNT
+};
+/* The variable at S (which starts with '$'): its id, and *LEN the bytes it
+ * takes ("$host" 5, "${host}" 7, "$$" 2). -1 if S names none. */
+int ct_conf_var_parse(const char *s, size_t *len);
+
+/* Is ADDR (FAMILY AF_INET with 4 bytes, or AF_INET6 with 16) inside C? */
+bool ct_conf_cidr_match(const struct ct_conf_cidr *c, int family, const uint8_t *addr);
 
 /* ---- building ---------------------------------------------------------- */
 

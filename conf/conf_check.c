@@ -151,6 +151,13 @@ static void check_listeners(struct ct_conf *cf, struct ct_conf_errors *errs)
     for (size_t i = 0; i < cf->nlisteners; i++) {
         const struct ct_conf_listener *l = &cf->listeners[i];
         char path[96];
+        snprintf(path, sizeof(path), "listen[%zu].proxy_protocol_from", i);
+        if (l->proxy_protocol && l->nproxy_protocol_from == 0)
+            CHECK_ERR(cf, errs, path, "empty while proxy_protocol is on (expected the load "
+                                      "balancers' prefixes, such as [\"10.0.0.0/8\"])");
+        if (l->nproxy_protocol_from > 16) /* CT_LISTEN_PP_MAX */
+            CHECK_ERR(cf, errs, path, "%zu prefixes (expected at most 16)",
+                      l->nproxy_protocol_from);
         if (l->kind == CT_CONF_LISTEN_HTTPS) {
             check_certs(cf, i, errs);
             check_mtls(cf, i, errs);
@@ -165,14 +172,12 @@ static void check_listeners(struct ct_conf *cf, struct ct_conf_errors *errs)
 
 /* ---- backends, cache ------------------------------------------------------ */
 
-static void check_backends(struct ct_conf *cf, struct ct_conf_errors *errs)
+void ct_conf_check_backend_list(struct ct_conf *cf, struct ct_conf_errors *errs,
+                                const char *prefix, struct ct_conf_backend *v, size_t n)
 {
-    if (cf->nbackends == 0)
-        CHECK_ERR(cf, errs, "backends", "no backend (expected at least one "
-                                        "{ address = \"HOST:PORT\"; })");
-    for (size_t i = 0; i < cf->nbackends; i++) {
-        struct ct_conf_backend *b = &cf->backends[i];
-        char path[96];
+    for (size_t i = 0; i < n; i++) {
+        struct ct_conf_backend *b = &v[i];
+        char path[160];
         if (b->name[0] == '\0') {
             char name[300];
             bool v6 = strchr(b->host, ':') != NULL;
@@ -182,10 +187,10 @@ static void check_backends(struct ct_conf *cf, struct ct_conf_errors *errs)
             b->name = ct_xstrdup(name);
         }
         for (size_t j = 0; j < i; j++) {
-            if (strcmp(cf->backends[j].name, b->name) == 0) {
-                snprintf(path, sizeof(path), "backends[%zu].name", i);
-                CHECK_ERR(cf, errs, path, "\"%s\" is already the name of backends[%zu] "
-                                          "(expected a distinct name)", b->name, j);
+            if (strcmp(v[j].name, b->name) == 0) {
+                snprintf(path, sizeof(path), "%s[%zu].name", prefix, i);
+                CHECK_ERR(cf, errs, path, "\"%s\" is already the name of %s[%zu] "
+                                          "(expected a distinct name)", b->name, prefix, j);
                 break;
             }
         }
@@ -203,17 +208,25 @@ static void check_backends(struct ct_conf *cf, struct ct_conf_errors *errs)
                 b->passive_fail_mask |= 1u << f;
                 continue;
             }
-            snprintf(path, sizeof(path), "backends[%zu].passive_fail_on", i);
+            snprintf(path, sizeof(path), "%s[%zu].passive_fail_on", prefix, i);
             CHECK_ERR(cf, errs, path, "unknown failure \"%s\" (expected \"connect\", "
                                       "\"timeout\", \"reset\", \"invalid\" or \"5xx\")",
                       b->passive_fail_on[k]);
         }
         if (b->health.path[0] != '/') {
-            snprintf(path, sizeof(path), "backends[%zu].health_check.path", i);
+            snprintf(path, sizeof(path), "%s[%zu].health_check.path", prefix, i);
             CHECK_ERR(cf, errs, path, "invalid request target \"%s\" (expected a path "
                                       "starting with /)", b->health.path);
         }
     }
+}
+
+static void check_backends(struct ct_conf *cf, struct ct_conf_errors *errs)
+{
+    if (cf->nbackends == 0)
+        CHECK_ERR(cf, errs, "backends", "no backend (expected at least one "
+                                        "{ address = \"HOST:PORT\"; })");
+    ct_conf_check_backend_list(cf, errs, "backends", cf->backends, cf->nbackends);
 }
 
 static void check_cache(const struct ct_conf *cf, struct ct_conf_errors *errs)
@@ -346,6 +359,7 @@ int ct_conf_finish(struct ct_conf *cf, struct ct_conf_errors *errs)
     cf->admin.enabled = cf->admin.addr.host != NULL;
     check_listeners(cf, errs);
     check_backends(cf, errs);
+    ct_conf_check_routes(cf, errs);
     check_cache(cf, errs);
     check_compression(cf, errs);
     check_admin(cf, errs);

@@ -45,6 +45,8 @@ enum ct_row_type {
 #define CT_ROW_WORDS 0x10u   /* STRLIST: words named in the help (checked by conf_check.c) */
 #define CT_ROW_SECRET 0x20u  /* OPTSTR: a secret; `cachet -T` says it is set, never what it is */
 #define CT_ROW_TYPES 0x40u   /* STRLIST: media types, type/subtype or type and a star */
+#define CT_ROW_INHERIT 0x80u /* DUR: "inherit" means CT_CONF_INHERIT (route overrides) */
+#define CT_ROW_TEXT 0x100u   /* STRLIST: any non-empty strings, judged by conf_route.c */
 
 struct ct_conf_enum {
     const char *name;
@@ -183,6 +185,13 @@ const struct ct_conf_row *ct_conf_find_row(const struct ct_conf_section *sec, co
  * cross-checks over the whole configuration; errors use cf's locations.
  * Returns CT_OK or CT_ECONF. */
 int ct_conf_finish(struct ct_conf *cf, struct ct_conf_errors *errs);
+/* Backend names derived, duplicates, passive_fail_on, health paths, for the
+ * list V[0..N) whose settings are at PREFIX ("backends",
+ * "backend_groups[1].backends"). */
+void ct_conf_check_backend_list(struct ct_conf *cf, struct ct_conf_errors *errs,
+                                const char *prefix, struct ct_conf_backend *v, size_t n);
+/* Backend groups, sites and routes (conf_route.c). */
+void ct_conf_check_routes(struct ct_conf *cf, struct ct_conf_errors *errs);
 /* The OpenSSL part of the cross-checks: files readable, certificate matches
  * key, CA file holds certificates. */
 void ct_conf_check_tls_files(const struct ct_conf *cf, struct ct_conf_errors *errs);

@@ -99,6 +99,10 @@ static int parse_number(struct ct_conf_loadctx *lc, const struct ct_conf_row *r,
         store_uint(f, r->size, 0);
         return CT_OK;
     }
+    if (str && (r->flags & CT_ROW_INHERIT) && strcmp(str, "inherit") == 0) {
+        store_uint(f, r->size, CT_CONF_INHERIT);
+        return CT_OK;
+    }
     if (str && (r->flags & CT_ROW_OFF) && strcmp(str, "off") == 0) {
         store_uint(f, r->size, 0);
         return CT_OK;
@@ -214,6 +218,8 @@ static int parse_strings(struct ct_conf_loadctx *lc, const struct ct_conf_row *r
             erc = ct_conf_parse_cidr(str, (struct ct_conf_cidr *)v + got);
         else if (r->flags & CT_ROW_TYPES)
             erc = ct_conf_parse_media_type(str, (char **)v + got);
+        else if (r->flags & CT_ROW_TEXT)
+            erc = *str ? (((char **)v)[got] = ct_xstrdup(str), CT_OK) : CT_ECONF;
         else if (!(r->flags & CT_ROW_FIELDS))
             erc = ct_conf_parse_server_name(str, (char **)v + got);
         else if (ct_http_is_token(ct_str_c(str))) /* RFC 9110 §5.1, as written */
@@ -370,6 +376,8 @@ void ct_conf_free(struct ct_conf **cfp)
         return;
     CT_CHECK_OBJ(cf, CT_CONF_MAGIC);
     ct_conf_section_free(&ct_conf_root_section, cf);
+    free(cf->flat_backends);
+    free(cf->flat_group);
     ct_conf_locs_free(cf->_locs);
     free(cf->_locs);
     free(cf->source);

@@ -99,6 +99,9 @@ static const struct ct_conf_enum queries[] = {{"keep", CT_CONF_QUERY_KEEP},
                                               {NULL, 0}};
 static const struct ct_conf_enum waiters[] = {
     {"504", CT_CONF_WAITER_504}, {"fetch", CT_CONF_WAITER_FETCH}, {NULL, 0}};
+static const struct ct_conf_enum real_ips[] = {{"X-Forwarded-For", CT_CONF_REAL_IP_XFF},
+                                               {"Forwarded", CT_CONF_REAL_IP_FORWARDED},
+                                               {NULL, 0}};
 static const struct ct_conf_enum levels[] = {{"debug", CT_LOG_DEBUG},
                                              {"info", CT_LOG_INFO},
                                              {"warn", CT_LOG_WARN},
@@ -198,6 +201,16 @@ static const struct ct_conf_row listener_rows[] = {
              "HTTP listeners: also serve HTTP/2 over cleartext to clients that open with its "
              "connection preface (prior knowledge, RFC 9113 §3.3), beside HTTP/1.1 on the same "
              "port. `Upgrade: h2c` stays refused."),
+    ROW_BOOL(T, "proxy_protocol", proxy_protocol, "false",
+             "Every connection starts with a PROXY protocol header (v1 or v2, as HAProxy and "
+             "cloud load balancers send it), whose source address is the client's; only from "
+             "`proxy_protocol_from`, other peers are closed."),
+    ROW_CIDRLIST(T, "proxy_protocol_from", proxy_protocol_from, nproxy_protocol_from, "[]",
+                 "Load balancer address prefixes allowed to send the PROXY header (at most "
+                 "16)."),
+    ROW_OPTSTR(T, "default_site", default_site, Q("off"),
+               "The site for requests on this listener whose host no site claims; `off` = the "
+               "site with `default = true`, if any."),
     ROW_GROUP(T, "tls", tls, tls_section, "HTTPS listeners: TLS settings (group)."),
 };
 #undef T
@@ -467,6 +480,212 @@ static const struct ct_conf_row logs_rows[] = {
 static const struct ct_conf_section logs_section = SECTION("logs", T, logs_rows);
 #undef T
 
+
+/* ---- backend groups, sites, routes (issue 15) ------------------------------ */
+
+static const struct ct_conf_enum balances[] = {{"round_robin", CT_CONF_BALANCE_RR},
+                                               {"least_conn", CT_CONF_BALANCE_LEAST_CONN},
+                                               {"hash", CT_CONF_BALANCE_HASH},
+                                               {NULL, 0}};
+static const struct ct_conf_enum tris[] = {{"inherit", CT_CONF_TRI_INHERIT},
+                                           {"honour", CT_CONF_TRI_ON},
+                                           {"ignore", CT_CONF_TRI_OFF},
+                                           {NULL, 0}};
+static const struct ct_conf_enum route_queries[] = {{"inherit", CT_CONF_QUERY_INHERIT},
+                                                    {"keep", CT_CONF_QUERY_KEEP},
+                                                    {"drop", CT_CONF_QUERY_DROP},
+                                                    {"sort", CT_CONF_QUERY_SORT},
+                                                    {NULL, 0}};
+_Static_assert(sizeof(enum ct_conf_balance) == sizeof(int), "enum size");
+
+#define ROW_TEXTLIST(T, key, f, fn, d, h)                                                     \
+    {.name = key, .type = CT_ROW_STRLIST, .flags = CT_ROW_TEXT, FLD(T, f),                     \
+     .off2 = offsetof(T, fn), .def = d, .help = h}
+
+#define T struct ct_conf_group
+static const struct ct_conf_row group_rows[] = {
+    ROW_STR(T, "name", name, CT_ROW_REQUIRED, NULL,
+            "The group's name, used by `sites[].backend_group` and routes; `default` is the "
+            "top-level `backends`."),
+    ROW_ENUM(T, "balance", balance, 0, balances, Q("round_robin"),
+             "`round_robin` (smooth, by weight), `least_conn` (fewest requests in flight per "
+             "weight) or `hash` (bounded-load consistent hashing on `hash_on`)."),
+    ROW_STR(T, "hash_on", hash_on_text, 0, Q("key"),
+            "`balance = hash`: what is hashed: `key` (the cache key), `client` (the client "
+            "address), `header:NAME` or `cookie:NAME` (requests without it hash on the key)."),
+    ROW_UINT(T, "hash_balance_factor", hash_balance_factor, 0, 100, 1000, "125",
+             "`balance = hash`: a backend takes at most this percentage of the mean load in "
+             "flight before its keys go to the next one (HAProxy's `hash-balance-factor`)."),
+    ROW_DUR(T, "slow_start", slow_start_ms, CT_ROW_OFF, 0, 1 * HOUR, Q("off"),
+            "A backend that comes (back) up gets its weight ramped from almost nothing to full "
+            "over this time, so a cold origin is not sent a full share at once; `off` = none."),
+    ROW_LIST(T, "backends", backends, nbackends, struct ct_conf_backend, ct_conf_backend_section,
+             "The group's origins, with the settings of the top-level `backends`."),
+};
+static const struct ct_conf_section group_section = SECTION("backend_group", T, group_rows);
+#undef T
+
+#define T struct ct_conf_match
+static const struct ct_conf_row match_rows[] = {
+    ROW_OPTSTR(T, "path", path, Q("off"), "The path (before any `?`) equals this exactly."),
+    ROW_OPTSTR(T, "path_prefix", path_prefix, Q("off"), "The path starts with this."),
+    ROW_OPTSTR(T, "path_regex", path_regex, Q("off"),
+               "The path matches this PCRE2 regular expression (unanchored: write `^` and `$` "
+               "to anchor it), JIT-compiled at load."),
+    ROW_TEXTLIST(T, "methods", methods, nmethods, "[]",
+                 "The method is one of these (`[\"GET\", \"HEAD\"]`); `[]` = any."),
+    ROW_TEXTLIST(T, "headers", headers, nheaders, "[]",
+                 "Every one holds: `\"Name\"` (present) or `\"Name: value\"` (a field of that "
+                 "name has exactly that value)."),
+    ROW_TEXTLIST(T, "cookies", cookies, ncookies, "[]",
+                 "Every one holds: `\"name\"` (the cookie is sent) or `\"name=value\"`."),
+    ROW_TEXTLIST(T, "query", query, nquery, "[]",
+                 "Every one holds: `\"name\"` (the query has the parameter) or "
+                 "`\"name=value\"`."),
+    ROW_CIDRLIST(T, "client", client, nclient, "[]",
+                 "The client address is inside one of these prefixes; `[]` = any."),
+};
+static const struct ct_conf_section match_section = SECTION("match", T, match_rows);
+#undef T
+
+#define T struct ct_conf_route_cache
+static const struct ct_conf_row route_cache_rows[] = {
+    ROW_BOOL(T, "pass", pass, "false",
+             "Neither look up nor store: every request goes to the origin (Varnish's "
+             "`return (pass)`)."),
+    ROW_DUR_DEP(T, "ttl", ttl_ms, CT_ROW_INHERIT, 0, 365 * DAY, Q("inherit"),
+                "Freshness forced on responses with a status in `ttl_statuses`, whatever their "
+                "Cache-Control says (nginx's `proxy_cache_valid` with `proxy_ignore_headers`, "
+                "Varnish's `beresp.ttl`); `inherit` = the response's own.",
+                "RFC 9111 §4.2.1 (freshness from the response)"),
+    ROW_TEXTLIST(T, "ttl_statuses", ttl_statuses, nttl_statuses,
+                 "[" Q("200") ", " Q("203") ", " Q("204") ", " Q("300") ", " Q("301") ", "
+                 Q("308") ", " Q("404") ", " Q("410") "]",
+                 "Statuses `ttl` applies to."),
+    ROW_DUR_DEP(T, "min_ttl", min_ttl_ms, CT_ROW_INHERIT, 0, 365 * DAY, Q("inherit"),
+                "Storable responses are fresh at least this long; `inherit` = no floor.",
+                "RFC 9111 §4.2.1 (freshness from the response)"),
+    ROW_DUR(T, "max_ttl", max_ttl_ms, CT_ROW_INHERIT, 0, 365 * DAY, Q("inherit"),
+            "Freshness is capped at this; `inherit` = no cap."),
+    ROW_DUR_DEP(T, "grace", grace_ms, CT_ROW_INHERIT, 0, 365 * DAY, Q("inherit"),
+                "`cache.grace` for this route; `inherit` = the cache section's.",
+                "RFC 9111 §4.2.4 (a cache MUST NOT generate a stale response unless permitted)"),
+    ROW_DUR(T, "stale_if_error", stale_if_error_ms, CT_ROW_INHERIT, 0, 365 * DAY, Q("inherit"),
+            "`cache.stale_if_error` for this route; `inherit` = the cache section's."),
+    ROW_DUR(T, "keep", keep_ms, CT_ROW_INHERIT, 0, 365 * DAY, Q("inherit"),
+            "`cache.keep` for this route; `inherit` = the cache section's."),
+    ROW_ENUM(T, "client_cache_control", honour_client_cc, 0, tris, Q("inherit"),
+             "`honour` or `ignore` request Cache-Control on this route; `inherit` = the "
+             "listener's `honour_client_cache_control`."),
+    ROW_ENUM(T, "key_query", key_query, 0, route_queries, Q("inherit"),
+             "`keep`, `drop` or `sort` the query in the key; `inherit` = `cache.key_query`."),
+    ROW_TEXTLIST(T, "key_drop_params", key_drop_params, nkey_drop_params, "[]",
+                 "Query parameters left out of the key, by name or with a trailing `*` "
+                 "(`[\"utm_*\", \"gclid\", \"fbclid\"]`); the origin still gets them."),
+    ROW_OPTSTR(T, "key_header", key_header, Q("off"),
+               "Request header whose value joins the key on this route; `off` = "
+               "`cache.key_header`."),
+    ROW_OPTSTR(T, "key_cookie", key_cookie, Q("off"),
+               "Cookie whose value joins the key on this route; `off` = none."),
+};
+static const struct ct_conf_section route_cache_section =
+    SECTION("route_cache", T, route_cache_rows);
+#undef T
+
+#define T struct ct_conf_redirect
+static const struct ct_conf_row redirect_rows[] = {
+    ROW_UINT(T, "status", status, 0, 0, 308, "0",
+             "301, 302, 303, 307 or 308 answers every matching request with a redirect; 0 = "
+             "none."),
+    ROW_STR(T, "location", location, 0, Q(""),
+            "The Location, with variables: `$scheme`, `$host`, `$path`, `$query` (with its "
+            "`?`, or empty), `$uri` (path and query), `$client`, `$request_id`, `$site`, "
+            "`$route`, `$$` for a `$`."),
+};
+static const struct ct_conf_section redirect_section = SECTION("redirect", T, redirect_rows);
+#undef T
+
+#define T struct ct_conf_respond
+static const struct ct_conf_row respond_rows[] = {
+    ROW_UINT(T, "status", status, 0, 0, 599, "0",
+             "200 to 599 answers every matching request itself with this status; 0 = none."),
+    ROW_STR(T, "body", body, 0, Q(""), "The body of that answer (variables as in `redirect`)."),
+    ROW_STR(T, "content_type", content_type, 0, Q("text/plain"), "Its Content-Type."),
+};
+static const struct ct_conf_section respond_section = SECTION("respond", T, respond_rows);
+#undef T
+
+#define T struct ct_conf_limit
+static const struct ct_conf_row limit_rows[] = {
+    ROW_UINT(T, "rate", rate, 0, 0, 1000000, "0",
+             "Requests per `period` per client address (a token bucket); past it 429 with "
+             "Retry-After; 0 = no limit."),
+    ROW_DUR(T, "period", period_ms, 0, 1, 1 * HOUR, Q("1s"),
+            "The period `rate` counts over: `rate = 30; period = \"1m\";` is 30 a minute."),
+    ROW_UINT(T, "burst", burst, 0, 0, 1000000, "0",
+             "Requests a client may make at once before `rate` paces it; 0 = `rate` (at least "
+             "1)."),
+    ROW_UINT(T, "concurrent", concurrent, 0, 0, 1000000, "0",
+             "Requests in flight at once per client address; past it 429; 0 = no limit."),
+};
+static const struct ct_conf_section limit_section = SECTION("limit", T, limit_rows);
+#undef T
+
+#define T struct ct_conf_route
+static const struct ct_conf_row route_rows[] = {
+    ROW_STR(T, "name", name, 0, Q(""),
+            "Name in the access log and metrics; empty = `SITE/INDEX`."),
+    ROW_GROUP(T, "match", match, match_section,
+              "What the route matches (group); every condition given must hold, an empty "
+              "group matches every request."),
+    ROW_OPTSTR(T, "backend_group", backend_group, Q("off"),
+               "The backend group that serves it; `off` = the site's."),
+    ROW_GROUP(T, "cache", cache, route_cache_section, "Cache policy overrides (group)."),
+    ROW_BOOL(T, "strip_cookie", strip_cookie, "false",
+             "Leave Cookie off the request to the origin (static content)."),
+    ROW_BOOL_DEP(T, "strip_set_cookie", strip_set_cookie, "false",
+                 "Leave Set-Cookie off the response (which then may be stored).",
+                 "RFC 9111 §3 (storing what the origin sent as it sent it)"),
+    ROW_TEXTLIST(T, "request_headers", request_headers, nrequest_headers, "[]",
+                 "Rules on the request to the origin, in order: `\"set Name: value\"`, "
+                 "`\"append Name: value\"`, `\"remove Name\"` (variables as in `redirect`)."),
+    ROW_TEXTLIST(T, "response_headers", response_headers, nresponse_headers, "[]",
+                 "The same rules on the response to the client."),
+    ROW_GROUP(T, "redirect", redirect, redirect_section, "Answer with a redirect (group)."),
+    ROW_GROUP(T, "respond", respond, respond_section, "Answer with a fixed response (group)."),
+    ROW_CIDRLIST(T, "allow", allow, nallow, "[]",
+                 "When not empty, only clients inside these prefixes are served; others get "
+                 "403."),
+    ROW_CIDRLIST(T, "deny", deny, ndeny, "[]", "Clients inside these prefixes get 403."),
+    ROW_TEXTLIST(T, "require_headers", require_headers, nrequire_headers, "[]",
+                 "Every `\"Name: value\"` must be in the request, else 403."),
+    ROW_GROUP(T, "limit", limit, limit_section,
+              "Per-client limits of this route (group), besides its site's."),
+};
+static const struct ct_conf_section route_section = SECTION("route", T, route_rows);
+#undef T
+
+#define T struct ct_conf_site
+static const struct ct_conf_row site_rows[] = {
+    ROW_STR(T, "name", name, CT_ROW_REQUIRED, NULL,
+            "The site's name, in the access log and metrics."),
+    ROW_STRLIST(T, "hosts", hosts, nhosts, "[]",
+                "Host names served: exact (`example.com`) or wildcard (`*.example.com`, any "
+                "depth below it); compared lower-case, without the listener's default port."),
+    ROW_BOOL(T, "default", is_default, "false",
+             "Requests whose host matches no site come here; at most one site (without one, "
+             "they get the group `default` and the cache section's policy)."),
+    ROW_OPTSTR(T, "backend_group", backend_group, Q("off"),
+               "Group of routes that name none; `off` = `default`."),
+    ROW_GROUP(T, "limit", limit, limit_section,
+              "Per-client limits of every request of the site (group)."),
+    ROW_LIST(T, "routes", routes, nroutes, struct ct_conf_route, route_section,
+             "Routes tried in order, the first match decides; no match = the site's group "
+             "and the cache section's policy."),
+};
+static const struct ct_conf_section site_section = SECTION("site", T, site_rows);
+#undef T
+
 #define T struct ct_conf
 static const struct ct_conf_row root_rows[] = {
     ROW_UINT(T, "workers", workers, CT_ROW_AUTO, 1, 1024, Q("auto"),
@@ -476,7 +695,21 @@ static const struct ct_conf_row root_rows[] = {
              "Listeners: `( { kind = \"https\"; address = \"127.0.0.1:8443\"; tls = { ... }; }, "
              "... )`."),
     ROW_LIST(T, "backends", backends, nbackends, struct ct_conf_backend, ct_conf_backend_section,
-             "Origins, used round-robin by weight: `( { address = \"127.0.0.1:8081\"; }, ... )`."),
+             "Origins, used round-robin by weight: `( { address = \"127.0.0.1:8081\"; }, ... )`; "
+             "the backend group `default`."),
+    ROW_LIST(T, "backend_groups", groups, ngroups, struct ct_conf_group, group_section,
+             "More named groups of backends: `( { name = \"static\"; balance = \"hash\"; "
+             "backends = ( ... ); }, ... )`."),
+    ROW_LIST(T, "sites", sites, nsites, struct ct_conf_site, site_section,
+             "Sites chosen by the request's host, each with ordered routes: `( { name = "
+             "\"www\"; hosts = [\"example.com\"]; routes = ( { match = { path_prefix = "
+             "\"/static/\"; }; ... } ); } )`."),
+    ROW_CIDRLIST(T, "trusted_proxies", trusted_proxies, ntrusted_proxies, "[]",
+                 "Proxies in front of cachet whose forwarding field (`real_ip_header`) names the "
+                 "client: read right to left past every trusted address; the client address "
+                 "is then used by logs, routes (client, allow, deny, limits) and hashing."),
+    ROW_ENUM(T, "real_ip_header", real_ip_header, 0, real_ips, Q("X-Forwarded-For"),
+             "`X-Forwarded-For` or `Forwarded` (RFC 7239 `for=`)."),
     ROW_GROUP(T, "cache", cache, cache_section, "The response cache (group)."),
     ROW_GROUP(T, "compression", compression, compression_section,
               "Content codings: gzip, br and zstd (group)."),
@@ -627,7 +860,10 @@ static const char *type_name(const struct ct_conf_row *r)
     case CT_ROW_BOOL: return "bool";
     case CT_ROW_UINT: return r->flags & CT_ROW_AUTO ? "integer or \"auto\"" : "integer";
     case CT_ROW_SIZE: return "size";
-    case CT_ROW_DUR: return r->flags & CT_ROW_OFF ? "duration or \"off\"" : "duration";
+    case CT_ROW_DUR:
+        return r->flags & CT_ROW_OFF       ? "duration or \"off\""
+               : r->flags & CT_ROW_INHERIT ? "duration or \"inherit\""
+                                           : "duration";
     case CT_ROW_FRAC: return "number";
     case CT_ROW_STR: return "string";
     case CT_ROW_OPTSTR: return "string or \"off\"";
@@ -844,6 +1080,65 @@ static const struct {
     {"compression.store_transcoded", "a second stored coding takes cache memory from other "
                                      "objects, and decoding per request is cheap (about a tenth "
                                      "of the encoding cost, docs/config.md)."},
+    {"backend_groups[].balance", "today's behaviour and nginx's default (smooth weighted round robin)."},
+    {"backend_groups[].hash_on", "the cache key is what a fleet of caches shards on, so each object is fetched by one backend."},
+    {"backend_groups[].hash_balance_factor", "the bounded-load paper's 1.25 (Mirrokni et al.), which Vimeo and HAProxy run: one hot key spills to the next backend instead of melting its owner."},
+    {"backend_groups[].slow_start", "as nginx's `slow_start` (off unless asked): a ramp needs an operator who knows the origin is cold."},
+    {"sites[].hosts", "a site matches nothing until told which hosts are its own."},
+    {"sites[].default", "requests for unknown hosts keep today's behaviour unless a site claims them (nginx's `default_server`)."},
+    {"sites[].backend_group", "the top-level backends, as before sites existed."},
+    {"sites[].routes[].name", "the site and the route's position name it well enough."},
+    {"sites[].routes[].match.path", "a condition holds only when written."},
+    {"sites[].routes[].match.path_prefix", "a condition holds only when written."},
+    {"sites[].routes[].match.path_regex", "a condition holds only when written."},
+    {"sites[].routes[].match.methods", "a condition holds only when written."},
+    {"sites[].routes[].match.headers", "a condition holds only when written."},
+    {"sites[].routes[].match.cookies", "a condition holds only when written."},
+    {"sites[].routes[].match.query", "a condition holds only when written."},
+    {"sites[].routes[].match.client", "a condition holds only when written."},
+    {"sites[].routes[].backend_group", "a route changes only what it says; the site's group otherwise."},
+    {"sites[].routes[].cache.pass", "the route caches as the cache section says unless told otherwise."},
+    {"sites[].routes[].cache.ttl", "RFC 9111 §4.2.1: the origin's freshness information decides."},
+    {"sites[].routes[].cache.ttl_statuses", "the statuses RFC 9110 §15.1 calls heuristically cacheable that carry content worth keeping (nginx's `proxy_cache_valid` without a status names 200, 301 and 302)."},
+    {"sites[].routes[].cache.min_ttl", "RFC 9111 §4.2.1: the origin's freshness information decides."},
+    {"sites[].routes[].cache.max_ttl", "RFC 9111 §4.2.1: the origin's freshness information decides."},
+    {"sites[].routes[].cache.grace", "a route changes only what it says."},
+    {"sites[].routes[].cache.stale_if_error", "a route changes only what it says."},
+    {"sites[].routes[].cache.keep", "a route changes only what it says."},
+    {"sites[].routes[].cache.client_cache_control", "a route changes only what it says."},
+    {"sites[].routes[].cache.key_query", "a route changes only what it says."},
+    {"sites[].routes[].cache.key_drop_params", "RFC 9111 §2 keys on the whole URI; dropping tracking parameters (`utm_*`, `gclid`, `fbclid`) is the site's decision, as dotCMS and Shopware make it opt-in."},
+    {"sites[].routes[].cache.key_header", "a route changes only what it says."},
+    {"sites[].routes[].cache.key_cookie", "RFC 9111 keys on the URI; a cookie in the key is the site's decision."},
+    {"sites[].routes[].strip_cookie", "the origin gets the request as the client sent it."},
+    {"sites[].routes[].strip_set_cookie", "the client gets the response as the origin sent it."},
+    {"sites[].routes[].request_headers", "the origin gets the request as the client sent it (plus the forwarding fields)."},
+    {"sites[].routes[].response_headers", "the client gets the response as the origin sent it."},
+    {"sites[].routes[].redirect.status", "a route answers itself only when told."},
+    {"sites[].routes[].redirect.location", "no redirect without a status."},
+    {"sites[].routes[].respond.status", "a route answers itself only when told."},
+    {"sites[].routes[].respond.body", "an empty body is the least surprising fixed answer."},
+    {"sites[].routes[].respond.content_type", "RFC 9110 §8.3: a body says what it is; plain text is what an empty or short message is."},
+    {"sites[].routes[].allow", "access control is a site's policy."},
+    {"sites[].routes[].deny", "access control is a site's policy."},
+    {"sites[].routes[].require_headers", "access control is a site's policy."},
+    {"sites[].limit.rate", "limits are a site's policy; nginx's `limit_req` is off unless set."},
+    {"sites[].limit.burst", "nginx's `limit_req` without `burst` refuses a second request 10 ms after the first at 10 r/s: a burst of `rate` lets a page load its assets."},
+    {"sites[].limit.period", "per second, as nginx's `r/s`."},
+    {"sites[].routes[].limit.period", "per second, as nginx's `r/s`."},
+    {"sites[].limit.concurrent", "limits are a site's policy; nginx's `limit_conn` is off unless set."},
+    {"sites[].routes[].limit.rate", "limits are a site's policy; nginx's `limit_req` is off unless set."},
+    {"sites[].routes[].limit.burst", "nginx's `limit_req` without `burst` refuses a second request 10 ms after the first at 10 r/s: a burst of `rate` lets a page load its assets."},
+    {"sites[].routes[].limit.concurrent", "limits are a site's policy; nginx's `limit_conn` is off unless set."},
+    {"listen[].proxy_protocol", "a PROXY header is only sent by a balancer set up for it; read "
+                                "from anyone else it would let a client choose its address."},
+    {"listen[].proxy_protocol_from", "no peer is trusted until named (Caddy's `allow`, ATS's "
+                                     "`proxy_protocol_allowlist`)."},
+    {"listen[].default_site", "one default for every listener, as before listeners had their "
+                              "own (nginx's `default_server` is per listen address)."},
+    {"trusted_proxies", "a forwarding field is the client's to write unless a proxy we trust "
+                        "wrote it (nginx's `set_real_ip_from`)."},
+    {"real_ip_header", "what nginx, HAProxy and every load balancer send."},
     {"logs.error_log", "stderr, so systemd's journal or a terminal has it."},
     {"logs.level", "errors and what changes state (start, reload, backend up/down), not every "
                    "request."},
@@ -857,6 +1152,11 @@ const char *ct_conf_default_reason(const char *key)
     for (size_t i = 0; i < CT_ARRAY_LEN(reasons); i++)
         if (strcmp(reasons[i].key, key) == 0)
             return reasons[i].why;
+    /* a group's backends take the top-level backends' rows and reasons */
+    static const char grp[] = "backend_groups[].";
+    if (strncmp(key, grp, sizeof(grp) - 1) == 0 &&
+        strncmp(key + sizeof(grp) - 1, "backends[].", 11) == 0)
+        return ct_conf_default_reason(key + sizeof(grp) - 1);
     return NULL;
 }
 
@@ -918,7 +1218,9 @@ static void expect_enum(const struct ct_conf_enum *e, char *buf, size_t len)
 void ct_conf_row_expect(const struct ct_conf_row *r, char *buf, size_t len)
 {
     char lo[32], hi[32];
-    const char *off = (r->flags & CT_ROW_OFF) ? ", or \"off\"" : "";
+    const char *off = (r->flags & CT_ROW_OFF)       ? ", or \"off\""
+                      : (r->flags & CT_ROW_INHERIT) ? ", or \"inherit\""
+                                                    : "";
     switch (r->type) {
     case CT_ROW_BOOL: snprintf(buf, len, "true or false"); break;
     case CT_ROW_UINT:
@@ -953,6 +1255,8 @@ void ct_conf_row_expect(const struct ct_conf_row *r, char *buf, size_t len)
     case CT_ROW_STRLIST:
         if (r->flags & CT_ROW_WORDS)
             snprintf(buf, len, "an array of the words above, such as %s", r->def);
+        else if (r->flags & CT_ROW_TEXT)
+            snprintf(buf, len, "an array of non-empty strings as described");
         else if (r->flags & CT_ROW_FIELDS)
             snprintf(buf, len, "header field names such as [\"Surrogate-Key\", \"Cache-Tag\"]");
         else if (r->flags & CT_ROW_TYPES)

@@ -394,6 +394,16 @@ int ct_conf_parse_cidr(const char *s, struct ct_conf_cidr *c)
     return CT_OK;
 }
 
+bool ct_conf_cidr_match(const struct ct_conf_cidr *c, int family, const uint8_t *addr)
+{
+    if (c->family != family)
+        return false;
+    unsigned full = c->prefix_len / 8, rest = c->prefix_len % 8;
+    if (memcmp(c->addr, addr, full) != 0)
+        return false;
+    return rest == 0 || ((c->addr[full] ^ addr[full]) & (0xff00u >> rest) & 0xffu) == 0;
+}
+
 void ct_conf_fmt_cidr(const struct ct_conf_cidr *c, char *buf, size_t len)
 {
     char ip[INET6_ADDRSTRLEN];

@@ -75,7 +75,41 @@ struct ct_listener_conf {
     bool honour_client_cc;        /* the listener's honour_client_cache_control */
     bool h2c;                     /* HTTP: HTTP/2 with prior knowledge too (proxy/net/accept.c) */
     struct ct_str subject_header; /* mTLS: header carrying the verified subject */
+    /* PROXY protocol (proxy/h1/pp_accept.c): read first, from these peers only */
+    bool proxy_protocol;
+#define CT_LISTEN_PP_MAX 16
+    struct ct_conf_cidr pp_from[CT_LISTEN_PP_MAX];
+    size_t npp_from;
+    int default_site; /* 1 + the listener's default site's cf->sites index; 0: none */
 };
+
+/* A route's header rule with its value expanded (proxy/core/route_step.c),
+ * for whichever layer writes the head (wire.c to origins and HTTP/1
+ * clients, h2_resp.c). The rules apply in order: SET replaces every field
+ * of its name, APPEND adds one, REMOVE drops them. */
+enum ct_fwd_edit_op { CT_FWD_SET, CT_FWD_APPEND, CT_FWD_REMOVE };
+struct ct_fwd_edit {
+    enum ct_fwd_edit_op op;
+    struct ct_str name, value;
+};
+#define CT_FWD_EDITS_MAX 17 /* a route's 16 rules, and strip_set_cookie */
+
+/* Is a field NAME replaced or removed by E[FROM..N)? */
+static inline bool ct_fwd_edited(const struct ct_fwd_edit *e, size_t from, size_t n,
+                                 struct ct_str name)
+{
+    for (size_t i = from; i < n; i++)
+        if (e[i].op != CT_FWD_APPEND && ct_str_eq_ci(e[i].name, name))
+            return true;
+    return false;
+}
+
+/* Does E[I] add a field (a SET or APPEND that no later SET or REMOVE of the
+ * same name undoes)? */
+static inline bool ct_fwd_edit_adds(const struct ct_fwd_edit *e, size_t i, size_t n)
+{
+    return e[i].op != CT_FWD_REMOVE && !ct_fwd_edited(e, i + 1, n, e[i].name);
+}
 
 struct ct_worker;
 
@@ -94,6 +128,10 @@ struct ct_proxy {
     struct ct_ops *ops; /* proxy/ops/admin.h: admin, access log, health, signals */
     const struct ct_cli *cli; /* the command line, for SIGHUP reloads */
     struct ct_cache *cache; /* the shared store (proxy/core/cache_int.h); NULL: no cache */
+    /* per-client limits of sites and routes, shared by every worker
+     * (proxy/limit/limit.h); NULL: limits are not applied */
+    struct ct_limit_table *limits;
+    struct ct_stats_names *route_names; /* per-route counters' slots (proxy/stats) */
 };
 
 /* ---- workers (worker.c) -------------------------------------------------- */
@@ -108,6 +146,9 @@ struct ct_backend_rt {
     const struct ct_conf_backend *bc;
     unsigned fails;          /* consecutive failures */
     int64_t cw;              /* current weight (smooth weighted round robin) */
+    uint64_t name_hash;      /* its name's hash (balance = "hash"), 0 until first used */
+    bool was_down;           /* last seen out of rotation (slow start begins when back) */
+    ct_time_t up_since;      /* mono, when it last came back; 0: up from the start */
     ct_time_t down_until;    /* mono; skipped until then */
     struct ct_upstream *idle; /* pool: idle keep-alive connections */
     unsigned nidle;
@@ -156,6 +197,11 @@ struct ct_worker {
     struct ct_wcache *wc;     /* its side of the cache (cache_req.c); NULL: no cache */
     struct ct_stats *stats;         /* proxy/stats/stats.h: written by this thread only */
     struct ct_accesslog_buf *alog;  /* NULL: access log off (owned by the log) */
+    /* The route table of CF and the ones requests still hold after a reload
+     * (proxy/core/route_step.c); its own PCRE2 match data. */
+    struct ct_wroutes *routes;
+    struct ct_route_scratch *route_scratch;
+    struct ct_pp_wait *pp_waits; /* connections reading their PROXY header (net/pp_accept.c) */
     CT_LIST_HEAD(ct_hs) handshakes; /* connections no protocol has yet (proxy/net/accept.c) */
     /* Set by ct_worker_new (worker.c sits above the protocols that call it):
      * a connection closed and was freed (accepting resumes at the limit, a

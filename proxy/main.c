@@ -26,6 +26,7 @@
 #include "conf/conf.h"
 #include "proxy/core/cache_int.h"
 #include "proxy/ctx.h"
+#include "proxy/limit/limit.h"
 #include "proxy/h1/h1.h"
 #include "proxy/ops/admin.h"
 #include "proxy/ops/ctl.h"
@@ -38,10 +39,10 @@
 static int resolve_backends(struct ct_proxy *px)
 {
     const struct ct_conf *cf = px->cf;
-    px->backends = ct_xcalloc(cf->nbackends ? cf->nbackends : 1, sizeof(*px->backends));
-    px->nbackends = cf->nbackends;
-    for (size_t i = 0; i < cf->nbackends; i++) {
-        const struct ct_conf_backend *b = &cf->backends[i];
+    px->backends = ct_xcalloc(cf->nflat ? cf->nflat : 1, sizeof(*px->backends));
+    px->nbackends = cf->nflat;
+    for (size_t i = 0; i < cf->nflat; i++) {
+        const struct ct_conf_backend *b = &cf->flat_backends[i];
         struct ct_backend_addr *ba = &px->backends[i];
         if (!ct_ops_backend_resolve(b, ba, ""))
             return CT_ECONF;
@@ -229,6 +230,10 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
     if (ct_ops_new(&px) == NULL) /* admin listener, access log, SIGHUP/SIGUSR1 */
         goto out;
     px.cache = ct_cache_from_conf(cf);
+    /* 16 k clients per process (~1 MiB): enough for the busy ones; an idle
+     * client's bucket is what a flood of new addresses takes over */
+    px.limits = ct_limit_table_new(16384);
+    px.route_names = ct_stats_names_new();
     ct_reload_init(px.ops, n);
     if (start_workers(&px, n) != CT_OK) {
         for (unsigned i = 0; i < px.nworkers; i++)
@@ -252,6 +257,8 @@ out:
     if (px.ops)
         ct_ops_stop_lurker(px.ops); /* its thread walks the cache */
     ct_cache_free(&px.cache); /* after the workers: their buffers held references */
+    ct_limit_table_free(&px.limits);
+    ct_stats_names_free(&px.route_names);
     for (int i = 0; i < 2; i++)
         if (sigs[i])
             event_free(sigs[i]);

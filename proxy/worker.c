@@ -45,8 +45,10 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
     struct ct_wlistener *wl = arg;
     CT_CHECK_OBJ(wl, CT_WLISTENER_MAGIC);
     struct ct_worker *w = wl->w;
-    (void)salen;
-    ct_net_accept(w, wl->lc, fd, sa, take);
+    if (wl->lc->proxy_protocol) /* a PROXY header first (proxy/net/pp_accept.c) */
+        ct_pp_accept(w, wl->lc, fd, sa, (socklen_t)salen, take);
+    else
+        ct_net_accept(w, wl->lc, fd, sa, take);
     unsigned max = w->cf->limits.max_connections_per_worker;
     if (max && w->nclients >= max && !w->accept_paused) {
         w->accept_paused = true;
@@ -266,7 +268,7 @@ struct ct_worker *ct_worker_new(struct ct_proxy *px, unsigned id)
     w->limits.max_head = lim->max_header_bytes;
     w->limits.max_fields = lim->max_header_count;
     w->limits.max_body = lim->max_body_bytes;
-    ct_upstream_backends_set(w, px->backends, px->cf->backends, px->nbackends);
+    ct_upstream_backends_set(w, px->backends, px->cf->flat_backends, px->nbackends);
     ct_ops_worker_init(w);
     w->ls = ct_xcalloc(px->nlisteners ? px->nlisteners : 1, sizeof(*w->ls));
     w->nls = px->nlisteners;
@@ -288,11 +290,13 @@ void ct_worker_cut(struct ct_worker *w)
 {
     while (w->clients)
         ct_client_abort(w->clients);
+    ct_pp_abort_all(w);
     ct_h2s_abort_all(w);
     ct_net_abort_all(w);
     if (w->wc)
         ct_cache_bg_free_all(w->wc); /* refreshes in flight hold upstreams */
     ct_upstream_pool_free(w);
+    ct_req_routes_free(w);
 }
 
 static void *worker_main(void *arg)

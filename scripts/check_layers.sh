@@ -20,16 +20,21 @@ declare -A allow=(
   [conf]="common http"
   [tls]="common conf"
   [origin]="common http"
+  # pure libraries of issue 15 (route table, balancing, real address, limits)
+  [proxy/route]="common conf"
+  [proxy/balance]="common conf"
+  [proxy/realip]="common conf"
+  [proxy/limit]="common"
   [proxy/stats]="common cache"
-  [proxy/net]="common conf tls proxy/ctx proxy/stats"
-  [proxy/upstream]="common http conf proxy/ctx proxy/net proxy/stats"
-  [proxy/core]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream"
+  [proxy/net]="common conf tls proxy/ctx proxy/stats proxy/realip"
+  [proxy/upstream]="common http conf proxy/ctx proxy/net proxy/stats proxy/balance"
+  [proxy/core]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/route proxy/balance proxy/realip proxy/limit"
   # h1 relays bodies through the upstream's pump and hands an upgraded
   # upstream connection to its tunnel, so it may use proxy/upstream.
-  [proxy/h1]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core"
-  [proxy/h2]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/core"
-  [proxy/ops]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core"
-  [proxy]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core proxy/h1 proxy/h2 proxy/ops"
+  [proxy/h1]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core proxy/route proxy/balance proxy/realip proxy/limit"
+  [proxy/h2]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/core proxy/route proxy/balance proxy/realip proxy/limit"
+  [proxy/ops]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core proxy/route proxy/balance proxy/realip proxy/limit"
+  [proxy]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core proxy/h1 proxy/h2 proxy/ops proxy/route proxy/balance proxy/realip proxy/limit"
 )
 # ctx.h is read by every proxy layer, so it may only include what all of them may.
 ctx_allow="common http conf proxy/stats"

@@ -9,6 +9,9 @@
 # warm-up (callgrind_control -z) and dumped after the hits, so start-up and
 # shutdown are not counted: prints "Ir_per_hit=...". $HIT_ENV goes before
 # valgrind (e.g. LD_PRELOAD=... to try an allocator on the same binary).
+# $HIT_CONF names a configuration file loaded under the same overrides (the
+# listener, backend and workers still come from the command line), e.g.
+# bench/micro/routes20.conf for issue 15's 20-route figure.
 set -u
 BIN=$(cd "${1:?usage: hitcost.sh BINDIR [N]}" && pwd)
 N=${2:-5000}
@@ -31,7 +34,7 @@ wait_port() { # FILE PATTERN PID
 pids+=($!)
 OPORT=$(wait_port "$TMP/origin.out" '^listening on' $!) || exit 1
 (cd "$TMP" && exec env ${HIT_ENV:-} valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.%p" \
-    "$BIN/cachet" --http 127.0.0.1:0 --admin off --workers 1 --backend "127.0.0.1:$OPORT" \
+    "$BIN/cachet" ${HIT_CONF:+-c "$HIT_CONF"} --http 127.0.0.1:0 --https off --admin off --workers 1 --backend "127.0.0.1:$OPORT" \
     --access-log off >"$TMP/cachet.out" 2>"$TMP/cachet.err") &
 pids+=($!)
 PPORT=$(wait_port "$TMP/cachet.out" '^listening on http ' $!) || exit 1

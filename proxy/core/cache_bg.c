@@ -292,6 +292,7 @@ static struct ct_bgreq *bg_new(struct ct_req *r)
         .body_done = true,
         .logged = true, /* not a client's request: no access-log line, no request counters */
     };
+    ct_req_route_share(&b->r, r); /* its trigger's backend group */
     struct ct_creq *cr = ct_cache_creq_new(&b->r);
     cr->bg_port = r->lc->kind == CT_LISTEN_HTTPS ? 443 : 80;
     cr->mode = CT_CREQ_FILL;

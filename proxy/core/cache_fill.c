@@ -34,6 +34,7 @@
 #include "http/coding/coding.h"
 #include "http/http_hdrindex.h"
 #include "proxy/core/cache_int.h"
+#include "proxy/route/route.h"
 #include "proxy/core/proto.h"
 #include "proxy/stats/stats.h"
 
@@ -136,6 +137,8 @@ void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
 {
     const struct ct_cache_policy_opts *po = ct_cache_popts(r);
     const struct ct_conf_cache *cc = &r->w->cf->cache;
+    /* a route's strip_set_cookie: stored (and so served) without Set-Cookie */
+    bool strip_sc = r->route && r->route->conf && r->route->conf->strip_set_cookie;
     struct ct_cache_blk blk = *blk0;
     char line[160];
     int n = status_line(line, sizeof(line), msg);
@@ -150,7 +153,8 @@ void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
         if ((ct_hdr_flags(f->id) & CT_HDRF_PER_HIT) || f->id == CT_HDR_CONTENT_LENGTH ||
             f->id == CT_HDR_TRANSFER_ENCODING || f->id == CT_HDR_VIA || ct_http_field_is_proxy(f) ||
             ct_cache_policy_field_targeted(f, po) || !ct_cache_policy_field_storable(msg, f, po) ||
-            (!cc->expose_tags && ct_cache_is_tag_field(cc, f)))
+            (!cc->expose_tags && ct_cache_is_tag_field(cc, f)) ||
+            (f->id == CT_HDR_SET_COOKIE && strip_sc))
             continue;
         if (f->id == CT_HDR_DATE && has_date)
             continue; /* a singleton (RFC 9110 §6.6.1): the first line counts */
@@ -253,16 +257,51 @@ static struct ct_str first_value(const struct ct_http_msg *msg, enum ct_hdr_id i
  * refreshes (the response's stale-while-revalidate, or the operator's opt-in
  * cache.grace); keep holds it longer for 304s (objects with a validator) and
  * for stale-if-error. */
+/* A route's override of a cache section duration (ms), or the section's. */
+static double route_s(uint64_t route_ms, uint64_t section_ms)
+{
+    return (double)(route_ms != CT_CONF_INHERIT ? route_ms : section_ms) / 1000.0;
+}
+
+/* The route's freshness overrides (issue 15) on F, the response's: a TTL
+ * forced for the statuses it names (Varnish's beresp.ttl, nginx's
+ * proxy_cache_valid), then the floor and the cap. What the origin forbade
+ * storing is still not stored: only its lifetime changes here. */
+static void route_fresh(const struct ct_req *r, unsigned status, struct ct_cache_fresh *f)
+{
+    const struct ct_conf_route *rc = r->route ? r->route->conf : NULL;
+    if (!rc)
+        return;
+    const struct ct_conf_route_cache *c = &rc->cache;
+    if (c->ttl_ms != CT_CONF_INHERIT) {
+        for (size_t i = 0; i < c->nttl_statuses; i++) {
+            if ((unsigned)strtoul(c->ttl_statuses[i], NULL, 10) == status) {
+                f->lifetime = (int64_t)(c->ttl_ms / 1000);
+                f->flags &= ~(unsigned)CT_CACHE_F_NO_CACHE;
+                break;
+            }
+        }
+    }
+    if (c->min_ttl_ms != CT_CONF_INHERIT && f->lifetime < (int64_t)(c->min_ttl_ms / 1000))
+        f->lifetime = (int64_t)(c->min_ttl_ms / 1000);
+    if (c->max_ttl_ms != CT_CONF_INHERIT && f->lifetime > (int64_t)(c->max_ttl_ms / 1000))
+        f->lifetime = (int64_t)(c->max_ttl_ms / 1000);
+}
+
 static void windows(struct ct_req *r, const struct ct_cache_fresh *f, bool validator,
                     double *grace, double *keep)
 {
     const struct ct_conf_cache *cc = &r->w->cf->cache;
+    const struct ct_conf_route *rc = r->route ? r->route->conf : NULL;
+    uint64_t inh = CT_CONF_INHERIT;
+    double grace_s = route_s(rc ? rc->cache.grace_ms : inh, cc->grace_ms);
+    double keep_s = route_s(rc ? rc->cache.keep_ms : inh, cc->keep_ms);
+    double sie_s = route_s(rc ? rc->cache.stale_if_error_ms : inh, cc->stale_if_error_ms);
     bool strict = f->flags & (CT_CACHE_F_MUST_REVALIDATE | CT_CACHE_F_NO_CACHE);
     double swr = f->stale_while_revalidate != CT_CC_UNSET ? (double)f->stale_while_revalidate : 0;
-    double sie = f->stale_if_error != CT_CC_UNSET ? (double)f->stale_if_error
-                                                   : (double)cc->stale_if_error_ms / 1000.0;
-    *grace = strict ? 0 : CT_MAX(swr, (double)cc->grace_ms / 1000.0);
-    *keep = validator ? (double)cc->keep_ms / 1000.0 : 0;
+    double sie = f->stale_if_error != CT_CC_UNSET ? (double)f->stale_if_error : sie_s;
+    *grace = strict ? 0 : CT_MAX(swr, grace_s);
+    *keep = validator ? keep_s : 0;
     if (!strict)
         *keep = CT_MAX(*keep, sie - *grace);
 }
@@ -308,6 +347,7 @@ static int store_head(struct ct_req *r, const struct ct_http_msg *msg, struct ct
     char *vkey = NULL;
     size_t vlen = 0;
     ct_cache_policy_fresh(msg, po, cr->req_time, now, &blk.fresh);
+    route_fresh(r, msg->status, &blk.fresh);
     if (body_src) {
         struct ct_str v = ct_obj_vary(body_src);
         vkey = v.len ? ct_xmalloc(v.len) : NULL;

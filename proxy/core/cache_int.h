@@ -101,6 +101,10 @@ void ct_cache_client_free(struct ct_req *r);
  * internal background-refresh connection the triggering client's (so the
  * refresh carries the original X-Forwarded-Proto). */
 bool ct_cache_client_https(const struct ct_req *r);
+/* Answer R with a short response of our own (a route's redirect, fixed
+ * answer or 403; proxy/core/route_step.c) through its protocol's send_synth,
+ * and finish it. R may be gone afterwards. */
+void ct_cache_answer(struct ct_req *r, unsigned status, struct ct_str body, struct ct_str cstatus);
 /* How the cache took part in C's current request (enum ct_stats_cs). */
 unsigned ct_cache_client_cs(const struct ct_req *r);
 
@@ -208,7 +212,10 @@ struct ct_wcache {
     struct ct_worker *w;
     struct ct_cache *cache;
     const struct ct_conf *cf;             /* the configuration popts were built from */
-    struct ct_cache_policy_opts popts[2]; /* [0] honour client CC, [1] ignore it */
+    /* [0] honour client CC, [1] ignore it; [2], [3] the same storing
+     * Set-Cookie responses (for routes with strip_set_cookie, which store
+     * them without the field) */
+    struct ct_cache_policy_opts popts[4];
     struct ct_cache_key_opts kopts;
     struct event *sweep;
     int efd;               /* eventfd: other threads wake this worker's waiters */

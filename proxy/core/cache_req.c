@@ -41,6 +41,7 @@
 #include "http/http_hdrindex.h"
 #include "proxy/core/cache_ban_glue.h"
 #include "proxy/core/cache_int.h"
+#include "proxy/route/route.h"
 #include "proxy/core/proto.h"
 #include "proxy/stats/stats.h"
 #include "proxy/upstream/upstream.h"
@@ -138,8 +139,10 @@ struct ct_wcache *ct_wcache_new(struct ct_worker *w, struct ct_cache *cache)
     wc->w = w;
     wc->cache = cache;
     wc->cf = w->cf;
-    policy_opts(cc, false, &wc->popts[0]);
-    policy_opts(cc, true, &wc->popts[1]);
+    for (int i = 0; i < 4; i++) {
+        policy_opts(cc, i & 1, &wc->popts[i]);
+        wc->popts[i].store_set_cookie |= (i & 2) != 0;
+    }
     ct_cache_key_opts_of(cc, &wc->kopts);
     pthread_mutex_init(&wc->mu, NULL);
     wc->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -323,11 +326,17 @@ unsigned ct_cache_client_cs(const struct ct_req *r)
 
 const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_req *r)
 {
+    const struct ct_conf_route *rc = r->route ? r->route->conf : NULL;
+    /* strip_set_cookie: stored without the field (cache_fill.c), so storable */
+    int sc = rc && rc->strip_set_cookie ? 2 : 0;
     if (r->cr && r->cr->bg_port) /* a refresh: its request has no CC */
-        return &r->w->wc->popts[0];
+        return &r->w->wc->popts[sc];
     /* A property of the listener struct, not of its index in the startup
      * table: reloads add, replace and reorder listeners. */
-    return &r->w->wc->popts[r->lc->honour_client_cc ? 0 : 1];
+    bool honour = r->lc->honour_client_cc;
+    if (rc && rc->cache.honour_client_cc != CT_CONF_TRI_INHERIT)
+        honour = rc->cache.honour_client_cc == CT_CONF_TRI_ON; /* the route's say */
+    return &r->w->wc->popts[(honour ? 0 : 1) | sc];
 }
 
 /* Cache-Status is set for every forwarded response, and its formats only use
@@ -417,11 +426,43 @@ bool ct_cache_blk_index(const struct ct_cache_blk *blk, struct ct_str wire,
 
 /* ---- keys ------------------------------------------------------------------- */
 
+/* A route's key options over the cache section's: the query kept, dropped
+ * or sorted, tracking parameters left out (into QBUF, for TARGET), another
+ * header. Returns the target to key on. */
+static struct ct_str route_key(const struct ct_req *r, struct ct_str target,
+                               struct ct_cache_key_opts *ko, char *qbuf, size_t qcap)
+{
+    const struct ct_conf_route *rc = r->route ? r->route->conf : NULL;
+    if (!rc)
+        return target;
+    const struct ct_conf_route_cache *c = &rc->cache;
+    if (c->key_query != CT_CONF_QUERY_INHERIT)
+        ko->query = c->key_query == CT_CONF_QUERY_DROP   ? CT_CACHE_QUERY_DROP
+                    : c->key_query == CT_CONF_QUERY_SORT ? CT_CACHE_QUERY_SORT
+                                                         : CT_CACHE_QUERY_KEEP;
+    if (c->key_header)
+        ko->header_name = ct_str_c(c->key_header);
+    const char *q = c->nkey_drop_params ? memchr(target.p, '?', target.len) : NULL;
+    size_t plen = q ? (size_t)(q - target.p) : 0;
+    if (!q || target.len > qcap)
+        return target; /* a target past the buffer keys whole: only costs hit ratio */
+    memcpy(qbuf, target.p, plen);
+    size_t n = ct_route_key_query(r->route, ct_str_make(q + 1, target.len - plen - 1),
+                                  qbuf + plen + 1, qcap - plen - 1);
+    if (n == 0)
+        return ct_str_make(qbuf, plen); /* nothing left: no '?' either */
+    qbuf[plen] = '?';
+    return ct_str_make(qbuf, plen + 1 + n);
+}
+
 bool ct_cache_key_for(struct ct_req *r, struct ct_str target, struct ct_cache_key *key)
 {
     struct ct_creq *cr = r->cr;
     struct ct_wcache *wc = r->w->wc;
     const struct ct_http_msg *req = r->msg;
+    struct ct_cache_key_opts ko = wc->kopts;
+    char qbuf[2048];
+    target = route_key(r, target, &ko, qbuf, sizeof(qbuf));
     const struct ct_http_field *host = ct_http_msg_find(req, CT_HDR_HOST, NULL);
     struct ct_cache_key_in in = {
         .mclass = CT_CACHE_MCLASS_GET,
@@ -430,8 +471,8 @@ bool ct_cache_key_for(struct ct_req *r, struct ct_str target, struct ct_cache_ke
         .target = target,
         .header_value = CT_STR_NULL,
     };
-    if (wc->kopts.header_name.len) {
-        const struct ct_http_field *f = ct_http_msg_find_name(req, wc->kopts.header_name, NULL);
+    if (ko.header_name.len) {
+        const struct ct_http_field *f = ct_http_msg_find_name(req, ko.header_name, NULL);
         if (f)
             in.header_value = f->value;
     }
@@ -441,7 +482,7 @@ bool ct_cache_key_for(struct ct_req *r, struct ct_str target, struct ct_cache_ke
         cr->keycap = need < 512 ? 512 : need;
         cr->keybuf = ct_xmalloc(cr->keycap);
     }
-    return ct_cache_key_build(&wc->kopts, &in, cr->keybuf, cr->keycap, key) == CT_OK;
+    return ct_cache_key_build(&ko, &in, cr->keybuf, cr->keycap, key) == CT_OK;
 }
 
 /* ---- small answers ------------------------------------------------------------ */
@@ -456,6 +497,20 @@ void ct_cache_finish(struct ct_req *r)
         cr->mode = CT_CREQ_DONE;
     r->proto->flush(r);
     r->proto->done(r);
+}
+
+void ct_cache_answer(struct ct_req *r, unsigned status, struct ct_str body, struct ct_str cstatus)
+{
+    struct ct_creq *cr = r->cr ? r->cr : ct_cache_creq_new(r);
+    creq_reset(cr);
+    if (ct_http_msg_body_expected(r->msg))
+        (void)r->proto->body_finish(r); /* a body already here is read; else the carrier closes */
+    r->proto->send_synth(r, status, body, cstatus);
+    cr->mode = CT_CREQ_DONE;
+    ct_req_respond(r);
+    r->head_sent = true;
+    r->status = status;
+    ct_cache_finish(r);
 }
 
 /* A short answer of our own (PURGE, only-if-cached, waiter timeout). */
@@ -929,8 +984,10 @@ bool ct_cache_recv(struct ct_req *r)
         /* A reload switched this worker's configuration: the policy follows
          * (the key options and the store's size need a restart). */
         wc->cf = r->w->cf;
-        policy_opts(&wc->cf->cache, false, &wc->popts[0]);
-        policy_opts(&wc->cf->cache, true, &wc->popts[1]);
+        for (int i = 0; i < 4; i++) {
+            policy_opts(&wc->cf->cache, i & 1, &wc->popts[i]);
+            wc->popts[i].store_set_cookie |= (i & 2) != 0;
+        }
     }
     struct ct_creq *cr = r->cr ? r->cr : ct_cache_creq_new(r);
     creq_reset(cr);
@@ -945,6 +1002,8 @@ bool ct_cache_recv(struct ct_req *r)
         return pass(cr, "request-body");
     if (req->upgrade)
         return pass(cr, "upgrade");
+    if (r->route && r->route->conf && r->route->conf->cache.pass)
+        return pass(cr, "route");
     if (!ct_cache_key_for(r, req->target, &cr->key))
         return pass(cr, "key");
     normalise_ae(r);

@@ -38,6 +38,10 @@ struct ct_req {
     const struct ct_listener_conf *lc; /* scheme, policy, mTLS subject field */
     const char *peer;           /* "ip:port" for logs; the ip part for X-Forwarded-For */
     size_t peer_ip_len;
+    /* the client's address (ip): the peer's, or the one trusted proxies name
+     * (trusted_proxies, route_step.c); used by logs, routes and hashing */
+    struct ct_str client;
+    char client_buf[48];
     uint64_t conn_id;
     struct ssl_st *tls;         /* the TLS session that carries it; NULL: plain */
     const struct ct_http_msg *msg; /* views into the connection's parser */
@@ -65,8 +69,45 @@ struct ct_req {
     ct_time_t tup;              /* mono, first upstream asked for; 0: none */
     uint64_t body_out;          /* response body bytes forwarded */
     uint8_t cs;                 /* enum ct_stats_cs, set by the cache path */
+    /* the route step (route_step.c): the route chosen, and a reference on
+     * the table that holds it (held until the request is logged or freed) */
+    const struct ct_route *route;
+    struct ct_wroutes *routes;
+    /* what send_synth adds for a route's answer: a Location (redirects), a
+     * Content-Type other than text/plain; empty otherwise */
+    struct ct_str synth_location, synth_ctype, synth_retry_after;
+    /* a request counted in flight against a concurrency limit (route_step.c):
+     * its key, released with the route */
+    uint8_t lim_n;             /* 0, 1 (route or site) or 2 (both) */
+    uint32_t lim_scope[2];
+    uint8_t lim_family;
+    uint8_t lim_addr[16];
     bool logged;                /* counted and logged (ct_req_log_end) */
 };
+
+/* The route step (route_step.c), on R's worker, before the cache lookup:
+ * site and route for R's head; a route's own answer (redirect, fixed
+ * response, 403) is sent from here. True when R was answered. */
+bool ct_req_route(struct ct_req *r);
+/* R's route's header rules (RESPONSE: for the client, else for the
+ * origin), their values expanded into BUF: up to MAX into OUT, the count. */
+struct ct_fwd_edit;
+size_t ct_req_route_edits(struct ct_req *r, bool response, struct ct_fwd_edit *out, size_t max,
+                          char *buf, size_t cap);
+/* The rules for R's response to the client (its route's response_headers,
+ * then strip_set_cookie's): up to CT_FWD_EDITS_MAX into OUT, values in BUF. */
+size_t ct_req_route_resp_edits(struct ct_req *r, struct ct_fwd_edit *out, char *buf, size_t cap);
+/* TO (a background refresh) goes where FROM, its trigger, was routed. */
+void ct_req_route_share(struct ct_req *to, const struct ct_req *from);
+/* R's client address (r->client, or the peer's ip when not set). */
+static inline struct ct_str ct_req_client(const struct ct_req *r)
+{
+    return r->client.len ? r->client : ct_str_make(r->peer, r->peer_ip_len);
+}
+/* R is done with its route (idempotent). */
+void ct_req_route_release(struct ct_req *r);
+/* The worker's route tables go (ct_worker_cut). */
+void ct_req_routes_free(struct ct_worker *w);
 
 /* The log record (req_log.c), on R's worker. */
 /* A request head arrived: its clock starts. */

@@ -33,11 +33,13 @@
 
 #include "common/log.h"
 #include "proxy/core/cache_int.h"
+#include "proxy/balance/balance.h"
 #include "proxy/core/core.h"
 #include "proxy/core/proto.h"
 #include "proxy/core/req.h"
 #include "proxy/net/net.h"
 #include "proxy/upstream/upstream.h"
+#include "proxy/route/route.h"
 #include "proxy/upstream/wire.h"
 #include "tls/tls.h"
 
@@ -72,10 +74,68 @@ static void req_fail(struct ct_req *r, enum ct_close why)
     r->proto->fail(r, why);
 }
 
+/* The value of cookie NAME in R's Cookie fields, or false. */
+static bool cookie_of(const struct ct_http_msg *m, struct ct_str name, struct ct_str *value)
+{
+    for (const struct ct_http_field *f = ct_http_msg_find(m, CT_HDR_COOKIE, NULL); f;
+         f = ct_http_msg_find(m, CT_HDR_COOKIE, f)) {
+        const char *p = f->value.p, *end = p + f->value.len;
+        while (p < end) {
+            while (p < end && *p == ' ')
+                p++;
+            const char *e = memchr(p, ';', (size_t)(end - p));
+            e = e ? e : end;
+            const char *eq = memchr(p, '=', (size_t)(e - p));
+            if (eq && ct_str_eq(ct_str_make(p, (size_t)(eq - p)), name)) {
+                *value = ct_str_make(eq + 1, (size_t)(e - eq - 1));
+                return true;
+            }
+            p = e + 1;
+        }
+    }
+    return false;
+}
+
+/* Which group serves R (its route's) and, for a hashing group, R's key:
+ * the cache key, a header's or cookie's value, or the client address. */
+static void pick_of(const struct ct_req *r, struct ct_upstream_pick *pick)
+{
+    const struct ct_conf *cf = r->w->cf;
+    pick->group = r->route ? r->route->group : 0;
+    pick->key = 0;
+    if (pick->group >= ct_conf_ngroups(cf))
+        pick->group = 0;
+    const struct ct_conf_group *g = ct_conf_group_at(cf, pick->group);
+    if (g->balance != CT_CONF_BALANCE_HASH)
+        return;
+    struct ct_str v = CT_STR_NULL;
+    const struct ct_http_field *f;
+    switch (g->hash_on) {
+    case CT_CONF_HASH_HEADER:
+        if ((f = ct_http_msg_find_name(r->msg, ct_str_c(g->hash_name), NULL)))
+            v = f->value;
+        break;
+    case CT_CONF_HASH_COOKIE: (void)cookie_of(r->msg, ct_str_c(g->hash_name), &v); break;
+    case CT_CONF_HASH_CLIENT: v = ct_req_client(r); break;
+    case CT_CONF_HASH_KEY: break;
+    }
+    if (v.p) {
+        pick->key = ct_balance_hash(v.p, v.len);
+        return;
+    }
+    /* the key: host and target, as the cache keys them (what is absent
+     * from the others hashes here too) */
+    const struct ct_http_field *host = ct_http_msg_find(r->msg, CT_HDR_HOST, NULL);
+    uint64_t h = host ? ct_balance_hash(host->value.p, host->value.len) : 0;
+    pick->key = h ^ ct_balance_hash(r->msg->target.p, r->msg->target.len);
+}
+
 static void fetch_connect(struct ct_req *r, bool fresh)
 {
     enum ct_close why;
-    if (ct_upstream_acquire(r->w, &upstream_owner, r, fresh, &r->u, &why) != CT_OK) {
+    struct ct_upstream_pick pick;
+    pick_of(r, &pick);
+    if (ct_upstream_acquire(r->w, &upstream_owner, r, &pick, fresh, &r->u, &why) != CT_OK) {
         req_fail(r, why);
         return;
     }
@@ -98,6 +158,10 @@ void ct_req_start(struct ct_req *r)
         r->proto->fail(r, CT_CLOSE_METHOD);
         return;
     }
+    /* route: site and route (route_step.c); a route's own answer (redirect,
+     * fixed response, 403) ends the request here. */
+    if (ct_req_route(r))
+        return;
     /* lookup: HIT/STALE deliver from the object, BUSY waits on it, PURGE is
      * answered (cache_req.c); MISS and pass fetch (cache_fill.c stores). */
     if (!ct_cache_recv(r))
@@ -114,6 +178,7 @@ void ct_req_free(struct ct_req *r)
 {
     if (r->u)
         ct_cache_fill_adopt(r); /* a fill others may read goes on without its client */
+    ct_req_route_release(r); /* after: an adopted fill keeps the route's group */
     ct_cache_client_free(r);
     if (r->u)
         ct_upstream_release(&r->u, false);
@@ -138,6 +203,13 @@ static void upstream_ready(void *owner)
         int n = r->tls ? ct_tls_peer_subject(r->tls, subject, sizeof(subject)) : 0;
         if (n > 0)
             fr.extra_value = ct_str_make(subject, (size_t)n);
+    }
+    struct ct_fwd_edit edits[16];
+    char ebuf[2048];
+    if (r->route && r->route->conf) {
+        fr.edits = edits;
+        fr.nedits = ct_req_route_edits(r, false, edits, CT_ARRAY_LEN(edits), ebuf, sizeof(ebuf));
+        fr.strip_cookie = r->route->conf->strip_cookie;
     }
     ct_http_parser_set_request_method(ct_upstream_parser(r->u), req->method);
     ct_fwd_request_head(ct_upstream_io(r->u), &fr);

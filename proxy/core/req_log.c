@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "proxy/core/cache_int.h"
 #include "proxy/core/core.h"
+#include "proxy/route/route.h"
 #include "proxy/stats/accesslog.h"
 #include "proxy/upstream/upstream.h"
 
@@ -45,7 +46,7 @@ static void access_log(struct ct_req *q, unsigned status, double rt, double ut)
 {
     const struct ct_http_msg *m = q->msg;
     struct ct_accesslog_rec r = {
-        .remote_addr = ct_str_make(q->peer, q->peer_ip_len),
+        .remote_addr = ct_req_client(q),
         .time = q->t0_real,
         .status = status,
         .body_bytes = q->body_out,
@@ -53,6 +54,8 @@ static void access_log(struct ct_req *q, unsigned status, double rt, double ut)
         .upstream_time_s = ut,
         .cache_status = cs_text(q->cs),
         .tls_version = q->tls ? SSL_get_version(q->tls) : NULL,
+        .site = q->route ? q->route->site_name : NULL,
+        .route = q->route ? q->route->route_name : NULL,
     };
     if (m) {
         r.method = m->method_name;
@@ -86,6 +89,7 @@ void ct_req_log_end(struct ct_req *r, unsigned status)
     }
     if (r->w->alog)
         access_log(r, status, rt, ut);
+    ct_req_route_release(r);
 }
 
 void ct_req_log_upstream(struct ct_req *r, enum ct_stats_be what)

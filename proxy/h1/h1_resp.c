@@ -30,6 +30,7 @@
 #include "proxy/core/cache_int.h"
 #include "proxy/core/proto.h"
 #include "proxy/h1/h1.h"
+#include "proxy/route/route.h"
 #include "proxy/upstream/upstream.h"
 #include "proxy/upstream/wire.h"
 
@@ -111,6 +112,42 @@ static void write_head(struct ct_client *c, struct ct_obj *obj, const struct ct_
     } else {
         add_ref(c, out, obj, wire.p, wire.len);
     }
+    char tail[TAIL_MAX];
+    evbuffer_add(out, tail, render_tail(obj, cstatus, extra, frame, conn, tail));
+}
+
+/* write_head with a route's response rules (proxy/ctx.h): the stored
+ * fields they replace or remove are left out (the others still go by
+ * reference, in runs), the fields they add follow the stored ones. Rare
+ * enough (a route with response_headers) to take the queued path always. */
+static void write_head_edited(struct ct_client *c, struct ct_obj *obj, const struct ct_str wire,
+                              uint32_t status_len, const char *status_line,
+                              struct ct_str cstatus, const char *extra, const char *frame,
+                              const char *conn, const struct ct_fwd_edit *e, size_t ne)
+{
+    struct evbuffer *out = cout(c);
+    if (status_line)
+        evbuffer_add(out, status_line, strlen(status_line));
+    else
+        add_ref(c, out, obj, wire.p, status_len);
+    const char *p = wire.p + status_len, *end = wire.p + wire.len, *run = p;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        const char *next = eol ? eol + 1 : end;
+        const char *colon = memchr(p, ':', (size_t)(next - p));
+        if (colon && ct_fwd_edited(e, 0, ne, ct_str_make(p, (size_t)(colon - p)))) {
+            if (p > run)
+                add_ref(c, out, obj, run, (size_t)(p - run));
+            run = next;
+        }
+        p = next;
+    }
+    if (end > run)
+        add_ref(c, out, obj, run, (size_t)(end - run));
+    for (size_t i = 0; i < ne; i++)
+        if (ct_fwd_edit_adds(e, i, ne))
+            evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)e[i].name.len, e[i].name.p,
+                                (int)e[i].value.len, e[i].value.p);
     char tail[TAIL_MAX];
     evbuffer_add(out, tail, render_tail(obj, cstatus, extra, frame, conn, tail));
 }
@@ -198,14 +235,24 @@ static void h1_deliver_head(struct ct_req *r, struct ct_obj *obj, const struct c
     struct ct_str wire;
     CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
     char frame[64] = "";
+    struct ct_fwd_edit edits[CT_FWD_EDITS_MAX];
+    char ebuf[2048];
+    size_t ned = 0;
+    if (CT_UNLIKELY(r->route && r->route->conf &&
+                    (r->route->nresp_rules || r->route->conf->strip_set_cookie)))
+        ned = ct_req_route_resp_edits(r, edits, ebuf, sizeof(ebuf));
     if (p->from_origin) { /* framing decided for the origin's response (fetch.c) */
         if (c->resp_chunked)
             snprintf(frame, sizeof(frame), "Transfer-Encoding: chunked\r\n");
         else if (p->length_field)
             snprintf(frame, sizeof(frame), "Content-Length: %llu\r\n",
                      (unsigned long long)p->len);
-        write_head(c, obj, wire, blk.status_len, NULL, p->cache_status, "", frame,
-                   conn_field(c, c->resp_close));
+        if (ned)
+            write_head_edited(c, obj, wire, blk.status_len, NULL, p->cache_status, "", frame,
+                              conn_field(c, c->resp_close), edits, ned);
+        else
+            write_head(c, obj, wire, blk.status_len, NULL, p->cache_status, "", frame,
+                       conn_field(c, c->resp_close));
         return;
     }
     bool head_only = r->msg->method == CT_METHOD_HEAD;
@@ -239,6 +286,11 @@ static void h1_deliver_head(struct ct_req *r, struct ct_obj *obj, const struct c
         line_len = (size_t)snprintf(line, sizeof(line), "HTTP/1.1 %u %s\r\n", p->status,
                                     ct_http_status_reason(p->status));
     const char *conn = conn_field(c, force_close);
+    if (ned) {
+        write_head_edited(c, obj, wire, blk.status_len, p->own_status ? line : NULL,
+                          p->cache_status, extra, frame, conn, edits, ned);
+        return;
+    }
     if (ct_obj_state(obj) != CT_OBJ_COMPLETE || !ct_io_can_write_now(&c->io)) {
         write_head(c, obj, wire, blk.status_len, p->own_status ? line : NULL, p->cache_status,
                    extra, frame, conn);
@@ -292,12 +344,24 @@ static void h1_send_synth(struct ct_req *r, unsigned status, struct ct_str body,
 {
     struct ct_client *c = h1(r);
     bool head = r->msg->method == CT_METHOD_HEAD;
+    /* a route's answer may come before the request body was read: the
+     * connection cannot be reused then (those bytes are no next request) */
+    bool unread = ct_http_msg_body_expected(r->msg) && !r->body_done;
+    struct ct_str ctype = r->synth_ctype.len ? r->synth_ctype : CT_STR("text/plain");
     evbuffer_add_printf(cout(c),
                         "HTTP/1.1 %u %s\r\nServer: cachet\r\nDate: %s\r\n"
-                        "Content-Type: text/plain\r\nContent-Length: %zu\r\n"
-                        "Cache-Status: %.*s\r\n%s\r\n",
-                        status, ct_http_status_reason(status), ct_http_date_cached(&c->w->wc->date, time(NULL)), body.len,
-                        (int)cstatus.len, cstatus.p, conn_field(c, false));
+                        "Content-Type: %.*s\r\nContent-Length: %zu\r\n",
+                        status, ct_http_status_reason(status),
+                        ct_http_date_cached(&c->w->wc->date, time(NULL)), (int)ctype.len,
+                        ctype.p, body.len);
+    if (r->synth_location.len)
+        evbuffer_add_printf(cout(c), "Location: %.*s\r\n", (int)r->synth_location.len,
+                            r->synth_location.p);
+    if (r->synth_retry_after.len)
+        evbuffer_add_printf(cout(c), "Retry-After: %.*s\r\n", (int)r->synth_retry_after.len,
+                            r->synth_retry_after.p);
+    evbuffer_add_printf(cout(c), "Cache-Status: %.*s\r\n%s\r\n", (int)cstatus.len, cstatus.p,
+                        conn_field(c, unread));
     if (!head && body.len)
         evbuffer_add(cout(c), body.p, body.len);
 }
@@ -406,6 +470,14 @@ static void h1_send_head(struct ct_req *r, const struct ct_http_msg *msg,
     struct ct_client *c = h1(r);
     bool no_body = r->msg->method == CT_METHOD_HEAD || msg->framing == CT_FRAME_NONE;
     enum ct_resp_conn conn = conn_of(c);
+    struct ct_fwd_edit edits[CT_FWD_EDITS_MAX];
+    char ebuf[2048];
+    struct ct_fwd_resp_extra x;
+    if (extra && r->route && r->route->conf &&
+        (x = *extra, x.nedits = ct_req_route_resp_edits(r, edits, ebuf, sizeof(ebuf))) > 0) {
+        x.edits = edits; /* a route's response_headers */
+        extra = &x;
+    }
     struct iovec v[1 + DIRECT_BODY_IOV];
     int nb = body_direct ? origin_body_iov(c, msg, no_body, v + 1, DIRECT_BODY_IOV) : -1;
     if (nb < 0) {

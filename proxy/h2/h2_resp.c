@@ -71,7 +71,8 @@ static int stored_fields(struct ct_h2s_stream *st, const struct ct_cache_blk *bl
     if (!ct_cache_blk_index(blk, wire, &hx))
         return -1;
     unsigned n = ct_hdrindex_count(&hx);
-    struct ct_http_field *f = fields_room(st, n);
+    /* room for a route's response rules too (h2_deliver_head adds them) */
+    struct ct_http_field *f = fields_room(st, n + CT_FWD_EDITS_MAX);
     for (unsigned i = 0; i < n; i++) {
         struct ct_hdrindex_field x = ct_hdrindex_field(&hx, i);
         f[i] = (struct ct_http_field){.name = x.name, .value = x.value, .id = x.id};
@@ -108,6 +109,21 @@ static void h2_deliver_head(struct ct_req *r, struct ct_obj *obj, const struct c
                (unsigned long long)r->conn_id, st->sid, r->peer);
         reset(st, 0x2 /* INTERNAL_ERROR */);
         return;
+    }
+    struct ct_fwd_edit edits[CT_FWD_EDITS_MAX];
+    char ebuf[2048];
+    size_t ned = ct_req_route_resp_edits(r, edits, ebuf, sizeof(ebuf));
+    if (ned) { /* a route's response_headers over the stored fields */
+        struct ct_http_field *f = fields_room(st, (size_t)n + ned);
+        size_t k = 0;
+        for (int i = 0; i < n; i++)
+            if (!ct_fwd_edited(edits, 0, ned, f[i].name))
+                f[k++] = f[i];
+        for (size_t i = 0; i < ned; i++)
+            if (ct_fwd_edit_adds(edits, i, ned))
+                f[k++] = (struct ct_http_field){.name = edits[i].name, .value = edits[i].value,
+                                                .id = ct_hdr_lookup(edits[i].name)};
+        n = (int)k;
     }
     struct ct_http_msg msg = {.kind = CT_HTTP_RESPONSE,
                               .status = p->own_status ? p->status : status,
@@ -154,15 +170,21 @@ static void h2_send_synth(struct ct_req *r, unsigned status, struct ct_str body,
         memcpy(date, ct_http_date_cached(&r->w->wc->date, now), sizeof(date));
     else
         ct_http_date_format(now, date);
-    struct ct_http_field f[] = {
+    struct ct_http_field f[7] = {
         field("server", CT_STR("cachet")),
         field("date", ct_str_make(date, CT_HTTP_DATE_LEN)),
-        field("content-type", CT_STR("text/plain")),
+        field("content-type", r->synth_ctype.len ? r->synth_ctype : CT_STR("text/plain")),
         field("content-length", ct_str_make(clen, (size_t)(ct_cache_put_i64(clen, (int64_t)body.len) - clen))),
-        field("cache-status", cstatus),
     };
+    size_t nf = 4;
+    if (r->synth_location.len) /* a route's redirect */
+        f[nf++] = field("location", r->synth_location);
+    if (r->synth_retry_after.len) /* a route's 429 */
+        f[nf++] = field("retry-after", r->synth_retry_after);
+    if (cstatus.len)
+        f[nf++] = field("cache-status", cstatus);
     struct ct_http_msg msg = {.kind = CT_HTTP_RESPONSE, .status = status, .version = 11};
-    ct_http_msg_set_fields(&msg, f, CT_ARRAY_LEN(f) - (cstatus.len ? 0 : 1));
+    ct_http_msg_set_fields(&msg, f, nf);
     struct ct_h2_conn *h = st->s->h;
     if (ct_h2_submit_head(h, st->sid, &msg, NULL, 0, body.len > 0) == CT_OK && body.len > 0) {
         struct evbuffer *tmp = evbuffer_new();
@@ -230,14 +252,22 @@ static void h2_send_head(struct ct_req *r, const struct ct_http_msg *resp,
 {
     struct ct_h2s_stream *st = st_of(r);
     (void)body_direct;
-    struct ct_http_field *f = fields_room(st, resp->nfields);
+    struct ct_fwd_edit edits[CT_FWD_EDITS_MAX];
+    char ebuf[2048];
+    size_t ned = ct_req_route_resp_edits(r, edits, ebuf, sizeof(ebuf));
+    struct ct_http_field *f = fields_room(st, resp->nfields + ned);
     size_t n = 0;
     for (size_t i = 0; i < resp->nfields; i++) {
         const struct ct_http_field *x = &resp->fields[i];
-        if (extra && extra->omit && extra->omit(x, extra->omit_arg))
+        if ((extra && extra->omit && extra->omit(x, extra->omit_arg)) ||
+            (ned && ct_fwd_edited(edits, 0, ned, x->name)))
             continue;
         f[n++] = *x;
     }
+    for (size_t i = 0; i < ned; i++) /* a route's response_headers */
+        if (ct_fwd_edit_adds(edits, i, ned))
+            f[n++] = (struct ct_http_field){.name = edits[i].name, .value = edits[i].value,
+                                            .id = ct_hdr_lookup(edits[i].name)};
     /* The connection-specific fields are the engine's to drop; it needs the
      * origin's Connection tokens for that, so the message keeps them. */
     struct ct_http_msg msg = *resp;

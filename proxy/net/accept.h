@@ -49,6 +49,13 @@ typedef void ct_net_take_fn(struct ct_worker *w, const struct ct_conn_info *info
 /* Take over accepted FD from listener LC (owns the fd from now on). */
 void ct_net_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int fd,
                    const struct sockaddr *sa, ct_net_take_fn *take);
+/* A listener with proxy_protocol (pp_accept.c): FD's PROXY header first,
+ * from LC's allowed peers only (others are closed and logged), then
+ * ct_net_accept() with the header's source address. */
+void ct_pp_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int fd,
+                  const struct sockaddr *sa, socklen_t salen, ct_net_take_fn *take);
+/* Worker exit: close the connections still waiting for their header. */
+void ct_pp_abort_all(struct ct_worker *w);
 /* Draining: close the connections still in their handshake. */
 void ct_net_drain_all(struct ct_worker *w);
 /* Worker exit: free them without ceremony. */

@@ -144,7 +144,7 @@ void ct_ops_render(struct ct_ops *ops, bool json, struct ct_stats_out *out)
     const char **names = ct_xcalloc(px->nbackends + 1, sizeof(*names));
     int *up = ct_xcalloc(px->nbackends + 1, sizeof(*up));
     for (size_t i = 0; i < px->nbackends; i++) {
-        const struct ct_conf_backend *b = &px->cf->backends[i];
+        const struct ct_conf_backend *b = &px->cf->flat_backends[i];
         names[i] = b->name ? b->name : px->backends[i].name;
         up[i] = ct_ops_backend_up(px, i);
     }
@@ -155,6 +155,7 @@ void ct_ops_render(struct ct_ops *ops, bool json, struct ct_stats_out *out)
         .uptime_s = ct_time_mono() - ops->started,
         .reload = ops->reload,
         .purge = ops->cache != NULL,
+        .routes = px->route_names,
     };
     const struct ct_listener_conf *lcs[ADMIN_MAX_LISTENERS];
     struct ct_stats_listener ls[ADMIN_MAX_LISTENERS + 1];

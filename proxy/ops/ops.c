@@ -135,7 +135,7 @@ struct ct_ops *ct_ops_new(struct ct_proxy *px)
         goto fail;
     /* Before the workers start: they read ops->health (its first probes run
      * once the main loop does). */
-    ops->health = ct_health_new(px->main_base, px->backends, px->cf->backends, px->nbackends);
+    ops->health = ct_health_new(px->main_base, px->backends, px->cf->flat_backends, px->nbackends);
     ops->sig_hup = evsignal_new(px->main_base, SIGHUP, on_hup, ops);
     ops->sig_usr1 = evsignal_new(px->main_base, SIGUSR1, on_usr1, ops);
     evsignal_add(ops->sig_hup, NULL);

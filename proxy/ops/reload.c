@@ -325,12 +325,13 @@ static const char *opt(const char *s) { return s ? s : ""; }
  * the running objects stay. */
 static bool backends_same(const struct ct_conf *a, const struct ct_conf *b)
 {
-    if (a->nbackends != b->nbackends)
+    if (a->nflat != b->nflat)
         return false;
-    for (size_t i = 0; i < a->nbackends; i++)
-        if (a->backends[i].port != b->backends[i].port ||
-            strcmp(a->backends[i].host, b->backends[i].host) != 0 ||
-            strcmp(opt(a->backends[i].name), opt(b->backends[i].name)) != 0)
+    for (size_t i = 0; i < a->nflat; i++)
+        if (a->flat_backends[i].port != b->flat_backends[i].port ||
+            strcmp(a->flat_backends[i].host, b->flat_backends[i].host) != 0 ||
+            strcmp(opt(a->flat_backends[i].name), opt(b->flat_backends[i].name)) != 0 ||
+            a->flat_group[i] != b->flat_group[i])
             return false;
     return true;
 }
@@ -348,16 +349,16 @@ static const char *be_label(const struct ct_conf_backend *bc, const struct ct_ba
  * active-health state too. */
 static struct ct_backend_addr *plan_backends(const struct ct_proxy *px, const struct ct_conf *cf)
 {
-    struct ct_backend_addr *nb = ct_xcalloc(cf->nbackends + 1, sizeof(*nb));
-    for (size_t i = 0; i < cf->nbackends; i++) {
-        const struct ct_conf_backend *bc = &cf->backends[i];
+    struct ct_backend_addr *nb = ct_xcalloc(cf->nflat + 1, sizeof(*nb));
+    for (size_t i = 0; i < cf->nflat; i++) {
+        const struct ct_conf_backend *bc = &cf->flat_backends[i];
         if (!ct_ops_backend_resolve(bc, &nb[i], "SIGHUP: ")) {
             free(nb);
             return NULL;
         }
         for (size_t j = 0; j < px->nbackends; j++) {
             const struct ct_backend_addr *o = &px->backends[j];
-            const struct ct_conf_backend *obc = &px->cf->backends[j];
+            const struct ct_conf_backend *obc = &px->cf->flat_backends[j];
             if (strcmp(be_label(obc, o), be_label(bc, &nb[i])) != 0)
                 continue;
             nb[i].prev = o;
@@ -377,7 +378,7 @@ static void switch_backends(struct ct_ops *ops, const struct ct_conf *cf)
     struct ct_reload *rl = ops->rl;
     struct ct_proxy *px = ops->px;
     if (rl->next_backends == NULL) {
-        ct_health_reconfigure(ops->health, cf->backends, cf->nbackends);
+        ct_health_reconfigure(ops->health, cf->flat_backends, cf->nflat);
         return;
     }
     rl->old_backends = ct_xrealloc(rl->old_backends,
@@ -389,7 +390,7 @@ static void switch_backends(struct ct_ops *ops, const struct ct_conf *cf)
     /* The probes of the old set stop; the workers read `down` from the
      * objects, never the checker, so it can go at once. */
     ct_health_free(&ops->health);
-    ops->health = ct_health_new(px->main_base, px->backends, cf->backends, px->nbackends);
+    ops->health = ct_health_new(px->main_base, px->backends, cf->flat_backends, px->nbackends);
     CT_INFO("SIGHUP: %zu backends (set changed)", px->nbackends);
 }
 
@@ -507,6 +508,11 @@ void ct_listener_conf_fill(struct ct_listener_conf *lc, const struct ct_conf_lis
     lc->handshake_timeout_ms = l->tls.handshake_timeout_ms;
     lc->honour_client_cc = l->honour_client_cc;
     lc->h2c = lc->kind == CT_LISTEN_HTTP && l->h2c;
+    lc->proxy_protocol = l->proxy_protocol;
+    lc->default_site = l->default_site_index + 1;
+    lc->npp_from = CT_MIN(l->nproxy_protocol_from, CT_LISTEN_PP_MAX);
+    if (lc->npp_from)
+        memcpy(lc->pp_from, l->proxy_protocol_from, lc->npp_from * sizeof(*lc->pp_from));
     if (lc->kind == CT_LISTEN_HTTPS && l->tls.client_verify != CT_CONF_VERIFY_OFF &&
         l->tls.client_subject_header)
         lc->subject_header = ct_str_c(l->tls.client_subject_header); /* conf kept until exit */
@@ -577,7 +583,13 @@ static bool plan_listeners(struct ct_ops *ops, const struct ct_conf *cf)
             claimed[a - rl->active] = true;
         const struct ct_listener_conf *lc = a ? a->lc : NULL;
         if (a == NULL || l->kind == CT_CONF_LISTEN_HTTPS ||
-            a->lc->honour_client_cc != l->honour_client_cc) {
+            a->lc->honour_client_cc != l->honour_client_cc ||
+            a->lc->proxy_protocol != l->proxy_protocol ||
+            a->lc->default_site != l->default_site_index + 1 ||
+            a->lc->npp_from != l->nproxy_protocol_from ||
+            (l->nproxy_protocol_from &&
+             memcmp(a->lc->pp_from, l->proxy_protocol_from,
+                    a->lc->npp_from * sizeof(*l->proxy_protocol_from)) != 0)) {
             /* new; HTTPS: a new context re-reads the certificates; a
              * listener setting changed: listener structs are immutable
              * (workers read them without locks), so a new one replaces it */
@@ -661,10 +673,10 @@ void ct_reload_worker_apply(struct ct_worker *w, ct_listeners_update_fn *listene
     const struct ct_conf *cf = rl->next_cf;
     w->cf = cf;
     if (rl->next_backends)
-        ct_upstream_backends_set(w, rl->next_backends, cf->backends, rl->next_nbackends);
+        ct_upstream_backends_set(w, rl->next_backends, cf->flat_backends, rl->next_nbackends);
     else
-        for (size_t i = 0; i < w->nbe && i < cf->nbackends; i++)
-            w->be[i]->bc = &cf->backends[i];
+        for (size_t i = 0; i < w->nbe && i < cf->nflat; i++)
+            w->be[i]->bc = &cf->flat_backends[i];
     w->limits.max_line = cf->limits.max_request_line_bytes;
     w->limits.max_head = cf->limits.max_header_bytes;
     w->limits.max_fields = cf->limits.max_header_count;
@@ -787,7 +799,7 @@ void ct_ops_reload(struct ct_ops *ops)
     struct ct_conf *cf = px->cli ? load(ops) : NULL;
     if (cf && !backends_same(px->cf, cf)) {
         rl->next_backends = plan_backends(px, cf);
-        rl->next_nbackends = cf->nbackends;
+        rl->next_nbackends = cf->nflat;
         if (rl->next_backends == NULL)
             ct_conf_free(&cf);
     }

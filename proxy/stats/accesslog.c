@@ -168,6 +168,12 @@ static void format_combined(const struct ct_accesslog_rec *r, struct ct_buf *o)
     CT_BUF_LIT(o, " tls=");
     const char *tls = r->tls_version ? r->tls_version : "-";
     ct_buf_put(o, tls, strlen(tls));
+    if (r->site) { /* a route's name is free text: escaped as the other fields */
+        CT_BUF_LIT(o, " site=");
+        ct_accesslog_escape(o, ct_str_c(r->site));
+        CT_BUF_LIT(o, " route=");
+        ct_accesslog_escape(o, ct_str_c(r->route));
+    }
     CT_BUF_LIT(o, "\n");
 }
 
@@ -215,6 +221,10 @@ static void format_json(const struct ct_accesslog_rec *r, struct ct_buf *o)
         CT_BUF_LIT(o, "null");
     json_field(o, "cache_status", ct_str_c(r->cache_status));
     json_field(o, "tls", ct_str_c(r->tls_version));
+    if (r->site) {
+        json_field(o, "site", ct_str_c(r->site));
+        json_field(o, "route", ct_str_c(r->route));
+    }
     CT_BUF_LIT(o, "}\n");
 }
 

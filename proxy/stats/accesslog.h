@@ -64,6 +64,7 @@ struct ct_accesslog_rec {
     double upstream_time_s; /* < 0: no upstream */
     const char *cache_status; /* NULL: "-" */
     const char *tls_version;  /* NULL: plain HTTP */
+    const char *site, *route; /* the request's site and route; NULL: no sites configured */
 };
 
 /* Append one line (with its '\n') for REC in FMT to OUT. Pure, any thread. */

@@ -6,8 +6,10 @@
  * to the struct, /stats and /metrics at once. Writers and readers never lock:
  * see stats.h for the single-writer rule.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cache/cache.h"
 #include "common/mem.h"
@@ -104,10 +106,55 @@ void ct_stats_sum(struct ct_stats *sum, const struct ct_stats *src)
     CT_STATS_TABLE(CT_STATS_SUM)
 #undef CT_STATS_SUM
     sum_array(sum->lat_bucket, src->lat_bucket, CT_STATS_LAT_N + 1);
+    sum_array(sum->route_requests, src->route_requests, CT_STATS_ROUTES_MAX);
     ct_stats_add(&sum->lat_sum_us, ct_stats_get(&src->lat_sum_us));
     size_t nb = CT_MIN(sum->nbackends, src->nbackends);
     for (size_t i = 0; i < nb; i++)
         sum_array(sum->be[i], src->be[i], CT_STATS_BE__COUNT);
+}
+
+/* ---- route names ---------------------------------------------------------- */
+
+struct ct_stats_names {
+    pthread_mutex_t mu;
+    size_t n;
+    char *site[CT_STATS_ROUTES_MAX], *route[CT_STATS_ROUTES_MAX];
+};
+
+struct ct_stats_names *ct_stats_names_new(void)
+{
+    struct ct_stats_names *n = ct_xcalloc(1, sizeof(*n));
+    pthread_mutex_init(&n->mu, NULL);
+    return n;
+}
+
+void ct_stats_names_free(struct ct_stats_names **np)
+{
+    struct ct_stats_names *n = *np;
+    if (!n)
+        return;
+    for (size_t i = 0; i < n->n; i++) {
+        free(n->site[i]);
+        free(n->route[i]);
+    }
+    pthread_mutex_destroy(&n->mu);
+    CT_FREE(np);
+}
+
+int ct_stats_names_slot(struct ct_stats_names *n, const char *site, const char *route)
+{
+    int slot = -1;
+    pthread_mutex_lock(&n->mu);
+    for (size_t i = 0; i < n->n && slot < 0; i++)
+        if (strcmp(n->site[i], site) == 0 && strcmp(n->route[i], route) == 0)
+            slot = (int)i;
+    if (slot < 0 && n->n < CT_STATS_ROUTES_MAX) {
+        n->site[n->n] = ct_xstrdup(site);
+        n->route[n->n] = ct_xstrdup(route);
+        slot = (int)n->n++;
+    }
+    pthread_mutex_unlock(&n->mu);
+    return slot;
 }
 
 /* Prometheus label value: backslash, double quote and line feed escaped. */
@@ -128,7 +175,7 @@ static void prom_label_escape(struct ct_buf *o, const char *s)
 /* ---- descriptors ------------------------------------------------------------- */
 
 enum kind { COUNTER, GAUGE };
-enum labels { NONE, CLASS, CACHE, CLOSE, PROTO, H2WHY, CODING };
+enum labels { NONE, CLASS, CACHE, CLOSE, PROTO, H2WHY, CODING, ROUTE };
 
 struct desc {
     const char *name;
@@ -180,6 +227,11 @@ static const char *const coding_names[] = {
     CT_STATS_CODING_TABLE(CT_STATS_CODING_NAME)
 #undef CT_STATS_CODING_NAME
 };
+static const char *const route_names[] = {
+#define CT_STATS_ROUTE_NAME(name) #name,
+    CT_STATS_ROUTE_TABLE(CT_STATS_ROUTE_NAME)
+#undef CT_STATS_ROUTE_NAME
+};
 
 static const char *const be_names[] = {
 #define CT_STATS_BE_NAME(id, help) #id,
@@ -201,6 +253,7 @@ static const char *label_name(enum labels l)
     case PROTO: return "proto";
     case H2WHY: return "reason";
     case CODING: return "coding";
+    case ROUTE: return "action";
     default: return "";
     }
 }
@@ -214,6 +267,7 @@ static const char *label_value(enum labels l, size_t i)
     case PROTO: return proto_names[i];
     case H2WHY: return h2why_names[i];
     case CODING: return coding_names[i];
+    case ROUTE: return route_names[i];
     default: return "";
     }
 }
@@ -458,6 +512,26 @@ static void prom_backends(struct ct_buf *o, const struct ct_stats_view *v)
                           v->backend_up[i] ? 1 : 0);
 }
 
+static void prom_routes(struct ct_buf *o, const struct ct_stats_view *v)
+{
+    struct ct_stats_names *n = v->routes;
+    if (!n)
+        return;
+    pthread_mutex_lock(&n->mu);
+    if (n->n)
+        prom_head(o, "route_requests", "_total", "counter",
+                  "Requests by site and route (route \"-\": no route of the site matched).");
+    for (size_t i = 0; i < n->n; i++) {
+        CT_BUF_LIT(o, "cachet_route_requests_total{site=\"");
+        prom_label_escape(o, n->site[i]);
+        CT_BUF_LIT(o, "\",route=\"");
+        prom_label_escape(o, n->route[i]);
+        ct_buf_printf(o, "\"} %llu\n",
+                      (unsigned long long)ct_stats_get(&v->sum->route_requests[i]));
+    }
+    pthread_mutex_unlock(&n->mu);
+}
+
 static void prom_gauge(struct ct_buf *o, const char *name, const char *help, uint64_t val)
 {
     prom_head(o, name, "", "gauge", help);
@@ -553,6 +627,7 @@ void ct_stats_render_prom(const struct ct_stats_view *v, struct ct_buf *o)
         prom_desc(o, v->sum, &descs[i]);
     prom_latency(o, v->sum);
     prom_backends(o, v);
+    prom_routes(o, v);
     if (v->cache)
         prom_cache(o, v->cache);
     prom_reload(o, &v->reload);

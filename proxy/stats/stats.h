@@ -76,6 +76,16 @@ enum ct_stats_proto {
 #define CT_STATS_CODING_TABLE(X) X(identity) X(gzip) X(br) X(zstd)
 #define CT_STATS_NL_CODING 4
 
+/* What a route did with a request itself (issue 15, proxy/core/route_step.c). */
+#define CT_STATS_ROUTE_TABLE(X) X(deny) X(require) X(redirect) X(respond) X(rate) X(concurrency)
+
+enum ct_stats_route {
+#define CT_STATS_ROUTE_ENUM(name) CT_STATS_ROUTE_##name,
+    CT_STATS_ROUTE_TABLE(CT_STATS_ROUTE_ENUM)
+#undef CT_STATS_ROUTE_ENUM
+        CT_STATS_ROUTE__COUNT
+};
+
 /* Number of slots of each label set. */
 #define CT_STATS_NL_NONE 1
 #define CT_STATS_NL_CLASS 6
@@ -83,14 +93,15 @@ enum ct_stats_proto {
 #define CT_STATS_NL_CLOSE CT_CLOSE__COUNT
 #define CT_STATS_NL_PROTO CT_STATS_PROTO__COUNT
 #define CT_STATS_NL_H2WHY CT_H2_WHY__COUNT
+#define CT_STATS_NL_ROUTE CT_STATS_ROUTE__COUNT
 
 /* ---- the tables ------------------------------------------------------------ */
 
 /* X(id, kind, labels, help): kind COUNTER or GAUGE; labels NONE, CLASS (label
  * "class"), CACHE (label "cache_status"), CLOSE (label "reason"), PROTO
- * (label "proto") or H2WHY (label "reason": why an HTTP/2 connection ended,
- * common/h2why.h CT_H2_WHY_TABLE, lower case) or CODING (label "coding":
- * CT_STATS_CODING_TABLE).
+ * (label "proto"), H2WHY (label "reason": why an HTTP/2 connection ended,
+ * common/h2why.h CT_H2_WHY_TABLE, lower case), CODING (label "coding":
+ * CT_STATS_CODING_TABLE) or ROUTE (label "action").
  * Prometheus name: cachet_<id>, plus _total for counters. */
 #define CT_STATS_TABLE(X)                                                      \
     X(connections_accepted, COUNTER, NONE, "Client connections accepted.")      \
@@ -123,7 +134,9 @@ enum ct_stats_proto {
     X(h2_resets_received, COUNTER, NONE, "HTTP/2 RST_STREAM frames from clients.") \
     X(h2_resets_sent, COUNTER, NONE, "HTTP/2 RST_STREAM frames we sent.")       \
     X(h2_connections_ended, COUNTER, H2WHY,                                     \
-      "HTTP/2 connections ended, by reason (GOAWAY we sent or received, drain).")
+      "HTTP/2 connections ended, by reason (GOAWAY we sent or received, drain).") \
+    X(route_answers, COUNTER, ROUTE,                                            \
+      "Requests a route answered itself: 403 (deny, require), redirect, respond, 429 (rate, concurrency).")
 
 /* Per backend, label "backend" (its configured name). */
 #define CT_STATS_BE_TABLE(X)                                                   \
@@ -150,6 +163,12 @@ enum ct_stats_be {
 
 /* ---- one block (per worker, or a sum) --------------------------------------- */
 
+/* Requests per route (issue 15), by the route's site and name: slots a
+ * process-wide name table hands out (ct_stats_names), a counter per slot
+ * in every worker's block. A name keeps its slot across reloads, so its
+ * count goes on; past CT_STATS_ROUTES_MAX names, new ones are not counted. */
+#define CT_STATS_ROUTES_MAX 1024
+
 struct ct_stats {
     unsigned magic;
 #define CT_STATS_MAGIC 0x57a75b10u
@@ -158,6 +177,7 @@ struct ct_stats {
 #undef CT_STATS_FIELD
     _Atomic uint64_t lat_bucket[CT_STATS_LAT_N + 1]; /* not cumulative; last = +Inf */
     _Atomic uint64_t lat_sum_us;
+    _Atomic uint64_t route_requests[CT_STATS_ROUTES_MAX]; /* by ct_stats_names slot */
     size_t nbackends;
     _Atomic uint64_t (*be)[CT_STATS_BE__COUNT]; /* nbackends rows */
 };
@@ -234,6 +254,14 @@ struct ct_stats_reload {
                        not freed yet: connections open before the switch */
 };
 
+/* The names of the route counters' slots. Thread-safe (a mutex: taken when
+ * a worker compiles a route table, and by renderings), freed at exit. */
+struct ct_stats_names;
+struct ct_stats_names *ct_stats_names_new(void);
+void ct_stats_names_free(struct ct_stats_names **np);
+/* The slot of SITE/ROUTE (a new one the first time), or -1 when full. */
+int ct_stats_names_slot(struct ct_stats_names *n, const char *site, const char *route);
+
 /* Everything a rendering shows besides the summed block. */
 struct ct_stats_view {
     const struct ct_stats *sum;
@@ -248,6 +276,7 @@ struct ct_stats_view {
     size_t nlisteners;
     struct ct_stats_reload reload;
     bool purge; /* the admin listener takes POST /purge (it has a cache) */
+    struct ct_stats_names *routes; /* NULL or none yet: no per-route counters shown */
 };
 
 /* Append the JSON object (/stats) or the Prometheus text format 0.0.4

@@ -28,11 +28,13 @@
 #include <event2/event.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "common/log.h"
+#include "proxy/balance/balance.h"
 #include "proxy/ctx.h"
 #include "proxy/net/net.h"
 #include "proxy/upstream/upstream.h"
@@ -152,45 +154,82 @@ static void upstream_close(struct ct_upstream *u)
 
 /* ---- backends ----------------------------------------------------------------- */
 
-/* Smooth weighted round robin (nginx's): each pick adds every live
- * backend's weight to its current weight, takes the largest and subtracts
- * the total from it. Equal weights give plain round robin (A B A B); weights
- * 3:1 give A A B A, spread, not bunched. Backends marked down (passive
- * health, or the active checks) are left out. */
-static struct ct_backend_rt *pick_backend(struct ct_worker *w)
+/* W's backend K's group (w->be is parallel to w->cf's flat list). */
+static size_t group_of(const struct ct_worker *w, size_t k)
 {
-    struct ct_backend_rt *best = NULL;
-    int64_t total = 0;
-    ct_time_t now = 0;
-    for (size_t k = 0; k < w->nbe; k++) {
-        struct ct_backend_rt *be = w->be[k];
-        if (atomic_load_explicit(&be->addr->down, memory_order_relaxed))
-            continue; /* active health checks say down (proxy/upstream/health.h) */
-        if (be->down_until != 0) {
-            if (now == 0)
-                now = ct_time_mono();
-            if (now < be->down_until)
-                continue;
-            be->down_until = 0; /* its time is up: try it again */
-        }
-        int64_t weight = be->bc->weight ? be->bc->weight : 1;
-        be->cw += weight;
-        total += weight;
-        if (best == NULL || be->cw > best->cw)
-            best = be;
-    }
-    if (best)
-        best->cw -= total;
-    return best;
+    return k < w->cf->nflat ? w->cf->flat_group[k] : 0;
 }
 
-/* Is some backend of W other than BE in rotation now (not skipped by
- * passive or active health)? */
+/* Is BE in rotation at NOW (active checks and passive health)? Passive
+ * health's time up puts it back, and a backend coming back up starts its
+ * slow start (balance.h) from now. */
+static bool in_rotation(struct ct_backend_rt *be, ct_time_t now)
+{
+    bool down = atomic_load_explicit(&be->addr->down, memory_order_relaxed);
+    if (!down && be->down_until != 0) {
+        if (now < be->down_until)
+            down = true;
+        else
+            be->down_until = 0; /* its time is up: try it again */
+    }
+    if (down)
+        be->was_down = true;
+    else if (be->was_down) {
+        be->was_down = false;
+        be->up_since = now;
+    }
+    return !down;
+}
+
+/* A backend of GROUP by the group's balancing (proxy/balance/balance.h:
+ * smooth weighted round robin, least connections, bounded-load hashing of
+ * KEY; slow start), among those in rotation. */
+static struct ct_backend_rt *pick_backend(struct ct_worker *w, size_t group, uint64_t key)
+{
+    const struct ct_conf *cf = w->cf;
+    if (group >= ct_conf_ngroups(cf))
+        group = 0; /* a request routed under the previous configuration */
+    const struct ct_conf_group *g = ct_conf_group_at(cf, group);
+    struct ct_balance_member m[CT_BALANCE_MAX];
+    struct ct_backend_rt *bes[CT_BALANCE_MAX];
+    size_t n = 0;
+    ct_time_t now = ct_time_mono();
+    for (size_t k = 0; k < w->nbe && n < CT_BALANCE_MAX; k++) {
+        if (group_of(w, k) != group)
+            continue;
+        struct ct_backend_rt *be = w->be[k];
+        if (be->name_hash == 0)
+            be->name_hash = ct_balance_hash(be->addr->name, strlen(be->addr->name)) | 1;
+        m[n] = (struct ct_balance_member){
+            .weight = be->bc->weight ? be->bc->weight : 1,
+            .up = in_rotation(be, now),
+            .up_since = be->up_since,
+            .inflight = be->nconns - be->nidle,
+            .name_hash = be->name_hash,
+            .cw = be->cw,
+        };
+        bes[n++] = be;
+    }
+    struct ct_balance_opts o = {g->balance, (double)g->slow_start_ms / 1000.0,
+                                g->hash_balance_factor};
+    int i = ct_balance_pick(&o, m, n, key, now);
+    for (size_t k = 0; k < n; k++)
+        bes[k]->cw = m[k].cw;
+    return i < 0 ? NULL : bes[i];
+}
+
+/* Is some backend of BE's group other than BE in rotation now (not skipped
+ * by passive or active health)? */
 static bool other_backend_live(struct ct_worker *w, const struct ct_backend_rt *be, ct_time_t now)
 {
+    size_t group = SIZE_MAX;
+    for (size_t k = 0; k < w->nbe && group == SIZE_MAX; k++)
+        if (w->be[k] == be)
+            group = group_of(w, k);
     for (size_t k = 0; k < w->nbe; k++) {
         const struct ct_backend_rt *o = w->be[k];
-        if (o != be && !atomic_load_explicit(&o->addr->down, memory_order_relaxed) &&
+        if (o != be && group_of(w, k) == group &&
+            !atomic_load_explicit(&o->addr->down, memory_order_relaxed) &&
             (o->down_until == 0 || now >= o->down_until))
             return true;
     }
@@ -259,9 +298,10 @@ static struct ct_upstream *upstream_new(struct ct_worker *w, struct ct_backend_r
 }
 
 int ct_upstream_acquire(struct ct_worker *w, const struct ct_upstream_owner *oc, void *owner,
-                        bool fresh, struct ct_upstream **up, enum ct_close *why)
+                        const struct ct_upstream_pick *pick, bool fresh, struct ct_upstream **up,
+                        enum ct_close *why)
 {
-    struct ct_backend_rt *be = pick_backend(w);
+    struct ct_backend_rt *be = pick_backend(w, pick ? pick->group : 0, pick ? pick->key : 0);
     if (be == NULL) {
         *why = CT_CLOSE_NO_BACKEND;
         return CT_EIO;

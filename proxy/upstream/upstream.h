@@ -32,12 +32,20 @@ struct ct_upstream_owner {
     void (*closed)(void *owner, enum ct_close why);
 };
 
-/* Pick a backend (round robin, passive health) and lend OWNER a connection:
- * a pooled one unless FRESH, else a new one. Returns CT_OK with *UP set
- * (ready now if ct_upstream_is_connected(), else OC->ready follows), or
- * CT_EIO with *WHY set and nothing lent. */
+/* Which backend: one of GROUP (ct_conf_group_at's index) by the group's
+ * balancing; KEY is the request's hash for `balance = "hash"`. */
+struct ct_upstream_pick {
+    size_t group;
+    uint64_t key;
+};
+
+/* Pick a backend (PICK: NULL is the group "default"; passive and active
+ * health) and lend OWNER a connection: a pooled one unless FRESH, else a new
+ * one. Returns CT_OK with *UP set (ready now if ct_upstream_is_connected(),
+ * else OC->ready follows), or CT_EIO with *WHY set and nothing lent. */
 int ct_upstream_acquire(struct ct_worker *w, const struct ct_upstream_owner *oc, void *owner,
-                        bool fresh, struct ct_upstream **up, enum ct_close *why);
+                        const struct ct_upstream_pick *pick, bool fresh, struct ct_upstream **up,
+                        enum ct_close *why);
 /* The owner is done with *UP (NULLed). Back to the pool if REUSABLE, else closed. */
 void ct_upstream_release(struct ct_upstream **up, bool reusable);
 bool ct_upstream_is_connected(const struct ct_upstream *u);

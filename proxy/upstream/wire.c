@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "proxy/net/net.h"
+#include "proxy/ctx.h"
 #include "proxy/upstream/wire.h"
 
 static const char VIA_US[] = "1.1 cachet";
@@ -173,6 +174,14 @@ static void add_upgrade(struct hw *out, const struct ct_http_msg *msg)
  * callbacks or drain per request. */
 #define STACK_HEAD 4096
 
+/* The fields a route's rules add (proxy/ctx.h). */
+static void add_edits(struct hw *out, const struct ct_fwd_edit *e, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ct_fwd_edit_adds(e, i, n))
+            add_field(out, e[i].name, e[i].value);
+}
+
 void ct_fwd_request_head(struct ct_io *io, const struct ct_fwd_req *fr)
 {
     const struct ct_http_msg *msg = fr->msg;
@@ -182,6 +191,8 @@ void ct_fwd_request_head(struct ct_io *io, const struct ct_fwd_req *fr)
     bool has_conn = has_connection(msg);
     size_t bound = 2 * msg->head_bytes + 256 + fr->peer_ip.len + fr->default_host.len +
                    fr->extra_name.len + fr->extra_value.len;
+    for (size_t i = 0; i < fr->nedits; i++)
+        bound += fr->edits[i].name.len + fr->edits[i].value.len + 4;
     char stack[STACK_HEAD];
 
     if (bound <= sizeof(stack))
@@ -213,8 +224,12 @@ void ct_fwd_request_head(struct ct_io *io, const struct ct_fwd_req *fr)
         if (drop_field(msg, has_conn, f) ||
             (fr->extra_name.len && ct_str_eq_ci(f->name, fr->extra_name)))
             continue;
+        if ((fr->strip_cookie && f->id == CT_HDR_COOKIE) ||
+            (fr->nedits && ct_fwd_edited(fr->edits, 0, fr->nedits, f->name)))
+            continue;
         add_field(out, f->name, f->value);
     }
+    add_edits(out, fr->edits, fr->nedits);
     if (fr->extra_name.len && fr->extra_value.len)
         add_field(out, fr->extra_name, fr->extra_value);
     if (host == NULL && fr->default_host.len)
@@ -255,7 +270,10 @@ static void add_status_line(struct hw *out, unsigned status, struct ct_str reaso
 static size_t response_head_bound(const struct ct_http_msg *msg,
                                   const struct ct_fwd_resp_extra *extra)
 {
-    return 2 * msg->head_bytes + (extra ? extra->cache_status.len : 0) + 160;
+    size_t n = 2 * msg->head_bytes + (extra ? extra->cache_status.len : 0) + 160;
+    for (size_t i = 0; extra && i < extra->nedits; i++)
+        n += extra->edits[i].name.len + extra->edits[i].value.len + 4;
+    return n;
 }
 
 static void response_head(struct hw *out, const struct ct_http_msg *msg, bool chunked,
@@ -295,10 +313,13 @@ static void response_head(struct hw *out, const struct ct_http_msg *msg, bool ch
     for (size_t i = 0; i < msg->nfields; i++) {
         const struct ct_http_field *f = &msg->fields[i];
         if (f->id == CT_HDR_VIA || drop_field(msg, has_conn, f) ||
-            (extra && extra->omit && extra->omit(f, extra->omit_arg)))
+            (extra && extra->omit && extra->omit(f, extra->omit_arg)) ||
+            (extra && extra->nedits && ct_fwd_edited(extra->edits, 0, extra->nedits, f->name)))
             continue;
         add_field(out, f->name, f->value);
     }
+    if (extra)
+        add_edits(out, extra->edits, extra->nedits);
     add_joined(out, msg, CT_HDR_VIA, CT_STR(VIA_US));
     if (cs_len)
         add_field(out, CT_STR("Cache-Status"), extra->cache_status);

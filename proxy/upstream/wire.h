@@ -11,6 +11,7 @@
 
 #include "common/common.h"
 #include "http/http.h"
+#include "proxy/ctx.h"
 
 struct evbuffer;
 struct ct_io;
@@ -27,6 +28,11 @@ struct ct_fwd_req {
     /* A field we set and never take from the client (mTLS subject); a
      * client-sent copy is dropped. EXTRA_VALUE empty: only the drop. */
     struct ct_str extra_name, extra_value;
+    /* A route's rules, applied in order: SET replaces every field of that
+     * name, APPEND adds one, REMOVE drops them; STRIP_COOKIE drops Cookie. */
+    const struct ct_fwd_edit *edits;
+    size_t nedits;
+    bool strip_cookie;
 };
 
 /* Send the request head for the origin on IO (an upstream's): written at
@@ -45,6 +51,8 @@ enum ct_resp_conn {
  * client besides the hop-by-hop ones (targeted cache control, RFC 9213). */
 struct ct_fwd_resp_extra {
     struct ct_str cache_status;
+    const struct ct_fwd_edit *edits; /* a route's response rules (proxy/ctx.h) */
+    size_t nedits;
     bool (*omit)(const struct ct_http_field *f, const void *arg);
     const void *omit_arg;
 };

@@ -69,6 +69,27 @@ ct_check "unknown option exits 2" "$?" 2
 ct_check "unknown option suggests" "$(sed -n 1p "$CT_TMP/opt.err")" \
     'cachet: unknown option "--cache-sise" (did you mean --cache-size?)'
 
+# conf/sites.conf (two sites, backend groups, routes) checks, and -T shows
+# its routes in a file that dumps the same.
+SITES="$CT_SRC/conf/sites.conf"
+out=$("$CACHET" -t -c "$SITES" 2>&1)
+ct_check "-t on conf/sites.conf says ok" "$out" "configuration ok"
+"$CACHET" -T -c "$SITES" >"$CT_TMP/sites1.conf"
+"$CACHET" -T -c "$CT_TMP/sites1.conf" >"$CT_TMP/sites2.conf"
+ct_check "-T of sites.conf round-trips" "$(tail -n +2 "$CT_TMP/sites1.conf")" \
+    "$(tail -n +2 "$CT_TMP/sites2.conf")"
+ct_check_match "-T prints the routes" "$(cat "$CT_TMP/sites1.conf")" \
+    'name = "static";[[:space:]]+match = \{[[:space:]]+path = "off";[[:space:]]+path_prefix = "/static/";'
+# A broken route: the binary reports it where it is.
+sed -e 's|path_regex = "^/api/v\[0-9\]+/"|path_regex = "^/api/(v[0-9]+/"|' \
+    -e 's|backend_group = "static";|backend_group = "statics";|' "$SITES" >"$CT_TMP/badsites.conf"
+"$CACHET" -t -c "$CT_TMP/badsites.conf" >/dev/null 2>"$CT_TMP/badsites.err"
+ct_check "-t on a broken route exits 1" "$?" 1
+ct_check_match "bad regex located, with PCRE2's offset" "$(cat "$CT_TMP/badsites.err")" \
+    'badsites\.conf:[0-9]+: sites\[0\]\.routes\[1\]\.match\.path_regex: invalid regular expression "\^/api/\(v\[0-9\]\+/": missing closing parenthesis at offset 15'
+ct_check_match "unknown group located" "$(cat "$CT_TMP/badsites.err")" \
+    'badsites\.conf:[0-9]+: sites\[0\]\.routes\[0\]\.backend_group: unknown backend group "statics"'
+
 # The example runs: moved to ephemeral ports, its listeners come up.
 ct_start ex "$CACHET" -c "$EXAMPLE" --http 127.0.0.1:0 --https 127.0.0.1:0 --admin 127.0.0.1:0 \
     --workers 1
