@@ -346,7 +346,10 @@ size_t ct_cache_purge_tag(struct ct_cache *cache, struct ct_str tag, enum ct_cac
  * removing them. On CT_OK *ID is its number (increasing from 1). Errors:
  * CT_EPROTO (EXPR is not a ban: ERR says at which column and why, e.g.
  * "column 12: expected ==, !=, ~, !~ or ^="), CT_ELIMIT (max_bans bans are
- * active; ERR says so). ERR (ERRLEN > 0 bytes) is always NUL-terminated. */
+ * active, or the ban's bytes do not fit the budget even after evicting every
+ * object; ERR says so). The ban's bytes are charged to the store's budget
+ * until it is dropped (ct_cache_stats: ban_bytes), evicting objects if need
+ * be. ERR (ERRLEN > 0 bytes) is always NUL-terminated. No lock may be held. */
 int ct_cache_ban_add(struct ct_cache *cache, const char *expr, size_t len, bool soft,
                      ct_time_t now, uint64_t *id, char *err, size_t errlen);
 
@@ -429,6 +432,8 @@ struct ct_cache_stats {
     uint64_t bans_refused;   /* ct_cache_ban_add refusals: the list was full */
     uint64_t bans_completed; /* bans dropped: every older object was tested */
     uint64_t ban_lurker_progress; /* per mille of the lurker's current walk (1000: idle) */
+    uint64_t ban_bytes; /* the active bans' counted bytes: structs, texts, compiled and
+                           JIT regex code (part of `bytes`) */
 };
 
 void ct_cache_stats(const struct ct_cache *cache, struct ct_cache_stats *st);

@@ -8,6 +8,12 @@
  * terms with their JIT-compiled PCRE2 regexes, its counters), in one list,
  * newest first, owned by struct ct_cache_bans (one per store).
  *
+ * Memory: a ban's bytes (ban_cost: its allocations with malloc's overhead,
+ * and each regex's compiled and JIT code as PCRE2 reports them) are charged
+ * to the store's byte budget when it is added, evicting objects if need be
+ * (issue 16: a pile of bans must not grow memory past cache.size), and given
+ * back when it is dropped; ct_cache_stats' ban_bytes shows them.
+ *
  * Which bans an object still needs: each object carries ban_seq, the id of
  * the newest ban it was tested against (or the newest there was when its
  * head was set: its response is newer than all of those). Ids only grow, so
@@ -54,6 +60,7 @@ struct ban {
     bool soft;
     char *text; /* as given, owned */
     size_t text_len;
+    size_t bytes; /* counted against the store's budget (ban_cost) */
     unsigned nterms;
     struct term terms[CT_CACHE_BAN_MAX_TERMS];
     _Atomic uint64_t tested, banned;
@@ -65,6 +72,7 @@ struct ct_cache_bans {
     unsigned n;           /* lock */
     _Atomic uint64_t seq; /* the newest id given; written under lock (write) */
     _Atomic uint64_t added, refused, completed;
+    _Atomic uint64_t bytes; /* the active bans' counted bytes (part of cache->bytes) */
     /* the lurker's walk, under lurk_mtx */
     pthread_mutex_t lurk_mtx;
     bool walking, shard_started;
@@ -215,7 +223,7 @@ static int parse_value(struct lex *lx, struct term *t)
     }
     lx->i++;
     buf[n] = '\0';
-    t->val = buf;
+    t->val = ct_xrealloc(buf, n + 1); /* its exact size: ban_cost counts n + 1 */
     t->val_len = n;
     return CT_OK;
 }
@@ -234,6 +242,25 @@ static int compile(struct lex *lx, struct term *t, size_t val_at)
     /* JIT where the platform has it; the interpreter otherwise (same result). */
     pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE);
     return CT_OK;
+}
+
+/* What B holds, as the budget counts it: each allocation with malloc's
+ * overhead, and for a regex its compiled code and its JIT code, as PCRE2
+ * reports them (PCRE2_INFO_SIZE, PCRE2_INFO_JITSIZE). */
+static size_t ban_cost(const struct ban *b)
+{
+    size_t n = sizeof(*b) + CT_CACHE_MALLOC_OVERHEAD + b->text_len + 1 + CT_CACHE_MALLOC_OVERHEAD;
+    for (unsigned i = 0; i < b->nterms; i++) {
+        const struct term *t = &b->terms[i];
+        if (t->val)
+            n += t->val_len + 1 + CT_CACHE_MALLOC_OVERHEAD;
+        size_t code = 0, jit = 0;
+        if (t->re && pcre2_pattern_info(t->re, PCRE2_INFO_SIZE, &code) == 0)
+            n += code + CT_CACHE_MALLOC_OVERHEAD;
+        if (t->re && pcre2_pattern_info(t->re, PCRE2_INFO_JITSIZE, &jit) == 0)
+            n += jit;
+    }
+    return n;
 }
 
 static void ban_free(struct ban *b)
@@ -407,9 +434,19 @@ int ct_cache_ban_add(struct ct_cache *cache, const char *expr, size_t len, bool 
         return CT_EPROTO;
     b->soft = soft;
     b->created = now;
+    b->bytes = ban_cost(b);
+    /* Before the ban lock: reserving may evict, which takes shard locks. */
+    if (ct_cache_reserve(cache, b->bytes) != CT_OK) {
+        snprintf(err, errlen, "the ban needs %zu bytes of the cache's %llu (cache.size)", b->bytes,
+                 (unsigned long long)cache->cfg.max_bytes);
+        ban_free(b);
+        atomic_fetch_add_explicit(&bs->refused, 1, memory_order_relaxed);
+        return CT_ELIMIT;
+    }
     pthread_rwlock_wrlock(&bs->lock);
     if (bs->n >= cache->cfg.max_bans) {
         pthread_rwlock_unlock(&bs->lock);
+        ct_cache_unreserve(cache, b->bytes);
         ban_free(b);
         atomic_fetch_add_explicit(&bs->refused, 1, memory_order_relaxed);
         snprintf(err, errlen,
@@ -424,6 +461,7 @@ int ct_cache_ban_add(struct ct_cache *cache, const char *expr, size_t len, bool 
     bs->n++;
     atomic_store_explicit(&bs->seq, b->id, memory_order_release);
     atomic_store_explicit(&cache->nbans, bs->n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&bs->bytes, b->bytes, memory_order_relaxed);
     pthread_rwlock_unlock(&bs->lock);
     atomic_fetch_add_explicit(&bs->added, 1, memory_order_relaxed);
     *id = b->id;
@@ -482,6 +520,8 @@ static void drop_upto(struct ct_cache *cache, uint64_t upto)
     pthread_rwlock_unlock(&bs->lock);
     while (gone) {
         struct ban *older = gone->older;
+        atomic_fetch_sub_explicit(&bs->bytes, gone->bytes, memory_order_relaxed);
+        ct_cache_unreserve(cache, gone->bytes);
         ban_free(gone);
         gone = older;
     }
@@ -570,6 +610,7 @@ void ct_cache_bans_fini(struct ct_cache *cache)
     while (bs->newest) {
         struct ban *b = bs->newest;
         bs->newest = b->older;
+        ct_cache_unreserve(cache, b->bytes);
         ban_free(b);
     }
     pthread_rwlock_destroy(&bs->lock);
@@ -586,4 +627,5 @@ void ct_cache_bans_stats(const struct ct_cache *cache, struct ct_cache_stats *st
     st->bans_refused = atomic_load_explicit(&bs->refused, memory_order_relaxed);
     st->bans_completed = atomic_load_explicit(&bs->completed, memory_order_relaxed);
     st->ban_lurker_progress = atomic_load_explicit(&bs->progress, memory_order_relaxed);
+    st->ban_bytes = atomic_load_explicit(&bs->bytes, memory_order_relaxed);
 }

@@ -21,8 +21,10 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "cache/cache.h"
+#include "common/slab.h"
 
 #define CT_OBJ_MAGIC 0x0b1ec7edu
 #define CT_CACHE_MAGIC 0xcace57e5u
@@ -30,6 +32,30 @@
 /* What one malloc costs beyond what was asked (glibc chunk header, rounding):
  * counted per allocation so the cap bounds real memory, not just payload. */
 #define CT_CACHE_MALLOC_OVERHEAD 16
+
+/* Object memory (the struct with its key, body segments) comes from the
+ * slabs (common/slab.h) up to CT_SLAB_MAX bytes, so that a purge gives it
+ * back to the kernel without malloc_trim's arena walk (issue 19); larger
+ * requests from malloc. The cost counted against the cap is the slot's class
+ * size, or the request plus malloc's overhead. Free with the size asked. */
+static inline size_t ct_cache_alloc_cost(size_t n)
+{
+    size_t s = ct_slab_size(n);
+    return s ? s : n + CT_CACHE_MALLOC_OVERHEAD;
+}
+
+static inline void *ct_cache_alloc(size_t n)
+{
+    return n <= CT_SLAB_MAX ? ct_slab_alloc(n) : ct_xmalloc(n);
+}
+
+static inline void ct_cache_dealloc(void *p, size_t n)
+{
+    if (n <= CT_SLAB_MAX)
+        ct_slab_free(p);
+    else
+        free(p);
+}
 
 /* A Content-Length body of at least this many bytes gets its first segment
  * in a memfd mapping instead of the heap (cache_obj.c, ct_obj_body_fd()). */
@@ -272,7 +298,7 @@ static inline void ct_cache_obj_prefetch_unlink(const struct ct_obj *obj)
 /* The object struct with its key: what a lookup reserves to create one. */
 static inline size_t ct_cache_obj_base_size(size_t key_len)
 {
-    return sizeof(struct ct_obj) + key_len + CT_CACHE_MALLOC_OVERHEAD;
+    return ct_cache_alloc_cost(sizeof(struct ct_obj) + key_len);
 }
 
 static inline bool ct_cache_obj_has_key(const struct ct_obj *obj, const struct ct_cache_key *key)

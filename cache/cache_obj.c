@@ -2,8 +2,10 @@
  * cache/cache_obj.c: one object's life: creation, head, body, state changes,
  * waiters, references, free.
  *
- * Memory of an object, counted against the cap when reserved:
- *   - the struct with its key (+ malloc overhead), reserved by the lookup that
+ * Memory of an object, counted against the cap when reserved, from the
+ * slabs (common/slab.h, cache_int.h: ct_cache_alloc; counted at their class
+ * size) or, past CT_SLAB_MAX, malloc (counted with its overhead):
+ *   - the struct with its key, reserved by the lookup that
  *     creates it (there is no separate per-key allocation: cache_int.h);
  *   - the first segment, one allocation holding [segment header][body capacity]
  *     [head | etag | last-modified | vary], reserved by ct_obj_set_head: with a
@@ -40,14 +42,24 @@
 
 /* Per-object overhead budget (issue 5: <= 256 bytes beyond key, head, body):
  * object 160 (key included separately; 8 of it the tag links pointer and 8
- * the ban mark, issue 16) + first segment header 24 + 2 x 16 malloc overhead
- * + ~8-16 of slot array = ~226-232. Keep the structs from creeping. */
+ * the ban mark, issue 16) + first segment header 24 + ~8-16 of slot array
+ * = ~192-200, plus the rounding of the two allocations up to their slab
+ * classes (at most an eighth of each; the malloc overhead it replaced was 2
+ * x 16). Keep the structs from creeping. */
 _Static_assert(sizeof(struct ct_obj) <= 160, "struct ct_obj grew past its budget");
 _Static_assert(sizeof(struct ct_cache_seg) <= 24, "segment header grew");
 
 static size_t alloc_cost(size_t n)
 {
-    return n + CT_CACHE_MALLOC_OVERHEAD;
+    return ct_cache_alloc_cost(n);
+}
+
+/* The bytes the first segment's allocation asked for: its body capacity and
+ * the blob after it (ct_obj_set_head). */
+static size_t first_seg_bytes(const struct ct_obj *obj)
+{
+    return sizeof(struct ct_cache_seg) + obj->seg_first->cap + obj->head_len + obj->etag_len +
+           obj->lm_len + obj->date_len + obj->vary_len;
 }
 
 static void seg_unmap(struct ct_cache *cache, struct ct_cache_seg *seg);
@@ -58,7 +70,8 @@ struct ct_obj *ct_cache_obj_new(struct ct_cache_shard *sh, uint64_t hash, struct
                                 unsigned flags)
 {
     CT_ASSERT(key.len <= UINT32_MAX);
-    struct ct_obj *obj = ct_xcalloc(1, sizeof(*obj) + key.len);
+    struct ct_obj *obj = ct_cache_alloc(sizeof(*obj) + key.len);
+    memset(obj, 0, sizeof(*obj));
     obj->magic = CT_OBJ_MAGIC;
     obj->hash = hash;
     obj->key_len = (uint32_t)key.len;
@@ -85,15 +98,17 @@ void ct_cache_obj_free(struct ct_obj *obj)
         struct ct_cache_seg *next = atomic_load_explicit(&seg->next, memory_order_relaxed);
         if (seg == obj->seg_first && obj->body_mapped)
             seg_unmap(cache, seg);
+        else if (seg == obj->seg_first)
+            ct_cache_dealloc(seg, first_seg_bytes(obj));
         else
-            free(seg);
+            ct_cache_dealloc(seg, sizeof(*seg) + seg->cap);
         seg = next;
     }
     if (obj->body_src)
         ct_cache_obj_put(obj->body_src); /* COMPLETE: no lock needed */
     size_t size = obj->size;
     obj->magic = 0;
-    free(obj);
+    ct_cache_dealloc(obj, sizeof(*obj) + obj->key_len);
     ct_cache_unreserve(cache, size);
     atomic_fetch_sub_explicit(&cache->objects, 1, memory_order_relaxed);
 }
@@ -212,7 +227,7 @@ static struct ct_cache_seg *seg_init(void *mem, size_t cap)
 
 static struct ct_cache_seg *seg_alloc(size_t cap, size_t extra)
 {
-    return seg_init(ct_xmalloc(sizeof(struct ct_cache_seg) + cap + extra), cap);
+    return seg_init(ct_cache_alloc(sizeof(struct ct_cache_seg) + cap + extra), cap);
 }
 
 /* ---- mapped first segments ---------------------------------------------------

@@ -3,11 +3,14 @@
  * (beside the cache's counted bytes, so an operator sees the gap), and giving
  * freed pages back to the kernel.
  *
- * cachet runs on glibc's malloc, and the main thread calls ct_mem_maintain()
- * every second, which gives free pages back with malloc_trim (issue 19
- * measured that against glibc alone, glibc's tunables and jemalloc, see
- * docs/memory.md: jemalloc returned memory as well but cost ~30 % more
- * instructions per cache hit). -DCT_JEMALLOC=ON links jemalloc instead (not
+ * cachet runs on glibc's malloc, with the cache's object memory in slabs
+ * (common/slab.h), and the main thread calls ct_mem_maintain() every second,
+ * which gives the slabs' empty regions back (madvise, no lock a worker
+ * needs) and malloc's free pages with malloc_trim (issue 19 measured that
+ * against glibc alone, glibc's tunables and jemalloc, see docs/memory.md:
+ * jemalloc returned memory as well but cost ~30 % more instructions per
+ * cache hit). The figures (allocated, resident) are malloc's plus the
+ * slabs', which are also given apart. -DCT_JEMALLOC=ON links jemalloc instead (not
  * with a sanitizer, which brings its own allocator), with the options mem.c
  * sets; the figures then come from mallctl() instead of mallinfo2().
  *
@@ -29,6 +32,10 @@ struct ct_mem_stats {
                               (not resident); glibc: free bytes it holds */
     uint64_t rss;          /* the whole process's resident set (/proc/self/statm),
                               mapped cache bodies included; 0 if unreadable */
+    /* The slabs' share (common/slab.h; included in allocated and resident) */
+    uint64_t slab_used;     /* bytes in live slots */
+    uint64_t slab_resident; /* bytes of regions not given back (an upper bound) */
+    uint64_t slab_mapped;   /* address space mapped for regions */
 };
 
 /* Fill OUT. The allocator's figures are at most a moment old; no lock is
@@ -41,19 +48,27 @@ void ct_mem_release(void);
 
 /* When to give pages back: the main thread's periodic call (about once a
  * second) passes the time (seconds of ct_time_mono()) and the cache's counted
- * bytes. glibc: ct_mem_release() when the cache shrank by an eighth of its
- * CAP since the last release (a purge, an expiry wave), or CT_MEM_TRIM_S
+ * bytes. First the slabs' regions empty for a whole second go back, for at
+ * most CT_MEM_SLAB_BUDGET_MS of the calling thread's CPU (~100-200 regions,
+ * 200-400 MiB; any allocator). Then glibc: ct_mem_release() when the cache
+ * shrank or grew by an eighth of its CAP since the last release (a purge, an
+ * expiry wave, a refill), or CT_MEM_TRIM_S
  * after the last one; never when malloc holds less than CT_MEM_TRIM_MIN free
- * bytes. A trim under load costs 10-50 ms of CPU and holds each arena's lock
- * while it walks that arena, so it is not done every second. jemalloc:
- * nothing (its decay does it). The caller owns the state, zeroed at start.
- * Returns true if it released. */
+ * bytes. A trim holds each arena's lock while it walks that arena (now a
+ * heap without the cache's bodies: ~0.5 ms), so it is not done every
+ * second. jemalloc:
+ * nothing more (its decay does it). The caller owns the state, zeroed at
+ * start. Returns true if it gave anything back. */
 struct ct_mem_trim {
     double last_s;       /* the last release */
     uint64_t high_bytes; /* the cache's most bytes since then */
+    uint64_t low_bytes;  /* and its fewest */
 };
-#define CT_MEM_TRIM_S 30.0
+#define CT_MEM_TRIM_S 5.0 /* was 30 while the heap held the cache's bodies (a trim then
+                            took 10-50 ms of CPU; now 0.5 ms median, 9 ms at most) */
 #define CT_MEM_TRIM_MIN (1024 * 1024)
+#define CT_MEM_SLAB_BATCH 8        /* slab regions (2 MiB) per ct_slab_release() */
+#define CT_MEM_SLAB_BUDGET_MS 40.0 /* of CPU giving slab regions back, per call */
 bool ct_mem_maintain(struct ct_mem_trim *t, double now, uint64_t cache_bytes, uint64_t cap);
 
 #endif /* CT_MEM_H */

@@ -367,10 +367,10 @@ static void json_cache(struct ct_buf *o, const struct ct_cache_stats *c)
                         (unsigned long long)c->tag_bytes);
     ct_stats_out_printf(o,
                         "\"bans_active\":%llu,\"bans_added\":%llu,\"bans_refused\":%llu,"
-                        "\"bans_completed\":%llu,\"ban_lurker_progress\":%.3f}",
+                        "\"bans_completed\":%llu,\"ban_bytes\":%llu,\"ban_lurker_progress\":%.3f}",
                         (unsigned long long)c->bans_active, (unsigned long long)c->bans_added,
                         (unsigned long long)c->bans_refused, (unsigned long long)c->bans_completed,
-                        c->ban_lurker_progress / 1000.0);
+                        (unsigned long long)c->ban_bytes, c->ban_lurker_progress / 1000.0);
 }
 
 static void json_listeners(struct ct_buf *o, const struct ct_stats_view *v)
@@ -403,9 +403,12 @@ static void json_mem(struct ct_buf *o, const struct ct_mem_stats *m)
 {
     CT_BUF_LIT(o, ",\"memory\":{\"allocator\":");
     json_str(o, m->allocator);
-    ct_buf_printf(o, ",\"allocated\":%llu,\"resident\":%llu,\"retained\":%llu,\"rss\":%llu}",
+    ct_buf_printf(o, ",\"allocated\":%llu,\"resident\":%llu,\"retained\":%llu,\"rss\":%llu,",
                         (unsigned long long)m->allocated, (unsigned long long)m->resident,
                         (unsigned long long)m->retained, (unsigned long long)m->rss);
+    ct_buf_printf(o, "\"slab_used\":%llu,\"slab_resident\":%llu,\"slab_mapped\":%llu}",
+                  (unsigned long long)m->slab_used, (unsigned long long)m->slab_resident,
+                  (unsigned long long)m->slab_mapped);
 }
 
 void ct_stats_render_json(const struct ct_stats_view *v, struct ct_buf *o)
@@ -551,11 +554,15 @@ static void prom_cache(struct ct_buf *o, const struct ct_cache_stats *c)
     prom_gauge(o, "cache_tag_bytes", "Tag index: bytes (part of cachet_cache_bytes).",
                c->tag_bytes);
     prom_gauge(o, "cache_bans_active", "Bans not yet dropped by the lurker.", c->bans_active);
+    prom_gauge(o, "cache_ban_bytes",
+               "Active bans: bytes of texts, values, compiled and JIT regex code (part of "
+               "cachet_cache_bytes).",
+               c->ban_bytes);
     prom_head(o, "cache_bans_added", "_total", "counter", "Bans accepted.");
     ct_stats_out_printf(o, "cachet_cache_bans_added_total %llu\n",
                         (unsigned long long)c->bans_added);
     prom_head(o, "cache_bans_refused", "_total", "counter",
-              "Bans refused because cache.max_bans were active.");
+              "Bans refused: cache.max_bans were active, or too big for cache.size.");
     ct_stats_out_printf(o, "cachet_cache_bans_refused_total %llu\n",
                         (unsigned long long)c->bans_refused);
     prom_head(o, "cache_bans_completed", "_total", "counter",
@@ -601,6 +608,14 @@ static void prom_mem(struct ct_buf *o, const struct ct_mem_stats *m)
                m->retained);
     prom_gauge(o, "memory_rss_bytes", "Process resident set, mapped cache bodies included.",
                m->rss);
+    prom_gauge(o, "memory_slab_used_bytes",
+               "Slabs (the cache's object memory): bytes in live slots (part of allocated).",
+               m->slab_used);
+    prom_gauge(o, "memory_slab_resident_bytes",
+               "Slabs: bytes of regions not given back (an upper bound; part of resident).",
+               m->slab_resident);
+    prom_gauge(o, "memory_slab_mapped_bytes", "Slabs: address space mapped for regions.",
+               m->slab_mapped);
 }
 
 void ct_stats_render_prom(const struct ct_stats_view *v, struct ct_buf *o)

@@ -52,6 +52,10 @@ U100=$(url 100 a100 img) U12=$(url 12 a12 img)
 out=$(curl -s -X POST --data-binary 'obj.http.x-tag ~ "^a" && obj.url ^= "/gen?p=img&"' "$A/ban")
 ct_check "POST /ban: its id and the list's size" "$out" \
     '{"id":1,"soft":false,"expression":"obj.http.x-tag ~ \"^a\" && obj.url ^= \"/gen?p=img&\"","bans_active":1}'
+# its memory is charged to the cache (issue 16): text, values, the regex's code
+bb=$(metric cachet_cache_ban_bytes)
+ct_check_match "/metrics: the ban's bytes" "$bb" '^[1-9][0-9]+$'
+ct_check_match "/stats: the ban's bytes" "$(curl -s "$A/stats")" "\"ban_bytes\":$bb,"
 # objects stored after the ban are not banned
 curl -s -o /dev/null "$U100"
 bans=$(curl -s "$A/bans")
@@ -75,6 +79,7 @@ ct_check "/metrics: bans completed" "$(metric cachet_cache_bans_completed_total)
 ct_check "/metrics: each older object tested once (lookups and lurker)" "$(metric cachet_cache_ban_tested_total)" 30
 ct_check_match "/metrics: the lurker tested most" "$(metric cachet_cache_ban_lurker_tested_total)" '^(2[5-9]|30)$'
 ct_check "/metrics: lurker idle" "$(metric cachet_cache_ban_lurker_progress)" 1.000
+ct_check "/metrics: a dropped ban's bytes given back" "$(metric cachet_cache_ban_bytes)" 0
 ct_check_match "/stats: the ban counters" "$(curl -s "$A/stats")" '"banned":7,.*"bans_active":0,"bans_added":1,'
 ct_check_match "a banned one the lurker found is gone too" "$(cstatus "$U12")" 'uri-miss; stored'
 

@@ -2,8 +2,8 @@
 # Memory (issue 19): under cache churn (objects of 16-60 KiB on the heap and
 # chunked ones grown by segments, through a cache a fraction of their total,
 # so inserts evict) RSS stays under 1.15 x cache.size + 48 MiB; a purge of
-# everything gives the freed pages back (the main thread's malloc_trim after
-# the cache shrank) within a minute; /metrics and /stats show the allocator's
+# everything gives the freed pages back (the slabs' empty regions, then
+# malloc_trim for the rest) within a minute; /metrics and /stats show the allocator's
 # figures beside the cache's bytes. Under ASan the RSS is ASan's (shadow
 # memory, quarantine): there only the figures and the serving are checked.
 # needs: cachet cachet-origin
@@ -40,6 +40,7 @@ peak_run() { churn 0 & churn 1 & wait; }
 peak=$(ct_peak_rss_during "$PID" "$CT_TMP/churn.out" peak_run)
 ct_check "churn: every answer 200" "$(cat "$CT_TMP"/codes.* | sort | uniq -c | awk '{print $2 ":" $1}')" "200:3000"
 ct_check_match "churn: the cache evicted" "$(prom cachet_cache_evictions_total)" '^[1-9][0-9]*$'
+slab_used=$(prom cachet_memory_slab_used_bytes)
 bytes=$(prom cachet_cache_bytes)
 ct_check "churn: the cache's bytes within its cap" "$((bytes <= CACHE_MB * 1048576))" 1
 if ((san == 0)); then
@@ -57,7 +58,7 @@ ct_check_match "metrics: resident, retained, rss" \
 ct_check_match "metrics: the allocator named" "$(curl -s "$A/metrics")" \
     'cachet_memory_allocator_info\{allocator="(glibc|jemalloc|sanitizer)"\} 1'
 ct_check_match "stats: memory object" "$(curl -s "$A/stats")" \
-    '"memory":\{"allocator":"(glibc|jemalloc|sanitizer)","allocated":[0-9]+,"resident":[0-9]+,"retained":[0-9]+,"rss":[1-9][0-9]*\}'
+    '"memory":\{"allocator":"(glibc|jemalloc|sanitizer)","allocated":[0-9]+,"resident":[0-9]+,"retained":[0-9]+,"rss":[1-9][0-9]*,"slab_used":[0-9]+,"slab_resident":[0-9]+,"slab_mapped":[1-9][0-9]*\}'
 
 # purge everything: RSS goes back near the empty process (glibc kept ~20
 # MiB of a 64 MiB cache's freed heap resident without the trim; allow an
@@ -72,5 +73,19 @@ if ((san == 0)); then
     a2=$(prom cachet_memory_allocated_bytes)
     ct_check "after the purge: allocated fell ($alloc -> $a2)" "$((a2 < alloc))" 1
 fi
+# the slabs (the cache's object memory): all of it back, whatever the allocator
+ct_check_match "churn: objects were in slabs" "$slab_used" '^[1-9][0-9]*$'
+slab_back() {
+    local m
+    m=$(curl -s "$A/metrics")
+    su=$(awk '$1 == "cachet_memory_slab_used_bytes" { print $2 }' <<<"$m")
+    sr=$(awk '$1 == "cachet_memory_slab_resident_bytes" { print $2 }' <<<"$m")
+    sm=$(awk '$1 == "cachet_memory_slab_mapped_bytes" { print $2 }' <<<"$m")
+    ((su == 0 && sr * 256 <= sm))
+}
+# (one /metrics a second: a scrape is slow under ASan)
+for ((i = 0; i < 60; i++)); do slab_back && break; sleep 1; done
+ct_check "after the purge: slabs empty ($su B used) and given back (resident $sr of $sm B mapped: region headers)" \
+    "$((su == 0 && sr * 256 <= sm))" 1
 ct_check "still serving" "$(curl -s -o /dev/null -w '%{http_code}' "$P/gen?size=100&after=1")" 200
 ct_done

@@ -3,7 +3,8 @@
  * expression parser and its errors (column and why), req.* refused, lazy
  * application at lookup (only objects older than the ban), soft bans, the
  * lurker's bounded slices and the drop of a finished ban, the list's bound,
- * and lookups on other threads while bans are added and lurked.
+ * the bans' memory charged to the store's budget, and lookups on other
+ * threads while bans are added and lurked.
  */
 #include <CUnit/CUnit.h>
 #include <pthread.h>
@@ -358,6 +359,78 @@ static void test_list_bound(void)
     ct_cache_free(&c);
 }
 
+/* Bans are charged to the store's budget (issue 16): to the byte for their
+ * text and values, with a regex's compiled and JIT code on top; given back
+ * when the lurker drops them; room made by evicting objects; a ban that
+ * cannot fit even in an empty store refused. */
+static void test_memory(void)
+{
+    struct ct_cache *c = mk_ban_cache(0, 4);
+    char err[256];
+    size_t empty = idle_bytes(c);
+    CU_ASSERT_EQUAL(stats(c).ban_bytes, 0);
+    CU_ASSERT_EQUAL(ban(c, "obj.url == \"/a\"", false, T0, err, sizeof(err)), CT_OK);
+    struct ct_cache_stats st = stats(c);
+    size_t one = st.ban_bytes;
+    CU_ASSERT_EQUAL(st.bytes - empty, one);
+    CU_ASSERT(one > strlen("obj.url == \"/a\"") + 3 * 16);
+    /* 4 more bytes of text and 4 more of value: 8 more bytes */
+    CU_ASSERT_EQUAL(ban(c, "obj.url == \"/abcde\"", false, T0, err, sizeof(err)), CT_OK);
+    CU_ASSERT_EQUAL(stats(c).ban_bytes - one, one + 8);
+    /* the same length with a regex: its code on top */
+    size_t two = stats(c).ban_bytes;
+    CU_ASSERT_EQUAL(ban(c, "obj.url ~ \"^/x[0-9]+$\"", false, T0, err, sizeof(err)), CT_OK);
+    size_t re = stats(c).ban_bytes - two;
+    CU_ASSERT(re > one + 64);
+    st = stats(c);
+    CU_ASSERT_EQUAL(st.bytes - empty, st.ban_bytes);
+    for (int i = 0; stats(c).bans_active && i < 10; i++)
+        ct_cache_ban_lurk(c, T0 + 1, 100);
+    st = stats(c);
+    CU_ASSERT_EQUAL(st.bans_active, 0);
+    CU_ASSERT_EQUAL(st.ban_bytes, 0);
+    CU_ASSERT_EQUAL(st.bytes, empty);
+    ct_cache_free(&c);
+
+    /* a full store of 64 KiB: a ban evicts objects to fit; one bigger than
+     * the whole store is refused */
+    struct ct_cache_config cfg = {.max_bytes = 64u << 10, .max_object_size = 1u << 10,
+                                  .shards = 1, .field = field_of};
+    c = ct_cache_new(&cfg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    char url[32];
+    for (int i = 0; i < 400; i++) {
+        snprintf(url, sizeof(url), "/fill/%d", i);
+        put(c, "example.com", url, 200, NULL, T0);
+    }
+    st = stats(c);
+    CU_ASSERT(st.evictions > 0); /* it is full */
+    CU_ASSERT_EQUAL(ban(c, "obj.url ~ \"^/nothing/[a-z]+/[0-9]+$\"", false, T0, err,
+                        sizeof(err)), CT_OK);
+    struct ct_cache_stats st2 = stats(c);
+    CU_ASSERT(st2.evictions > st.evictions);
+    CU_ASSERT(st2.bytes <= cfg.max_bytes);
+    CU_ASSERT(st2.ban_bytes > 0);
+    ct_cache_free(&c);
+
+    /* the smallest store (4 KiB) and a ban of 4000 bytes: text and value
+     * alone are twice what it holds */
+    cfg.max_bytes = 4096;
+    c = ct_cache_new(&cfg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    static char big[4000];
+    memcpy(big, "obj.url == \"", 12);
+    memset(big + 12, 'a', sizeof(big) - 14);
+    big[sizeof(big) - 2] = '"';
+    big[sizeof(big) - 1] = '\0';
+    CU_ASSERT_EQUAL(ban(c, big, false, T0, err, sizeof(err)), CT_ELIMIT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "the ban needs"));
+    st = stats(c);
+    CU_ASSERT_EQUAL(st.ban_bytes, 0);
+    CU_ASSERT_EQUAL(st.bans_refused, 1);
+    ct_cache_free(&c);
+}
+
 /* Lookups and fills on two threads while the main thread bans and lurks:
  * nothing crashes or leaks (ASan), and each banned object is gone. */
 struct hammer {
@@ -450,5 +523,6 @@ void ct_test_register(void)
              {"lurker: bounded slices, ban dropped after its walk", test_lurker_slices},
              {"lurker: objects newer than the ban untested", test_lurker_skips_newer},
              {"list: bounded and visible", test_list_bound},
+             {"memory: charged to the budget, given back", test_memory},
              {"threads: lookups beside bans and the lurker", test_threads});
 }

@@ -1,7 +1,7 @@
 /*
  * tests/unit/test_mem.c: common/mem.h. The allocator's figures move with
  * allocations; ct_mem_maintain() gives free pages back when the cache shrank
- * by an eighth of its cap or CT_MEM_TRIM_S passed, and not otherwise; after
+ * or grew by an eighth of its cap or CT_MEM_TRIM_S passed, and not otherwise; after
  * it, the RSS of a heap whose freed blocks sit below a live one (which glibc
  * does not return by itself) drops.
  */
@@ -79,29 +79,37 @@ static void test_maintain_triggers(void)
     struct ct_mem_trim t = {.last_s = 1000.0}; /* as if it had just released */
     const uint64_t cap = 800 * MIB;
 
-    /* the cache grows, then shrinks by less than an eighth: nothing */
+    /* the cache grows by less than an eighth: nothing */
     CU_ASSERT_FALSE(ct_mem_maintain(&t, 1000.0, 0, cap));
-    CU_ASSERT_FALSE(ct_mem_maintain(&t, 1001.0, 700 * MIB, cap));
-    CU_ASSERT_FALSE(ct_mem_maintain(&t, 1002.0, 601 * MIB, cap));
+    CU_ASSERT_FALSE(ct_mem_maintain(&t, 1001.0, 99 * MIB, cap));
     ct_mem_stats(&ms);
     uint64_t before = ms.rss;
 
-    /* an eighth: it releases, and the freed blocks leave the RSS */
-    CU_ASSERT_TRUE(ct_mem_maintain(&t, 1003.0, 600 * MIB, cap));
+    /* by an eighth (a refill): it releases, and the freed blocks leave the RSS */
+    CU_ASSERT_TRUE(ct_mem_maintain(&t, 1002.0, 100 * MIB, cap));
     ct_mem_stats(&ms);
     CU_ASSERT_TRUE(ms.rss + 32 * MIB <= before);
-    CU_ASSERT_EQUAL(t.last_s, 1003.0);
-    CU_ASSERT_EQUAL(t.high_bytes, 600 * MIB);
+    CU_ASSERT_EQUAL(t.last_s, 1002.0);
+    CU_ASSERT_EQUAL(t.high_bytes, 100 * MIB);
+    CU_ASSERT_EQUAL(t.low_bytes, 100 * MIB);
+
+    /* up and down by less than an eighth from the extremes: nothing */
+    CU_ASSERT_FALSE(ct_mem_maintain(&t, 1002.5, 150 * MIB, cap));
+    CU_ASSERT_FALSE(ct_mem_maintain(&t, 1003.0, 60 * MIB, cap));
+    CU_ASSERT_FALSE(ct_mem_maintain(&t, 1003.5, 159 * MIB, cap));
+    /* down by an eighth from the most (a purge) */
+    CU_ASSERT_TRUE(ct_mem_maintain(&t, 1004.0, 59 * MIB, cap));
+    CU_ASSERT_EQUAL(t.high_bytes, 59 * MIB);
 
     /* steady cache: not again until CT_MEM_TRIM_S has passed */
-    CU_ASSERT_FALSE(ct_mem_maintain(&t, 1003.0 + CT_MEM_TRIM_S - 1, 600 * MIB, cap));
-    CU_ASSERT_TRUE(ct_mem_maintain(&t, 1003.0 + CT_MEM_TRIM_S, 600 * MIB, cap));
+    CU_ASSERT_FALSE(ct_mem_maintain(&t, 1004.0 + CT_MEM_TRIM_S - 1, 59 * MIB, cap));
+    CU_ASSERT_TRUE(ct_mem_maintain(&t, 1004.0 + CT_MEM_TRIM_S, 59 * MIB, cap));
     free_kept(kept);
 }
 
 void ct_test_register(void)
 {
     CT_SUITE("mem", {"allocator figures move with allocations", test_figures},
-             {"maintain: releases on a shrink or after a while, and RSS drops",
+             {"maintain: releases on a shrink, a growth or after a while, and RSS drops",
               test_maintain_triggers});
 }
