@@ -23,10 +23,12 @@ FUZZ_SHORT_SECONDS ?= 15
 # leak check on one thread; a minute under TSan), and the integration tests
 # where threads share state: the reload hand-over and retirement (main thread
 # and workers), waiters woken across workers and background refresh (the
-# shared cache), the shared TLS ticket store, and the plain proxy path as a
-# baseline. About 3 minutes on 2 cores; the other integration tests run one
+# shared cache), the shared TLS ticket store, the per-client limit table and
+# the backend groups every worker shares (route_limits, route_groups), and
+# the plain proxy path as a baseline. About 3 minutes on 2 cores; the other
+# integration tests run one
 # worker's thread mostly alone, which ASan already covers.
-TSAN_TESTS ?= ^(unit\.|integ\.(proxy_basic|ops_reload|ops_reload_retire|cache_coalesce|cache_bg_proto|tls_basic)$$)
+TSAN_TESTS ?= ^(unit\.|integ\.(proxy_basic|ops_reload|ops_reload_retire|cache_coalesce|cache_bg_proto|tls_basic|route_limits|route_groups)$$)
 TSAN_SKIP  ?= ^unit\.test_tls_leak$$
 BENCH_ARGS ?= --quick
 
