@@ -596,11 +596,9 @@ void ct_h2s_take(struct ct_worker *w, const struct ct_conn_info *ci)
  * retry a refused request, but only some of them, and not every time. */
 #define DRAIN_NOTICE_MS 1000
 
-static void on_drain(evutil_socket_t fd, short what, void *arg)
+/* The final GOAWAY (one that never spoke is closed). May close S. */
+static void drain_now(struct ct_h2s *s)
 {
-    (void)fd, (void)what;
-    struct ct_h2s *s = arg;
-    CT_CHECK_OBJ(s, CT_H2S_MAGIC);
     if (!s->got_bytes) {
         close_soon(s, CT_CLOSE_DRAIN);
     } else {
@@ -608,7 +606,15 @@ static void on_drain(evutil_socket_t fd, short what, void *arg)
         ct_h2_conn_drain(s->h);
         s->depth--;
     }
-    settle(s); /* may close s */
+    settle(s);
+}
+
+static void on_drain(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    struct ct_h2s *s = arg;
+    CT_CHECK_OBJ(s, CT_H2S_MAGIC);
+    drain_now(s);
 }
 
 void ct_h2s_drain_all(struct ct_worker *w, bool reload)
@@ -633,14 +639,7 @@ void ct_h2s_drain_all(struct ct_worker *w, bool reload)
             }
             continue;
         }
-        if (!s->got_bytes) {
-            close_soon(s, CT_CLOSE_DRAIN);
-        } else {
-            s->depth++;
-            ct_h2_conn_drain(s->h);
-            s->depth--;
-        }
-        settle(s); /* may close s */
+        drain_now(s); /* may close s */
     }
 }
 
