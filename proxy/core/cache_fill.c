@@ -556,6 +556,37 @@ _Static_assert(CT_CODING_IDENTITY == 0 && CT_CODING_GZIP == 1 && CT_CODING_BR ==
                    CT_CODING_ZSTD == 3 && CT_STATS_NL_CODING == CT_CODING__COUNT,
                "CT_STATS_CODING_TABLE follows enum ct_coding");
 
+/* Would cachet compress MSG for R's request (its type, size, coding and
+ * method rules, http/http_ae.h)? */
+static bool compressible(const struct ct_req *r, const struct ct_http_msg *msg)
+{
+    const struct ct_conf_compression *cz = &r->w->cf->compression;
+    const struct ct_http_field *ct = ct_http_msg_find(msg, CT_HDR_CONTENT_TYPE, NULL);
+    bool type_ok = ct && ct_conf_compress_type(cz, ct->value.p, ct->value.len);
+    return ct_ce_should_encode(msg, r->msg->method, type_ok, cz->min_size_bytes) == CT_CE_YES;
+}
+
+/* An encoder for coding C at its configured level into cr->enc, with the
+ * buffers its body goes through (the scratch sink: a body may never come).
+ * False if the codec could not be made. */
+static bool encoder_start(struct ct_req *r, enum ct_coding c, const struct ct_http_msg *msg)
+{
+    struct ct_creq *cr = r->cr;
+    const struct ct_conf_compression *cz = &r->w->cf->compression;
+    int level = c == CT_CODING_GZIP ? (int)cz->gzip_level
+                : c == CT_CODING_BR ? (int)cz->br_level
+                                    : (int)cz->zstd_level;
+    cr->enc = ct_codec_new(c, CT_CODEC_ENCODE, level,
+                           msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0);
+    if (cr->enc == NULL)
+        return false;
+    if (cr->zbuf == NULL)
+        cr->zbuf = evbuffer_new();
+    if (cr->scratch == NULL)
+        cr->scratch = evbuffer_new();
+    return true;
+}
+
 /* Does the fill of MSG store it compressed, and with which head? NULL: as
  * it came. Otherwise the head to store: a response of a type cachet
  * compresses gets Vary: Accept-Encoding whatever the class (an identity
@@ -564,27 +595,15 @@ _Static_assert(CT_CODING_IDENTITY == 0 && CT_CODING_GZIP == 1 && CT_CODING_BR ==
 static struct ct_ce_head *compress_plan(struct ct_req *r, const struct ct_http_msg *msg)
 {
     struct ct_creq *cr = r->cr;
-    const struct ct_conf_compression *cz = &r->w->cf->compression;
     if (cr->ae_class == CT_CODING_NONE)
         return NULL;
-    const struct ct_http_field *ct = ct_http_msg_find(msg, CT_HDR_CONTENT_TYPE, NULL);
-    bool type_ok = ct && ct_conf_compress_type(cz, ct->value.p, ct->value.len);
-    if (ct_ce_should_encode(msg, r->msg->method, type_ok, cz->min_size_bytes) != CT_CE_YES)
+    if (!compressible(r, msg))
         return NULL;
     enum ct_coding c = (enum ct_coding)cr->ae_class;
     if (c == CT_CODING_IDENTITY)
         return ct_ce_head_new(msg, CT_CODING_IDENTITY, false);
-    int level = c == CT_CODING_GZIP ? (int)cz->gzip_level
-                : c == CT_CODING_BR ? (int)cz->br_level
-                                    : (int)cz->zstd_level;
-    cr->enc = ct_codec_new(c, CT_CODEC_ENCODE, level,
-                           msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0);
-    if (cr->enc == NULL)
+    if (!encoder_start(r, c, msg))
         return NULL;
-    if (cr->zbuf == NULL)
-        cr->zbuf = evbuffer_new();
-    if (cr->scratch == NULL) /* the sink (ct_cache_body_sink); a body may never come */
-        cr->scratch = evbuffer_new();
     return ct_ce_head_new(msg, c, true);
 }
 
@@ -602,22 +621,9 @@ static bool on_the_fly(struct ct_req *r, const struct ct_http_msg *msg,
     if (!cz->enabled || !cz->on_the_fly || cr->discard || cr->bg || cr->fill ||
         cr->ae_class == CT_CODING_NONE || cr->ae_class == CT_CODING_IDENTITY)
         return false;
-    const struct ct_http_field *ct = ct_http_msg_find(msg, CT_HDR_CONTENT_TYPE, NULL);
-    bool type_ok = ct && ct_conf_compress_type(cz, ct->value.p, ct->value.len);
-    if (ct_ce_should_encode(msg, r->msg->method, type_ok, cz->min_size_bytes) != CT_CE_YES)
-        return false;
     enum ct_coding c = (enum ct_coding)cr->ae_class;
-    int level = c == CT_CODING_GZIP ? (int)cz->gzip_level
-                : c == CT_CODING_BR ? (int)cz->br_level
-                                    : (int)cz->zstd_level;
-    cr->enc = ct_codec_new(c, CT_CODEC_ENCODE, level,
-                           msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0);
-    if (cr->enc == NULL)
+    if (!compressible(r, msg) || !encoder_start(r, c, msg))
         return false;
-    if (cr->zbuf == NULL)
-        cr->zbuf = evbuffer_new();
-    if (cr->scratch == NULL)
-        cr->scratch = evbuffer_new();
     cr->otf_head = ct_ce_head_new(msg, c, true);
     r->proto->frame_response(r, &cr->otf_head->msg);
     r->proto->send_head(r, &cr->otf_head->msg, extra, false);

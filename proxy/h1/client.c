@@ -101,7 +101,6 @@ void ct_client_set_state(struct ct_client *c, enum ct_client_state to)
 
 /* The connection's one deadline (TLS handshake, keep-alive idle, request
  * head, request body, linger): proxy/net/deadline.h keeps it lazily. */
-static uint64_t now_ms(void) { return ct_now_ms(); }
 static void deadline_set(struct ct_client *c, uint64_t ms) { ct_deadline_set(&c->dl, ms); }
 static void deadline_clear(struct ct_client *c) { ct_deadline_clear(&c->dl); }
 
@@ -114,7 +113,7 @@ static bool linger_draining(struct ct_client *c);
 void ct_client_body_clock(struct ct_client *c, enum ct_body_clock op)
 {
     const struct ct_conf_limits *lim = &c->w->cf->limits;
-    uint64_t now = now_ms();
+    uint64_t now = ct_now_ms();
     if (op == CT_BODY_CLOCK_START) {
         c->r.body_t0_ms = now;
         c->r.body_paused_ms = 0;
@@ -135,11 +134,11 @@ void ct_client_body_pause(struct ct_client *c, bool paused)
     if (paused == (c->r.body_paused_ms != 0))
         return;
     if (paused) {
-        c->r.body_paused_ms = now_ms();
+        c->r.body_paused_ms = ct_now_ms();
         deadline_clear(c);
         return;
     }
-    c->r.body_t0_ms += now_ms() - c->r.body_paused_ms; /* cachet's wait, not the client's */
+    c->r.body_t0_ms += ct_now_ms() - c->r.body_paused_ms; /* cachet's wait, not the client's */
     c->r.body_paused_ms = 0;
     ct_client_body_clock(c, CT_BODY_CLOCK_MOVE);
 }
@@ -531,7 +530,7 @@ static bool linger_draining(struct ct_client *c)
     int held = ct_io_unsent(&c->io);
     if (held == 0)
         return false;
-    uint64_t now = now_ms();
+    uint64_t now = ct_now_ms();
     if (c->linger_outq == 0 || held < c->linger_outq) {
         c->linger_outq = held;
         c->linger_moved_ms = now;

@@ -51,7 +51,6 @@
 
 static _Thread_local struct ct_h2s *conns; /* this worker thread's (see above) */
 
-static uint64_t now_ms(void) { return ct_now_ms(); }
 
 static void pump(struct ct_h2s *s);
 static void settle(struct ct_h2s *s);
@@ -81,7 +80,7 @@ void ct_h2s_stream_full(struct ct_h2s_stream *st)
     if (st->full)
         return;
     st->full = true;
-    st->full_since_ms = now_ms();
+    st->full_since_ms = ct_now_ms();
     uint64_t ms = st->s->w->cf->limits.send_timeout_ms;
     if (ms && !evtimer_pending(st->s->stall_ev, NULL))
         stall_arm(st->s, ms);
@@ -112,7 +111,7 @@ static void on_stall(evutil_socket_t fd, short what, void *arg)
     CT_CHECK_OBJ(s, CT_H2S_MAGIC);
     (void)fd;
     (void)what;
-    uint64_t limit = s->w->cf->limits.send_timeout_ms, now = now_ms(), next = 0;
+    uint64_t limit = s->w->cf->limits.send_timeout_ms, now = ct_now_ms(), next = 0;
     for (struct ct_h2s_stream *st = s->streams; st; st = st->next) {
         if (!st->full || st->closed)
             continue;

@@ -55,6 +55,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "proxy/net/deadline.h"
 #include "proxy/net/net.h"
 
 #define CT_READ_CHUNK (128 * 1024)
@@ -73,7 +74,6 @@ static struct timeval tv_ms(uint64_t ms)
  * notes the time (monotonic clock), the timer is re-armed only when a
  * deadline comes before the time it is set for, and one that fires early is
  * set again for the rest. */
-static uint64_t now_ms(void) { return (uint64_t)(ct_time_mono() * 1000.0); }
 
 static void rd_deadline(struct ct_io *io)
 {
@@ -81,7 +81,7 @@ static void rd_deadline(struct ct_io *io)
         io->rd_deadline_ms = 0;
         return;
     }
-    io->rd_deadline_ms = now_ms() + io->read_ms;
+    io->rd_deadline_ms = ct_now_ms() + io->read_ms;
     if (io->tev_at_ms != 0 && io->tev_at_ms <= io->rd_deadline_ms)
         return; /* fires first: on_read_timer sets it again for the rest */
     struct timeval tv = tv_ms(io->read_ms);
@@ -106,7 +106,7 @@ static void on_read_timer(evutil_socket_t fd, short what, void *arg)
     io->tev_at_ms = 0;
     if (!io->reading || io->rd_deadline_ms == 0)
         return;
-    uint64_t now = now_ms();
+    uint64_t now = ct_now_ms();
     if (now < io->rd_deadline_ms) {
         struct timeval tv = tv_ms(io->rd_deadline_ms - now);
         evtimer_add(io->tev, &tv);

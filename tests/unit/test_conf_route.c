@@ -200,7 +200,7 @@ static void test_route_errors(void)
 
 static void test_realip_errors(void)
 {
-    EXPECT_ERR("listen = ( { kind = \"http\"; address = \"127.0.0.1:8080\"; proxy_protocol = true; } );\n"
+    EXPECT_ERR("listen = ( { kind = \"http\"; address = \"127.0.0.1:0\"; proxy_protocol = true; } );\n"
                "backends = ( { address = \"127.0.0.1:8081\"; } );\n",
                "t.conf:1: listen[0].proxy_protocol_from: empty while proxy_protocol is on "
                "(expected the load balancers' prefixes, such as [\"10.0.0.0/8\"])");
@@ -210,7 +210,7 @@ static void test_realip_errors(void)
     EXPECT_ERR(BASE SITE("{ limit = { rate = -1; }; }"),
                "t.conf:3: sites[0].routes[0].limit.rate: invalid value -1 (expected an integer "
                "from 0 to 1000000)");
-    EXPECT_ERR("listen = ( { kind = \"http\"; address = \"127.0.0.1:8080\"; default_site = \"x\"; } );\n"
+    EXPECT_ERR("listen = ( { kind = \"http\"; address = \"127.0.0.1:0\"; default_site = \"x\"; } );\n"
                "backends = ( { address = \"127.0.0.1:8081\"; } );\n",
                "t.conf:1: listen[0].default_site: unknown site \"x\" (expected the name of one of "
                "sites)");

@@ -15,7 +15,7 @@
 #include "tests/unit/ct_test.h"
 
 #define BASE                                                                   \
-    "listen = ( { kind = \"http\"; address = \"127.0.0.1:8080\"; } );\n"        \
+    "listen = ( { kind = \"http\"; address = \"127.0.0.1:0\"; } );\n"        \
     "backends = ( { address = \"127.0.0.1:8081\"; } );\n"                       \
     "backend_groups = ( { name = \"api\"; backends = ( { address = \"127.0.0.1:9\"; } ); } );\n"
 
