@@ -262,7 +262,7 @@ static void on_start(evutil_socket_t fd, short what, void *arg)
         return;
     }
     b->r.phase = CT_RP_FETCH; /* nothing to look up: it holds the fetch slot */
-    ct_req_fetch(&b->r); /* may free b */
+    ct_req_run(&b->r); /* at FILL (bg_new); may free b */
 }
 
 /* A request of its own for R's request head, carried by the null protocol,
@@ -295,7 +295,7 @@ static struct ct_bgreq *bg_new(struct ct_req *r)
     ct_req_route_share(&b->r, r); /* its trigger's backend group */
     struct ct_creq *cr = ct_cache_creq_new(&b->r);
     cr->bg_port = r->lc->kind == CT_LISTEN_HTTPS ? 443 : 80;
-    cr->mode = CT_CREQ_FILL;
+    ct_req_goto(&b->r, CT_STEP_FILL);
     cr->bg = true;
     b->start = evtimer_new(w->base, on_start, b);
     CT_LIST_INSERT_HEAD(&wc->bgreqs, b, link);
@@ -338,7 +338,7 @@ static bool adoptable(const struct ct_req *r, bool detach)
     if (cr == NULL || cr->fill == NULL || cr->bg || r->u == NULL || !r->body_done)
         return false;
     if (r->phase == CT_RP_FETCH)
-        return cr->mode == CT_CREQ_FILL;
+        return r->step == CT_STEP_FILL;
     return r->phase == CT_RP_SEND && cr->store_ok && (cr->self || !detach);
 }
 
@@ -394,7 +394,7 @@ bool ct_cache_fill_detach(struct ct_req *r)
 {
     if (r->phase != CT_RP_SEND || !adopt(r, true))
         return false;
-    if (r->cr->mode == CT_CREQ_DONE)
+    if (r->step == CT_STEP_DONE)
         ct_cache_finish(r); /* its answer had no body to wait for (304, 416) */
     return true;
 }

@@ -239,7 +239,7 @@ bool ct_cache_emit(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus, 
             ct_obj_release(&cr->obj);
             cr->obj = ct_obj_ref(obj);
         }
-        cr->mode = CT_CREQ_STREAM;
+        ct_req_goto(r, CT_STEP_STREAM);
     }
     r->proto->deliver_head(r, obj, &p);
     if (!body)
@@ -267,53 +267,65 @@ void ct_cache_fill_head(struct ct_req *r, struct ct_obj *fill, const struct ct_h
     r->fwd_head = true; /* the body follows from the origin (ct_cache_resp_body) */
 }
 
-/* Deliver OBJ (a new reference, taken) to C as its whole response. */
-void ct_cache_deliver(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus)
+void ct_cache_to_deliver(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus)
 {
     struct ct_creq *cr = r->cr;
     ct_obj_release(&cr->obj);
     cr->obj = obj;
-    bool done = ct_cache_emit(r, obj, cstatus, false);
+    if (cstatus.p != cr->cstatus_buf) {
+        cstatus.len = CT_MIN(cstatus.len, sizeof(cr->cstatus_buf) - 1);
+        memcpy(cr->cstatus_buf, cstatus.p, cstatus.len);
+    }
+    cr->cstatus = ct_str_make(cr->cstatus_buf, cstatus.len);
+    ct_req_goto(r, CT_STEP_DELIVER);
+}
+
+/* DELIVER: cr->obj as R's whole response. */
+enum ct_req_next ct_step_deliver(struct ct_req *r)
+{
+    struct ct_creq *cr = r->cr;
+    bool done = ct_cache_emit(r, cr->obj, cr->cstatus, false);
     ct_req_respond(r);
     r->head_sent = true;
     if (done) {
         ct_cache_finish(r);
-        return;
+        return CT_REQ_GONE;
     }
-    ct_cache_stream_more(r);
+    return CT_REQ_MORE; /* STREAM (ct_cache_emit) */
 }
 
-/* Streaming from a filling object: add what is there, wait for more. */
-void ct_cache_stream_more(struct ct_req *r)
+/* STREAM: from a filling object, add what is there, wait for more. */
+enum ct_req_next ct_step_stream(struct ct_req *r)
 {
     struct ct_creq *cr = r->cr;
     for (unsigned i = 0; i < 1000000; i++) {
         switch (pump(r, true)) {
         case CT_OBJ_BODY_DATA: /* output full: ct_cache_client_drained() resumes */
-            return;
+            return CT_REQ_PARK;
         case CT_OBJ_BODY_WAIT:
             if (ct_cache_wait_obj(cr, CT_OBJ_STREAMING, cr->pos.off)) {
                 r->proto->flush(r);
-                return;
+                return CT_REQ_PARK; /* on_obj_change() */
             }
             continue;
         case CT_OBJ_BODY_END:
             r->proto->send_obj_end(r);
             if (cr->self) { /* the fetch ends the response (cache_fill.c) */
-                cr->mode = CT_CREQ_DONE;
+                ct_req_goto(r, CT_STEP_DONE);
                 r->proto->flush(r);
-                return;
+                return CT_REQ_PARK;
             }
             ct_cache_finish(r);
-            return;
+            return CT_REQ_GONE;
         case CT_OBJ_BODY_FAILED:
             /* The fetch died: what was sent must look truncated. */
-            cr->mode = CT_CREQ_DONE;
+            ct_req_goto(r, CT_STEP_DONE);
             r->proto->flush(r);
             r->proto->fail(r, CT_CLOSE_ORIGIN_TRUNC);
-            return;
+            return CT_REQ_GONE;
         }
     }
+    return CT_REQ_PARK;
 }
 
 void ct_cache_self_end(struct ct_req *r)
@@ -323,16 +335,16 @@ void ct_cache_self_end(struct ct_req *r)
     /* Complete now: references only, no back-pressure needed. */
     if (pump(r, false) == CT_OBJ_BODY_END)
         r->proto->send_obj_end(r);
-    cr->mode = CT_CREQ_DONE;
+    ct_req_goto(r, CT_STEP_DONE);
 }
 
 bool ct_cache_client_drained(struct ct_req *r)
 {
     struct ct_creq *cr = r->cr;
-    if (cr == NULL || cr->mode != CT_CREQ_STREAM || r->phase != CT_RP_SEND)
+    if (cr == NULL || r->step != CT_STEP_STREAM || r->phase != CT_RP_SEND)
         return false;
     if (!cr->waiting)
-        ct_cache_stream_more(r);
+        ct_req_run(r);
     return true;
 }
 

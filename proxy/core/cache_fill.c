@@ -200,7 +200,7 @@ const struct ct_http_msg *ct_cache_fwd_msg(struct ct_req *r)
 {
     struct ct_creq *cr = r->cr;
     const struct ct_http_msg *req = r->msg;
-    if (cr == NULL || cr->mode != CT_CREQ_FILL)
+    if (cr == NULL || r->step != CT_STEP_FILL)
         return req;
     if (cr->fwd_cap < req->nfields + 2) {
         free(cr->fwd_fields);
@@ -779,9 +779,9 @@ static bool fill_head(struct ct_req *r, const struct ct_http_msg *msg, bool clos
      * departure is nobody else's concern. */
     cr->self = true;
     if (ct_cache_emit(r, cr->fill, cr->cstatus, close))
-        cr->mode = CT_CREQ_DONE;
+        ct_req_goto(r, CT_STEP_DONE);
     else
-        ct_cache_stream_more(r);
+        ct_req_run(r); /* STREAM, until the object is complete (ct_cache_self_end) */
     ct_ce_head_free(&ceh);
     return true;
 }
@@ -796,9 +796,9 @@ bool ct_cache_resp_head(struct ct_req *r, const struct ct_http_msg *msg, bool cl
     ct_time_t now = ct_time_real();
     if (!(ct_http_method_flags(r->msg->method) & CT_METHOD_SAFE))
         invalidate(r, msg);
-    if (cr->mode == CT_CREQ_FILL && fill_head(r, msg, close, now))
+    if (r->step == CT_STEP_FILL && fill_head(r, msg, close, now))
         return true;
-    if (cr->mode != CT_CREQ_FILL && cr->stale && !cr->validate && msg->status >= 500 &&
+    if (r->step != CT_STEP_FILL && cr->stale && !cr->validate && msg->status >= 500 &&
         ct_cache_sie_ok(r, cr->stale, now)) {
         cr->cs = CT_STATS_CS_STALE;
         serve_instead(r, cr->stale, CT_STR("cachet; hit; detail=stale-if-error"), close);
@@ -923,7 +923,7 @@ void ct_cache_resp_end(struct ct_req *r)
             ct_obj_abandon(cr->fill, ct_time_real(), 0);
         ct_obj_release(&cr->fill);
     }
-    if (cr->self && cr->mode == CT_CREQ_STREAM)
+    if (cr->self && r->step == CT_STEP_STREAM)
         ct_cache_self_end(r); /* the rest of its range, before fetch.c ends it */
     ct_obj_release(&cr->stale);
     if (cr->scratch)

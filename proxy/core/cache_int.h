@@ -13,13 +13,16 @@
  *                     request, reused by every request on it: the key buffer,
  *                     the objects it holds references on, its waiter
  *
+ * Its steps (req_step.h): cache, purge, lookup, wait, synth (cache_req.c),
+ * deliver, stream (cache_deliver.c); they set the request's next step.
+ *
  * Hooks, all called on the client's worker thread:
- *   fetch.c   ct_cache_recv (after the head), ct_cache_fwd_msg (request head for
+ *   fetch.c   ct_cache_fwd_msg (request head for
  *             the origin), ct_cache_resp_head / _body / _end (the response),
  *             ct_cache_body_sink (where the origin's body goes), ct_cache_client_drained
  *             ct_cache_client_fail (before a failure is answered),
  *             ct_cache_client_free (ct_req_free)
- * and the cache calls back into fetch.c for ct_req_fetch / ct_req_respond.
+ * and the cache calls back into fetch.c for ct_req_respond.
  */
 #ifndef CT_PROXY_CACHE_INT_H
 #define CT_PROXY_CACHE_INT_H
@@ -53,10 +56,6 @@ void ct_wcache_free(struct ct_wcache **wcp);
 
 /* ---- fetch.c ------------------------------------------------------------------ */
 
-/* Recv + lookup for C's request head. True: the cache took the request over
- * (answered it, delivers from an object, or waits on a busy one); false: fetch
- * it from the origin (a miss to fill, a revalidation, or a pass). */
-bool ct_cache_recv(struct ct_req *r);
 /* The request as it goes to the origin: C's own, or a copy without the
  * client's conditionals and Range (a fill) and with our validators (a
  * revalidation). Valid until the response head is in. */
@@ -110,8 +109,6 @@ unsigned ct_cache_client_cs(const struct ct_req *r);
 
 /* ---- fetch.c, for the cache path ------------------------------------------- */
 
-/* The cache path hands R back (after waiting on a busy object): fetch it. */
-void ct_req_fetch(struct ct_req *r);
 /* Hand FROM's fetch (its upstream, wherever the exchange is) to TO, which
  * carries on as if it had made it; then ct_req_fetch_resume(TO) reads on
  * what the upstream holds already. */
@@ -138,25 +135,15 @@ struct ct_cache_blk {
     uint32_t index_len;  /* bytes of the index (0: none, the block exceeds its format) */
 };
 
-enum ct_creq_mode {
-    CT_CREQ_NONE,    /* no cache part (yet) */
-    CT_CREQ_PASS,    /* forwarded as is, not stored */
-    CT_CREQ_FILL,    /* fetching into cr->fill (and to the client) */
-    CT_CREQ_WAIT,    /* waiting for the head of a busy object */
-    CT_CREQ_STREAM,  /* delivering cr->obj's body as it fills */
-    CT_CREQ_DONE,    /* answered by the cache */
-};
-
 struct ct_creq {
     unsigned magic;
 #define CT_CREQ_MAGIC 0xcac4e5e1u
     struct ct_req *r;
-    enum ct_creq_mode mode;
     unsigned cs;           /* enum ct_stats_cs */
     char *keybuf;
     size_t keycap;
     struct ct_cache_key key;
-    struct ct_obj *obj;    /* being delivered, or busy one waited on */
+    struct ct_obj *obj;    /* being delivered (DELIVER, STREAM), or busy one waited on (WAIT) */
     struct ct_obj *fill;   /* we are its fetcher */
     struct ct_obj *stale;  /* stale object being revalidated / refreshed */
     const char *fwd_kind;  /* RFC 9211 fwd= of a forwarded answer: "uri-miss",
@@ -194,8 +181,11 @@ struct ct_creq {
     struct evbuffer *zbuf; /* the encoder's output, to the object then the client */
     struct ct_ce_head *otf_head; /* compression.on_the_fly: the head sent, kept
                                     until the request ends */
-    struct ct_str cstatus; /* Cache-Status for a forwarded response */
+    struct ct_str cstatus; /* Cache-Status of the answer: forwarded, delivered or synth */
     char cstatus_buf[128];
+    /* SYNTH: our own short answer */
+    unsigned synth_status;
+    struct ct_str synth_body;
     /* waiting */
     struct ct_cache_waiter waiter;
     bool waiting;
@@ -267,13 +257,14 @@ bool ct_cache_obj_at_start(const struct ct_req *r);
 uint64_t ct_cache_obj_left(const struct ct_req *r, uint64_t *off);
 void ct_cache_obj_sent(struct ct_req *r, uint64_t k);
 /* Write the whole response from OBJ (head, and body as far as it is there).
- * True if it is all out; false: the body streams on (cr->mode = STREAM). The
+ * True if it is all out; false: the body streams on (step STREAM). The
  * client's state is the caller's. */
 bool ct_cache_emit(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus,
                    bool force_close);
-/* Deliver OBJ (a new reference, taken) as C's whole response (FETCH -> SEND,
- * then the next request). */
-void ct_cache_deliver(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus);
+/* R's next step delivers OBJ (a new reference, taken) with CSTATUS (copied)
+ * as its whole response (step DELIVER; FETCH -> SEND, then the next
+ * request). */
+void ct_cache_to_deliver(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus);
 bool ct_cache_sie_ok(struct ct_req *r, struct ct_obj *stale, ct_time_t now);
 /* The response is out: release what it held, flush, next request (C may be
  * gone after this). */
@@ -308,8 +299,6 @@ bool ct_cache_fill_detach(struct ct_req *r);
 void ct_cache_bg_free_all(struct ct_wcache *wc);
 /* Unregister cr's waiter, dequeue its wake, stop its timer. */
 void ct_cache_unwait(struct ct_creq *cr);
-/* cache_deliver.c: continue streaming cr->obj to C. */
-void ct_cache_stream_more(struct ct_req *r);
 /* The fetcher reading its own fill (cr->self): the object is complete,
  * queue the rest of its response now. */
 void ct_cache_self_end(struct ct_req *r);

@@ -1,9 +1,9 @@
 /*
- * proxy/core/cache_req.c: the cache on the request path, Varnish's req FSM
- * (recv -> lookup -> hit / miss / pass / busy -> deliver) as the functions
- * the client FSM calls between reading a head and sending a response.
+ * proxy/core/cache_req.c: the cache's steps of the request machine
+ * (req_step.h, docs/req_fsm.dot): Varnish's recv -> lookup -> hit / miss /
+ * pass / busy -> deliver.
  *
- *   recv:    GET/HEAD without a body take the cache path; PURGE is answered
+ *   cache:   GET/HEAD without a body take the cache path; PURGE is answered
  *            here; every other method is a pass (its response may invalidate,
  *            see cache_fill.c).
  *   lookup:  HIT     -> deliver (or 304 / 206 / 416 from the object)
@@ -50,7 +50,7 @@
 #define SWEEP_BUDGET 4096
 #define MAX_RELOOKUPS 4
 
-static bool lookup(struct ct_req *r);
+static bool lookup_as(struct ct_req *r, bool revalidate);
 static void on_wait_timeout(evutil_socket_t fd, short what, void *arg);
 
 /* ---- the process and its workers ------------------------------------------ */
@@ -275,7 +275,6 @@ static void creq_reset(struct ct_creq *cr)
     ct_obj_release(&cr->fill);
     ct_obj_release(&cr->obj);
     ct_obj_release(&cr->stale);
-    cr->mode = CT_CREQ_NONE;
     cr->cs = CT_STATS_CS_NONE;
     cr->discard = cr->store_ok = cr->bg = false;
     cr->self = cr->stripped = cr->validate = false;
@@ -493,10 +492,31 @@ void ct_cache_finish(struct ct_req *r)
     struct ct_creq *cr = r->cr;
     ct_obj_release(&cr->obj);
     ct_obj_release(&cr->stale);
-    if (cr->mode != CT_CREQ_PASS && cr->mode != CT_CREQ_FILL)
-        cr->mode = CT_CREQ_DONE;
+    if (r->step != CT_STEP_PASS && r->step != CT_STEP_FILL) /* a refresh after the answer goes on */
+        ct_req_goto(r, CT_STEP_DONE);
     r->proto->flush(r);
     r->proto->done(r);
+}
+
+/* R's next step is SYNTH: STATUS with BODY (a view that must live until
+ * the step ran) and the Cache-Status set in cr->cstatus. */
+static void to_synth(struct ct_req *r, unsigned status, struct ct_str body)
+{
+    struct ct_creq *cr = r->cr;
+    cr->synth_status = status;
+    cr->synth_body = body;
+    ct_req_goto(r, CT_STEP_SYNTH);
+}
+
+enum ct_req_next ct_step_synth(struct ct_req *r)
+{
+    struct ct_creq *cr = r->cr;
+    r->proto->send_synth(r, cr->synth_status, cr->synth_body, cr->cstatus);
+    ct_req_respond(r);
+    r->head_sent = true;
+    r->status = cr->synth_status;
+    ct_cache_finish(r);
+    return CT_REQ_GONE;
 }
 
 void ct_cache_answer(struct ct_req *r, unsigned status, struct ct_str body, struct ct_str cstatus)
@@ -505,54 +525,42 @@ void ct_cache_answer(struct ct_req *r, unsigned status, struct ct_str body, stru
     creq_reset(cr);
     if (ct_http_msg_body_expected(r->msg))
         (void)r->proto->body_finish(r); /* a body already here is read; else the carrier closes */
-    r->proto->send_synth(r, status, body, cstatus);
-    cr->mode = CT_CREQ_DONE;
-    ct_req_respond(r);
-    r->head_sent = true;
-    r->status = status;
-    ct_cache_finish(r);
+    cr->cstatus = cstatus;
+    to_synth(r, status, body);
+    (void)ct_step_synth(r); /* now: BODY and CSTATUS are the caller's stack */
 }
 
-/* A short answer of our own (PURGE, only-if-cached, waiter timeout). */
+/* A short answer of our own (PURGE, only-if-cached, waiter timeout), with
+ * texts that live as long as the program. */
 static void answer(struct ct_req *r, unsigned status, const char *body, const char *cstatus)
 {
-    struct ct_creq *cr = r->cr;
-    r->proto->send_synth(r, status, ct_str_c(body), ct_str_c(cstatus));
-    cr->mode = CT_CREQ_DONE;
-    ct_req_respond(r);
-    r->head_sent = true;
-    r->status = status;
-    ct_cache_finish(r);
+    r->cr->cstatus = ct_str_c(cstatus);
+    to_synth(r, status, ct_str_c(body));
 }
 
 /* ---- waiting on a busy object ---------------------------------------------------- */
-
-/* Continue the request with an origin fetch after the cache path let go. */
-static void resume_fetch(struct ct_req *r) { ct_req_fetch(r); }
 
 static void relookup(struct ct_req *r)
 {
     struct ct_creq *cr = r->cr;
     ct_obj_release(&cr->obj);
     if (++cr->relookups > MAX_RELOOKUPS) {
-        cr->mode = CT_CREQ_PASS;
+        ct_req_goto(r, CT_STEP_PASS);
         ct_cache_set_status(cr, "cachet; fwd=uri-miss; detail=busy-retries");
-        resume_fetch(r);
         return;
     }
-    if (!lookup(r))
-        resume_fetch(r);
+    ct_req_goto(r, CT_STEP_LOOKUP);
 }
 
-/* The busy object we wait on changed (or the first look at it). */
-static void head_ready(struct ct_req *r)
+/* WAIT: the busy object we wait on changed (or the first look at it). */
+enum ct_req_next ct_step_wait(struct ct_req *r)
 {
     struct ct_creq *cr = r->cr;
     for (;;) {
         enum ct_obj_state st = ct_obj_state(cr->obj);
         if (st == CT_OBJ_BUSY) {
             if (ct_cache_wait_obj(cr, CT_OBJ_BUSY, 0))
-                return;
+                return CT_REQ_PARK; /* on_obj_change() or the timeout run R again */
             continue;
         }
         evtimer_del(cr->timer);
@@ -560,18 +568,17 @@ static void head_ready(struct ct_req *r)
         if (st == CT_OBJ_ABANDONED) {
             /* Not storable: fetch on our own at once (issue 6). */
             ct_obj_release(&cr->obj);
-            cr->mode = CT_CREQ_PASS;
+            ct_req_goto(r, CT_STEP_PASS);
             cr->cs = CT_STATS_CS_HIT_FOR_MISS;
             ct_cache_set_status(cr, "cachet; fwd=uri-miss; detail=uncacheable");
-            resume_fetch(r);
         } else if (st == CT_OBJ_FAILED ||
                    !ct_cache_vary_match(ct_obj_vary(cr->obj), r->msg)) {
             relookup(r);
         } else {
             cr->cs = CT_STATS_CS_COALESCED;
-            ct_cache_deliver(r, ct_obj_ref(cr->obj), CT_STR("cachet; fwd=miss; collapsed"));
+            ct_cache_to_deliver(r, ct_obj_ref(cr->obj), CT_STR("cachet; fwd=miss; collapsed"));
         }
-        return;
+        return CT_REQ_MORE;
     }
 }
 
@@ -581,13 +588,12 @@ static void wait_on(struct ct_req *r, struct ct_obj *busy)
     uint64_t ms = r->w->cf->cache.waiter_timeout_ms;
     ct_obj_release(&cr->obj);
     cr->obj = busy;
-    cr->mode = CT_CREQ_WAIT;
+    ct_req_goto(r, CT_STEP_WAIT);
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
     if (ms) {
         evtimer_add(cr->timer, &tv);
         cr->timer_on = true;
     }
-    head_ready(r);
 }
 
 static void on_obj_change(struct ct_creq *cr)
@@ -597,10 +603,9 @@ static void on_obj_change(struct ct_creq *cr)
         ct_obj_unwait(&cr->waiter);
         cr->waiting = false;
     }
-    if (cr->mode == CT_CREQ_WAIT)
-        head_ready(cr->r);
-    else if (cr->mode == CT_CREQ_STREAM && cr->r->phase == CT_RP_SEND)
-        ct_cache_stream_more(cr->r);
+    struct ct_req *r = cr->r;
+    if (r->step == CT_STEP_WAIT || (r->step == CT_STEP_STREAM && r->phase == CT_RP_SEND))
+        ct_req_run(r);
 }
 
 static void on_wait_timeout(evutil_socket_t fd, short what, void *arg)
@@ -608,21 +613,21 @@ static void on_wait_timeout(evutil_socket_t fd, short what, void *arg)
     struct ct_creq *cr = arg;
     CT_CHECK_OBJ(cr, CT_CREQ_MAGIC);
     struct ct_req *r = cr->r;
-    if (cr->mode != CT_CREQ_WAIT)
+    if (r->step != CT_STEP_WAIT)
         return;
     ct_cache_unwait(cr);
     ct_obj_release(&cr->obj);
     if (r->w->cf->cache.waiter_timeout_action == CT_CONF_WAITER_FETCH) {
-        cr->mode = CT_CREQ_PASS;
+        ct_req_goto(r, CT_STEP_PASS);
         ct_cache_set_status(cr, "cachet; fwd=uri-miss; detail=wait-timeout");
-        resume_fetch(r);
-        return;
+    } else {
+        CT_WARN("w%u c%llu %s: waited %llu ms on another fetch of %.*s: 504", r->w->id,
+                (unsigned long long)r->conn_id, r->peer,
+                (unsigned long long)r->w->cf->cache.waiter_timeout_ms, (int)r->msg->target.len,
+                r->msg->target.p);
+        answer(r, 504, "504 Gateway Timeout\n", "cachet; fwd=uri-miss; detail=wait-timeout");
     }
-    CT_WARN("w%u c%llu %s: waited %llu ms on another fetch of %.*s: 504", r->w->id,
-            (unsigned long long)r->conn_id, r->peer,
-            (unsigned long long)r->w->cf->cache.waiter_timeout_ms, (int)r->msg->target.len,
-            r->msg->target.p);
-    answer(r, 504, "504 Gateway Timeout\n", "cachet; fwd=uri-miss; detail=wait-timeout");
+    ct_req_run(r);
 }
 
 /* ---- recv and lookup ------------------------------------------------------------------ */
@@ -657,13 +662,13 @@ static bool peer_may_purge(const struct ct_req *r)
     return false;
 }
 
-static void purge(struct ct_req *r)
+enum ct_req_next ct_step_purge(struct ct_req *r)
 {
     struct ct_creq *cr = r->cr;
     cr->cs = CT_STATS_CS_PASS;
     if (!peer_may_purge(r)) {
         answer(r, 403, "403 PURGE not allowed from this address\n", "cachet; detail=purge");
-        return;
+        return CT_REQ_MORE;
     }
     /* Soft (Fastly's `Fastly-Soft-Purge: 1`): stale at once, revalidated. */
     const struct ct_http_field *sf = ct_http_msg_find_name(r->msg, CT_STR("Soft-Purge"), NULL);
@@ -685,14 +690,16 @@ static void purge(struct ct_req *r)
             r->peer, mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "", (int)r->msg->target.len,
             r->msg->target.p, ntags ? " by tag" : "", n);
     answer(r, n ? 200 : 404, n ? "200 Purged\n" : "404 Not in cache\n", "cachet; detail=purge");
+    return CT_REQ_MORE;
 }
 
-static bool pass(struct ct_creq *cr, const char *detail)
+static enum ct_req_next pass(struct ct_req *r, const char *detail)
 {
-    cr->mode = CT_CREQ_PASS;
+    struct ct_creq *cr = r->cr;
+    ct_req_goto(r, CT_STEP_PASS);
     cr->cs = CT_STATS_CS_PASS;
     ct_cache_set_status(cr, "cachet; fwd=bypass; detail=%s", detail);
-    return false;
+    return CT_REQ_MORE;
 }
 
 static double ttl_left(const struct ct_cache_blk *blk, ct_time_t now)
@@ -709,15 +716,16 @@ static bool use_stored(struct ct_req *r, struct ct_obj *obj, ct_time_t now, bool
     struct ct_str wire;
     CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
     enum ct_cache_use use = ct_cache_policy_use(&blk.fresh, r->msg, ct_cache_popts(r), now);
-    char cs[96];
     switch (use) {
     case CT_CACHE_USE_FRESH:
-    case CT_CACHE_USE_STALE_OK:
+    case CT_CACHE_USE_STALE_OK: {
         cr->cs = stale ? CT_STATS_CS_STALE : CT_STATS_CS_HIT;
-        memcpy(cs, "cachet; hit; ttl=", 17); /* per hit: no printf */
-        *ct_cache_put_i64(cs + 17, (int64_t)ttl_left(&blk, now)) = '\0';
-        ct_cache_deliver(r, ct_obj_ref(obj), ct_str_c(cs));
+        char *cs = cr->cstatus_buf; /* per hit: no printf */
+        memcpy(cs, "cachet; hit; ttl=", 17);
+        char *end = ct_cache_put_i64(cs + 17, (int64_t)ttl_left(&blk, now));
+        ct_cache_to_deliver(r, ct_obj_ref(obj), ct_str_make(cs, (size_t)(end - cs)));
         return true;
+    }
     case CT_CACHE_USE_GATEWAY_TIMEOUT:
         answer(r, 504, "504 Gateway Timeout (only-if-cached)\n",
                "cachet; fwd=uri-miss; detail=only-if-cached");
@@ -763,7 +771,7 @@ static bool on_stale(struct ct_req *r, struct ct_cache_lookup_res *res, ct_time_
                  (long long)ttl_left(&blk, now));
         cr->cs = CT_STATS_CS_STALE;
         if (res->fetch == NULL) { /* someone else refreshes it */
-            ct_cache_deliver(r, ct_obj_ref(res->obj), ct_str_c(cs));
+            ct_cache_to_deliver(r, ct_obj_ref(res->obj), ct_str_c(cs));
             ct_cache_lookup_res_release(res);
             return true;
         }
@@ -771,7 +779,7 @@ static bool on_stale(struct ct_req *r, struct ct_cache_lookup_res *res, ct_time_
          * the refresh to a request of its own (cache_bg.c). */
         struct ct_obj *st = ct_obj_ref(res->obj);
         if (ct_cache_bg_start(r, &res->fetch, &st)) {
-            ct_cache_deliver(r, ct_obj_ref(res->obj), ct_str_c(cs));
+            ct_cache_to_deliver(r, ct_obj_ref(res->obj), ct_str_c(cs));
             ct_cache_lookup_res_release(res);
             return true;
         }
@@ -785,7 +793,7 @@ static bool on_stale(struct ct_req *r, struct ct_cache_lookup_res *res, ct_time_
         CT_ASSERT(ct_cache_emit(r, cr->stale, ct_str_c(cs), false));
         ct_obj_release(&cr->obj); /* emit's hold: the whole body is queued */
         cr->bg = true;
-        cr->mode = CT_CREQ_FILL;
+        ct_req_goto(r, CT_STEP_FILL);
         r->proto->flush(r);
         /* The client may close now that it has its answer: do not read, so
          * its EOF does not end the refresh; reading resumes with its next
@@ -799,7 +807,7 @@ static bool on_stale(struct ct_req *r, struct ct_cache_lookup_res *res, ct_time_
         cr->stale = res->obj;
         res->fetch = res->obj = NULL;
         ct_cache_lookup_res_release(res);
-        cr->mode = CT_CREQ_FILL;
+        ct_req_goto(r, CT_STEP_FILL);
         return false;
     }
     if (res->busy) { /* someone else refreshes: wait for it like any miss */
@@ -813,7 +821,7 @@ static bool on_stale(struct ct_req *r, struct ct_cache_lookup_res *res, ct_time_
     cr->stale = res->obj; /* no room for a new object: fetch, keep it for errors */
     res->obj = NULL;
     ct_cache_lookup_res_release(res);
-    cr->mode = CT_CREQ_PASS;
+    ct_req_goto(r, CT_STEP_PASS);
     ct_cache_set_status(cr, "cachet; fwd=%s; detail=not-stored", cr->fwd_kind);
     return false;
 }
@@ -875,7 +883,7 @@ static bool lookup_as(struct ct_req *r, bool revalidate)
         return true;
     }
     case CT_CACHE_PASS:
-        cr->mode = CT_CREQ_PASS;
+        ct_req_goto(r, CT_STEP_PASS);
         cr->cs = CT_STATS_CS_HIT_FOR_MISS;
         ct_cache_set_status(cr, "cachet; fwd=uri-miss; detail=hit-for-miss");
         return false;
@@ -885,25 +893,26 @@ static bool lookup_as(struct ct_req *r, bool revalidate)
     cr->fwd_kind = miss_name(res.miss);
     if (ct_cache_policy_on_miss(req, ct_cache_popts(r)) == CT_CACHE_USE_GATEWAY_TIMEOUT) {
         ct_cache_lookup_res_release(&res);
-        char cs[64];
-        snprintf(cs, sizeof(cs), "cachet; fwd=%s; detail=only-if-cached", cr->fwd_kind);
-        answer(r, 504, "504 Gateway Timeout (only-if-cached)\n", cs);
+        ct_cache_set_status(cr, "cachet; fwd=%s; detail=only-if-cached", cr->fwd_kind);
+        to_synth(r, 504, CT_STR("504 Gateway Timeout (only-if-cached)\n"));
         return true;
     }
     cr->cs = CT_STATS_CS_MISS;
     cr->fill = res.fetch; /* NULL: HEAD, or no memory: forward, do not store */
     res.fetch = NULL;
     ct_cache_lookup_res_release(&res);
-    cr->mode = cr->fill ? CT_CREQ_FILL : CT_CREQ_PASS;
+    ct_req_goto(r, cr->fill ? CT_STEP_FILL : CT_STEP_PASS);
     if (cr->fill == NULL)
         ct_cache_set_status(cr, "cachet; fwd=%s; detail=%s", cr->fwd_kind,
                             head ? "head" : "no-memory");
     return false;
 }
 
-static bool lookup(struct ct_req *r)
+/* LOOKUP: every outcome of lookup_as() set the next step. */
+enum ct_req_next ct_step_lookup(struct ct_req *r)
 {
-    return lookup_as(r, false);
+    (void)lookup_as(r, false);
+    return CT_REQ_MORE;
 }
 
 /* Accept-Encoding to its class before the lookup (issue 18): every spelling
@@ -975,11 +984,13 @@ static void normalise_ae(struct ct_req *r)
     cr->ae_class = c;
 }
 
-bool ct_cache_recv(struct ct_req *r)
+enum ct_req_next ct_step_cache(struct ct_req *r)
 {
     struct ct_wcache *wc = r->w->wc;
-    if (wc == NULL)
-        return false;
+    if (wc == NULL) { /* no cache: everything is a pass, with no cache part */
+        ct_req_goto(r, CT_STEP_PASS);
+        return CT_REQ_MORE;
+    }
     if (wc->cf != r->w->cf) {
         /* A reload switched this worker's configuration: the policy follows
          * (the key options and the store's size need a restart). */
@@ -993,21 +1004,22 @@ bool ct_cache_recv(struct ct_req *r)
     creq_reset(cr);
     const struct ct_http_msg *req = r->msg;
     if (req->method == CT_METHOD_PURGE && !ct_http_msg_body_expected(req) && finish_request(r)) {
-        purge(r);
-        return true;
+        ct_req_goto(r, CT_STEP_PURGE);
+        return CT_REQ_MORE;
     }
     if (req->method != CT_METHOD_GET && req->method != CT_METHOD_HEAD)
-        return pass(cr, "method");
+        return pass(r, "method");
     if (ct_http_msg_body_expected(req) || !finish_request(r))
-        return pass(cr, "request-body");
+        return pass(r, "request-body");
     if (req->upgrade)
-        return pass(cr, "upgrade");
+        return pass(r, "upgrade");
     if (r->route && r->route->conf && r->route->conf->cache.pass)
-        return pass(cr, "route");
+        return pass(r, "route");
     if (!ct_cache_key_for(r, req->target, &cr->key))
-        return pass(cr, "key");
+        return pass(r, "key");
     normalise_ae(r);
-    return lookup(r);
+    ct_req_goto(r, CT_STEP_LOOKUP);
+    return CT_REQ_MORE;
 }
 
 /* ---- failures --------------------------------------------------------------------- */
@@ -1067,10 +1079,10 @@ bool ct_cache_client_fail(struct ct_req *r, enum ct_close why)
         if (r->u)
             ct_upstream_release(&r->u, false);
         cr->cs = CT_STATS_CS_STALE;
-        cr->mode = CT_CREQ_DONE;
         struct ct_obj *stale = cr->stale;
         cr->stale = NULL;
-        ct_cache_deliver(r, stale, CT_STR("cachet; hit; detail=stale-if-error"));
+        ct_cache_to_deliver(r, stale, CT_STR("cachet; hit; detail=stale-if-error"));
+        ct_req_run(r);
         return true;
     }
     return false;

@@ -11,6 +11,7 @@
 
 #include "common/common.h"
 #include "proxy/core/proto.h"
+#include "proxy/core/req_step.h"
 #include "proxy/ctx.h"
 
 struct ct_upstream;
@@ -19,8 +20,8 @@ struct ct_http_msg;
 struct ssl_st;
 
 struct ct_proto;
-/* Where the request is (the response's side; the cache's own steps are
- * struct ct_creq's mode). */
+/* Where the response is, as the protocol sees it (the request's own
+ * steps are r->step, proxy/core/req_step.h). */
 enum ct_req_phase {
     CT_RP_IDLE,   /* no request head yet */
     CT_RP_FETCH,  /* head read: looking up, waiting, or fetching; nothing sent */
@@ -32,6 +33,8 @@ struct ct_req {
     unsigned magic;
 #define CT_REQ_MAGIC 0x7e90e57u
     enum ct_req_phase phase;
+    enum ct_req_step step;      /* where the request is (req_step.h) */
+    uint64_t trail;             /* the last 16 steps, 4 bits each, newest lowest */
     const struct ct_proto *proto;  /* what carries it (proxy/proto.h) */
     /* what the request reads of its connection (set by the protocol) */
     struct ct_worker *w;
@@ -84,6 +87,12 @@ struct ct_req {
     uint8_t lim_addr[16];
     bool logged;                /* counted and logged (ct_req_log_end) */
 };
+
+static inline void ct_req_goto(struct ct_req *r, enum ct_req_step step)
+{
+    r->step = step;
+    r->trail = r->trail << 4 | (uint64_t)step;
+}
 
 /* The route step (route_step.c), on R's worker, before the cache lookup:
  * site and route for R's head; a route's own answer (redirect, fixed

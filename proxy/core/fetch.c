@@ -151,27 +151,52 @@ void ct_req_start(struct ct_req *r)
     CT_CHECK_OBJ(r, CT_REQ_MAGIC);
     CT_ASSERT(r->msg != NULL && r->u == NULL);
     r->phase = CT_RP_FETCH;
-    /* recv: CONNECT asks a forward proxy for a tunnel; a reverse proxy has
-     * no business opening one to wherever the client names (RFC 9110 §9.3.6:
-     * a server may refuse). Everything else goes on. */
-    if (r->msg->method == CT_METHOD_CONNECT) {
-        r->proto->fail(r, CT_CLOSE_METHOD);
-        return;
-    }
-    /* route: site and route (route_step.c); a route's own answer (redirect,
-     * fixed response, 403) ends the request here. */
-    if (ct_req_route(r))
-        return;
-    /* lookup: HIT/STALE deliver from the object, BUSY waits on it, PURGE is
-     * answered (cache_req.c); MISS and pass fetch (cache_fill.c stores). */
-    if (!ct_cache_recv(r))
-        fetch_connect(r, false);
+    r->trail = 0;
+    ct_req_goto(r, CT_STEP_RECV);
+    ct_req_run(r);
 }
 
-void ct_req_fetch(struct ct_req *r)
+/* ---- the steps this file owns (req_step.h) ------------------------------------ */
+
+enum ct_req_next ct_step_recv(struct ct_req *r)
+{
+    /* CONNECT asks a forward proxy for a tunnel; a reverse proxy has no
+     * business opening one to wherever the client names (RFC 9110 §9.3.6:
+     * a server may refuse). */
+    if (r->msg->method == CT_METHOD_CONNECT) {
+        r->proto->fail(r, CT_CLOSE_METHOD);
+        return CT_REQ_GONE;
+    }
+    ct_req_goto(r, CT_STEP_ROUTE);
+    return CT_REQ_MORE;
+}
+
+enum ct_req_next ct_step_route(struct ct_req *r)
+{
+    /* A route's own answer (redirect, fixed response, 403) is sent from
+     * route_step.c at once: its texts live in its stack. */
+    if (ct_req_route(r))
+        return CT_REQ_GONE;
+    ct_req_goto(r, CT_STEP_CACHE);
+    return CT_REQ_MORE;
+}
+
+/* PASS and FILL start the upstream's machine: its events carry R on. */
+enum ct_req_next ct_step_pass(struct ct_req *r)
 {
     CT_ASSERT(r->phase == CT_RP_FETCH && r->u == NULL);
     fetch_connect(r, false);
+    return CT_REQ_PARK;
+}
+
+enum ct_req_next ct_step_fill(struct ct_req *r) { return ct_step_pass(r); }
+
+/* Answered; what ends the request (the fetch's end, the protocol) is an
+ * event of its own. */
+enum ct_req_next ct_step_done(struct ct_req *r)
+{
+    (void)r;
+    return CT_REQ_PARK;
 }
 
 void ct_req_free(struct ct_req *r)

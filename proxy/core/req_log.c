@@ -89,6 +89,13 @@ void ct_req_log_end(struct ct_req *r, unsigned status)
     }
     if (r->w->alog)
         access_log(r, status, rt, ut);
+    if (CT_UNLIKELY(ct_log_get_level() <= CT_LOG_DEBUG) && r->msg) {
+        char steps[160];
+        CT_DEBUG("w%u c%llu %s: %.*s %.*s: %u; steps: %s", r->w->id,
+                 (unsigned long long)r->conn_id, r->peer, (int)r->msg->method_name.len,
+                 r->msg->method_name.p, (int)r->msg->target.len, r->msg->target.p, status,
+                 ct_req_trail(r, steps, sizeof(steps)));
+    }
     ct_req_route_release(r);
 }
 

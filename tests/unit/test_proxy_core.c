@@ -336,6 +336,17 @@ static bool cache_status_has(const struct cap *c, const char *s)
     return strstr(c->cache_status, s) != NULL;
 }
 
+/* Did C's request go through exactly these steps (req_step.h)? */
+static bool trail_is(const struct cap *c, const char *want)
+{
+    char buf[256];
+    ct_req_trail(&c->r, buf, sizeof(buf));
+    if (strcmp(buf, want) == 0)
+        return true;
+    fprintf(stderr, "steps: got \"%s\", want \"%s\"\n", buf, want);
+    return false;
+}
+
 /* Run the worker's loop until every request in CAPS is done or failed
  * (bounded: 60 s, generous under sanitizers). */
 static bool run_until_done(struct cap **caps, size_t n)
@@ -416,6 +427,8 @@ static void test_miss_then_hit(void)
     CU_ASSERT_EQUAL(body_len(a), 1000);
     CU_ASSERT_TRUE(cache_status_has(a, "stored"));
     CU_ASSERT_TRUE(a->ended);
+    /* the fetching client reads its own fill, like any reader */
+    CU_ASSERT_TRUE(trail_is(a, "recv route cache lookup fill stream done"));
     struct cap *b = request("GET", "/bytes/1000?" MAXAGE "&etag=%22v1%22", NULL);
     CU_ASSERT_TRUE(run_one(b));
     CU_ASSERT_EQUAL(b->status, 200);
@@ -423,6 +436,7 @@ static void test_miss_then_hit(void)
     CU_ASSERT_TRUE(cache_status_has(b, "hit"));
     CU_ASSERT_STRING_EQUAL(b->etag, "\"v1\""); /* read from the stored field index */
     CU_ASSERT_EQUAL(body_len(b), 1000);
+    CU_ASSERT_TRUE(trail_is(b, "recv route cache lookup deliver stream done"));
     CU_ASSERT_EQUAL(origin_total(), 1);
     cap_free(a);
     cap_free(b);
@@ -440,6 +454,8 @@ static void test_coalescing(void)
     for (int i = 0; i < N; i++) {
         CU_ASSERT_EQUAL(c[i]->status, 200);
         CU_ASSERT_EQUAL(body_len(c[i]), 5000);
+        if (i > 0) /* behind c[0]'s fill */
+            CU_ASSERT_TRUE(trail_is(c[i], "recv route cache lookup wait deliver stream done"));
         cap_free(c[i]);
     }
     CU_ASSERT_EQUAL(origin_total(), 1); /* one fetch for all eight */
@@ -564,6 +580,8 @@ static void test_purge_during_fill(void)
     CU_ASSERT_TRUE(head_sent(a)); /* the head is in, the body trickles */
     struct cap *p = request("PURGE", t, NULL);
     CU_ASSERT_TRUE(run_one(p));
+    CU_ASSERT_EQUAL(p->status, 200);
+    CU_ASSERT_TRUE(trail_is(p, "recv route cache purge synth done"));
     CU_ASSERT_TRUE(run_one(a));
     CU_ASSERT_EQUAL(body_len(a), 4000); /* the fetching client is not cut */
     /* The purged fill is not served afterwards. */
