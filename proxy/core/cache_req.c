@@ -523,8 +523,12 @@ void ct_cache_answer(struct ct_req *r, unsigned status, struct ct_str body, stru
 {
     struct ct_creq *cr = r->cr ? r->cr : ct_cache_creq_new(r);
     creq_reset(cr);
-    if (ct_http_msg_body_expected(r->msg))
-        (void)r->proto->body_finish(r); /* a body already here is read; else the carrier closes */
+    /* The request's end is read before the answer (the cache step does so
+     * for the requests it answers): a body already here is read, else the
+     * carrier closes; a bodiless one's end must be taken too, or HTTP/1
+     * reads it as the next request's first event (a keep-alive client's
+     * second request after a route's answer crashed on it). */
+    (void)r->proto->body_finish(r);
     cr->cstatus = cstatus;
     to_synth(r, status, body);
     (void)ct_step_synth(r); /* now: BODY and CSTATUS are the caller's stack */

@@ -165,4 +165,21 @@ ct_check_match "access log: site and route" "$(cat "$CT_TMP/access.log")" '"GET 
 ct_check "unknown host: the default group" \
     "$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: other.test' "http://127.0.0.1:$HP/1k")" 200
 
+# One connection that changes its Host between requests: each request gets
+# its own host's site (a connection keeps the site of its last Host, and
+# must never answer another host from it), over HTTP/1.1 and HTTP/2.
+for scheme in http h2; do
+    case $scheme in
+        http) base="http://127.0.0.1:$HP"; opt=(--http1.1) ;;
+        h2) base="https://127.0.0.1:$SP"; opt=(-k --http2) ;;
+    esac
+    w='%{http_code}:%{num_connects} '
+    out=$(curl -s "${opt[@]}" -o /dev/null -w "$w" -H "$H" "$base/healthz" \
+        --next -s "${opt[@]}" -o /dev/null -w "$w" -H 'Host: other.test' "$base/healthz" \
+        --next -s "${opt[@]}" -o /dev/null -w "$w" -H 'Host: a.example.test' "$base/healthz" \
+        --next -s "${opt[@]}" -o /dev/null -w "$w" -H 'Host: other.test' "$base/old" \
+        --next -s "${opt[@]}" -o /dev/null -w "$w" -H "$H" "$base/old")
+    ct_check "$scheme: one connection, the site follows the Host" "$out" "200:1 404:0 200:0 404:0 308:0 "
+done
+
 ct_done
