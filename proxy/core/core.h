@@ -20,6 +20,19 @@ struct ct_http_msg;
 struct ssl_st;
 
 struct ct_proto;
+
+/* The site a connection's last request named by its Host (route_step.c),
+ * owned by the connection, which sends one Host again and again: valid for
+ * the route table of generation GEN, the listener default DFLT and that
+ * host. Zero: nothing kept. */
+struct ct_site_memo {
+    uint64_t gen;
+    long site;
+    int dflt;
+    uint8_t host_len;
+    char host[47];
+};
+
 /* Where the response is, as the protocol sees it (the request's own
  * steps are r->step, proxy/core/req_step.h). */
 enum ct_req_phase {
@@ -76,6 +89,8 @@ struct ct_req {
      * the table that holds it (held until the request is logged or freed) */
     const struct ct_route *route;
     struct ct_wroutes *routes;
+    /* the carrier's memo of the site its requests' Host named (NULL: none) */
+    struct ct_site_memo *site_memo;
     /* what send_synth adds for a route's answer: a Location (redirects), a
      * Content-Type other than text/plain; empty otherwise */
     struct ct_str synth_location, synth_ctype, synth_retry_after;

@@ -15,6 +15,7 @@
  */
 #include <netinet/in.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -32,6 +33,7 @@ struct ct_wroutes {
     int *slots; /* per route id: its counter in the worker's stats block, or -1 */
     const struct ct_conf *cf;
     unsigned refs; /* requests holding it, + 1 while it is the worker's current one */
+    uint64_t gen;  /* unique in the process: what a request's site memo names */
     struct ct_wroutes *next; /* older tables still held */
 };
 
@@ -49,6 +51,8 @@ static void wroutes_unref(struct ct_worker *w, struct ct_wroutes *wr)
     free(wr->slots);
     free(wr);
 }
+
+static atomic_uint_fast64_t tables_built;
 
 /* W's table for w->cf (built now if the configuration changed). */
 static struct ct_wroutes *current(struct ct_worker *w)
@@ -74,6 +78,7 @@ static struct ct_wroutes *current(struct ct_worker *w)
                            : -1;
     }
     wr->refs = 1;
+    wr->gen = atomic_fetch_add(&tables_built, 1) + 1; /* workers build theirs at once */
     wr->next = cur;
     w->routes = wr;
     if (!w->route_scratch)
@@ -272,6 +277,29 @@ static void real_client(struct ct_req *r)
                                                              sizeof(r->client_buf)));
 }
 
+/* The site Q's host names in WR's table: the one R's carrier found for the
+ * same host last time, or looked up and kept (the hash, the probe and the
+ * compare of a host lookup cost about 2.5 % of a hit). */
+static long site_for(struct ct_req *r, const struct ct_wroutes *wr, const struct ct_route_req *q)
+{
+    struct ct_site_memo *m = r->site_memo;
+    if (m == NULL)
+        return ct_route_site(wr->t, q);
+    if (m->gen == wr->gen && m->dflt == q->default_site &&
+        ct_str_eq(q->host, ct_str_make(m->host, m->host_len)))
+        return m->site;
+    long site = ct_route_site(wr->t, q);
+    if (q->host.len <= sizeof(m->host)) {
+        if (q->host.len)
+            memcpy(m->host, q->host.p, q->host.len);
+        m->host_len = (uint8_t)q->host.len;
+        m->gen = wr->gen;
+        m->dflt = q->default_site;
+        m->site = site;
+    }
+    return site;
+}
+
 bool ct_req_route(struct ct_req *r)
 {
     ct_req_route_release(r);
@@ -286,7 +314,7 @@ bool ct_req_route(struct ct_req *r)
     struct ct_realip_addr addr;
     struct ct_route_req q;
     route_req(r, wr->t, &addr, &q);
-    r->route = ct_route_choose(wr->t, &q, w->route_scratch);
+    r->route = ct_route_choose_in(wr->t, site_for(r, wr, &q), &q, w->route_scratch);
     r->routes = wr;
     wr->refs++;
     int slot = wr->slots[r->route->id];

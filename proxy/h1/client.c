@@ -149,7 +149,7 @@ static void req_reset(struct ct_client *c)
 {
     c->r = (struct ct_req){.magic = CT_REQ_MAGIC, .proto = &ct_h1_proto, .w = c->w, .lc = c->lc,
                            .peer = c->peer, .peer_ip_len = c->peer_ip_len, .conn_id = c->id,
-                           .tls = c->tls, .cr = c->r.cr};
+                           .tls = c->tls, .cr = c->r.cr, .site_memo = &c->site_memo};
     c->body_seen = 0;
 }
 

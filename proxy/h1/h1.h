@@ -47,6 +47,7 @@ struct ct_client {
     enum ct_client_state state;
     struct ct_worker *w;
     const struct ct_listener_conf *lc;
+    struct ct_site_memo site_memo; /* its requests' Host -> site (route_step.c) */
     struct bufferevent *bev;    /* owned; BEV_OPT_CLOSE_ON_FREE */
     struct ct_io io;            /* its read side */
     struct ct_http_parser *rp;  /* request parser, reused for every request */

@@ -212,7 +212,8 @@ static void *on_request(void *owner, int32_t sid, const struct ct_http_msg *msg,
                             .conn_id = s->id,
                             .tls = bufferevent_openssl_get_ssl(s->bev),
                             .msg = msg,
-                            .body_done = end_stream};
+                            .body_done = end_stream,
+                            .site_memo = &s->site_memo};
     st->next = s->streams;
     if (s->streams)
         s->streams->prev = st;

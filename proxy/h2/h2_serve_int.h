@@ -45,6 +45,7 @@ struct ct_h2s {
     unsigned magic;
     struct ct_worker *w;
     const struct ct_listener_conf *lc;
+    struct ct_site_memo site_memo; /* its streams' :authority -> site (route_step.c) */
     struct bufferevent *bev; /* owned; BEV_OPT_CLOSE_ON_FREE */
     struct ct_io io;
     struct ct_h2_conn *h;

@@ -677,13 +677,23 @@ static bool route_matches(const struct croute *cr, const struct ct_route_req *re
     return true;
 }
 
-const struct ct_route *ct_route_choose(const struct ct_route_table *t, const struct ct_route_req *req,
-                                       struct ct_route_scratch *s)
+long ct_route_site(const struct ct_route_table *t, const struct ct_route_req *req)
 {
     long dflt = req->default_site > 0 && (size_t)req->default_site <= t->nsites
                     ? req->default_site - 1 : t->default_site;
-    long si = t->nsites ? site_of(t, req->host, dflt) : -1;
-    if (si < 0)
+    return t->nsites ? site_of(t, req->host, dflt) : -1;
+}
+
+const struct ct_route *ct_route_choose(const struct ct_route_table *t, const struct ct_route_req *req,
+                                       struct ct_route_scratch *s)
+{
+    return ct_route_choose_in(t, ct_route_site(t, req), req, s);
+}
+
+const struct ct_route *ct_route_choose_in(const struct ct_route_table *t, long si,
+                                          const struct ct_route_req *req, struct ct_route_scratch *s)
+{
+    if (si < 0 || (size_t)si >= t->nsites)
         return &t->fallback.pub;
     const struct csite *site = &t->sites[si];
     const char *q = memchr(req->target.p, '?', req->target.len);

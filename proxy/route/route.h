@@ -96,6 +96,16 @@ void ct_route_table_free(struct ct_route_table **tp);
 struct ct_route_scratch *ct_route_scratch_new(void);
 void ct_route_scratch_free(struct ct_route_scratch **sp);
 
+/* The site REQ's host names (its listener's default, the table's, or -1:
+ * none, which the fallback route serves), for ct_route_choose_in: a
+ * connection that sends one Host again and again may keep it for the
+ * table it came from. */
+long ct_route_site(const struct ct_route_table *t, const struct ct_route_req *req);
+/* The route for REQ within SITE (ct_route_site's for T and REQ's host and
+ * default site). Never NULL. No allocation. */
+const struct ct_route *ct_route_choose_in(const struct ct_route_table *t, long site,
+                                          const struct ct_route_req *req,
+                                          struct ct_route_scratch *s);
 /* The route for REQ. Never NULL (a fallback at worst). No allocation. */
 const struct ct_route *ct_route_choose(const struct ct_route_table *t, const struct ct_route_req *req,
                                        struct ct_route_scratch *s);
