@@ -12,9 +12,12 @@
  *
  * That is what only shell tests covered before: coalescing, stale-while-
  * revalidate with its background refresh (the null protocol), stale-if-
- * error, the 304 merge, Range on a miss, a purge during a fill, and a client
- * that goes away mid-fill. The capture protocol is also the proof that the
- * core needs nothing of HTTP/1 from its carrier.
+ * error, the 304 merge, Range on a miss, a purge during a fill, a client
+ * that goes away mid-fill, a request body that arrives in pieces, back-
+ * pressure from a client that does not read, and the waiter timeout's two
+ * actions. Each case also asserts the steps the request went through
+ * (r->trail, proxy/core/req_step.h). The capture protocol is also the proof
+ * that the core needs nothing of HTTP/1 from its carrier.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -167,6 +170,10 @@ struct cap {
     bool ended, done, failed;
     bool full;                 /* its output is full: the core must wait (ct_req_drained) */
     enum ct_close why;
+    /* the request body the client has sent so far, and whether that is all */
+    struct evbuffer *req_body;
+    bool req_body_end;
+    bool body_wanted;          /* body_read said NEED: ct_req_body_readable when more came */
 };
 
 static struct cap *cap_of(struct ct_req *r) { return CT_CONTAINER_OF(r, struct cap, r); }
@@ -260,9 +267,17 @@ static bool cap_tunnel(struct ct_req *r, const struct ct_http_msg *resp)
 static enum ct_body_ev cap_body_read(struct ct_req *r, struct evbuffer *dst, bool chunked,
                                      size_t *n)
 {
-    (void)r, (void)dst, (void)chunked;
-    *n = 0;
-    return CT_BODY_END; /* the tests' requests have no body */
+    struct cap *c = cap_of(r);
+    CT_ASSERT(!chunked); /* the tests' bodies have a Content-Length */
+    *n = evbuffer_get_length(c->req_body);
+    if (*n) {
+        evbuffer_remove_buffer(c->req_body, dst, *n);
+        return CT_BODY_DATA;
+    }
+    if (c->req_body_end)
+        return CT_BODY_END;
+    c->body_wanted = true;
+    return CT_BODY_NEED;
 }
 
 static void cap_body_hold(struct ct_req *r, bool hold) { (void)r, (void)hold; }
@@ -308,6 +323,8 @@ static struct cap *request(const char *method, const char *target, const char *e
 {
     struct cap *c = ct_xcalloc(1, sizeof(*c));
     c->body = evbuffer_new();
+    c->req_body = evbuffer_new();
+    c->req_body_end = true;
     c->rp = ct_http_parser_new(CT_HTTP_REQUEST, NULL);
     ct_http_parser_set_gateway(c->rp, true);
     int n = snprintf(c->text, sizeof(c->text), "%s %s HTTP/1.1\r\nHost: core.test\r\n%s\r\n",
@@ -326,6 +343,7 @@ static void cap_free(struct cap *c)
     ct_req_free(&c->r);
     ct_http_parser_free(&c->rp);
     evbuffer_free(c->body);
+    evbuffer_free(c->req_body);
     free(c);
 }
 
@@ -658,6 +676,106 @@ static void client_gone(bool before_head, bool chunked)
     teardown();
 }
 
+/* A request body that comes in two pieces, the second after the core asked
+ * for more (a slow client): forwarded whole, with the request, to the
+ * origin (which echoes it); never stored. */
+static void test_request_body_pass(void)
+{
+    setup("");
+    struct cap *a = ct_xcalloc(1, sizeof(*a));
+    a->body = evbuffer_new();
+    a->req_body = evbuffer_new();
+    evbuffer_add(a->req_body, "hello ", 6);
+    a->rp = ct_http_parser_new(CT_HTTP_REQUEST, NULL);
+    ct_http_parser_set_gateway(a->rp, true);
+    int n = snprintf(a->text, sizeof(a->text),
+                     "POST /echo HTTP/1.1\r\nHost: core.test\r\nContent-Length: 11\r\n\r\n");
+    size_t used;
+    CT_ASSERT(ct_http_parser_feed(a->rp, a->text, (size_t)n, &used, NULL) == CT_HTTP_EV_HEAD);
+    a->r = (struct ct_req){.magic = CT_REQ_MAGIC, .proto = &cap_proto, .w = w, .lc = &lc,
+                           .peer = "127.0.0.1:1", .peer_ip_len = 9, .conn_id = ++next_id,
+                           .msg = ct_http_parser_msg(a->rp)};
+    ct_req_start(&a->r);
+    CU_ASSERT_TRUE(trail_is(a, "recv route cache pass"));
+    /* the core took "hello " and waits for the rest */
+    ct_time_t end = ct_time_mono() + 60;
+    while (!a->body_wanted && ct_time_mono() < end)
+        event_base_loop(w->base, EVLOOP_ONCE);
+    CU_ASSERT_TRUE(a->body_wanted);
+    CU_ASSERT_FALSE(a->done);
+    evbuffer_add(a->req_body, "world", 5);
+    a->req_body_end = true;
+    ct_req_body_readable(&a->r);
+    CU_ASSERT_TRUE(run_one(a));
+    CU_ASSERT_EQUAL(a->status, 200);
+    char buf[4096];
+    size_t k = evbuffer_copyout(a->body, buf, sizeof(buf) - 1);
+    buf[k] = '\0';
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"body\": \"hello world\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"POST\""));
+    CU_ASSERT_TRUE(cache_status_has(a, "fwd=bypass; detail=method"));
+    cap_free(a);
+    teardown();
+}
+
+/* A forwarded response whose client does not read: the core stops reading the origin
+ * while the client's output is full (its memory stays bounded), and goes
+ * on when the protocol says it drained. */
+static void test_pass_backpressure(void)
+{
+    setup("");
+    const char *t = "/bytes/2000000?cache-control=no-store";
+    struct cap *a = request("GET", t, NULL);
+    CU_ASSERT_TRUE(head_sent(a));
+    a->full = true;
+    run_for(300);
+    CU_ASSERT_FALSE(a->done);
+    CU_ASSERT_TRUE(a->r.up_paused);
+    size_t held = body_len(a);
+    CU_ASSERT_TRUE(held < 2000000);
+    run_for(100);
+    CU_ASSERT_EQUAL(body_len(a), held); /* nothing more while it is full */
+    a->full = false;
+    ct_req_drained(&a->r);
+    CU_ASSERT_TRUE(run_one(a));
+    CU_ASSERT_EQUAL(body_len(a), 2000000);
+    /* a miss fills until the response says no-store; then it is forwarded */
+    CU_ASSERT_TRUE(trail_is(a, "recv route cache lookup fill"));
+    CU_ASSERT_FALSE(cache_status_has(a, "stored"));
+    cap_free(a);
+    teardown();
+}
+
+/* A waiter whose fetch takes longer than cache.waiter_timeout: 504 by
+ * default, or a fetch of its own with waiter_timeout_action = "fetch". */
+static void wait_timeout(bool fetch)
+{
+    setup(fetch ? "waiter_timeout = \"200ms\"; waiter_timeout_action = \"fetch\";"
+                : "waiter_timeout = \"200ms\";");
+    const char *t = "/bytes/100?" MAXAGE "&delay=1500";
+    struct cap *a = request("GET", t, NULL);
+    struct cap *b = request("GET", t, NULL);
+    CU_ASSERT_TRUE(run_one(b));
+    if (fetch) {
+        CU_ASSERT_EQUAL(b->status, 200);
+        CU_ASSERT_EQUAL(body_len(b), 100);
+        CU_ASSERT_TRUE(cache_status_has(b, "detail=wait-timeout"));
+        CU_ASSERT_TRUE(trail_is(b, "recv route cache lookup wait pass"));
+    } else {
+        CU_ASSERT_EQUAL(b->status, 504);
+        CU_ASSERT_TRUE(trail_is(b, "recv route cache lookup wait synth done"));
+    }
+    CU_ASSERT_TRUE(run_one(a));
+    CU_ASSERT_EQUAL(a->status, 200);
+    CU_ASSERT_EQUAL(origin_total(), fetch ? 2 : 1);
+    cap_free(a);
+    cap_free(b);
+    teardown();
+}
+
+static void test_wait_timeout_504(void) { wait_timeout(false); }
+static void test_wait_timeout_fetch(void) { wait_timeout(true); }
+
 static void test_client_gone_mid_fill(void) { client_gone(false, false); }
 static void test_client_gone_mid_chunked_fill(void) { client_gone(false, true); }
 static void test_client_gone_before_head(void) { client_gone(true, false); }
@@ -675,5 +793,9 @@ void ct_test_register(void)
              {"the fetching client reads the object", test_fetcher_reads_object},
              {"client gone mid-fill", test_client_gone_mid_fill},
              {"client gone mid-fill, chunked", test_client_gone_mid_chunked_fill},
-             {"client gone before the head", test_client_gone_before_head});
+             {"client gone before the head", test_client_gone_before_head},
+             {"a request body in two pieces, passed", test_request_body_pass},
+             {"back-pressure on a forwarded response", test_pass_backpressure},
+             {"waiter timeout: 504", test_wait_timeout_504},
+             {"waiter timeout: fetch", test_wait_timeout_fetch});
 }
