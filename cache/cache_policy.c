@@ -338,10 +338,12 @@ static bool may_list_fields(const struct ct_http_msg *resp, const struct ct_cach
     return false;
 }
 
-static bool field_excluded(const struct ct_http_msg *resp, const struct ct_cache_policy_opts *opts,
-                           struct ct_str name)
+/* NAME is listed by RESP's effective cache control; LISTS: may_list_fields()
+ * said it could be. */
+static bool listed(const struct ct_http_msg *resp, const struct ct_cache_policy_opts *opts,
+                   struct ct_str name, bool lists)
 {
-    if (!may_list_fields(resp, opts))
+    if (!lists)
         return false;
     struct ct_cc cc;
     enum ct_cache_cc_src src = ct_cache_policy_resp_cc(resp, opts, &cc);
@@ -358,12 +360,33 @@ static bool field_excluded(const struct ct_http_msg *resp, const struct ct_cache
     return false;
 }
 
+static bool field_excluded(const struct ct_http_msg *resp, const struct ct_cache_policy_opts *opts,
+                           struct ct_str name)
+{
+    return listed(resp, opts, name, may_list_fields(resp, opts));
+}
+
+void ct_cache_policy_fields_init(struct ct_cache_fields *fs, const struct ct_http_msg *resp,
+                                 const struct ct_cache_policy_opts *opts)
+{
+    *fs = (struct ct_cache_fields){.resp = resp, .opts = opts,
+                                   .lists = may_list_fields(resp, opts)};
+}
+
+bool ct_cache_policy_fields_storable(const struct ct_cache_fields *fs,
+                                     const struct ct_http_field *f)
+{
+    if (ct_http_msg_field_is_hop(fs->resp, f) || (ct_hdr_flags(f->id) & CT_HDRF_NO_STORE))
+        return false;
+    return !listed(fs->resp, fs->opts, f->name, fs->lists);
+}
+
 bool ct_cache_policy_field_storable(const struct ct_http_msg *resp, const struct ct_http_field *f,
                                     const struct ct_cache_policy_opts *opts)
 {
-    if (ct_http_msg_field_is_hop(resp, f) || (ct_hdr_flags(f->id) & CT_HDRF_NO_STORE))
-        return false;
-    return !field_excluded(resp, opts, f->name);
+    struct ct_cache_fields fs;
+    ct_cache_policy_fields_init(&fs, resp, opts);
+    return ct_cache_policy_fields_storable(&fs, f);
 }
 
 /* ---- storing (§3) ------------------------------------------------------ */

@@ -118,6 +118,19 @@ enum ct_cache_cc_src ct_cache_policy_resp_cc(const struct ct_http_msg *resp,
  * of the response may be stored without them). */
 bool ct_cache_policy_field_storable(const struct ct_http_msg *resp, const struct ct_http_field *f,
                                     const struct ct_cache_policy_opts *opts);
+/* The same for every field of one response, with what the answer needs of
+ * the whole response (whether its cache control lists fields at all)
+ * computed once by ct_cache_policy_fields_init: storing a response asks
+ * for each of its fields, and asking anew cost n^2 scans of its values. */
+struct ct_cache_fields {
+    const struct ct_http_msg *resp;
+    const struct ct_cache_policy_opts *opts;
+    bool lists; /* some cache control holds private="..." or no-cache="..." */
+};
+void ct_cache_policy_fields_init(struct ct_cache_fields *fs, const struct ct_http_msg *resp,
+                                 const struct ct_cache_policy_opts *opts);
+bool ct_cache_policy_fields_storable(const struct ct_cache_fields *fs,
+                                     const struct ct_http_field *f);
 
 /* Is F a targeted cache-control field (CDN-Cache-Control or opts->targeted_cc)?
  * Those are for us and not forwarded to clients: store them (a later 304 is

@@ -5,7 +5,8 @@
 #   bench/micro/reqcost.sh BINDIR [N]
 #
 # For each cell (HTTP hit, HTTP pass, HTTPS hit, HTTPS pass; 1 KiB bodies;
-# CELLS="h2-hit h2-pass" adds HTTP/2 over TLS, one stream at a time)
+# CELLS="h2-hit h2-pass" adds HTTP/2 over TLS, one stream at a time;
+# SCHEME-miss cells fetch a new URL each time and store it)
 # one cachet worker runs under valgrind --tool=callgrind and one keep-alive
 # connection makes N requests after a warm-up; the counters are zeroed after
 # the warm-up and dumped after the N (callgrind_control), so start-up is not
@@ -17,7 +18,7 @@
 set -u
 BIN=$(cd "${1:?usage: reqcost.sh BINDIR [N]}" && pwd)
 N=${2:-2000}
-CELLS=${CELLS:-"http-hit http-pass https-hit https-pass"}
+CELLS=${CELLS:-"http-hit http-miss http-pass https-hit https-pass"}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ct-reqcost.XXXXXX")
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$TMP"; }
@@ -42,7 +43,11 @@ OPORT=$(wait_port "$TMP/origin.out" '^listening on' $!) || exit 1
 client() { # SCHEME PORT PATH N ZERO(0/1) DIR
     "${PY:-/usr/bin/python3}" - "$@" <<'PY'
 import http.client, ssl, subprocess, sys
-scheme, port, path, n, zero, d = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5] == "1", sys.argv[6]
+scheme, port, tpath, n, zero, d = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5] == "1", sys.argv[6]
+seq = [0]
+def next_path():                     # "{i}" in the path: a new URL each time (the miss cell)
+    seq[0] += 1
+    return tpath.replace("{i}", str(seq[0]))
 if scheme == "h2":                   # one HTTP/2 connection over TLS, one stream at a time
     import socket, h2.config, h2.connection, h2.events
     ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
@@ -53,6 +58,7 @@ if scheme == "h2":                   # one HTTP/2 connection over TLS, one strea
     class C: pass
     c = C()
     def get():
+        path = next_path()
         sid = conn.get_next_available_stream_id()
         conn.send_headers(sid, [(":method", "GET"), (":path", path), (":scheme", "https"),
                                 (":authority", "127.0.0.1")], end_stream=True)
@@ -76,7 +82,7 @@ else:
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
 if scheme != "h2":
     def get():
-        c.request("GET", path)
+        c.request("GET", next_path())
         r = c.getresponse(); body = r.read()
         assert r.status == 200 and len(body) == 1024, (r.status, len(body))
         return r.getheader("Cache-Status") or ""
@@ -100,7 +106,11 @@ PY
 
 for cell in $CELLS; do
     scheme=${cell%-*}; kind=${cell#*-}
-    if [ "$kind" = hit ]; then path="/1k?cache-control=max-age%3D3600"; else path="/gen?size=1024&cache-control=no-store"; fi
+    case $kind in
+        hit) path="/1k?cache-control=max-age%3D3600" ;;
+        miss) path="/gen?size=1024&cache-control=max-age%3D3600&n={i}" ;; # fetched and stored
+        *) path="/gen?size=1024&cache-control=no-store" ;;
+    esac
     d="$TMP/$cell"; mkdir -p "$d"
     if [ "$scheme" = https ] || [ "$scheme" = h2 ]; then lopt=(--http off --https 127.0.0.1:0); pat='^listening on https '; else lopt=(--http 127.0.0.1:0); pat='^listening on http '; fi
     # instructions

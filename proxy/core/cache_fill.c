@@ -146,13 +146,15 @@ void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
     evbuffer_add(out, &blk, sizeof(blk));
     evbuffer_add(out, line, (size_t)n);
     bool has_date = false;
+    struct ct_cache_fields fs;
+    ct_cache_policy_fields_init(&fs, msg, po);
     for (size_t i = 0; i < msg->nfields; i++) {
         const struct ct_http_field *f = &msg->fields[i];
         /* Per-hit fields are written on every delivery; the framing is ours;
          * targeted cache control is for us only (RFC 9213 §2). */
         if ((ct_hdr_flags(f->id) & CT_HDRF_PER_HIT) || f->id == CT_HDR_CONTENT_LENGTH ||
             f->id == CT_HDR_TRANSFER_ENCODING || f->id == CT_HDR_VIA || ct_http_field_is_proxy(f) ||
-            ct_cache_policy_field_targeted(f, po) || !ct_cache_policy_field_storable(msg, f, po) ||
+            ct_cache_policy_field_targeted(f, po) || !ct_cache_policy_fields_storable(&fs, f) ||
             (!cc->expose_tags && ct_cache_is_tag_field(cc, f)) ||
             (f->id == CT_HDR_SET_COOKIE && strip_sc))
             continue;
