@@ -388,6 +388,28 @@ static void json_listeners(struct ct_buf *o, const struct ct_stats_view *v)
     CT_BUF_LIT(o, "]");
 }
 
+/* Requests by site and route, as /metrics' cachet_route_requests_total. */
+static void json_routes(struct ct_buf *o, const struct ct_stats_view *v)
+{
+    CT_BUF_LIT(o, "\"routes\":[");
+    struct ct_stats_names *n = v->routes;
+    if (n) {
+        pthread_mutex_lock(&n->mu);
+        for (size_t i = 0; i < n->n; i++) {
+            if (i)
+                CT_BUF_LIT(o, ",");
+            CT_BUF_LIT(o, "{\"site\":");
+            json_str(o, n->site[i]);
+            CT_BUF_LIT(o, ",\"route\":");
+            json_str(o, n->route[i]);
+            ct_buf_printf(o, ",\"requests\":%llu}",
+                          (unsigned long long)ct_stats_get(&v->sum->route_requests[i]));
+        }
+        pthread_mutex_unlock(&n->mu);
+    }
+    CT_BUF_LIT(o, "]");
+}
+
 static void json_reload(struct ct_buf *o, const struct ct_stats_reload *r)
 {
     ct_buf_printf(o, "\"reload\":{\"generation\":%u,\"ok\":%llu,\"failed\":%llu,",
@@ -427,6 +449,8 @@ void ct_stats_render_json(const struct ct_stats_view *v, struct ct_buf *o)
     json_cache(o, v->cache);
     CT_BUF_LIT(o, ",");
     json_listeners(o, v);
+    CT_BUF_LIT(o, ",");
+    json_routes(o, v);
     CT_BUF_LIT(o, ",");
     json_reload(o, &v->reload);
     ct_buf_printf(o, ",\"purge\":%s", v->purge ? "true" : "false");

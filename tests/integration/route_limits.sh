@@ -68,4 +68,10 @@ ct_check_match "metrics: rate refusals counted" "$m" 'cachet_route_answers_total
 ct_check_match "metrics: concurrency refusals counted" "$m" 'cachet_route_answers_total\{action="concurrency"\} 1'
 ct_check_match "metrics: requests per route" "$m" 'cachet_route_requests_total\{site="www",route="api"\} ([6-9]|[1-9][0-9])'
 ct_check_match "metrics: a site's requests no route matched" "$m" 'cachet_route_requests_total\{site="small",route="-"\} 2'
+# the same counters in /stats, parsed as JSON
+j=$(curl -s "http://127.0.0.1:$AP/stats" | /usr/bin/python3 -c '
+import json, sys
+r = {(x["site"], x["route"]): x["requests"] for x in json.load(sys.stdin)["routes"]}
+print(r.get(("small", "-")), r.get(("www", "api"), 0) >= 6)')
+ct_check "stats: requests per route" "$j" "2 True"
 ct_done
