@@ -145,6 +145,7 @@ static void drain(struct ct_worker *w)
     }
     ct_h2s_drain_all(w, false);
     ct_net_drain_all(w);
+    ct_pp_abort_all(w); /* no request yet, as idle ones: else accepted after their header */
     if (w->nclients == 0) {
         event_base_loopexit(w->base, NULL);
         return;

@@ -54,7 +54,8 @@ void ct_net_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int f
  * ct_net_accept() with the header's source address. */
 void ct_pp_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int fd,
                   const struct sockaddr *sa, socklen_t salen, ct_net_take_fn *take);
-/* Worker exit: close the connections still waiting for their header. */
+/* Draining or worker exit: close the connections still waiting for their
+ * header (they sent no request yet). */
 void ct_pp_abort_all(struct ct_worker *w);
 /* Draining: close the connections still in their handshake. */
 void ct_net_drain_all(struct ct_worker *w);

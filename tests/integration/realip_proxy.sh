@@ -109,4 +109,38 @@ log=$(cat "$CT_TMP/access.log")
 ct_check_match "access log: the PROXY client" "$log" '"remote_addr":"203\.0\.113\.7"'
 ct_check_match "access log: the trusted proxy's client" "$log" '"remote_addr":"198\.51\.100\.5"'
 ct_check_match "access log: an untrusted peer as itself" "$log" '"remote_addr":"127\.0\.0\.2"'
+
+# A drain (SIGTERM) closes a connection still waiting for its PROXY header
+# at once, as it closes idle ones, while a request in flight finishes.
+out=$(/usr/bin/python3 - "$PP" "$NP" "$(ct_pid p)" "$OP" <<'PY'
+import json, os, signal, socket, sys, time, urllib.request
+pp, np, pid, op = (int(a) for a in sys.argv[1:5])
+def origin_total():
+    with urllib.request.urlopen("http://127.0.0.1:%d/_origin/stats" % op) as r:
+        return json.load(r)["total"]
+before = origin_total()
+silent = socket.create_connection(("127.0.0.1", pp))
+slow = socket.create_connection(("127.0.0.1", np))
+slow.sendall(b"GET /delay/3000?cache-control=no-store HTTP/1.1\r\nHost: x\r\n\r\n")
+end = time.monotonic() + 60
+while origin_total() <= before and time.monotonic() < end:  # the slow one is in flight
+    time.sleep(0.02)
+os.kill(pid, signal.SIGTERM)
+silent.settimeout(60)
+t0 = time.monotonic()
+gone = silent.recv(1) == b""
+waited = time.monotonic() - t0
+slow.settimeout(60)
+resp = b""
+while b"\r\n\r\n" not in resp:
+    k = slow.recv(4096)
+    if not k:
+        break
+    resp += k
+print("silent closed" if gone and waited < 2.5 else "silent open %.1f s" % waited,
+      resp.split(b"\r\n")[0].decode())
+PY
+)
+ct_check "drain: a connection waiting for its PROXY header is closed, the request in flight ends" \
+    "$out" "silent closed HTTP/1.1 200 OK"
 ct_done
