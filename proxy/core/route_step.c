@@ -22,6 +22,7 @@
 #include "proxy/core/cache_int.h"
 #include "proxy/core/core.h"
 #include "proxy/core/req.h"
+#include "proxy/balance/balance.h"
 #include "proxy/limit/limit.h"
 #include "proxy/realip/realip.h"
 #include "proxy/stats/stats.h"
@@ -181,9 +182,21 @@ static void count(struct ct_req *r, enum ct_stats_route what)
         ct_stats_add(&r->w->stats->route_answers[what], 1);
 }
 
-/* Scopes of the limit table: a route's id, or a site's index with the top
- * bit (both are per table: a reload starts the buckets again). */
+/* Scopes of the limit table: a hash of the site's name, with the top bit,
+ * or of the site's and the route's names. Names, not indexes: a reload
+ * that adds, removes or reorders routes keeps each route's buckets (and
+ * its requests in flight) with it, as nginx's limit zones survive a
+ * reload; a route renamed starts afresh. */
 #define SITE_SCOPE 0x80000000u
+
+static uint32_t scope_of(const char *site, const char *route)
+{
+    char buf[512];
+    int n = snprintf(buf, sizeof(buf), "%s%c%s", site, '\0', route ? route : "");
+    uint64_t h = ct_balance_hash(buf, (size_t)CT_MIN((size_t)n, sizeof(buf) - 1));
+    uint32_t v = (uint32_t)(h ^ h >> 32) & ~SITE_SCOPE;
+    return route ? v : v | SITE_SCOPE;
+}
 
 static bool has_limit(const struct ct_conf_limit *l)
 {
@@ -238,9 +251,9 @@ static bool limits(struct ct_req *r, const struct ct_route_req *q, struct ct_rea
         return true; /* no address to count against */
     enum ct_stats_route what = CT_STATS_ROUTE_rate;
     unsigned retry = 1;
-    if ((!site || limit_ok(r, &s->limit, SITE_SCOPE | (uint32_t)(s - r->w->cf->sites), a, &what,
-                           &retry)) &&
-        (!route || limit_ok(r, &rc->limit, r->route->id, a, &what, &retry)))
+    if ((!site || limit_ok(r, &s->limit, scope_of(r->route->site_name, NULL), a, &what, &retry)) &&
+        (!route || limit_ok(r, &rc->limit, scope_of(r->route->site_name, r->route->route_name), a,
+                            &what, &retry)))
         return true;
     limits_leave(r);
     count(r, what);

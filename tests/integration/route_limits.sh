@@ -74,4 +74,16 @@ import json, sys
 r = {(x["site"], x["route"]): x["requests"] for x in json.load(sys.stdin)["routes"]}
 print(r.get(("small", "-")), r.get(("www", "api"), 0) >= 6)')
 ct_check "stats: requests per route" "$j" "2 True"
+
+# A reload that puts a route before "api" keeps api's buckets: they are
+# keyed by the site's and route's names, not by the route's place.
+sed -i 's|    routes = (|    routes = (\n      { name = "first"; match = { path = "/first"; }; respond = { status = 204; }; },|' \
+    "$CT_TMP/limits.conf"
+kill -HUP "$(ct_pid p)"
+reloaded() { grep -q 'in use by every worker' "$CT_TMP/p.err"; }
+ct_wait_until 90 reloaded
+ct_check "reload: the new route answers" "$(code -H 'Host: www.test' "$U/first")" 204
+ct_check "reload: api's spent bucket is still spent" "$(code -H 'Host: www.test' "$U/gen?i=8")" 429
+ct_check "reload: the other client's bucket still has its tokens" \
+    "$(code --interface 127.0.0.2 -H 'Host: www.test' "$U/gen?i=9")" 200
 ct_done
