@@ -121,6 +121,10 @@ size_t ct_req_route_edits(struct ct_req *r, bool response, struct ct_fwd_edit *o
 /* The rules for R's response to the client (its route's response_headers,
  * then strip_set_cookie's): up to CT_FWD_EDITS_MAX into OUT, values in BUF. */
 size_t ct_req_route_resp_edits(struct ct_req *r, struct ct_fwd_edit *out, char *buf, size_t cap);
+/* The backend group R's route names, as an index of the worker's current
+ * configuration (r->w->cf): the group of the same name if a reload came
+ * since the route step, the default one if it went. */
+size_t ct_req_route_group(const struct ct_req *r);
 /* TO (a background refresh) goes where FROM, its trigger, was routed. */
 void ct_req_route_share(struct ct_req *to, const struct ct_req *from);
 /* R's client address (r->client, or the peer's ip when not set). */

@@ -101,10 +101,8 @@ static bool cookie_of(const struct ct_http_msg *m, struct ct_str name, struct ct
 static void pick_of(const struct ct_req *r, struct ct_upstream_pick *pick)
 {
     const struct ct_conf *cf = r->w->cf;
-    pick->group = r->route ? r->route->group : 0;
+    pick->group = ct_req_route_group(r);
     pick->key = 0;
-    if (pick->group >= ct_conf_ngroups(cf))
-        pick->group = 0;
     const struct ct_conf_group *g = ct_conf_group_at(cf, pick->group);
     if (g->balance != CT_CONF_BALANCE_HASH)
         return;

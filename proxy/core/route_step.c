@@ -404,6 +404,23 @@ size_t ct_req_route_resp_edits(struct ct_req *r, struct ct_fwd_edit *out, char *
     return n;
 }
 
+size_t ct_req_route_group(const struct ct_req *r)
+{
+    if (!r->route || !r->routes)
+        return 0;
+    const struct ct_conf *now = r->w->cf, *then = r->routes->cf;
+    if (then == now)
+        return r->route->group < ct_conf_ngroups(now) ? r->route->group : 0;
+    /* A reload came between the route step and this fetch (a retry, an
+     * adopted fill): the group of the same name now, or the default one
+     * if the reload removed it. Indexes of two configurations differ. */
+    const char *name = ct_conf_group_at(then, r->route->group)->name;
+    for (size_t i = 1; name && i < ct_conf_ngroups(now); i++)
+        if (strcmp(ct_conf_group_at(now, i)->name, name) == 0)
+            return i;
+    return 0;
+}
+
 void ct_req_route_share(struct ct_req *to, const struct ct_req *from)
 {
     to->route = from->route;
