@@ -42,6 +42,7 @@
 #include "proxy/core/cache_int.h"
 #include "proxy/core/req.h"
 #include "proxy/h1/h1.h"
+#include "proxy/h1/h1_wire.h"
 #include "proxy/upstream/upstream.h"
 #include "proxy/upstream/wire.h"
 #include "tls/tls.h"
@@ -319,7 +320,7 @@ static void client_fail(struct ct_client *c, enum ct_close why)
     }
     bool head_only = c->r.msg && c->r.msg->method == CT_METHOD_HEAD;
     ct_req_log_end(&c->r, status);
-    ct_fwd_error(bufferevent_get_output(c->bev), status, head_only, true);
+    ct_h1_error(bufferevent_get_output(c->bev), status, head_only, true);
     ct_client_finish(c, why);
 }
 

@@ -11,6 +11,7 @@
 #include <event2/bufferevent.h>
 
 #include "proxy/h1/h1.h"
+#include "proxy/h1/h1_wire.h"
 #include "proxy/upstream/upstream.h"
 #include "proxy/upstream/wire.h"
 
@@ -128,7 +129,7 @@ static const struct ct_upstream_owner tunnel_owner = {
 bool ct_h1_tunnel(struct ct_req *r, const struct ct_http_msg *resp)
 {
     struct ct_client *c = h1(r);
-    ct_fwd_response_head(cout(c), resp, false, CT_RESP_UPGRADE, NULL);
+    ct_h1_response_head(cout(c), resp, false, CT_H1_CONN_UPGRADE, NULL);
     r->head_sent = true;
     r->status = resp->status;
     ct_client_set_state(c, CT_CS_TUNNEL);

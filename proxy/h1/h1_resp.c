@@ -30,6 +30,7 @@
 #include "proxy/core/cache_int.h"
 #include "proxy/core/proto.h"
 #include "proxy/h1/h1.h"
+#include "proxy/h1/h1_wire.h"
 #include "proxy/route/route.h"
 #include "proxy/upstream/upstream.h"
 #include "proxy/upstream/wire.h"
@@ -414,11 +415,11 @@ static bool h1_frame_response(struct ct_req *r, const struct ct_http_msg *resp)
     return c->resp_close;
 }
 
-static enum ct_resp_conn conn_of(const struct ct_client *c)
+static enum ct_h1_conn conn_of(const struct ct_client *c)
 {
-    return c->resp_close ? CT_RESP_CLOSE
-           : c->r.msg->version == 10 ? CT_RESP_KEEP_ALIVE_10
-                                     : CT_RESP_KEEP;
+    return c->resp_close ? CT_H1_CONN_CLOSE
+           : c->r.msg->version == 10 ? CT_H1_CONN_KEEP_ALIVE_10
+                                     : CT_H1_CONN_KEEP;
 }
 
 /* Direct response: when the whole body of a Content-Length response is
@@ -469,7 +470,7 @@ static void h1_send_head(struct ct_req *r, const struct ct_http_msg *msg,
 {
     struct ct_client *c = h1(r);
     bool no_body = r->msg->method == CT_METHOD_HEAD || msg->framing == CT_FRAME_NONE;
-    enum ct_resp_conn conn = conn_of(c);
+    enum ct_h1_conn conn = conn_of(c);
     struct ct_fwd_edit edits[CT_FWD_EDITS_MAX];
     char ebuf[2048];
     struct ct_fwd_resp_extra x;
@@ -481,11 +482,11 @@ static void h1_send_head(struct ct_req *r, const struct ct_http_msg *msg,
     struct iovec v[1 + DIRECT_BODY_IOV];
     int nb = body_direct ? origin_body_iov(c, msg, no_body, v + 1, DIRECT_BODY_IOV) : -1;
     if (nb < 0) {
-        ct_fwd_response_head(cout(c), msg, c->resp_chunked, conn, extra);
+        ct_h1_response_head(cout(c), msg, c->resp_chunked, conn, extra);
         return;
     }
     char head[DIRECT_HEAD];
-    size_t hlen = ct_fwd_response_head_buf(cout(c), head, sizeof(head), msg, false, conn, extra);
+    size_t hlen = ct_h1_response_head_buf(cout(c), head, sizeof(head), msg, false, conn, extra);
     if (hlen == 0)
         return; /* the head went to the output: the body follows as usual */
     v[0] = (struct iovec){head, hlen};
@@ -497,7 +498,7 @@ static void h1_send_head(struct ct_req *r, const struct ct_http_msg *msg,
 static void h1_send_interim(struct ct_req *r, const struct ct_http_msg *resp)
 {
     if (r->msg->version == 11)
-        ct_fwd_response_head(cout(h1(r)), resp, false, CT_RESP_INTERIM, NULL);
+        ct_h1_response_head(cout(h1(r)), resp, false, CT_H1_CONN_INTERIM, NULL);
 }
 
 static void h1_send_continue(struct ct_req *r)

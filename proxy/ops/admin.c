@@ -4,7 +4,7 @@
  * The admin listener is a small HTTP/1.1 server on the main thread's
  * event_base, parsing with the project's request parser (keep-alive and
  * pipelining work, bodies are read and dropped) and answering errors exactly
- * like the proxy (ct_fwd_error). Routes:
+ * like the proxy (ct_h1_error). Routes:
  *
  *     GET|HEAD /          text/html                the dashboard (dashboard.html)
  *     GET|HEAD /stats     application/json         ct_stats_render_json

@@ -1,7 +1,9 @@
 /*
- * proxy/upstream/wire.h: HTTP/1 on the wire (wire.c), both ways: request heads
- * for origins, response heads and errors for HTTP/1 clients, chunk framing,
- * and the body pump between a parser and evbuffers.
+ * proxy/upstream/wire.h: HTTP/1 on the wire (wire.c): request heads for
+ * origins, chunk framing, and the body pump between a parser and
+ * evbuffers, which HTTP/1 clients' bodies use too. What the cache adds to a
+ * forwarded response head is here as well (the core passes it to any
+ * protocol); HTTP/1 response heads themselves are proxy/h1/h1_wire.h's.
  */
 #ifndef CT_PROXY_WIRE_H
 #define CT_PROXY_WIRE_H
@@ -16,8 +18,6 @@
 struct evbuffer;
 struct ct_io;
 struct ct_http_parser;
-
-/* ---- forwarding (forward.c) ---------------------------------------------- */
 
 struct ct_fwd_req {
     const struct ct_http_msg *msg;
@@ -39,13 +39,6 @@ struct ct_fwd_req {
  * once when nothing is queued (ct_io_writev), else queued on its output. */
 void ct_fwd_request_head(struct ct_io *io, const struct ct_fwd_req *fr);
 
-enum ct_resp_conn {
-    CT_RESP_KEEP,          /* HTTP/1.1 client: nothing to say */
-    CT_RESP_KEEP_ALIVE_10, /* HTTP/1.0 client: Connection: keep-alive */
-    CT_RESP_CLOSE,         /* Connection: close */
-    CT_RESP_UPGRADE,       /* 101: Connection: upgrade + the Upgrade field */
-    CT_RESP_INTERIM,       /* 1xx: no Connection field */
-};
 /* What the cache adds to a forwarded response head: its Cache-Status value
  * (appended after any upstream one, RFC 9211 §2) and fields it keeps from the
  * client besides the hop-by-hop ones (targeted cache control, RFC 9213). */
@@ -56,24 +49,10 @@ struct ct_fwd_resp_extra {
     bool (*omit)(const struct ct_http_field *f, const void *arg);
     const void *omit_arg;
 };
-/* Write the response head for the client into OUT. CHUNKED: we frame the
- * body with chunked coding. CONN: what our Connection header says. EXTRA:
- * NULL, or the cache's additions. */
-void ct_fwd_response_head(struct evbuffer *out, const struct ct_http_msg *msg, bool chunked,
-                          enum ct_resp_conn conn, const struct ct_fwd_resp_extra *extra);
-/* The same head rendered into BUF (CAP bytes) for a direct write; returns
- * its length. Returns 0 if it did not fit: then it was written into OUT
- * instead, as by ct_fwd_response_head (either way it exists once). */
-size_t ct_fwd_response_head_buf(struct evbuffer *out, char *buf, size_t cap,
-                                const struct ct_http_msg *msg, bool chunked, enum ct_resp_conn conn,
-                                const struct ct_fwd_resp_extra *extra);
 /* Move N body bytes from SRC to OUT, as one chunk if CHUNKED. */
 void ct_fwd_body(struct evbuffer *out, struct evbuffer *src, size_t n, bool chunked);
 /* The last chunk, no trailers. */
 void ct_fwd_body_end(struct evbuffer *out);
-/* A short plain-text error response; CLOSE adds Connection: close. */
-void ct_fwd_error(struct evbuffer *out, unsigned status, bool head_only, bool close);
-
 /* Feed one event's worth of SRC to parser P: peek the first contiguous
  * segment, feed it, drain what the parser consumed. With CT_HTTP_EV_BODY the
  * body bytes are moved (not copied) to DST, framed as a chunk if CHUNKED, or
