@@ -37,33 +37,9 @@
 #include "proxy/route/route.h"
 #include "proxy/core/proto.h"
 #include "proxy/stats/stats.h"
-
-#define ADD_LIT(out, lit) evbuffer_add((out), (lit), sizeof(lit) - 1)
+#include "proxy/upstream/headw.h"
 
 /* ---- rendering --------------------------------------------------------------- */
-
-static void add_field(struct evbuffer *out, struct ct_str name, struct ct_str value)
-{
-    evbuffer_add(out, name.p, name.len);
-    ADD_LIT(out, ": ");
-    if (value.len)
-        evbuffer_add(out, value.p, value.len);
-    ADD_LIT(out, "\r\n");
-}
-
-/* "Via: <theirs>, 1.1 cachet" (RFC 9110 §7.6.3: append, in order). */
-static void add_via(struct evbuffer *out, const struct ct_http_msg *msg)
-{
-    ADD_LIT(out, "Via: ");
-    for (const struct ct_http_field *f = ct_http_msg_find(msg, CT_HDR_VIA, NULL); f;
-         f = ct_http_msg_find(msg, CT_HDR_VIA, f)) {
-        if (f->value.len == 0)
-            continue;
-        evbuffer_add(out, f->value.p, f->value.len);
-        ADD_LIT(out, ", ");
-    }
-    ADD_LIT(out, "1.1 cachet\r\n");
-}
 
 static int status_line(char *buf, size_t cap, const struct ct_http_msg *msg)
 {
@@ -143,8 +119,15 @@ void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
     char line[160];
     int n = status_line(line, sizeof(line), msg);
     blk.status_len = (uint32_t)n;
-    evbuffer_add(out, &blk, sizeof(blk));
-    evbuffer_add(out, line, (size_t)n);
+    /* One reservation for the whole block (the head writer HTTP/1 heads
+     * use): no field is written twice, Date and Via are bounded. */
+    size_t bound = sizeof(blk) + (size_t)n + CT_HTTP_DATE_LEN + sizeof(CT_VIA_US) + 16;
+    for (size_t i = 0; i < msg->nfields; i++)
+        bound += msg->fields[i].name.len + msg->fields[i].value.len + 4;
+    struct ct_headw hw;
+    ct_headw_begin(&hw, out, bound);
+    ct_headw_put(&hw, (const char *)&blk, sizeof(blk));
+    ct_headw_put(&hw, line, (size_t)n);
     bool has_date = false;
     struct ct_cache_fields fs;
     ct_cache_policy_fields_init(&fs, msg, po);
@@ -161,7 +144,7 @@ void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
         if (f->id == CT_HDR_DATE && has_date)
             continue; /* a singleton (RFC 9110 §6.6.1): the first line counts */
         has_date |= f->id == CT_HDR_DATE;
-        add_field(out, f->name, f->value);
+        ct_headw_field(&hw, f->name, f->value);
     }
     /* Hits carry the origin's Date, not the time of the hit: Age says how long
      * it sat here (RFC 9110 §6.6.1, RFC 9111 §5.1). A response without one
@@ -169,9 +152,11 @@ void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
     if (!has_date) {
         char date[CT_HTTP_DATE_LEN + 1];
         ct_http_date_format((time_t)blk.fresh.response_time, date);
-        add_field(out, CT_STR("Date"), ct_str_make(date, CT_HTTP_DATE_LEN));
+        ct_headw_field(&hw, CT_STR("Date"), ct_str_make(date, CT_HTTP_DATE_LEN));
     }
-    add_via(out, msg);
+    /* "Via: <theirs>, 1.1 cachet" (RFC 9110 §7.6.3: append, in order) */
+    ct_headw_joined(&hw, msg, CT_HDR_VIA, CT_STR(CT_VIA_US));
+    ct_headw_end(&hw);
 }
 
 /* Targeted cache control is for us only (RFC 9213 §2), and so are the tags
