@@ -408,19 +408,32 @@ static void settle(struct ct_h2s *s)
 /* ---- bytes in and out ----------------------------------------------------------- */
 
 /* The engine's frames into the output while it holds less than the high
- * mark, then one write. */
+ * mark, then a write. */
 static void pump(struct ct_h2s *s)
 {
     struct evbuffer *out = bufferevent_get_output(s->bev);
-    s->depth++;
-    while (evbuffer_get_length(out) < CT_BP_HIGH && ct_h2_conn_want_write(s->h)) {
-        size_t before = evbuffer_get_length(out);
-        int rc = ct_h2_conn_send(s->h, out, CT_BP_HIGH);
-        if (rc != CT_OK || evbuffer_get_length(out) == before)
-            break; /* an error's GOAWAY is in OUT: settle() closes after it */
+    /* Again while the write took nearly all of it: a write the socket takes
+     * whole schedules no write callback, and what the engine still holds
+     * (hits of a few 100 KiB on many streams, queued at once, with the
+     * client's windows wide open) would wait for an event that never
+     * comes. The socket's own limit ends the loop: past it the output
+     * stays over the low mark and on_write() pumps on. */
+    for (;;) {
+        bool added = false;
+        s->depth++;
+        while (evbuffer_get_length(out) < CT_BP_HIGH && ct_h2_conn_want_write(s->h)) {
+            size_t before = evbuffer_get_length(out);
+            int rc = ct_h2_conn_send(s->h, out, CT_BP_HIGH);
+            if (rc != CT_OK || evbuffer_get_length(out) == before)
+                break; /* an error's GOAWAY is in OUT: settle() closes after it */
+            added = true;
+        }
+        s->depth--;
+        ct_io_flush(&s->io);
+        if (!added || s->close_now || evbuffer_get_length(out) >= CT_BP_LOW ||
+            !ct_h2_conn_want_write(s->h))
+            break;
     }
-    s->depth--;
-    ct_io_flush(&s->io);
     /* A client that sends and does not read: stop taking its input. */
     ct_io_read(&s->io, s->closing || evbuffer_get_length(out) < CT_BP_HIGH);
 }
