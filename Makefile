@@ -38,7 +38,7 @@ BUILD_PKGS = gcc make cmake pkg-config libc6-dev libevent-dev libssl-dev \
 TEST_PKGS  = curl procps iproute2 psmisc python3 strace chromium gnuplot-nox python3-brotli zstd \
              nghttp2-client python3-h2
 FUZZ_PKGS  = clang libclang-rt-14-dev
-BENCH_PKGS = wrk lighttpd nginx-light varnish haproxy nghttp2-client gnuplot-nox \
+BENCH_PKGS = wrk lighttpd nginx-light varnish haproxy h2o nghttp2-client gnuplot-nox \
              util-linux
 
 .PHONY: all deps deps-test deps-fuzz deps-bench build build-san build-tsan build-fuzz run \

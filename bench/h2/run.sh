@@ -6,8 +6,13 @@
 #   hit-1k h2 -c100 -m10   a 1 KiB cache hit, 100 connections x 10 streams
 #   hit-1k h2 -c100 -m1    the same, one stream at a time
 #   hit-1k https/1.1 -c100 (h2load --h1): the same hit over HTTPS/1.1
+#   hit-100k h2 -c10 -m10  a 100 KiB hit (N/10 requests)
+#   pass-1k h2 -c100 -m10  a 1 KiB no-store response: every request reaches the origin
 # Systems: cachet (listen[].tls.http2), nginx proxy_cache with `http2` on
-# its TLS listener, and nginx `return 200` over h2 (the ceiling). Each cell
+# its TLS listener, HAProxy's cache (`alpn h2,http/1.1`), h2o as an HTTP/2
+# proxy (it has no cache: its "hit" is a pass) and nginx `return 200` over
+# h2 (the ceiling). HAProxy and h2o run only when installed (make
+# deps-bench installs them). Each cell
 # runs N requests (default 100000) and reports req/s, the 2xx count (every
 # request must succeed: a cell whose counts are short is marked) and the
 # server's CPU seconds per 100 000 requests. Rounds alternate the systems.
@@ -122,8 +127,74 @@ NPID=$!
 PIDS+=($NPID)
 wait_port "$NPORT" || { echo "nginx did not start" >&2; cat "$TMP/nginx.out" >&2; exit 1; }
 
+# HAProxy: its cache, h2 and HTTP/1.1 by ALPN on the TLS listener.
+HPORT="" HPID=""
+if command -v haproxy >/dev/null; then
+    HPORT=$(free_port)
+    cat "$TMP/cert.pem" "$TMP/key.pem" >"$TMP/both.pem"
+    cat >"$TMP/haproxy.cfg" <<HCFG
+global
+    nbthread 1
+    maxconn 8000
+    tune.bufsize 131072
+defaults
+    mode http
+    option http-keep-alive
+    http-reuse always
+    timeout connect 2s
+    timeout client 60s
+    timeout server 30s
+    maxconn 8000
+cache h2b
+    total-max-size 256
+    max-object-size 1048576
+    max-age 3600
+frontend fe
+    bind 127.0.0.1:$HPORT ssl crt $TMP/both.pem alpn h2,http/1.1 backlog 4096
+    default_backend origin
+backend origin
+    http-request cache-use h2b
+    http-response cache-store h2b
+    server o1 127.0.0.1:$OPORT maxconn 1000
+HCFG
+    taskset -c 1 haproxy -f "$TMP/haproxy.cfg" -db >"$TMP/haproxy.out" 2>&1 &
+    HPID=$!
+    PIDS+=($HPID)
+    wait_port "$HPORT" || { echo "haproxy did not start" >&2; cat "$TMP/haproxy.out" >&2; exit 1; }
+fi
+
+# h2o: an HTTP/2 reverse proxy (no cache), one thread.
+TPORT="" TPID=""
+if command -v h2o >/dev/null; then
+    TPORT=$(free_port)
+    # as root h2o switches to nobody, who may not write in $TMP: stay root
+    cat >"$TMP/h2o.conf" <<TCFG
+$([ "$(id -u)" = 0 ] && echo "user: root")
+num-threads: 1
+pid-file: $TMP/h2o.pid
+error-log: $TMP/h2o.err
+listen:
+  host: 127.0.0.1
+  port: $TPORT
+  ssl:
+    certificate-file: $TMP/cert.pem
+    key-file: $TMP/key.pem
+hosts:
+  default:
+    paths:
+      "/":
+        proxy.reverse.url: http://127.0.0.1:$OPORT/
+TCFG
+    taskset -c 1 h2o -c "$TMP/h2o.conf" >"$TMP/h2o.out" 2>&1 &
+    TPID=$!
+    PIDS+=($TPID)
+    wait_port "$TPORT" || { echo "h2o did not start" >&2; cat "$TMP/h2o.out" "$TMP/h2o.err" >&2; exit 1; }
+fi
+
 URL=/1k?cache-control=max-age%3D3600
-for p in "$CPORT" "$NPORT"; do # warm the caches; say what a hit looks like
+URL100K=/100k?cache-control=max-age%3D3600
+for p in "$CPORT" "$NPORT" $HPORT; do # warm the caches; say what a hit looks like
+    curl -sk -o /dev/null "https://127.0.0.1:$p$URL100K"
     curl -sk -o /dev/null "https://127.0.0.1:$p$URL"
     echo "warm :$p: $(curl -sk --http2 -o /dev/null -w '%{http_version} %{http_code} %{size_download}' "https://127.0.0.1:$p$URL")"
 done
@@ -132,18 +203,24 @@ done
 cell() {
     local sys=$1 pid=$2 port=$3 label=$4
     shift 4
+    [ -n "$port" ] || return 0 # a peer that is not installed
+    local url=$URL n=$N
+    case $label in
+    hit-100k*) url=$URL100K n=$((N / 10)) ;;
+    pass-1k*) url='/gen?size=1024&cache-control=no-store' ;;
+    esac
     local c0 c1 out rps ok
     c0=$(cpu_of "$pid")
-    out=$(taskset -c 0 timeout 300 h2load -n "$N" "$@" "https://127.0.0.1:$port$URL" 2>&1)
+    out=$(taskset -c 0 timeout 300 h2load -n "$n" "$@" "https://127.0.0.1:$port$url" 2>&1)
     c1=$(cpu_of "$pid")
     rps=$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out")
     ok=$(sed -n 's/^status codes: \([0-9]*\) 2xx.*/\1/p' <<<"$out")
     local tck
     tck=$(getconf CLK_TCK)
     local cpu
-    cpu=$(awk -v a="$c0" -v b="$c1" -v n="$N" -v t="$tck" 'BEGIN {printf "%.2f", (b - a) / t * 100000 / n}')
+    cpu=$(awk -v a="$c0" -v b="$c1" -v n="$n" -v t="$tck" 'BEGIN {printf "%.2f", (b - a) / t * 100000 / n}')
     printf '| %-22s | %-18s | %10s | %8s%s | %6s |\n' "$label" "$sys" "${rps:-?}" "${ok:-0}" \
-        "$([ "${ok:-0}" = "$N" ] || echo ' SHORT')" "$cpu"
+        "$([ "${ok:-0}" = "$n" ] || echo ' SHORT')" "$cpu"
 }
 
 echo "bench/h2: $(nproc) CPUs, $(uname -r); h2load $(h2load --version | head -1 | awk '{print $2}'); nginx $(nginx -v 2>&1 | sed 's/.*\///')"
@@ -154,11 +231,21 @@ echo "| --- | --- | ---: | ---: | ---: |"
 for ((round = 1; round <= ROUNDS; round++)); do
     cell cachet "$CPID" "$CPORT" "hit-1k h2 -c100 -m10" -c100 -m10
     cell nginx-proxy_cache "$NPID" "$NPORT" "hit-1k h2 -c100 -m10" -c100 -m10
+    cell haproxy-cache "$HPID" "$HPORT" "hit-1k h2 -c100 -m10" -c100 -m10
+    cell h2o-proxy "$TPID" "$TPORT" "hit-1k h2 -c100 -m10" -c100 -m10
     cell nginx-return-200 "$NPID" "$RPORT" "hit-1k h2 -c100 -m10" -c100 -m10
     cell cachet "$CPID" "$CPORT" "hit-1k h2 -c100 -m1" -c100 -m1
     cell nginx-proxy_cache "$NPID" "$NPORT" "hit-1k h2 -c100 -m1" -c100 -m1
     cell cachet "$CPID" "$CPORT" "hit-1k https/1.1 -c100" -c100 --h1
     cell nginx-proxy_cache "$NPID" "$NPORT" "hit-1k https/1.1 -c100" -c100 --h1
+    cell haproxy-cache "$HPID" "$HPORT" "hit-1k https/1.1 -c100" -c100 --h1
+    cell cachet "$CPID" "$CPORT" "hit-100k h2 -c10 -m10" -c10 -m10
+    cell nginx-proxy_cache "$NPID" "$NPORT" "hit-100k h2 -c10 -m10" -c10 -m10
+    cell haproxy-cache "$HPID" "$HPORT" "hit-100k h2 -c10 -m10" -c10 -m10
+    cell cachet "$CPID" "$CPORT" "pass-1k h2 -c100 -m10" -c100 -m10
+    cell nginx-proxy_cache "$NPID" "$NPORT" "pass-1k h2 -c100 -m10" -c100 -m10
+    cell haproxy-cache "$HPID" "$HPORT" "pass-1k h2 -c100 -m10" -c100 -m10
+    cell h2o-proxy "$TPID" "$TPORT" "pass-1k h2 -c100 -m10" -c100 -m10
 done
 echo
 rss_of() { # PID: KiB resident, of it and its children
