@@ -23,6 +23,9 @@ backends = ( { address = "127.0.0.1:$OPORT"; } );
 EOF
 ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf" --admin 127.0.0.1:0
 APORT=$(ct_wait_listen proxy admin) || exit 1
+# both listeners' lines (the admin's may come first on a loaded machine)
+two_https() { [ "$(grep -c '^listening on https ' "$CT_TMP/proxy.out")" -ge 2 ]; }
+ct_wait_until 60 two_https
 ports=($(grep '^listening on https ' "$CT_TMP/proxy.out" | sed 's/.*://'))
 H2=${ports[0]} H1=${ports[1]}
 
