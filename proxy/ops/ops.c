@@ -587,6 +587,7 @@ void ct_ops_start_lurker(struct ct_ops *ops)
     pthread_condattr_destroy(&ca);
     CT_ASSERT(pthread_mutex_init(&lk->mtx, NULL) == 0);
     on_lurk_conf(-1, 0, lk);
+    lk->changed = false; /* the settings it starts with, not news: no second pass at once */
     ops->lurk_timer = event_new(ops->px->main_base, -1, EV_PERSIST, on_lurk_conf, lk);
     event_add(ops->lurk_timer, &(struct timeval){1, 0});
     if (pthread_create(&lk->thread, NULL, lurker_main, lk) != 0) {
