@@ -7,7 +7,7 @@
  *
  * Header name lookup runs once per received field, so it is a hash lookup,
  * not a scan: an open-addressing table of the ids, keyed by a
- * case-insensitive hash of the name, built once (pthread_once) and
+ * case-insensitive hash of the name, built once before main (a constructor) and
  * read-only afterwards, so any thread may call it.
  */
 #include "http/http.h"
@@ -64,7 +64,6 @@ static const struct {
 _Static_assert(CT_HDR__COUNT * 2 <= HDR_SLOTS, "grow HDR_SLOTS with the header table");
 
 static uint8_t hdr_slot[HDR_SLOTS]; /* an enum ct_hdr_id; 0 (UNKNOWN) = empty */
-static pthread_once_t hdr_once = PTHREAD_ONCE_INIT;
 
 static uint32_t row_hash[CT_HDR__COUNT]; /* hash_ci() of each canonical name */
 
@@ -101,7 +100,9 @@ static uint32_t hash_ci(struct ct_str s)
     return (uint32_t)(h ^ (h >> 32));
 }
 
-static void hdr_build(void)
+/* Before main (a constructor), so the lookups, which run for every field
+ * of every message, do not each pay pthread_once's call and check. */
+__attribute__((constructor)) static void hdr_build(void)
 {
     for (int id = 1; id < CT_HDR__COUNT; id++) {
         row_hash[id] = hash_ci(hdr_tbl[id].name);
@@ -118,7 +119,6 @@ enum ct_hdr_id ct_hdr_lookup(struct ct_str name)
 {
     if (name.len == 0)
         return CT_HDR_UNKNOWN;
-    pthread_once(&hdr_once, hdr_build);
     uint32_t h = hash_ci(name), i = h & (HDR_SLOTS - 1);
     for (unsigned probes = 0; probes < HDR_SLOTS; probes++) {
         unsigned id = hdr_slot[i];
@@ -142,7 +142,6 @@ struct ct_str ct_hdr_lname(enum ct_hdr_id id)
 {
     if (id == CT_HDR_UNKNOWN || (unsigned)id >= CT_HDR__COUNT)
         return CT_STR_NULL;
-    pthread_once(&hdr_once, hdr_build);
     return ct_str_make(hdr_lname[id], hdr_tbl[id].name.len);
 }
 
