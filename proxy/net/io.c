@@ -64,8 +64,11 @@
  * libevent adds its header (it rounds a chain up to a power of two), for
  * most reads (requests, small responses) the one allocation they need. */
 #define CT_READ_ROOM (16 * 1024 - 256)
-/* Room for a whole TLS record (16 KiB of plaintext) per SSL_read. */
-#define CT_TLS_READ_CHUNK (16 * 1024)
+/* Room for a TLS record per SSL_read, less libevent's chain header: a full
+ * 16 KiB reservation became a 32 KiB chain (rounded up to a power of two
+ * with the header); the last 256 bytes of a full record are read by the
+ * next turn of the loop (SSL_has_pending), into the next chain. */
+#define CT_TLS_READ_CHUNK CT_READ_ROOM
 
 static struct timeval tv_ms(uint64_t ms)
 {
