@@ -380,6 +380,15 @@ size_t ct_cache_ban_each(struct ct_cache *cache,
 #define CT_CACHE_BAN_LURK_RUN 64
 size_t ct_cache_ban_lurk(struct ct_cache *cache, ct_time_t now, size_t budget);
 
+/* Purges of many objects (by tag, by prefix) take them out of the table at
+ * once, so no lookup finds them, and leave their tag unlinks and frees to
+ * this, for a background thread (the ban lurker's): unlink and release up to
+ * BUDGET of them, CT_CACHE_RECLAIM_RUN a time is one short slice. Their
+ * bytes stay charged until then (a full cache reclaims them before it
+ * evicts). Returns the number reclaimed (0: none was waiting). */
+#define CT_CACHE_RECLAIM_RUN 64
+size_t ct_cache_reclaim(struct ct_cache *cache, size_t budget);
+
 /* Incremental sweep, for a periodic timer: examine at most BUDGET objects
  * (continuing where the last call stopped) and reclaim those past
  * ttl + grace + keep, and expired hit-for-miss markers. Returns the number
@@ -434,6 +443,7 @@ struct ct_cache_stats {
     uint64_t ban_lurker_progress; /* per mille of the lurker's current walk (1000: idle) */
     uint64_t ban_bytes; /* the active bans' counted bytes: structs, texts, compiled and
                            JIT regex code (part of `bytes`) */
+    uint64_t reclaim_pending; /* purged objects the lurker has not freed yet (ct_cache_reclaim) */
 };
 
 void ct_cache_stats(const struct ct_cache *cache, struct ct_cache_stats *st);

@@ -123,7 +123,8 @@ struct ct_obj {
                              purge lowers it under the shard lock after COMPLETE:
                              lock-free readers use obj_expires() */
     float grace, keep;    /* seconds past expires: serve stale / keep */
-    struct ct_obj *vnext; /* next (older) variant of the key (shard lock) */
+    struct ct_obj *vnext; /* next (older) variant of the key (shard lock); once
+                             purged, next on the reclaim list (cache_reclaim.c) */
     /* set once at creation */
     uint64_t hash;
     uint32_t key_len;
@@ -158,6 +159,7 @@ struct ct_cache_shard {
 struct ct_cache_tag_shard;
 struct ct_cache_links;
 struct ct_cache_bans;
+struct ct_cache_reclaim;
 
 struct ct_cache {
     unsigned magic;
@@ -174,6 +176,10 @@ struct ct_cache {
     _Atomic unsigned mapped_fds; /* memfds held by mapped bodies */
     _Atomic unsigned evict_cursor;
     _Atomic unsigned sweep_cursor;
+    /* purged objects whose tags and memory the lurker frees (cache_reclaim.c) */
+    pthread_mutex_t reclaim_mtx;
+    struct ct_obj *reclaim;           /* chained by vnext, reclaim_mtx */
+    _Atomic size_t reclaim_pending;   /* written under reclaim_mtx */
 };
 
 /* Relaxed increment by the only writer (the shard lock holder): a plain
@@ -191,6 +197,11 @@ void ct_cache_tags_init(struct ct_cache *cache);
 void ct_cache_tags_fini(struct ct_cache *cache);
 int ct_cache_tags_link(struct ct_obj *obj, const struct ct_str *tags, size_t n);
 void ct_cache_tags_unlink(struct ct_obj *obj);
+/* The unlink in two steps: take OBJ's links (shard lock held), then unlink
+ * and free them (no lock needed: the caller owns them; NULL: nothing). The
+ * caller's reference must keep OBJ alive until the drop returns. */
+struct ct_cache_links *ct_cache_tags_detach(struct ct_obj *obj);
+void ct_cache_tags_drop(struct ct_cache *cache, struct ct_cache_links *ls);
 void ct_cache_tags_stats(const struct ct_cache *cache, struct ct_cache_stats *st);
 
 /* cache_ban.c. Test linked OBJ (STREAMING or COMPLETE, not a marker; shard
@@ -219,10 +230,26 @@ void ct_cache_key_parts(const char *key, size_t len, struct ct_str *host, struct
 bool ct_cache_obj_invalidate(struct ct_cache_shard *sh, struct ct_obj *obj,
                              enum ct_cache_purge mode, ct_time_t now);
 /* Purge linked OBJ (shard lock held): hard unlinks it, soft marks it stale
- * at NOW (a BUSY object, which has no freshness yet, is unlinked). Returns
- * the number of objects purged (0 or 1). */
+ * at NOW (a BUSY object, which has no freshness yet, is unlinked). An
+ * unlinked object's tags and the table's reference go to LATER if given
+ * (the lurker frees them), else at once. Returns the number of objects
+ * purged (0 or 1). */
 size_t ct_cache_purge_obj(struct ct_cache_shard *sh, struct ct_obj *obj, enum ct_cache_purge mode,
-                          ct_time_t now);
+                          ct_time_t now, struct ct_cache_reclaim *later);
+
+/* cache_reclaim.c: hard-purged objects out of the table, waiting for the
+ * lurker to unlink their tags and drop the table's reference. A purge
+ * collects them in a batch of its own (no lock), then pushes it once. A
+ * purge of more than CT_CACHE_PURGE_INLINE objects defers the rest: below
+ * that, the unlinks cost microseconds and the memory is back at once. */
+#define CT_CACHE_PURGE_INLINE 64
+struct ct_cache_reclaim {
+    struct ct_obj *first, *last;
+    size_t n;
+};
+void ct_cache_reclaim_add(struct ct_cache_reclaim *batch, struct ct_obj *obj); /* unlinked */
+void ct_cache_reclaim_push(struct ct_cache *cache, struct ct_cache_reclaim *batch);
+size_t ct_cache_reclaim_pending(const struct ct_cache *cache);
 int ct_cache_reserve(struct ct_cache *cache, size_t n);
 bool ct_cache_try_reserve(struct ct_cache *cache, size_t n); /* never evicts */
 void ct_cache_unreserve(struct ct_cache *cache, size_t n);
@@ -285,10 +312,12 @@ static inline void ct_cache_obj_prefetch(const struct ct_obj *obj)
  * with it). Any thread, no lock: OBJ must be referenced, so its fields are
  * memory we may read; they may change meanwhile (relaxed loads: a hint
  * only, and a prefetch of memory freed since never faults). */
-static inline void ct_cache_obj_prefetch_unlink(const struct ct_obj *obj)
+static inline void ct_cache_obj_prefetch_unlink(const struct ct_obj *obj, bool links)
 {
     __builtin_prefetch(__atomic_load_n(&obj->qlink.prev, __ATOMIC_RELAXED), 1);
     __builtin_prefetch(__atomic_load_n(&obj->qlink.next, __ATOMIC_RELAXED), 1);
+    if (!links) /* deferred: only the table and the queue are touched now */
+        return;
     const char *ls = (const char *)__atomic_load_n(&obj->links, __ATOMIC_RELAXED);
     for (size_t off = 0; ls && off < 384; off += 64) /* ten links: 328 bytes */
         __builtin_prefetch(ls + off, 1);

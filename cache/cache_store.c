@@ -85,6 +85,9 @@ static bool evict_one(struct ct_cache *cache)
 int ct_cache_reserve(struct ct_cache *cache, size_t n)
 {
     while (!ct_cache_try_reserve(cache, n)) {
+        /* purged objects waiting for the lurker go before live ones */
+        if (n <= cache->cfg.max_bytes && ct_cache_reclaim(cache, 1) == 1)
+            continue;
         if (n > cache->cfg.max_bytes || !evict_one(cache)) {
             atomic_fetch_add_explicit(&cache->shards[0].st.nomem, 1, memory_order_relaxed);
             return CT_ELIMIT;
@@ -108,9 +111,9 @@ static void link_obj(struct ct_cache_shard *sh, struct ct_obj *head, struct ct_o
     ct_cache_q_push(sh, obj);
 }
 
-/* Take OBJ out of the table and drop the table's reference (which may free
- * it; its key goes with its last variant). */
-void ct_cache_unlink_obj(struct ct_cache_shard *sh, struct ct_obj *obj)
+/* Take OBJ out of the table: its key's variant list (the key goes with its
+ * last variant), the queue. The table's reference stays with the caller. */
+static void unlink_table(struct ct_cache_shard *sh, struct ct_obj *obj)
 {
     CT_ASSERT(obj->flags & OBJ_F_LINKED);
     struct ct_obj *head = ct_cache_table_head(sh, obj);
@@ -125,6 +128,13 @@ void ct_cache_unlink_obj(struct ct_cache_shard *sh, struct ct_obj *obj)
     obj->vnext = NULL;
     obj->flags &= (unsigned char)~OBJ_F_LINKED;
     ct_cache_q_remove(sh, obj);
+}
+
+/* Take OBJ out of the table and drop the table's reference (which may free
+ * it). */
+void ct_cache_unlink_obj(struct ct_cache_shard *sh, struct ct_obj *obj)
+{
+    unlink_table(sh, obj);
     /* before the table's reference goes: the tag index may only point at
      * objects that reference keeps alive (cache_tags.c) */
     ct_cache_tags_unlink(obj);
@@ -470,11 +480,11 @@ void ct_obj_abandon(struct ct_obj *obj, ct_time_t now, double hfm_ttl)
 
 /* ---- purge and expiry ------------------------------------------------------------------ */
 
-/* Unlink every variant of the key whose head is HEAD (the key goes with
- * them). BUSY ones are marked so that their fetcher's complete cannot make
- * them visible again. */
-bool ct_cache_obj_invalidate(struct ct_cache_shard *sh, struct ct_obj *obj,
-                             enum ct_cache_purge mode, ct_time_t now)
+/* Hard: unlink OBJ, and mark it so that its fetcher's complete cannot make
+ * it visible again (a BUSY one); with LATER, its tags and the table's
+ * reference go to that batch for the lurker (cache_reclaim.c). */
+static bool invalidate(struct ct_cache_shard *sh, struct ct_obj *obj, enum ct_cache_purge mode,
+                       ct_time_t now, struct ct_cache_reclaim *later)
 {
     enum ct_obj_state st = ct_obj_state(obj);
     if (mode == CT_CACHE_PURGE_SOFT && !(obj->flags & OBJ_F_HFM) &&
@@ -486,14 +496,25 @@ bool ct_cache_obj_invalidate(struct ct_cache_shard *sh, struct ct_obj *obj,
         return false;
     }
     obj->flags |= OBJ_F_PURGED;
-    ct_cache_unlink_obj(sh, obj);
+    if (later) {
+        unlink_table(sh, obj);
+        ct_cache_reclaim_add(later, obj);
+    } else {
+        ct_cache_unlink_obj(sh, obj);
+    }
     return true;
 }
 
-size_t ct_cache_purge_obj(struct ct_cache_shard *sh, struct ct_obj *obj, enum ct_cache_purge mode,
-                          ct_time_t now)
+bool ct_cache_obj_invalidate(struct ct_cache_shard *sh, struct ct_obj *obj,
+                             enum ct_cache_purge mode, ct_time_t now)
 {
-    if (ct_cache_obj_invalidate(sh, obj, mode, now))
+    return invalidate(sh, obj, mode, now, NULL);
+}
+
+size_t ct_cache_purge_obj(struct ct_cache_shard *sh, struct ct_obj *obj, enum ct_cache_purge mode,
+                          ct_time_t now, struct ct_cache_reclaim *later)
+{
+    if (invalidate(sh, obj, mode, now, later))
         CT_STAT_INC(sh, purged);
     else
         CT_STAT_INC(sh, soft_purged);
@@ -504,16 +525,21 @@ struct purge_how {
     enum ct_cache_purge mode;
     ct_time_t now;
     struct ct_str prefix;
+    struct ct_cache_reclaim *later; /* NULL: free at once */
+    size_t seen;                    /* objects hard-purged so far */
 };
 
 static size_t purge_key(struct ct_cache_shard *sh, struct ct_obj *head, void *arg)
 {
-    const struct purge_how *how = arg;
+    struct purge_how *how = arg;
     size_t n = 0;
     for (struct ct_obj *obj = head, *next; obj; obj = next) {
         next = obj->vnext;
+        /* as a tag purge: past the first few, the lurker frees them */
+        bool defer = how && how->later && how->mode == CT_CACHE_PURGE_HARD &&
+                     how->seen++ >= CT_CACHE_PURGE_INLINE;
         n += ct_cache_purge_obj(sh, obj, how ? how->mode : CT_CACHE_PURGE_HARD,
-                                how ? how->now : 0);
+                                how ? how->now : 0, defer ? how->later : NULL);
     }
     return n;
 }
@@ -541,7 +567,7 @@ size_t ct_cache_purge(struct ct_cache *cache, const struct ct_cache_key *key)
 
 static size_t purge_if_prefix(struct ct_cache_shard *sh, struct ct_obj *head, void *arg)
 {
-    const struct purge_how *how = arg;
+    struct purge_how *how = arg;
     if (head->key_len < how->prefix.len ||
         (how->prefix.len && memcmp(head->key, how->prefix.p, how->prefix.len) != 0))
         return 0;
@@ -552,7 +578,8 @@ size_t ct_cache_purge_prefix_mode(struct ct_cache *cache, struct ct_str prefix,
                                   enum ct_cache_purge mode, ct_time_t now)
 {
     CT_CHECK_OBJ(cache, CT_CACHE_MAGIC);
-    struct purge_how how = {.mode = mode, .now = now, .prefix = prefix};
+    struct ct_cache_reclaim later = {0};
+    struct purge_how how = {.mode = mode, .now = now, .prefix = prefix, .later = &later};
     size_t n = 0;
 
     for (unsigned s = 0; s < cache->cfg.shards; s++) {
@@ -560,6 +587,7 @@ size_t ct_cache_purge_prefix_mode(struct ct_cache *cache, struct ct_str prefix,
         pthread_mutex_lock(&sh->mtx);
         n += ct_cache_table_each(sh, purge_if_prefix, &how);
         pthread_mutex_unlock(&sh->mtx);
+        ct_cache_reclaim_push(cache, &later); /* the lurker may start on them */
     }
     return n;
 }
@@ -627,6 +655,7 @@ void ct_cache_stats(const struct ct_cache *cache, struct ct_cache_stats *st)
     st->bytes = atomic_load_explicit(&cache->bytes, memory_order_relaxed);
     st->max_bytes = cache->cfg.max_bytes;
     st->objects = atomic_load_explicit(&cache->objects, memory_order_relaxed);
+    st->reclaim_pending = ct_cache_reclaim_pending(cache);
     ct_cache_tags_stats(cache, st);
     ct_cache_bans_stats(cache, st);
 }
@@ -663,6 +692,7 @@ struct ct_cache *ct_cache_new(const struct ct_cache_config *cfg)
         ct_cache_table_init(sh, INITIAL_SLOTS);
     }
     atomic_init(&cache->bytes, table);
+    CT_ASSERT(pthread_mutex_init(&cache->reclaim_mtx, NULL) == 0);
     ct_cache_tags_init(cache);
     ct_cache_bans_init(cache);
     return cache;
@@ -681,6 +711,8 @@ void ct_cache_free(struct ct_cache **cachep)
         ct_cache_table_each(sh, purge_key, NULL);
         pthread_mutex_unlock(&sh->mtx);
     }
+    ct_cache_reclaim(cache, SIZE_MAX); /* purged, the lurker had not got to them */
+    pthread_mutex_destroy(&cache->reclaim_mtx);
     /* Every reference handed out must be back: objects would outlive us. */
     CT_ASSERT(atomic_load_explicit(&cache->objects, memory_order_relaxed) == 0);
     ct_cache_tags_fini(cache);

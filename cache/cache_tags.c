@@ -295,12 +295,29 @@ static void prefetch_chains(const struct ct_cache_links *ls)
     }
 }
 
-void ct_cache_tags_unlink(struct ct_obj *obj)
+struct ct_cache_links *ct_cache_tags_detach(struct ct_obj *obj)
 {
     struct ct_cache_links *ls = obj->links;
+    obj->links = NULL;
+    return ls;
+}
+
+/* A tag's last link went (its shard lock held): take it out of the index.
+ * Returns its counted bytes, for the caller to give back after the lock. */
+static size_t tag_gone(struct ct_cache_tag_shard *ts, struct tag *t)
+{
+    size_t cost = tag_cost(t->len);
+    unlink_tag(ts, t);
+    stat_add(&ts->tags, -1);
+    stat_add(&ts->bytes, -(int64_t)cost);
+    free(t);
+    return cost;
+}
+
+void ct_cache_tags_drop(struct ct_cache *cache, struct ct_cache_links *ls)
+{
     if (ls == NULL)
         return;
-    struct ct_cache *cache = obj->shard->cache;
     prefetch_links(ls);
     prefetch_chains(ls);
     size_t freed = links_cost(ls->n);
@@ -313,37 +330,68 @@ void ct_cache_tags_unlink(struct ct_obj *obj)
         pthread_mutex_lock(&ts->mtx);
         CT_HLIST_REMOVE(&t->links, l, link);
         stat_add(&ts->links, -1);
-        if (--t->nlinks == 0) {
-            unlink_tag(ts, t);
-            stat_add(&ts->tags, -1);
-            stat_add(&ts->bytes, -(int64_t)tag_cost(t->len));
-            freed += tag_cost(t->len);
-            free(t);
-        }
+        if (--t->nlinks == 0)
+            freed += tag_gone(ts, t);
         pthread_mutex_unlock(&ts->mtx);
     }
-    obj->links = NULL;
     free(ls);
     ct_cache_unreserve(cache, freed);
 }
 
-/* Take a reference on every object tagged NAME (the table's reference keeps
- * each alive while we hold the tag lock). *OUT is allocated; the count. */
+void ct_cache_tags_unlink(struct ct_obj *obj)
+{
+    ct_cache_tags_drop(obj->shard->cache, ct_cache_tags_detach(obj));
+}
+
+/* Links a purge collects per hold of the tag's lock. The walk is a cache
+ * miss per link (each sits in another object's array): 100 k links held
+ * the lock for tens of milliseconds, and every store of an object with a
+ * tag in that shard (one in seven, with ten tags each) waited behind it. */
+#define COLLECT_SLICE 512
+
+/* Take a reference on every object tagged NAME (the table's reference, or
+ * the reclaim list's, keeps each alive while we hold the tag lock). *OUT is
+ * allocated; the count. Between slices a marker link (no object) holds our
+ * place in the tag's list and counts as one of its links, so the tag stays
+ * while the lock is let go; links added meanwhile go to the head, behind the
+ * marker, so the walk ends and never finds more than the tag had at first. */
 static size_t collect(struct ct_cache *cache, struct ct_str name, struct ct_obj ***out)
 {
     uint32_t h = tag_hash(name);
     struct ct_cache_tag_shard *ts = tag_shard(cache, h);
     struct ct_obj **objs = NULL;
-    size_t n = 0;
+    size_t n = 0, cap = 0, freed = 0;
     pthread_mutex_lock(&ts->mtx);
     struct tag *t = find(ts, h, name);
     if (t) {
-        objs = ct_xmalloc(t->nlinks * sizeof(*objs));
-        struct ct_cache_link *l;
-        CT_LIST_FOREACH(l, &t->links, link)
-            objs[n++] = ct_cache_obj_ref(l->obj);
+        cap = t->nlinks;
+        objs = ct_xmalloc(cap * sizeof(*objs));
+        struct ct_cache_link mark = {.obj = NULL, .tag = t};
+        struct ct_cache_link *l = CT_LIST_FIRST(&t->links);
+        while (l) {
+            for (unsigned k = 0; l && k < COLLECT_SLICE; k++, l = CT_LIST_NEXT(l, link))
+                if (l->obj) { /* not another purge's marker */
+                    CT_ASSERT(n < cap);
+                    objs[n++] = ct_cache_obj_ref(l->obj);
+                }
+            if (l == NULL)
+                break;
+            struct ct_cache_link *before = CT_LIST_PREV(l, link); /* macro: a plain variable */
+            CT_HLIST_INSERT_AFTER(&t->links, before, &mark, link);
+            t->nlinks++;
+            pthread_mutex_unlock(&ts->mtx);
+            pthread_mutex_lock(&ts->mtx);
+            l = CT_LIST_NEXT(&mark, link);
+            CT_HLIST_REMOVE(&t->links, &mark, link);
+            if (--t->nlinks == 0) { /* every object left it meanwhile */
+                freed = tag_gone(ts, t);
+                break;
+            }
+        }
     }
     pthread_mutex_unlock(&ts->mtx);
+    if (freed)
+        ct_cache_unreserve(cache, freed);
     *out = objs;
     return n;
 }
@@ -353,23 +401,29 @@ size_t ct_cache_purge_tag(struct ct_cache *cache, struct ct_str tag, enum ct_cac
 {
     CT_CHECK_OBJ(cache, CT_CACHE_MAGIC);
     struct ct_obj **objs;
+    struct ct_cache_reclaim later = {0};
     size_t n = collect(cache, tag, &objs), done = 0;
     for (size_t i = 0; i < n; i++) {
+        /* Past the first few, hard-purged objects only leave the table here:
+         * their tags and memory go on the lurker thread (cache_reclaim.c). */
+        bool defer = mode == CT_CACHE_PURGE_HARD && i >= CT_CACHE_PURGE_INLINE;
         /* The objects are in random places: ask for one a few steps ahead,
          * and for what its unlink touches once its struct is in. */
         if (i + 8 < n)
             ct_cache_obj_prefetch(objs[i + 8]);
         if (i + 4 < n)
-            ct_cache_obj_prefetch_unlink(objs[i + 4]);
+            ct_cache_obj_prefetch_unlink(objs[i + 4], mode != CT_CACHE_PURGE_HARD ||
+                                                           i + 4 < CT_CACHE_PURGE_INLINE);
         struct ct_obj *obj = objs[i];
         struct ct_cache_shard *sh = obj->shard;
         pthread_mutex_lock(&sh->mtx);
         /* another purge, an eviction or a replacement may have been first */
         if (obj->flags & OBJ_F_LINKED)
-            done += ct_cache_purge_obj(sh, obj, mode, now);
+            done += ct_cache_purge_obj(sh, obj, mode, now, defer ? &later : NULL);
         pthread_mutex_unlock(&sh->mtx);
         ct_obj_release(&objs[i]);
     }
+    ct_cache_reclaim_push(cache, &later);
     free(objs);
     return done;
 }

@@ -475,7 +475,12 @@ unsigned ct_ops_bans(struct ct_ops *ops, struct ct_stats_out *body)
  * (it may be asleep for the old, long pause). Idle (no ban), the thread
  * looks every ban_lurker_sleep as the main thread's timer did: a new ban
  * waits for at most that, and an operator can slow the lurker down to
- * nothing. The same timer gives the store a reloaded cache.max_bans. */
+ * nothing. The same timer gives the store a reloaded cache.max_bans.
+ *
+ * It also frees what large purges left it (ct_cache_reclaim): the purge
+ * takes the objects out of the table, and their tag unlinks and frees run
+ * here, in runs of CT_CACHE_RECLAIM_RUN with a yield between, before each
+ * ban slice (their bytes are charged until then). */
 #define LURKER_NICE 10
 
 struct lurker {
@@ -533,6 +538,8 @@ static void *lurker_main(void *arg)
     pthread_mutex_lock(&lk->mtx);
     for (;;) {
         pthread_mutex_unlock(&lk->mtx);
+        while (ct_cache_reclaim(lk->cache, CT_CACHE_RECLAIM_RUN) > 0)
+            sched_yield();
         size_t batch = atomic_load_explicit(&lk->batch, memory_order_relaxed);
         for (size_t done = 0; done < batch;) {
             size_t run = CT_MIN(batch - done, (size_t)CT_CACHE_BAN_LURK_RUN);

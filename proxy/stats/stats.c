@@ -360,11 +360,12 @@ static void json_cache(struct ct_buf *o, const struct ct_cache_stats *c)
 #undef CT_STATS_JCACHE
     ct_buf_printf(o,
                         "\"bytes\":%llu,\"max_bytes\":%llu,\"objects\":%llu,\"keys\":%llu,"
-                        "\"tags\":%llu,\"tag_links\":%llu,\"tag_bytes\":%llu,",
+                        "\"tags\":%llu,\"tag_links\":%llu,\"tag_bytes\":%llu,"
+                        "\"reclaim_pending\":%llu,",
                         (unsigned long long)c->bytes, (unsigned long long)c->max_bytes,
                         (unsigned long long)c->objects, (unsigned long long)c->keys,
                         (unsigned long long)c->tags, (unsigned long long)c->tag_links,
-                        (unsigned long long)c->tag_bytes);
+                        (unsigned long long)c->tag_bytes, (unsigned long long)c->reclaim_pending);
     ct_stats_out_printf(o,
                         "\"bans_active\":%llu,\"bans_added\":%llu,\"bans_refused\":%llu,"
                         "\"bans_completed\":%llu,\"ban_bytes\":%llu,\"ban_lurker_progress\":%.3f}",
@@ -577,6 +578,10 @@ static void prom_cache(struct ct_buf *o, const struct ct_cache_stats *c)
     prom_gauge(o, "cache_tag_links", "Tag index: (object, tag) links.", c->tag_links);
     prom_gauge(o, "cache_tag_bytes", "Tag index: bytes (part of cachet_cache_bytes).",
                c->tag_bytes);
+    prom_gauge(o, "cache_reclaim_pending",
+               "Purged objects out of the table whose tags and memory the lurker has not freed "
+               "yet (their bytes are in cachet_cache_bytes).",
+               c->reclaim_pending);
     prom_gauge(o, "cache_bans_active", "Bans not yet dropped by the lurker.", c->bans_active);
     prom_gauge(o, "cache_ban_bytes",
                "Active bans: bytes of texts, values, compiled and JIT regex code (part of "

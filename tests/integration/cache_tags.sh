@@ -93,4 +93,19 @@ ct_check_match "/metrics: soft purges counted" "$(metric cachet_cache_soft_purge
 # (no validator, no stale window: soft-purged means expired)
 ct_check_match "soft-purged object without validator is fetched" "$(cstatus "$U1")" 'miss; stored'
 
+# ---- a large purge: out of the table at once, its tags and memory freed by
+# the lurker thread (past the first 64 objects)
+b0=$(metric cachet_cache_bytes) l0=$(metric cachet_cache_tag_links)
+seq 200 | xargs -P 8 -I{} curl -s -o /dev/null "$P/gen?size=10&$MA&k=bulk{}&hdr=$(enc 'Surrogate-Key: bulk own{}')"
+ct_check_match "200 objects stored for the large purge" "$(curl -s "$A/stats")" '"tag_links":[0-9]*[2-9][0-9][0-9],'
+ct_check "admin purge of a tag on 200 objects" "$(curl -s -X POST "$A/purge?tag=bulk")" '{"purged":200}'
+ct_check_match "none of them found right after" "$(cstatus "$P/gen?size=10&$MA&k=bulk7&hdr=$(enc 'Surrogate-Key: bulk own7')")" 'miss; stored'
+curl -s -o /dev/null -X POST "$A/purge?tag=own7"
+ct_wait_until 30 sh -c "curl -s '$A/metrics' | grep -qx 'cachet_cache_reclaim_pending 0'"
+ct_wait_until 30 sh -c "[ \$(curl -s '$A/metrics' | awk '\$1 == \"cachet_cache_bytes\" { print \$2 }') -le $b0 ]"
+ct_check "the lurker freed them all: nothing waits" "$(metric cachet_cache_reclaim_pending)" 0
+# (<=: earlier objects may have expired meanwhile)
+ct_check "their links are gone from the index" "$(($(metric cachet_cache_tag_links) <= l0))" 1
+ct_check "and their bytes are back" "$(($(metric cachet_cache_bytes) <= b0))" 1
+
 ct_done

@@ -56,7 +56,8 @@ W2=$!
 python3 "$HERE/check.py" "$PPORT" "$SPORT" "$STOP" >"$CT_TMP/check.out" 2>"$CT_TMP/check.err" &
 CHK=$!
 
-echo "t,rss_kb,fds,threads,cache_bytes" >"$CT_TMP/soak.csv"
+# after the first five columns, where the resident memory is (memsample.py)
+echo "t,rss_kb,fds,threads,cache_bytes,anon,shmem,file,heap,arenas,cache,m_alloc,m_resident,slab_used,slab_resident" >"$CT_TMP/soak.csv"
 start=$(date +%s)
 t=0 kills=0 hups=0 purges=0 origin_down_at=-1
 while ((t < DUR)); do
@@ -79,7 +80,7 @@ while ((t < DUR)); do
     fi
     if ((t % 5 == 0)) && kill -0 "$PID" 2>/dev/null; then
         cb=$(curl -s -m 5 "$A/metrics" | awk '$1 == "cachet_cache_bytes" { print $2 }')
-        echo "$t,$(ct_rss_kb "$PID"),$(ls "/proc/$PID/fd" | wc -l),$(awk '/^Threads:/ {print $2}' "/proc/$PID/status"),$cb" >>"$CT_TMP/soak.csv"
+        echo "$t,$(ct_rss_kb "$PID"),$(ls "/proc/$PID/fd" | wc -l),$(awk '/^Threads:/ {print $2}' "/proc/$PID/status"),$cb,$(python3 "$HERE/memsample.py" "$PID" "$A")" >>"$CT_TMP/soak.csv"
     fi
     kill -0 "$PID" 2>/dev/null || break
 done
@@ -118,6 +119,9 @@ if [ "$(wc -l <"$CT_TMP/full")" -ge 6 ]; then
 else
     ct_check "enough samples at a full cache to judge flatness" "$(wc -l <"$CT_TMP/full")" ">= 6"
 fi
+# where the memory was in those samples: each part's low / median / high
+# (memsample.py says what each column is), to tell which part moves
+python3 "$HERE/memsample.py" --summary "$CT_TMP/soak.csv" "$cap"
 echo "threads: $(awk -F, 'NR > 1 { print $4 }' "$CT_TMP/soak.csv" | sort -n | uniq -c | tr -s ' ' | tr '\n' ';')"
 wrong=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["wrong"])' "$CT_TMP/check.out" 2>/dev/null)
 hung=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["hung"])' "$CT_TMP/check.out" 2>/dev/null)

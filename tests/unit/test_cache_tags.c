@@ -6,6 +6,8 @@
  */
 #include <CUnit/CUnit.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "tests/unit/test_cache_helpers.h"
@@ -272,7 +274,146 @@ static void test_eviction(void)
     CU_ASSERT_EQUAL(st.tag_links, 2 * st.keys);
     size_t n = ct_cache_purge_tag(c, CT_STR("all"), CT_CACHE_PURGE_HARD, T0);
     CU_ASSERT_EQUAL(n, st.keys);
+    CU_ASSERT_EQUAL(stats(c).keys, 0);
+    ct_cache_reclaim(c, SIZE_MAX); /* the lurker's part of a large purge */
     CU_ASSERT_EQUAL(stats(c).tag_links, 0);
+    ct_cache_free(&c);
+}
+
+/* A large purge takes the objects out of the table at once and leaves their
+ * tag unlinks and frees to the lurker (ct_cache_reclaim). Until then no
+ * lookup or purge finds them, their bytes stay charged, a reader's reference
+ * stays good; the lurker frees them in slices, and everything is given back
+ * to the byte. */
+static void test_deferred_reclaim(void)
+{
+    struct ct_cache *c = mk_cache(64 << 20, 1 << 20, 8);
+    char target[32], own[32];
+    enum { N = 1000 }; /* past CT_CACHE_PURGE_INLINE and two COLLECT_SLICEs */
+    /* the table's slots grow and stay: grow them first */
+    for (int i = 0; i <= N; i++) {
+        snprintf(target, sizeof(target), "/w/%d", i);
+        store_tagged(c, target, NULL, 60, T0, 0, NULL);
+    }
+    CU_ASSERT_EQUAL(ct_cache_purge_prefix(c, CT_STR("")), N + 1);
+    ct_cache_reclaim(c, SIZE_MAX);
+    size_t empty = idle_bytes(c);
+    for (int i = 0; i < N; i++) {
+        snprintf(target, sizeof(target), "/d/%d", i);
+        snprintf(own, sizeof(own), "own-%d", i);
+        const char *t[] = {"big", own};
+        store_tagged(c, target, NULL, 60, T0, 2, t);
+    }
+    store_tagged(c, "/other", NULL, 60, T0, 1, (const char *[]){"other"});
+    /* a reader holds one of them across the purge: the oldest, last on the
+     * tag's list, so one of the deferred */
+    struct tkey k;
+    mk_key(&k, "example.com", "/d/0");
+    struct ct_cache_lookup_res held;
+    CU_ASSERT_EQUAL_FATAL(lookup(c, &k, T0, &held), CT_CACHE_HIT);
+    struct ct_cache_stats before = stats(c);
+
+    CU_ASSERT_EQUAL(ct_cache_purge_tag(c, CT_STR("big"), CT_CACHE_PURGE_HARD, T0), N);
+    struct ct_cache_stats st = stats(c);
+    size_t pending = st.reclaim_pending;
+    CU_ASSERT(pending > 0 && pending < N); /* the first few were freed at once */
+    CU_ASSERT_EQUAL(st.purged, before.purged + N);
+    CU_ASSERT_EQUAL(st.keys, 1);
+    CU_ASSERT_EQUAL(st.objects, pending + 1);
+    /* still charged: their bytes, their links and their own tags */
+    CU_ASSERT(st.bytes > empty + (before.bytes - empty) * pending / (N + 1) / 2);
+    CU_ASSERT_EQUAL(st.tag_links, 2 * pending + 1);
+    /* never found: not by a lookup, nor by another purge of either tag */
+    for (int i = 0; i < N; i += 37) {
+        snprintf(target, sizeof(target), "/d/%d", i);
+        CU_ASSERT_EQUAL(look(c, target, NULL, T0), CT_CACHE_MISS);
+    }
+    CU_ASSERT_EQUAL(ct_cache_purge_tag(c, CT_STR("big"), CT_CACHE_PURGE_HARD, T0), 0);
+    CU_ASSERT_EQUAL(ct_cache_purge_tag(c, CT_STR("own-1"), CT_CACHE_PURGE_HARD, T0), 0);
+    CU_ASSERT_EQUAL(ct_cache_purge_prefix(c, CT_STR("example.com/d/")), 0);
+    CU_ASSERT_EQUAL(stats(c).purged, before.purged + N);
+    /* the reader's copy is whole, tags and body */
+    struct ct_str tags[4];
+    char buf[64];
+    CU_ASSERT_EQUAL(ct_obj_tags(held.obj, tags, 4, buf, sizeof(buf)), 2);
+    CU_ASSERT(body_is(held.obj, "body"));
+
+    /* the lurker: slices of the budget asked, then nothing left */
+    CU_ASSERT_EQUAL(ct_cache_reclaim(c, 10), 10);
+    CU_ASSERT_EQUAL(stats(c).reclaim_pending, pending - 10);
+    CU_ASSERT_EQUAL(ct_cache_reclaim(c, SIZE_MAX), pending - 10);
+    CU_ASSERT_EQUAL(ct_cache_reclaim(c, SIZE_MAX), 0);
+    st = stats(c);
+    CU_ASSERT_EQUAL(st.reclaim_pending, 0);
+    CU_ASSERT_EQUAL(st.objects, 2); /* "/other" and the one still held */
+    CU_ASSERT_EQUAL(st.tag_links, 1);
+    CU_ASSERT_EQUAL(st.tags, 1);
+    CU_ASSERT(body_is(held.obj, "body"));
+    ct_cache_lookup_res_release(&held);
+    CU_ASSERT_EQUAL(ct_cache_purge_tag(c, CT_STR("other"), CT_CACHE_PURGE_HARD, T0), 1);
+    CU_ASSERT_EQUAL(idle_bytes(c), empty);
+
+    /* a prefix purge defers the same way */
+    for (int i = 0; i < N; i++) {
+        snprintf(target, sizeof(target), "/p/%d", i);
+        store_tagged(c, target, NULL, 60, T0, 1, (const char *[]){"p"});
+    }
+    CU_ASSERT_EQUAL(ct_cache_purge_prefix(c, CT_STR("")), N);
+    CU_ASSERT(stats(c).reclaim_pending > 0);
+    CU_ASSERT_EQUAL(stats(c).keys, 0);
+    ct_cache_reclaim(c, SIZE_MAX);
+    CU_ASSERT_EQUAL(stats(c).objects, 0);
+    CU_ASSERT_EQUAL(stats(c).tags, 0);
+    CU_ASSERT_EQUAL(idle_bytes(c), empty);
+
+    /* freeing the cache frees what is still waiting (ASan: no leak) */
+    for (int i = 0; i < N; i++) {
+        snprintf(target, sizeof(target), "/f/%d", i);
+        store_tagged(c, target, NULL, 60, T0, 1, (const char *[]){"f"});
+    }
+    CU_ASSERT_EQUAL(ct_cache_purge_tag(c, CT_STR("f"), CT_CACHE_PURGE_HARD, T0), N);
+    CU_ASSERT(stats(c).reclaim_pending > 0);
+    ct_cache_free(&c);
+}
+
+/* A full cache frees purged objects still waiting for the lurker before it
+ * evicts a live one. */
+static void test_reclaim_before_evict(void)
+{
+    struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 1);
+    char target[32];
+    int live = 0, purged = 0;
+    /* fill to the cap: old objects tagged "old", then a few live ones */
+    for (; stats(c).evictions == 0; purged++) {
+        snprintf(target, sizeof(target), "/old/%d", purged);
+        store_tagged(c, target, NULL, 60, T0, 1, (const char *[]){"old"});
+    }
+    ct_cache_purge_tag(c, CT_STR("old"), CT_CACHE_PURGE_HARD, T0);
+    size_t pending = stats(c).reclaim_pending;
+    CU_ASSERT(pending > 500); /* about 700 fill the cap */
+    for (; live < 200; live++) {
+        snprintf(target, sizeof(target), "/live/%d", live);
+        store_tagged(c, target, NULL, 60, T0, 1, (const char *[]){"live"});
+    }
+    /* the cache was full: the room for those came from the waiting ones */
+    struct ct_cache_stats st = stats(c);
+    uint64_t evictions = st.evictions;
+    CU_ASSERT(st.reclaim_pending < pending - 100);
+    /* as many again as still wait (less a few: names differ in length) */
+    pending = st.reclaim_pending;
+    CU_ASSERT(pending > 100);
+    for (int i = 0; (size_t)i < pending - 8; i++) {
+        snprintf(target, sizeof(target), "/new/%d", i);
+        store_tagged(c, target, NULL, 60, T0, 1, (const char *[]){"new"});
+    }
+    st = stats(c);
+    CU_ASSERT(st.reclaim_pending < 32);
+    CU_ASSERT_EQUAL(st.evictions, evictions); /* no live object went */
+    CU_ASSERT(st.bytes <= st.max_bytes);
+    for (int i = 0; i < live; i++) {
+        snprintf(target, sizeof(target), "/live/%d", i);
+        CU_ASSERT_EQUAL(look(c, target, NULL, T0), CT_CACHE_HIT);
+    }
     ct_cache_free(&c);
 }
 
@@ -281,6 +422,9 @@ static void test_eviction(void)
 struct hammer {
     struct ct_cache *c;
     int id;
+    int keys;              /* distinct keys the stores use */
+    _Atomic bool *stop;    /* the purger's and reclaimer's: go on until set */
+    size_t reclaimed;      /* the reclaimer's count */
 };
 
 static void *store_loop(void *arg)
@@ -288,7 +432,7 @@ static void *store_loop(void *arg)
     struct hammer *h = arg;
     char target[32];
     for (int i = 0; i < 3000; i++) {
-        snprintf(target, sizeof(target), "/h/%d", i % 64);
+        snprintf(target, sizeof(target), "/h/%d", i % h->keys);
         struct tkey k;
         mk_key(&k, "example.com", target);
         struct ct_cache_lookup_res res;
@@ -310,9 +454,22 @@ static void *store_loop(void *arg)
 static void *purge_loop(void *arg)
 {
     struct hammer *h = arg;
-    for (int i = 0; i < 2000; i++)
+    for (int i = 0; i < 2000 || (h->stop && !atomic_load(h->stop)); i++)
         ct_cache_purge_tag(h->c, i % 2 ? CT_STR("hot") : CT_STR("cold"),
                            i % 3 ? CT_CACHE_PURGE_HARD : CT_CACHE_PURGE_SOFT, T0);
+    return NULL;
+}
+
+/* The lurker's part: free what large purges leave, while they go on. */
+static void *reclaim_loop(void *arg)
+{
+    struct hammer *h = arg;
+    while (!atomic_load(h->stop)) {
+        size_t n = ct_cache_reclaim(h->c, CT_CACHE_RECLAIM_RUN);
+        h->reclaimed += n;
+        if (n == 0)
+            sched_yield();
+    }
     return NULL;
 }
 
@@ -322,7 +479,7 @@ static void test_threads(void)
     pthread_t t[4];
     struct hammer h[4];
     for (int i = 0; i < 4; i++) {
-        h[i] = (struct hammer){c, i};
+        h[i] = (struct hammer){c, i, 64, NULL, 0};
         CU_ASSERT_EQUAL(pthread_create(&t[i], NULL, i < 2 ? store_loop : purge_loop, &h[i]), 0);
     }
     for (int i = 0; i < 4; i++)
@@ -335,6 +492,38 @@ static void test_threads(void)
     ct_cache_free(&c);
 }
 
+/* The same with purges large enough to be deferred and to be collected in
+ * slices (stores replace objects, so links go while a purge's walk pauses),
+ * a reclaimer thread freeing meanwhile, and a cache small enough that
+ * stores reclaim too. */
+static void test_threads_deferred(void)
+{
+    struct ct_cache *c = mk_cache(2 << 20, 1 << 20, 8);
+    _Atomic bool stores_done = false, stop = false;
+    pthread_t t[4], r;
+    struct hammer h[5];
+    for (int i = 0; i < 4; i++) {
+        h[i] = (struct hammer){c, i, 1500, &stores_done, 0};
+        CU_ASSERT_EQUAL(pthread_create(&t[i], NULL, i < 3 ? store_loop : purge_loop, &h[i]), 0);
+    }
+    h[4] = (struct hammer){c, 4, 0, &stop, 0};
+    CU_ASSERT_EQUAL(pthread_create(&r, NULL, reclaim_loop, &h[4]), 0);
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    atomic_store(&stores_done, true);
+    pthread_join(t[3], NULL);
+    atomic_store(&stop, true);
+    pthread_join(r, NULL);
+    CU_ASSERT(h[4].reclaimed > 0); /* some purges were large enough */
+    struct ct_cache_stats st = stats(c);
+    CU_ASSERT(st.bytes <= st.max_bytes);
+    ct_cache_reclaim(c, SIZE_MAX);
+    st = stats(c);
+    CU_ASSERT_EQUAL(st.tag_links, 2 * st.keys);
+    CU_ASSERT_EQUAL(st.objects, st.keys);
+    ct_cache_free(&c);
+}
+
 void ct_test_register(void)
 {
     CT_SUITE("cache tags", {"purge by tag matches exactly", test_purge_by_tag_exact},
@@ -344,5 +533,9 @@ void ct_test_register(void)
              {"soft purge: stale at once, revalidated, coalesced", test_soft_purge},
              {"purge by tag during a fill", test_purge_during_fill},
              {"eviction drops links", test_eviction},
-             {"purges beside lookups on threads", test_threads});
+             {"large purges: the lurker frees, nothing finds them meanwhile",
+              test_deferred_reclaim},
+             {"a full cache frees purged objects before it evicts", test_reclaim_before_evict},
+             {"purges beside lookups on threads", test_threads},
+             {"large purges beside lookups and the lurker on threads", test_threads_deferred});
 }

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""tests/soak/memsample.py PID ADMIN_URL: one CSV line of where cachet's
+resident memory is (issue 19: which part moves when the soak's RSS does).
+From /proc/PID/smaps, KiB resident by kind of mapping:
+  anon     anonymous private memory (malloc's heaps and arenas, the slabs,
+           thread stacks)
+  shmem    the memfd mappings of large cache bodies ("/memfd:cachet-body")
+  file     the binary and the libraries
+  heap     the main arena ("[heap]": the main thread's malloc)
+  arenas   the other threads' malloc arenas: an anonymous read-write mapping
+           at a 64 MiB boundary followed by its reserved (---p) rest
+and from /metrics, KiB: the cache's counted bytes, malloc's allocated and
+resident figures (mallinfo2), and the slabs' used and resident bytes.
+Columns: anon,shmem,file,heap,arenas,cache,m_alloc,m_resident,slab_used,slab_resident
+
+  memsample.py --summary SOAK_CSV CAP: the report's line (below)."""
+import csv, sys, urllib.request
+
+if sys.argv[1] == "--summary":
+    # memsample.py --summary SOAK_CSV CAP: over the samples from minute 2 at
+    # a full cache (what the flatness check judges), each column's low,
+    # median and high in MiB, and its spread (high - low)
+    rows = [r for r in csv.DictReader(open(sys.argv[2]))
+            if int(r["t"]) >= 120 and r["cache_bytes"] and
+            float(r["cache_bytes"]) >= float(sys.argv[3]) * 0.9]
+    if rows:
+        out = []
+        for col in ["rss_kb"] + list(rows[0].keys())[5:]:
+            v = sorted(int(r[col]) for r in rows if r.get(col))
+            if v:
+                out.append("%s %.1f/%.1f/%.1f (%.1f)" % (col, v[0] / 1024, v[(len(v) - 1) // 2] / 1024,
+                                                      v[-1] / 1024, (v[-1] - v[0]) / 1024))
+        print("memory at a full cache, MiB low/median/high (spread), %d samples: %s"
+              % (len(rows), "; ".join(out)))
+    sys.exit(0)
+
+pid, admin = sys.argv[1], sys.argv[2]
+ARENA = 64 << 20
+kinds = dict(anon=0, shmem=0, file=0, heap=0, arenas=0)
+maps = []  # (start, end, perms, name, rss_kb)
+cur = None
+with open(f"/proc/{pid}/smaps") as f:
+    for line in f:
+        parts = line.split()
+        if "-" in parts[0] and len(parts) >= 5 and not parts[0].endswith(":"):
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            cur = [lo, hi, parts[1], " ".join(parts[5:]), 0]
+            maps.append(cur)
+        elif parts[0] == "Rss:" and cur is not None:
+            cur[4] = int(parts[1])
+for i, (lo, hi, perms, name, rss) in enumerate(maps):
+    if "memfd:" in name:
+        kinds["shmem"] += rss
+    elif name.startswith("/"):
+        kinds["file"] += rss
+    else:
+        kinds["anon"] += rss
+        if name == "[heap]":
+            kinds["heap"] += rss
+        elif (name == "" and perms.startswith("rw") and lo % ARENA == 0 and i + 1 < len(maps)
+              and maps[i + 1][2].startswith("---") and maps[i + 1][0] == hi
+              and maps[i + 1][1] - lo == ARENA):
+            kinds["arenas"] += rss
+m = {}
+try:
+    with urllib.request.urlopen(admin + "/metrics", timeout=5) as r:
+        for line in r.read().decode().splitlines():
+            if line and not line.startswith("#"):
+                k, _, v = line.partition(" ")
+                m[k] = v
+except OSError:
+    pass
+def kib(name):
+    try:
+        return str(int(float(m[name])) // 1024)
+    except (KeyError, ValueError):
+        return ""
+print(",".join([str(kinds[k]) for k in ("anon", "shmem", "file", "heap", "arenas")] +
+               [kib(n) for n in ("cachet_cache_bytes", "cachet_memory_allocated_bytes",
+                                 "cachet_memory_resident_bytes", "cachet_memory_slab_used_bytes",
+                                 "cachet_memory_slab_resident_bytes")]))
