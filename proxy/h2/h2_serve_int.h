@@ -51,6 +51,7 @@ struct ct_h2s {
     struct ct_deadline dl; /* preface / idle / linger deadline */
     struct event *pump_ev; /* deferred output: see ct_h2s_kick */
     struct event *stall_ev; /* the send timeout of streams whose client does not read */
+    struct event *trim_ev;  /* idle a while: give back the busy-only memory */
     struct event *drain_ev; /* reload: the final GOAWAY, a round trip after the notice */
     uint64_t id;
     char peer[64];
