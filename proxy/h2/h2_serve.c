@@ -234,6 +234,7 @@ static void *on_request(void *owner, int32_t sid, const struct ct_http_msg *msg,
                             .peer = s->peer,
                             .peer_ip_len = s->peer_ip_len,
                             .conn_id = s->id,
+                            .stream_id = (uint32_t)sid,
                             .tls = bufferevent_openssl_get_ssl(s->bev),
                             .msg = msg,
                             .body_done = end_stream};

@@ -59,6 +59,12 @@ ct_check_match "nghttp: a response head" "$out" 'recv \(stream_id=13\) :status: 
 # The access log says HTTP/2.0 (lines are written in batches: poll).
 ct_wait_until 30 grep -q '"GET /json HTTP/2.0" ' "$ALOG"
 ct_check_match "access log: an h2 request as HTTP/2.0" "$(cat "$ALOG" 2>/dev/null)" '"GET /json HTTP/2.0" [0-9]{3} '
+# ... with its stream id (nghttp's request is stream 13, after its PRIORITY
+# streams; curl's is 1), and an HTTP/1.1 line without one.
+ct_wait_until 30 grep -q 'HTTP/2.0" .* sid=13$' "$ALOG"
+ct_check "access log: nghttp's request on stream 13" "$(grep -c 'HTTP/2.0" .* tls=TLSv1.3 sid=13$' "$ALOG")" 1
+ct_check_match "access log: curl's on stream 1" "$(grep -c 'HTTP/2.0" .* sid=1$' "$ALOG")" '^[1-9]'
+ct_check "access log: HTTP/1.1 lines carry no stream id" "$(grep 'HTTP/1.1" ' "$ALOG" | grep -c 'sid=')" 0
 
 # Protocol cases from a scripted client.
 out=$($PY "$PEER" "$H2" preface)
