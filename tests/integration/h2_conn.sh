@@ -122,6 +122,13 @@ hold=$!
 ct_wait_until 30 grep -q '^ready' "$CT_TMP/hold.out"
 ct_check "h2 connection counted by protocol" "$(prom 'cachet_connections_open_by_proto{proto="h2"}')" 1
 ct_check "... and not as https" "$(prom 'cachet_connections_open_by_proto{proto="https"}')" 0
+# ... and in cachet ctl top: the h2 row under the open connections, the streams row.
+top=$("$CT_BIN/cachet" ctl top --once -i 0.2 --admin "127.0.0.1:$APORT")
+ct_check "ctl top: exit 0" "$?" 0
+ct_check_match "ctl top: h2 connections open" "$top" $'\n  h2 +1 '
+streams=$(prom cachet_h2_streams_total)
+ct_check_match "ctl top: h2 streams as /metrics, none in the interval" "$top" \
+    $'\n'"h2 streams +$streams +0"$'\n'
 ct_stop proxy
 ct_check "cachet exits 0 after draining h2" "$?" 0
 wait $hold
