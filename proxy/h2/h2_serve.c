@@ -161,8 +161,11 @@ static void on_trim(evutil_socket_t fd, short what, void *arg)
     (void)fd, (void)what;
     struct ct_h2s *s = arg;
     CT_CHECK_OBJ(s, CT_H2S_MAGIC);
-    if (is_idle(s)) /* busy since, and maybe idle again: re-armed then */
+    if (is_idle(s)) { /* busy since, and maybe idle again: re-armed then */
         ct_h2_conn_trim(s->h);
+        CT_FREE(&s->fields);
+        s->fcap = 0;
+    }
 }
 
 /* Idle: no stream and nothing to write, for the keep-alive timeout. Set on
@@ -327,6 +330,7 @@ static void conn_free(struct ct_h2s *s)
     event_free(s->pump_ev);
     event_free(s->stall_ev);
     event_free(s->trim_ev);
+    free(s->fields);
     if (s->drain_ev)
         event_free(s->drain_ev);
     if (s->prev)
