@@ -123,7 +123,7 @@ static void test_big_head(void)
         for (size_t i = 0; pseudo[i]; i += 2)
             CU_ASSERT_EQUAL(ct_http_h2msg_add(b, ct_str_c(pseudo[i]), ct_str_c(pseudo[i + 1])),
                             CT_OK);
-        char names[60][16], values[60][80];
+        char names[60][32], values[60][80];
         for (size_t i = 0; i < counts[k]; i++) {
             snprintf(names[i], sizeof(names[i]), "x-f%zu", i);
             memset(values[i], 'a' + (int)(i % 26), sizeof(values[i]) - 1);
