@@ -165,6 +165,7 @@ static void on_trim(evutil_socket_t fd, short what, void *arg)
         ct_h2_conn_trim(s->h);
         CT_FREE(&s->fields);
         s->fcap = 0;
+        ct_cache_creq_free(&s->spare_cr);
     }
 }
 
@@ -195,6 +196,9 @@ static void stream_unlink_free(struct ct_h2s_stream *st)
         s->streams = st->next;
     if (st->next)
         st->next->prev = st->prev;
+    /* The next stream takes its cache part, unless a fill may still need it. */
+    if (s->spare_cr == NULL && st->r.u == NULL)
+        s->spare_cr = ct_cache_client_take(&st->r);
     ct_req_free(&st->r); /* its cache part, and an upstream if it was cut short */
     ct_h2_resp_free(st);
     st->magic = 0;
@@ -241,6 +245,10 @@ static void *on_request(void *owner, int32_t sid, const struct ct_http_msg *msg,
                             .tls = bufferevent_openssl_get_ssl(s->bev),
                             .msg = msg,
                             .body_done = end_stream};
+    if (s->spare_cr) {
+        ct_cache_client_give(&st->r, s->spare_cr);
+        s->spare_cr = NULL;
+    }
     st->next = s->streams;
     if (s->streams)
         s->streams->prev = st;
@@ -324,6 +332,7 @@ static void conn_free(struct ct_h2s *s)
     ct_h2_conn_free(&s->h); /* on_close (CANCEL) for every open stream */
     s->depth--;
     CT_ASSERT(s->streams == NULL);
+    ct_cache_creq_free(&s->spare_cr);
     ct_io_detach(&s->io);
     bufferevent_free(s->bev);
     ct_deadline_fini(&s->dl);

@@ -64,6 +64,7 @@ struct ct_h2s {
      * copies them before a head call returns, so streams share it */
     struct ct_http_field *fields;
     size_t fcap;
+    struct ct_creq *spare_cr; /* the last stream's cache part, for the next one */
     struct ct_h2_counts counted; /* the engine's counts already in the stats */
     struct ct_h2s *prev, *next; /* this worker thread's h2 connections */
 };
