@@ -21,11 +21,13 @@
  */
 #include "proxy/h2/h2_int.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
+/* x86-64's page. Where pages are bigger, madvise() refuses the unaligned
+ * ranges and the trim gives back nothing: correct, only not smaller. */
 #define PAGE 4096u
 
 static struct ct_h2_mem *mem_of(void *ud)
