@@ -17,6 +17,7 @@
  */
 #include "http/http_h2msg.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "http/http_int.h"
@@ -48,13 +49,36 @@ struct ct_http_h2msg {
     unsigned err_status;
     const char *err_reason;
     struct ct_http_msg msg;
+    /* The first storage of buf, slots and fields: a usual request head (a
+     * browser's is 10-20 fields, under 1 KiB) needs no allocation but this
+     * struct's (one malloc per stream instead of four; issue 14). */
+    char buf0[1024];
+    struct slot slots0[24];
+    struct ct_http_field fields0[24];
 };
+
+/* P (holding USED elements of ELEM bytes, in the struct's own storage
+ * INLINE0 or on the heap) moved to room for CAP; the new place. */
+static void *grow(void *p, const void *inline0, size_t used, size_t cap, size_t elem)
+{
+    if (p != inline0)
+        return ct_xrealloc(p, cap * elem);
+    void *q = ct_xmalloc(cap * elem);
+    memcpy(q, p, used * elem);
+    return q;
+}
 
 struct ct_http_h2msg *ct_http_h2msg_new(const struct ct_http_h2msg_limits *lim)
 {
     ct_http_cls_init();
-    struct ct_http_h2msg *b = ct_xcalloc(1, sizeof(*b));
+    struct ct_http_h2msg *b = ct_xmalloc(sizeof(*b));
+    /* the head zeroed; the storage needs not be */
+    memset(b, 0, offsetof(struct ct_http_h2msg, buf0));
     b->lim = lim ? *lim : (struct ct_http_h2msg_limits){64 * 1024, 100};
+    b->buf = b->buf0;
+    b->buf_cap = sizeof(b->buf0);
+    b->slots = b->slots0;
+    b->slots_cap = CT_ARRAY_LEN(b->slots0);
     return b;
 }
 
@@ -63,9 +87,12 @@ void ct_http_h2msg_free(struct ct_http_h2msg **bp)
     struct ct_http_h2msg *b = *bp;
     if (b == NULL)
         return;
-    free(b->buf);
-    free(b->slots);
-    free(b->fields);
+    if (b->buf != b->buf0)
+        free(b->buf);
+    if (b->slots != b->slots0)
+        free(b->slots);
+    if (b->fields != b->fields0)
+        free(b->fields);
     CT_FREE(bp);
 }
 
@@ -81,7 +108,7 @@ static uint32_t keep(struct ct_http_h2msg *b, struct ct_str s)
 {
     if (b->buf_len + s.len > b->buf_cap) {
         b->buf_cap = CT_MAX(b->buf_cap * 2, b->buf_len + s.len + 256);
-        b->buf = ct_xrealloc(b->buf, b->buf_cap);
+        b->buf = grow(b->buf, b->buf0, b->buf_len, b->buf_cap, 1);
     }
     uint32_t off = (uint32_t)b->buf_len;
     if (s.len)
@@ -190,8 +217,8 @@ int ct_http_h2msg_add(struct ct_http_h2msg *b, struct ct_str name, struct ct_str
     if (b->nslots >= b->lim.max_fields)
         return fail(b, CT_ELIMIT, 431, "too many fields");
     if (b->nslots == b->slots_cap) {
-        b->slots_cap = b->slots_cap ? b->slots_cap * 2 : 16;
-        b->slots = ct_xrealloc(b->slots, b->slots_cap * sizeof(*b->slots));
+        b->slots_cap *= 2;
+        b->slots = grow(b->slots, b->slots0, b->nslots, b->slots_cap, sizeof(*b->slots));
     }
     uint32_t noff = keep(b, name), voff = keep(b, value);
     b->slots[b->nslots++] = (struct slot){noff, (uint32_t)name.len, voff, (uint32_t)value.len, id};
@@ -281,8 +308,8 @@ static int settle_host(struct ct_http_h2msg *b, long slot_host)
             return CT_OK;
         }
         if (b->nslots == b->slots_cap) {
-            b->slots_cap = b->slots_cap ? b->slots_cap * 2 : 16;
-            b->slots = ct_xrealloc(b->slots, b->slots_cap * sizeof(*b->slots));
+            b->slots_cap *= 2;
+            b->slots = grow(b->slots, b->slots0, b->nslots, b->slots_cap, sizeof(*b->slots));
         }
         uint32_t noff = keep(b, CT_STR("host"));
         b->slots[b->nslots++] =
@@ -314,7 +341,7 @@ static void join_cookies(struct ct_http_h2msg *b)
         return;
     if (b->buf_len + total > b->buf_cap) {
         b->buf_cap = b->buf_len + total;
-        b->buf = ct_xrealloc(b->buf, b->buf_cap);
+        b->buf = grow(b->buf, b->buf0, b->buf_len, b->buf_cap, 1);
     }
     uint32_t off = (uint32_t)b->buf_len;
     for (size_t i = (size_t)first; i < b->nslots; i++) {
@@ -390,7 +417,15 @@ int ct_http_h2msg_finish(struct ct_http_h2msg *b, bool end_stream, const struct 
     else
         m->target = view(b, b->path.off, b->path.len);
     m->method_name = view(b, b->method.off, b->method.len);
-    b->fields = ct_xrealloc(b->fields, (b->nslots ? b->nslots : 1) * sizeof(*b->fields));
+    if (b->nslots <= CT_ARRAY_LEN(b->fields0)) {
+        if (b->fields != b->fields0)
+            free(b->fields);
+        b->fields = b->fields0;
+    } else {
+        if (b->fields == b->fields0)
+            b->fields = NULL;
+        b->fields = ct_xrealloc(b->fields, b->nslots * sizeof(*b->fields));
+    }
     size_t n = 0;
     for (size_t i = 0; i < b->nslots; i++) {
         const struct slot *s = &b->slots[i];

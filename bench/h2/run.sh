@@ -19,7 +19,9 @@
 # The load average before and after is printed: the machine is shared.
 # Last, the memory of an idle h2 connection: RSS growth of the server (its
 # worker) with CONNS connections (default 500) that each made one request
-# (bench/h2/idle_conns.py), divided by CONNS.
+# (bench/h2/idle_conns.py), divided by CONNS, read 2 s after the last one
+# went idle (cachet trims an h2 connection's busy-only buffers after 1 s of
+# quiet, proxy/h2/h2_serve.c; nginx frees its own at once).
 set -u
 BIN=$(cd "$(dirname "$0")/../.." && pwd)/build/bin
 N=100000
@@ -261,6 +263,7 @@ idle_mem() { # SYSTEM PID PORT
     coproc IDLEC { /usr/bin/python3 "$(dirname "$0")/idle_conns.py" "$3" "$IDLE" "$URL"; }
     local line
     read -r -t 120 line <&"${IDLEC[0]}"
+    sleep 2
     r1=$(rss_of "$2")
     printf '| idle h2 connection | %-18s | %s | %6d KiB for %d | %.1f KiB each |\n' "$1" "$line" \
         $((r1 - r0)) "$IDLE" "$(awk -v a="$r0" -v b="$r1" -v n="$IDLE" 'BEGIN {print (b - a) / n}')"

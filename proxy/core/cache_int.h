@@ -96,6 +96,15 @@ bool ct_cache_client_drained(struct ct_req *r);
 bool ct_cache_client_fail(struct ct_req *r, enum ct_close why);
 /* C is being freed: drop every reference and registration. */
 void ct_cache_client_free(struct ct_req *r);
+/* An HTTP/2 connection's next stream reuses the last one's cache part (its
+ * key buffer, timer and scratch), as an HTTP/1 connection's next request
+ * keeps its ct_req's (issue 14). Take: R's part, reset as for a new request
+ * and detached from R (NULL if it has none); R must have no upstream (a
+ * fill may still need it: ct_req_free adopts it). Give: CR becomes R's
+ * (R has none). Free: a part taken and never given. Worker thread only. */
+struct ct_creq *ct_cache_client_take(struct ct_req *r);
+void ct_cache_client_give(struct ct_req *r, struct ct_creq *cr);
+void ct_cache_creq_free(struct ct_creq **crp);
 /* Did C's request come over HTTPS? Its listener's scheme, or for an
  * internal background-refresh connection the triggering client's (so the
  * refresh carries the original X-Forwarded-Proto). */

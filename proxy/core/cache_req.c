@@ -293,7 +293,33 @@ static void creq_reset(struct ct_creq *cr)
 
 void ct_cache_client_free(struct ct_req *r)
 {
+    ct_cache_creq_free(&r->cr);
+}
+
+struct ct_creq *ct_cache_client_take(struct ct_req *r)
+{
     struct ct_creq *cr = r->cr;
+    CT_ASSERT(r->u == NULL);
+    if (cr == NULL)
+        return NULL;
+    CT_CHECK_OBJ(cr, CT_CREQ_MAGIC);
+    creq_reset(cr);
+    cr->r = NULL;
+    r->cr = NULL;
+    return cr;
+}
+
+void ct_cache_client_give(struct ct_req *r, struct ct_creq *cr)
+{
+    CT_CHECK_OBJ(cr, CT_CREQ_MAGIC);
+    CT_ASSERT(r->cr == NULL && cr->r == NULL);
+    cr->r = r;
+    r->cr = cr;
+}
+
+void ct_cache_creq_free(struct ct_creq **crp)
+{
+    struct ct_creq *cr = *crp;
     if (cr == NULL)
         return;
     CT_CHECK_OBJ(cr, CT_CREQ_MAGIC);
@@ -307,8 +333,7 @@ void ct_cache_client_free(struct ct_req *r)
     free(cr->fwd_fields);
     free(cr->keybuf);
     cr->magic = 0;
-    free(cr);
-    r->cr = NULL;
+    CT_FREE(crp);
 }
 
 bool ct_cache_client_https(const struct ct_req *r)

@@ -59,6 +59,7 @@ struct ct_req {
     struct ct_str client;
     char client_buf[48];
     uint64_t conn_id;
+    uint32_t stream_id;         /* HTTP/2: its stream (the access log); 0: HTTP/1 */
     struct ssl_st *tls;         /* the TLS session that carries it; NULL: plain */
     const struct ct_http_msg *msg; /* views into the connection's parser */
     bool body_done;             /* the request parser reached its END */

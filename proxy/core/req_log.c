@@ -56,6 +56,7 @@ static void access_log(struct ct_req *q, unsigned status, double rt, double ut)
         .tls_version = q->tls ? SSL_get_version(q->tls) : NULL,
         .site = q->route ? q->route->site_name : NULL,
         .route = q->route ? q->route->route_name : NULL,
+        .stream_id = q->stream_id,
     };
     if (m) {
         r.method = m->method_name;

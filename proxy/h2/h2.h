@@ -141,6 +141,11 @@ bool ct_h2_conn_want_write(const struct ct_h2_conn *h);
 bool ct_h2_conn_is_done(const struct ct_h2_conn *h);
 /* Why it ends (CT_H2_WHY_NONE while open). */
 enum ct_h2_why ct_h2_conn_why(const struct ct_h2_conn *h);
+/* An idle connection (no stream, nothing to write; otherwise a no-op)
+ * gives back what it holds only while busy: the response-head scratch, and
+ * the pages of nghttp2's 16 KiB frame buffer (h2_mem.c), which come back
+ * zeroed at the next frame. Bytes released. The session goes on as before. */
+size_t ct_h2_conn_trim(struct ct_h2_conn *h);
 /* Open streams (idle timeout: none open and nothing to write). */
 size_t ct_h2_conn_nstreams(const struct ct_h2_conn *h);
 const struct ct_h2_counts *ct_h2_conn_counts(const struct ct_h2_conn *h);

@@ -219,7 +219,9 @@ struct ct_h2_conn *ct_h2_conn_new(const struct ct_h2_settings *s, const struct c
     nghttp2_option_set_no_closed_streams(opt, 1);
     nghttp2_option_set_max_outbound_ack(opt, h->set.max_queued_acks);
     nghttp2_session_callbacks *cb = callbacks();
-    CT_ASSERT(nghttp2_session_server_new2(&h->session, cb, h, opt) == 0);
+    nghttp2_mem nm; /* copied by nghttp2 */
+    ct_h2_mem_init(&h->mem, &nm);
+    CT_ASSERT(nghttp2_session_server_new3(&h->session, cb, h, opt, &nm) == 0);
     nghttp2_session_callbacks_del(cb);
     nghttp2_option_del(opt);
 
@@ -366,6 +368,20 @@ bool ct_h2_conn_is_done(const struct ct_h2_conn *h)
 enum ct_h2_why ct_h2_conn_why(const struct ct_h2_conn *h)
 {
     return h->why;
+}
+
+size_t ct_h2_conn_trim(struct ct_h2_conn *h)
+{
+    CT_CHECK_OBJ(h, CT_H2_CONN_MAGIC);
+    if (h->nstreams > 0 || ct_h2_conn_want_write(h))
+        return 0;
+    size_t n = h->nv_cap * sizeof(*h->nv);
+    free(h->nv);
+    h->nv = NULL;
+    h->nv_cap = 0;
+    if (!h->dead) /* a dead session's buffers are never written again: no matter */
+        n += ct_h2_mem_trim(&h->mem);
+    return n;
 }
 
 size_t ct_h2_conn_nstreams(const struct ct_h2_conn *h)

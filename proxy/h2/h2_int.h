@@ -36,6 +36,24 @@ struct ct_h2_piece {
     void *arg;
 };
 
+/* A session's allocator (h2_mem.c): blocks of CT_H2_MEM_BIG bytes or more
+ * are page-aligned and remembered, so an idle connection can give their
+ * pages back (ct_h2_mem_trim). Embedded in the connection, which outlives
+ * its session. */
+#define CT_H2_MEM_BIG 8192
+struct ct_h2_mem {
+    struct {
+        void *p;
+        size_t len; /* whole pages */
+    } big[8];
+    unsigned nbig;
+};
+/* M empty; NM (handed to nghttp2_session_server_new3) allocates through it. */
+void ct_h2_mem_init(struct ct_h2_mem *m, nghttp2_mem *nm);
+/* Return the pages of M's big blocks to the kernel (their contents must be
+ * dead: no stream, nothing to send); bytes released. */
+size_t ct_h2_mem_trim(struct ct_h2_mem *m);
+
 /* The request side's states (docs/h2_stream.dot). */
 enum ct_h2_rx {
     CT_H2_RX_HEAD,     /* header block being received */
@@ -93,8 +111,9 @@ struct ct_h2_conn {
     struct ct_h2_bucket resets, empties;
     struct evbuffer *out; /* during ct_h2_conn_send() */
     size_t out_max;
-    nghttp2_nv *nv; /* scratch for response heads */
+    nghttp2_nv *nv; /* scratch for response heads (freed by ct_h2_conn_trim) */
     size_t nv_cap;
+    struct ct_h2_mem mem; /* the session's allocator */
 };
 
 /* h2_conn.c */

@@ -43,21 +43,23 @@ static void obj_unref(void *arg)
 
 void ct_h2_resp_free(struct ct_h2s_stream *st)
 {
-    CT_FREE(&st->fields);
     if (st->bodybuf) {
         evbuffer_free(st->bodybuf);
         st->bodybuf = NULL;
     }
 }
 
+/* The connection's head scratch, room for N fields (what was in it is
+ * lost when it grows). */
 static struct ct_http_field *fields_room(struct ct_h2s_stream *st, size_t n)
 {
-    if (n > st->fcap) {
-        free(st->fields);
-        st->fcap = n < 32 ? 32 : n;
-        st->fields = ct_xmalloc(st->fcap * sizeof(*st->fields));
+    struct ct_h2s *s = st->s;
+    if (n > s->fcap) {
+        free(s->fields);
+        s->fcap = n < 32 ? 32 : n;
+        s->fields = ct_xmalloc(s->fcap * sizeof(*s->fields));
     }
-    return st->fields;
+    return s->fields;
 }
 
 /* OBJ's stored fields, from the field index the store keeps with the block,
@@ -128,7 +130,7 @@ static void h2_deliver_head(struct ct_req *r, struct ct_obj *obj, const struct c
     struct ct_http_msg msg = {.kind = CT_HTTP_RESPONSE,
                               .status = p->own_status ? p->status : status,
                               .version = 11};
-    ct_http_msg_set_fields(&msg, st->fields, (size_t)n);
+    ct_http_msg_set_fields(&msg, st->s->fields, (size_t)n);
     char age[24], clen[24];
     double a = ct_obj_age(obj, ct_time_real());
     struct ct_http_field extra[4];

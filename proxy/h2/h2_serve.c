@@ -143,17 +143,45 @@ static void deadline_set(struct ct_h2s *s, uint64_t ms)
         ct_deadline_clear(&s->dl);
 }
 
+static bool is_idle(struct ct_h2s *s)
+{
+    return !s->closing && s->got_bytes && ct_h2_conn_nstreams(s->h) == 0 &&
+           ct_h2s_out_len(s) == 0;
+}
+
+/* Quiet this long, an idle connection gives back the memory it needs only
+ * while busy (ct_h2_conn_trim: nghttp2's 16 KiB frame buffer, our head
+ * scratch; TLS buffers go at once, SSL_MODE_RELEASE_BUFFERS), as nginx's
+ * HTTP/2 idle state frees its buffers. Not at once: a busy connection goes
+ * idle between bursts, and its next frame would fault the pages back in. */
+#define TRIM_QUIET_MS 1000
+
+static void on_trim(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    struct ct_h2s *s = arg;
+    CT_CHECK_OBJ(s, CT_H2S_MAGIC);
+    if (is_idle(s)) { /* busy since, and maybe idle again: re-armed then */
+        ct_h2_conn_trim(s->h);
+        CT_FREE(&s->fields);
+        s->fcap = 0;
+        ct_cache_creq_free(&s->spare_cr);
+    }
+}
+
 /* Idle: no stream and nothing to write, for the keep-alive timeout. Set on
- * the way into idleness only, so a busy connection arms no timer. */
+ * the way into idleness only, so a busy connection arms no timer (the trim
+ * timer is one evtimer_add per burst, no syscall). */
 static void idle_check(struct ct_h2s *s)
 {
     if (s->closing)
         return; /* the deadline is the linger's */
-    bool idle = s->got_bytes && ct_h2_conn_nstreams(s->h) == 0 &&
-                ct_h2s_out_len(s) == 0;
-    if (idle && !ct_deadline_pending(&s->dl))
+    bool idle = is_idle(s);
+    if (idle && !ct_deadline_pending(&s->dl)) {
         deadline_set(s, s->w->cf->limits.keepalive_timeout_ms);
-    else if (!idle && s->got_bytes)
+        struct timeval tv = {TRIM_QUIET_MS / 1000, (TRIM_QUIET_MS % 1000) * 1000};
+        evtimer_add(s->trim_ev, &tv);
+    } else if (!idle && s->got_bytes)
         ct_deadline_clear(&s->dl); /* the timer stays armed; its firing is ignored */
 }
 
@@ -168,6 +196,9 @@ static void stream_unlink_free(struct ct_h2s_stream *st)
         s->streams = st->next;
     if (st->next)
         st->next->prev = st->prev;
+    /* The next stream takes its cache part, unless a fill may still need it. */
+    if (s->spare_cr == NULL && st->r.u == NULL)
+        s->spare_cr = ct_cache_client_take(&st->r);
     ct_req_free(&st->r); /* its cache part, and an upstream if it was cut short */
     ct_h2_resp_free(st);
     st->magic = 0;
@@ -210,10 +241,15 @@ static void *on_request(void *owner, int32_t sid, const struct ct_http_msg *msg,
                             .peer = s->peer,
                             .peer_ip_len = s->peer_ip_len,
                             .conn_id = s->id,
+                            .stream_id = (uint32_t)sid,
                             .tls = bufferevent_openssl_get_ssl(s->bev),
                             .msg = msg,
                             .body_done = end_stream,
                             .site_memo = &s->site_memo};
+    if (s->spare_cr) {
+        ct_cache_client_give(&st->r, s->spare_cr);
+        s->spare_cr = NULL;
+    }
     st->next = s->streams;
     if (s->streams)
         s->streams->prev = st;
@@ -297,11 +333,14 @@ static void conn_free(struct ct_h2s *s)
     ct_h2_conn_free(&s->h); /* on_close (CANCEL) for every open stream */
     s->depth--;
     CT_ASSERT(s->streams == NULL);
+    ct_cache_creq_free(&s->spare_cr);
     ct_io_detach(&s->io);
     bufferevent_free(s->bev);
     ct_deadline_fini(&s->dl);
     event_free(s->pump_ev);
     event_free(s->stall_ev);
+    event_free(s->trim_ev);
+    free(s->fields);
     if (s->drain_ev)
         event_free(s->drain_ev);
     if (s->prev)
@@ -574,7 +613,8 @@ void ct_h2s_take(struct ct_worker *w, const struct ct_conn_info *ci)
     ct_deadline_init(&s->dl, w->base, on_timer, s);
     s->pump_ev = evtimer_new(w->base, on_pump, s);
     s->stall_ev = evtimer_new(w->base, on_stall, s);
-    CT_ASSERT(s->pump_ev != NULL && s->stall_ev != NULL);
+    s->trim_ev = evtimer_new(w->base, on_trim, s);
+    CT_ASSERT(s->pump_ev != NULL && s->stall_ev != NULL && s->trim_ev != NULL);
     struct ct_h2_settings set;
     settings_of(w, &set);
     s->h = ct_h2_conn_new(&set, &cbs, s);

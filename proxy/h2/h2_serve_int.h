@@ -34,9 +34,6 @@ struct ct_h2s_stream {
     bool want_body; /* body_read said NEED: ct_req_body_readable when more comes */
     bool full;     /* output_full said so: drained() once under the low mark */
     uint64_t full_since_ms; /* since when (the per-stream send timeout) */
-    /* deliver_head's scratch: the fields handed to the engine */
-    struct ct_http_field *fields;
-    size_t fcap;
     struct evbuffer *bodybuf; /* body_out: the origin's body on its way to the engine */
     struct ct_h2s_stream *prev, *next; /* the connection's streams */
 };
@@ -52,6 +49,7 @@ struct ct_h2s {
     struct ct_deadline dl; /* preface / idle / linger deadline */
     struct event *pump_ev; /* deferred output: see ct_h2s_kick */
     struct event *stall_ev; /* the send timeout of streams whose client does not read */
+    struct event *trim_ev;  /* idle a while: give back the busy-only memory */
     struct event *drain_ev; /* reload: the final GOAWAY, a round trip after the notice */
     uint64_t id;
     char peer[64];
@@ -63,6 +61,11 @@ struct ct_h2s {
     bool lingering;     /* all written and shut: waiting for the client's EOF */
     bool got_bytes;     /* the client sent something (the preface timeout is over) */
     struct ct_h2s_stream *streams;
+    /* the heads' scratch (h2_resp.c): the fields handed to the engine, which
+     * copies them before a head call returns, so streams share it */
+    struct ct_http_field *fields;
+    size_t fcap;
+    struct ct_creq *spare_cr; /* the last stream's cache part, for the next one */
     struct ct_h2_counts counted; /* the engine's counts already in the stats */
     struct ct_h2s *prev, *next; /* this worker thread's h2 connections */
 };
@@ -96,7 +99,7 @@ void ct_h2s_stream_done(struct ct_h2s_stream *st);
 
 /* h2_resp.c */
 extern const struct ct_proto ct_h2_proto;
-/* The stream is gone: release deliver_head's scratch. */
+/* The stream is gone: release what its response held (body_out's buffer). */
 void ct_h2_resp_free(struct ct_h2s_stream *st);
 
 #endif /* CT_H2_SERVE_INT_H */

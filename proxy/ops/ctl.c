@@ -460,6 +460,8 @@ static void show(FILE *fp, const struct target *t, const struct reading *p,
     row(fp, 0, "connections open", NUM(c, "connections_open"), NAN, dt, false, true);
     row(fp, 2, "http", NUM(c, "connections_open_by_proto.http"), NAN, dt, false, true);
     row(fp, 2, "https", NUM(c, "connections_open_by_proto.https"), NAN, dt, false, true);
+    row(fp, 2, "h2", NUM(c, "connections_open_by_proto.h2"), NAN, dt, false, true);
+    row(fp, 0, "h2 streams", NUM(c, "h2_streams"), P("h2_streams"), dt, false, false);
     row(fp, 0, "connections accepted", NUM(c, "connections_accepted"), P("connections_accepted"),
         dt, false, false);
     row(fp, 0, "request bytes", NUM(c, "request_bytes"), P("request_bytes"), dt, true, false);

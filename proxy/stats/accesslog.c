@@ -168,6 +168,10 @@ static void format_combined(const struct ct_accesslog_rec *r, struct ct_buf *o)
     CT_BUF_LIT(o, " tls=");
     const char *tls = r->tls_version ? r->tls_version : "-";
     ct_buf_put(o, tls, strlen(tls));
+    if (r->stream_id) {
+        CT_BUF_LIT(o, " sid=");
+        ct_buf_put_u64(o, r->stream_id);
+    }
     if (r->site) { /* a route's name is free text: escaped as the other fields */
         CT_BUF_LIT(o, " site=");
         ct_accesslog_escape(o, ct_str_c(r->site));
@@ -221,6 +225,10 @@ static void format_json(const struct ct_accesslog_rec *r, struct ct_buf *o)
         CT_BUF_LIT(o, "null");
     json_field(o, "cache_status", ct_str_c(r->cache_status));
     json_field(o, "tls", ct_str_c(r->tls_version));
+    if (r->stream_id) {
+        CT_BUF_LIT(o, ",\"stream_id\":");
+        ct_buf_put_u64(o, r->stream_id);
+    }
     if (r->site) {
         json_field(o, "site", ct_str_c(r->site));
         json_field(o, "route", ct_str_c(r->route));

@@ -5,7 +5,7 @@
  *   combined (nginx's "combined" plus four fields):
  *     $remote_addr - - [$time_local] "$request" $status $body_bytes_sent
  *     "$http_referer" "$http_user_agent" rt=$request_time ut=$upstream_time
- *     cs=$cache_status tls=$tls_version
+ *     cs=$cache_status tls=$tls_version [sid=$stream_id (HTTP/2)]
  *   e.g.
  *     127.0.0.1 - - [30/Nov/2026:03:37:00 +0000] "GET /a HTTP/1.1" 200 1024
  *     "-" "curl/7.88.1" rt=0.001 ut=0.001 cs=MISS tls=TLSv1.3
@@ -65,6 +65,7 @@ struct ct_accesslog_rec {
     const char *cache_status; /* NULL: "-" */
     const char *tls_version;  /* NULL: plain HTTP */
     const char *site, *route; /* the request's site and route; NULL: no sites configured */
+    uint32_t stream_id;       /* HTTP/2: the request's stream; 0: HTTP/1 (not shown) */
 };
 
 /* Append one line (with its '\n') for REC in FMT to OUT. Pure, any thread. */

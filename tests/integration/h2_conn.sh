@@ -62,6 +62,12 @@ ct_check_match "nghttp: a response head" "$out" 'recv \(stream_id=13\) :status: 
 # The access log says HTTP/2.0 (lines are written in batches: poll).
 ct_wait_until 30 grep -q '"GET /json HTTP/2.0" ' "$ALOG"
 ct_check_match "access log: an h2 request as HTTP/2.0" "$(cat "$ALOG" 2>/dev/null)" '"GET /json HTTP/2.0" [0-9]{3} '
+# ... with its stream id (nghttp's request is stream 13, after its PRIORITY
+# streams; curl's is 1), and an HTTP/1.1 line without one.
+ct_wait_until 30 grep -q 'HTTP/2.0" .* sid=13$' "$ALOG"
+ct_check "access log: nghttp's request on stream 13" "$(grep -c 'HTTP/2.0" .* tls=TLSv1.3 sid=13$' "$ALOG")" 1
+ct_check_match "access log: curl's on stream 1" "$(grep -c 'HTTP/2.0" .* sid=1$' "$ALOG")" '^[1-9]'
+ct_check "access log: HTTP/1.1 lines carry no stream id" "$(grep 'HTTP/1.1" ' "$ALOG" | grep -c 'sid=')" 0
 
 # Protocol cases from a scripted client.
 out=$($PY "$PEER" "$H2" preface)
@@ -119,6 +125,13 @@ hold=$!
 ct_wait_until 30 grep -q '^ready' "$CT_TMP/hold.out"
 ct_check "h2 connection counted by protocol" "$(prom 'cachet_connections_open_by_proto{proto="h2"}')" 1
 ct_check "... and not as https" "$(prom 'cachet_connections_open_by_proto{proto="https"}')" 0
+# ... and in cachet ctl top: the h2 row under the open connections, the streams row.
+top=$("$CT_BIN/cachet" ctl top --once -i 0.2 --admin "127.0.0.1:$APORT")
+ct_check "ctl top: exit 0" "$?" 0
+ct_check_match "ctl top: h2 connections open" "$top" $'\n  h2 +1 '
+streams=$(prom cachet_h2_streams_total)
+ct_check_match "ctl top: h2 streams as /metrics, none in the interval" "$top" \
+    $'\n'"h2 streams +$streams +0"$'\n'
 ct_stop proxy
 ct_check "cachet exits 0 after draining h2" "$?" 0
 wait $hold

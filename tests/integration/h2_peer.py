@@ -87,7 +87,11 @@ def pump(s, c, until, deadline=DEADLINE, ack=True):
 
 def report(seen):
     for ev in seen:
-        if isinstance(ev, h2.events.ResponseReceived):
+        if isinstance(ev, h2.events.InformationalResponseReceived):
+            hd = dict(ev.headers)
+            print("interim %s stream=%d link=%s" % (hd.get(":status"), ev.stream_id,
+                                                    hd.get("link", "-")))
+        elif isinstance(ev, h2.events.ResponseReceived):
             st = dict(ev.headers).get(":status")
             print("status %s stream=%d" % (st, ev.stream_id))
         elif isinstance(ev, h2.events.StreamReset):

@@ -105,6 +105,20 @@ ct_check_match "DATA short of content-length: RST_STREAM PROTOCOL_ERROR" "$out" 
 n=$(curl -s "$O/_origin/stats" | grep -o '"/echo[^"]*": *[0-9]*' | grep -o '[0-9]*$' | head -1)
 ct_check "a body that contradicts content-length is never forwarded" "${n:-0}" 0
 
+# ---- one connection, one stream after another: each stream's cache part is
+# the last one's, reset (h2_serve.c keeps it for the next stream), so each
+# says its own Cache-Status: a miss, its hit, a pass, a miss that fills
+# while streaming, then the first again.
+u="$S/bytes/700?$MA&seq=1"
+accepted() { curl -s "http://127.0.0.1:$APORT/metrics" | awk '$1 == "cachet_connections_accepted_total" {print $2}'; }
+a0=$(accepted)
+out=$(curl -sk --http2 -D - -o /dev/null "$u" "$u" "$S/bytes/500?cache-control=no-store" \
+    "$S/bytes/90000?$MA&seq=2&chunked=1" "$u" |
+    tr -d '\r' | sed -n 's/^cache-status: //Ip' | tr '\n' '|')
+ct_check_match "one connection, 5 streams: each its own Cache-Status" "$out" \
+    '^cachet; fwd=uri-miss; stored\|cachet; hit; ttl=[0-9]+\|cachet; fwd=uri-miss; detail=no-store\|cachet; fwd=uri-miss; stored\|cachet; hit; ttl=[0-9]+\|$'
+ct_check "... on one connection" "$(($(accepted) - a0))" 1
+
 # ---- many streams on one connection; nghttp and h2load.
 out=$($PY "$PEER" "$SPORT" many "/bytes/1000?$MA" 100)
 ct_check "100 concurrent streams on one connection: all 200" "$out" $'status 200 x100\nbytes 100000'

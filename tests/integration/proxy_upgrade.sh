@@ -7,7 +7,7 @@
 # arbitrary fields, so this test builds a tiny origin (C, with the compiler
 # the build already needs): GET /hop answers with hop-by-hop fields, GET
 # /hopcl with "Connection: Content-Length", GET
-# /early with a 103 before its 200; any
+# /early with a 103 before its 200 (to HTTP/1.1 and HTTP/2 clients); any
 # request carrying "Upgrade:" gets a 101 and then every byte echoed
 # upper-cased; anything else gets a 400. The tunnel is also checked over
 # HTTPS, through cachet's own TLS reads and writes.
@@ -194,4 +194,12 @@ res=$(timeout 30 python3 "$CT_TMP/tlsup.py" "$SPORT" 2>&1)
 ct_check "HTTPS keep-alive: 101 after a first response" "$(sed -n 's/^status|//p' <<<"$res")" \
     "HTTP/1.1 101 Switching Protocols"
 ct_check "300 KB through the TLS tunnel intact" "$(sed -n 's/^echo|//p' <<<"$res")" "300000 True"
+
+# 103 Early Hints over HTTP/2 (the HTTPS listener offers h2 by default): an
+# interim HEADERS frame with :status 103 and the origin's Link, then the
+# final 200 on the same stream (RFC 9113 §8.1; Python's h2 refuses a 1xx
+# after the final head or one with END_STREAM).
+res=$(timeout 30 /usr/bin/python3 "$CT_SRC/tests/integration/h2_peer.py" "$SPORT" get /early 2>&1)
+ct_check "h2: the 103 with its Link, then the 200" "$res" \
+    $'interim 103 stream=1 link=</s.css>; rel=preload\nstatus 200 stream=1\nended stream=1'
 ct_done

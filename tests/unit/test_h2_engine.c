@@ -447,6 +447,45 @@ static void test_early_response_drains_upload(void)
     early_response(1 << 20, false, true);
 }
 
+/* An idle connection gives back nghttp2's frame buffer (whole pages, by
+ * madvise: they leave the resident set) and our head scratch, and the
+ * session goes on: the next response is whole. A busy one keeps them. */
+static void test_idle_trim(void)
+{
+    struct rig g;
+    rig_init(&g, NULL, false, 0);
+    static const char *const nv[] = {GET_NV("/one"), NULL};
+    static char body[20000]; /* over a frame: the buffer is written again after the trim */
+    memset(body, 'y', sizeof body);
+    memcpy(body, "first", 5);
+    int released = 0;
+    int32_t sid = request(&g, nv, NULL);
+    pump(&g);
+    CU_ASSERT_EQUAL(ct_h2_conn_trim(g.h), 0); /* a stream is open: nothing */
+    respond(&g, sid, 200, body, sizeof body, &released);
+    pump(&g);
+    CU_ASSERT_EQUAL(ct_h2_conn_nstreams(g.h), 0);
+    size_t n = ct_h2_conn_trim(g.h);
+    CU_ASSERT(n >= 16384); /* the frame buffer's pages, and the scratch */
+    for (int round = 0; round < 2; round++) {
+        static const char *const nv2[] = {GET_NV("/two"), NULL};
+        int32_t sid2 = request(&g, nv2, NULL);
+        pump(&g);
+        respond(&g, sid2, 200, body, sizeof body, &released);
+        pump(&g);
+        struct cresp *r = cresp_of(&g, sid2);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+        CU_ASSERT_EQUAL(r->status, 200);
+        CU_ASSERT_EQUAL(r->body, sizeof body);
+        CU_ASSERT_EQUAL(memcmp(r->data, "first", 5), 0);
+        CU_ASSERT_TRUE(r->closed && r->code == 0);
+        CU_ASSERT(ct_h2_conn_trim(g.h) >= 16384);
+    }
+    CU_ASSERT_FALSE(g.goaway);
+    rig_free(&g);
+    CU_ASSERT_EQUAL(released, 3);
+}
+
 void ct_test_register(void)
 {
     CT_SUITE(
@@ -464,5 +503,6 @@ void ct_test_register(void)
         {"HEAD, 204 and 304 responses carry no body", test_no_content_responses},
         {"a response submitted from inside on_request", test_answer_inside_callback},
         {"a response complete before the upload: body dropped, then NO_ERROR",
-         test_early_response_drains_upload});
+         test_early_response_drains_upload},
+        {"an idle connection gives its frame buffer back and goes on", test_idle_trim});
 }

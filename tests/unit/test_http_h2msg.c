@@ -111,6 +111,46 @@ static void test_cookies_joined(void)
     ct_http_h2msg_free(&b);
 }
 
+/* A head past the builder's own storage (24 fields, 1 KiB of bytes) moves
+ * to the heap whole: N fields of long values, cookies joined at the end
+ * (the buffer grows once more), every byte where it belongs. */
+static void test_big_head(void)
+{
+    static const size_t counts[] = {1, 20, 23, 24, 25, 60};
+    for (size_t k = 0; k < CT_ARRAY_LEN(counts); k++) {
+        struct ct_http_h2msg *b = ct_http_h2msg_new(NULL);
+        static const char *const pseudo[] = {GET_PSEUDO, NULL};
+        for (size_t i = 0; pseudo[i]; i += 2)
+            CU_ASSERT_EQUAL(ct_http_h2msg_add(b, ct_str_c(pseudo[i]), ct_str_c(pseudo[i + 1])),
+                            CT_OK);
+        char names[60][32], values[60][80];
+        for (size_t i = 0; i < counts[k]; i++) {
+            snprintf(names[i], sizeof(names[i]), "x-f%zu", i);
+            memset(values[i], 'a' + (int)(i % 26), sizeof(values[i]) - 1);
+            values[i][sizeof(values[i]) - 1] = 0;
+            CU_ASSERT_EQUAL(ct_http_h2msg_add(b, ct_str_c(names[i]), ct_str_c(values[i])), CT_OK);
+        }
+        CU_ASSERT_EQUAL(ct_http_h2msg_add(b, CT_STR("cookie"), CT_STR("a=1")), CT_OK);
+        CU_ASSERT_EQUAL(ct_http_h2msg_add(b, CT_STR("cookie"), CT_STR("b=2")), CT_OK);
+        const struct ct_http_msg *m = NULL;
+        CU_ASSERT_EQUAL_FATAL(ct_http_h2msg_finish(b, true, &m), CT_OK);
+        CU_ASSERT_EQUAL(m->nfields, counts[k] + 2); /* + cookie, host */
+        CU_ASSERT_TRUE(ct_str_eq(m->target, CT_STR("/x?y")));
+        for (size_t i = 0; i < counts[k]; i++) {
+            const struct ct_http_field *f = ct_http_msg_find_name(m, ct_str_c(names[i]), NULL);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+            CU_ASSERT_TRUE(ct_str_eq(f->value, ct_str_c(values[i])));
+        }
+        const struct ct_http_field *c = ct_http_msg_find(m, CT_HDR_COOKIE, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_TRUE(ct_str_eq(c->value, CT_STR("a=1; b=2")));
+        const struct ct_http_field *h = ct_http_msg_find(m, CT_HDR_HOST, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+        CU_ASSERT_TRUE(ct_str_eq(h->value, CT_STR("a.example")));
+        ct_http_h2msg_free(&b);
+    }
+}
+
 /* Each list breaks one rule of RFC 9113 §8.2 or §8.3. */
 static void test_malformed(void)
 {
@@ -250,6 +290,7 @@ void ct_test_register(void)
              {"content-length and END_STREAM decide the framing", test_body_framing},
              {"host and :authority agree, or the request is malformed", test_host_and_authority},
              {"cookie fields are joined with '; '", test_cookies_joined},
+             {"a head past the builder's own storage moves whole", test_big_head},
              {"each RFC 9113 field and pseudo-header rule refuses", test_malformed},
              {"OPTIONS *, CONNECT, te: trailers and empty values pass", test_accepted_edges},
              {"NUL in a value refuses", test_nul_in_value},

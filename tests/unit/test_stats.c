@@ -585,6 +585,18 @@ static void test_alog_combined(void)
     r.status = 400;
     ct_accesslog_format(CT_ACCESSLOG_COMBINED, &r, &o);
     CU_ASSERT_PTR_NOT_NULL(strstr(o.p, "] \"-\" 400 "));
+    /* an HTTP/2 request: its stream id after tls= */
+    o.len = 0;
+    r = sample_rec();
+    r.version = 20;
+    r.stream_id = 2147483647;
+    ct_accesslog_format(CT_ACCESSLOG_COMBINED, &r, &o);
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.p, " HTTP/2.0\" 200 "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.p, " tls=TLSv1.3 sid=2147483647\n"));
+    o.len = 0;
+    ct_accesslog_format(CT_ACCESSLOG_JSON, &r, &o);
+    CU_ASSERT_TRUE(json_valid(o.p, o.len));
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.p, "\"tls\":\"TLSv1.3\",\"stream_id\":2147483647}"));
     ct_buf_free(&o);
 }
 
