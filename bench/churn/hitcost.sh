@@ -36,12 +36,15 @@ OPORT=$(wait_port "$TMP/origin.out" '^listening on' $!) || exit 1
 (cd "$TMP" && exec env ${HIT_ENV:-} valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.%p" \
     "$BIN/cachet" ${HIT_CONF:+-c "$HIT_CONF"} --http 127.0.0.1:0 --https off --admin off --workers 1 --backend "127.0.0.1:$OPORT" \
     --access-log off >"$TMP/cachet.out" 2>"$TMP/cachet.err") &
-pids+=($!)
-PPORT=$(wait_port "$TMP/cachet.out" '^listening on http ' $!) || exit 1
+VP=$!
+pids+=($VP)
+PPORT=$(wait_port "$TMP/cachet.out" '^listening on http ' $VP) || exit 1
 
-python3 - "$PPORT" "$N" "$TMP" <<'PY'
+# callgrind_control is given the pid: without it, it zeroes and dumps every
+# callgrind run of this user, another bench's included
+python3 - "$PPORT" "$N" "$TMP" "$VP" <<'PY'
 import http.client, subprocess, sys
-port, n, tmp = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+port, n, tmp, vp = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
 def get():
     c.request("GET", "/1k?cache-control=max-age%3D3600")
@@ -52,11 +55,11 @@ def get():
 for _ in range(50):           # the miss, then warm hits
     get()
 assert "hit" in get()
-subprocess.run(["callgrind_control", "-z"], check=True, capture_output=True, cwd=tmp)
+subprocess.run(["callgrind_control", "-z", vp], check=True, capture_output=True, cwd=tmp)
 for _ in range(n):
     s = get()
 assert "hit" in s, s
-subprocess.run(["callgrind_control", "-d"], check=True, capture_output=True, cwd=tmp)
+subprocess.run(["callgrind_control", "-d", vp], check=True, capture_output=True, cwd=tmp)
 PY
 sleep 0.5
 total=0

@@ -54,7 +54,7 @@ DOC="/doc.json?cache-control=max-age%3D86400"
 
 client() { # SCHEME PORT PATH AE N ZERO(0/1) DIR: prints the stored length
     python3 - "$@" <<'PY'
-import http.client, ssl, subprocess, sys
+import http.client, os, ssl, subprocess, sys
 scheme, port, path, ae, n, zero, d = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6] == "1", sys.argv[7]
 if scheme == "https":
     ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
@@ -71,11 +71,11 @@ for _ in range(20):
 s, n0 = get()
 assert s.startswith("cachet; hit"), s
 if zero:
-    subprocess.run(["callgrind_control", "-z"], check=True, capture_output=True, cwd=d)
+    subprocess.run(["callgrind_control", "-z", os.environ["CG_PID"]], check=True, capture_output=True, cwd=d)
 for _ in range(n):
     get()
 if zero:
-    subprocess.run(["callgrind_control", "-d"], check=True, capture_output=True, cwd=d)
+    subprocess.run(["callgrind_control", "-d", os.environ["CG_PID"]], check=True, capture_output=True, cwd=d)
 print(n0)
 PY
 }
@@ -105,7 +105,7 @@ for scheme in $SCHEMES; do
             >"$d/cachet.out" 2>"$d/cachet.err") &
         vp=$!; pids+=($vp)
         port=$(wait_port "$d/cachet.out" "$pat" $vp) || exit 1
-        stored=$(client "$scheme" "$port" "$path" "$ae" "$N" 1 "$d") || exit 1
+        stored=$(CG_PID=$vp client "$scheme" "$port" "$path" "$ae" "$N" 1 "$d") || exit 1
         sleep 0.5
         total=0
         for f in "$d"/cg.*.[0-9]*; do

@@ -42,7 +42,7 @@ OPORT=$(wait_port "$TMP/origin.out" '^listening on' $!) || exit 1
 
 client() { # SCHEME PORT PATH N ZERO(0/1) DIR
     "${PY:-/usr/bin/python3}" - "$@" <<'PY'
-import http.client, ssl, subprocess, sys
+import http.client, os, ssl, subprocess, sys
 scheme, port, tpath, n, zero, d = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5] == "1", sys.argv[6]
 seq = [0]
 def next_path():                     # "{i}" in the path: a new URL each time (the miss cell)
@@ -89,7 +89,7 @@ if scheme != "h2":
 for _ in range(50):
     get()
 if zero:
-    subprocess.run(["callgrind_control", "-z"], check=True, capture_output=True, cwd=d)
+    subprocess.run(["callgrind_control", "-z", os.environ["CG_PID"]], check=True, capture_output=True, cwd=d)
 else:
     open(d + "/go", "w").close()
     import time
@@ -99,7 +99,7 @@ else:
 for _ in range(n):
     s = get()
 if zero:
-    subprocess.run(["callgrind_control", "-d"], check=True, capture_output=True, cwd=d)
+    subprocess.run(["callgrind_control", "-d", os.environ["CG_PID"]], check=True, capture_output=True, cwd=d)
 print(s)
 PY
 }
@@ -118,7 +118,7 @@ for cell in $CELLS; do
         --admin off --workers 1 --backend "127.0.0.1:$OPORT" --access-log off >"$d/cachet.out" 2>"$d/cachet.err") &
     vp=$!; pids+=($vp)
     port=$(wait_port "$d/cachet.out" "$pat" $vp) || exit 1
-    cs=$(client "$scheme" "$port" "$path" "$N" 1 "$d") || exit 1
+    cs=$(CG_PID=$vp client "$scheme" "$port" "$path" "$N" 1 "$d") || exit 1
     sleep 0.5
     total=0
     for f in "$d"/cg.*.[0-9]*; do
