@@ -32,6 +32,7 @@
 
 #include "common/log.h"
 #include "http/coding/coding.h"
+#include "proxy/core/cache_derive.h"
 #include "http/http_hdrindex.h"
 #include "proxy/core/cache_int.h"
 #include "proxy/route/route.h"
@@ -348,6 +349,7 @@ static int store_head(struct ct_req *r, const struct ct_http_msg *msg, struct ct
     size_t vlen = 0;
     ct_cache_policy_fresh(msg, po, cr->req_time, now, &blk.fresh);
     route_fresh(r, msg->status, &blk.fresh);
+    blk.flags = ct_cache_derive_blk_flags(msg); /* its coding, for hits (cache_derive.h) */
     if (body_src) {
         struct ct_str v = ct_obj_vary(body_src);
         vkey = v.len ? ct_xmalloc(v.len) : NULL;

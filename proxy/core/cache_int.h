@@ -194,6 +194,8 @@ struct ct_creq {
     struct evbuffer *zbuf; /* the encoder's output, to the object then the client */
     struct ct_ce_head *otf_head; /* compression.on_the_fly: the head sent, kept
                                     until the request ends */
+    const struct ct_http_msg *ae_orig; /* the client's message, when r->msg is ae_msg */
+    struct ct_derive *derive; /* a decoded delivery in progress (cache_derive.c) */
     struct ct_str cstatus; /* Cache-Status for a forwarded response */
     char cstatus_buf[128];
     /* waiting */
@@ -280,6 +282,9 @@ bool ct_cache_sie_ok(struct ct_req *r, struct ct_obj *stale, ct_time_t now);
 void ct_cache_finish(struct ct_req *r);
 /* Register on cr->obj; false if there is news already (read now). */
 bool ct_cache_wait_obj(struct ct_creq *cr, enum ct_obj_state seen, uint64_t have);
+/* One single-range "bytes=" value V against LEN bytes (RFC 9110 §14.1.2).
+ * 0: no usable range (serve 200); 1: [*FIRST, *LAST]; -1: unsatisfiable. */
+int ct_cache_parse_range(struct ct_str v, uint64_t len, uint64_t *first, uint64_t *last);
 /* Write V in decimal at P; returns the end (no NUL). */
 char *ct_cache_put_i64(char *p, int64_t v);
 /* A new creq for C (c->cr). */

@@ -38,6 +38,7 @@
 
 #include "common/log.h"
 #include "http/coding/coding.h"
+#include "proxy/core/cache_derive.h"
 #include "http/http_hdrindex.h"
 #include "proxy/core/cache_ban_glue.h"
 #include "proxy/core/cache_int.h"
@@ -287,6 +288,7 @@ static void creq_reset(struct ct_creq *cr)
         evbuffer_drain(cr->scratch, evbuffer_get_length(cr->scratch));
     ct_codec_free(&cr->enc);
     ct_ce_head_free(&cr->otf_head);
+    ct_derive_free(&cr->derive);
     cr->ae_class = CT_CODING_NONE;
     if (cr->zbuf)
         evbuffer_drain(cr->zbuf, evbuffer_get_length(cr->zbuf));
@@ -525,6 +527,14 @@ static void answer(struct ct_req *r, unsigned status, const char *body, const ch
     ct_cache_finish(r);
 }
 
+/* Nothing the client accepts is stored or may be made from what is
+ * (RFC 9110 §12.5.3, §15.5.7; cache_derive.h). */
+static void not_acceptable(struct ct_req *r)
+{
+    answer(r, 406, "406 Not Acceptable (no acceptable content coding)\n",
+           "cachet; hit; detail=not-acceptable");
+}
+
 /* ---- waiting on a busy object ---------------------------------------------------- */
 
 /* Continue the request with an origin fetch after the cache path let go. */
@@ -716,6 +726,16 @@ static bool use_stored(struct ct_req *r, struct ct_obj *obj, ct_time_t now, bool
         cr->cs = stale ? CT_STATS_CS_STALE : CT_STATS_CS_HIT;
         memcpy(cs, "cachet; hit; ttl=", 17); /* per hit: no printf */
         *ct_cache_put_i64(cs + 17, (int64_t)ttl_left(&blk, now)) = '\0';
+        if ((blk.flags & CT_CACHE_BLK_CODING_MASK) &&
+            (int)(blk.flags & CT_CACHE_BLK_CODING_MASK) != cr->ae_class) {
+            bool refuse; /* stored coded, and not in the client's class */
+            if (ct_cache_derive_hit(r, obj, &blk, ct_str_c(cs), &refuse))
+                return true;
+            if (refuse) {
+                not_acceptable(r);
+                return true;
+            }
+        }
         ct_cache_deliver(r, ct_obj_ref(obj), ct_str_c(cs));
         return true;
     case CT_CACHE_USE_GATEWAY_TIMEOUT:
@@ -882,6 +902,18 @@ static bool lookup_as(struct ct_req *r, bool revalidate)
     case CT_CACHE_MISS:
         break;
     }
+    if (res.miss == CT_CACHE_MISS_VARY && !revalidate) {
+        /* another class's variant may answer (cache_derive.h) */
+        enum ct_derive_rc d = ct_cache_derive_vary_miss(r, now);
+        if (d != CT_DERIVE_NONE) {
+            if (res.fetch)
+                ct_obj_abandon(res.fetch, now, 0);
+            ct_cache_lookup_res_release(&res);
+            if (d == CT_DERIVE_REFUSE)
+                not_acceptable(r);
+            return true;
+        }
+    }
     cr->fwd_kind = miss_name(res.miss);
     if (ct_cache_policy_on_miss(req, ct_cache_popts(r)) == CT_CACHE_USE_GATEWAY_TIMEOUT) {
         ct_cache_lookup_res_release(&res);
@@ -969,6 +1001,7 @@ static void normalise_ae(struct ct_req *r)
     cr->ae_fields[n++] = (struct ct_http_field){CT_STR("Accept-Encoding"),
                                                 ct_str_c(ct_coding_name(c)),
                                                 CT_HDR_ACCEPT_ENCODING};
+    cr->ae_orig = req;
     cr->ae_msg = *req;
     ct_http_msg_set_fields(&cr->ae_msg, cr->ae_fields, n);
     r->msg = &cr->ae_msg;
