@@ -288,7 +288,8 @@ static void creq_reset(struct ct_creq *cr)
         evbuffer_drain(cr->scratch, evbuffer_get_length(cr->scratch));
     ct_codec_free(&cr->enc);
     ct_ce_head_free(&cr->otf_head);
-    ct_derive_free(&cr->derive);
+    if (CT_UNLIKELY(cr->derive != NULL))
+        ct_derive_free(&cr->derive);
     cr->ae_class = CT_CODING_NONE;
     if (cr->zbuf)
         evbuffer_drain(cr->zbuf, evbuffer_get_length(cr->zbuf));
@@ -726,7 +727,7 @@ static bool use_stored(struct ct_req *r, struct ct_obj *obj, ct_time_t now, bool
         cr->cs = stale ? CT_STATS_CS_STALE : CT_STATS_CS_HIT;
         memcpy(cs, "cachet; hit; ttl=", 17); /* per hit: no printf */
         *ct_cache_put_i64(cs + 17, (int64_t)ttl_left(&blk, now)) = '\0';
-        if ((blk.flags & CT_CACHE_BLK_CODING_MASK) &&
+        if (CT_UNLIKELY((blk.flags & CT_CACHE_BLK_CODING_MASK) != 0) &&
             (int)(blk.flags & CT_CACHE_BLK_CODING_MASK) != cr->ae_class) {
             bool refuse; /* stored coded, and not in the client's class */
             if (ct_cache_derive_hit(r, obj, &blk, ct_str_c(cs), &refuse))
