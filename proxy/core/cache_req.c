@@ -944,10 +944,11 @@ static bool lookup(struct ct_req *r)
  * keys one variant per class (never one per spelling: the variant explosion
  * users of other caches report), and
  * the origin is asked for that coding. R's message becomes a copy with the
- * one field replaced (views into the parser's, kept alive as r->msg's). A
- * request whose class is "nothing acceptable" is left as sent.
- * XXX(#18): that one deserves a 406 from the cache when the object is
- * compressed; it reaches the origin as sent today. */
+ * one field replaced (views into the parser's, kept alive as r->msg's; the
+ * original stays in cr->ae_orig for cache_derive.c, which needs what else
+ * the client accepts). A request whose class is "nothing acceptable" is
+ * left as sent: a 406 when a variant is stored (cache_derive.h), else the
+ * origin sees it as sent. */
 static bool ae_offered(const struct ct_ae_pref *pref, enum ct_coding c)
 {
     if (c == CT_CODING_IDENTITY)
