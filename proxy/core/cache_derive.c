@@ -23,6 +23,7 @@
 #include "proxy/core/cache_derive.h"
 #include "proxy/core/cache_int.h"
 #include "proxy/core/proto.h"
+#include "proxy/stats/stats.h"
 
 #define DERIVE_IN (16 * 1024)
 #define DERIVE_OUT (16 * 1024)
@@ -410,7 +411,109 @@ static struct ct_obj *probe_variant(struct ct_req *r, enum ct_coding y, ct_time_
     return obj;
 }
 
-enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now)
+/* Feed MID[0..N) to ENC (LAST: the stream ends there) and append what it
+ * makes to FILL. CT_OK, CT_EPROTO (the encoder failed) or the store's
+ * error (over max_object_size, no memory). */
+static int encode_into(struct ct_codec *enc, const char *mid, size_t n, bool last,
+                       struct ct_obj *fill, char *out)
+{
+    size_t off = 0;
+    for (;;) {
+        size_t took = n - off, wrote = 0;
+        enum ct_codec_rc rc = ct_codec_run(enc, mid + off, &took, out, DERIVE_OUT, &wrote, last);
+        off += took;
+        int rc2 = wrote ? ct_obj_append(fill, out, wrote) : CT_OK;
+        if (rc2 != CT_OK)
+            return rc2;
+        if (rc == CT_CODEC_ERROR)
+            return CT_EPROTO;
+        if (rc == CT_CODEC_DONE || (rc == CT_CODEC_NEED_INPUT && off == n && !last))
+            return CT_OK;
+    }
+}
+
+/* SRC's body, coded FROM, recoded TO into FILL (its head stored already).
+ * CT_OK when all of it went in. */
+static int recode(struct ct_req *r, struct ct_obj *src, enum ct_coding from, enum ct_coding to,
+                  struct ct_obj *fill)
+{
+    struct ct_codec *dec = ct_codec_new(from, CT_CODEC_DECODE, CT_CODEC_LEVEL_DEFAULT, 0);
+    struct ct_codec *enc = ct_cache_encoder_new(&r->w->cf->compression, to, 0);
+    char *mid = ct_xmalloc(DERIVE_OUT), *out = ct_xmalloc(DERIVE_OUT);
+    struct ct_obj_body_pos pos = CT_OBJ_BODY_POS_INIT;
+    struct ct_str in = CT_STR_NULL;
+    bool end = false;
+    uint64_t t0 = ct_cache_thread_cpu_us();
+    int rc = dec && enc ? CT_OK : CT_EPROTO;
+    while (rc == CT_OK) {
+        if (in.len == 0 && !end) {
+            enum ct_obj_body got = ct_obj_body_next(src, &pos, DERIVE_IN, &in);
+            if (got == CT_OBJ_BODY_END)
+                end = true;
+            else if (got != CT_OBJ_BODY_DATA)
+                rc = CT_EPROTO;
+        }
+        size_t took = in.len, n = 0;
+        enum ct_codec_rc drc = ct_codec_run(dec, in.p, &took, mid, DERIVE_OUT, &n, end);
+        in = ct_str_make(in.p + took, in.len - took);
+        if (drc == CT_CODEC_ERROR)
+            rc = CT_EPROTO;
+        else
+            rc = encode_into(enc, mid, n, drc == CT_CODEC_DONE, fill, out);
+        if (drc == CT_CODEC_DONE)
+            break;
+    }
+    if (rc == CT_OK) {
+        struct ct_stats *st = r->w->stats;
+        ct_stats_add(&st->compress_objects[to], 1);
+        ct_stats_add(&st->compress_bytes_in[to], ct_codec_bytes_in(enc));
+        ct_stats_add(&st->compress_bytes_out[to], ct_codec_bytes_out(enc));
+        ct_stats_add(&st->compress_cpu_us[to], ct_cache_thread_cpu_us() - t0);
+    }
+    free(mid);
+    free(out);
+    ct_codec_free(&dec);
+    ct_codec_free(&enc);
+    return rc;
+}
+
+/* compression.store_transcoded: OBJ (coded Y, a reference, taken) recoded
+ * into FETCH (R's class's BUSY object, taken), stored, and R answered from
+ * it. False if it could not be (FETCH abandoned: R's request then goes to
+ * the origin unstored). */
+static bool transcoded(struct ct_req *r, struct ct_obj *obj, enum ct_coding y,
+                       struct ct_obj **fetch, ct_time_t now)
+{
+    enum ct_coding x = (enum ct_coding)r->cr->ae_class;
+    struct ct_obj *fill = *fetch;
+    *fetch = NULL;
+    struct ct_derive probe = {.obj = obj};
+    struct ct_http_msg sm;
+    bool ok = stored_msg(&probe, &sm);
+    struct ct_ce_head *h = ok ? ct_ce_head_new(&sm, x, true) : NULL;
+    ok = ok && ct_cache_store_head_of(r, fill, &h->msg, now) == CT_OK &&
+         recode(r, obj, y, x, fill) == CT_OK;
+    ct_ce_head_free(&h);
+    free(probe.stored);
+    ct_obj_release(&obj);
+    if (!ok) {
+        CT_WARN("w%u c%llu %s: %.*s: recoding %s to %s failed", r->w->id,
+                (unsigned long long)r->conn_id, r->peer, (int)r->msg->target.len,
+                r->msg->target.p, ct_coding_name(y), ct_coding_name(x));
+        ct_obj_abandon(fill, now, 0);
+        ct_obj_release(&fill);
+        return false;
+    }
+    ct_obj_complete(fill, ct_time_real());
+    char buf[96];
+    snprintf(buf, sizeof(buf), "cachet; hit; detail=transcoded-%s", ct_coding_name(y));
+    r->cr->cs = CT_STATS_CS_HIT;
+    ct_cache_deliver(r, fill, ct_str_c(buf)); /* takes our reference */
+    return true;
+}
+
+enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
+                                            struct ct_obj **fetch)
 {
     struct ct_creq *cr = r->cr;
     const struct ct_conf_compression *cz = &r->w->cf->compression;
@@ -427,11 +530,23 @@ enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now)
         if (y == CT_CODING_IDENTITY || (int)y == cr->ae_class)
             continue;
         bool as_is = ct_ae_accepts(&ae, y);
-        if (!as_is && (nt || cr->ae_class != CT_CODING_IDENTITY))
+        bool recoding = !as_is && cr->ae_class != CT_CODING_IDENTITY;
+        if (!as_is && (nt || (recoding && !(cz->store_transcoded && *fetch))))
             continue; /* a coding class without its variant is fetched once and stored */
         struct ct_obj *obj = probe_variant(r, y, now);
         if (obj == NULL)
             continue;
+        if (recoding) {
+            struct ct_derive probe = {.obj = obj};
+            struct ct_http_msg sm;
+            bool ok = stored_msg(&probe, &sm) && !msg_no_transform(&sm);
+            free(probe.stored);
+            if (!ok) {
+                ct_obj_release(&obj);
+                continue;
+            }
+            return transcoded(r, obj, y, fetch, now) ? CT_DERIVE_ANSWERED : CT_DERIVE_NONE;
+        }
         struct ct_cache_blk blk;
         struct ct_str wire;
         CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));

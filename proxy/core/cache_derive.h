@@ -16,7 +16,10 @@
  *     decoder's window and one output piece whatever the object's size);
  *   - a client of another coding that does not accept the stored one is a
  *     miss, fetched once and stored in its own class (so a hit never
- *     compresses, and each class is compressed once).
+ *     compresses, and each class is compressed once); with
+ *     compression.store_transcoded the stored copy is recoded into that
+ *     class instead, once, and stored as its variant (charged to the cache
+ *     like any object), so the origin is not asked.
  * An object stored in a coding (cachet's or the origin's own
  * Content-Encoding) that a client hitting it does not accept is decoded the
  * same way: an origin that sends gzip without Vary: Accept-Encoding does not
@@ -70,7 +73,14 @@ enum ct_derive_rc {
     CT_DERIVE_ANSWERED, /* delivered from another variant */
     CT_DERIVE_REFUSE,  /* answer 406: nothing acceptable can be made */
 };
-enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now);
+/* *FETCH: the lookup's BUSY object for R's own class (or NULL); with
+ * compression.store_transcoded, a client of a coding that does not accept
+ * the stored one has the stored copy recoded into *FETCH (taken: NULL after
+ * the call), stored as its class's variant and delivered from it. The
+ * recoding runs at once, on this worker, over the whole object (bounded by
+ * cache.max_object_size; the switch is off by default). */
+enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
+                                            struct ct_obj **fetch);
 
 /* The client's output drained: decode on. True if R was delivering a
  * decoded body (the call was for it). */

@@ -28,6 +28,7 @@
 
 #include "cache/cache.h"
 #include "common/list.h"
+#include "http/http_ae.h"
 #include "proxy/core/core.h"
 #include "proxy/upstream/wire.h"
 
@@ -244,6 +245,17 @@ bool ct_cache_is_tag_field(const struct ct_conf_cache *cc, const struct ct_http_
  * leave out. Returns the count. */
 size_t ct_cache_tags_of(struct ct_req *r, const struct ct_http_msg *msg,
                         struct ct_str out[CT_CACHE_TAGS_MAX]);
+/* An encoder for coding C at its configured level (SIZE_HINT as for
+ * ct_codec_new); NULL if it cannot be made. */
+struct ct_conf_compression;
+struct ct_codec *ct_cache_encoder_new(const struct ct_conf_compression *cz, enum ct_coding c,
+                                      uint64_t size_hint);
+/* Store MSG as the head of FILL (a BUSY object from R's lookup, not R's
+ * cr->fill) as a fill of R's request would; CT_OK or the store's error. */
+int ct_cache_store_head_of(struct ct_req *r, struct ct_obj *fill, const struct ct_http_msg *msg,
+                           ct_time_t now);
+/* This thread's CPU time in µs (the compress_cpu_us counters). */
+uint64_t ct_cache_thread_cpu_us(void);
 /* cache_req.c, cache_deliver.c */
 const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_req *r);
 bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct ct_str *wire);

@@ -5,7 +5,8 @@
 # and HTTP/2, large bodies under back-pressure; a client that accepts the
 # stored coding gets it as it is; Range, HEAD and conditionals on the decoded
 # representation; an origin-compressed object without Vary decoded for a
-# client that refuses it; no-transform honoured; 406 when nothing acceptable.
+# client that refuses it; no-transform honoured; 406 when nothing acceptable;
+# compression.store_transcoded recodes the stored copy once for another class.
 # Every body is decoded and compared byte for byte; origin fetches counted.
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -179,5 +180,36 @@ ct_check_match "identity refused, nothing acceptable: 406" "$(head -1 <<<"$h")" 
 h=$(fetch "$S$GEN&v=zstd-h2" 'identity;q=0, compress' --http2)
 ct_check_match "h2: 406" "$(head -1 <<<"$h")" ' 406'
 ct_check "406: no origin fetch" "$(origin_count)" 2
+
+# ---- compression.store_transcoded: recoded once, stored as the class's variant -----
+cat >"$CT_TMP/tc.conf" <<EOF
+workers = 1;
+listen = ( { kind = "http"; address = "127.0.0.1:0"; },
+           { kind = "https"; address = "127.0.0.1:0"; tls = { self_signed = true; }; } );
+backends = ( { address = "127.0.0.1:$OPORT"; } );
+cache = { size = "64M"; grace = "0s"; hit_for_miss = "0s"; };
+compression = { store_transcoded = true; };
+admin = { listen = "off"; };
+EOF
+ct_start tc "$CT_BIN/cachet" -c "$CT_TMP/tc.conf"
+TP="http://127.0.0.1:$(ct_wait_listen tc http)" || exit 1
+TS="https://127.0.0.1:$(ct_wait_listen tc https)" || exit 1
+for proto in h1 h2; do
+    [ $proto = h1 ] && { V="$TP$GEN"; X=(); } || { V="$TS$GEN"; X=(--http2); }
+    ct_origin_reset "$OPORT"
+    fetch "$V" br "${X[@]}" >/dev/null
+    for c in gzip zstd; do
+        h=$(fetch "$V" $c "${X[@]}")
+        ct_check "$proto transcoded br -> $c: Cache-Status" "$(hdr Cache-Status "$h")" \
+            "cachet; hit; detail=transcoded-br"
+        ct_check "$proto transcoded br -> $c: Content-Encoding" "$(hdr Content-Encoding "$h")" $c
+        ct_check "$proto transcoded br -> $c: decoded = the origin's body" "$(decode $c "$CT_TMP/body")" "$REF"
+        h=$(fetch "$V" $c "${X[@]}")
+        ct_check_match "$proto $c after: its own stored hit" "$(hdr Cache-Status "$h")" '^cachet; hit; ttl=[0-9]+$'
+        ct_check "$proto $c after: its Content-Length" "$(hdr Content-Length "$h")" "$(stat -c %s "$CT_TMP/body")"
+        ct_check "$proto $c after: decoded = the origin's body" "$(decode $c "$CT_TMP/body")" "$REF"
+    done
+    ct_check "$proto transcoded: one origin fetch (the br one)" "$(origin_count)" 1
+done
 
 ct_done
