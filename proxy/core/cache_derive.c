@@ -442,7 +442,7 @@ static int recode(struct ct_req *r, struct ct_obj *src, enum ct_coding from, enu
     char *mid = ct_xmalloc(DERIVE_OUT), *out = ct_xmalloc(DERIVE_OUT);
     struct ct_obj_body_pos pos = CT_OBJ_BODY_POS_INIT;
     struct ct_str in = CT_STR_NULL;
-    bool end = false;
+    bool end = false, done = false;
     uint64_t t0 = ct_cache_thread_cpu_us();
     int rc = dec && enc ? CT_OK : CT_EPROTO;
     while (rc == CT_OK) {
@@ -451,7 +451,7 @@ static int recode(struct ct_req *r, struct ct_obj *src, enum ct_coding from, enu
             if (got == CT_OBJ_BODY_END)
                 end = true;
             else if (got != CT_OBJ_BODY_DATA)
-                rc = CT_EPROTO;
+                break; /* a complete object is all there: not reached */
         }
         size_t took = in.len, n = 0;
         enum ct_codec_rc drc = ct_codec_run(dec, in.p, &took, mid, DERIVE_OUT, &n, end);
@@ -460,9 +460,12 @@ static int recode(struct ct_req *r, struct ct_obj *src, enum ct_coding from, enu
             rc = CT_EPROTO;
         else
             rc = encode_into(enc, mid, n, drc == CT_CODEC_DONE, fill, out);
-        if (drc == CT_CODEC_DONE)
+        done = drc == CT_CODEC_DONE;
+        if (done)
             break;
     }
+    if (rc == CT_OK && !done)
+        rc = CT_EPROTO; /* the body ended before the decoder's end */
     if (rc == CT_OK) {
         struct ct_stats *st = r->w->stats;
         ct_stats_add(&st->compress_objects[to], 1);
