@@ -515,6 +515,18 @@ static bool transcoded(struct ct_req *r, struct ct_obj *obj, enum ct_coding y,
     return true;
 }
 
+/* R's own BUSY object goes before R is answered: the answer may end R and
+ * start the next pipelined request at once, whose lookup must not wait on
+ * it. Failed, not abandoned, so a waiter on another worker looks again
+ * (and derives too) instead of passing as uncacheable. */
+static void drop_fetch(struct ct_obj **fetch)
+{
+    if (*fetch == NULL)
+        return;
+    ct_obj_fail(*fetch);
+    ct_obj_release(fetch);
+}
+
 enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
                                             struct ct_obj **fetch)
 {
@@ -525,8 +537,10 @@ enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
     struct ct_ae ae;
     ct_ae_init(&ae);
     ct_ae_from_msg(&ae, client_msg(r));
-    if (cr->ae_class == CT_CODING_NONE) /* nothing offered is acceptable, identity neither */
+    if (cr->ae_class == CT_CODING_NONE) { /* nothing offered is acceptable, identity neither */
+        drop_fetch(fetch);
         return CT_DERIVE_REFUSE;
+    }
     bool nt = req_no_transform(r);
     for (unsigned i = 0; i < cz->pref.n; i++) {
         enum ct_coding y = (enum ct_coding)cz->pref.order[i];
@@ -558,6 +572,7 @@ enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
         *ct_cache_put_i64(base + 17, (int64_t)ct_cache_policy_ttl(&blk.fresh, now)) = '\0';
         cr->cs = CT_STATS_CS_HIT;
         if (as_is) {
+            drop_fetch(fetch);
             ct_cache_deliver(r, obj, status_of(buf, sizeof(buf), ct_str_c(base), "stored", y));
             return CT_DERIVE_ANSWERED;
         }
@@ -565,6 +580,8 @@ enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
         struct ct_http_msg sm;
         bool ok = stored_msg(&probe, &sm) && !msg_no_transform(&sm);
         free(probe.stored);
+        if (ok)
+            drop_fetch(fetch); /* (if decoded() fails after all: a pass) */
         if (ok && decoded(r, obj, y, status_of(buf, sizeof(buf), ct_str_c(base), "decoded", y)))
             return CT_DERIVE_ANSWERED;
         if (!ok)

@@ -906,9 +906,7 @@ static bool lookup_as(struct ct_req *r, bool revalidate)
     if (res.miss == CT_CACHE_MISS_VARY && !revalidate) {
         /* another class's variant may answer (cache_derive.h) */
         enum ct_derive_rc d = ct_cache_derive_vary_miss(r, now, &res.fetch);
-        if (d != CT_DERIVE_NONE) {
-            if (res.fetch)
-                ct_obj_abandon(res.fetch, now, 0);
+        if (d != CT_DERIVE_NONE) { /* res.fetch was dropped before the answer */
             ct_cache_lookup_res_release(&res);
             if (d == CT_DERIVE_REFUSE)
                 not_acceptable(r);

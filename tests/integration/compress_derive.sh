@@ -144,6 +144,24 @@ ct_check "h2 6 MB decoded at 3 MB/s: the origin's bytes" "$(md5sum <"$CT_TMP/bod
 # two on one connection: keep-alive holds after a decoded body
 curl -s -o "$CT_TMP/k1" -o "$CT_TMP/k2" "$P$BIG" "$P$GEN&v=zstd"
 ct_check "keep-alive: both decoded" "$(md5sum <"$CT_TMP/k1") $(md5sum <"$CT_TMP/k2")" "$BREF $REF"
+# pipelined: the second decoded answer waits for the first, each whole
+pipe=$("$PY" - "$PPORT" "$GEN&v=gzip" <<'EOF'
+import hashlib, http.client, socket, sys
+port, path = int(sys.argv[1]), sys.argv[2]
+s = socket.create_connection(("127.0.0.1", port))
+req = ("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (path, port)).encode()
+s.sendall(req * 2)
+f = s.makefile("rb")
+out = []
+for _ in range(2):
+    r = http.client.HTTPResponse(s); r.fp = f; r.begin()
+    r._close_conn = lambda: None  # the next response is on the same stream
+    out.append("%s %s" % (r.getheader("Cache-Status").split("detail=")[-1], hashlib.md5(r.read()).hexdigest()))
+print(" ".join(out))
+EOF
+)
+ct_check "pipelined: two decoded answers, whole" "$pipe" \
+    "decoded-gzip ${REF%% *} decoded-gzip ${REF%% *}"
 ct_check "large: no origin fetch" "$(origin_count)" 0
 
 # ---- origin-compressed, without Vary: decoded for a client refusing gzip ---------
