@@ -375,7 +375,9 @@ static const struct ct_conf_row compression_rows[] = {
     ROW_BOOL(T, "store_transcoded", store_transcoded, "false",
              "Store the other codings derived from a stored object (a br object recoded to "
              "gzip for a gzip-only client) as variants of their own, charged to cache.size. "
-             "Accepted, not acted on yet: each class is fetched and stored once (issue 18)."),
+             "Off: such a client has its class fetched once from the origin (identity "
+             "clients get the stored coding decoded either way). On: the stored copy is "
+             "recoded at once, on the worker, and the origin is not asked."),
 };
 static const struct ct_conf_section compression_section =
     SECTION("compression", T, compression_rows);

@@ -95,6 +95,7 @@ for scheme in $SCHEMES; do
         raw-br) path="/gen?size=$BR&cache-control=max-age%3D86400" ae=br ;;
         raw-br-vary) path="/gen?size=$BR&cache-control=max-age%3D86400&vary=Accept-Encoding" ae=br ;;
         raw-gzip) path="/gen?size=$GZ&cache-control=max-age%3D86400" ae=gzip ;;
+        identity-from-*) path=$DOC ae=identity ;; # decoded from the stored coding (issue 18)
         *) path=$DOC ae=$cell ;;
         esac
         d="$TMP/$scheme-$cell"; mkdir -p "$d"
@@ -105,6 +106,8 @@ for scheme in $SCHEMES; do
             >"$d/cachet.out" 2>"$d/cachet.err") &
         vp=$!; pids+=($vp)
         port=$(wait_port "$d/cachet.out" "$pat" $vp) || exit 1
+        [[ $cell == identity-from-* ]] && curl -sk -o /dev/null -H "Accept-Encoding: ${cell#identity-from-}" \
+            "$scheme://127.0.0.1:$port$path"
         stored=$(CG_PID=$vp client "$scheme" "$port" "$path" "$ae" "$N" 1 "$d") || exit 1
         sleep 0.5
         total=0

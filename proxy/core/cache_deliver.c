@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "proxy/core/cache_derive.h"
 #include "proxy/core/cache_int.h"
 #include "proxy/core/proto.h"
 
@@ -118,7 +119,7 @@ void ct_cache_obj_sent(struct ct_req *r, uint64_t k)
 
 /* One single-range "bytes=" spec against LEN bytes (RFC 9110 §14.1.2).
  * 0: no usable range (serve 200); 1: [*first, *last]; -1: unsatisfiable. */
-static int parse_range(struct ct_str v, uint64_t len, uint64_t *first, uint64_t *last)
+int ct_cache_parse_range(struct ct_str v, uint64_t len, uint64_t *first, uint64_t *last)
 {
     static const struct ct_str unit = CT_STR("bytes=");
     if (v.len <= unit.len || !ct_str_eq_ci(ct_str_make(v.p, unit.len), unit))
@@ -196,7 +197,7 @@ static void plan(struct ct_req *r, struct ct_obj *obj, const struct ct_cache_blk
             p->own_status = true;
             p->body = false;
         } else if (req->method == CT_METHOD_GET && rf != NULL && len != UINT64_MAX &&
-                   if_range_ok(req, obj) && (rng = parse_range(rf->value, len, &a, &b)) != 0) {
+                   if_range_ok(req, obj) && (rng = ct_cache_parse_range(rf->value, len, &a, &b)) != 0) {
             p->own_status = true;
             if (rng < 0) {
                 p->status = 416;
@@ -341,6 +342,8 @@ void ct_cache_self_end(struct ct_req *r)
 bool ct_cache_client_drained(struct ct_req *r)
 {
     struct ct_creq *cr = r->cr;
+    if (cr && cr->derive)
+        return ct_cache_derive_drained(r);
     if (cr == NULL || r->step != CT_STEP_STREAM || r->phase != CT_RP_SEND)
         return false;
     if (!cr->waiting)

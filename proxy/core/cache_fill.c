@@ -32,6 +32,7 @@
 
 #include "common/log.h"
 #include "http/coding/coding.h"
+#include "proxy/core/cache_derive.h"
 #include "http/http_hdrindex.h"
 #include "proxy/core/cache_int.h"
 #include "proxy/route/route.h"
@@ -335,6 +336,7 @@ static int store_head(struct ct_req *r, const struct ct_http_msg *msg, struct ct
     size_t vlen = 0;
     ct_cache_policy_fresh(msg, po, cr->req_time, now, &blk.fresh);
     route_fresh(r, msg->status, &blk.fresh);
+    blk.flags = ct_cache_derive_blk_flags(msg); /* its coding, for hits (cache_derive.h) */
     if (body_src) {
         struct ct_str v = ct_obj_vary(body_src);
         vkey = v.len ? ct_xmalloc(v.len) : NULL;
@@ -553,6 +555,26 @@ static bool compressible(const struct ct_req *r, const struct ct_http_msg *msg)
     return ct_ce_should_encode(msg, r->msg->method, type_ok, cz->min_size_bytes) == CT_CE_YES;
 }
 
+struct ct_codec *ct_cache_encoder_new(const struct ct_conf_compression *cz, enum ct_coding c,
+                                      uint64_t size_hint)
+{
+    int level = c == CT_CODING_GZIP ? (int)cz->gzip_level
+                : c == CT_CODING_BR ? (int)cz->br_level
+                                    : (int)cz->zstd_level;
+    return ct_codec_new(c, CT_CODEC_ENCODE, level, size_hint);
+}
+
+int ct_cache_store_head_of(struct ct_req *r, struct ct_obj *fill, const struct ct_http_msg *msg,
+                           ct_time_t now)
+{
+    struct ct_creq *cr = r->cr;
+    CT_ASSERT(cr->fill == NULL);
+    cr->fill = fill;
+    int rc = store_head(r, msg, NULL, now);
+    cr->fill = NULL;
+    return rc;
+}
+
 /* An encoder for coding C at its configured level into cr->enc, with the
  * buffers its body goes through (the scratch sink: a body may never come).
  * False if the codec could not be made. */
@@ -560,11 +582,7 @@ static bool encoder_start(struct ct_req *r, enum ct_coding c, const struct ct_ht
 {
     struct ct_creq *cr = r->cr;
     const struct ct_conf_compression *cz = &r->w->cf->compression;
-    int level = c == CT_CODING_GZIP ? (int)cz->gzip_level
-                : c == CT_CODING_BR ? (int)cz->br_level
-                                    : (int)cz->zstd_level;
-    cr->enc = ct_codec_new(c, CT_CODEC_ENCODE, level,
-                           msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0);
+    cr->enc = ct_cache_encoder_new(cz, c, msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0);
     if (cr->enc == NULL)
         return false;
     if (cr->zbuf == NULL)
@@ -618,7 +636,7 @@ static bool on_the_fly(struct ct_req *r, const struct ct_http_msg *msg,
     return true;
 }
 
-static uint64_t thread_cpu_us(void)
+uint64_t ct_cache_thread_cpu_us(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
@@ -635,7 +653,7 @@ static int encode(struct ct_req *r, struct evbuffer *in, bool last)
     struct ct_codec *cd = cr->enc;
     if (!last && evbuffer_get_length(in) == 0)
         return CT_OK;
-    uint64_t t0 = thread_cpu_us(), in0 = ct_codec_bytes_in(cd), out0 = ct_codec_bytes_out(cd);
+    uint64_t t0 = ct_cache_thread_cpu_us(), in0 = ct_codec_bytes_in(cd), out0 = ct_codec_bytes_out(cd);
     int rc = CT_OK;
     for (;;) {
         size_t avail = evbuffer_get_length(in), n = 0;
@@ -668,7 +686,7 @@ static int encode(struct ct_req *r, struct evbuffer *in, bool last)
     struct ct_stats *st = r->w->stats;
     ct_stats_add(&st->compress_bytes_in[c], ct_codec_bytes_in(cd) - in0);
     ct_stats_add(&st->compress_bytes_out[c], ct_codec_bytes_out(cd) - out0);
-    ct_stats_add(&st->compress_cpu_us[c], thread_cpu_us() - t0);
+    ct_stats_add(&st->compress_cpu_us[c], ct_cache_thread_cpu_us() - t0);
     if (rc != CT_OK)
         CT_WARN("w%u c%llu: %.*s: %s encoder failed: %s", r->w->id,
                 (unsigned long long)r->conn_id, (int)r->msg->target.len, r->msg->target.p,

@@ -31,6 +31,7 @@
 
 #include "cache/cache.h"
 #include "common/list.h"
+#include "http/http_ae.h"
 #include "proxy/core/core.h"
 #include "proxy/upstream/wire.h"
 
@@ -190,6 +191,8 @@ struct ct_creq {
     struct evbuffer *zbuf; /* the encoder's output, to the object then the client */
     struct ct_ce_head *otf_head; /* compression.on_the_fly: the head sent, kept
                                     until the request ends */
+    const struct ct_http_msg *ae_orig; /* the client's message, when r->msg is ae_msg */
+    struct ct_derive *derive; /* a decoded delivery in progress (cache_derive.c, step DECODE) */
     struct ct_str cstatus; /* Cache-Status of the answer: forwarded, delivered or synth */
     char cstatus_buf[128];
     /* SYNTH: our own short answer */
@@ -241,6 +244,17 @@ bool ct_cache_is_tag_field(const struct ct_conf_cache *cc, const struct ct_http_
  * leave out. Returns the count. */
 size_t ct_cache_tags_of(struct ct_req *r, const struct ct_http_msg *msg,
                         struct ct_str out[CT_CACHE_TAGS_MAX]);
+/* An encoder for coding C at its configured level (SIZE_HINT as for
+ * ct_codec_new); NULL if it cannot be made. */
+struct ct_conf_compression;
+struct ct_codec *ct_cache_encoder_new(const struct ct_conf_compression *cz, enum ct_coding c,
+                                      uint64_t size_hint);
+/* Store MSG as the head of FILL (a BUSY object from R's lookup, not R's
+ * cr->fill) as a fill of R's request would; CT_OK or the store's error. */
+int ct_cache_store_head_of(struct ct_req *r, struct ct_obj *fill, const struct ct_http_msg *msg,
+                           ct_time_t now);
+/* This thread's CPU time in µs (the compress_cpu_us counters). */
+uint64_t ct_cache_thread_cpu_us(void);
 /* cache_req.c, cache_deliver.c */
 const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_req *r);
 bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct ct_str *wire);
@@ -280,6 +294,9 @@ bool ct_cache_sie_ok(struct ct_req *r, struct ct_obj *stale, ct_time_t now);
 void ct_cache_finish(struct ct_req *r);
 /* Register on cr->obj; false if there is news already (read now). */
 bool ct_cache_wait_obj(struct ct_creq *cr, enum ct_obj_state seen, uint64_t have);
+/* One single-range "bytes=" value V against LEN bytes (RFC 9110 §14.1.2).
+ * 0: no usable range (serve 200); 1: [*FIRST, *LAST]; -1: unsatisfiable. */
+int ct_cache_parse_range(struct ct_str v, uint64_t len, uint64_t *first, uint64_t *last);
 /* Write V in decimal at P; returns the end (no NUL). */
 char *ct_cache_put_i64(char *p, int64_t v);
 /* A new creq for C (c->cr). */

@@ -38,6 +38,7 @@
 
 #include "common/log.h"
 #include "http/coding/coding.h"
+#include "proxy/core/cache_derive.h"
 #include "http/http_hdrindex.h"
 #include "proxy/core/cache_ban_glue.h"
 #include "proxy/core/cache_int.h"
@@ -286,6 +287,8 @@ static void creq_reset(struct ct_creq *cr)
         evbuffer_drain(cr->scratch, evbuffer_get_length(cr->scratch));
     ct_codec_free(&cr->enc);
     ct_ce_head_free(&cr->otf_head);
+    if (CT_UNLIKELY(cr->derive != NULL))
+        ct_derive_free(&cr->derive);
     cr->ae_class = CT_CODING_NONE;
     if (cr->zbuf)
         evbuffer_drain(cr->zbuf, evbuffer_get_length(cr->zbuf));
@@ -567,6 +570,14 @@ static void answer(struct ct_req *r, unsigned status, const char *body, const ch
     to_synth(r, status, ct_str_c(body));
 }
 
+/* Nothing the client accepts is stored or may be made from what is
+ * (RFC 9110 §12.5.3, §15.5.7; cache_derive.h). */
+static void not_acceptable(struct ct_req *r)
+{
+    answer(r, 406, "406 Not Acceptable (no acceptable content coding)\n",
+           "cachet; hit; detail=not-acceptable");
+}
+
 /* ---- waiting on a busy object ---------------------------------------------------- */
 
 static void relookup(struct ct_req *r)
@@ -752,7 +763,18 @@ static bool use_stored(struct ct_req *r, struct ct_obj *obj, ct_time_t now, bool
         char *cs = cr->cstatus_buf; /* per hit: no printf */
         memcpy(cs, "cachet; hit; ttl=", 17);
         char *end = ct_cache_put_i64(cs + 17, (int64_t)ttl_left(&blk, now));
-        ct_cache_to_deliver(r, ct_obj_ref(obj), ct_str_make(cs, (size_t)(end - cs)));
+        struct ct_str cstatus = ct_str_make(cs, (size_t)(end - cs));
+        if (CT_UNLIKELY((blk.flags & CT_CACHE_BLK_CODING_MASK) != 0) &&
+            (int)(blk.flags & CT_CACHE_BLK_CODING_MASK) != cr->ae_class) {
+            bool refuse; /* stored coded, and not in the client's class */
+            if (ct_cache_derive_hit(r, obj, &blk, cstatus, &refuse))
+                return true; /* DECODE next */
+            if (refuse) {
+                not_acceptable(r);
+                return true;
+            }
+        }
+        ct_cache_to_deliver(r, ct_obj_ref(obj), cstatus);
         return true;
     }
     case CT_CACHE_USE_GATEWAY_TIMEOUT:
@@ -919,6 +941,16 @@ static bool lookup_as(struct ct_req *r, bool revalidate)
     case CT_CACHE_MISS:
         break;
     }
+    if (res.miss == CT_CACHE_MISS_VARY && !revalidate) {
+        /* another class's variant may answer (cache_derive.h) */
+        enum ct_derive_rc d = ct_cache_derive_vary_miss(r, now, &res.fetch);
+        if (d != CT_DERIVE_NONE) { /* res.fetch was dropped before the answer */
+            ct_cache_lookup_res_release(&res);
+            if (d == CT_DERIVE_REFUSE)
+                not_acceptable(r);
+            return true;
+        }
+    }
     cr->fwd_kind = miss_name(res.miss);
     if (ct_cache_policy_on_miss(req, ct_cache_popts(r)) == CT_CACHE_USE_GATEWAY_TIMEOUT) {
         ct_cache_lookup_res_release(&res);
@@ -949,10 +981,11 @@ enum ct_req_next ct_step_lookup(struct ct_req *r)
  * keys one variant per class (never one per spelling: the variant explosion
  * users of other caches report), and
  * the origin is asked for that coding. R's message becomes a copy with the
- * one field replaced (views into the parser's, kept alive as r->msg's). A
- * request whose class is "nothing acceptable" is left as sent.
- * XXX(#18): that one deserves a 406 from the cache when the object is
- * compressed; it reaches the origin as sent today. */
+ * one field replaced (views into the parser's, kept alive as r->msg's; the
+ * original stays in cr->ae_orig for cache_derive.c, which needs what else
+ * the client accepts). A request whose class is "nothing acceptable" is
+ * left as sent: a 406 when a variant is stored (cache_derive.h), else the
+ * origin sees it as sent. */
 static bool ae_offered(const struct ct_ae_pref *pref, enum ct_coding c)
 {
     if (c == CT_CODING_IDENTITY)
@@ -1007,6 +1040,7 @@ static void normalise_ae(struct ct_req *r)
     cr->ae_fields[n++] = (struct ct_http_field){CT_STR("Accept-Encoding"),
                                                 ct_str_c(ct_coding_name(c)),
                                                 CT_HDR_ACCEPT_ENCODING};
+    cr->ae_orig = req;
     cr->ae_msg = *req;
     ct_http_msg_set_fields(&cr->ae_msg, cr->ae_fields, n);
     r->msg = &cr->ae_msg;

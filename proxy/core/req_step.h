@@ -36,6 +36,7 @@ struct ct_req;
     X(FILL, fill, "fetch from the origin into the object")                                    \
     X(DELIVER, deliver, "a stored object: its head and the body that is there")               \
     X(STREAM, stream, "the rest of the object's body, as it fills and the client takes it")   \
+    X(DECODE, decode, "a stored object decoded for a client that cannot take its coding")     \
     X(SYNTH, synth, "a short answer of ours (PURGE, only-if-cached, wait timeout, route)")    \
     X(DONE, done, "answered: the fetch or the protocol ends the request")
 
@@ -55,7 +56,8 @@ enum ct_req_next {
 
 /* One function per step, in the file that owns that part of the request:
  * fetch.c (recv, route, pass, fill, done), cache_req.c (cache, purge,
- * lookup, wait, synth), cache_deliver.c (deliver, stream). */
+ * lookup, wait, synth), cache_deliver.c (deliver, stream), cache_derive.c
+ * (decode). */
 #define CT_REQ_STEP_DECL(name, fn, what) enum ct_req_next ct_step_##fn(struct ct_req *r);
 CT_REQ_STEPS(CT_REQ_STEP_DECL)
 #undef CT_REQ_STEP_DECL

@@ -77,7 +77,10 @@ o0=$(objects)
 for c in zstd br gzip identity; do
     h=$(fetch "$P$GEN" "$c")
     ce=$(hdr Content-Encoding "$h")
-    ct_check "$c miss: Cache-Status" "$(hdr Cache-Status "$h")" \
+    # identity is derived from the stored zstd copy, decoded (compress_derive.sh)
+    [ $c = identity ] && ct_check_match "identity: decoded from zstd" "$(hdr Cache-Status "$h")" \
+        '^cachet; hit; ttl=[0-9]+; detail=decoded-zstd$'
+    [ $c != identity ] && ct_check "$c miss: Cache-Status" "$(hdr Cache-Status "$h")" \
         "cachet; fwd=$([ $c = zstd ] && echo uri-miss || echo vary-miss); stored"
     ct_check "$c miss: Content-Encoding" "${ce:-identity}" "$c"
     ct_check "$c miss: decoded = the origin's body" "$(decode "$c" "$CT_TMP/body")" "$REF"
@@ -85,13 +88,13 @@ for c in zstd br gzip identity; do
     ct_check_match "$c hit" "$(hdr Cache-Status "$h")" '^cachet; hit'
     ct_check "$c hit: decoded = the origin's body" "$(decode "$c" "$CT_TMP/body")" "$REF"
     ct_check_match "$c hit: Vary names Accept-Encoding" "$(hdr Vary "$h")" 'Accept-Encoding'
-    ct_check "$c hit: Content-Length is the stored length" "$(hdr Content-Length "$h")" \
-        "$(stat -c %s "$CT_TMP/body")"
+    [ $c != identity ] && ct_check "$c hit: Content-Length is the stored length" \
+        "$(hdr Content-Length "$h")" "$(stat -c %s "$CT_TMP/body")"
     [ "$c" != identity ] && size_of_c=$(stat -c %s "$CT_TMP/body") &&
         ct_check_match "$c: smaller than a fifth" "$size_of_c" '^[0-9]{1,5}$'
 done
-ct_check "one origin fetch per class" "$(origin_count)" 4
-ct_check "four objects stored" "$(($(objects) - o0))" 4
+ct_check "one origin fetch per coding, none for identity" "$(origin_count)" 3
+ct_check "three objects stored" "$(($(objects) - o0))" 3
 
 # ---- other spellings land on their class's variant: no fetch --------------
 ct_origin_reset "$OPORT"
@@ -117,7 +120,7 @@ U="$P/gen?size=50000&type=text/plain&$MA&etag=%22v1%22"
 h=$(fetch "$U" br)
 ct_check "br: a strong ETag becomes weak" "$(hdr ETag "$h")" 'W/"v1"'
 h=$(fetch "$U" identity)
-ct_check "identity: the ETag as it came" "$(hdr ETag "$h")" '"v1"'
+ct_check "identity, decoded from br: the ETag weak" "$(hdr ETag "$h")" 'W/"v1"'
 st=$(curl -s -o /dev/null -w '%{http_code}' -H 'Accept-Encoding: br' -H 'If-None-Match: W/"v1"' "$U")
 ct_check "br: If-None-Match with the weak ETag is a 304" "$st" 304
 
@@ -144,7 +147,7 @@ for c in zstd br gzip identity; do
         ct_check "h2 $c $t: decoded = the origin's body" "$(decode "$c" "$CT_TMP/body")" "$REF"
     done
 done
-ct_check "h2: one origin fetch per class" "$(origin_count)" 4
+ct_check "h2: one origin fetch per coding, none for identity" "$(origin_count)" 3
 
 # ---- Range works on the representation the client receives ---------------------
 fetch "$P$GEN" br >/dev/null

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The request's steps (proxy/core/req_step.h) at log level debug: each
 # request's line names the path it took through the machine, over HTTP/1.1
-# and HTTP/2, for a miss, a hit, a coalesced wait, a pass and a PURGE.
+# and HTTP/2, for a miss, a hit, a coalesced wait, a pass, a PURGE and a
+# hit decoded for a client that cannot take the stored coding.
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -49,6 +50,16 @@ ct_check "pass (request body)" "$(steps_of "POST /echo")" "recv route cache pass
 curl -s -o /dev/null -X PURGE "$P$T"
 ct_wait_until 30 logged "PURGE $T"
 ct_check "PURGE" "$(steps_of "PURGE $T")" "recv route cache purge synth done"
+
+# A variant stored gzip, asked for by a client that takes identity only:
+# decoded on its way (cache_derive.c), not fetched again.
+Z="/gen?size=20000&type=application/json&cache-control=max-age%3D60"
+curl -s -o /dev/null -H 'Accept-Encoding: gzip' "$P$Z"
+ct_wait_until 30 logged "GET $Z"
+curl -s -o /dev/null -H 'Accept-Encoding: identity' "$P$Z"
+ct_wait_until 30 logged "GET $Z" 2
+ct_check "identity from a stored gzip variant: decoded" "$(steps_of "GET $Z")" \
+    "recv route cache lookup decode done"
 
 # The same machine carries an HTTP/2 stream (h2c, prior knowledge).
 curl -s -o /dev/null --http2-prior-knowledge "$P$T&h2=1"
