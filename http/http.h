@@ -269,6 +269,10 @@ bool ct_http_is_token(struct ct_str s);
 
 #define CT_HTTP_DATE_LEN 29 /* "Sun, 06 Nov 1994 08:49:37 GMT" */
 
+/* Our Via entry (RFC 9110 §7.6.3), appended to the Via of what we forward,
+ * both ways and over every protocol. */
+#define CT_VIA_US "1.1 cachet"
+
 /* Write T as IMF-fixdate into OUT (CT_HTTP_DATE_LEN bytes + NUL). */
 void ct_http_date_format(time_t t, char out[CT_HTTP_DATE_LEN + 1]);
 

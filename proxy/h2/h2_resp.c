@@ -274,8 +274,12 @@ static void h2_send_head(struct ct_req *r, const struct ct_http_msg *resp,
      * origin's Connection tokens for that, so the message keeps them. */
     struct ct_http_msg msg = *resp;
     ct_http_msg_set_fields(&msg, f, n);
-    struct ct_http_field cs[1];
+    /* Our Via after the origin's (RFC 9110 §7.6.3: a proxy adds itself to
+     * what it forwards; another field line of the name continues the
+     * list), as HTTP/1 responses and stored heads have it. */
+    struct ct_http_field cs[2];
     size_t ncs = 0;
+    cs[ncs++] = field("via", CT_STR(CT_VIA_US));
     if (extra && extra->cache_status.len)
         cs[ncs++] = field("cache-status", extra->cache_status);
     bool body = r->msg->method != CT_METHOD_HEAD && resp->framing != CT_FRAME_NONE;

@@ -22,9 +22,6 @@
 #include "http/http.h"
 #include "proxy/ctx.h"
 
-/* Our Via entry (RFC 9110 §7.6.3), appended to both directions' Via. */
-#define CT_VIA_US "1.1 cachet"
-
 struct ct_headw {
     struct evbuffer *out;
     struct evbuffer_iovec v;

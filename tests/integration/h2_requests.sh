@@ -119,6 +119,15 @@ ct_check_match "one connection, 5 streams: each its own Cache-Status" "$out" \
     '^cachet; fwd=uri-miss; stored\|cachet; hit; ttl=[0-9]+\|cachet; fwd=uri-miss; detail=no-store\|cachet; fwd=uri-miss; stored\|cachet; hit; ttl=[0-9]+\|$'
 ct_check "... on one connection" "$(($(accepted) - a0))" 1
 
+# ---- Via (RFC 9110 §7.6.3): ours once, after the origin's, on what is
+# forwarded (a pass) as on what is stored (a hit).
+out=$(curl -sk --http2 -D - -o /dev/null -H 'Accept-Encoding: identity' "$S/gen?size=10&cache-control=no-store")
+ct_check "pass over h2: one Via of ours" "$(grep -ic '^via: .*1\.1 cachet' <<<"$out")" 1
+curl -sk --http2 -o /dev/null "$S/gen?size=11&$MA"
+out=$(curl -sk --http2 -D - -o /dev/null "$S/gen?size=11&$MA")
+ct_check_match "hit over h2: a hit" "$out" 'cache-status: cachet; hit'
+ct_check "hit over h2: one Via of ours" "$(grep -io '1\.1 cachet' <<<"$out" | wc -l)" 1
+
 # ---- many streams on one connection; nghttp and h2load.
 out=$($PY "$PEER" "$SPORT" many "/bytes/1000?$MA" 100)
 ct_check "100 concurrent streams on one connection: all 200" "$out" $'status 200 x100\nbytes 100000'
