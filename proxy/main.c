@@ -26,6 +26,7 @@
 #include "conf/conf.h"
 #include "proxy/core/cache_int.h"
 #include "proxy/ctx.h"
+#include "proxy/fleet/fleet.h"
 #include "proxy/limit/limit.h"
 #include "proxy/h1/h1.h"
 #include "proxy/ops/admin.h"
@@ -230,6 +231,7 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
     if (ct_ops_new(&px) == NULL) /* admin listener, access log, SIGHUP/SIGUSR1 */
         goto out;
     px.cache = ct_cache_from_conf(cf);
+    px.fleet = ct_fleet_new(); /* kept even without a fleet: a reload may add one */
     /* 16 k clients per process (~1 MiB): enough for the busy ones; an idle
      * client's bucket is what a flood of new addresses takes over */
     px.limits = ct_limit_table_new(16384);
@@ -257,6 +259,7 @@ out:
     if (px.ops)
         ct_ops_stop_lurker(px.ops); /* its thread walks the cache */
     ct_cache_free(&px.cache); /* after the workers: their buffers held references */
+    ct_fleet_free(&px.fleet);
     ct_limit_table_free(&px.limits);
     ct_stats_names_free(&px.route_names);
     for (int i = 0; i < 2; i++)

@@ -136,7 +136,15 @@ enum ct_stats_route {
     X(h2_connections_ended, COUNTER, H2WHY,                                     \
       "HTTP/2 connections ended, by reason (GOAWAY we sent or received, drain).") \
     X(route_answers, COUNTER, ROUTE,                                            \
-      "Requests a route answered itself: 403 (deny, require), redirect, respond, 429 (rate, concurrency).")
+      "Requests a route answered itself: 403 (deny, require), redirect, respond, 429 (rate, concurrency).") \
+    X(fleet_peer_fetches, COUNTER, NONE,                                        \
+      "Misses fetched from the key's owner node (fleet, issue 17).")            \
+    X(fleet_owner_down, COUNTER, NONE,                                          \
+      "Peer fetches that failed before a response (owner down or slow); fetched from the origin, or 502 with owner_down = error.") \
+    X(fleet_hop_requests, COUNTER, NONE,                                        \
+      "Requests from peers (trusted hop header) served as the owner.")          \
+    X(fleet_hop_untrusted, COUNTER, NONE,                                       \
+      "Requests with a hop header from a non-member without the token (the header was dropped).")
 
 /* Per backend, label "backend" (its configured name). */
 #define CT_STATS_BE_TABLE(X)                                                   \
