@@ -419,6 +419,7 @@ static inline const char *ct_conf_admin_token(const struct ct_conf_admin *a)
 struct ct_conf_fleet_member {
     char *name;              /* stable: ownership hashes on it, not on the address */
     struct ct_conf_addr addr; /* IP:PORT of its HTTP listener peers fetch from */
+    struct ct_conf_addr admin; /* its admin listener, for HTTP fan-out; host NULL: none */
 };
 enum ct_conf_owner_down { CT_CONF_OWNER_DOWN_ORIGIN, CT_CONF_OWNER_DOWN_ERROR };
 struct ct_conf_fleet {
@@ -431,6 +432,9 @@ struct ct_conf_fleet {
     uint64_t response_timeout_ms; /* response head, and silence in the body */
     uint64_t down_ms;  /* a peer that failed is not asked for this long */
     int owner_down;    /* enum ct_conf_owner_down */
+    struct ct_conf_addr redis; /* IP:PORT; host NULL ("off"): static members, no fan-out */
+    char *redis_prefix;        /* key prefix: PREFIX:purges, PREFIX:members */
+    uint64_t register_ttl_ms;  /* membership entry lifetime (refreshed every third) */
     /* derived (conf_fleet.c): one backend group per member but self, after
      * the configured groups (ct_conf_group_at); PEER_GROUP[i] is member i's
      * group index, SIZE_MAX for self. Owned here, freed by ct_conf_free. */

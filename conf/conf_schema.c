@@ -495,6 +495,9 @@ static const struct ct_conf_row fleet_member_rows[] = {
     ROW_ADDR(T, "address", addr, CT_ROW_REQUIRED, NULL,
              "`IP:PORT` of the member's HTTP listener that peers fetch from; requests carrying "
              "the hop header are trusted from these IPs."),
+    ROW_ADDR(T, "admin", admin, CT_ROW_OFF, Q("off"),
+             "`IP:PORT` of the member's admin listener: purges and bans are sent there over "
+             "HTTP while Redis is down; `off` = none."),
 };
 static const struct ct_conf_section fleet_member_section =
     SECTION("fleet_member", T, fleet_member_rows);
@@ -526,6 +529,14 @@ static const struct ct_conf_row fleet_rows[] = {
     ROW_ENUM(T, "owner_down", owner_down, 0, owner_downs, Q("origin"),
              "When the owner cannot be reached: `origin` (fail open: fetch from the origin "
              "here, counted) or `error` (fail closed: 502, to spare the origin)."),
+    ROW_ADDR(T, "redis", redis, CT_ROW_OFF, Q("off"),
+             "`IP:PORT` of the Redis server (standalone, >= 5) that carries purge and ban "
+             "fan-out and membership (docs/fleet.md), or `off`: the static member list only."),
+    ROW_STR(T, "redis_prefix", redis_prefix, 0, Q("cachet"),
+            "Prefix of the Redis keys (`PREFIX:purges`, `PREFIX:members`): one per fleet."),
+    ROW_DUR(T, "register_ttl", register_ttl_ms, 0, 1 * SEC, 1 * HOUR, Q("10s"),
+            "A member's registration in Redis lives this long and is refreshed every third of "
+            "it; a member whose entry expired is not live (its keys go to the others)."),
 };
 static const struct ct_conf_section fleet_section = SECTION("fleet", T, fleet_rows);
 #undef T
@@ -1205,6 +1216,12 @@ static const struct {
                                "30s response_header_timeout."},
     {"fleet.down_time", "short enough that a restarted node gets its keys back quickly, long "
                         "enough that a dead one is not retried on every request."},
+    {"fleet.members[].admin", "purges reach the others through Redis; HTTP fan-out is a "
+                              "fallback an operator sets up by naming the admin listeners."},
+    {"fleet.redis", "a static member list needs nothing else running."},
+    {"fleet.redis_prefix", "the program's name: one fleet per Redis unless told otherwise."},
+    {"fleet.register_ttl", "a dead node's keys re-home within 10 s, while three refreshes "
+                           "must be lost before a live one is dropped."},
     {"fleet.owner_down", "no failed client request when a node dies (ledge#193: \"if Redis is "
                          "down, response is not fetched from origin\"); `error` is the opt-in "
                          "that protects the origin (ledge#60)."},

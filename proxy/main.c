@@ -259,7 +259,6 @@ out:
     if (px.ops)
         ct_ops_stop_lurker(px.ops); /* its thread walks the cache */
     ct_cache_free(&px.cache); /* after the workers: their buffers held references */
-    ct_fleet_free(&px.fleet);
     ct_limit_table_free(&px.limits);
     ct_stats_names_free(&px.route_names);
     for (int i = 0; i < 2; i++)
@@ -270,6 +269,7 @@ out:
     if (mt.ev)
         event_free(mt.ev);
     ct_ops_free(&px.ops);
+    ct_fleet_free(&px.fleet); /* after the ops: its Redis link marks members in it */
     event_base_free(base);
     for (size_t i = 0; i < px.nlisteners; i++)
         ct_tls_ctx_free(&px.listeners[i].tls);

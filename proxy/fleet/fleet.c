@@ -25,7 +25,8 @@ struct mark {
 struct ct_fleet {
     unsigned magic;
 #define CT_FLEET_MAGIC 0xf1ee7017u
-    struct mark down[CT_BALANCE_MAX]; /* by member index */
+    struct mark down[CT_BALANCE_MAX];   /* by member index: a failed peer fetch */
+    struct mark absent[CT_BALANCE_MAX]; /* until_ms 1: not registered in Redis */
 };
 
 struct ct_fleet *ct_fleet_new(void)
@@ -64,6 +65,22 @@ bool ct_fleet_is_peer_group(const struct ct_conf *cf, size_t group)
     return group > cf->ngroups && group < ct_conf_ngroups(cf);
 }
 
+static bool is_absent(const struct ct_fleet *f, size_t i, uint64_t nh)
+{
+    const struct mark *m = &f->absent[i];
+    return atomic_load_explicit(&m->name_hash, memory_order_relaxed) == nh &&
+           atomic_load_explicit(&m->until_ms, memory_order_relaxed) != 0;
+}
+
+void ct_fleet_member_live(struct ct_fleet *f, const struct ct_conf *cf, size_t i, bool live)
+{
+    CT_CHECK_OBJ(f, CT_FLEET_MAGIC);
+    if (i >= cf->fleet.nmembers || i >= CT_BALANCE_MAX)
+        return;
+    atomic_store_explicit(&f->absent[i].name_hash, name_hash(&cf->fleet, i), memory_order_relaxed);
+    atomic_store_explicit(&f->absent[i].until_ms, live ? 0 : 1, memory_order_relaxed);
+}
+
 size_t ct_fleet_owner_group(const struct ct_fleet *f, const struct ct_conf *cf, uint64_t key,
                             ct_time_t now)
 {
@@ -77,7 +94,7 @@ size_t ct_fleet_owner_group(const struct ct_fleet *f, const struct ct_conf *cf, 
         uint64_t nh = name_hash(fl, i);
         m[i] = (struct ct_balance_member){
             .weight = 1,
-            .up = i == fl->self_index || !is_down(f, i, nh, now),
+            .up = i == fl->self_index || (!is_down(f, i, nh, now) && !is_absent(f, i, nh)),
             .name_hash = nh,
         };
     }

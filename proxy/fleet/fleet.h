@@ -44,6 +44,10 @@ size_t ct_fleet_owner_group(const struct ct_fleet *f, const struct ct_conf *cf, 
 void ct_fleet_peer_failed(struct ct_fleet *f, const struct ct_conf *cf, size_t group,
                           ct_time_t now);
 
+/* Membership (fleet_bus.c): member I of CF is registered in Redis (LIVE)
+ * or not; a member not live owns no key until it is again. Any thread. */
+void ct_fleet_member_live(struct ct_fleet *f, const struct ct_conf *cf, size_t i, bool live);
+
 /* Is GROUP one of CF's fleet peer groups? */
 bool ct_fleet_is_peer_group(const struct ct_conf *cf, size_t group);
 
