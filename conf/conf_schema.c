@@ -533,7 +533,7 @@ static const struct ct_conf_row fleet_rows[] = {
              "`IP:PORT` of the Redis server (standalone, >= 5) that carries purge and ban "
              "fan-out and membership (docs/fleet.md), or `off`: the static member list only."),
     ROW_STR(T, "redis_prefix", redis_prefix, 0, Q("cachet"),
-            "Prefix of the Redis keys (`PREFIX:purges`, `PREFIX:members`): one per fleet."),
+            "Prefix of the Redis keys (`{PREFIX}:purges`, `{PREFIX}:members`): one per fleet."),
     ROW_DUR(T, "register_ttl", register_ttl_ms, 0, 1 * SEC, 1 * HOUR, Q("10s"),
             "A member's registration in Redis lives this long and is refreshed every third of "
             "it; a member whose entry expired is not live (its keys go to the others)."),

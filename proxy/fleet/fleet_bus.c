@@ -54,6 +54,7 @@ struct ct_fleet_bus {
     /* state */
     redisAsyncContext *cmd, *blk;
     bool cmd_up, blk_up, reading, closing;
+    bool redirecting; /* closing both connections after a MOVED */
     char last_id[ID_MAX]; /* the last stream id read; "" = not known yet */
     struct event *tick;   /* reconnect, register, membership */
     ct_time_t next_register;
@@ -77,6 +78,49 @@ static char *join(const char *a, const char *b)
 
 static void up_gauge(struct ct_fleet_bus *b) { b->n.redis_up = b->cmd_up && b->blk_up; }
 
+/* ---- Redis Cluster: MOVED ---------------------------------------------------------
+ *
+ * Both keys carry the hash tag {PREFIX}, so they live in one slot and one
+ * master serves everything this node asks. A reply "MOVED slot ip:port"
+ * (the configured address is any node of the cluster, or the slot moved)
+ * points both connections at that master: they are closed and the tick
+ * reconnects there. ASK (a slot being migrated) is treated the same way:
+ * the commands are sent again once the migration has ended. */
+static bool redirected(struct ct_fleet_bus *b, const redisReply *rep)
+{
+    if (!rep || rep->type != REDIS_REPLY_ERROR ||
+        (strncmp(rep->str, "MOVED ", 6) != 0 && strncmp(rep->str, "ASK ", 4) != 0))
+        return false;
+    const char *at = strrchr(rep->str, ' ');
+    const char *colon = at ? strrchr(at, ':') : NULL;
+    if (!colon || colon - at - 1 <= 0 || colon - at - 1 >= 64)
+        return true; /* malformed: ignore it, the tick retries the command */
+    char host[64];
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - at - 1), at + 1);
+    int port = atoi(colon + 1);
+    if (strcmp(host, b->host) == 0 && port == b->port)
+        return true;
+    CT_INFO("fleet: Redis %s:%d redirects to %s:%d (%s)", b->host, b->port, host, port, rep->str);
+    free(b->host);
+    b->host = ct_xstrdup(host);
+    b->port = port;
+    b->n.redirects++;
+    b->redirecting = true; /* the disconnects are not errors */
+    if (b->cmd)
+        redisAsyncDisconnect(b->cmd);
+    if (b->blk)
+        redisAsyncDisconnect(b->blk);
+    return true;
+}
+
+static void on_reply(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)priv;
+    struct ct_fleet_bus *b = bus_of(ac);
+    if (!b->closing)
+        (void)redirected(b, r);
+}
+
 /* ---- membership ------------------------------------------------------------- */
 
 static void on_members(redisAsyncContext *ac, void *r, void *priv)
@@ -84,7 +128,7 @@ static void on_members(redisAsyncContext *ac, void *r, void *priv)
     (void)priv;
     struct ct_fleet_bus *b = bus_of(ac);
     redisReply *rep = r;
-    if (b->closing || !rep || rep->type != REDIS_REPLY_ARRAY)
+    if (b->closing || redirected(b, rep) || !rep || rep->type != REDIS_REPLY_ARRAY)
         return; /* Redis down or an error: the last view stands */
     const struct ct_conf *cf = b->cf_now(b->arg);
     const struct ct_conf_fleet *fl = &cf->fleet;
@@ -108,8 +152,8 @@ static void register_self(struct ct_fleet_bus *b)
     snprintf(nowb, sizeof(nowb), "%lld", now_ms);
     /* the set's scores are expiry times on this node's clock: members need
      * clocks within a fraction of register_ttl (NTP) */
-    redisAsyncCommand(b->cmd, NULL, NULL, "ZADD %s %s %s", b->k_members, exp, b->self);
-    redisAsyncCommand(b->cmd, NULL, NULL, "ZREMRANGEBYSCORE %s -inf %s", b->k_members, nowb);
+    redisAsyncCommand(b->cmd, on_reply, NULL, "ZADD %s %s %s", b->k_members, exp, b->self);
+    redisAsyncCommand(b->cmd, on_reply, NULL, "ZREMRANGEBYSCORE %s -inf %s", b->k_members, nowb);
     redisAsyncCommand(b->cmd, on_members, NULL, "ZRANGEBYSCORE %s %s +inf", b->k_members, nowb);
 }
 
@@ -150,7 +194,7 @@ static void on_read(redisAsyncContext *ac, void *r, void *priv)
     struct ct_fleet_bus *b = bus_of(ac);
     redisReply *rep = r;
     b->reading = false;
-    if (b->closing || !rep)
+    if (b->closing || !rep || redirected(b, rep))
         return;
     if (rep->type == REDIS_REPLY_ARRAY) /* [[stream, entries]]; NIL: the block timed out */
         for (size_t i = 0; i < rep->elements; i++)
@@ -177,7 +221,8 @@ static void on_first(redisAsyncContext *ac, void *r, void *priv)
     (void)priv;
     struct ct_fleet_bus *b = bus_of(ac);
     redisReply *rep = r;
-    if (b->closing || !rep || rep->type != REDIS_REPLY_ARRAY || rep->elements == 0)
+    if (b->closing || redirected(b, rep) || !rep || rep->type != REDIS_REPLY_ARRAY ||
+        rep->elements == 0)
         return;
     const redisReply *e = rep->element[0];
     if (e->type != REDIS_REPLY_ARRAY || e->elements < 1 || e->element[0]->type != REDIS_REPLY_STRING)
@@ -198,7 +243,7 @@ static void on_last(redisAsyncContext *ac, void *r, void *priv)
     (void)priv;
     struct ct_fleet_bus *b = bus_of(ac);
     redisReply *rep = r;
-    if (b->closing || !rep)
+    if (b->closing || !rep || redirected(b, rep))
         return;
     if (rep->type == REDIS_REPLY_ARRAY && rep->elements > 0 &&
         rep->element[0]->type == REDIS_REPLY_ARRAY && rep->element[0]->elements >= 1 &&
@@ -255,6 +300,10 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     up_gauge(b);
     if (b->closing)
         return;
+    if (b->redirecting) {
+        b->redirecting = b->cmd || b->blk; /* until both are closed */
+        return;
+    }
     b->n.redis_errors++;
     CT_WARN("fleet: Redis %s:%d lost (%s)%s: serving on the last membership view, purges go "
             "over HTTP until it is back", b->host, b->port, ac->errstr[0] ? ac->errstr : "closed",
@@ -343,6 +392,42 @@ static void send_http(struct ct_fleet_bus *b, const char *kind, struct ct_str qu
     }
 }
 
+/* An XADD in flight: what to send over HTTP if it does not land. */
+struct pending {
+    char kind[8];
+    struct ct_str query, expr; /* owned copies */
+};
+
+static void *pending_new(const char *kind, struct ct_str query, struct ct_str expr)
+{
+    struct pending *p = ct_xcalloc(1, sizeof(*p));
+    snprintf(p->kind, sizeof(p->kind), "%s", kind);
+    char *q = ct_xmalloc(query.len + expr.len + 1);
+    if (query.len)
+        memcpy(q, query.p, query.len);
+    if (expr.len)
+        memcpy(q + query.len, expr.p, expr.len);
+    p->query = ct_str_make(q, query.len);
+    p->expr = ct_str_make(q + query.len, expr.len);
+    return p;
+}
+
+/* The XADD's answer: an id (done), or a redirect / an error / the link
+ * lost (NULL): the others get it over HTTP instead, so it is not lost. */
+static void on_xadd(redisAsyncContext *ac, void *r, void *priv)
+{
+    struct ct_fleet_bus *b = bus_of(ac);
+    struct pending *p = priv;
+    redisReply *rep = r;
+    if (!b->closing && (!rep || rep->type != REDIS_REPLY_STRING)) {
+        (void)redirected(b, rep);
+        b->n.published--;
+        send_http(b, p->kind, p->query, p->expr);
+    }
+    free((char *)p->query.p);
+    free(p);
+}
+
 void ct_fleet_bus_publish(struct ct_fleet_bus *b, const char *kind, struct ct_str query,
                           struct ct_str expr)
 {
@@ -357,7 +442,8 @@ void ct_fleet_bus_publish(struct ct_fleet_bus *b, const char *kind, struct ct_st
     size_t len[CT_ARRAY_LEN(argv)];
     for (size_t i = 0; i < CT_ARRAY_LEN(argv); i++) /* query and expr: views, no NUL */
         len[i] = i == 11 ? query.len : i == 13 ? expr.len : strlen(argv[i]);
-    if (redisAsyncCommandArgv(b->cmd, NULL, NULL, (int)CT_ARRAY_LEN(argv), argv, len) == REDIS_OK)
+    if (redisAsyncCommandArgv(b->cmd, on_xadd, pending_new(kind, query, expr),
+                              (int)CT_ARRAY_LEN(argv), argv, len) == REDIS_OK)
         b->n.published++;
     else
         send_http(b, kind, query, expr);
@@ -383,8 +469,13 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
     b->host = ct_xstrdup(fl->redis.host);
     b->port = fl->redis.port;
     b->self = ct_xstrdup(fl->self);
-    b->k_stream = join(fl->redis_prefix, "purges");
-    b->k_members = join(fl->redis_prefix, "members");
+    /* {PREFIX}: one hash slot for both keys (Redis Cluster) */
+    size_t tl = strlen(fl->redis_prefix) + 3;
+    char *tag = ct_xmalloc(tl);
+    snprintf(tag, tl, "{%s}", fl->redis_prefix);
+    b->k_stream = join(tag, "purges");
+    b->k_members = join(tag, "members");
+    free(tag);
     b->ttl_ms = fl->register_ttl_ms;
     b->hop_header = ct_xstrdup(fl->hop_header);
     struct ct_str hv = ct_fleet_hop_value(fl);

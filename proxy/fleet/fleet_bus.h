@@ -3,7 +3,7 @@
  * purge and ban fan-out, and membership.
  *
  *   fan-out     an admin purge, tag purge, soft purge or ban applied on this
- *               node is appended to the Redis stream PREFIX:purges (XADD, with
+ *               node is appended to the Redis stream {PREFIX}:purges (XADD, with
  *               the node's name); every node reads the stream (XREAD BLOCK
  *               from the last id it applied) and applies each entry of the
  *               others once. A stream rather than PUBLISH: its ids order the
@@ -11,7 +11,7 @@
  *               reconnects (the catch-up); pub/sub would lose what was sent
  *               while it was away. The stream keeps the last 10000 entries; a
  *               node that was away longer says so in its log and counts it.
- *   membership  the node registers itself in the sorted set PREFIX:members
+ *   membership  the node registers itself in the sorted set {PREFIX}:members
  *               (score: expiry in ms) every register_ttl / 3, drops expired
  *               entries and reads the set back: a configured member missing
  *               from it is not live, and its keys go to their next owner
@@ -25,7 +25,8 @@
  * admin purges are issued there, so publishing is a plain call, and one
  * connection per node (not per worker) is what the cache needs, since the
  * store is shared by the workers. Never on a request's path.
- * hiredis 0.14 (Debian 12), its libevent adapter; Redis >= 5 (streams).
+ * hiredis 0.14 (Debian 12), its libevent adapter; Redis >= 5 (streams),
+ * standalone or Cluster (both keys in the slot of {PREFIX}; MOVED followed).
  */
 #ifndef CT_PROXY_FLEET_BUS_H
 #define CT_PROXY_FLEET_BUS_H
@@ -54,6 +55,7 @@ struct ct_fleet_bus_counts {
     uint64_t missed;     /* catch-ups that found the stream trimmed past the last id */
     uint64_t redis_up;   /* gauge: 1 while both connections are up */
     uint64_t live;       /* gauge: members live in the last membership read (self included) */
+    uint64_t redirects;  /* Redis Cluster MOVED / ASK replies followed */
 };
 
 /* A bus for CF's fleet on BASE, connecting at once; NULL when CF has no

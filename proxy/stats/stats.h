@@ -157,6 +157,7 @@ enum ct_stats_route {
     X(fleet_redis_missed, COUNTER, NONE,                                        \
       "Reconnects that found purges trimmed from the stream before this node read them.") \
     X(fleet_redis_up, GAUGE, NONE, "1 while both Redis connections are up.") \
+    X(fleet_redis_redirects, COUNTER, NONE, "Redis Cluster MOVED / ASK replies followed.") \
     X(fleet_members_live, GAUGE, NONE,                                          \
       "Members registered in Redis at the last membership read, this one included.")
 
