@@ -433,7 +433,8 @@ struct ct_conf_fleet {
     uint64_t down_ms;  /* a peer that failed is not asked for this long */
     int owner_down;    /* enum ct_conf_owner_down */
     struct ct_conf_addr redis; /* IP:PORT; host NULL ("off"): static members, no fan-out */
-    char *redis_prefix;        /* key prefix: PREFIX:purges, PREFIX:members */
+    char *redis_sentinel;      /* master name: REDIS is a Sentinel's address; NULL: not */
+    char *redis_prefix;        /* key prefix: {PREFIX}:purges, {PREFIX}:members */
     uint64_t register_ttl_ms;  /* membership entry lifetime (refreshed every third) */
     /* derived (conf_fleet.c): one backend group per member but self, after
      * the configured groups (ct_conf_group_at); PEER_GROUP[i] is member i's

@@ -532,6 +532,10 @@ static const struct ct_conf_row fleet_rows[] = {
     ROW_ADDR(T, "redis", redis, CT_ROW_OFF, Q("off"),
              "`IP:PORT` of the Redis server (standalone, >= 5) that carries purge and ban "
              "fan-out and membership (docs/fleet.md), or `off`: the static member list only."),
+    ROW_OPTSTR(T, "redis_sentinel", redis_sentinel, Q("off"),
+               "The master's name at a Sentinel: `redis` is then a Sentinel's `IP:PORT`, "
+               "asked for the master at start and after every failover; `off`: `redis` is the "
+               "server (or any node of a Cluster)."),
     ROW_STR(T, "redis_prefix", redis_prefix, 0, Q("cachet"),
             "Prefix of the Redis keys (`{PREFIX}:purges`, `{PREFIX}:members`): one per fleet."),
     ROW_DUR(T, "register_ttl", register_ttl_ms, 0, 1 * SEC, 1 * HOUR, Q("10s"),
@@ -1219,6 +1223,7 @@ static const struct {
     {"fleet.members[].admin", "purges reach the others through Redis; HTTP fan-out is a "
                               "fallback an operator sets up by naming the admin listeners."},
     {"fleet.redis", "a static member list needs nothing else running."},
+    {"fleet.redis_sentinel", "a standalone server or a Cluster names itself."},
     {"fleet.redis_prefix", "the program's name: one fleet per Redis unless told otherwise."},
     {"fleet.register_ttl", "a dead node's keys re-home within 10 s, while three refreshes "
                            "must be lost before a live one is dropped."},

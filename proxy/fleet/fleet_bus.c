@@ -55,6 +55,13 @@ struct ct_fleet_bus {
     redisAsyncContext *cmd, *blk;
     bool cmd_up, blk_up, reading, closing;
     bool redirecting; /* closing both connections after a MOVED */
+    /* Sentinel (fleet.redis_sentinel): host:port above is the master it
+     * named; SEN asks it again whenever the master is lost */
+    char *master_name; /* NULL: no Sentinel */
+    char *sen_host;
+    int sen_port;
+    redisAsyncContext *sen;
+    bool have_master;
     char last_id[ID_MAX]; /* the last stream id read; "" = not known yet */
     struct event *tick;   /* reconnect, register, membership */
     ct_time_t next_register;
@@ -86,8 +93,27 @@ static void up_gauge(struct ct_fleet_bus *b) { b->n.redis_up = b->cmd_up && b->b
  * points both connections at that master: they are closed and the tick
  * reconnects there. ASK (a slot being migrated) is treated the same way:
  * the commands are sent again once the migration has ended. */
+static void drop_links(struct ct_fleet_bus *b)
+{
+    b->redirecting = true; /* the disconnects are not errors */
+    if (b->cmd)
+        redisAsyncDisconnect(b->cmd);
+    if (b->blk)
+        redisAsyncDisconnect(b->blk);
+}
+
 static bool redirected(struct ct_fleet_bus *b, const redisReply *rep)
 {
+    /* Sentinel: the master we talk to was demoted (a failover): ask again */
+    if (b->master_name && rep && rep->type == REDIS_REPLY_ERROR &&
+        (strncmp(rep->str, "READONLY", 8) == 0 || strncmp(rep->str, "UNBLOCKED", 9) == 0)) {
+        CT_INFO("fleet: Redis %s:%d is no longer the master (%s): asking Sentinel", b->host,
+                b->port, rep->str);
+        b->have_master = false;
+        b->n.redirects++;
+        drop_links(b);
+        return true;
+    }
     if (!rep || rep->type != REDIS_REPLY_ERROR ||
         (strncmp(rep->str, "MOVED ", 6) != 0 && strncmp(rep->str, "ASK ", 4) != 0))
         return false;
@@ -105,11 +131,7 @@ static bool redirected(struct ct_fleet_bus *b, const redisReply *rep)
     b->host = ct_xstrdup(host);
     b->port = port;
     b->n.redirects++;
-    b->redirecting = true; /* the disconnects are not errors */
-    if (b->cmd)
-        redisAsyncDisconnect(b->cmd);
-    if (b->blk)
-        redisAsyncDisconnect(b->blk);
+    drop_links(b);
     return true;
 }
 
@@ -266,6 +288,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
         else
             b->blk = NULL;
         b->n.redis_errors++;
+        b->have_master = false;
         return; /* hiredis frees AC; the tick retries */
     }
     CT_INFO("fleet: Redis %s:%d connected (%s)", b->host, b->port, is_cmd ? "commands" : "stream");
@@ -305,6 +328,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
         return;
     }
     b->n.redis_errors++;
+    b->have_master = false; /* Sentinel: ask which master now */
     CT_WARN("fleet: Redis %s:%d lost (%s)%s: serving on the last membership view, purges go "
             "over HTTP until it is back", b->host, b->port, ac->errstr[0] ? ac->errstr : "closed",
             status == REDIS_OK ? "" : "");
@@ -327,12 +351,79 @@ static redisAsyncContext *connect_one(struct ct_fleet_bus *b)
     return ac;
 }
 
+/* ---- Sentinel ---------------------------------------------------------------------- */
+
+static void on_master(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)priv;
+    struct ct_fleet_bus *b = bus_of(ac);
+    redisReply *rep = r;
+    if (b->closing)
+        return;
+    if (rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+        rep->element[0]->type == REDIS_REPLY_STRING && rep->element[1]->type == REDIS_REPLY_STRING) {
+        int port = atoi(rep->element[1]->str);
+        if (strcmp(b->host, rep->element[0]->str) != 0 || port != b->port)
+            CT_INFO("fleet: Sentinel %s:%d names %s:%d the master of \"%s\"", b->sen_host,
+                    b->sen_port, rep->element[0]->str, port, b->master_name);
+        free(b->host);
+        b->host = ct_xstrdup(rep->element[0]->str);
+        b->port = port;
+        b->have_master = true;
+    } else {
+        CT_WARN("fleet: Sentinel %s:%d knows no master \"%s\"", b->sen_host, b->sen_port,
+                b->master_name);
+    }
+    redisAsyncDisconnect(ac);
+}
+
+static void sen_connect(const redisAsyncContext *ac, int status)
+{
+    struct ct_fleet_bus *b = bus_of(ac);
+    if (status != REDIS_OK) {
+        b->sen = NULL;
+        b->n.redis_errors++;
+        return;
+    }
+    redisAsyncCommand((redisAsyncContext *)ac, on_master, NULL,
+                      "SENTINEL get-master-addr-by-name %s", b->master_name);
+}
+
+static void sen_disconnect(const redisAsyncContext *ac, int status)
+{
+    (void)status;
+    bus_of(ac)->sen = NULL;
+}
+
+static void ask_sentinel(struct ct_fleet_bus *b)
+{
+    if (b->sen)
+        return; /* a question in flight */
+    redisAsyncContext *ac = redisAsyncConnect(b->sen_host, b->sen_port);
+    if (!ac)
+        return;
+    if (ac->err) {
+        redisAsyncFree(ac);
+        b->n.redis_errors++;
+        return;
+    }
+    ac->data = b;
+    redisLibeventAttach(ac, b->base);
+    redisAsyncSetConnectCallback(ac, sen_connect);
+    redisAsyncSetDisconnectCallback(ac, sen_disconnect);
+    b->sen = ac;
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     struct ct_fleet_bus *b = arg;
     CT_CHECK_OBJ(b, CT_FLEET_BUS_MAGIC);
+    if (b->master_name && !b->have_master) {
+        ask_sentinel(b); /* connect once it answered: the next tick */
+        return;
+    }
     if (!b->cmd)
         b->cmd = connect_one(b);
     if (!b->blk)
@@ -468,6 +559,11 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
     b->arg = arg;
     b->host = ct_xstrdup(fl->redis.host);
     b->port = fl->redis.port;
+    if (fl->redis_sentinel) {
+        b->master_name = ct_xstrdup(fl->redis_sentinel);
+        b->sen_host = ct_xstrdup(fl->redis.host);
+        b->sen_port = fl->redis.port;
+    }
     b->self = ct_xstrdup(fl->self);
     /* {PREFIX}: one hash slot for both keys (Redis Cluster) */
     size_t tl = strlen(fl->redis_prefix) + 3;
@@ -513,7 +609,11 @@ void ct_fleet_bus_free(struct ct_fleet_bus **bp)
         redisAsyncFree(b->cmd);
     if (b->blk)
         redisAsyncFree(b->blk);
+    if (b->sen)
+        redisAsyncFree(b->sen);
     event_free(b->tick);
+    free(b->master_name);
+    free(b->sen_host);
     for (size_t i = 0; i < b->nadmins; i++) {
         if (b->admins[i].conn)
             evhttp_connection_free(b->admins[i].conn);

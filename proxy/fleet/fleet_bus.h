@@ -26,7 +26,8 @@
  * connection per node (not per worker) is what the cache needs, since the
  * store is shared by the workers. Never on a request's path.
  * hiredis 0.14 (Debian 12), its libevent adapter; Redis >= 5 (streams),
- * standalone or Cluster (both keys in the slot of {PREFIX}; MOVED followed).
+ * standalone, Cluster (both keys in the slot of {PREFIX}; MOVED followed) or
+ * a Sentinel-managed primary (asked again after every failover).
  */
 #ifndef CT_PROXY_FLEET_BUS_H
 #define CT_PROXY_FLEET_BUS_H
