@@ -28,15 +28,15 @@ FUZZ_SHORT_SECONDS ?= 15
 # the plain proxy path as a baseline. About 3 minutes on 2 cores; the other
 # integration tests run one
 # worker's thread mostly alone, which ASan already covers.
-TSAN_TESTS ?= ^(unit\.|integ\.(proxy_basic|ops_reload|ops_reload_retire|cache_coalesce|cache_bg_proto|tls_basic|route_limits|route_groups)$$)
+TSAN_TESTS ?= ^(unit\.|integ\.(proxy_basic|ops_reload|ops_reload_retire|cache_coalesce|cache_bg_proto|tls_basic|route_limits|route_groups|fleet_peer)$$)
 TSAN_SKIP  ?= ^unit\.test_tls_leak$$
 BENCH_ARGS ?= --quick
 
 BUILD_PKGS = gcc make cmake pkg-config libc6-dev libevent-dev libssl-dev \
              libhttp-parser-dev libcunit1-dev libconfig-dev libnghttp2-dev libpcre2-dev openssl \
-             zlib1g-dev libbrotli-dev libzstd-dev
+             zlib1g-dev libbrotli-dev libzstd-dev libhiredis-dev
 TEST_PKGS  = curl procps iproute2 psmisc python3 strace chromium gnuplot-nox python3-brotli zstd \
-             nghttp2-client python3-h2
+             nghttp2-client python3-h2 redis-server
 FUZZ_PKGS  = clang libclang-rt-14-dev
 BENCH_PKGS = wrk lighttpd nginx-light varnish haproxy h2o nghttp2-client gnuplot-nox \
              util-linux

@@ -410,6 +410,41 @@ static inline const char *ct_conf_admin_token(const struct ct_conf_admin *a)
     return a->token ? a->token : a->file_token[0] ? a->file_token : NULL;
 }
 
+/* ---- the fleet (issue 17) ---------------------------------------------------
+ *
+ * N cachet nodes that act as one cache: each key has an owner among the
+ * members (rendezvous hashing on the key over the members not marked down);
+ * a miss elsewhere is fetched from the owner's peer address, marked with
+ * hop_header, and the owner fetches from the origin once for the fleet. */
+struct ct_conf_fleet_member {
+    char *name;              /* stable: ownership hashes on it, not on the address */
+    struct ct_conf_addr addr; /* IP:PORT of its HTTP listener peers fetch from */
+    struct ct_conf_addr admin; /* its admin listener, for HTTP fan-out; host NULL: none */
+};
+enum ct_conf_owner_down { CT_CONF_OWNER_DOWN_ORIGIN, CT_CONF_OWNER_DOWN_ERROR };
+struct ct_conf_fleet {
+    char *self; /* this node's member name; NULL ("off"): no fleet */
+    struct ct_conf_fleet_member *members;
+    size_t nmembers;
+    char *hop_header;  /* marks a peer request; never forwarded again */
+    char *token;       /* NULL: peers are known by address only */
+    uint64_t connect_timeout_ms;
+    uint64_t response_timeout_ms; /* response head, and silence in the body */
+    uint64_t down_ms;  /* a peer that failed is not asked for this long */
+    int owner_down;    /* enum ct_conf_owner_down */
+    struct ct_conf_addr redis; /* IP:PORT; host NULL ("off"): static members, no fan-out */
+    char *redis_sentinel;      /* master name: REDIS is a Sentinel's address; NULL: not */
+    char *redis_prefix;        /* key prefix: {PREFIX}:purges, {PREFIX}:members */
+    uint64_t register_ttl_ms;  /* membership entry lifetime (refreshed every third) */
+    /* derived (conf_fleet.c): one backend group per member but self, after
+     * the configured groups (ct_conf_group_at); PEER_GROUP[i] is member i's
+     * group index, SIZE_MAX for self. Owned here, freed by ct_conf_free. */
+    size_t self_index;
+    struct ct_conf_group *peer_groups;
+    size_t npeer_groups;
+    size_t *peer_group;
+};
+
 enum ct_conf_access_format { CT_CONF_ACCESS_COMBINED, CT_CONF_ACCESS_JSON };
 
 struct ct_conf_logs {
@@ -451,18 +486,21 @@ struct ct_conf {
     struct ct_conf_limits limits;
     struct ct_conf_admin admin;
     struct ct_conf_logs logs;
+    struct ct_conf_fleet fleet;
     struct ct_conf_locs *_locs; /* private to conf/: where each setting came from */
 };
 
-/* Backend groups by index: 0 is "default" (the top-level backends), i > 0
- * is cf->groups[i - 1]. */
+/* Backend groups by index: 0 is "default" (the top-level backends), then
+ * cf->groups[i - 1], then the fleet's peer groups (one per other member). */
 static inline size_t ct_conf_ngroups(const struct ct_conf *cf)
 {
-    return 1 + cf->ngroups;
+    return 1 + cf->ngroups + cf->fleet.npeer_groups;
 }
 static inline const struct ct_conf_group *ct_conf_group_at(const struct ct_conf *cf, size_t i)
 {
-    return i == 0 ? &cf->default_group : &cf->groups[i - 1];
+    return i == 0               ? &cf->default_group
+           : i <= cf->ngroups ? &cf->groups[i - 1]
+                              : &cf->fleet.peer_groups[i - 1 - cf->ngroups];
 }
 
 /* Variables of header rules, redirect locations and fixed bodies, written

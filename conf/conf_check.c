@@ -300,7 +300,7 @@ static bool is_loopback(const struct ct_conf_addr *a)
 
 /* A token goes in an Authorization field: visible ASCII, and long enough
  * not to be guessed by a script. */
-static bool token_ok(const char *t, size_t len)
+bool ct_conf_token_ok(const char *t, size_t len)
 {
     if (len < 16 || len > CT_CONF_TOKEN_MAX)
         return false;
@@ -324,7 +324,7 @@ static void read_token_file(struct ct_conf *cf, struct ct_conf_errors *errs)
     }
     size_t n = fgets(line, sizeof(line), fp) ? strcspn(line, "\r\n") : 0;
     fclose(fp);
-    if (!token_ok(line, n)) {
+    if (!ct_conf_token_ok(line, n)) {
         CHECK_ERR(cf, errs, "admin.token_file",
                   "the first line of \"%s\" is not a token (expected " TOKEN_RULE ")",
                   a->token_file);
@@ -340,7 +340,7 @@ static void check_admin(struct ct_conf *cf, struct ct_conf_errors *errs)
     a->file_token[0] = '\0';
     if (a->token && a->token_file)
         CHECK_ERR(cf, errs, "admin.token_file", "set together with admin.token (expected one)");
-    else if (a->token && !token_ok(a->token, strlen(a->token)))
+    else if (a->token && !ct_conf_token_ok(a->token, strlen(a->token)))
         CHECK_ERR(cf, errs, "admin.token", "not a token (expected " TOKEN_RULE ")");
     else if (a->token_file)
         read_token_file(cf, errs);
@@ -359,6 +359,7 @@ int ct_conf_finish(struct ct_conf *cf, struct ct_conf_errors *errs)
     cf->admin.enabled = cf->admin.addr.host != NULL;
     check_listeners(cf, errs);
     check_backends(cf, errs);
+    ct_conf_check_fleet(cf, errs);
     ct_conf_check_routes(cf, errs);
     check_cache(cf, errs);
     check_compression(cf, errs);

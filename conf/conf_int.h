@@ -192,6 +192,13 @@ void ct_conf_check_backend_list(struct ct_conf *cf, struct ct_conf_errors *errs,
                                 const char *prefix, struct ct_conf_backend *v, size_t n);
 /* Backend groups, sites and routes (conf_route.c). */
 void ct_conf_check_routes(struct ct_conf *cf, struct ct_conf_errors *errs);
+/* conf_fleet.c: the fleet's checks and its derived peer groups (before
+ * ct_conf_check_routes, whose flat backend list takes them in); the free of
+ * what it derived (ct_conf_free). */
+void ct_conf_check_fleet(struct ct_conf *cf, struct ct_conf_errors *errs);
+void ct_conf_fleet_free_derived(struct ct_conf_fleet *fl);
+/* conf_check.c: a secret for an HTTP field: visible ASCII, 16 to 256 bytes. */
+bool ct_conf_token_ok(const char *t, size_t len);
 /* The OpenSSL part of the cross-checks: files readable, certificate matches
  * key, CA file holds certificates. */
 void ct_conf_check_tls_files(const struct ct_conf *cf, struct ct_conf_errors *errs);

@@ -378,6 +378,7 @@ void ct_conf_free(struct ct_conf **cfp)
     ct_conf_section_free(&ct_conf_root_section, cf);
     free(cf->flat_backends);
     free(cf->flat_group);
+    ct_conf_fleet_free_derived(&cf->fleet);
     ct_conf_locs_free(cf->_locs);
     free(cf->_locs);
     free(cf->source);

@@ -483,6 +483,70 @@ static const struct ct_conf_section logs_section = SECTION("logs", T, logs_rows)
 #undef T
 
 
+/* ---- the fleet (issue 17) ------------------------------------------------ */
+
+static const struct ct_conf_enum owner_downs[] = {{"origin", CT_CONF_OWNER_DOWN_ORIGIN},
+                                                  {"error", CT_CONF_OWNER_DOWN_ERROR},
+                                                  {NULL, 0}};
+_Static_assert(sizeof(enum ct_conf_owner_down) == sizeof(int), "enum size");
+
+#define T struct ct_conf_fleet_member
+static const struct ct_conf_row fleet_member_rows[] = {
+    ROW_STR(T, "name", name, CT_ROW_REQUIRED, NULL,
+            "The member's stable name: keys are owned by name, so an address change moves none."),
+    ROW_ADDR(T, "address", addr, CT_ROW_REQUIRED, NULL,
+             "`IP:PORT` of the member's HTTP listener that peers fetch from; requests carrying "
+             "the hop header are trusted from these IPs."),
+    ROW_ADDR(T, "admin", admin, CT_ROW_OFF, Q("off"),
+             "`IP:PORT` of the member's admin listener: purges and bans are sent there over "
+             "HTTP while Redis is down; `off` = none."),
+};
+static const struct ct_conf_section fleet_member_section =
+    SECTION("fleet_member", T, fleet_member_rows);
+#undef T
+
+#define T struct ct_conf_fleet
+static const struct ct_conf_row fleet_rows[] = {
+    ROW_OPTSTR(T, "self", self, Q("off"),
+               "This node's name in `members`, or `off` (no fleet: every miss goes to the "
+               "origin)."),
+    ROW_LIST(T, "members", members, nmembers, struct ct_conf_fleet_member, fleet_member_section,
+             "Every node of the fleet, this one included, the same list on each: `( { name = "
+             "\"a\"; address = \"10.0.0.1:80\"; }, ... )`."),
+    ROW_STR(T, "hop_header", hop_header, 0, Q("Cachet-Fleet-Hop"),
+            "Request field that marks a fetch from a peer; a marked request is never forwarded "
+            "again. Trusted only from a member address (or with `token`), else removed."),
+    ROW_OPTSTR_F(T, "token", token, CT_ROW_SECRET, Q("off"),
+                 "Shared secret sent as the hop header's value; when set, a hop header is "
+                 "trusted from any address that carries it (16 to 256 visible ASCII "
+                 "characters), or `off`."),
+    ROW_DUR(T, "connect_timeout", connect_timeout_ms, 0, 1, 1 * MIN, Q("500ms"),
+            "Connecting to the owner; past it this node fetches from the origin."),
+    ROW_DUR(T, "response_timeout", response_timeout_ms, 0, 1, 1 * HOUR, Q("30s"),
+            "The owner's response head (it may be waiting on the origin), and silence in its "
+            "body."),
+    ROW_DUR(T, "down_time", down_ms, 0, 1, 1 * HOUR, Q("5s"),
+            "A member that failed a peer fetch is not asked for this long: its keys go to their "
+            "next owner meanwhile."),
+    ROW_ENUM(T, "owner_down", owner_down, 0, owner_downs, Q("origin"),
+             "When the owner cannot be reached: `origin` (fail open: fetch from the origin "
+             "here, counted) or `error` (fail closed: 502, to spare the origin)."),
+    ROW_ADDR(T, "redis", redis, CT_ROW_OFF, Q("off"),
+             "`IP:PORT` of the Redis server (standalone, >= 5) that carries purge and ban "
+             "fan-out and membership (docs/fleet.md), or `off`: the static member list only."),
+    ROW_OPTSTR(T, "redis_sentinel", redis_sentinel, Q("off"),
+               "The master's name at a Sentinel: `redis` is then a Sentinel's `IP:PORT`, "
+               "asked for the master at start and after every failover; `off`: `redis` is the "
+               "server (or any node of a Cluster)."),
+    ROW_STR(T, "redis_prefix", redis_prefix, 0, Q("cachet"),
+            "Prefix of the Redis keys (`{PREFIX}:purges`, `{PREFIX}:members`): one per fleet."),
+    ROW_DUR(T, "register_ttl", register_ttl_ms, 0, 1 * SEC, 1 * HOUR, Q("10s"),
+            "A member's registration in Redis lives this long and is refreshed every third of "
+            "it; a member whose entry expired is not live (its keys go to the others)."),
+};
+static const struct ct_conf_section fleet_section = SECTION("fleet", T, fleet_rows);
+#undef T
+
 /* ---- backend groups, sites, routes (issue 15) ------------------------------ */
 
 static const struct ct_conf_enum balances[] = {{"round_robin", CT_CONF_BALANCE_RR},
@@ -718,6 +782,8 @@ static const struct ct_conf_row root_rows[] = {
     ROW_GROUP(T, "limits", limits, limits_section, "Client-side limits and timeouts (group)."),
     ROW_GROUP(T, "admin", admin, admin_section, "The admin listener (group)."),
     ROW_GROUP(T, "logs", logs, logs_section, "Error and access logs (group)."),
+    ROW_GROUP(T, "fleet", fleet, fleet_section,
+              "Several cachet nodes as one cache: owners, peer fetch (group; docs/fleet.md)."),
 };
 #undef T
 const struct ct_conf_section ct_conf_root_section = SECTION("", struct ct_conf, root_rows);
@@ -1147,6 +1213,25 @@ static const struct {
     {"logs.access_log", "one line per request costs CPU and disk on the hit path; turn it on "
                         "where it is wanted (Varnish logs to memory, varnishncsa is separate)."},
     {"logs.access_format", "nginx's and Apache's `combined`, which every log tool reads."},
+    {"fleet.self", "one node is a whole cache; a fleet is set up on purpose."},
+    {"fleet.hop_header", "names cachet's own field, which no client or origin sends."},
+    {"fleet.token", "members on a private network are known by their addresses."},
+    {"fleet.connect_timeout", "a peer on the same network connects in well under a millisecond; "
+                              "waiting longer than this only delays the origin fallback."},
+    {"fleet.response_timeout", "the owner may itself wait on the origin: the backends' own "
+                               "30s response_header_timeout."},
+    {"fleet.down_time", "short enough that a restarted node gets its keys back quickly, long "
+                        "enough that a dead one is not retried on every request."},
+    {"fleet.members[].admin", "purges reach the others through Redis; HTTP fan-out is a "
+                              "fallback an operator sets up by naming the admin listeners."},
+    {"fleet.redis", "a static member list needs nothing else running."},
+    {"fleet.redis_sentinel", "a standalone server or a Cluster names itself."},
+    {"fleet.redis_prefix", "the program's name: one fleet per Redis unless told otherwise."},
+    {"fleet.register_ttl", "a dead node's keys re-home within 10 s, while three refreshes "
+                           "must be lost before a live one is dropped."},
+    {"fleet.owner_down", "no failed client request when a node dies (ledge#193: \"if Redis is "
+                         "down, response is not fetched from origin\"); `error` is the opt-in "
+                         "that protects the origin (ledge#60)."},
 };
 
 const char *ct_conf_default_reason(const char *key)

@@ -128,6 +128,7 @@ struct ct_proxy {
     struct ct_ops *ops; /* proxy/ops/admin.h: admin, access log, health, signals */
     const struct ct_cli *cli; /* the command line, for SIGHUP reloads */
     struct ct_cache *cache; /* the shared store (proxy/core/cache_int.h); NULL: no cache */
+    struct ct_fleet *fleet; /* the fleet's down marks (proxy/fleet/); NULL: none kept */
     /* per-client limits of sites and routes, shared by every worker
      * (proxy/limit/limit.h); NULL: limits are not applied */
     struct ct_limit_table *limits;

@@ -26,6 +26,7 @@
 #include "conf/conf.h"
 #include "proxy/core/cache_int.h"
 #include "proxy/ctx.h"
+#include "proxy/fleet/fleet.h"
 #include "proxy/limit/limit.h"
 #include "proxy/h1/h1.h"
 #include "proxy/ops/admin.h"
@@ -230,6 +231,7 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
     if (ct_ops_new(&px) == NULL) /* admin listener, access log, SIGHUP/SIGUSR1 */
         goto out;
     px.cache = ct_cache_from_conf(cf);
+    px.fleet = ct_fleet_new(); /* kept even without a fleet: a reload may add one */
     /* 16 k clients per process (~1 MiB): enough for the busy ones; an idle
      * client's bucket is what a flood of new addresses takes over */
     px.limits = ct_limit_table_new(16384);
@@ -267,6 +269,7 @@ out:
     if (mt.ev)
         event_free(mt.ev);
     ct_ops_free(&px.ops);
+    ct_fleet_free(&px.fleet); /* after the ops: its Redis link marks members in it */
     event_base_free(base);
     for (size_t i = 0; i < px.nlisteners; i++)
         ct_tls_ctx_free(&px.listeners[i].tls);

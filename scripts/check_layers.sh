@@ -25,16 +25,18 @@ declare -A allow=(
   [proxy/balance]="common conf"
   [proxy/realip]="common conf"
   [proxy/limit]="common"
+  # the fleet's view (issue 17): pure, over balance's rendezvous hashing
+  [proxy/fleet]="common conf proxy/balance"
   [proxy/stats]="common cache"
   [proxy/net]="common conf tls proxy/ctx proxy/stats proxy/realip"
   [proxy/upstream]="common http conf proxy/ctx proxy/net proxy/stats proxy/balance"
-  [proxy/core]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/route proxy/balance proxy/realip proxy/limit"
+  [proxy/core]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/route proxy/balance proxy/realip proxy/limit proxy/fleet"
   # h1 relays bodies through the upstream's pump and hands an upgraded
   # upstream connection to its tunnel, so it may use proxy/upstream.
-  [proxy/h1]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core proxy/route proxy/balance proxy/realip proxy/limit"
-  [proxy/h2]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/core proxy/route proxy/balance proxy/realip proxy/limit"
-  [proxy/ops]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core proxy/route proxy/balance proxy/realip proxy/limit"
-  [proxy]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core proxy/h1 proxy/h2 proxy/ops proxy/route proxy/balance proxy/realip proxy/limit"
+  [proxy/h1]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core proxy/route proxy/balance proxy/realip proxy/limit proxy/fleet"
+  [proxy/h2]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/core proxy/route proxy/balance proxy/realip proxy/limit proxy/fleet"
+  [proxy/ops]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core proxy/route proxy/balance proxy/realip proxy/limit proxy/fleet"
+  [proxy]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core proxy/h1 proxy/h2 proxy/ops proxy/route proxy/balance proxy/realip proxy/limit proxy/fleet"
 )
 # ctx.h is read by every proxy layer, so it may only include what all of them may.
 ctx_allow="common http conf proxy/stats"

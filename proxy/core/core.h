@@ -102,6 +102,11 @@ struct ct_req {
     uint8_t lim_family;
     uint8_t lim_addr[16];
     bool logged;                /* counted and logged (ct_req_log_end) */
+    /* the fleet (fleet_step.c, issue 17) */
+    bool fleet_hop;      /* a trusted peer's fetch: never forwarded to an owner again */
+    bool fleet_peer;     /* this fetch goes to the key's owner node, not the origin */
+    bool fleet_fallback; /* the owner failed: this request's fetch is the origin's */
+    size_t fleet_group;  /* fleet_peer: the owner's peer group (ct_conf_group_at) */
 };
 
 static inline void ct_req_goto(struct ct_req *r, enum ct_req_step step)

@@ -41,6 +41,7 @@
 #include "proxy/upstream/upstream.h"
 #include "proxy/route/route.h"
 #include "proxy/upstream/wire.h"
+#include "proxy/core/fleet_step.h"
 #include "tls/tls.h"
 
 static void pump_request(struct ct_req *r);
@@ -133,6 +134,7 @@ static void fetch_connect(struct ct_req *r, bool fresh)
     enum ct_close why;
     struct ct_upstream_pick pick;
     pick_of(r, &pick);
+    ct_req_fleet_pick(r, &pick);
     if (ct_upstream_acquire(r->w, &upstream_owner, r, &pick, fresh, &r->u, &why) != CT_OK) {
         req_fail(r, why);
         return;
@@ -165,6 +167,7 @@ enum ct_req_next ct_step_recv(struct ct_req *r)
         r->proto->fail(r, CT_CLOSE_METHOD);
         return CT_REQ_GONE;
     }
+    ct_req_fleet_recv(r); /* a peer's fetch is never forwarded to an owner again */
     ct_req_goto(r, CT_STEP_ROUTE);
     return CT_REQ_MORE;
 }
@@ -227,12 +230,16 @@ static void upstream_ready(void *owner)
         if (n > 0)
             fr.extra_value = ct_str_make(subject, (size_t)n);
     }
-    struct ct_fwd_edit edits[16];
+    struct ct_fwd_edit edits[17]; /* a route's 16, the fleet's hop header */
     char ebuf[2048];
     if (r->route && r->route->conf) {
         fr.edits = edits;
-        fr.nedits = ct_req_route_edits(r, false, edits, CT_ARRAY_LEN(edits), ebuf, sizeof(ebuf));
+        fr.nedits = ct_req_route_edits(r, false, edits, CT_ARRAY_LEN(edits) - 1, ebuf, sizeof(ebuf));
         fr.strip_cookie = r->route->conf->strip_cookie;
+    }
+    if (ct_req_fleet_edit(r, &edits[fr.nedits])) {
+        fr.edits = edits;
+        fr.nedits++;
     }
     ct_http_parser_set_request_method(ct_upstream_parser(r->u), req->method);
     ct_fwd_request_head(ct_upstream_io(r->u), &fr);
@@ -444,6 +451,13 @@ static void upstream_closed(void *owner, enum ct_close why)
     struct ct_req *r = req_of(owner);
     switch (r->phase) {
     case CT_RP_FETCH:
+        if (ct_req_fleet_failed(r, why)) { /* the owner is down: the origin, once */
+            ct_req_log_upstream(r, why == CT_CLOSE_ORIGIN_TIMEOUT ? CT_STATS_BE_upstream_timeouts
+                                                              : CT_STATS_BE_upstream_errors);
+            ct_upstream_release(&r->u, false);
+            fetch_connect(r, true);
+            return;
+        }
         if (may_retry(r, why)) {
             ct_req_log_upstream(r, CT_STATS_BE_upstream_retries);
             ct_upstream_release(&r->u, false);

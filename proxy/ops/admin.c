@@ -128,6 +128,7 @@ static struct ct_stats *sum_workers(struct ct_ops *ops)
             ct_stats_sum(sum, px->workers[i]->stats);
     ct_ops_backend_counts(px, sum);
     ct_stats_add(&sum->admin_requests[0], ops->admin_requests);
+    ct_ops_fleet_counts(ops, sum);
     uint64_t open, dropped;
     ct_ops_events_counts(ops, &open, &dropped);
     ct_stats_add(&sum->admin_event_streams[0], open);
@@ -219,6 +220,8 @@ static void serve_purge(struct admin_conn *ac, const struct ct_http_msg *req, st
 {
     struct ct_stats_out out = {0};
     unsigned status = ct_ops_purge(ac->ops, query, &out);
+    ct_ops_fleet_fanout(ac->ops, bufferevent_getfd(ac->bev), req, "purge", query, CT_STR_NULL,
+                        status);
     respond(ac, req, status, "application/json", NULL, out.p, out.len);
     ct_stats_out_free(&out);
 }
@@ -229,6 +232,7 @@ static void serve_ban(struct admin_conn *ac, const struct ct_http_msg *req, stru
     size_t len = evbuffer_get_length(ac->body);
     struct ct_str expr = ct_str_make((const char *)evbuffer_pullup(ac->body, -1), len);
     unsigned status = ct_ops_ban(ac->ops, query, expr, &out);
+    ct_ops_fleet_fanout(ac->ops, bufferevent_getfd(ac->bev), req, "ban", query, expr, status);
     respond(ac, req, status, "application/json", NULL, out.p, out.len);
     ct_stats_out_free(&out);
 }

@@ -155,6 +155,7 @@ void ct_ops_start(struct ct_ops *ops)
     if (ops->alog)
         ct_ops_start_alog_timer(ops);
     ct_ops_start_lurker(ops);
+    ct_ops_fleet_start(ops);
 }
 
 void ct_ops_start_alog_timer(struct ct_ops *ops)
@@ -172,6 +173,7 @@ void ct_ops_free(struct ct_ops **opsp)
         return;
     CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
     ct_ops_events_free(ops);
+    ct_ops_fleet_stop(ops);
     ct_ops_admin_close(ops);
     ct_health_free(&ops->health);
     ct_ops_stop_lurker(ops); /* if main did not already */

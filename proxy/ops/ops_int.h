@@ -38,9 +38,24 @@ struct ct_ops {
     struct ct_reload *rl;          /* reload.c state; NULL before the first SIGHUP */
     struct ct_stats_reload reload; /* reload outcomes, for /stats */
     struct ct_ops_events *events;  /* GET /events streams (ops_events.c); NULL: none yet */
+    struct ct_fleet_bus *bus;      /* the fleet's Redis link (ops_fleet.c); NULL: none */
     struct event *lurk_timer;      /* the ban lurker's settings timer; its arg is the
                                       lurker (ops.c); NULL: no lurker */
 };
+
+/* ops_fleet.c: the fleet's fan-out (proxy/fleet/fleet_bus.h). Start: the bus
+ * when the configuration names fleet.redis; stop: before the main loop's
+ * base goes. */
+void ct_ops_fleet_start(struct ct_ops *ops);
+void ct_ops_fleet_stop(struct ct_ops *ops);
+/* An admin purge or ban (KIND "purge" or "ban") answered STATUS here, from
+ * the admin connection on FD with head REQ: send it to the other nodes,
+ * unless it came from one (a trusted hop header) or was refused. */
+void ct_ops_fleet_fanout(struct ct_ops *ops, int fd, const struct ct_http_msg *req,
+                         const char *kind, struct ct_str query, struct ct_str expr,
+                         unsigned status);
+/* Add the bus's counters to SUM (/stats, /metrics). */
+void ct_ops_fleet_counts(struct ct_ops *ops, struct ct_stats *sum);
 
 /* admin.c */
 int ct_ops_admin_listen(struct ct_ops *ops, const struct ct_conf_addr *addr);

@@ -136,7 +136,30 @@ enum ct_stats_route {
     X(h2_connections_ended, COUNTER, H2WHY,                                     \
       "HTTP/2 connections ended, by reason (GOAWAY we sent or received, drain).") \
     X(route_answers, COUNTER, ROUTE,                                            \
-      "Requests a route answered itself: 403 (deny, require), redirect, respond, 429 (rate, concurrency).")
+      "Requests a route answered itself: 403 (deny, require), redirect, respond, 429 (rate, concurrency).") \
+    X(fleet_peer_fetches, COUNTER, NONE,                                        \
+      "Misses fetched from the key's owner node (fleet, issue 17).")            \
+    X(fleet_owner_down, COUNTER, NONE,                                          \
+      "Peer fetches that failed before a response (owner down or slow); fetched from the origin, or 502 with owner_down = error.") \
+    X(fleet_hop_requests, COUNTER, NONE,                                        \
+      "Requests from peers (trusted hop header) served as the owner.")          \
+    X(fleet_hop_untrusted, COUNTER, NONE,                                       \
+      "Requests with a hop header from a non-member without the token (the header was dropped).") \
+    X(fleet_purges_published, COUNTER, NONE,                                    \
+      "Purges and bans of this node's admin sent to the fleet through Redis.")  \
+    X(fleet_purges_applied, COUNTER, NONE,                                      \
+      "Purges and bans of other nodes applied here from Redis (each once).")    \
+    X(fleet_http_fanout, COUNTER, NONE,                                         \
+      "Purge and ban requests sent to members' admin listeners while Redis was down.") \
+    X(fleet_fanout_unsent, COUNTER, NONE,                                       \
+      "Purges and bans that reached no other node (Redis down, no member admin address).") \
+    X(fleet_redis_errors, COUNTER, NONE, "Redis connects that failed and connections lost.") \
+    X(fleet_redis_missed, COUNTER, NONE,                                        \
+      "Reconnects that found purges trimmed from the stream before this node read them.") \
+    X(fleet_redis_up, GAUGE, NONE, "1 while both Redis connections are up.") \
+    X(fleet_redis_redirects, COUNTER, NONE, "Redis Cluster MOVED / ASK replies followed.") \
+    X(fleet_members_live, GAUGE, NONE,                                          \
+      "Members registered in Redis at the last membership read, this one included.")
 
 /* Per backend, label "backend" (its configured name). */
 #define CT_STATS_BE_TABLE(X)                                                   \

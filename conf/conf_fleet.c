@@ -1,0 +1,137 @@
+/*
+ * conf/conf_fleet.c: the fleet section (issue 17) once every field is read:
+ * its cross-checks, and one backend group per member but this node, so that
+ * a peer fetch runs on the upstream layer's keep-alive pools, timeouts and
+ * per-backend counters like any origin fetch (the groups come after the
+ * configured ones in ct_conf_group_at; their backends are named
+ * "fleet:NAME" in /stats and /metrics). The groups are derived, never
+ * written or dumped: `cachet -T` shows the fleet section as written.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/conf_int.h"
+#include "http/http.h"
+
+static const char *loc(const struct ct_conf *cf, const char *path)
+{
+    return ct_conf_locs_find(cf->_locs, path, cf->source);
+}
+
+#define ERR(path, ...) ct_conf_err(errs, loc(cf, (path)), (path), __VA_ARGS__)
+
+void ct_conf_fleet_free_derived(struct ct_conf_fleet *fl)
+{
+    for (size_t i = 0; i < fl->npeer_groups; i++) {
+        struct ct_conf_group *g = &fl->peer_groups[i];
+        ct_conf_section_free(&ct_conf_backend_section, g->backends);
+        free(g->backends);
+        free(g->name);
+    }
+    free(fl->peer_groups);
+    free(fl->peer_group);
+    fl->peer_groups = NULL;
+    fl->peer_group = NULL;
+    fl->npeer_groups = 0;
+}
+
+/* Member M's backend: the top-level backends' defaults, the fleet's
+ * timeouts, and no passive health (the fleet keeps its own down marks, and
+ * a group of one backend would never take it out anyway). */
+static void peer_backend(const struct ct_conf_fleet *fl, const struct ct_conf_fleet_member *m,
+                         struct ct_conf_backend *b)
+{
+    ct_conf_section_defaults(&ct_conf_backend_section, b);
+    free(b->name);
+    size_t n = strlen(m->name) + sizeof("fleet:");
+    b->name = ct_xmalloc(n);
+    snprintf(b->name, n, "fleet:%s", m->name);
+    b->host = ct_xstrdup(m->addr.host);
+    b->port = m->addr.port;
+    b->connect_timeout_ms = fl->connect_timeout_ms;
+    b->header_timeout_ms = fl->response_timeout_ms;
+    b->read_timeout_ms = fl->response_timeout_ms;
+    b->max_fails = 0;
+    b->passive_fail_mask = 0;
+    b->health.enabled = false;
+}
+
+static bool is_name(const char *s)
+{
+    return *s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") ==
+                     strlen(s);
+}
+
+static void derive_groups(struct ct_conf *cf)
+{
+    struct ct_conf_fleet *fl = &cf->fleet;
+    fl->peer_group = ct_xcalloc(fl->nmembers, sizeof(*fl->peer_group));
+    fl->peer_groups = ct_xcalloc(fl->nmembers, sizeof(*fl->peer_groups));
+    for (size_t i = 0; i < fl->nmembers; i++) {
+        if (i == fl->self_index) {
+            fl->peer_group[i] = SIZE_MAX;
+            continue;
+        }
+        struct ct_conf_group *g = &fl->peer_groups[fl->npeer_groups];
+        const struct ct_conf_fleet_member *m = &fl->members[i];
+        size_t n = strlen(m->name) + sizeof("fleet:");
+        g->name = ct_xmalloc(n);
+        snprintf(g->name, n, "fleet:%s", m->name);
+        g->balance = CT_CONF_BALANCE_RR;
+        g->hash_on_text = (char *)"key";
+        g->hash_on = CT_CONF_HASH_KEY;
+        g->hash_balance_factor = 125;
+        g->backends = ct_xcalloc(1, sizeof(*g->backends));
+        g->nbackends = 1;
+        peer_backend(fl, m, g->backends);
+        fl->peer_group[i] = 1 + cf->ngroups + fl->npeer_groups;
+        fl->npeer_groups++;
+    }
+}
+
+void ct_conf_check_fleet(struct ct_conf *cf, struct ct_conf_errors *errs)
+{
+    struct ct_conf_fleet *fl = &cf->fleet;
+    ct_conf_fleet_free_derived(fl); /* a second finish (command-line overrides) */
+    fl->self_index = SIZE_MAX;
+    if (!fl->self) {
+        if (fl->nmembers)
+            ERR("fleet.members", "set without fleet.self (expected this node's member name "
+                                 "in fleet.self, or no members)");
+        return;
+    }
+    size_t before = errs->n + errs->dropped;
+    if (!ct_http_is_token(ct_str_c(fl->hop_header)))
+        ERR("fleet.hop_header", "invalid header name \"%s\" (expected a token such as X-Name)",
+            fl->hop_header);
+    if (fl->token && !ct_conf_token_ok(fl->token, strlen(fl->token)))
+        ERR("fleet.token", "not a token (expected 16 to 256 visible ASCII characters, no spaces)");
+    if (fl->nmembers == 0)
+        ERR("fleet.self", "set without fleet.members (expected every node of the fleet, this "
+                          "one included)");
+    for (size_t i = 0; i < fl->nmembers; i++) {
+        const struct ct_conf_fleet_member *m = &fl->members[i];
+        char path[96];
+        snprintf(path, sizeof(path), "fleet.members[%zu].name", i);
+        if (!is_name(m->name))
+            ERR(path, "invalid name \"%s\" (expected letters, digits, -, _ or .)", m->name);
+        for (size_t k = 0; k < i; k++) {
+            if (strcmp(fl->members[k].name, m->name) == 0)
+                ERR(path, "\"%s\" is already member %zu's name (expected distinct names)",
+                    m->name, k);
+            if (fl->members[k].addr.salen == m->addr.salen &&
+                memcmp(&fl->members[k].addr.sa, &m->addr.sa, m->addr.salen) == 0) {
+                snprintf(path, sizeof(path), "fleet.members[%zu].address", i);
+                ERR(path, "%s:%u is already member \"%s\"'s address (expected one address "
+                          "per member)", m->addr.host, m->addr.port, fl->members[k].name);
+            }
+        }
+        if (strcmp(m->name, fl->self) == 0)
+            fl->self_index = i;
+    }
+    if (fl->nmembers && fl->self_index == SIZE_MAX)
+        ERR("fleet.self", "\"%s\" is not a member's name (expected one of fleet.members)",
+            fl->self);
+    if (errs->n + errs->dropped == before)
+        derive_groups(cf);
+}

@@ -1,0 +1,119 @@
+/*
+ * proxy/core/fleet_step.c: the fleet's hooks on the request path
+ * (fleet_step.h).
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+
+#include "proxy/core/cache_int.h"
+#include "proxy/core/fleet_step.h"
+#include "proxy/balance/balance.h"
+#include "proxy/fleet/fleet.h"
+#include "proxy/upstream/upstream.h"
+#include "proxy/upstream/wire.h"
+
+static const struct ct_http_field *hop_field(const struct ct_req *r)
+{
+    const char *h = r->w->cf->fleet.hop_header;
+    return ct_http_msg_find_name(r->msg, ct_str_c(h), NULL);
+}
+
+/* The TCP peer's address from r->peer's ip part (the PROXY header's, on
+ * listeners that read one; never a forwarded field's). */
+static bool peer_sa(const struct ct_req *r, struct sockaddr_storage *ss)
+{
+    char ip[64];
+    if (!r->peer || r->peer_ip_len == 0 || r->peer_ip_len >= sizeof(ip))
+        return false;
+    memcpy(ip, r->peer, r->peer_ip_len);
+    ip[r->peer_ip_len] = '\0';
+    memset(ss, 0, sizeof(*ss));
+    struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, ip, &s4->sin_addr) == 1) {
+        s4->sin_family = AF_INET;
+        return true;
+    }
+    if (inet_pton(AF_INET6, ip, &s6->sin6_addr) == 1) {
+        s6->sin6_family = AF_INET6;
+        return true;
+    }
+    return false;
+}
+
+void ct_req_fleet_recv(struct ct_req *r)
+{
+    const struct ct_conf_fleet *fl = &r->w->cf->fleet;
+    r->fleet_hop = r->fleet_peer = r->fleet_fallback = false;
+    if (!fl->self)
+        return;
+    const struct ct_http_field *f = hop_field(r);
+    if (!f)
+        return;
+    struct sockaddr_storage ss;
+    bool have = peer_sa(r, &ss);
+    if (ct_fleet_hop_trusted(fl, have ? (const struct sockaddr *)&ss : NULL, f->value)) {
+        r->fleet_hop = true;
+        ct_stats_add(&r->w->stats->fleet_hop_requests[0], 1);
+    } else {
+        ct_stats_add(&r->w->stats->fleet_hop_untrusted[0], 1);
+    }
+}
+
+void ct_req_fleet_pick(struct ct_req *r, struct ct_upstream_pick *pick)
+{
+    const struct ct_conf *cf = r->w->cf;
+    r->fleet_peer = false;
+    if (!cf->fleet.self || r->fleet_hop || r->fleet_fallback || !r->w->px->fleet)
+        return;
+    /* only a fill: what the owner stores is worth asking it for; a pass
+     * or a revalidation of our own stale copy goes to the origin */
+    if (!r->cr || !r->cr->fill)
+        return;
+    /* the cache key as stored (dropped query parameters and all): every
+     * node with the same configuration derives the same one */
+    struct ct_str kb = r->cr->key.bytes;
+    uint64_t key = ct_balance_hash(kb.p, kb.len);
+    size_t g = ct_fleet_owner_group(r->w->px->fleet, cf, key, ct_time_mono());
+    if (g == SIZE_MAX)
+        return;
+    pick->group = g;
+    pick->key = 0;
+    r->fleet_peer = true;
+    r->fleet_group = g;
+    ct_stats_add(&r->w->stats->fleet_peer_fetches[0], 1);
+}
+
+size_t ct_req_fleet_edit(const struct ct_req *r, struct ct_fwd_edit *out)
+{
+    const struct ct_conf_fleet *fl = &r->w->cf->fleet;
+    if (!fl->self)
+        return 0;
+    out->name = ct_str_c(fl->hop_header);
+    if (r->fleet_peer) {
+        out->op = CT_FWD_SET;
+        out->value = ct_fleet_hop_value(fl);
+    } else {
+        out->op = CT_FWD_REMOVE; /* the origin never sees it, nor a peer a client's */
+        out->value = CT_STR_NULL;
+    }
+    return 1;
+}
+
+bool ct_req_fleet_failed(struct ct_req *r, enum ct_close why)
+{
+    (void)why;
+    if (!r->fleet_peer || r->up_got_byte)
+        return false;
+    const struct ct_conf *cf = r->w->cf;
+    ct_fleet_peer_failed(r->w->px->fleet, cf, r->fleet_group, ct_time_mono());
+    ct_stats_add(&r->w->stats->fleet_owner_down[0], 1);
+    r->fleet_peer = false;
+    if (cf->fleet.owner_down == CT_CONF_OWNER_DOWN_ERROR) {
+        r->retries++; /* fail closed: no retry on another backend either */
+        return false;
+    }
+    r->fleet_fallback = true;
+    return true;
+}

@@ -1,0 +1,159 @@
+/*
+ * proxy/fleet/fleet.c: owners, down marks and the peer check (fleet.h).
+ */
+#include <netinet/in.h>
+#include <openssl/crypto.h>
+#include <stdatomic.h>
+#include <openssl/sha.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/balance/balance.h"
+#include "proxy/fleet/fleet.h"
+
+/* A down mark: until when (monotonic ms) the member of that name hash is
+ * not asked. Both halves are atomics written together by whichever worker
+ * saw the failure; a reader racing a writer sees the old mark or the new
+ * one for one request, which costs at most one more failed peer fetch. The
+ * name hash keeps a mark with its member across a reload that reorders the
+ * list. */
+struct mark {
+    _Atomic uint64_t name_hash;
+    _Atomic int64_t until_ms;
+};
+
+struct ct_fleet {
+    unsigned magic;
+#define CT_FLEET_MAGIC 0xf1ee7017u
+    struct mark down[CT_BALANCE_MAX];   /* by member index: a failed peer fetch */
+    struct mark absent[CT_BALANCE_MAX]; /* until_ms 1: not registered in Redis */
+};
+
+struct ct_fleet *ct_fleet_new(void)
+{
+    struct ct_fleet *f = ct_xcalloc(1, sizeof(*f));
+    f->magic = CT_FLEET_MAGIC;
+    return f;
+}
+
+void ct_fleet_free(struct ct_fleet **fp)
+{
+    struct ct_fleet *f = *fp;
+    if (!f)
+        return;
+    CT_CHECK_OBJ(f, CT_FLEET_MAGIC);
+    f->magic = 0;
+    free(f);
+    *fp = NULL;
+}
+
+static uint64_t name_hash(const struct ct_conf_fleet *fl, size_t i)
+{
+    const char *name = fl->members[i].name;
+    return ct_balance_hash(name, strlen(name));
+}
+
+static bool is_down(const struct ct_fleet *f, size_t i, uint64_t nh, ct_time_t now)
+{
+    const struct mark *m = &f->down[i];
+    return atomic_load_explicit(&m->name_hash, memory_order_relaxed) == nh &&
+           (double)atomic_load_explicit(&m->until_ms, memory_order_relaxed) > now * 1000.0;
+}
+
+bool ct_fleet_is_peer_group(const struct ct_conf *cf, size_t group)
+{
+    return group > cf->ngroups && group < ct_conf_ngroups(cf);
+}
+
+static bool is_absent(const struct ct_fleet *f, size_t i, uint64_t nh)
+{
+    const struct mark *m = &f->absent[i];
+    return atomic_load_explicit(&m->name_hash, memory_order_relaxed) == nh &&
+           atomic_load_explicit(&m->until_ms, memory_order_relaxed) != 0;
+}
+
+void ct_fleet_member_live(struct ct_fleet *f, const struct ct_conf *cf, size_t i, bool live)
+{
+    CT_CHECK_OBJ(f, CT_FLEET_MAGIC);
+    if (i >= cf->fleet.nmembers || i >= CT_BALANCE_MAX)
+        return;
+    atomic_store_explicit(&f->absent[i].name_hash, name_hash(&cf->fleet, i), memory_order_relaxed);
+    atomic_store_explicit(&f->absent[i].until_ms, live ? 0 : 1, memory_order_relaxed);
+}
+
+size_t ct_fleet_owner_group(const struct ct_fleet *f, const struct ct_conf *cf, uint64_t key,
+                            ct_time_t now)
+{
+    CT_CHECK_OBJ(f, CT_FLEET_MAGIC);
+    const struct ct_conf_fleet *fl = &cf->fleet;
+    if (!fl->self || fl->nmembers < 2)
+        return SIZE_MAX;
+    struct ct_balance_member m[CT_BALANCE_MAX];
+    size_t n = fl->nmembers < CT_BALANCE_MAX ? fl->nmembers : CT_BALANCE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t nh = name_hash(fl, i);
+        m[i] = (struct ct_balance_member){
+            .weight = 1,
+            .up = i == fl->self_index || (!is_down(f, i, nh, now) && !is_absent(f, i, nh)),
+            .name_hash = nh,
+        };
+    }
+    static const struct ct_balance_opts o = {.algo = CT_CONF_BALANCE_HASH, .factor_pct = 100};
+    int k = ct_balance_pick(&o, m, n, key, now);
+    if (k < 0 || (size_t)k == fl->self_index) /* self is always up: k >= 0 */
+        return SIZE_MAX;
+    return fl->peer_group[k];
+}
+
+void ct_fleet_peer_failed(struct ct_fleet *f, const struct ct_conf *cf, size_t group,
+                          ct_time_t now)
+{
+    CT_CHECK_OBJ(f, CT_FLEET_MAGIC);
+    const struct ct_conf_fleet *fl = &cf->fleet;
+    for (size_t i = 0; i < fl->nmembers && i < CT_BALANCE_MAX; i++) {
+        if (fl->peer_group[i] != group)
+            continue;
+        atomic_store_explicit(&f->down[i].name_hash, name_hash(fl, i), memory_order_relaxed);
+        atomic_store_explicit(&f->down[i].until_ms, (int64_t)(now * 1000.0) + (int64_t)fl->down_ms,
+                              memory_order_relaxed);
+    }
+}
+
+static bool same_ip(const struct sockaddr *a, const struct sockaddr_storage *b)
+{
+    if (a->sa_family != b->ss_family)
+        return false;
+    if (a->sa_family == AF_INET)
+        return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+               ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+    if (a->sa_family == AF_INET6)
+        return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                      &((const struct sockaddr_in6 *)b)->sin6_addr, 16) == 0;
+    return false;
+}
+
+bool ct_fleet_hop_trusted(const struct ct_conf_fleet *fl, const struct sockaddr *sa,
+                          struct ct_str value)
+{
+    if (!fl->self)
+        return false;
+    if (fl->token) {
+        /* digests first: equal lengths for CRYPTO_memcmp, and the token's
+         * length does not leak (as the admin token, proxy/ops/admin.c) */
+        unsigned char a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
+        SHA256((const unsigned char *)value.p, value.len, a);
+        SHA256((const unsigned char *)fl->token, strlen(fl->token), b);
+        return CRYPTO_memcmp(a, b, sizeof(a)) == 0;
+    }
+    if (!sa)
+        return false;
+    for (size_t i = 0; i < fl->nmembers; i++)
+        if (same_ip(sa, &fl->members[i].addr.sa))
+            return true;
+    return false;
+}
+
+struct ct_str ct_fleet_hop_value(const struct ct_conf_fleet *fl)
+{
+    return fl->token ? ct_str_c(fl->token) : CT_STR("1");
+}

@@ -1,0 +1,64 @@
+/*
+ * proxy/fleet/fleet.h: the fleet's view on one worker (issue 17): which
+ * member owns a key, which members are marked down after a failed peer
+ * fetch, and whether a hop-marked request comes from a peer.
+ *
+ * Ownership is weighted rendezvous hashing (proxy/balance/) of the request's
+ * key over the member names not marked down, this node included: every node
+ * with the same member list computes the same owner, a member leaving moves
+ * only its own keys, one joining takes ~1/N. The bounded-load part of
+ * ct_balance_pick is not used here: the load a node sees is its own, so
+ * bounding by it would give two nodes two owners for one key and the owner's
+ * coalescing would be lost (the fleet's one origin fetch per object).
+ *
+ * Pure: no sockets, no clock (NOW passed in). One ct_fleet per process
+ * (px->fleet), shared by every worker: a member one worker found down is
+ * skipped by all (lock-free marks, see fleet.c).
+ */
+#ifndef CT_PROXY_FLEET_H
+#define CT_PROXY_FLEET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "common/common.h"
+#include "conf/conf.h"
+
+struct ct_fleet; /* opaque */
+
+/* A view with no member marked down. The caller owns it (ct_fleet_free,
+ * after the workers). */
+struct ct_fleet *ct_fleet_new(void);
+void ct_fleet_free(struct ct_fleet **fp); /* NULLs *FP; NULL is fine */
+
+/* The backend group (ct_conf_group_at) a miss on KEY is fetched from under
+ * CF: the owner's peer group, or SIZE_MAX when this node owns the key or CF
+ * has no fleet. Any thread. */
+size_t ct_fleet_owner_group(const struct ct_fleet *f, const struct ct_conf *cf, uint64_t key,
+                            ct_time_t now);
+
+/* A peer fetch from GROUP (a peer group of CF) failed before any response
+ * byte: its member is not asked again for fleet.down_time. Any thread. */
+void ct_fleet_peer_failed(struct ct_fleet *f, const struct ct_conf *cf, size_t group,
+                          ct_time_t now);
+
+/* Membership (fleet_bus.c): member I of CF is registered in Redis (LIVE)
+ * or not; a member not live owns no key until it is again. Any thread. */
+void ct_fleet_member_live(struct ct_fleet *f, const struct ct_conf *cf, size_t i, bool live);
+
+/* Is GROUP one of CF's fleet peer groups? */
+bool ct_fleet_is_peer_group(const struct ct_conf *cf, size_t group);
+
+/* May a request from SA (the TCP peer, never a forwarded address) that
+ * carries the hop header with VALUE be served as a peer's fetch? With
+ * fleet.token set, VALUE must be the token (compared in constant time);
+ * without it, SA's IP must be a member's. */
+bool ct_fleet_hop_trusted(const struct ct_conf_fleet *fl, const struct sockaddr *sa,
+                          struct ct_str value);
+
+/* The hop header's value this node sends: the token, or "1". */
+struct ct_str ct_fleet_hop_value(const struct ct_conf_fleet *fl);
+
+#endif /* CT_PROXY_FLEET_H */

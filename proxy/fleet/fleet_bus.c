@@ -1,0 +1,633 @@
+/*
+ * proxy/fleet/fleet_bus.c: purge fan-out and membership through Redis, HTTP
+ * fan-out while Redis is down (fleet_bus.h).
+ *
+ * Two connections: CMD for commands that answer at once (XADD, ZADD, the
+ * membership read) and BLK for the XREAD BLOCK loop, so a blocked read never
+ * holds up a publish. Each is NULL while down; one timer reconnects both
+ * every second. hiredis frees a context after its connect callback failed
+ * or its disconnect callback ran: the callbacks only forget the pointer.
+ */
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <hiredis/adapters/libevent.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "proxy/balance/balance.h"
+#include "proxy/fleet/fleet.h"
+#include "proxy/fleet/fleet_bus.h"
+
+#define STREAM_MAXLEN "10000" /* entries kept for the catch-up (approximate trim) */
+#define BLOCK_MS "2000"       /* one XREAD BLOCK: its answer proves the link alive */
+#define ID_MAX 64
+
+struct peer_admin {
+    char *host;
+    uint16_t port;
+    struct evhttp_connection *conn; /* kept: keep-alive to that admin listener */
+};
+
+struct ct_fleet_bus {
+    unsigned magic;
+#define CT_FLEET_BUS_MAGIC 0xb05f1ee7u
+    struct event_base *base;
+    struct ct_fleet *view;
+    const struct ct_conf *(*cf_now)(void *arg);
+    ct_fleet_bus_apply_cb *apply;
+    void *arg;
+    /* copied from the configuration at start */
+    char *host;
+    int port;
+    char *self;
+    char *k_stream, *k_members; /* PREFIX:purges, PREFIX:members */
+    uint64_t ttl_ms;
+    char *hop_header, *hop_value, *admin_token;
+    struct peer_admin *admins;
+    size_t nadmins;
+    /* state */
+    redisAsyncContext *cmd, *blk;
+    bool cmd_up, blk_up, reading, closing;
+    bool redirecting; /* closing both connections after a MOVED */
+    /* Sentinel (fleet.redis_sentinel): host:port above is the master it
+     * named; SEN asks it again whenever the master is lost */
+    char *master_name; /* NULL: no Sentinel */
+    char *sen_host;
+    int sen_port;
+    redisAsyncContext *sen;
+    bool have_master;
+    char last_id[ID_MAX]; /* the last stream id read; "" = not known yet */
+    struct event *tick;   /* reconnect, register, membership */
+    ct_time_t next_register;
+    struct ct_fleet_bus_counts n;
+};
+
+static struct ct_fleet_bus *bus_of(const redisAsyncContext *ac)
+{
+    struct ct_fleet_bus *b = ac->data;
+    CT_CHECK_OBJ(b, CT_FLEET_BUS_MAGIC);
+    return b;
+}
+
+static char *join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *s = ct_xmalloc(n);
+    snprintf(s, n, "%s:%s", a, b);
+    return s;
+}
+
+static void up_gauge(struct ct_fleet_bus *b) { b->n.redis_up = b->cmd_up && b->blk_up; }
+
+/* ---- Redis Cluster: MOVED ---------------------------------------------------------
+ *
+ * Both keys carry the hash tag {PREFIX}, so they live in one slot and one
+ * master serves everything this node asks. A reply "MOVED slot ip:port"
+ * (the configured address is any node of the cluster, or the slot moved)
+ * points both connections at that master: they are closed and the tick
+ * reconnects there. ASK (a slot being migrated) is treated the same way:
+ * the commands are sent again once the migration has ended. */
+static void drop_links(struct ct_fleet_bus *b)
+{
+    b->redirecting = true; /* the disconnects are not errors */
+    if (b->cmd)
+        redisAsyncDisconnect(b->cmd);
+    if (b->blk)
+        redisAsyncDisconnect(b->blk);
+}
+
+static bool redirected(struct ct_fleet_bus *b, const redisReply *rep)
+{
+    /* Sentinel: the master we talk to was demoted (a failover): ask again */
+    if (b->master_name && rep && rep->type == REDIS_REPLY_ERROR &&
+        (strncmp(rep->str, "READONLY", 8) == 0 || strncmp(rep->str, "UNBLOCKED", 9) == 0)) {
+        CT_INFO("fleet: Redis %s:%d is no longer the master (%s): asking Sentinel", b->host,
+                b->port, rep->str);
+        b->have_master = false;
+        b->n.redirects++;
+        drop_links(b);
+        return true;
+    }
+    if (!rep || rep->type != REDIS_REPLY_ERROR ||
+        (strncmp(rep->str, "MOVED ", 6) != 0 && strncmp(rep->str, "ASK ", 4) != 0))
+        return false;
+    const char *at = strrchr(rep->str, ' ');
+    const char *colon = at ? strrchr(at, ':') : NULL;
+    if (!colon || colon - at - 1 <= 0 || colon - at - 1 >= 64)
+        return true; /* malformed: ignore it, the tick retries the command */
+    char host[64];
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - at - 1), at + 1);
+    int port = atoi(colon + 1);
+    if (strcmp(host, b->host) == 0 && port == b->port)
+        return true;
+    CT_INFO("fleet: Redis %s:%d redirects to %s:%d (%s)", b->host, b->port, host, port, rep->str);
+    free(b->host);
+    b->host = ct_xstrdup(host);
+    b->port = port;
+    b->n.redirects++;
+    drop_links(b);
+    return true;
+}
+
+static void on_reply(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)priv;
+    struct ct_fleet_bus *b = bus_of(ac);
+    if (!b->closing)
+        (void)redirected(b, r);
+}
+
+/* ---- membership ------------------------------------------------------------- */
+
+static void on_members(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)priv;
+    struct ct_fleet_bus *b = bus_of(ac);
+    redisReply *rep = r;
+    if (b->closing || redirected(b, rep) || !rep || rep->type != REDIS_REPLY_ARRAY)
+        return; /* Redis down or an error: the last view stands */
+    const struct ct_conf *cf = b->cf_now(b->arg);
+    const struct ct_conf_fleet *fl = &cf->fleet;
+    b->n.live = 0;
+    for (size_t i = 0; i < fl->nmembers; i++) {
+        bool seen = i == fl->self_index;
+        for (size_t k = 0; k < rep->elements && !seen; k++) {
+            const redisReply *e = rep->element[k];
+            seen = e->type == REDIS_REPLY_STRING && strcmp(e->str, fl->members[i].name) == 0;
+        }
+        ct_fleet_member_live(b->view, cf, i, seen);
+        b->n.live += seen;
+    }
+}
+
+static void register_self(struct ct_fleet_bus *b)
+{
+    long long now_ms = (long long)(ct_time_real() * 1000.0);
+    char exp[32], nowb[32];
+    snprintf(exp, sizeof(exp), "%lld", now_ms + (long long)b->ttl_ms);
+    snprintf(nowb, sizeof(nowb), "%lld", now_ms);
+    /* the set's scores are expiry times on this node's clock: members need
+     * clocks within a fraction of register_ttl (NTP) */
+    redisAsyncCommand(b->cmd, on_reply, NULL, "ZADD %s %s %s", b->k_members, exp, b->self);
+    redisAsyncCommand(b->cmd, on_reply, NULL, "ZREMRANGEBYSCORE %s -inf %s", b->k_members, nowb);
+    redisAsyncCommand(b->cmd, on_members, NULL, "ZRANGEBYSCORE %s %s +inf", b->k_members, nowb);
+}
+
+/* ---- the stream ----------------------------------------------------------------- */
+
+static void read_more(struct ct_fleet_bus *b);
+
+static struct ct_str field(const redisReply *kv, const char *name)
+{
+    for (size_t i = 0; i + 1 < kv->elements; i += 2)
+        if (kv->element[i]->type == REDIS_REPLY_STRING && strcmp(kv->element[i]->str, name) == 0)
+            return ct_str_make(kv->element[i + 1]->str, kv->element[i + 1]->len);
+    return CT_STR_NULL;
+}
+
+static void apply_entries(struct ct_fleet_bus *b, const redisReply *entries)
+{
+    for (size_t i = 0; i < entries->elements; i++) {
+        const redisReply *e = entries->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+            e->element[0]->type != REDIS_REPLY_STRING || e->element[1]->type != REDIS_REPLY_ARRAY)
+            continue;
+        snprintf(b->last_id, sizeof(b->last_id), "%s", e->element[0]->str);
+        const redisReply *kv = e->element[1];
+        struct ct_str node = field(kv, "node"), kind = field(kv, "kind");
+        if (!node.p || !kind.p || ct_str_eq(node, ct_str_c(b->self)))
+            continue; /* ours: applied when it was issued here */
+        char k[16];
+        snprintf(k, sizeof(k), "%.*s", (int)(kind.len < 15 ? kind.len : 15), kind.p);
+        b->apply(b->arg, k, field(kv, "query"), field(kv, "expr"));
+        b->n.applied++;
+    }
+}
+
+static void on_read(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)priv;
+    struct ct_fleet_bus *b = bus_of(ac);
+    redisReply *rep = r;
+    b->reading = false;
+    if (b->closing || !rep || redirected(b, rep))
+        return;
+    if (rep->type == REDIS_REPLY_ARRAY) /* [[stream, entries]]; NIL: the block timed out */
+        for (size_t i = 0; i < rep->elements; i++)
+            if (rep->element[i]->type == REDIS_REPLY_ARRAY && rep->element[i]->elements == 2)
+                apply_entries(b, rep->element[i]->element[1]);
+    if (rep->type == REDIS_REPLY_ERROR)
+        CT_WARN("fleet: XREAD: %s", rep->str);
+    read_more(b);
+}
+
+static void read_more(struct ct_fleet_bus *b)
+{
+    if (!b->blk_up || b->reading || b->closing || !b->last_id[0])
+        return;
+    b->reading = true;
+    redisAsyncCommand(b->blk, on_read, NULL, "XREAD BLOCK " BLOCK_MS " STREAMS %s %s", b->k_stream,
+                      b->last_id);
+}
+
+/* The first entry still in the stream, after a reconnect: past our last id,
+ * something we never read was trimmed. */
+static void on_first(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)priv;
+    struct ct_fleet_bus *b = bus_of(ac);
+    redisReply *rep = r;
+    if (b->closing || redirected(b, rep) || !rep || rep->type != REDIS_REPLY_ARRAY ||
+        rep->elements == 0)
+        return;
+    const redisReply *e = rep->element[0];
+    if (e->type != REDIS_REPLY_ARRAY || e->elements < 1 || e->element[0]->type != REDIS_REPLY_STRING)
+        return;
+    unsigned long long a_ms = 0, a_seq = 0, f_ms = 0, f_seq = 0;
+    sscanf(b->last_id, "%llu-%llu", &a_ms, &a_seq);
+    sscanf(e->element[0]->str, "%llu-%llu", &f_ms, &f_seq);
+    if (f_ms > a_ms || (f_ms == a_ms && f_seq > a_seq + 1)) {
+        b->n.missed++;
+        CT_WARN("fleet: purges between stream ids %s and %s were trimmed while this node was "
+                "away: not applied (purge what matters again)", b->last_id, e->element[0]->str);
+    }
+}
+
+/* Where to read from on the first connection: after the newest entry. */
+static void on_last(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)priv;
+    struct ct_fleet_bus *b = bus_of(ac);
+    redisReply *rep = r;
+    if (b->closing || !rep || redirected(b, rep))
+        return;
+    if (rep->type == REDIS_REPLY_ARRAY && rep->elements > 0 &&
+        rep->element[0]->type == REDIS_REPLY_ARRAY && rep->element[0]->elements >= 1 &&
+        rep->element[0]->element[0]->type == REDIS_REPLY_STRING)
+        snprintf(b->last_id, sizeof(b->last_id), "%s", rep->element[0]->element[0]->str);
+    else
+        snprintf(b->last_id, sizeof(b->last_id), "0-0");
+    read_more(b);
+}
+
+/* ---- connections ----------------------------------------------------------------- */
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+    struct ct_fleet_bus *b = bus_of(ac);
+    bool is_cmd = ac == b->cmd;
+    if (status != REDIS_OK) {
+        if (is_cmd)
+            b->cmd = NULL;
+        else
+            b->blk = NULL;
+        b->n.redis_errors++;
+        b->have_master = false;
+        return; /* hiredis frees AC; the tick retries */
+    }
+    CT_INFO("fleet: Redis %s:%d connected (%s)", b->host, b->port, is_cmd ? "commands" : "stream");
+    /* named, so an operator (and the tests) can tell the nodes apart */
+    redisAsyncCommand((redisAsyncContext *)ac, NULL, NULL, "CLIENT SETNAME cachet-%s-%s", b->self,
+                      is_cmd ? "cmd" : "stream");
+    if (is_cmd) {
+        b->cmd_up = true;
+        b->next_register = 0; /* register now */
+    } else {
+        b->blk_up = true;
+        if (b->last_id[0]) /* a reconnect: catch up from where we stopped */
+            redisAsyncCommand(b->blk, on_first, NULL, "XRANGE %s - + COUNT 1", b->k_stream);
+        else
+            redisAsyncCommand(b->blk, on_last, NULL, "XREVRANGE %s + - COUNT 1", b->k_stream);
+        read_more(b);
+    }
+    up_gauge(b);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    struct ct_fleet_bus *b = bus_of(ac);
+    if (ac == b->cmd) {
+        b->cmd = NULL;
+        b->cmd_up = false;
+    } else {
+        b->blk = NULL;
+        b->blk_up = false;
+        b->reading = false;
+    }
+    up_gauge(b);
+    if (b->closing)
+        return;
+    if (b->redirecting) {
+        b->redirecting = b->cmd || b->blk; /* until both are closed */
+        return;
+    }
+    b->n.redis_errors++;
+    b->have_master = false; /* Sentinel: ask which master now */
+    CT_WARN("fleet: Redis %s:%d lost (%s)%s: serving on the last membership view, purges go "
+            "over HTTP until it is back", b->host, b->port, ac->errstr[0] ? ac->errstr : "closed",
+            status == REDIS_OK ? "" : "");
+}
+
+static redisAsyncContext *connect_one(struct ct_fleet_bus *b)
+{
+    redisAsyncContext *ac = redisAsyncConnect(b->host, b->port);
+    if (!ac)
+        return NULL;
+    if (ac->err) {
+        redisAsyncFree(ac);
+        b->n.redis_errors++;
+        return NULL;
+    }
+    ac->data = b;
+    redisLibeventAttach(ac, b->base);
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    return ac;
+}
+
+/* ---- Sentinel ---------------------------------------------------------------------- */
+
+static void on_master(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)priv;
+    struct ct_fleet_bus *b = bus_of(ac);
+    redisReply *rep = r;
+    if (b->closing)
+        return;
+    if (rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+        rep->element[0]->type == REDIS_REPLY_STRING && rep->element[1]->type == REDIS_REPLY_STRING) {
+        int port = atoi(rep->element[1]->str);
+        if (strcmp(b->host, rep->element[0]->str) != 0 || port != b->port)
+            CT_INFO("fleet: Sentinel %s:%d names %s:%d the master of \"%s\"", b->sen_host,
+                    b->sen_port, rep->element[0]->str, port, b->master_name);
+        free(b->host);
+        b->host = ct_xstrdup(rep->element[0]->str);
+        b->port = port;
+        b->have_master = true;
+    } else {
+        CT_WARN("fleet: Sentinel %s:%d knows no master \"%s\"", b->sen_host, b->sen_port,
+                b->master_name);
+    }
+    redisAsyncDisconnect(ac);
+}
+
+static void sen_connect(const redisAsyncContext *ac, int status)
+{
+    struct ct_fleet_bus *b = bus_of(ac);
+    if (status != REDIS_OK) {
+        b->sen = NULL;
+        b->n.redis_errors++;
+        return;
+    }
+    redisAsyncCommand((redisAsyncContext *)ac, on_master, NULL,
+                      "SENTINEL get-master-addr-by-name %s", b->master_name);
+}
+
+static void sen_disconnect(const redisAsyncContext *ac, int status)
+{
+    (void)status;
+    bus_of(ac)->sen = NULL;
+}
+
+static void ask_sentinel(struct ct_fleet_bus *b)
+{
+    if (b->sen)
+        return; /* a question in flight */
+    redisAsyncContext *ac = redisAsyncConnect(b->sen_host, b->sen_port);
+    if (!ac)
+        return;
+    if (ac->err) {
+        redisAsyncFree(ac);
+        b->n.redis_errors++;
+        return;
+    }
+    ac->data = b;
+    redisLibeventAttach(ac, b->base);
+    redisAsyncSetConnectCallback(ac, sen_connect);
+    redisAsyncSetDisconnectCallback(ac, sen_disconnect);
+    b->sen = ac;
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct ct_fleet_bus *b = arg;
+    CT_CHECK_OBJ(b, CT_FLEET_BUS_MAGIC);
+    if (b->master_name && !b->have_master) {
+        ask_sentinel(b); /* connect once it answered: the next tick */
+        return;
+    }
+    if (!b->cmd)
+        b->cmd = connect_one(b);
+    if (!b->blk)
+        b->blk = connect_one(b);
+    ct_time_t now = ct_time_mono();
+    if (b->cmd_up && now >= b->next_register) {
+        register_self(b);
+        b->next_register = now + (double)b->ttl_ms / 3000.0;
+    }
+}
+
+/* ---- HTTP fan-out while Redis is down ------------------------------------------- */
+
+static void on_http_done(struct evhttp_request *req, void *arg)
+{
+    const char *who = arg;
+    if (!req || evhttp_request_get_response_code(req) == 0)
+        CT_WARN("fleet: HTTP fan-out to %s failed", who);
+}
+
+static void send_http(struct ct_fleet_bus *b, const char *kind, struct ct_str query,
+                      struct ct_str expr)
+{
+    size_t sent = 0;
+    for (size_t i = 0; i < b->nadmins; i++) {
+        struct peer_admin *pa = &b->admins[i];
+        if (!pa->conn) {
+            pa->conn = evhttp_connection_base_new(b->base, NULL, pa->host, pa->port);
+            if (!pa->conn)
+                continue;
+            evhttp_connection_set_timeout(pa->conn, 5);
+        }
+        struct evhttp_request *req = evhttp_request_new(on_http_done, pa->host);
+        struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+        char hostport[300];
+        snprintf(hostport, sizeof(hostport), "%s:%u", pa->host, pa->port);
+        evhttp_add_header(h, "Host", hostport);
+        evhttp_add_header(h, b->hop_header, b->hop_value); /* applied there, never sent on */
+        if (b->admin_token) {
+            char auth[300];
+            snprintf(auth, sizeof(auth), "Bearer %s", b->admin_token);
+            evhttp_add_header(h, "Authorization", auth);
+        }
+        if (expr.len)
+            evbuffer_add(evhttp_request_get_output_buffer(req), expr.p, expr.len);
+        char uri[4200];
+        snprintf(uri, sizeof(uri), "/%s%s%.*s", kind, query.len ? "?" : "", (int)query.len,
+                 query.p ? query.p : "");
+        if (evhttp_make_request(pa->conn, req, EVHTTP_REQ_POST, uri) == 0)
+            sent++;
+    }
+    b->n.http_sent += sent;
+    if (sent == 0) {
+        b->n.unsent++;
+        CT_WARN("fleet: Redis down and no member admin address: this %s reached no other node",
+                kind);
+    }
+}
+
+/* An XADD in flight: what to send over HTTP if it does not land. */
+struct pending {
+    char kind[8];
+    struct ct_str query, expr; /* owned copies */
+};
+
+static void *pending_new(const char *kind, struct ct_str query, struct ct_str expr)
+{
+    struct pending *p = ct_xcalloc(1, sizeof(*p));
+    snprintf(p->kind, sizeof(p->kind), "%s", kind);
+    char *q = ct_xmalloc(query.len + expr.len + 1);
+    if (query.len)
+        memcpy(q, query.p, query.len);
+    if (expr.len)
+        memcpy(q + query.len, expr.p, expr.len);
+    p->query = ct_str_make(q, query.len);
+    p->expr = ct_str_make(q + query.len, expr.len);
+    return p;
+}
+
+/* The XADD's answer: an id (done), or a redirect / an error / the link
+ * lost (NULL): the others get it over HTTP instead, so it is not lost. */
+static void on_xadd(redisAsyncContext *ac, void *r, void *priv)
+{
+    struct ct_fleet_bus *b = bus_of(ac);
+    struct pending *p = priv;
+    redisReply *rep = r;
+    if (!b->closing && (!rep || rep->type != REDIS_REPLY_STRING)) {
+        (void)redirected(b, rep);
+        b->n.published--;
+        send_http(b, p->kind, p->query, p->expr);
+    }
+    free((char *)p->query.p);
+    free(p);
+}
+
+void ct_fleet_bus_publish(struct ct_fleet_bus *b, const char *kind, struct ct_str query,
+                          struct ct_str expr)
+{
+    CT_CHECK_OBJ(b, CT_FLEET_BUS_MAGIC);
+    if (!b->cmd_up) {
+        send_http(b, kind, query, expr);
+        return;
+    }
+    const char *argv[] = {"XADD", b->k_stream, "MAXLEN", "~", STREAM_MAXLEN, "*", "node", b->self,
+                          "kind", kind, "query", query.p ? query.p : "", "expr",
+                          expr.p ? expr.p : ""};
+    size_t len[CT_ARRAY_LEN(argv)];
+    for (size_t i = 0; i < CT_ARRAY_LEN(argv); i++) /* query and expr: views, no NUL */
+        len[i] = i == 11 ? query.len : i == 13 ? expr.len : strlen(argv[i]);
+    if (redisAsyncCommandArgv(b->cmd, on_xadd, pending_new(kind, query, expr),
+                              (int)CT_ARRAY_LEN(argv), argv, len) == REDIS_OK)
+        b->n.published++;
+    else
+        send_http(b, kind, query, expr);
+}
+
+/* ---- life ------------------------------------------------------------------------ */
+
+struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_conf *cf,
+                                      struct ct_fleet *view,
+                                      const struct ct_conf *(*cf_now)(void *arg),
+                                      ct_fleet_bus_apply_cb *apply, void *arg)
+{
+    const struct ct_conf_fleet *fl = &cf->fleet;
+    if (!fl->self || !fl->redis.host)
+        return NULL;
+    struct ct_fleet_bus *b = ct_xcalloc(1, sizeof(*b));
+    b->magic = CT_FLEET_BUS_MAGIC;
+    b->base = base;
+    b->view = view;
+    b->cf_now = cf_now;
+    b->apply = apply;
+    b->arg = arg;
+    b->host = ct_xstrdup(fl->redis.host);
+    b->port = fl->redis.port;
+    if (fl->redis_sentinel) {
+        b->master_name = ct_xstrdup(fl->redis_sentinel);
+        b->sen_host = ct_xstrdup(fl->redis.host);
+        b->sen_port = fl->redis.port;
+    }
+    b->self = ct_xstrdup(fl->self);
+    /* {PREFIX}: one hash slot for both keys (Redis Cluster) */
+    size_t tl = strlen(fl->redis_prefix) + 3;
+    char *tag = ct_xmalloc(tl);
+    snprintf(tag, tl, "{%s}", fl->redis_prefix);
+    b->k_stream = join(tag, "purges");
+    b->k_members = join(tag, "members");
+    free(tag);
+    b->ttl_ms = fl->register_ttl_ms;
+    b->hop_header = ct_xstrdup(fl->hop_header);
+    struct ct_str hv = ct_fleet_hop_value(fl);
+    b->hop_value = ct_xmalloc(hv.len + 1);
+    memcpy(b->hop_value, hv.p, hv.len);
+    b->hop_value[hv.len] = '\0';
+    const char *tok = ct_conf_admin_token(&cf->admin);
+    b->admin_token = tok ? ct_xstrdup(tok) : NULL;
+    b->admins = ct_xcalloc(fl->nmembers ? fl->nmembers : 1, sizeof(*b->admins));
+    for (size_t i = 0; i < fl->nmembers; i++)
+        if (i != fl->self_index && fl->members[i].admin.host) {
+            b->admins[b->nadmins].host = ct_xstrdup(fl->members[i].admin.host);
+            b->admins[b->nadmins++].port = fl->members[i].admin.port;
+        }
+    b->tick = event_new(base, -1, EV_PERSIST, on_tick, b);
+    event_add(b->tick, &(struct timeval){1, 0});
+    on_tick(-1, 0, b); /* connect now */
+    return b;
+}
+
+void ct_fleet_bus_counts(const struct ct_fleet_bus *b, struct ct_fleet_bus_counts *out)
+{
+    CT_CHECK_OBJ(b, CT_FLEET_BUS_MAGIC);
+    *out = b->n;
+}
+
+void ct_fleet_bus_free(struct ct_fleet_bus **bp)
+{
+    struct ct_fleet_bus *b = *bp;
+    if (!b)
+        return;
+    CT_CHECK_OBJ(b, CT_FLEET_BUS_MAGIC);
+    b->closing = true; /* the callbacks redisAsyncFree runs (NULL replies) do nothing */
+    if (b->cmd)
+        redisAsyncFree(b->cmd);
+    if (b->blk)
+        redisAsyncFree(b->blk);
+    if (b->sen)
+        redisAsyncFree(b->sen);
+    event_free(b->tick);
+    free(b->master_name);
+    free(b->sen_host);
+    for (size_t i = 0; i < b->nadmins; i++) {
+        if (b->admins[i].conn)
+            evhttp_connection_free(b->admins[i].conn);
+        free(b->admins[i].host);
+    }
+    free(b->admins);
+    free(b->host);
+    free(b->self);
+    free(b->k_stream);
+    free(b->k_members);
+    free(b->hop_header);
+    free(b->hop_value);
+    free(b->admin_token);
+    b->magic = 0;
+    free(b);
+    *bp = NULL;
+}

@@ -1,0 +1,77 @@
+/*
+ * proxy/fleet/fleet_bus.h: the fleet's coordination through Redis (issue 17):
+ * purge and ban fan-out, and membership.
+ *
+ *   fan-out     an admin purge, tag purge, soft purge or ban applied on this
+ *               node is appended to the Redis stream {PREFIX}:purges (XADD, with
+ *               the node's name); every node reads the stream (XREAD BLOCK
+ *               from the last id it applied) and applies each entry of the
+ *               others once. A stream rather than PUBLISH: its ids order the
+ *               entries and a node cut off reads on from its last id when it
+ *               reconnects (the catch-up); pub/sub would lose what was sent
+ *               while it was away. The stream keeps the last 10000 entries; a
+ *               node that was away longer says so in its log and counts it.
+ *   membership  the node registers itself in the sorted set {PREFIX}:members
+ *               (score: expiry in ms) every register_ttl / 3, drops expired
+ *               entries and reads the set back: a configured member missing
+ *               from it is not live, and its keys go to their next owner
+ *               until it registers again.
+ *   Redis down  nothing is waited for: the fleet serves on its last view,
+ *               purges are applied here and sent to the other members' admin
+ *               listeners over HTTP instead (fleet.members[].admin); it
+ *               reconnects every second and picks up where it stopped.
+ *
+ * Runs on the main thread's event loop, the one the admin listener runs on:
+ * admin purges are issued there, so publishing is a plain call, and one
+ * connection per node (not per worker) is what the cache needs, since the
+ * store is shared by the workers. Never on a request's path.
+ * hiredis 0.14 (Debian 12), its libevent adapter; Redis >= 5 (streams),
+ * standalone, Cluster (both keys in the slot of {PREFIX}; MOVED followed) or
+ * a Sentinel-managed primary (asked again after every failover).
+ */
+#ifndef CT_PROXY_FLEET_BUS_H
+#define CT_PROXY_FLEET_BUS_H
+
+#include <stdint.h>
+
+#include "common/common.h"
+#include "conf/conf.h"
+
+struct event_base;
+struct ct_fleet;
+struct ct_fleet_bus; /* opaque */
+
+/* Apply an entry from another node: KIND "purge" (QUERY: the admin's
+ * /purge query) or "ban" (QUERY: /ban's, EXPR its body). On BASE's thread. */
+typedef void ct_fleet_bus_apply_cb(void *arg, const char *kind, struct ct_str query,
+                                   struct ct_str expr);
+
+/* The counters the bus keeps (main thread), for /stats and /metrics. */
+struct ct_fleet_bus_counts {
+    uint64_t published;  /* entries this node appended */
+    uint64_t applied;    /* others' entries applied here */
+    uint64_t http_sent;  /* HTTP fan-out requests sent while Redis was down */
+    uint64_t unsent;     /* fan-outs that reached nobody (Redis down, no admin addresses) */
+    uint64_t redis_errors; /* failed connects and lost connections */
+    uint64_t missed;     /* catch-ups that found the stream trimmed past the last id */
+    uint64_t redis_up;   /* gauge: 1 while both connections are up */
+    uint64_t live;       /* gauge: members live in the last membership read (self included) */
+    uint64_t redirects;  /* Redis Cluster MOVED / ASK replies followed */
+};
+
+/* A bus for CF's fleet on BASE, connecting at once; NULL when CF has no
+ * fleet.redis. VIEW (px->fleet) gets the membership marks. The bus copies
+ * what it needs of CF (a reload of fleet.redis needs a restart); CF_NOW
+ * returns the configuration in force (members are matched by name). */
+struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_conf *cf,
+                                      struct ct_fleet *view,
+                                      const struct ct_conf *(*cf_now)(void *arg),
+                                      ct_fleet_bus_apply_cb *apply, void *arg);
+/* Send this node's purge or ban to the others (see ct_fleet_bus_apply_cb). */
+void ct_fleet_bus_publish(struct ct_fleet_bus *b, const char *kind, struct ct_str query,
+                          struct ct_str expr);
+void ct_fleet_bus_counts(const struct ct_fleet_bus *b, struct ct_fleet_bus_counts *out);
+/* Close the connections (BASE still exists) and free; NULLs *BP. */
+void ct_fleet_bus_free(struct ct_fleet_bus **bp);
+
+#endif /* CT_PROXY_FLEET_BUS_H */

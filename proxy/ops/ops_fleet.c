@@ -1,0 +1,83 @@
+/*
+ * proxy/ops/ops_fleet.c: the fleet's fan-out on the admin side (issue 17).
+ * An admin purge or ban is applied here first (its answer says what it did
+ * here), then sent to the other nodes through the bus (Redis, or HTTP to
+ * their admin listeners while Redis is down); what the bus brings from the
+ * others goes through the same ct_ops_purge / ct_ops_ban. Main thread.
+ */
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/log.h"
+#include "http/http.h"
+#include "proxy/ctx.h"
+#include "proxy/fleet/fleet.h"
+#include "proxy/fleet/fleet_bus.h"
+#include "proxy/ops/ops_int.h"
+
+static const struct ct_conf *cf_now(void *arg)
+{
+    struct ct_ops *ops = arg;
+    return ops->px->cf;
+}
+
+static void apply(void *arg, const char *kind, struct ct_str query, struct ct_str expr)
+{
+    struct ct_ops *ops = arg;
+    CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
+    struct ct_stats_out out = {0};
+    unsigned status = strcmp(kind, "ban") == 0 ? ct_ops_ban(ops, query, expr, &out)
+                                               : ct_ops_purge(ops, query, &out);
+    CT_INFO("fleet: %s from another node (%.*s): %u", kind, (int)query.len, query.p ? query.p : "",
+            status);
+    ct_stats_out_free(&out);
+}
+
+void ct_ops_fleet_start(struct ct_ops *ops)
+{
+    struct ct_proxy *px = ops->px;
+    if (!ops->bus && px->fleet)
+        ops->bus = ct_fleet_bus_new(px->main_base, px->cf, px->fleet, cf_now, apply, ops);
+}
+
+void ct_ops_fleet_stop(struct ct_ops *ops) { ct_fleet_bus_free(&ops->bus); }
+
+/* Did a member send this (trusted hop header), so it is not sent on? */
+static bool from_member(struct ct_ops *ops, int fd, const struct ct_http_msg *req)
+{
+    const struct ct_conf_fleet *fl = &ops->px->cf->fleet;
+    const struct ct_http_field *f = ct_http_msg_find_name(req, ct_str_c(fl->hop_header), NULL);
+    if (!f)
+        return false;
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    bool have = fd >= 0 && getpeername(fd, (struct sockaddr *)&ss, &len) == 0;
+    return ct_fleet_hop_trusted(fl, have ? (struct sockaddr *)&ss : NULL, f->value);
+}
+
+void ct_ops_fleet_fanout(struct ct_ops *ops, int fd, const struct ct_http_msg *req,
+                         const char *kind, struct ct_str query, struct ct_str expr,
+                         unsigned status)
+{
+    /* 404: nothing was stored here, the others may have it */
+    if (!ops->bus || (status != 200 && status != 404) || from_member(ops, fd, req))
+        return;
+    ct_fleet_bus_publish(ops->bus, kind, query, expr);
+}
+
+void ct_ops_fleet_counts(struct ct_ops *ops, struct ct_stats *sum)
+{
+    if (!ops->bus)
+        return;
+    struct ct_fleet_bus_counts n;
+    ct_fleet_bus_counts(ops->bus, &n);
+    ct_stats_add(&sum->fleet_purges_published[0], n.published);
+    ct_stats_add(&sum->fleet_purges_applied[0], n.applied);
+    ct_stats_add(&sum->fleet_http_fanout[0], n.http_sent);
+    ct_stats_add(&sum->fleet_fanout_unsent[0], n.unsent);
+    ct_stats_add(&sum->fleet_redis_errors[0], n.redis_errors);
+    ct_stats_add(&sum->fleet_redis_missed[0], n.missed);
+    ct_stats_add(&sum->fleet_redis_up[0], n.redis_up);
+    ct_stats_add(&sum->fleet_members_live[0], n.live);
+    ct_stats_add(&sum->fleet_redis_redirects[0], n.redirects);
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Issue 17, the fleet behind Redis Sentinel: a master, a replica and one
+# Sentinel started here. Two cachet nodes ask the Sentinel for the master,
+# fan a purge out through it; after a forced failover (the replica promoted,
+# the old master demoted) they ask again and fan-out goes on.
+# needs: cachet cachet-origin
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+command -v redis-server >/dev/null || { echo "redis-server missing (make test installs it)"; exit 1; }
+ct_start_origin --workers 1
+read -r RM RR RS PA PB < <(/usr/bin/python3 -c '
+import socket
+s = [socket.socket() for _ in range(5)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*[x.getsockname()[1] for x in s])')
+up() { redis-cli -p "$1" ping 2>/dev/null | grep -q PONG; }
+ct_start rmaster redis-server --port "$RM" --bind 127.0.0.1 --save "" --appendonly no
+ct_start rreplica redis-server --port "$RR" --bind 127.0.0.1 --save "" --appendonly no --replicaof 127.0.0.1 "$RM"
+cat >"$CT_TMP/sentinel.conf" <<EOF2
+port $RS
+bind 127.0.0.1
+sentinel monitor fl 127.0.0.1 $RM 1
+sentinel down-after-milliseconds fl 1000
+sentinel failover-timeout fl 5000
+EOF2
+ct_start sentinel redis-server "$CT_TMP/sentinel.conf" --sentinel
+for p in $RM $RR $RS; do ct_wait_until 30 up "$p" || { ct_failed "redis $p starts"; exit 1; }; done
+declare -A PORT=([a]=$PA [b]=$PB) ADMIN=()
+for n in a b; do
+    cat >"$CT_TMP/$n.conf" <<EOF2
+workers = 1;
+listen = ( { kind = "http"; address = "127.0.0.1:${PORT[$n]}"; } );
+backends = ( { address = "127.0.0.1:$OPORT"; } );
+cache = { size = "16M"; };
+admin = { listen = "127.0.0.1:0"; };
+fleet = {
+  self = "$n";
+  members = ( { name = "a"; address = "127.0.0.1:$PA"; }, { name = "b"; address = "127.0.0.1:$PB"; } );
+  redis = "127.0.0.1:$RS";
+  redis_sentinel = "fl";
+};
+EOF2
+    ct_start "node$n" "$CT_BIN/cachet" -c "$CT_TMP/$n.conf"
+    ADMIN[$n]=$(ct_wait_listen "node$n" admin) || { ct_failed "node $n starts"; exit 1; }
+done
+metric() {
+    curl -s "http://127.0.0.1:${ADMIN[$1]}/metrics" |
+        awk -v s="cachet_$2" '$1 == s || $1 == s "_total" { v = $2 } END { print v + 0 }'
+}
+metric_is() { [ "$(metric "$1" "$2")" = "$3" ]; }
+enc() { /usr/bin/python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
+purge() { curl -s -X POST "http://127.0.0.1:${ADMIN[$1]}/purge?url=$(enc "http://fleet.test/gen?k=$2")" >/dev/null; }
+for n in a b; do ct_wait_until 30 metric_is "$n" fleet_members_live 2 || ct_failed "node $n: 2 live members"; done
+ct_check_match "a asked the Sentinel and uses the master" "$(cat "$CT_TMP/nodea.err")" "Sentinel 127.0.0.1:$RS names 127.0.0.1:$RM the master"
+purge a one
+ct_wait_until 30 metric_is b fleet_purges_applied 1
+ct_check "a purge on a reached b through the master" "$(metric b fleet_purges_applied)" 1
+
+# the replica must have caught up before it can be promoted
+synced() { redis-cli -p "$RR" info replication | grep -q 'master_link_status:up'; }
+ct_wait_until 30 synced || ct_failed "the replica syncs"
+# (the Sentinel learns of the replica from the master's INFO, every 10 s at
+# first: until then it answers NOGOODSLAVE)
+failover() { redis-cli -p "$RS" SENTINEL FAILOVER fl | grep -q OK; }
+ct_wait_until 60 failover || ct_failed "the Sentinel starts a failover"
+promoted() { redis-cli -p "$RR" info replication | grep -q 'role:master'; }
+ct_wait_until 60 promoted || ct_failed "the replica was promoted"
+# the nodes notice (the demoted master refuses writes and ends the blocked
+# read), ask the Sentinel again and move to the new master
+onnew() { grep -q "names 127.0.0.1:$RR the master" "$CT_TMP/node$1.err"; }
+ct_wait_until 60 onnew a && ct_wait_until 60 onnew b && ct_pass "both nodes moved to the new master" ||
+    ct_failed "both nodes moved to the new master"
+ct_wait_until 30 metric_is a fleet_redis_up 1
+ct_wait_until 30 metric_is b fleet_redis_up 1
+purge a two
+ct_wait_until 30 metric_is b fleet_purges_applied 2
+ct_check "after the failover, a purge on a reached b" "$(metric b fleet_purges_applied)" 2
+ct_done

@@ -1,0 +1,174 @@
+/*
+ * tests/unit/test_fleet_view.c: the fleet section's checks (conf/conf_fleet.c)
+ * and the view (proxy/fleet/): owners agree between nodes, a member marked
+ * down gives up only its own keys, the hop header is trusted from members
+ * or with the token only.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "proxy/balance/balance.h"
+#include "proxy/fleet/fleet.h"
+#include "tests/unit/test_conf_helpers.h"
+
+#define MEMBERS                                                                \
+    "  members = ( { name = \"a\"; address = \"10.0.0.1:80\"; },\n"             \
+    "              { name = \"b\"; address = \"10.0.0.2:80\"; },\n"             \
+    "              { name = \"c\"; address = \"10.0.0.3:80\"; } );\n"
+
+static struct ct_conf *node(const char *self, const char *extra)
+{
+    char text[2048];
+    snprintf(text, sizeof(text), BASE "fleet = {\n  self = \"%s\";\n" MEMBERS "%s};\n", self,
+             extra);
+    struct ct_conf *cf = load(text);
+    if (!cf)
+        ct_conf_errors_print(&errs, stderr);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cf);
+    return cf;
+}
+
+static void test_checks(void)
+{
+    EXPECT_ERR(BASE "fleet = {\n  self = \"d\";\n" MEMBERS "};\n",
+               "t.conf:4: fleet.self: \"d\" is not a member's name (expected one of "
+               "fleet.members)");
+    EXPECT_ERR(BASE "fleet = {\n" MEMBERS "};\n",
+               "t.conf:4: fleet.members: set without fleet.self (expected this node's member "
+               "name in fleet.self, or no members)");
+    EXPECT_ERR(BASE "fleet = { self = \"a\"; };\n",
+               "t.conf:3: fleet.self: set without fleet.members (expected every node of the "
+               "fleet, this one included)");
+    EXPECT_ERR(BASE "fleet = { self = \"a\";\n  members = ( { name = \"a\"; address = "
+                    "\"10.0.0.1:80\"; },\n  { name = \"a\"; address = \"10.0.0.2:80\"; } ); };\n",
+               "t.conf:5: fleet.members[1].name: \"a\" is already member 0's name (expected "
+               "distinct names)");
+    EXPECT_ERR(BASE "fleet = { self = \"a\";\n  members = ( { name = \"a\"; address = "
+                    "\"10.0.0.1:80\"; },\n  { name = \"b\"; address = \"10.0.0.1:80\"; } ); };\n",
+               "t.conf:5: fleet.members[1].address: 10.0.0.1:80 is already member \"a\"'s "
+               "address (expected one address per member)");
+    EXPECT_ERR(BASE "fleet = {\n  self = \"a\";\n" MEMBERS "  hop_header = \"a b\"; };\n",
+               "t.conf:8: fleet.hop_header: invalid header name \"a b\" (expected a token such "
+               "as X-Name)");
+    EXPECT_ERR(BASE "fleet = {\n  self = \"a\";\n" MEMBERS "  token = \"short\"; };\n",
+               "t.conf:8: fleet.token: not a token (expected 16 to 256 visible ASCII "
+               "characters, no spaces)");
+    EXPECT_ERR(BASE "fleet = {\n  self = \"a\";\n" MEMBERS "  owner_down = \"maybe\"; };\n",
+               "t.conf:8: fleet.owner_down: invalid value \"maybe\" (expected one of \"origin\" or "
+               "\"error\")");
+}
+
+/* One peer group per other member, after the configured groups, with the
+ * fleet's timeouts and no passive health; none without a fleet. */
+static void test_peer_groups(void)
+{
+    struct ct_conf *cf = node("b", "  connect_timeout = \"200ms\";\n");
+    CU_ASSERT_EQUAL(cf->fleet.self_index, 1);
+    CU_ASSERT_EQUAL(cf->fleet.npeer_groups, 2);
+    CU_ASSERT_EQUAL(ct_conf_ngroups(cf), 3);
+    CU_ASSERT_EQUAL(cf->fleet.peer_group[1], SIZE_MAX);
+    const struct ct_conf_group *ga = ct_conf_group_at(cf, cf->fleet.peer_group[0]);
+    CU_ASSERT_STRING_EQUAL(ga->name, "fleet:a");
+    CU_ASSERT_STRING_EQUAL(ga->backends[0].host, "10.0.0.1");
+    CU_ASSERT_EQUAL(ga->backends[0].connect_timeout_ms, 200);
+    CU_ASSERT_EQUAL(ga->backends[0].max_fails, 0);
+    CU_ASSERT_TRUE(ct_fleet_is_peer_group(cf, cf->fleet.peer_group[2]));
+    CU_ASSERT_FALSE(ct_fleet_is_peer_group(cf, 0));
+    /* the flat list: the origin, then the two peers (counters per peer) */
+    CU_ASSERT_EQUAL(cf->nflat, 3);
+    CU_ASSERT_STRING_EQUAL(cf->flat_backends[2].name, "fleet:c");
+    ct_conf_free(&cf);
+    struct ct_conf *one;
+    EXPECT_OK(BASE, &one);
+    CU_ASSERT_EQUAL(ct_conf_ngroups(one), 1);
+    struct ct_fleet *f = ct_fleet_new();
+    CU_ASSERT_EQUAL(ct_fleet_owner_group(f, one, 42, 0), SIZE_MAX);
+    ct_fleet_free(&f);
+    ct_conf_free(&one);
+}
+
+/* The member name a group index stands for on node CF (self: its own). */
+static const char *owner_name(const struct ct_conf *cf, size_t g)
+{
+    if (g == SIZE_MAX)
+        return cf->fleet.self;
+    return ct_conf_group_at(cf, g)->name + 6; /* "fleet:" */
+}
+
+static void test_owners(void)
+{
+    struct ct_conf *cf[3] = {node("a", ""), node("b", ""), node("c", "")};
+    struct ct_fleet *f[3] = {ct_fleet_new(), ct_fleet_new(), ct_fleet_new()};
+    unsigned per[3] = {0};
+    for (uint64_t k = 0; k < 3000; k++) {
+        uint64_t key = ct_balance_hash(&k, sizeof(k));
+        const char *o = owner_name(cf[0], ct_fleet_owner_group(f[0], cf[0], key, 100));
+        /* every node names the same owner */
+        CU_ASSERT_STRING_EQUAL(owner_name(cf[1], ct_fleet_owner_group(f[1], cf[1], key, 100)), o);
+        CU_ASSERT_STRING_EQUAL(owner_name(cf[2], ct_fleet_owner_group(f[2], cf[2], key, 100)), o);
+        per[o[0] - 'a']++;
+    }
+    for (int i = 0; i < 3; i++) /* about a third each */
+        CU_ASSERT_TRUE(per[i] > 800 && per[i] < 1200);
+    /* a marks c down: only c's keys move (to a or b), the rest stay */
+    size_t gc = cf[0]->fleet.peer_group[2];
+    ct_fleet_peer_failed(f[0], cf[0], gc, 100);
+    unsigned moved = 0, wrong = 0;
+    for (uint64_t k = 0; k < 3000; k++) {
+        uint64_t key = ct_balance_hash(&k, sizeof(k));
+        const char *before = owner_name(cf[1], ct_fleet_owner_group(f[1], cf[1], key, 100));
+        const char *now = owner_name(cf[0], ct_fleet_owner_group(f[0], cf[0], key, 101));
+        if (strcmp(before, now) != 0) {
+            moved++;
+            wrong += strcmp(before, "c") != 0 || strcmp(now, "c") == 0;
+        }
+    }
+    CU_ASSERT_EQUAL(moved, per[2]);
+    CU_ASSERT_EQUAL(wrong, 0);
+    /* down_time (5 s by default) later, c has its keys back */
+    unsigned back = 0;
+    for (uint64_t k = 0; k < 3000; k++) {
+        uint64_t key = ct_balance_hash(&k, sizeof(k));
+        back += ct_fleet_owner_group(f[0], cf[0], key, 105.5) == gc;
+    }
+    CU_ASSERT_EQUAL(back, per[2]);
+    for (int i = 0; i < 3; i++) {
+        ct_fleet_free(&f[i]);
+        ct_conf_free(&cf[i]);
+    }
+}
+
+static struct sockaddr_in v4(const char *ip)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    inet_pton(AF_INET, ip, &sa.sin_addr);
+    return sa;
+}
+
+static void test_hop_trust(void)
+{
+    struct ct_conf *cf = node("a", "");
+    struct sockaddr_in m = v4("10.0.0.2"), o = v4("192.0.2.9");
+    CU_ASSERT_TRUE(ct_fleet_hop_trusted(&cf->fleet, (struct sockaddr *)&m, CT_STR("1")));
+    CU_ASSERT_FALSE(ct_fleet_hop_trusted(&cf->fleet, (struct sockaddr *)&o, CT_STR("1")));
+    CU_ASSERT_FALSE(ct_fleet_hop_trusted(&cf->fleet, NULL, CT_STR("1")));
+    CU_ASSERT_EQUAL(ct_fleet_hop_value(&cf->fleet).len, 1);
+    ct_conf_free(&cf);
+    /* with a token: the token, from anywhere; a member without it is not trusted */
+    cf = node("a", "  token = \"0123456789abcdef-fleet\";\n");
+    CU_ASSERT_TRUE(ct_fleet_hop_trusted(&cf->fleet, (struct sockaddr *)&o,
+                                        CT_STR("0123456789abcdef-fleet")));
+    CU_ASSERT_FALSE(ct_fleet_hop_trusted(&cf->fleet, (struct sockaddr *)&m, CT_STR("1")));
+    CU_ASSERT_FALSE(ct_fleet_hop_trusted(&cf->fleet, (struct sockaddr *)&m,
+                                         CT_STR("0123456789abcdef-fleeT")));
+    CU_ASSERT_EQUAL(ct_fleet_hop_value(&cf->fleet).len, 22);
+    ct_conf_free(&cf);
+}
+
+void ct_test_register(void)
+{
+    CT_SUITE("fleet", {"fleet section checks", test_checks},
+             {"peer groups derived", test_peer_groups},
+             {"owners agree, a down member moves only its keys", test_owners},
+             {"hop header trust", test_hop_trust});
+}
