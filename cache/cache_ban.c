@@ -462,9 +462,9 @@ int ct_cache_ban_add(struct ct_cache *cache, const char *expr, size_t len, bool 
     atomic_store_explicit(&bs->seq, b->id, memory_order_release);
     atomic_store_explicit(&cache->nbans, bs->n, memory_order_relaxed);
     atomic_fetch_add_explicit(&bs->bytes, b->bytes, memory_order_relaxed);
+    *id = b->id; /* before the unlock: the lurker may drop and free B at once */
     pthread_rwlock_unlock(&bs->lock);
     atomic_fetch_add_explicit(&bs->added, 1, memory_order_relaxed);
-    *id = b->id;
     return CT_OK;
 }
 
