@@ -167,7 +167,10 @@ enum ct_req_next ct_step_recv(struct ct_req *r)
         r->proto->fail(r, CT_CLOSE_METHOD);
         return CT_REQ_GONE;
     }
-    ct_req_fleet_recv(r); /* a peer's fetch is never forwarded to an owner again */
+    /* a peer's fetch is never forwarded to an owner again; without a fleet
+     * the request's fleet flags are as its carrier zeroed them */
+    if (CT_UNLIKELY(r->w->cf->fleet.self != NULL))
+        ct_req_fleet_recv(r);
     ct_req_goto(r, CT_STEP_ROUTE);
     return CT_REQ_MORE;
 }
