@@ -403,6 +403,11 @@ struct ct_conf_admin {
     char file_token[CT_CONF_TOKEN_MAX + 1];
 };
 
+/* Is GOT the secret TOKEN (the admin's, the fleet's)? Compared as SHA-256
+ * digests with CRYPTO_memcmp: constant time, and TOKEN's length does not
+ * leak through the compare. */
+bool ct_conf_token_matches(const char *token, struct ct_str got);
+
 /* The admin token in force (admin.token, or the one read from
  * admin.token_file), or NULL when admin requests need none. */
 static inline const char *ct_conf_admin_token(const struct ct_conf_admin *a)

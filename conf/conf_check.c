@@ -13,6 +13,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,6 +298,14 @@ static bool is_loopback(const struct ct_conf_addr *a)
     if (a->sa.ss_family == AF_INET)
         return (ntohl(((const struct sockaddr_in *)&a->sa)->sin_addr.s_addr) >> 24) == 127;
     return memcmp(&((const struct sockaddr_in6 *)&a->sa)->sin6_addr, one, 16) == 0;
+}
+
+bool ct_conf_token_matches(const char *token, struct ct_str got)
+{
+    unsigned char a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)got.p, got.len, a);
+    SHA256((const unsigned char *)token, strlen(token), b);
+    return CRYPTO_memcmp(a, b, sizeof(a)) == 0;
 }
 
 /* A token goes in an Authorization field: visible ASCII, and long enough

@@ -263,6 +263,8 @@ idle_mem() { # SYSTEM PID PORT
     coproc IDLEC { /usr/bin/python3 "$(dirname "$0")/idle_conns.py" "$3" "$IDLE" "$URL"; }
     local line
     read -r -t 120 line <&"${IDLEC[0]}"
+    # time under measure: an idle h2 connection gives its buffers back after
+    # 1 s of quiet (proxy/h2/h2_mem.c), so RSS is read past that
     sleep 2
     r1=$(rss_of "$2")
     printf '| idle h2 connection | %-18s | %s | %6d KiB for %d | %.1f KiB each |\n' "$1" "$line" \

@@ -191,9 +191,9 @@ static void count(struct ct_req *r, enum ct_stats_route what)
 
 static uint32_t scope_of(const char *site, const char *route)
 {
-    char buf[512];
-    int n = snprintf(buf, sizeof(buf), "%s%c%s", site, '\0', route ? route : "");
-    uint64_t h = ct_balance_hash(buf, (size_t)CT_MIN((size_t)n, sizeof(buf) - 1));
+    uint64_t h = ct_balance_hash(site, strlen(site));
+    if (route)
+        h = h * 0x9e3779b97f4a7c15ull ^ ct_balance_hash(route, strlen(route));
     uint32_t v = (uint32_t)(h ^ h >> 32) & ~SITE_SCOPE;
     return route ? v : v | SITE_SCOPE;
 }

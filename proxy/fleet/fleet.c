@@ -2,9 +2,7 @@
  * proxy/fleet/fleet.c: owners, down marks and the peer check (fleet.h).
  */
 #include <netinet/in.h>
-#include <openssl/crypto.h>
 #include <stdatomic.h>
-#include <openssl/sha.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,14 +135,8 @@ bool ct_fleet_hop_trusted(const struct ct_conf_fleet *fl, const struct sockaddr 
 {
     if (!fl->self)
         return false;
-    if (fl->token) {
-        /* digests first: equal lengths for CRYPTO_memcmp, and the token's
-         * length does not leak (as the admin token, proxy/ops/admin.c) */
-        unsigned char a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
-        SHA256((const unsigned char *)value.p, value.len, a);
-        SHA256((const unsigned char *)fl->token, strlen(fl->token), b);
-        return CRYPTO_memcmp(a, b, sizeof(a)) == 0;
-    }
+    if (fl->token)
+        return ct_conf_token_matches(fl->token, value); /* as the admin token's */
     if (!sa)
         return false;
     for (size_t i = 0; i < fl->nmembers; i++)

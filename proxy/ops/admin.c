@@ -17,8 +17,9 @@
  *
  * With an admin token (admin.token / admin.token_file) every request but
  * GET|HEAD / needs "Authorization: Bearer TOKEN" (RFC 6750 §2.1), else 401
- * with WWW-Authenticate. The comparison is of SHA-256 digests with
- * CRYPTO_memcmp: constant time, and the token's length does not leak.
+ * with WWW-Authenticate. The comparison (ct_conf_token_matches, shared with
+ * the fleet's token) is of SHA-256 digests with CRYPTO_memcmp: constant
+ * time, and the token's length does not leak.
  * Request bodies are kept (up to ADMIN_MAX_BODY) for POST /ban only.
  *
  * Reading the counters: every worker's block is summed with relaxed atomic
@@ -33,8 +34,6 @@
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/listener.h>
-#include <openssl/crypto.h>
-#include <openssl/sha.h>
 #include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,11 +253,8 @@ static bool authorized(struct admin_conn *ac, const struct ct_http_msg *req)
     const struct ct_http_field *f = ct_http_msg_find(req, CT_HDR_AUTHORIZATION, NULL);
     if (f == NULL || f->value.len < 7 || !ct_str_eq_ci(ct_str_make(f->value.p, 7), CT_STR("Bearer ")))
         return false;
-    struct ct_str got = ct_str_trim_ows(ct_str_make(f->value.p + 7, f->value.len - 7));
-    unsigned char a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
-    SHA256((const unsigned char *)got.p, got.len, a);
-    SHA256((const unsigned char *)token, strlen(token), b);
-    return CRYPTO_memcmp(a, b, sizeof(a)) == 0;
+    return ct_conf_token_matches(token,
+                                 ct_str_trim_ows(ct_str_make(f->value.p + 7, f->value.len - 7)));
 }
 
 static void route(struct admin_conn *ac, const struct ct_http_msg *req)

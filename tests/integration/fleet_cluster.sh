@@ -49,10 +49,7 @@ EOF2
     ct_start "node$n" "$CT_BIN/cachet" -c "$CT_TMP/$n.conf"
     ADMIN[$n]=$(ct_wait_listen "node$n" admin) || { ct_failed "node $n starts"; exit 1; }
 done
-metric() {
-    curl -s "http://127.0.0.1:${ADMIN[$1]}/metrics" |
-        awk -v s="cachet_$2" '$1 == s || $1 == s "_total" { v = $2 } END { print v + 0 }'
-}
+metric() { ct_metric "${ADMIN[$1]}" "cachet_$2"; }
 metric_is() { [ "$(metric "$1" "$2")" = "$3" ]; }
 for n in a b c; do
     ct_wait_until 60 metric_is "$n" fleet_members_live 3 ||

@@ -44,10 +44,7 @@ for n in a b c; do
 done
 
 # metric NODE NAME: cachet_NAME_total on NODE (0 when absent).
-metric() {
-    curl -s "http://127.0.0.1:${ADMIN[$1]}/metrics" |
-        awk -v s="cachet_$2_total" '$1 == s { v = $2 } END { print v + 0 }'
-}
+metric() { ct_metric "${ADMIN[$1]}" "cachet_$2"; }
 origin_count() { ct_origin_total "$OPORT"; }
 H="Host: fleet.test" # one site: every node keys the object alike
 get() { curl -s -o /dev/null -w '%{http_code}' -H "$H" "${@:3}" "http://127.0.0.1:${PORT[$1]}$2"; }

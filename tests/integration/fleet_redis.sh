@@ -48,10 +48,7 @@ EOF2
 done
 for n in a b c; do ct_wait_listen "node$n" admin >/dev/null || { ct_failed "node $n starts"; exit 1; }; done
 
-metric() {
-    curl -s "http://127.0.0.1:${ADMIN[$1]}/metrics" |
-        awk -v s="cachet_$2" '$1 == s || $1 == s "_total" { v = $2 } END { print v + 0 }'
-}
+metric() { ct_metric "${ADMIN[$1]}" "cachet_$2"; }
 metric_is() { [ "$(metric "$1" "$2")" = "$3" ]; }
 H="Host: fleet.test"
 cs() { curl -s -D - -o /dev/null -H "$H" "http://127.0.0.1:${PORT[$1]}$2" | tr -d '\r' | sed -n 's/^Cache-Status: //p'; }

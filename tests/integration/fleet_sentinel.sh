@@ -43,10 +43,7 @@ EOF2
     ct_start "node$n" "$CT_BIN/cachet" -c "$CT_TMP/$n.conf"
     ADMIN[$n]=$(ct_wait_listen "node$n" admin) || { ct_failed "node $n starts"; exit 1; }
 done
-metric() {
-    curl -s "http://127.0.0.1:${ADMIN[$1]}/metrics" |
-        awk -v s="cachet_$2" '$1 == s || $1 == s "_total" { v = $2 } END { print v + 0 }'
-}
+metric() { ct_metric "${ADMIN[$1]}" "cachet_$2"; }
 metric_is() { [ "$(metric "$1" "$2")" = "$3" ]; }
 enc() { /usr/bin/python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
 purge() { curl -s -X POST "http://127.0.0.1:${ADMIN[$1]}/purge?url=$(enc "http://fleet.test/gen?k=$2")" >/dev/null; }

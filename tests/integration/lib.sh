@@ -175,6 +175,12 @@ ct_origin_total() { curl -s "http://127.0.0.1:$1/_origin/stats" | sed -n 's/.*"t
 # ct_origin_total_ge PORT N: has the origin counted at least N requests? For
 # ct_wait_until ("the fetch has reached the origin").
 ct_origin_total_ge() { local n; n=$(ct_origin_total "$1"); [ "${n:-0}" -ge "$2" ]; }
+# ct_metric ADMINPORT NAME: the value of /metrics' sample NAME (or NAME_total,
+# a counter's), 0 when it has none
+ct_metric() {
+    curl -s "http://127.0.0.1:$1/metrics" |
+        awk -v s="$2" '$1 == s || $1 == s "_total" { v = $2 } END { print v + 0 }'
+}
 ct_origin_reset() { curl -s -X POST "http://127.0.0.1:$1/_origin/stats/reset" >/dev/null; }
 
 ct_done() {

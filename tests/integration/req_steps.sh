@@ -32,10 +32,14 @@ curl -s -o /dev/null "$P$T"
 ct_wait_until 30 logged "GET $T" 2
 ct_check "hit" "$(steps_of "GET $T")" "recv route cache lookup deliver stream done"
 
-# Two at once on a slow object: the second waits on the first's fill.
-S="/bytes/200?cache-control=max-age%3D60&delay=500"
+# Two at once on a slow object: the second waits on the first's fill. The
+# second starts once the first reached the origin (its fetch is in flight
+# for 3 s), however slowly curl starts on a loaded machine.
+S="/bytes/200?cache-control=max-age%3D60&delay=3000"
+n0=$(ct_origin_total "$OPORT")
 curl -s -o /dev/null "$P$S" &
 c1=$!
+ct_wait_until 30 ct_origin_total_ge "$OPORT" $((n0 + 1))
 curl -s -o /dev/null "$P$S" &
 c2=$!
 wait $c1 $c2

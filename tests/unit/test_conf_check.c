@@ -54,6 +54,18 @@ static const char *cert_entry(const char *cert, const char *key, const char *ext
 
 /* ---- TLS files ------------------------------------------------------------ */
 
+/* The admin's and the fleet's secret: equal only to itself, whatever the
+ * lengths. */
+static void test_token_matches(void)
+{
+    const char *t = "0123456789abcdef-secret";
+    CU_ASSERT_TRUE(ct_conf_token_matches(t, ct_str_c("0123456789abcdef-secret")));
+    CU_ASSERT_FALSE(ct_conf_token_matches(t, ct_str_c("0123456789abcdef-secreT")));
+    CU_ASSERT_FALSE(ct_conf_token_matches(t, ct_str_c("0123456789abcdef-secre")));
+    CU_ASSERT_FALSE(ct_conf_token_matches(t, ct_str_c("0123456789abcdef-secrets")));
+    CU_ASSERT_FALSE(ct_conf_token_matches(t, CT_STR("")));
+}
+
 static void test_cert_ok(void)
 {
     struct ct_conf *cf;
@@ -484,6 +496,7 @@ void ct_test_register(void)
     CU_add_test(s, "two default certificates", test_err_two_defaults);
     CU_add_test(s, "mTLS settings", test_err_mtls);
     CT_SUITE("conf cross-checks", {"no listener", test_err_no_listener},
+             {"a token matches itself only", test_token_matches},
              {"address in use", test_err_address_in_use},
              {"addresses that don't clash", test_addresses_that_do_not_clash},
              {"redirect without https", test_err_redirect_without_https},
