@@ -222,6 +222,7 @@ struct ct_h2_conn *ct_h2_conn_new(const struct ct_h2_settings *s, const struct c
     nghttp2_mem nm; /* copied by nghttp2 */
     ct_h2_mem_init(&h->mem, &nm);
     CT_ASSERT(nghttp2_session_server_new3(&h->session, cb, h, opt, &nm) == 0);
+    ct_h2_mem_created(&h->mem);
     nghttp2_session_callbacks_del(cb);
     nghttp2_option_del(opt);
 
