@@ -142,10 +142,14 @@ bool ct_h2_conn_is_done(const struct ct_h2_conn *h);
 /* Why it ends (CT_H2_WHY_NONE while open). */
 enum ct_h2_why ct_h2_conn_why(const struct ct_h2_conn *h);
 /* An idle connection (no stream, nothing to write; otherwise a no-op)
- * gives back what it holds only while busy: the response-head scratch, and
- * the pages of nghttp2's 16 KiB frame buffer (h2_mem.c), which come back
- * zeroed at the next frame. Bytes released. The session goes on as before. */
+ * gives back the pages it holds only while busy (h2_mem.c): nghttp2's
+ * 16 KiB frame buffer's and the empty stream map's, which come back zeroed
+ * at the next write. Bytes the kernel got back. The session goes on as
+ * before. */
 size_t ct_h2_conn_trim(struct ct_h2_conn *h);
+/* Free the calling thread's response-head scratch (shared by its sessions),
+ * when it is done with HTTP/2, e.g. a worker thread that ends. */
+void ct_h2_thread_free(void);
 /* Open streams (idle timeout: none open and nothing to write). */
 size_t ct_h2_conn_nstreams(const struct ct_h2_conn *h);
 const struct ct_h2_counts *ct_h2_conn_counts(const struct ct_h2_conn *h);

@@ -116,8 +116,6 @@ struct ct_h2_conn {
     struct ct_h2_bucket resets, empties;
     struct evbuffer *out; /* during ct_h2_conn_send() */
     size_t out_max;
-    nghttp2_nv *nv; /* scratch for response heads (freed by ct_h2_conn_trim) */
-    size_t nv_cap;
     struct ct_h2_mem mem; /* the session's allocator */
 };
 

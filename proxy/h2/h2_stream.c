@@ -319,33 +319,48 @@ size_t ct_h2_body_read(struct ct_h2_conn *h, int32_t sid, struct evbuffer *dst, 
 
 /* ---- the response ----------------------------------------------------------- */
 
-/* RESP's head as nghttp2 name/value pairs in h->nv: :status, the fields
+/* The response heads' scratch, this thread's: nghttp2 copies the pairs
+ * before a submit returns, so every session of the thread shares it, and an
+ * idle connection holds none (freed with each connection's trim, it left
+ * holes in the heap between the next connections' long-lived blocks). */
+static _Thread_local nghttp2_nv *nv_scratch;
+static _Thread_local size_t nv_cap;
+
+void ct_h2_thread_free(void)
+{
+    free(nv_scratch);
+    nv_scratch = NULL;
+    nv_cap = 0;
+}
+
+/* RESP's head as nghttp2 name/value pairs in nv_scratch: :status, the fields
  * that are not connection-specific (RFC 9113 §8.2.2), EXTRA. nghttp2 copies
  * them at submit and lower-cases each name as it copies (RFC 9113 §8.2.1;
  * nghttp2_nv_array_copy), so the views need not outlive the call and no
  * second copy is made here. Returns the count. */
-static size_t head_nv(struct ct_h2_conn *h, const struct ct_http_msg *resp,
-                      const struct ct_http_field *extra, size_t nextra, char status[4])
+static size_t head_nv(const struct ct_http_msg *resp, const struct ct_http_field *extra,
+                      size_t nextra, char status[4])
 {
     size_t nmax = 1 + resp->nfields + nextra;
-    if (nmax > h->nv_cap) {
-        h->nv_cap = nmax * 2;
-        h->nv = ct_xrealloc(h->nv, h->nv_cap * sizeof(*h->nv));
+    if (nmax > nv_cap) {
+        nv_cap = nmax * 2;
+        nv_scratch = ct_xrealloc(nv_scratch, nv_cap * sizeof(*nv_scratch));
     }
+    nghttp2_nv *nv = nv_scratch;
     /* 100-599 (checked by the caller): three digits, without printf */
     status[0] = (char)('0' + resp->status / 100);
     status[1] = (char)('0' + resp->status / 10 % 10);
     status[2] = (char)('0' + resp->status % 10);
     status[3] = '\0';
     size_t n = 0;
-    h->nv[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)status, 7, 3, NGHTTP2_NV_FLAG_NONE};
+    nv[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)status, 7, 3, NGHTTP2_NV_FLAG_NONE};
     for (size_t i = 0; i < resp->nfields + nextra; i++) {
         const struct ct_http_field *f =
             i < resp->nfields ? &resp->fields[i] : &extra[i - resp->nfields];
         if (i < resp->nfields && ct_http_msg_field_is_hop(resp, f))
             continue;
-        h->nv[n++] = (nghttp2_nv){(uint8_t *)f->name.p, (uint8_t *)f->value.p, f->name.len,
-                                  f->value.len, NGHTTP2_NV_FLAG_NONE};
+        nv[n++] = (nghttp2_nv){(uint8_t *)f->name.p, (uint8_t *)f->value.p, f->name.len,
+                               f->value.len, NGHTTP2_NV_FLAG_NONE};
     }
     return n;
 }
@@ -430,7 +445,7 @@ int ct_h2_submit_head(struct ct_h2_conn *h, int32_t sid, const struct ct_http_ms
     if (st->tx != CT_H2_TX_NONE || resp->status < 100 || resp->status > 599 || resp->status == 101)
         return CT_EPROTO; /* RFC 9113 §8.6: no 101 in HTTP/2 */
     char status[4];
-    size_t n = head_nv(h, resp, extra, nextra, status);
+    size_t n = head_nv(resp, extra, nextra, status);
     /* RFC 9110 §9.3.2, §15.3.5, §15.4.5: whatever the owner says, these
      * responses have no content; the head ends the stream and any body the
      * owner hands in later is dropped (released at once). */
@@ -440,10 +455,10 @@ int ct_h2_submit_head(struct ct_h2_conn *h, int32_t sid, const struct ct_http_ms
     }
     int rv;
     if (resp->status < 200) {
-        rv = nghttp2_submit_headers(h->session, NGHTTP2_FLAG_NONE, sid, NULL, h->nv, n, NULL);
+        rv = nghttp2_submit_headers(h->session, NGHTTP2_FLAG_NONE, sid, NULL, nv_scratch, n, NULL);
     } else {
         nghttp2_data_provider prd = {.source.ptr = st, .read_callback = read_body};
-        rv = nghttp2_submit_response(h->session, sid, h->nv, n, body ? &prd : NULL);
+        rv = nghttp2_submit_response(h->session, sid, nv_scratch, n, body ? &prd : NULL);
         if (rv == 0)
             st->tx = body ? CT_H2_TX_BODY : CT_H2_TX_ENDED;
     }
