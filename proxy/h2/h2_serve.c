@@ -187,8 +187,12 @@ static void on_trim(evutil_socket_t fd, short what, void *arg)
     struct ct_h2s *s = arg;
     CT_CHECK_OBJ(s, CT_H2S_MAGIC);
     if (is_idle(s)) { /* busy since, and maybe idle again: re-armed then */
-        ct_h2_conn_trim(s->h);
+        size_t n = ct_h2_conn_trim(s->h);
         stash_give(&s->spare_cr);
+        if (s->w->stats) {
+            ct_stats_add(&s->w->stats->h2_idle_trims[0], 1);
+            ct_stats_add(&s->w->stats->h2_idle_trim_bytes[0], n);
+        }
     }
 }
 
