@@ -179,6 +179,12 @@ void ct_h2_conn_drain_notice(struct ct_h2_conn *h);
  * (a second final head, 101, a status outside 100-599). */
 int ct_h2_submit_head(struct ct_h2_conn *h, int32_t sid, const struct ct_http_msg *resp,
                       const struct ct_http_field *extra, size_t nextra, bool body);
+/* The same for a head that is this response's own (a pass), not a stored
+ * one sent on every hit: RESP's fields are not added to the HPACK encoder's
+ * table, but those whose values usually repeat (Server, Content-Type,
+ * Cache-Control, Vary, Accept-Ranges, Content-Encoding, Via); EXTRA's are. */
+int ct_h2_submit_head_once(struct ct_h2_conn *h, int32_t sid, const struct ct_http_msg *resp,
+                           const struct ct_http_field *extra, size_t nextra, bool body);
 
 /* The owner's memory, sent without a copy: P[0..LEN) stays valid until
  * RELEASE(ARG) runs (it runs exactly once, also when the stream is reset

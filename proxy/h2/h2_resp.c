@@ -292,7 +292,7 @@ static void h2_send_head(struct ct_req *r, const struct ct_http_msg *resp,
     if (extra && extra->cache_status.len)
         cs[ncs++] = field("cache-status", extra->cache_status);
     bool body = r->msg->method != CT_METHOD_HEAD && resp->framing != CT_FRAME_NONE;
-    if (ct_h2_submit_head(st->s->h, st->sid, &msg, cs, ncs, body) == CT_EPROTO)
+    if (ct_h2_submit_head_once(st->s->h, st->sid, &msg, cs, ncs, body) == CT_EPROTO)
         reset(st, 0x2);
     ct_h2s_kick(st->s);
 }

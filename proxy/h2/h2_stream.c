@@ -338,8 +338,32 @@ void ct_h2_thread_free(void)
  * them at submit and lower-cases each name as it copies (RFC 9113 §8.2.1;
  * nghttp2_nv_array_copy), so the views need not outlive the call and no
  * second copy is made here. Returns the count. */
+/* A head that is this response's own (a pass), not a stored one sent again:
+ * its fields go without indexing (HPACK "literal without indexing", RFC 7541
+ * §6.2.2), but those whose values usually repeat from one response to the
+ * next. nghttp2 1.52's encoder keys its dynamic table by name: every new
+ * value of a name (a request id, a sequence number) added an entry that
+ * each later lookup of the name compares (memcmp), 160 compares and 9k
+ * instructions per pass response with cachet-origin's X-Origin-Seq
+ * (bench/micro/reqcost.sh h2-pass); nginx and HAProxy never index
+ * responses at all. Stored heads repeat whole on every hit, so indexing pays
+ * there. */
+static uint8_t once_flags(const struct ct_http_field *f)
+{
+    switch (f->id) {
+    case CT_HDR_ACCEPT_RANGES:
+    case CT_HDR_CACHE_CONTROL:
+    case CT_HDR_CONTENT_ENCODING:
+    case CT_HDR_CONTENT_TYPE:
+    case CT_HDR_SERVER:
+    case CT_HDR_VARY:
+    case CT_HDR_VIA: return NGHTTP2_NV_FLAG_NONE;
+    default: return NGHTTP2_NV_FLAG_NO_INDEX;
+    }
+}
+
 static size_t head_nv(const struct ct_http_msg *resp, const struct ct_http_field *extra,
-                      size_t nextra, char status[4])
+                      size_t nextra, char status[4], bool once)
 {
     size_t nmax = 1 + resp->nfields + nextra;
     if (nmax > nv_cap) {
@@ -360,7 +384,8 @@ static size_t head_nv(const struct ct_http_msg *resp, const struct ct_http_field
         if (i < resp->nfields && ct_http_msg_field_is_hop(resp, f))
             continue;
         nv[n++] = (nghttp2_nv){(uint8_t *)f->name.p, (uint8_t *)f->value.p, f->name.len,
-                               f->value.len, NGHTTP2_NV_FLAG_NONE};
+                               f->value.len,
+                               once && i < resp->nfields ? once_flags(f) : NGHTTP2_NV_FLAG_NONE};
     }
     return n;
 }
@@ -436,8 +461,8 @@ static struct ct_h2_stream *owned(struct ct_h2_conn *h, int32_t sid)
     return st && (st->req || st->delivering) && st->rx != CT_H2_RX_REFUSED ? st : NULL;
 }
 
-int ct_h2_submit_head(struct ct_h2_conn *h, int32_t sid, const struct ct_http_msg *resp,
-                      const struct ct_http_field *extra, size_t nextra, bool body)
+static int submit_head(struct ct_h2_conn *h, int32_t sid, const struct ct_http_msg *resp,
+                       const struct ct_http_field *extra, size_t nextra, bool body, bool once)
 {
     struct ct_h2_stream *st = owned(h, sid);
     if (st == NULL)
@@ -445,7 +470,7 @@ int ct_h2_submit_head(struct ct_h2_conn *h, int32_t sid, const struct ct_http_ms
     if (st->tx != CT_H2_TX_NONE || resp->status < 100 || resp->status > 599 || resp->status == 101)
         return CT_EPROTO; /* RFC 9113 §8.6: no 101 in HTTP/2 */
     char status[4];
-    size_t n = head_nv(resp, extra, nextra, status);
+    size_t n = head_nv(resp, extra, nextra, status, once);
     /* RFC 9110 §9.3.2, §15.3.5, §15.4.5: whatever the owner says, these
      * responses have no content; the head ends the stream and any body the
      * owner hands in later is dropped (released at once). */
@@ -463,6 +488,18 @@ int ct_h2_submit_head(struct ct_h2_conn *h, int32_t sid, const struct ct_http_ms
             st->tx = body ? CT_H2_TX_BODY : CT_H2_TX_ENDED;
     }
     return rv == 0 ? CT_OK : CT_ENOENT;
+}
+
+int ct_h2_submit_head(struct ct_h2_conn *h, int32_t sid, const struct ct_http_msg *resp,
+                      const struct ct_http_field *extra, size_t nextra, bool body)
+{
+    return submit_head(h, sid, resp, extra, nextra, body, false);
+}
+
+int ct_h2_submit_head_once(struct ct_h2_conn *h, int32_t sid, const struct ct_http_msg *resp,
+                           const struct ct_http_field *extra, size_t nextra, bool body)
+{
+    return submit_head(h, sid, resp, extra, nextra, body, true);
 }
 
 int ct_h2_body_ref(struct ct_h2_conn *h, int32_t sid, const void *p, size_t len,
