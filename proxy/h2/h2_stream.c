@@ -47,6 +47,30 @@ static void discard(struct ct_h2_conn *h, struct ct_h2_stream *st, size_t n)
     }
 }
 
+/* ---- spares ------------------------------------------------------------------ */
+
+/* Stream structs (with their request builder) and body pieces that went,
+ * this thread's, for the next ones: a stream and a piece per response were
+ * three allocations and frees (the builder is 2.7 KiB). Per thread rather
+ * than per connection, so an idle connection holds none, and a piece may
+ * outlive its connection (an output chain still points at it). Bounded: a
+ * burst's structs beyond SPARE_MAX go back to malloc. */
+#define SPARE_MAX 32
+static _Thread_local struct ct_h2_stream *spare_st; /* linked by ->next */
+static _Thread_local unsigned nspare_st;
+static _Thread_local struct ct_h2_piece *spare_pc;
+static _Thread_local unsigned nspare_pc;
+
+static struct ct_h2_piece *piece_new(void)
+{
+    struct ct_h2_piece *pc = spare_pc;
+    if (pc == NULL)
+        return ct_xmalloc(sizeof(*pc));
+    spare_pc = pc->next;
+    nspare_pc--;
+    return pc;
+}
+
 /* ---- pieces of response body ---------------------------------------------- */
 
 static void piece_unref(struct ct_h2_piece *pc)
@@ -59,7 +83,13 @@ static void piece_unref(struct ct_h2_piece *pc)
     if (pc->release)
         pc->release(pc->arg);
     pc->magic = 0;
-    free(pc);
+    if (nspare_pc < SPARE_MAX) {
+        pc->next = spare_pc;
+        spare_pc = pc;
+        nspare_pc++;
+    } else {
+        free(pc);
+    }
 }
 
 /* evbuffer_add_reference() cleanup: an output chain is done with the piece. */
@@ -86,12 +116,20 @@ int ct_h2_on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *ud)
     if (f->hd.type != NGHTTP2_HEADERS)
         return 0;
     if (f->headers.cat == NGHTTP2_HCAT_REQUEST) {
-        struct ct_h2_stream *st = ct_xcalloc(1, sizeof(*st));
-        st->magic = CT_H2_STREAM_MAGIC;
-        st->id = f->hd.stream_id;
-        st->h = h;
         struct ct_http_h2msg_limits lim = {h->set.max_header_list, h->set.max_fields};
-        st->head = ct_http_h2msg_new(&lim);
+        struct ct_h2_stream *st = spare_st;
+        struct ct_http_h2msg *head;
+        if (st) {
+            spare_st = st->next;
+            nspare_st--;
+            head = st->head;
+            ct_http_h2msg_reset(head, &lim);
+        } else {
+            st = ct_xmalloc(sizeof(*st));
+            head = ct_http_h2msg_new(&lim);
+        }
+        *st = (struct ct_h2_stream){.magic = CT_H2_STREAM_MAGIC, .id = f->hd.stream_id, .h = h};
+        st->head = head;
         st->next = h->streams;
         if (h->streams)
             h->streams->prev = st;
@@ -129,9 +167,15 @@ void ct_h2_stream_close(struct ct_h2_stream *st, uint32_t code)
     }
     if (st->body_in)
         evbuffer_free(st->body_in);
-    ct_http_h2msg_free(&st->head);
     st->magic = 0;
-    free(st);
+    if (nspare_st < SPARE_MAX) { /* its builder goes with it (reset when taken) */
+        st->next = spare_st;
+        spare_st = st;
+        nspare_st++;
+    } else {
+        ct_http_h2msg_free(&st->head);
+        free(st);
+    }
 }
 
 int ct_h2_on_stream_close(nghttp2_session *s, int32_t sid, uint32_t code, void *ud)
@@ -331,6 +375,19 @@ void ct_h2_thread_free(void)
     free(nv_scratch);
     nv_scratch = NULL;
     nv_cap = 0;
+    while (spare_st) {
+        struct ct_h2_stream *st = spare_st;
+        spare_st = st->next;
+        ct_http_h2msg_free(&st->head);
+        free(st);
+    }
+    nspare_st = 0;
+    while (spare_pc) {
+        struct ct_h2_piece *pc = spare_pc;
+        spare_pc = pc->next;
+        free(pc);
+    }
+    nspare_pc = 0;
 }
 
 /* RESP's head as nghttp2 name/value pairs in nv_scratch: :status, the fields
@@ -515,7 +572,7 @@ int ct_h2_body_ref(struct ct_h2_conn *h, int32_t sid, const void *p, size_t len,
             release(arg);
         return rc;
     }
-    struct ct_h2_piece *pc = ct_xcalloc(1, sizeof(*pc));
+    struct ct_h2_piece *pc = piece_new();
     *pc = (struct ct_h2_piece){
         .magic = CT_H2_PIECE_MAGIC, .p = p, .len = len, .refs = 1, .release = release, .arg = arg};
     queue_piece(st, pc);
@@ -540,7 +597,7 @@ int ct_h2_body_move(struct ct_h2_conn *h, int32_t sid, struct evbuffer *src, siz
         evbuffer_free(buf);
         return CT_OK;
     }
-    struct ct_h2_piece *pc = ct_xcalloc(1, sizeof(*pc));
+    struct ct_h2_piece *pc = piece_new();
     *pc = (struct ct_h2_piece){
         .magic = CT_H2_PIECE_MAGIC, .buf = buf, .len = (size_t)moved, .refs = 1};
     queue_piece(st, pc);
