@@ -149,8 +149,9 @@ static bool is_idle(struct ct_h2s *s)
 }
 
 /* Quiet this long, an idle connection gives back the memory it needs only
- * while busy (ct_h2_conn_trim: nghttp2's 16 KiB frame buffer, our head
- * scratch; TLS buffers go at once, SSL_MODE_RELEASE_BUFFERS), as nginx's
+ * while busy (ct_h2_conn_trim: the pages of nghttp2's 16 KiB frame buffer
+ * and of its empty stream map; its spare cache part goes to the thread's
+ * stash; TLS buffers go at once, SSL_MODE_RELEASE_BUFFERS), as nginx's
  * HTTP/2 idle state frees its buffers. Not at once: a busy connection goes
  * idle between bursts, and its next frame would fault the pages back in. */
 #define TRIM_QUIET_MS 1000
