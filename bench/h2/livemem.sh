@@ -27,6 +27,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ct-livemem.XXXXXX")
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$TMP"' EXIT
+[ -n "${KEEP:-}" ] && echo "livemem: dumps kept in $TMP" >&2
 gcc -O1 -g -fPIC -shared -o "$TMP/livemem.so" "$HERE/livemem.c" -ldl -lpthread || exit 1
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() {
