@@ -68,10 +68,8 @@ static void *grow(void *p, const void *inline0, size_t used, size_t cap, size_t 
     return q;
 }
 
-struct ct_http_h2msg *ct_http_h2msg_new(const struct ct_http_h2msg_limits *lim)
+static void init(struct ct_http_h2msg *b, const struct ct_http_h2msg_limits *lim)
 {
-    ct_http_cls_init();
-    struct ct_http_h2msg *b = ct_xmalloc(sizeof(*b));
     /* the head zeroed; the storage needs not be */
     memset(b, 0, offsetof(struct ct_http_h2msg, buf0));
     b->lim = lim ? *lim : (struct ct_http_h2msg_limits){64 * 1024, 100};
@@ -79,7 +77,31 @@ struct ct_http_h2msg *ct_http_h2msg_new(const struct ct_http_h2msg_limits *lim)
     b->buf_cap = sizeof(b->buf0);
     b->slots = b->slots0;
     b->slots_cap = CT_ARRAY_LEN(b->slots0);
+}
+
+struct ct_http_h2msg *ct_http_h2msg_new(const struct ct_http_h2msg_limits *lim)
+{
+    ct_http_cls_init();
+    struct ct_http_h2msg *b = ct_xmalloc(sizeof(*b));
+    init(b, lim);
     return b;
+}
+
+/* The storage that outgrew the builder's own. */
+static void free_grown(struct ct_http_h2msg *b)
+{
+    if (b->buf != b->buf0)
+        free(b->buf);
+    if (b->slots != b->slots0)
+        free(b->slots);
+    if (b->fields != b->fields0)
+        free(b->fields);
+}
+
+void ct_http_h2msg_reset(struct ct_http_h2msg *b, const struct ct_http_h2msg_limits *lim)
+{
+    free_grown(b);
+    init(b, lim);
 }
 
 void ct_http_h2msg_free(struct ct_http_h2msg **bp)
@@ -87,12 +109,7 @@ void ct_http_h2msg_free(struct ct_http_h2msg **bp)
     struct ct_http_h2msg *b = *bp;
     if (b == NULL)
         return;
-    if (b->buf != b->buf0)
-        free(b->buf);
-    if (b->slots != b->slots0)
-        free(b->slots);
-    if (b->fields != b->fields0)
-        free(b->fields);
+    free_grown(b);
     CT_FREE(bp);
 }
 

@@ -40,6 +40,9 @@ struct ct_http_h2msg_limits {
  * caller; free with ct_http_h2msg_free(). Never fails. */
 struct ct_http_h2msg *ct_http_h2msg_new(const struct ct_http_h2msg_limits *lim);
 void ct_http_h2msg_free(struct ct_http_h2msg **bp);
+/* B as ct_http_h2msg_new() made it, with LIM, for the next request (a
+ * stream's builder kept for the next stream: no allocation). */
+void ct_http_h2msg_reset(struct ct_http_h2msg *b, const struct ct_http_h2msg_limits *lim);
 
 /* Add one decoded field; NAME and VALUE are copied. Returns CT_OK, CT_EPROTO
  * (malformed: ct_http_h2msg_error_status() is 400) or CT_ELIMIT (a limit:

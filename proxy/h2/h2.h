@@ -142,10 +142,14 @@ bool ct_h2_conn_is_done(const struct ct_h2_conn *h);
 /* Why it ends (CT_H2_WHY_NONE while open). */
 enum ct_h2_why ct_h2_conn_why(const struct ct_h2_conn *h);
 /* An idle connection (no stream, nothing to write; otherwise a no-op)
- * gives back what it holds only while busy: the response-head scratch, and
- * the pages of nghttp2's 16 KiB frame buffer (h2_mem.c), which come back
- * zeroed at the next frame. Bytes released. The session goes on as before. */
+ * gives back the pages it holds only while busy (h2_mem.c): nghttp2's
+ * 16 KiB frame buffer's and the empty stream map's, which come back zeroed
+ * at the next write. Bytes the kernel got back. The session goes on as
+ * before. */
 size_t ct_h2_conn_trim(struct ct_h2_conn *h);
+/* Free the calling thread's response-head scratch (shared by its sessions),
+ * when it is done with HTTP/2, e.g. a worker thread that ends. */
+void ct_h2_thread_free(void);
 /* Open streams (idle timeout: none open and nothing to write). */
 size_t ct_h2_conn_nstreams(const struct ct_h2_conn *h);
 const struct ct_h2_counts *ct_h2_conn_counts(const struct ct_h2_conn *h);
@@ -175,6 +179,12 @@ void ct_h2_conn_drain_notice(struct ct_h2_conn *h);
  * (a second final head, 101, a status outside 100-599). */
 int ct_h2_submit_head(struct ct_h2_conn *h, int32_t sid, const struct ct_http_msg *resp,
                       const struct ct_http_field *extra, size_t nextra, bool body);
+/* The same for a head that is this response's own (a pass), not a stored
+ * one sent on every hit: RESP's fields are not added to the HPACK encoder's
+ * table, but those whose values usually repeat (Server, Content-Type,
+ * Cache-Control, Vary, Accept-Ranges, Content-Encoding, Via); EXTRA's are. */
+int ct_h2_submit_head_once(struct ct_h2_conn *h, int32_t sid, const struct ct_http_msg *resp,
+                           const struct ct_http_field *extra, size_t nextra, bool body);
 
 /* The owner's memory, sent without a copy: P[0..LEN) stays valid until
  * RELEASE(ARG) runs (it runs exactly once, also when the stream is reset

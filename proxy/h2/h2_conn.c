@@ -222,6 +222,7 @@ struct ct_h2_conn *ct_h2_conn_new(const struct ct_h2_settings *s, const struct c
     nghttp2_mem nm; /* copied by nghttp2 */
     ct_h2_mem_init(&h->mem, &nm);
     CT_ASSERT(nghttp2_session_server_new3(&h->session, cb, h, opt, &nm) == 0);
+    ct_h2_mem_created(&h->mem);
     nghttp2_session_callbacks_del(cb);
     nghttp2_option_del(opt);
 
@@ -250,7 +251,6 @@ void ct_h2_conn_free(struct ct_h2_conn **hp)
     while (h->streams)
         ct_h2_stream_close(h->streams, NGHTTP2_CANCEL);
     nghttp2_session_del(h->session);
-    free(h->nv);
     h->magic = 0;
     CT_FREE(hp);
 }
@@ -375,13 +375,9 @@ size_t ct_h2_conn_trim(struct ct_h2_conn *h)
     CT_CHECK_OBJ(h, CT_H2_CONN_MAGIC);
     if (h->nstreams > 0 || ct_h2_conn_want_write(h))
         return 0;
-    size_t n = h->nv_cap * sizeof(*h->nv);
-    free(h->nv);
-    h->nv = NULL;
-    h->nv_cap = 0;
-    if (!h->dead) /* a dead session's buffers are never written again: no matter */
-        n += ct_h2_mem_trim(&h->mem);
-    return n;
+    if (h->dead) /* a dead session's buffers are never written again: no matter */
+        return 0;
+    return ct_h2_mem_trim(&h->mem);
 }
 
 size_t ct_h2_conn_nstreams(const struct ct_h2_conn *h)

@@ -37,21 +37,26 @@ struct ct_h2_piece {
 };
 
 /* A session's allocator (h2_mem.c): blocks of CT_H2_MEM_BIG bytes or more
- * are page-aligned and remembered, so an idle connection can give their
- * pages back (ct_h2_mem_trim). Embedded in the connection, which outlives
- * its session. */
-#define CT_H2_MEM_BIG 8192
+ * (the stream map's table is 4096) are page-aligned and remembered, so an
+ * idle connection can give their pages back (ct_h2_mem_trim). Embedded in
+ * the connection, which outlives its session. */
+#define CT_H2_MEM_BIG 4096
 struct ct_h2_mem {
     struct {
         void *p;
-        size_t len; /* whole pages */
+        size_t len;    /* whole pages */
+        bool framebuf; /* nghttp2's frame buffer: dead between frames */
     } big[8];
     unsigned nbig;
+    bool creating; /* until ct_h2_mem_created: the session is being made */
 };
 /* M empty; NM (handed to nghttp2_session_server_new3) allocates through it. */
 void ct_h2_mem_init(struct ct_h2_mem *m, nghttp2_mem *nm);
-/* Return the pages of M's big blocks to the kernel (their contents must be
- * dead: no stream, nothing to send); bytes released. */
+/* The session is made (its frame buffer is known). */
+void ct_h2_mem_created(struct ct_h2_mem *m);
+/* Return to the kernel the resident pages of M's big blocks that hold
+ * nothing: the frame buffer's (the caller promises no stream and nothing to
+ * send) and pages of zeros; bytes given back. */
 size_t ct_h2_mem_trim(struct ct_h2_mem *m);
 
 /* The request side's states (docs/h2_stream.dot). */
@@ -111,8 +116,6 @@ struct ct_h2_conn {
     struct ct_h2_bucket resets, empties;
     struct evbuffer *out; /* during ct_h2_conn_send() */
     size_t out_max;
-    nghttp2_nv *nv; /* scratch for response heads (freed by ct_h2_conn_trim) */
-    size_t nv_cap;
     struct ct_h2_mem mem; /* the session's allocator */
 };
 

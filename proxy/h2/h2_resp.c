@@ -49,17 +49,27 @@ void ct_h2_resp_free(struct ct_h2s_stream *st)
     }
 }
 
-/* The connection's head scratch, room for N fields (what was in it is
- * lost when it grows). */
-static struct ct_http_field *fields_room(struct ct_h2s_stream *st, size_t n)
+/* The heads' scratch, this worker thread's: the fields handed to the
+ * engine, which copies them before a head call returns, so every stream of
+ * the thread shares it and an idle connection holds none. */
+static _Thread_local struct ct_http_field *fields;
+static _Thread_local size_t fcap;
+
+void ct_h2_resp_thread_free(void)
 {
-    struct ct_h2s *s = st->s;
-    if (n > s->fcap) {
-        free(s->fields);
-        s->fcap = n < 32 ? 32 : n;
-        s->fields = ct_xmalloc(s->fcap * sizeof(*s->fields));
+    CT_FREE(&fields);
+    fcap = 0;
+}
+
+/* Room for N fields in the scratch (what was in it is lost when it grows). */
+static struct ct_http_field *fields_room(size_t n)
+{
+    if (n > fcap) {
+        free(fields);
+        fcap = n < 32 ? 32 : n;
+        fields = ct_xmalloc(fcap * sizeof(*fields));
     }
-    return s->fields;
+    return fields;
 }
 
 /* OBJ's stored fields, from the field index the store keeps with the block,
@@ -74,7 +84,7 @@ static int stored_fields(struct ct_h2s_stream *st, const struct ct_cache_blk *bl
         return -1;
     unsigned n = ct_hdrindex_count(&hx);
     /* room for a route's response rules too (h2_deliver_head adds them) */
-    struct ct_http_field *f = fields_room(st, n + CT_FWD_EDITS_MAX);
+    struct ct_http_field *f = fields_room(n + CT_FWD_EDITS_MAX);
     for (unsigned i = 0; i < n; i++) {
         struct ct_hdrindex_field x = ct_hdrindex_field(&hx, i);
         f[i] = (struct ct_http_field){.name = x.name, .value = x.value, .id = x.id};
@@ -116,7 +126,7 @@ static void h2_deliver_head(struct ct_req *r, struct ct_obj *obj, const struct c
     char ebuf[2048];
     size_t ned = ct_req_route_resp_edits(r, edits, ebuf, sizeof(ebuf));
     if (ned) { /* a route's response_headers over the stored fields */
-        struct ct_http_field *f = fields_room(st, (size_t)n + ned);
+        struct ct_http_field *f = fields_room((size_t)n + ned);
         size_t k = 0;
         for (int i = 0; i < n; i++)
             if (!ct_fwd_edited(edits, 0, ned, f[i].name))
@@ -127,10 +137,9 @@ static void h2_deliver_head(struct ct_req *r, struct ct_obj *obj, const struct c
                                                 .id = ct_hdr_lookup(edits[i].name)};
         n = (int)k;
     }
-    struct ct_http_msg msg = {.kind = CT_HTTP_RESPONSE,
-                              .status = p->own_status ? p->status : status,
-                              .version = 11};
-    ct_http_msg_set_fields(&msg, st->s->fields, (size_t)n);
+    struct ct_http_msg msg = {
+        .kind = CT_HTTP_RESPONSE, .status = p->own_status ? p->status : status, .version = 11};
+    ct_http_msg_set_fields(&msg, fields, (size_t)n);
     char age[24], clen[24];
     double a = ct_obj_age(obj, ct_time_real());
     struct ct_http_field extra[4];
@@ -257,7 +266,7 @@ static void h2_send_head(struct ct_req *r, const struct ct_http_msg *resp,
     struct ct_fwd_edit edits[CT_FWD_EDITS_MAX];
     char ebuf[2048];
     size_t ned = ct_req_route_resp_edits(r, edits, ebuf, sizeof(ebuf));
-    struct ct_http_field *f = fields_room(st, resp->nfields + ned);
+    struct ct_http_field *f = fields_room(resp->nfields + ned);
     size_t n = 0;
     for (size_t i = 0; i < resp->nfields; i++) {
         const struct ct_http_field *x = &resp->fields[i];
@@ -283,7 +292,7 @@ static void h2_send_head(struct ct_req *r, const struct ct_http_msg *resp,
     if (extra && extra->cache_status.len)
         cs[ncs++] = field("cache-status", extra->cache_status);
     bool body = r->msg->method != CT_METHOD_HEAD && resp->framing != CT_FRAME_NONE;
-    if (ct_h2_submit_head(st->s->h, st->sid, &msg, cs, ncs, body) == CT_EPROTO)
+    if (ct_h2_submit_head_once(st->s->h, st->sid, &msg, cs, ncs, body) == CT_EPROTO)
         reset(st, 0x2);
     ct_h2s_kick(st->s);
 }

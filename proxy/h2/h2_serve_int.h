@@ -61,10 +61,6 @@ struct ct_h2s {
     bool lingering;     /* all written and shut: waiting for the client's EOF */
     bool got_bytes;     /* the client sent something (the preface timeout is over) */
     struct ct_h2s_stream *streams;
-    /* the heads' scratch (h2_resp.c): the fields handed to the engine, which
-     * copies them before a head call returns, so streams share it */
-    struct ct_http_field *fields;
-    size_t fcap;
     struct ct_creq *spare_cr; /* the last stream's cache part, for the next one */
     struct ct_h2_counts counted; /* the engine's counts already in the stats */
     struct ct_h2s *prev, *next; /* this worker thread's h2 connections */
@@ -101,5 +97,7 @@ void ct_h2s_stream_done(struct ct_h2s_stream *st);
 extern const struct ct_proto ct_h2_proto;
 /* The stream is gone: release what its response held (body_out's buffer). */
 void ct_h2_resp_free(struct ct_h2s_stream *st);
+/* The worker thread is done with HTTP/2: free its heads' scratch. */
+void ct_h2_resp_thread_free(void);
 
 #endif /* CT_H2_SERVE_INT_H */

@@ -47,6 +47,30 @@ static void discard(struct ct_h2_conn *h, struct ct_h2_stream *st, size_t n)
     }
 }
 
+/* ---- spares ------------------------------------------------------------------ */
+
+/* Stream structs (with their request builder) and body pieces that went,
+ * this thread's, for the next ones: a stream and a piece per response were
+ * three allocations and frees (the builder is 2.7 KiB). Per thread rather
+ * than per connection, so an idle connection holds none, and a piece may
+ * outlive its connection (an output chain still points at it). Bounded: a
+ * burst's structs beyond SPARE_MAX go back to malloc. */
+#define SPARE_MAX 32
+static _Thread_local struct ct_h2_stream *spare_st; /* linked by ->next */
+static _Thread_local unsigned nspare_st;
+static _Thread_local struct ct_h2_piece *spare_pc;
+static _Thread_local unsigned nspare_pc;
+
+static struct ct_h2_piece *piece_new(void)
+{
+    struct ct_h2_piece *pc = spare_pc;
+    if (pc == NULL)
+        return ct_xmalloc(sizeof(*pc));
+    spare_pc = pc->next;
+    nspare_pc--;
+    return pc;
+}
+
 /* ---- pieces of response body ---------------------------------------------- */
 
 static void piece_unref(struct ct_h2_piece *pc)
@@ -59,7 +83,13 @@ static void piece_unref(struct ct_h2_piece *pc)
     if (pc->release)
         pc->release(pc->arg);
     pc->magic = 0;
-    free(pc);
+    if (nspare_pc < SPARE_MAX) {
+        pc->next = spare_pc;
+        spare_pc = pc;
+        nspare_pc++;
+    } else {
+        free(pc);
+    }
 }
 
 /* evbuffer_add_reference() cleanup: an output chain is done with the piece. */
@@ -86,12 +116,20 @@ int ct_h2_on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *ud)
     if (f->hd.type != NGHTTP2_HEADERS)
         return 0;
     if (f->headers.cat == NGHTTP2_HCAT_REQUEST) {
-        struct ct_h2_stream *st = ct_xcalloc(1, sizeof(*st));
-        st->magic = CT_H2_STREAM_MAGIC;
-        st->id = f->hd.stream_id;
-        st->h = h;
         struct ct_http_h2msg_limits lim = {h->set.max_header_list, h->set.max_fields};
-        st->head = ct_http_h2msg_new(&lim);
+        struct ct_h2_stream *st = spare_st;
+        struct ct_http_h2msg *head;
+        if (st) {
+            spare_st = st->next;
+            nspare_st--;
+            head = st->head;
+            ct_http_h2msg_reset(head, &lim);
+        } else {
+            st = ct_xmalloc(sizeof(*st));
+            head = ct_http_h2msg_new(&lim);
+        }
+        *st = (struct ct_h2_stream){.magic = CT_H2_STREAM_MAGIC, .id = f->hd.stream_id, .h = h};
+        st->head = head;
         st->next = h->streams;
         if (h->streams)
             h->streams->prev = st;
@@ -129,9 +167,15 @@ void ct_h2_stream_close(struct ct_h2_stream *st, uint32_t code)
     }
     if (st->body_in)
         evbuffer_free(st->body_in);
-    ct_http_h2msg_free(&st->head);
     st->magic = 0;
-    free(st);
+    if (nspare_st < SPARE_MAX) { /* its builder goes with it (reset when taken) */
+        st->next = spare_st;
+        spare_st = st;
+        nspare_st++;
+    } else {
+        ct_http_h2msg_free(&st->head);
+        free(st);
+    }
 }
 
 int ct_h2_on_stream_close(nghttp2_session *s, int32_t sid, uint32_t code, void *ud)
@@ -319,33 +363,86 @@ size_t ct_h2_body_read(struct ct_h2_conn *h, int32_t sid, struct evbuffer *dst, 
 
 /* ---- the response ----------------------------------------------------------- */
 
-/* RESP's head as nghttp2 name/value pairs in h->nv: :status, the fields
+/* The response heads' scratch, this thread's: nghttp2 copies the pairs
+ * before a submit returns, so every session of the thread shares it, and an
+ * idle connection holds none (freed with each connection's trim, it left
+ * holes in the heap between the next connections' long-lived blocks). */
+static _Thread_local nghttp2_nv *nv_scratch;
+static _Thread_local size_t nv_cap;
+
+void ct_h2_thread_free(void)
+{
+    free(nv_scratch);
+    nv_scratch = NULL;
+    nv_cap = 0;
+    while (spare_st) {
+        struct ct_h2_stream *st = spare_st;
+        spare_st = st->next;
+        ct_http_h2msg_free(&st->head);
+        free(st);
+    }
+    nspare_st = 0;
+    while (spare_pc) {
+        struct ct_h2_piece *pc = spare_pc;
+        spare_pc = pc->next;
+        free(pc);
+    }
+    nspare_pc = 0;
+}
+
+/* RESP's head as nghttp2 name/value pairs in nv_scratch: :status, the fields
  * that are not connection-specific (RFC 9113 §8.2.2), EXTRA. nghttp2 copies
  * them at submit and lower-cases each name as it copies (RFC 9113 §8.2.1;
  * nghttp2_nv_array_copy), so the views need not outlive the call and no
  * second copy is made here. Returns the count. */
-static size_t head_nv(struct ct_h2_conn *h, const struct ct_http_msg *resp,
-                      const struct ct_http_field *extra, size_t nextra, char status[4])
+/* A head that is this response's own (a pass), not a stored one sent again:
+ * its fields go without indexing (HPACK "literal without indexing", RFC 7541
+ * §6.2.2), but those whose values usually repeat from one response to the
+ * next. nghttp2 1.52's encoder keys its dynamic table by name: every new
+ * value of a name (a request id, a sequence number) added an entry that
+ * each later lookup of the name compares (memcmp), 160 compares and 9k
+ * instructions per pass response with cachet-origin's X-Origin-Seq
+ * (bench/micro/reqcost.sh h2-pass); nginx and HAProxy never index
+ * responses at all. Stored heads repeat whole on every hit, so indexing pays
+ * there. */
+static uint8_t once_flags(const struct ct_http_field *f)
+{
+    switch (f->id) {
+    case CT_HDR_ACCEPT_RANGES:
+    case CT_HDR_CACHE_CONTROL:
+    case CT_HDR_CONTENT_ENCODING:
+    case CT_HDR_CONTENT_TYPE:
+    case CT_HDR_SERVER:
+    case CT_HDR_VARY:
+    case CT_HDR_VIA: return NGHTTP2_NV_FLAG_NONE;
+    default: return NGHTTP2_NV_FLAG_NO_INDEX;
+    }
+}
+
+static size_t head_nv(const struct ct_http_msg *resp, const struct ct_http_field *extra,
+                      size_t nextra, char status[4], bool once)
 {
     size_t nmax = 1 + resp->nfields + nextra;
-    if (nmax > h->nv_cap) {
-        h->nv_cap = nmax * 2;
-        h->nv = ct_xrealloc(h->nv, h->nv_cap * sizeof(*h->nv));
+    if (nmax > nv_cap) {
+        nv_cap = nmax * 2;
+        nv_scratch = ct_xrealloc(nv_scratch, nv_cap * sizeof(*nv_scratch));
     }
+    nghttp2_nv *nv = nv_scratch;
     /* 100-599 (checked by the caller): three digits, without printf */
     status[0] = (char)('0' + resp->status / 100);
     status[1] = (char)('0' + resp->status / 10 % 10);
     status[2] = (char)('0' + resp->status % 10);
     status[3] = '\0';
     size_t n = 0;
-    h->nv[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)status, 7, 3, NGHTTP2_NV_FLAG_NONE};
+    nv[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)status, 7, 3, NGHTTP2_NV_FLAG_NONE};
     for (size_t i = 0; i < resp->nfields + nextra; i++) {
         const struct ct_http_field *f =
             i < resp->nfields ? &resp->fields[i] : &extra[i - resp->nfields];
         if (i < resp->nfields && ct_http_msg_field_is_hop(resp, f))
             continue;
-        h->nv[n++] = (nghttp2_nv){(uint8_t *)f->name.p, (uint8_t *)f->value.p, f->name.len,
-                                  f->value.len, NGHTTP2_NV_FLAG_NONE};
+        nv[n++] = (nghttp2_nv){(uint8_t *)f->name.p, (uint8_t *)f->value.p, f->name.len,
+                               f->value.len,
+                               once && i < resp->nfields ? once_flags(f) : NGHTTP2_NV_FLAG_NONE};
     }
     return n;
 }
@@ -421,8 +518,8 @@ static struct ct_h2_stream *owned(struct ct_h2_conn *h, int32_t sid)
     return st && (st->req || st->delivering) && st->rx != CT_H2_RX_REFUSED ? st : NULL;
 }
 
-int ct_h2_submit_head(struct ct_h2_conn *h, int32_t sid, const struct ct_http_msg *resp,
-                      const struct ct_http_field *extra, size_t nextra, bool body)
+static int submit_head(struct ct_h2_conn *h, int32_t sid, const struct ct_http_msg *resp,
+                       const struct ct_http_field *extra, size_t nextra, bool body, bool once)
 {
     struct ct_h2_stream *st = owned(h, sid);
     if (st == NULL)
@@ -430,7 +527,7 @@ int ct_h2_submit_head(struct ct_h2_conn *h, int32_t sid, const struct ct_http_ms
     if (st->tx != CT_H2_TX_NONE || resp->status < 100 || resp->status > 599 || resp->status == 101)
         return CT_EPROTO; /* RFC 9113 §8.6: no 101 in HTTP/2 */
     char status[4];
-    size_t n = head_nv(h, resp, extra, nextra, status);
+    size_t n = head_nv(resp, extra, nextra, status, once);
     /* RFC 9110 §9.3.2, §15.3.5, §15.4.5: whatever the owner says, these
      * responses have no content; the head ends the stream and any body the
      * owner hands in later is dropped (released at once). */
@@ -440,14 +537,26 @@ int ct_h2_submit_head(struct ct_h2_conn *h, int32_t sid, const struct ct_http_ms
     }
     int rv;
     if (resp->status < 200) {
-        rv = nghttp2_submit_headers(h->session, NGHTTP2_FLAG_NONE, sid, NULL, h->nv, n, NULL);
+        rv = nghttp2_submit_headers(h->session, NGHTTP2_FLAG_NONE, sid, NULL, nv_scratch, n, NULL);
     } else {
         nghttp2_data_provider prd = {.source.ptr = st, .read_callback = read_body};
-        rv = nghttp2_submit_response(h->session, sid, h->nv, n, body ? &prd : NULL);
+        rv = nghttp2_submit_response(h->session, sid, nv_scratch, n, body ? &prd : NULL);
         if (rv == 0)
             st->tx = body ? CT_H2_TX_BODY : CT_H2_TX_ENDED;
     }
     return rv == 0 ? CT_OK : CT_ENOENT;
+}
+
+int ct_h2_submit_head(struct ct_h2_conn *h, int32_t sid, const struct ct_http_msg *resp,
+                      const struct ct_http_field *extra, size_t nextra, bool body)
+{
+    return submit_head(h, sid, resp, extra, nextra, body, false);
+}
+
+int ct_h2_submit_head_once(struct ct_h2_conn *h, int32_t sid, const struct ct_http_msg *resp,
+                           const struct ct_http_field *extra, size_t nextra, bool body)
+{
+    return submit_head(h, sid, resp, extra, nextra, body, true);
 }
 
 int ct_h2_body_ref(struct ct_h2_conn *h, int32_t sid, const void *p, size_t len,
@@ -463,7 +572,7 @@ int ct_h2_body_ref(struct ct_h2_conn *h, int32_t sid, const void *p, size_t len,
             release(arg);
         return rc;
     }
-    struct ct_h2_piece *pc = ct_xcalloc(1, sizeof(*pc));
+    struct ct_h2_piece *pc = piece_new();
     *pc = (struct ct_h2_piece){
         .magic = CT_H2_PIECE_MAGIC, .p = p, .len = len, .refs = 1, .release = release, .arg = arg};
     queue_piece(st, pc);
@@ -488,7 +597,7 @@ int ct_h2_body_move(struct ct_h2_conn *h, int32_t sid, struct evbuffer *src, siz
         evbuffer_free(buf);
         return CT_OK;
     }
-    struct ct_h2_piece *pc = ct_xcalloc(1, sizeof(*pc));
+    struct ct_h2_piece *pc = piece_new();
     *pc = (struct ct_h2_piece){
         .magic = CT_H2_PIECE_MAGIC, .buf = buf, .len = (size_t)moved, .refs = 1};
     queue_piece(st, pc);

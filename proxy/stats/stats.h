@@ -135,6 +135,10 @@ enum ct_stats_route {
     X(h2_resets_sent, COUNTER, NONE, "HTTP/2 RST_STREAM frames we sent.")       \
     X(h2_connections_ended, COUNTER, H2WHY,                                     \
       "HTTP/2 connections ended, by reason (GOAWAY we sent or received, drain).") \
+    X(h2_idle_trims, COUNTER, NONE,                                             \
+      "HTTP/2 connections that gave back their busy-only memory after 1 s with no stream.") \
+    X(h2_idle_trim_bytes, COUNTER, NONE,                                        \
+      "Bytes of resident memory pages those idle trims gave back to the kernel.") \
     X(route_answers, COUNTER, ROUTE,                                            \
       "Requests a route answered itself: 403 (deny, require), redirect, respond, 429 (rate, concurrency).") \
     X(fleet_peer_fetches, COUNTER, NONE,                                        \

@@ -330,10 +330,53 @@ def case_flood(port, kind):
     report([ev for ev in pump(s, c, is_goaway) if is_goaway(ev)])
 
 
+def case_trim(port, *paths):
+    """The idle trim in the middle of a connection: a GET of the first PATH,
+    then "ready", then wait for a line on stdin (the test polls /metrics
+    until the connection was trimmed); then every PATH at once, then every
+    PATH again, on the same connection. Per response: "PATH STATUS LEN MD5"."""
+    import hashlib
+    s = connect(port)
+    c = conn_of(s)
+
+    def get_all(ps):
+        sids = {}
+        for p in ps:
+            sid = c.get_next_available_stream_id()
+            c.send_headers(sid, req_headers(port, p), end_stream=True)
+            sids[sid] = p
+        s.sendall(c.data_to_send())
+        status, bodies, left = {}, {sid: b"" for sid in sids}, set(sids)
+
+        def until(ev):
+            if isinstance(ev, h2.events.ResponseReceived):
+                status[ev.stream_id] = dict(ev.headers).get(":status")
+            elif isinstance(ev, h2.events.DataReceived):
+                bodies[ev.stream_id] += ev.data
+            elif isinstance(ev, (h2.events.StreamEnded, h2.events.StreamReset)):
+                left.discard(ev.stream_id)
+            elif is_goaway(ev):
+                return True
+            return not left
+
+        report([ev for ev in pump(s, c, until)
+                if isinstance(ev, h2.events.StreamReset) or is_goaway(ev)])
+        for sid in sorted(sids):
+            print("%s %s %d %s" % (sids[sid], status.get(sid), len(bodies[sid]),
+                                   hashlib.md5(bodies[sid]).hexdigest()))
+
+    get_all(paths[:1])
+    print("ready")
+    sys.stdout.flush()
+    sys.stdin.readline()
+    get_all(paths)
+    get_all(paths)
+
+
 CASES = {"preface": case_preface, "flood": case_flood, "get": case_get, "hold": case_hold,
          "malformed": case_malformed, "rapid_reset": case_rapid_reset,
          "cl_mismatch": case_cl_mismatch, "noread": case_noread, "many": case_many,
-         "stall": case_stall}
+         "stall": case_stall, "trim": case_trim}
 
 if __name__ == "__main__":
     port = int(sys.argv[1])

@@ -151,6 +151,59 @@ static void test_big_head(void)
     }
 }
 
+/* A builder reset for the next stream is as new: storage that outgrew it
+ * is gone, an error does not stick, the limits are the new ones. */
+static void test_reset(void)
+{
+    struct ct_http_h2msg *b = ct_http_h2msg_new(NULL);
+    static const char *const pseudo[] = {GET_PSEUDO, NULL};
+    char names[60][32], values[60][80];
+    for (int round = 0; round < 3; round++) {
+        if (round)
+            ct_http_h2msg_reset(b, round == 2 ? &(struct ct_http_h2msg_limits){64 * 1024, 2}
+                                              : NULL);
+        for (size_t i = 0; pseudo[i]; i += 2)
+            CU_ASSERT_EQUAL(ct_http_h2msg_add(b, ct_str_c(pseudo[i]), ct_str_c(pseudo[i + 1])),
+                            CT_OK);
+        size_t n = round == 0 ? 60 : 2; /* round 0 outgrows the builder's own storage */
+        for (size_t i = 0; i < n; i++) {
+            snprintf(names[i], sizeof(names[i]), "x-r%d-%zu", round, i);
+            memset(values[i], 'a' + (int)(i % 26), sizeof(values[i]) - 1);
+            values[i][sizeof(values[i]) - 1] = 0;
+            CU_ASSERT_EQUAL(ct_http_h2msg_add(b, ct_str_c(names[i]), ct_str_c(values[i])), CT_OK);
+        }
+        if (round == 1) /* malformed: the error sticks until the reset */
+            CU_ASSERT_EQUAL(ct_http_h2msg_add(b, CT_STR("X-Upper"), CT_STR("1")), CT_EPROTO);
+        const struct ct_http_msg *m = NULL;
+        int rc = ct_http_h2msg_finish(b, true, &m);
+        if (round == 1) {
+            CU_ASSERT_EQUAL(rc, CT_EPROTO);
+            continue;
+        }
+        CU_ASSERT_EQUAL_FATAL(rc, CT_OK);
+        CU_ASSERT_EQUAL(m->nfields, n + 1); /* + host */
+        for (size_t i = 0; i < n; i++) {
+            const struct ct_http_field *f = ct_http_msg_find_name(m, ct_str_c(names[i]), NULL);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+            CU_ASSERT_TRUE(ct_str_eq(f->value, ct_str_c(values[i])));
+        }
+        if (round) /* nothing of the first request is left */
+            CU_ASSERT_PTR_NULL(ct_http_msg_find_name(m, CT_STR("x-r0-0"), NULL));
+    }
+    /* the limit given at the last reset holds: 3 fields against 2 */
+    ct_http_h2msg_reset(b, &(struct ct_http_h2msg_limits){64 * 1024, 2});
+    for (size_t i = 0; pseudo[i]; i += 2)
+        ct_http_h2msg_add(b, ct_str_c(pseudo[i]), ct_str_c(pseudo[i + 1]));
+    ct_http_h2msg_add(b, CT_STR("a"), CT_STR("1"));
+    ct_http_h2msg_add(b, CT_STR("b"), CT_STR("1"));
+    int rc = ct_http_h2msg_add(b, CT_STR("c"), CT_STR("1"));
+    const struct ct_http_msg *m = NULL;
+    if (rc == CT_OK)
+        rc = ct_http_h2msg_finish(b, true, &m);
+    CU_ASSERT_EQUAL(rc, CT_ELIMIT);
+    ct_http_h2msg_free(&b);
+}
+
 /* Each list breaks one rule of RFC 9113 §8.2 or §8.3. */
 static void test_malformed(void)
 {
@@ -291,6 +344,7 @@ void ct_test_register(void)
              {"host and :authority agree, or the request is malformed", test_host_and_authority},
              {"cookie fields are joined with '; '", test_cookies_joined},
              {"a head past the builder's own storage moves whole", test_big_head},
+        {"a reset builder is as new", test_reset},
              {"each RFC 9113 field and pseudo-header rule refuses", test_malformed},
              {"OPTIONS *, CONNECT, te: trailers and empty values pass", test_accepted_edges},
              {"NUL in a value refuses", test_nul_in_value},
