@@ -168,6 +168,9 @@ struct ct_creq {
     bool self;             /* the fetcher reads its own fill like a waiter (it wants
                               a Range or asked a conditional we answer ourselves) */
     bool stripped;         /* the client's conditionals / Range were not forwarded */
+    bool range_hold;       /* STREAM: a Range on cr->obj, whose length is known only
+                              once it is complete, waits for that (ct_cache_emit) */
+    bool hold_close;       /* ... and the force_close it was asked with */
     /* a background refresh (cache_bg.c) */
     unsigned bg_port;      /* the triggering client's default port (key); 0: not one */
     bool discard;          /* the origin's body goes nowhere */
