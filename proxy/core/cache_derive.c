@@ -36,6 +36,7 @@ struct ct_derive {
     struct ct_str in;   /* what is left of the piece being decoded (obj's memory) */
     bool in_end;        /* the object's body is all read */
     struct ct_codec *dec;
+    enum ct_coding from; /* the stored coding dec undoes */
     struct evbuffer *out;
     struct ct_http_field *stored; /* the stored fields (views into obj) and Age */
     struct ct_ce_head *head;      /* the decoded head (fields for the one sent) */
@@ -141,18 +142,45 @@ static enum ct_req_next derive_end(struct ct_req *r)
     return CT_REQ_GONE;
 }
 
+/* The decode_* counters (by the stored coding): bytes through DEC since
+ * IN0 / OUT0 and this thread's CPU time since T0. Decoded deliveries and
+ * their Range's counting pass are counted here; a recoding
+ * (store_transcoded) is counted once, as the compression it is, in the
+ * compress_* counters of its target (recode()). */
+static void count_decode(struct ct_req *r, enum ct_coding from, const struct ct_codec *dec,
+                         uint64_t in0, uint64_t out0, uint64_t t0)
+{
+    struct ct_stats *st = r->w->stats;
+    ct_stats_add(&st->decode_bytes_in[from], ct_codec_bytes_in(dec) - in0);
+    ct_stats_add(&st->decode_bytes_out[from], ct_codec_bytes_out(dec) - out0);
+    ct_stats_add(&st->decode_cpu_us[from], ct_cache_thread_cpu_us() - t0);
+}
+
+static enum ct_req_next decode_run(struct ct_req *r, struct ct_derive *d);
+
 /* DECODE (req_step.h): decode on until the body is out (GONE), the output
  * is full (PARK: ct_cache_derive_drained() runs R again), or the decoder
- * fails (GONE: the client's message ends truncated, its head is out). */
+ * fails (GONE: the client's message ends truncated, its head is out). Each
+ * run is counted (count_decode) before the decoder may go. */
 enum ct_req_next ct_step_decode(struct ct_req *r)
 {
     struct ct_creq *cr = r->cr;
     struct ct_derive *d = cr->derive;
     if (d->dec == NULL)
         return derive_end(r); /* a head only (304, HEAD) */
+    return decode_run(r, d);
+}
+
+static enum ct_req_next decode_run(struct ct_req *r, struct ct_derive *d)
+{
+    struct ct_creq *cr = r->cr;
+    uint64_t t0 = ct_cache_thread_cpu_us(), in0 = ct_codec_bytes_in(d->dec),
+             out0 = ct_codec_bytes_out(d->dec);
     for (;;) {
-        if (r->proto->output_full(r))
+        if (r->proto->output_full(r)) {
+            count_decode(r, d->from, d->dec, in0, out0, t0);
             return CT_REQ_PARK;
+        }
         if (d->in.len == 0 && !d->in_end) {
             struct ct_str chunk;
             enum ct_obj_body got = ct_obj_body_next(d->obj, &d->pos, DERIVE_IN, &chunk);
@@ -187,6 +215,8 @@ enum ct_req_next ct_step_decode(struct ct_req *r)
         evbuffer_drain(d->out, evbuffer_get_length(d->out));
         if (d->left == 0 && rc != CT_CODEC_ERROR)
             rc = CT_CODEC_DONE; /* the range is out */
+        if (rc == CT_CODEC_ERROR || rc == CT_CODEC_DONE)
+            count_decode(r, d->from, d->dec, in0, out0, t0);
         if (rc == CT_CODEC_ERROR) {
             CT_WARN("w%u c%llu %s: stored %.*s does not decode: %s", r->w->id,
                     (unsigned long long)r->conn_id, r->peer, (int)r->msg->target.len,
@@ -217,8 +247,9 @@ bool ct_cache_derive_drained(struct ct_req *r)
 /* The decoded body's length: one decoding pass that keeps nothing (the
  * price of a Range on a derived representation); UINT64_MAX if it does
  * not decode. */
-static uint64_t decoded_len(struct ct_obj *obj, enum ct_coding c)
+static uint64_t decoded_len(struct ct_req *r, struct ct_obj *obj, enum ct_coding c)
 {
+    uint64_t t0 = ct_cache_thread_cpu_us();
     struct ct_codec *cd = ct_codec_new(c, CT_CODEC_DECODE, CT_CODEC_LEVEL_DEFAULT, 0);
     struct ct_obj_body_pos pos = CT_OBJ_BODY_POS_INIT;
     struct ct_str in = CT_STR_NULL;
@@ -244,6 +275,7 @@ static uint64_t decoded_len(struct ct_obj *obj, enum ct_coding c)
         }
     }
     free(tmp);
+    count_decode(r, c, cd, 0, 0, t0);
     ct_codec_free(&cd);
     return total;
 }
@@ -263,7 +295,7 @@ static void plan_range(struct ct_req *r, struct ct_derive *d, enum ct_coding fro
     /* If-Range names a strong validator or a date (§13.1.5): a decoded
      * representation has neither strongly, so the whole goes. */
     if (r->msg->method == CT_METHOD_GET && rf && !ct_http_msg_find(r->msg, CT_HDR_IF_RANGE, NULL) &&
-        (len = decoded_len(d->obj, from)) != UINT64_MAX &&
+        (len = decoded_len(r, d->obj, from)) != UINT64_MAX &&
         (rng = ct_cache_parse_range(rf->value, len, &a, &b)) != 0) {
         if (rng < 0) {
             d->msg.status = 416;
@@ -337,6 +369,7 @@ static bool decoded(struct ct_req *r, struct ct_obj *obj, enum ct_coding from,
         return true;
     d->dec = ct_codec_new(from, CT_CODEC_DECODE, CT_CODEC_LEVEL_DEFAULT, 0);
     CT_ASSERT(d->dec != NULL);
+    d->from = from;
     d->out = evbuffer_new();
     d->pos = (struct ct_obj_body_pos)CT_OBJ_BODY_POS_INIT;
     return true;
@@ -470,6 +503,8 @@ static int recode(struct ct_req *r, struct ct_obj *src, enum ct_coding from, enu
     if (rc == CT_OK && !done)
         rc = CT_EPROTO; /* the body ended before the decoder's end */
     if (rc == CT_OK) {
+        /* Counted once, as a compression into TO (its decoder's time is in
+         * compress_cpu_us; decode_* are the decoded deliveries'). */
         struct ct_stats *st = r->w->stats;
         ct_stats_add(&st->compress_objects[to], 1);
         ct_stats_add(&st->compress_bytes_in[to], ct_codec_bytes_in(enc));

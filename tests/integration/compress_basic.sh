@@ -252,6 +252,20 @@ ct_check_match "compress_bytes_in{gzip}" "$(stat_of compress_bytes_in gzip)" '^[
 ct_check_match "compress_cpu_us{zstd}" "$(stat_of compress_cpu_us zstd)" '^[0-9]+$'
 in=$(stat_of compress_bytes_in br) out=$(stat_of compress_bytes_out br)
 ct_check "br: out below in" "$((out < in))" 1
+# decoded deliveries have their own counters: one identity answer from the
+# stored zstd copy adds its stored bytes in, the origin's length out
+zin=$(stat_of decode_bytes_in zstd) zout=$(stat_of decode_bytes_out zstd) zcpu=$(stat_of decode_cpu_us zstd)
+fetch "$P$GEN" zstd >/dev/null
+zsize=$(stat -c %s "$CT_TMP/body")
+h=$(fetch "$P$GEN" identity)
+ct_check_match "decoded from zstd" "$(hdr Cache-Status "$h")" 'detail=decoded-zstd$'
+ct_check "... decoded = the origin's body" "$(decode identity "$CT_TMP/body")" "$REF"
+ct_check "decode_bytes_in{zstd}: the stored bytes" "$(($(stat_of decode_bytes_in zstd) - zin))" "$zsize"
+ct_check "decode_bytes_out{zstd}: the bytes sent" "$(($(stat_of decode_bytes_out zstd) - zout))" 100000
+ct_check "decode_cpu_us{zstd}: counted" "$(($(stat_of decode_cpu_us zstd) >= zcpu))" 1
+ct_check "decode_bytes_in{gzip}: nothing decoded from gzip" "$(stat_of decode_bytes_in gzip)" 0
+ct_check_match "/metrics: decode counters by coding" \
+    "$(curl -s "http://127.0.0.1:$APORT/metrics" | grep -c '^cachet_decode_\(bytes_in\|bytes_out\|cpu_us\)_total{coding=')" '^12$'
 ct_check_match "/metrics: by coding" \
     "$(curl -s "http://127.0.0.1:$APORT/metrics" | grep -c '^cachet_compress_bytes_out_total{coding=')" '^4$'
 
