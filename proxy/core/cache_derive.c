@@ -66,11 +66,27 @@ void ct_derive_free(struct ct_derive **dp)
     CT_FREE(dp);
 }
 
-uint32_t ct_cache_derive_blk_flags(const struct ct_http_msg *stored)
+uint32_t ct_cache_derive_blk_flags(const struct ct_http_msg *stored, bool weakened)
 {
     enum ct_coding c = ct_coding_of_msg(stored);
     _Static_assert(CT_CODING__COUNT <= CT_CACHE_BLK_CODING_MASK + 1, "codings fit the mask");
-    return c > CT_CODING_IDENTITY ? (uint32_t)c : 0;
+    if (c <= CT_CODING_IDENTITY)
+        return 0;
+    const struct ct_http_field *et = ct_http_msg_find(stored, CT_HDR_ETAG, NULL);
+    bool weak = et && et->value.len > 2 && memcmp(et->value.p, "W/", 2) == 0;
+    return (uint32_t)c | (weakened && weak ? CT_CACHE_BLK_WEAKENED : 0);
+}
+
+/* The strong ETag an identity decoding of OBJ gives back (its stored W/"x"
+ * as "x", a view into OBJ) when cachet weakened it; empty otherwise. */
+static struct ct_str origin_etag(const struct ct_obj *obj)
+{
+    struct ct_cache_blk blk;
+    struct ct_str wire, et = ct_obj_etag(obj);
+    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    if (!(blk.flags & CT_CACHE_BLK_WEAKENED) || et.len < 4 || memcmp(et.p, "W/", 2) != 0)
+        return CT_STR_NULL;
+    return ct_str_make(et.p + 2, et.len - 2);
 }
 
 /* The request as the client sent it: cache_req.c replaces Accept-Encoding
@@ -293,8 +309,12 @@ static void plan_range(struct ct_req *r, struct ct_derive *d, enum ct_coding fro
     uint64_t len, a, b;
     int rng;
     /* If-Range names a strong validator or a date (§13.1.5): a decoded
-     * representation has neither strongly, so the whole goes. */
-    if (r->msg->method == CT_METHOD_GET && rf && !ct_http_msg_find(r->msg, CT_HDR_IF_RANGE, NULL) &&
+     * representation has at most the origin's strong ETag (origin_etag),
+     * so anything else sends the whole. */
+    const struct ct_http_field *ir = ct_http_msg_find(r->msg, CT_HDR_IF_RANGE, NULL);
+    struct ct_str strong = origin_etag(d->obj);
+    bool if_range = ir == NULL || (strong.len && ct_cache_etag_match(ir->value, strong, false));
+    if (r->msg->method == CT_METHOD_GET && rf && if_range &&
         (len = decoded_len(r, d->obj, from)) != UINT64_MAX &&
         (rng = ct_cache_parse_range(rf->value, len, &a, &b)) != 0) {
         if (rng < 0) {
@@ -337,9 +357,16 @@ static bool decoded(struct ct_req *r, struct ct_obj *obj, enum ct_coding from,
     }
     d->head = ct_ce_head_new(&sm, CT_CODING_IDENTITY, true);
     struct ct_http_msg *hm = &d->head->msg;
-    /* Its validators are the decoded representation's (the weak ETag). */
+    /* Its validators are the decoded representation's: the origin's strong
+     * ETag when cachet only weakened it, else a weak one. */
+    struct ct_str strong = origin_etag(obj);
+    for (size_t i = 0; strong.len && i < hm->nfields; i++)
+        if (hm->fields[i].id == CT_HDR_ETAG)
+            d->head->fields[i].value = strong;
     struct ct_cache_validators v = {
-        .etag = d->head->etag ? ct_str_c(d->head->etag) : ct_obj_etag(obj),
+        .etag = strong.len      ? strong
+                : d->head->etag ? ct_str_c(d->head->etag)
+                                : ct_obj_etag(obj),
         .last_modified = ct_obj_last_modified(obj),
         .response_time = ct_obj_response_time(obj),
     };
@@ -532,7 +559,9 @@ static bool transcoded(struct ct_req *r, struct ct_obj *obj, enum ct_coding y,
     struct ct_http_msg sm;
     bool ok = stored_msg(&probe, &sm);
     struct ct_ce_head *h = ok ? ct_ce_head_new(&sm, x, true) : NULL;
-    ok = ok && ct_cache_store_head_of(r, fill, &h->msg, now) == CT_OK &&
+    /* weakened here, or by cachet when it stored OBJ */
+    bool weakened = ok && (h->etag != NULL || origin_etag(obj).len);
+    ok = ok && ct_cache_store_head_of(r, fill, &h->msg, weakened, now) == CT_OK &&
          recode(r, obj, y, x, fill) == CT_OK;
     ct_ce_head_free(&h);
     free(probe.stored);

@@ -253,9 +253,10 @@ struct ct_conf_compression;
 struct ct_codec *ct_cache_encoder_new(const struct ct_conf_compression *cz, enum ct_coding c,
                                       uint64_t size_hint);
 /* Store MSG as the head of FILL (a BUSY object from R's lookup, not R's
- * cr->fill) as a fill of R's request would; CT_OK or the store's error. */
+ * cr->fill) as a fill of R's request would (WEAKENED: cachet made its ETag
+ * weak, CT_CACHE_BLK_WEAKENED); CT_OK or the store's error. */
 int ct_cache_store_head_of(struct ct_req *r, struct ct_obj *fill, const struct ct_http_msg *msg,
-                           ct_time_t now);
+                           bool weakened, ct_time_t now);
 /* This thread's CPU time in µs (the compress_cpu_us counters). */
 uint64_t ct_cache_thread_cpu_us(void);
 /* cache_req.c, cache_deliver.c */

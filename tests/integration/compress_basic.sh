@@ -120,7 +120,9 @@ U="$P/gen?size=50000&type=text/plain&$MA&etag=%22v1%22"
 h=$(fetch "$U" br)
 ct_check "br: a strong ETag becomes weak" "$(hdr ETag "$h")" 'W/"v1"'
 h=$(fetch "$U" identity)
-ct_check "identity, decoded from br: the ETag weak" "$(hdr ETag "$h")" 'W/"v1"'
+ct_check_match "identity, decoded from br" "$(hdr Cache-Status "$h")" 'detail=decoded-br$'
+ct_check "identity, decoded from br: the origin's strong ETag back" "$(hdr ETag "$h")" '"v1"'
+ct_check "... and the origin's bytes" "$(md5sum <"$CT_TMP/body")" "$(curl -s "$O/gen?size=50000" | md5sum)"
 st=$(curl -s -o /dev/null -w '%{http_code}' -H 'Accept-Encoding: br' -H 'If-None-Match: W/"v1"' "$U")
 ct_check "br: If-None-Match with the weak ETag is a 304" "$st" 304
 
@@ -134,6 +136,9 @@ ct_check_match "br, stale: revalidated with a 304" "$cs" 'fwd=stale; fwd-status=
 ct_check "br, stale: decoded = the origin's body" "$(decode br "$CT_TMP/body")" \
     "$(curl -s "$O/gen?size=50000" | md5sum)"
 ct_check "br, after the 304: the ETag still weak" "$(hdr ETag "$(fetch "$U3" br)")" 'W/"v7"'
+h=$(fetch "$U3" identity)
+ct_check_match "identity from the revalidated br object: decoded" "$(hdr Cache-Status "$h")" 'detail=decoded-br$'
+ct_check "... the strong ETag back (the 304 kept who weakened it)" "$(hdr ETag "$h")" '"v7"'
 
 # ---- HTTP/2 (HTTPS keys its own objects): miss then hit per class, decoded ------
 ct_origin_reset "$OPORT"
