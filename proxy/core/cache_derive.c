@@ -594,6 +594,24 @@ static void drop_fetch(struct ct_obj **fetch)
     ct_obj_release(fetch);
 }
 
+/* R accepts nothing cachet offers, identity neither. 406 only if the
+ * stored variants differ from R on Accept-Encoding alone (one of them, of
+ * some class, is selected by R's other fields: RFC 9110 §15.5.7, there is
+ * a representation and R refuses it); a Vary miss on another field
+ * (Accept-Language...) is a miss like any, fetched with R's field as sent. */
+static enum ct_derive_rc refuse_or_fetch(struct ct_req *r, ct_time_t now, struct ct_obj **fetch)
+{
+    for (int c = 0; c < CT_CODING__COUNT; c++) {
+        struct ct_obj *obj = probe_variant(r, (enum ct_coding)c, now);
+        if (obj) {
+            ct_obj_release(&obj);
+            drop_fetch(fetch);
+            return CT_DERIVE_REFUSE;
+        }
+    }
+    return CT_DERIVE_NONE;
+}
+
 enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
                                             struct ct_obj **fetch)
 {
@@ -604,10 +622,8 @@ enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
     struct ct_ae ae;
     ct_ae_init(&ae);
     ct_ae_from_msg(&ae, client_msg(r));
-    if (cr->ae_class == CT_CODING_NONE) { /* nothing offered is acceptable, identity neither */
-        drop_fetch(fetch);
-        return CT_DERIVE_REFUSE;
-    }
+    if (cr->ae_class == CT_CODING_NONE) /* nothing offered is acceptable, identity neither */
+        return refuse_or_fetch(r, now, fetch);
     bool nt = req_no_transform(r);
     for (unsigned i = 0; i < cz->pref.n; i++) {
         enum ct_coding y = (enum ct_coding)cz->pref.order[i];

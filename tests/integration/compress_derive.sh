@@ -215,6 +215,23 @@ ct_check_match "identity refused, nothing acceptable: 406" "$(head -1 <<<"$h")" 
 h=$(fetch "$S$GEN&v=zstd-h2" 'identity;q=0, compress' --http2)
 ct_check_match "h2: 406" "$(head -1 <<<"$h")" ' 406'
 ct_check "406: no origin fetch" "$(origin_count)" 2
+# 406 only when the stored variants differ on Accept-Encoding alone: a
+# variant of another Accept-Language is a Vary miss like any, fetched
+ct_origin_reset "$OPORT"
+AL="$P$GEN&vary=Accept-Language&v=al"
+fetch "$AL" br -H 'Accept-Language: en' >/dev/null
+h=$(fetch "$AL" 'identity;q=0, compress' -H 'Accept-Language: de')
+ct_check_match "other language, nothing acceptable: fetched, not 406" "$(head -1 <<<"$h")" ' 200'
+ct_check_match "... a Vary miss" "$(hdr Cache-Status "$h")" '^cachet; fwd=vary-miss'
+ct_check "... the origin's bytes" "$(md5sum <"$CT_TMP/body")" "$REF"
+ct_check "... one fetch each" "$(origin_count)" 2
+h=$(fetch "$AL" 'identity;q=0, compress' -H 'Accept-Language: en')
+ct_check_match "same language, nothing acceptable: 406" "$(head -1 <<<"$h")" ' 406'
+h=$(fetch "${AL/$P/$S}" br --http2 -H 'Accept-Language: en')
+h=$(fetch "${AL/$P/$S}" 'identity;q=0, compress' --http2 -H 'Accept-Language: fr')
+ct_check_match "h2 other language, nothing acceptable: fetched" "$(head -1 <<<"$h")" ' 200'
+ct_check "h2 ... the origin's bytes" "$(md5sum <"$CT_TMP/body")" "$REF"
+ct_check "... no fetch for the 406" "$(origin_count)" 4
 
 # ---- compression.store_transcoded: recoded once, stored as the class's variant -----
 cat >"$CT_TMP/tc.conf" <<EOF
