@@ -455,6 +455,7 @@ static struct ct_obj *probe_variant(struct ct_req *r, enum ct_coding y, ct_time_
         .match = ct_cache_vary_match_cb,
         .match_arg = &pm,
         .no_insert = true,
+        .uncounted = true, /* R's own lookup is the one counted */
     };
     struct ct_cache_lookup_res res = {0};
     struct ct_obj *obj = NULL;
@@ -575,6 +576,7 @@ static bool transcoded(struct ct_req *r, struct ct_obj *obj, enum ct_coding y,
         return false;
     }
     ct_obj_complete(fill, ct_time_real());
+    ct_cache_lookup_answered(r->w->wc->cache, &r->cr->key, NULL); /* a hit (its fill is used) */
     char buf[96];
     snprintf(buf, sizeof(buf), "cachet; hit; detail=transcoded-%s", ct_coding_name(y));
     r->cr->cs = CT_STATS_CS_HIT;
@@ -582,16 +584,15 @@ static bool transcoded(struct ct_req *r, struct ct_obj *obj, enum ct_coding y,
     return true;
 }
 
-/* R's own BUSY object goes before R is answered: the answer may end R and
+/* R's MISS lookup is answered from another variant: the store counts it
+ * as the hit it is (one lookup, not a miss and a probe's hit), and R's own
+ * BUSY object (if any) goes before R is answered: the answer may end R and
  * start the next pipelined request at once, whose lookup must not wait on
  * it. Failed, not abandoned, so a waiter on another worker looks again
  * (and derives too) instead of passing as uncacheable. */
-static void drop_fetch(struct ct_obj **fetch)
+static void drop_fetch(struct ct_req *r, struct ct_obj **fetch)
 {
-    if (*fetch == NULL)
-        return;
-    ct_obj_fail(*fetch);
-    ct_obj_release(fetch);
+    ct_cache_lookup_answered(r->w->wc->cache, &r->cr->key, fetch);
 }
 
 /* R accepts nothing cachet offers, identity neither. 406 only if the
@@ -605,7 +606,7 @@ static enum ct_derive_rc refuse_or_fetch(struct ct_req *r, ct_time_t now, struct
         struct ct_obj *obj = probe_variant(r, (enum ct_coding)c, now);
         if (obj) {
             ct_obj_release(&obj);
-            drop_fetch(fetch);
+            drop_fetch(r, fetch);
             return CT_DERIVE_REFUSE;
         }
     }
@@ -655,7 +656,7 @@ enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
         *ct_cache_put_i64(base + 17, (int64_t)ct_cache_policy_ttl(&blk.fresh, now)) = '\0';
         cr->cs = CT_STATS_CS_HIT;
         if (as_is) {
-            drop_fetch(fetch);
+            drop_fetch(r, fetch);
             ct_cache_to_deliver(r, obj, status_of(buf, sizeof(buf), ct_str_c(base), "stored", y));
             return CT_DERIVE_ANSWERED;
         }
@@ -664,7 +665,7 @@ enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
         bool ok = stored_msg(&probe, &sm) && !msg_no_transform(&sm);
         free(probe.stored);
         if (ok)
-            drop_fetch(fetch); /* (if decoded() fails after all: a pass) */
+            drop_fetch(r, fetch); /* (if decoded() fails after all: a pass) */
         if (ok && decoded(r, obj, y, status_of(buf, sizeof(buf), ct_str_c(base), "decoded", y)))
             return CT_DERIVE_ANSWERED;
         if (!ok)
