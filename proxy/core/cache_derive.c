@@ -416,9 +416,19 @@ bool ct_cache_derive_hit(struct ct_req *r, struct ct_obj *obj, const struct ct_c
 {
     *refuse = false;
     enum ct_coding y = (enum ct_coding)(blk->flags & CT_CACHE_BLK_CODING_MASK);
+    /* The request's one Accept-Encoding field is the stored coding's name:
+     * it takes it, and nothing needs parsing. With compression off no
+     * class was chosen before the lookup (cr->ae_class is NONE), so every
+     * hit on a coded object (the origin's own gzip) comes here, and this is
+     * what cachet's own fetches and simple clients send. */
+    const struct ct_http_msg *cm = client_msg(r);
+    const struct ct_http_field *f = ct_http_msg_find(cm, CT_HDR_ACCEPT_ENCODING, NULL);
+    if (f && ct_str_eq(f->value, ct_str_c(ct_coding_name(y))) &&
+        ct_http_msg_find(cm, CT_HDR_ACCEPT_ENCODING, f) == NULL)
+        return false;
     struct ct_ae ae;
     ct_ae_init(&ae);
-    ct_ae_from_msg(&ae, client_msg(r));
+    ct_ae_from_msg(&ae, cm);
     if (ct_ae_accepts(&ae, y))
         return false;
     struct ct_derive probe = {.obj = obj};
