@@ -485,6 +485,11 @@ struct ct_obj_meta {
                                 (stored as float: ~1 s precision up to 190 days) */
     double keep;             /* kept past grace for revalidation only, seconds */
     uint64_t body_hint;      /* Content-Length if known (one contiguous segment), else 0 */
+    bool body_hint_max;      /* body_hint is a bound, not the length (a body encoded as it
+                                fills is at most about its origin's length): used only when
+                                the first segment can be a memfd mapping (so that the body
+                                is one run of a file, for sendfile), and the pages the body
+                                leaves untouched go back to the cap at ct_obj_complete */
     struct ct_obj *body_src; /* NULL, or a COMPLETE object whose body this one shares by
                                 reference instead of its own (a 304 revalidation updates
                                 the head and keeps the body, RFC 9111 §4.3.4); the new

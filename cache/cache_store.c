@@ -374,6 +374,7 @@ void ct_obj_complete(struct ct_obj *obj, ct_time_t now)
     CT_ASSERT(ct_obj_state(obj) == CT_OBJ_STREAMING);
     struct ct_cache_shard *sh = obj->shard;
 
+    ct_cache_obj_trim(obj); /* the body's length is final: no bound left to hold */
     pthread_mutex_lock(&sh->mtx);
     atomic_store_explicit(&obj->state, CT_OBJ_COMPLETE, memory_order_release);
     if (obj->flags & OBJ_F_LINKED) {

@@ -367,6 +367,14 @@ static int store_head(struct ct_req *r, const struct ct_http_msg *msg, struct ct
         .body_hint = !body_src && msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0,
         .body_src = body_src,
     };
+    /* A body encoded as it fills has no length yet, but at most about the
+     * origin's: reserved as one run (a memfd when large enough), so that
+     * its hits can sendfile(2) like any large body; the store gives back
+     * what it did not use when it completes. */
+    if (!body_src && cr->enc && cr->enc_bound) {
+        meta.body_hint = cr->enc_bound;
+        meta.body_hint_max = true;
+    }
     /* Tags: the response's; after a 304 without tag fields, the stored
      * object's (its tag fields are not in the stored block: the index has
      * them, RFC 9111 §4.3.4 keeps what the 304 does not replace). */
@@ -587,6 +595,7 @@ static bool encoder_start(struct ct_req *r, enum ct_coding c, const struct ct_ht
     cr->enc = ct_cache_encoder_new(cz, c, msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0);
     if (cr->enc == NULL)
         return false;
+    cr->enc_bound = msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0;
     if (cr->zbuf == NULL)
         cr->zbuf = evbuffer_new();
     if (cr->scratch == NULL)

@@ -191,6 +191,8 @@ struct ct_creq {
     struct ct_http_field *ae_fields;
     size_t ae_cap;
     struct ct_codec *enc;  /* fill: the origin's body encoded into the object */
+    uint64_t enc_bound;    /* ... the origin's Content-Length (0: none): what the
+                              encoded body is reserved for (ct_obj_meta.body_hint_max) */
     struct evbuffer *zbuf; /* the encoder's output, to the object then the client */
     struct ct_ce_head *otf_head; /* compression.on_the_fly: the head sent, kept
                                     until the request ends */

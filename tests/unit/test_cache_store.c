@@ -1167,6 +1167,46 @@ static void test_mapped_bodies(void)
     ct_obj_release(&small);
     ct_obj_release(&nolen);
 
+    /* a bound (an encoded body, at most its origin's length): one run of a
+     * file for the body that came, and what it left back to the cap */
+    {
+        struct tkey kb;
+        mk_key(&kb, "h", "/bound");
+        struct ct_cache_lookup_res rb;
+        CU_ASSERT_EQUAL_FATAL(lookup(c, &kb, T0, &rb), CT_CACHE_MISS);
+        size_t before = idle_bytes(c);
+        struct ct_obj_meta mb = {.status = 200, .head = CT_STR("HTTP/1.1 200 OK\r\n"),
+                                 .response_time = T0, .ttl = 60,
+                                 .body_hint = 1 << 20, .body_hint_max = true};
+        CU_ASSERT_EQUAL_FATAL(ct_obj_set_head(rb.fetch, &mb), CT_OK);
+        CU_ASSERT(idle_bytes(c) - before >= (1 << 20)); /* the bound, while it fills */
+        CU_ASSERT_EQUAL_FATAL(ct_obj_append(rb.fetch, body, n), CT_OK);
+        ct_obj_complete(rb.fetch, T0);
+        size_t kept = idle_bytes(c) - before;
+        CU_ASSERT(kept >= n && kept < n + 3 * 4096); /* the body's pages and the blob's */
+        off_t offb;
+        int fdb = ct_obj_body_fd(rb.fetch, &offb);
+        CU_ASSERT_FATAL(fdb >= 0);
+        CU_ASSERT_TRUE(fd_holds(fdb, offb, body, n));
+        CU_ASSERT_TRUE(body_equals(rb.fetch, body, n));
+        ct_cache_lookup_res_release(&rb);
+        /* a bound below the mapping size: nothing reserved for it, the heap */
+        mk_key(&kb, "h", "/bound-small");
+        CU_ASSERT_EQUAL_FATAL(lookup(c, &kb, T0, &rb), CT_CACHE_MISS);
+        mb.body_hint = 32 * 1024;
+        before = idle_bytes(c);
+        CU_ASSERT_EQUAL_FATAL(ct_obj_set_head(rb.fetch, &mb), CT_OK);
+        CU_ASSERT(idle_bytes(c) - before < 4096);
+        CU_ASSERT_EQUAL_FATAL(ct_obj_append(rb.fetch, body, 1000), CT_OK);
+        ct_obj_complete(rb.fetch, T0);
+        CU_ASSERT_EQUAL(ct_obj_body_fd(rb.fetch, &offb), -1);
+        CU_ASSERT_TRUE(body_equals(rb.fetch, body, 1000));
+        ct_cache_lookup_res_release(&rb);
+        CU_ASSERT(ct_cache_purge(c, &kb.key) >= 1);
+        mk_key(&kb, "h", "/bound");
+        CU_ASSERT(ct_cache_purge(c, &kb.key) >= 1); /* its descriptor goes: the budget below */
+    }
+
     /* gone with the last reference: the file is closed, the bytes given back */
     CU_ASSERT(ct_cache_purge(c, &k.key) >= 1);
     CU_ASSERT_NOT_EQUAL(fcntl(fd, F_GETFD), -1); /* still open: we hold a reference */
