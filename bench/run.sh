@@ -23,7 +23,8 @@ usage: bench/run.sh [--quick | --full] [--only LIST] [--bin DIR] [--out DIR]
   --workers N      workers of the scaling row "cachet-w2" (default 2)
 
 Workloads: origin-1k origin-json hit-1k hit-1k-c1000 hit-100k newconn
-tls-full tls-resumed pass-1k slow-100ms (each /http or /https), and micro
+tls-full tls-resumed pass-1k slow-100ms comp-{1k,10k,100k}-{br,gzip,id}
+(each /http or /https), and micro
 (bench_http_parse and bench_cache from the build, pinned to CPU 1; they run
 with every run that has no --only, or with --only micro).
 Systems: co (cachet-origin) lt (lighttpd) nginx varnish haproxy stack cachet
@@ -88,6 +89,25 @@ GRID=(
     "tls-resumed  https hit1k   4    s_reuse nginx haproxy stack cachet +cachet-w2"
     "pass-1k      http  pass1k  100  wrk     co lt nginx varnish haproxy stack cachet +cachet-w2"
     "slow-100ms   http  slow    100  wrk     co nginx varnish haproxy cachet +cachet-w2"
+    # Compression (issue 18): JSON hits for br, gzip and identity clients,
+    # cachet (compressed once, stored) beside nginx with gzip on (stores the
+    # identity body, compresses per request; peers/nginx.conf), each client
+    # kind its own URL so each measures its own stored variant. The body is
+    # cachet-origin's pattern typed application/json: it compresses far
+    # better than real JSON, so nginx's per-request gzip is cheaper here than
+    # on real documents (bench/compress/gzip_vs_nginx.sh uses a real one).
+    "comp-1k-br       http  hitjson1k   100 wrk-br       nginx cachet"
+    "comp-1k-gzip     http  hitjson1k   100 wrk-gzip     nginx cachet"
+    "comp-1k-id       http  hitjson1k   100 wrk-identity nginx cachet"
+    "comp-10k-br      http  hitjson10k  100 wrk-br       nginx cachet"
+    "comp-10k-gzip    http  hitjson10k  100 wrk-gzip     nginx cachet"
+    "comp-10k-id      http  hitjson10k  100 wrk-identity nginx cachet"
+    "comp-100k-br     http  hitjson100k 100 wrk-br       nginx cachet"
+    "comp-100k-gzip   http  hitjson100k 100 wrk-gzip     nginx cachet"
+    "comp-100k-id     http  hitjson100k 100 wrk-identity nginx cachet"
+    "comp-100k-br     https hitjson100k 100 wrk-br       +nginx +cachet"
+    "comp-100k-gzip   https hitjson100k 100 wrk-gzip     +nginx +cachet"
+    "comp-100k-id     https hitjson100k 100 wrk-identity +nginx +cachet"
 )
 
 # Which (workload, system) cells this run includes.

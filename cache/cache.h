@@ -219,6 +219,8 @@ struct ct_cache_lookup_req {
                         and res.fetch to revalidate it, or res.busy when a fetch
                         is already running, so such requests coalesce); fresh
                         variants stay visible to every other lookup */
+    bool uncounted;  /* a probe for another variant of a key the caller looked
+                        up already (its one lookup is counted): in no statistic */
 };
 
 /* What a MISS found under the key (RFC 9211 §2.2 fwd= values). */
@@ -259,6 +261,14 @@ enum ct_cache_lookup ct_cache_lookup(struct ct_cache *cache, const struct ct_cac
 
 /* Release every reference in RES (the NULL ones are skipped). */
 void ct_cache_lookup_res_release(struct ct_cache_lookup_res *res);
+
+/* The MISS lookup of KEY was answered from another of its variants after
+ * all (a coding derived from a stored one, proxy/core/cache_derive.h): it
+ * counts as the hit it was, not as a miss, and its fetch slot *FETCH (if
+ * FETCH and *FETCH are not NULL; taken, *FETCH = NULL) is handed back unused: failed, so its
+ * waiters look again, without counting a failed fetch. Any thread. */
+void ct_cache_lookup_answered(struct ct_cache *cache, const struct ct_cache_key *key,
+                              struct ct_obj **fetch);
 
 /* ---- purge and expiry -------------------------------------------------- */
 
@@ -475,6 +485,11 @@ struct ct_obj_meta {
                                 (stored as float: ~1 s precision up to 190 days) */
     double keep;             /* kept past grace for revalidation only, seconds */
     uint64_t body_hint;      /* Content-Length if known (one contiguous segment), else 0 */
+    bool body_hint_max;      /* body_hint is a bound, not the length (a body encoded as it
+                                fills is at most about its origin's length): used only when
+                                the first segment can be a memfd mapping (so that the body
+                                is one run of a file, for sendfile), and the pages the body
+                                leaves untouched go back to the cap at ct_obj_complete */
     struct ct_obj *body_src; /* NULL, or a COMPLETE object whose body this one shares by
                                 reference instead of its own (a 304 revalidation updates
                                 the head and keeps the body, RFC 9111 §4.3.4); the new

@@ -117,7 +117,10 @@ struct ct_obj {
     _Atomic unsigned char state;   /* enum ct_obj_state, forward only */
     _Atomic unsigned char visited; /* SIEVE bit, set on hit without the lock */
     unsigned char flags;           /* OBJ_F_*, shard lock */
-    unsigned char body_mapped; /* seg_first lives in a memfd mapping (set before STREAMING) */
+    unsigned char body_mapped; /* seg_first lives in a memfd mapping (set before STREAMING);
+                                  OBJ_MAPPED_BOUND: reserved for a bound (ct_obj_meta.
+                                  body_hint_max) until ct_cache_obj_trim gives back what
+                                  the body left of it (fetcher, before COMPLETE) */
     uint32_t vary_len;    /* blob layout, published by STREAMING */
     ct_time_t expires;    /* fresh before; hit-for-miss: valid before. A soft
                              purge lowers it under the shard lock after COMPLETE:
@@ -131,6 +134,8 @@ struct ct_obj {
     char key[];
 };
 
+#define OBJ_MAPPED 1
+#define OBJ_MAPPED_BOUND 2
 #define CT_OBJ_HOT_OFFSET offsetof(struct ct_obj, magic)
 _Static_assert(offsetof(struct ct_obj, key) - CT_OBJ_HOT_OFFSET <= 56,
                "a hit's fields and the key must stay together");
@@ -286,6 +291,10 @@ void ct_cache_obj_free(struct ct_obj *obj); /* refcount reached 0 */
 struct ct_obj *ct_cache_obj_new(struct ct_cache_shard *sh, uint64_t hash, struct ct_str key,
                                 unsigned flags);
 void ct_cache_obj_wake_all(struct ct_obj *obj); /* shard lock held */
+/* Before COMPLETE, on the fetcher's thread, no lock held: a first segment
+ * reserved for a bound (hint_max) gives the pages its body did not reach
+ * back to the cap. */
+void ct_cache_obj_trim(struct ct_obj *obj);
 
 /* ---- the hit path's small helpers, inline: as calls across files they were
  * a fifth of a hit's instructions (callgrind, bench_cache). ---- */

@@ -19,6 +19,10 @@
  * into it, which is what nginx's file cache gets from its files. The pages
  * outlive a freed object for as long as the socket still holds them (they
  * are the file's, not malloc's), and nothing writes them after COMPLETE.
+ * A body of unknown length with a bound (ct_obj_meta.body_hint_max: one
+ * cachet encodes as it fills, at most about its origin's length) gets such
+ * a mapping for the bound; the pages the body did not reach were never
+ * touched, and go back to the cap when it completes (ct_cache_obj_trim).
  * Segments never move or shrink, so readers hand (pointer, length) out by
  * reference; the bytes go back to the cap at the last ct_obj_release().
  *
@@ -33,6 +37,7 @@
  * and every append wakes them all (one-shot), under that lock, so a waiter
  * that checked "nothing new" under the lock cannot miss the next wake-up.
  */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -295,6 +300,28 @@ static void seg_unmap(struct ct_cache *cache, struct ct_cache_seg *seg)
     atomic_fetch_sub_explicit(&cache->mapped_fds, 1, memory_order_relaxed);
 }
 
+void ct_cache_obj_trim(struct ct_obj *obj)
+{
+    if (obj->body_mapped != OBJ_MAPPED_BOUND)
+        return;
+    obj->body_mapped = OBJ_MAPPED;
+    struct ct_cache_seg *seg = obj->seg_first;
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    size_t used = atomic_load_explicit(&seg->len, memory_order_relaxed);
+    uintptr_t a = (uintptr_t)page_round((size_t)(uintptr_t)(seg->data + used));
+    uintptr_t b = (uintptr_t)(seg->data + seg->cap) / pg * pg;
+    if (b <= a)
+        return;
+    size_t n = (size_t)(b - a);
+    /* Never written, so no page is behind them yet; the hole makes sure
+     * (the blob after them stays where readers find it). */
+    struct seg_map *m = (struct seg_map *)((char *)seg - SEG_MAP_HDR);
+    (void)fallocate(m->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                    (off_t)(a - (uintptr_t)m), (off_t)n);
+    obj->size -= (uint32_t)n;
+    ct_cache_unreserve(obj->shard->cache, n);
+}
+
 int ct_obj_body_fd(const struct ct_obj *obj, off_t *off)
 {
     CT_CHECK_OBJ(obj, CT_OBJ_MAGIC);
@@ -323,6 +350,10 @@ int ct_obj_set_head(struct ct_obj *obj, const struct ct_obj_meta *m)
     struct ct_cache *cache = obj->shard->cache;
     size_t blob = m->head.len + m->etag.len + m->last_modified.len + m->date.len + m->vary.len;
     uint64_t body = m->body_src ? 0 : m->body_hint;
+    /* A bound is reserved only as a mapping that fits the object's limit:
+     * a heap block could not give back what the body leaves of it. */
+    if (m->body_hint_max && (body < CT_CACHE_MAPPED_MIN || body + blob > cache->cfg.max_object_size))
+        body = 0;
 
     if (blob > UINT32_MAX / 2 || m->date.len > UINT16_MAX || body > cache->cfg.max_object_size ||
         blob + body > cache->cfg.max_object_size)
@@ -336,12 +367,14 @@ int ct_obj_set_head(struct ct_obj *obj, const struct ct_obj_meta *m)
     if (mapped && seg == NULL) { /* the heap after all: count that instead */
         ct_cache_unreserve(cache, cost);
         mapped = false;
+        if (m->body_hint_max)
+            body = 0;
         cost = alloc_cost(sizeof(struct ct_cache_seg) + (size_t)body + blob);
         if (ct_cache_reserve(cache, cost) != CT_OK)
             return CT_ELIMIT;
     }
     obj->size += (uint32_t)cost;
-    obj->body_mapped = mapped;
+    obj->body_mapped = !mapped ? 0 : m->body_hint_max ? OBJ_MAPPED_BOUND : OBJ_MAPPED;
     obj->seg_first = obj->seg_last = seg ? seg : seg_alloc((size_t)body, blob);
 
     char *p = blob_of(obj);

@@ -317,7 +317,8 @@ enum ct_cache_lookup ct_cache_lookup(struct ct_cache *cache, const struct ct_cac
     memset(res, 0, sizeof(*res));
     ct_cache_table_prefetch(sh, key->hash); /* overlap the slot's cache miss with the lock */
     pthread_mutex_lock(&sh->mtx);
-    CT_STAT_INC(sh, lookups);
+    if (!req->uncounted)
+        CT_STAT_INC(sh, lookups);
     for (;;) {
         struct ct_obj *head = ct_cache_table_find(sh, key);
         struct scan sc = {0};
@@ -346,7 +347,8 @@ enum ct_cache_lookup ct_cache_lookup(struct ct_cache *cache, const struct ct_cac
             break; /* no fetch object: the caller fetches on its own */
         reserved = need;
     }
-    count_lookup(sh, kind);
+    if (!req->uncounted)
+        count_lookup(sh, kind);
     pthread_mutex_unlock(&sh->mtx);
     if (reserved)
         ct_cache_unreserve(cache, reserved);
@@ -372,6 +374,7 @@ void ct_obj_complete(struct ct_obj *obj, ct_time_t now)
     CT_ASSERT(ct_obj_state(obj) == CT_OBJ_STREAMING);
     struct ct_cache_shard *sh = obj->shard;
 
+    ct_cache_obj_trim(obj); /* the body's length is final: no bound left to hold */
     pthread_mutex_lock(&sh->mtx);
     atomic_store_explicit(&obj->state, CT_OBJ_COMPLETE, memory_order_release);
     if (obj->flags & OBJ_F_LINKED) {
@@ -404,19 +407,47 @@ void ct_obj_complete(struct ct_obj *obj, ct_time_t now)
     pthread_mutex_unlock(&sh->mtx);
 }
 
-void ct_obj_fail(struct ct_obj *obj)
+/* OBJ ends FAILED (shard lock held). */
+static void fail_locked(struct ct_cache_shard *sh, struct ct_obj *obj)
 {
-    CT_CHECK_OBJ(obj, CT_OBJ_MAGIC);
     CT_ASSERT(ct_obj_state(obj) <= CT_OBJ_STREAMING);
-    struct ct_cache_shard *sh = obj->shard;
-
-    pthread_mutex_lock(&sh->mtx);
     atomic_store_explicit(&obj->state, CT_OBJ_FAILED, memory_order_release);
     if (obj->flags & OBJ_F_LINKED)
         ct_cache_unlink_obj(sh, obj); /* the fetcher still holds its reference */
-    CT_STAT_INC(sh, failed);
     ct_cache_obj_wake_all(obj);
+}
+
+void ct_obj_fail(struct ct_obj *obj)
+{
+    CT_CHECK_OBJ(obj, CT_OBJ_MAGIC);
+    struct ct_cache_shard *sh = obj->shard;
+
+    pthread_mutex_lock(&sh->mtx);
+    fail_locked(sh, obj);
+    CT_STAT_INC(sh, failed);
     pthread_mutex_unlock(&sh->mtx);
+}
+
+void ct_cache_lookup_answered(struct ct_cache *cache, const struct ct_cache_key *key,
+                              struct ct_obj **fetch)
+{
+    CT_CHECK_OBJ(cache, CT_CACHE_MAGIC);
+    struct ct_cache_shard *sh = shard_of(cache, key->hash);
+    struct ct_obj *obj = fetch ? *fetch : NULL;
+    pthread_mutex_lock(&sh->mtx);
+    /* the miss it counted becomes a hit (the counters only grow but here) */
+    atomic_store_explicit(&sh->st.misses,
+                          atomic_load_explicit(&sh->st.misses, memory_order_relaxed) - 1,
+                          memory_order_relaxed);
+    CT_STAT_INC(sh, hits);
+    if (obj) {
+        CT_CHECK_OBJ(obj, CT_OBJ_MAGIC);
+        CT_ASSERT(obj->shard == sh); /* the key's own slot */
+        fail_locked(sh, obj);
+    }
+    pthread_mutex_unlock(&sh->mtx);
+    if (obj)
+        ct_obj_release(fetch);
 }
 
 /* Release a reference on a BUSY/STREAMING object, under the shard lock, so

@@ -72,17 +72,45 @@ static void put_lower(struct sink *s, struct ct_str name)
         s->buf[at + i] = ct_ascii_lower(s->buf[at + i]);
 }
 
-/* "name:value\n" or "name\n" for the request's lines of field NAME. */
-static void put_field(struct sink *s, struct ct_str name, const struct ct_http_msg *req)
+/* The request's next line of field NAME after AFTER: by ID when the name
+ * is in the header table (an integer compare per field, and none when the
+ * message's id set says it has none), else by a case-insensitive name. */
+static const struct ct_http_field *next_line(const struct ct_http_msg *req, enum ct_hdr_id id,
+                                             struct ct_str name, const struct ct_http_field *after)
 {
-    const struct ct_http_field *f = ct_http_msg_find_name(req, name, NULL);
-    put_lower(s, name);
+    return id != CT_HDR_UNKNOWN ? ct_http_msg_find(req, id, after)
+                                : ct_http_msg_find_name(req, name, after);
+}
+
+/* NAME's id in the header table. Accept-Encoding, which every variant
+ * cachet compresses varies on, by one compare of the lower-case name a
+ * stored key holds, before the table's hashed look-up. */
+static enum ct_hdr_id name_id(struct ct_str name)
+{
+    if (ct_str_eq(name, ct_hdr_lname(CT_HDR_ACCEPT_ENCODING)))
+        return CT_HDR_ACCEPT_ENCODING;
+    return ct_hdr_lookup(name);
+}
+
+/* ":value" (or nothing) then "\n" for the request's lines of field NAME.
+ * Every hit on a variant runs this (under the shard lock) for each Vary
+ * name, so the common case is kept short: a named field, one line, one
+ * element. */
+static void put_values(struct sink *s, struct ct_str name, const struct ct_http_msg *req)
+{
+    enum ct_hdr_id id = name_id(name);
+    const struct ct_http_field *f = next_line(req, id, name, NULL);
     if (f) {
         bool first = true;
         put(s, ":", 1);
-        for (; f; f = ct_http_msg_find_name(req, name, f)) {
+        for (; f; f = next_line(req, id, name, f)) {
             struct ct_str rest = ct_str_trim_ows(f->value), e;
-            if (!(ct_hdr_flags(f->id) & CT_HDRF_LIST)) {
+            bool list = ct_hdr_flags(f->id) & CT_HDRF_LIST;
+            if (list && rest.len == 0)
+                continue; /* an empty list line adds no element */
+            /* one element, or not a list: the trimmed value as it is (what
+             * ct_http_list_next would yield without a comma) */
+            if (!list || memchr(rest.p, ',', rest.len) == NULL) {
                 if (!first)
                     put(s, ", ", 2);
                 put(s, rest.p, rest.len);
@@ -98,6 +126,13 @@ static void put_field(struct sink *s, struct ct_str name, const struct ct_http_m
         }
     }
     put(s, "\n", 1);
+}
+
+/* "name:value\n" or "name\n" for the request's lines of field NAME. */
+static void put_field(struct sink *s, struct ct_str name, const struct ct_http_msg *req)
+{
+    put_lower(s, name);
+    put_values(s, name, req);
 }
 
 bool ct_cache_vary_is_star(const struct ct_http_msg *resp)
@@ -164,6 +199,22 @@ int ct_cache_vary_key(const struct ct_http_msg *resp, const struct ct_http_msg *
     return CT_OK;
 }
 
+/* The common line of a key, "name:value": the request has one line of
+ * NAME whose trimmed value is one element (not empty, no comma in a list
+ * field), which put_values() would write as it is. 1: it is WANT; 0: it is
+ * not; -1: not that case, the general comparison decides. */
+static int one_value_matches(struct ct_str name, struct ct_str want, const struct ct_http_msg *req)
+{
+    enum ct_hdr_id id = name_id(name);
+    const struct ct_http_field *f = next_line(req, id, name, NULL);
+    if (f == NULL || next_line(req, id, name, f) != NULL)
+        return -1;
+    struct ct_str v = ct_str_trim_ows(f->value);
+    if (v.len == 0 || ((ct_hdr_flags(f->id) & CT_HDRF_LIST) && memchr(v.p, ',', v.len)))
+        return -1;
+    return ct_str_eq(v, want);
+}
+
 bool ct_cache_vary_match(struct ct_str key, const struct ct_http_msg *req)
 {
     const char *p = key.p, *end = key.p + key.len;
@@ -173,11 +224,21 @@ bool ct_cache_vary_match(struct ct_str key, const struct ct_http_msg *req)
             return false; /* not a key we made */
         const char *colon = memchr(p, ':', (size_t)(nl - p));
         struct ct_str name = ct_str_make(p, (size_t)((colon ? colon : nl) - p));
-        struct sink s = {.cmp = p, .cmp_len = (size_t)(nl + 1 - p), .ok = true};
-        put_field(&s, name, req);
+        p = nl + 1;
+        int one = colon ? one_value_matches(
+                              name, ct_str_make(colon + 1, (size_t)(nl - colon - 1)), req)
+                        : -1;
+        if (one == 0)
+            return false;
+        if (one == 1)
+            continue;
+        /* the name is the key's own bytes (lower-cased when it was made):
+         * only the request's values need comparing */
+        struct sink s = {.cmp = name.p, .cmp_len = (size_t)(p - name.p), .len = name.len,
+                         .ok = true};
+        put_values(&s, name, req);
         if (!s.ok || s.len != s.cmp_len)
             return false;
-        p = nl + 1;
     }
     return true;
 }

@@ -15,6 +15,9 @@ c_path() {
         co:json) echo /json ;;
         co:hit1k) echo "/gen?size=1024&$ttl" ;;
         co:hit100k) echo "/gen?size=102400&$ttl" ;;
+        co:hitjson1k) echo "/gen?size=1024&type=application/json&$ttl" ;;
+        co:hitjson10k) echo "/gen?size=10240&type=application/json&$ttl" ;;
+        co:hitjson100k) echo "/gen?size=102400&type=application/json&$ttl" ;;
         co:pass1k) echo "/gen?size=1024&cache-control=no-store" ;;
         co:slow) echo "/gen?size=1024&$ttl&delay=100&etag=%22$tag%22" ;;
         lt:1k) echo /1k ;;
@@ -31,6 +34,7 @@ c_size() {
     case $1 in
         json) echo 27 ;;
         hit100k) echo 102400 ;;
+        hitjson*) echo 1 ;; # coded answers are smaller than the object: whole bodies are not checked by size
         *) echo 1024 ;;
     esac
 }
@@ -83,7 +87,7 @@ c_check() {
         return
     fi
     case $kind in
-        hit1k | hit100k)
+        hit1k | hit100k | hitjson*)
             if [ -z "$origin" ]; then echo "ok (origin not counted)"
             elif [ "$self" = 1 ]; then echo ok
             elif [ "$origin" -eq 0 ]; then echo ok
@@ -115,10 +119,13 @@ c_run() {
         https) if [ "$client" = s_reuse ]; then port=${SYS_TLSR[$s]}; else port=${SYS_HTTPS[$s]}; fi ;;
     esac
     path=$(c_path "${SYS_ORIGIN[$s]}" "$object" "$s-$round-$RUN_ID") || return 1
+    # wrk-CODING: a client sending Accept-Encoding: CODING, on a URL of its own
+    local -a ae=()
+    case $client in wrk-*) ae=(-H "Accept-Encoding: ${client#wrk-}"); path+="&ae=${client#wrk-}" ;; esac
     url="$proto://127.0.0.1:$port$path"
     [ "$s" = "$ORIGIN_CO" ] || [ "$s" = "$ORIGIN_LT" ] && self=1
     # Warm the cache (hits), then zero the origin's counter.
-    case $object in hit*) curl -sk -m 5 -o /dev/null "$url"; curl -sk -m 5 -o /dev/null "$url" ;; esac
+    case $object in hit*) curl -sk -m 5 -o /dev/null "${ae[@]}" "$url"; curl -sk -m 5 -o /dev/null "${ae[@]}" "$url" ;; esac
     o0=$(c_origin_reset "$s")
     pids=$(for n in ${SYS_PROCS[$s]}; do b_pidtree "${B_PID[$n]}"; done)
     t0=$(b_cpu_split $pids)
@@ -127,6 +134,7 @@ c_run() {
     local TIMEFORMAT='%U %S'
     case $client in
         wrk) { time b_wrk "$out" "$url" "$conns" "$secs"; } 2>"$out.time" ;;
+        wrk-*) { time b_wrk "$out" "$url" "$conns" "$secs" "${ae[@]}"; } 2>"$out.time" ;;
         close) { time b_wrk "$out" "$url" "$conns" "$secs" -H 'Connection: close'; } 2>"$out.time" ;;
         s_new | s_reuse)
             local w0 w1

@@ -137,7 +137,7 @@ static bool fill(struct ct_obj *obj)
 
 static enum ct_cache_lookup get(struct ct_cache *c, const struct ct_cache_key *k, bool insert)
 {
-    struct ct_cache_lookup_req req = {k, {"", 0}, NULL, NULL, !insert, false};
+    struct ct_cache_lookup_req req = {k, {"", 0}, NULL, NULL, !insert, false, false};
     struct ct_cache_lookup_res res;
     enum ct_cache_lookup kind = ct_cache_lookup(c, &req, T0, &res);
     if (res.fetch)
@@ -595,7 +595,7 @@ static void bench_tags(size_t nkeys, bool unique)
             tags[n] = ct_str_make(names[n], (size_t)len);
             n++;
         }
-        struct ct_cache_lookup_req req = {&ks.keys[i], {"", 0}, NULL, NULL, false, false};
+        struct ct_cache_lookup_req req = {&ks.keys[i], {"", 0}, NULL, NULL, false, false, false};
         struct ct_cache_lookup_res res;
         ct_cache_lookup(c, &req, T0, &res);
         if (res.fetch) {
@@ -691,7 +691,7 @@ static void *ban_look_thread(void *arg)
     while ((ph = atomic_load_explicit(&b->phase, memory_order_relaxed)) >= 0) {
         x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
         size_t i = (size_t)((x * 2685821657736338717ULL) % b->ks->n);
-        struct ct_cache_lookup_req req = {&b->ks->keys[i], {"", 0}, NULL, NULL, true, false};
+        struct ct_cache_lookup_req req = {&b->ks->keys[i], {"", 0}, NULL, NULL, true, false, false};
         struct ct_cache_lookup_res res;
         double t0 = wall_s();
         ct_cache_lookup(b->c, &req, T0, &res);
@@ -748,7 +748,7 @@ static void bench_bans(size_t nkeys)
     for (size_t i = 0; i < nkeys; i++) {
         char head[128];
         int len = snprintf(head, sizeof(head), "%sX-Tag: t%zu\r\n", HEAD, i % 10);
-        struct ct_cache_lookup_req req = {&ks.keys[i], {"", 0}, NULL, NULL, false, false};
+        struct ct_cache_lookup_req req = {&ks.keys[i], {"", 0}, NULL, NULL, false, false, false};
         struct ct_cache_lookup_res res;
         ct_cache_lookup(c, &req, T0, &res);
         if (res.fetch) {

@@ -14,7 +14,9 @@
 # Prints one line per cell:
 #   cell=http-br stored=1234 Ir_per_req=7212
 # Instructions are user space only and repeat for the same binary and inputs,
-# whatever the machine is doing.
+# whatever the machine is doing. CONF=FILE runs cachet with -c FILE (the
+# command line's listeners and backend still apply): e.g. compression off.
+# CELLS picks cells (default below; also identity-from-CODING, origin-gzip).
 set -u
 BIN=$(cd "${1:?usage: compcost.sh BINDIR [N]}" && pwd)
 N=${2:-1000}
@@ -47,6 +49,7 @@ recs = [{"id": i, "name": "item-%d" % i, "price": round(random.random() * 100, 2
 s = json.dumps(recs)
 open(sys.argv[1], "w").write(s[:102399] + "]" if len(s) > 102400 else s)
 PY
+gzip -6 -n -c "$TMP/root/doc.json" >"$TMP/root/doc.json.gz" # the origin-gzip cell
 "$BIN/cachet-origin" --port 0 --workers 1 --root "$TMP/root" >"$TMP/origin.out" 2>&1 &
 pids+=($!)
 OPORT=$(wait_port "$TMP/origin.out" '^listening on' $!) || exit 1
@@ -96,13 +99,16 @@ for scheme in $SCHEMES; do
         raw-br-vary) path="/gen?size=$BR&cache-control=max-age%3D86400&vary=Accept-Encoding" ae=br ;;
         raw-gzip) path="/gen?size=$GZ&cache-control=max-age%3D86400" ae=gzip ;;
         identity-from-*) path=$DOC ae=identity ;; # decoded from the stored coding (issue 18)
+        # the origin's own gzip (no Vary), hit by a gzip client; with CONF
+        # setting compression.enabled = false, the hit that compression off costs
+        origin-gzip) path="/doc.json.gz?type=application/json&hdr=Content-Encoding%3A%20gzip&cache-control=max-age%3D86400" ae=gzip ;;
         *) path=$DOC ae=$cell ;;
         esac
         d="$TMP/$scheme-$cell"; mkdir -p "$d"
         if [ "$scheme" = https ]; then lopt=(--http off --https 127.0.0.1:0); pat='^listening on https '
         else lopt=(--http 127.0.0.1:0 --https off); pat='^listening on http '; fi
         (cd "$d" && exec valgrind --tool=callgrind --callgrind-out-file="$d/cg.%p" "$BIN/cachet" \
-            "${lopt[@]}" --admin off --workers 1 --backend "127.0.0.1:$OPORT" --access-log off \
+            ${CONF:+-c "$CONF"} "${lopt[@]}" --admin off --workers 1 --backend "127.0.0.1:$OPORT" --access-log off \
             >"$d/cachet.out" 2>"$d/cachet.err") &
         vp=$!; pids+=($vp)
         port=$(wait_port "$d/cachet.out" "$pat" $vp) || exit 1

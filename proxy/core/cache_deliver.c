@@ -216,6 +216,33 @@ static void plan(struct ct_req *r, struct ct_obj *obj, const struct ct_cache_blk
     p->length_field = p->len != UINT64_MAX && (p->body || p->status == 416);
 }
 
+/* Does R's Range on OBJ wait for OBJ to be complete? Only for an object
+ * still filling whose length is not known yet: one cachet encodes as it
+ * fills (its length is the encoder's, at the end) or an origin's body of
+ * unknown length. The range is of the representation the client receives
+ * (issue 18), and its 206 names the complete length, and a suffix or open
+ * range needs the end: so the head waits for the whole object. A Range
+ * plan() would ignore (not GET, malformed, If-Range not matching, a 304
+ * first) does not wait. */
+static bool range_waits(const struct ct_req *r, const struct ct_obj *obj,
+                        const struct ct_cache_blk *blk)
+{
+    const struct ct_http_msg *req = r->msg;
+    enum ct_obj_state st = ct_obj_state(obj);
+    if (blk->length != UINT64_MAX || (st != CT_OBJ_BUSY && st != CT_OBJ_STREAMING) ||
+        req->method != CT_METHOD_GET || ct_obj_status(obj) != 200)
+        return false;
+    const struct ct_http_field *rf = ct_http_msg_find(req, CT_HDR_RANGE, NULL);
+    uint64_t a, b;
+    if (rf == NULL || ct_cache_parse_range(rf->value, UINT64_MAX - 1, &a, &b) == 0 ||
+        !if_range_ok(req, obj))
+        return false;
+    struct ct_cache_validators v = {.etag = ct_obj_etag(obj),
+                                    .last_modified = ct_obj_last_modified(obj),
+                                    .response_time = blk->fresh.response_time};
+    return ct_cache_policy_cond(req, &v) != 304;
+}
+
 bool ct_cache_emit(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus, bool force_close)
 {
     struct ct_creq *cr = r->cr;
@@ -225,6 +252,23 @@ bool ct_cache_emit(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus, 
     uint64_t first;
     char range[96];
     CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    if (CT_UNLIKELY(range_waits(r, obj, &blk))) {
+        /* Nothing is sent yet: STREAM waits for the object's end, then
+         * emits again (ct_step_stream, ct_cache_self_end). */
+        if (cr->obj != obj) {
+            ct_obj_release(&cr->obj);
+            cr->obj = ct_obj_ref(obj);
+        }
+        if (cstatus.p != cr->cstatus_buf) {
+            cstatus.len = CT_MIN(cstatus.len, sizeof(cr->cstatus_buf) - 1);
+            memcpy(cr->cstatus_buf, cstatus.p, cstatus.len);
+        }
+        cr->cstatus = ct_str_make(cr->cstatus_buf, cstatus.len);
+        cr->range_hold = true;
+        cr->hold_close = force_close;
+        ct_req_goto(r, CT_STEP_STREAM);
+        return false;
+    }
     plan(r, obj, &blk, &p, &first, range, sizeof(range));
     p.cache_status = cstatus;
     p.close = force_close;
@@ -295,10 +339,45 @@ enum ct_req_next ct_step_deliver(struct ct_req *r)
     return CT_REQ_MORE; /* STREAM (ct_cache_emit) */
 }
 
+/* STREAM with cr->range_hold: wait for the object to be complete, then
+ * answer the Range from it. MORE: emitted, streaming on; PARK: waiting;
+ * GONE: the object failed (nothing was sent: the client's answer ends
+ * truncated) or the answer is all out. */
+static enum ct_req_next range_held(struct ct_req *r)
+{
+    struct ct_creq *cr = r->cr;
+    for (;;) {
+        enum ct_obj_state st = ct_obj_state(cr->obj);
+        if (st == CT_OBJ_BUSY || st == CT_OBJ_STREAMING) {
+            if (ct_cache_wait_obj(cr, st, ct_obj_body_len(cr->obj)))
+                return CT_REQ_PARK; /* on_obj_change() */
+            continue;
+        }
+        cr->range_hold = false;
+        if (st != CT_OBJ_COMPLETE) {
+            ct_req_goto(r, CT_STEP_DONE);
+            r->proto->flush(r);
+            r->proto->fail(r, CT_CLOSE_ORIGIN_TRUNC);
+            return CT_REQ_GONE;
+        }
+        if (!ct_cache_emit(r, cr->obj, cr->cstatus, cr->hold_close))
+            return CT_REQ_MORE; /* not reached: a complete object is all queued */
+        if (cr->self) { /* the fetch ends the response (cache_fill.c) */
+            ct_req_goto(r, CT_STEP_DONE);
+            r->proto->flush(r);
+            return CT_REQ_PARK;
+        }
+        ct_cache_finish(r);
+        return CT_REQ_GONE;
+    }
+}
+
 /* STREAM: from a filling object, add what is there, wait for more. */
 enum ct_req_next ct_step_stream(struct ct_req *r)
 {
     struct ct_creq *cr = r->cr;
+    if (CT_UNLIKELY(cr->range_hold))
+        return range_held(r);
     for (unsigned i = 0; i < 1000000; i++) {
         switch (pump(r, true)) {
         case CT_OBJ_BODY_DATA: /* output full: ct_cache_client_drained() resumes */
@@ -334,8 +413,15 @@ void ct_cache_self_end(struct ct_req *r)
     struct ct_creq *cr = r->cr;
     ct_cache_unwait(cr);
     /* Complete now: references only, no back-pressure needed. */
-    if (pump(r, false) == CT_OBJ_BODY_END)
+    if (cr->range_hold) {
+        /* The Range waited for this (ct_cache_emit). An object that was not
+         * stored after all (past max_object_size) ends truncated, as any
+         * reader of it does. */
+        cr->range_hold = false;
+        (void)ct_cache_emit(r, cr->obj, cr->cstatus, cr->hold_close);
+    } else if (pump(r, false) == CT_OBJ_BODY_END) {
         r->proto->send_obj_end(r);
+    }
     ct_req_goto(r, CT_STEP_DONE);
 }
 

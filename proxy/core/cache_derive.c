@@ -36,6 +36,7 @@ struct ct_derive {
     struct ct_str in;   /* what is left of the piece being decoded (obj's memory) */
     bool in_end;        /* the object's body is all read */
     struct ct_codec *dec;
+    enum ct_coding from; /* the stored coding dec undoes */
     struct evbuffer *out;
     struct ct_http_field *stored; /* the stored fields (views into obj) and Age */
     struct ct_ce_head *head;      /* the decoded head (fields for the one sent) */
@@ -65,11 +66,27 @@ void ct_derive_free(struct ct_derive **dp)
     CT_FREE(dp);
 }
 
-uint32_t ct_cache_derive_blk_flags(const struct ct_http_msg *stored)
+uint32_t ct_cache_derive_blk_flags(const struct ct_http_msg *stored, bool weakened)
 {
     enum ct_coding c = ct_coding_of_msg(stored);
     _Static_assert(CT_CODING__COUNT <= CT_CACHE_BLK_CODING_MASK + 1, "codings fit the mask");
-    return c > CT_CODING_IDENTITY ? (uint32_t)c : 0;
+    if (c <= CT_CODING_IDENTITY)
+        return 0;
+    const struct ct_http_field *et = ct_http_msg_find(stored, CT_HDR_ETAG, NULL);
+    bool weak = et && et->value.len > 2 && memcmp(et->value.p, "W/", 2) == 0;
+    return (uint32_t)c | (weakened && weak ? CT_CACHE_BLK_WEAKENED : 0);
+}
+
+/* The strong ETag an identity decoding of OBJ gives back (its stored W/"x"
+ * as "x", a view into OBJ) when cachet weakened it; empty otherwise. */
+static struct ct_str origin_etag(const struct ct_obj *obj)
+{
+    struct ct_cache_blk blk;
+    struct ct_str wire, et = ct_obj_etag(obj);
+    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    if (!(blk.flags & CT_CACHE_BLK_WEAKENED) || et.len < 4 || memcmp(et.p, "W/", 2) != 0)
+        return CT_STR_NULL;
+    return ct_str_make(et.p + 2, et.len - 2);
 }
 
 /* The request as the client sent it: cache_req.c replaces Accept-Encoding
@@ -141,18 +158,45 @@ static enum ct_req_next derive_end(struct ct_req *r)
     return CT_REQ_GONE;
 }
 
+/* The decode_* counters (by the stored coding): bytes through DEC since
+ * IN0 / OUT0 and this thread's CPU time since T0. Decoded deliveries and
+ * their Range's counting pass are counted here; a recoding
+ * (store_transcoded) is counted once, as the compression it is, in the
+ * compress_* counters of its target (recode()). */
+static void count_decode(struct ct_req *r, enum ct_coding from, const struct ct_codec *dec,
+                         uint64_t in0, uint64_t out0, uint64_t t0)
+{
+    struct ct_stats *st = r->w->stats;
+    ct_stats_add(&st->decode_bytes_in[from], ct_codec_bytes_in(dec) - in0);
+    ct_stats_add(&st->decode_bytes_out[from], ct_codec_bytes_out(dec) - out0);
+    ct_stats_add(&st->decode_cpu_us[from], ct_cache_thread_cpu_us() - t0);
+}
+
+static enum ct_req_next decode_run(struct ct_req *r, struct ct_derive *d);
+
 /* DECODE (req_step.h): decode on until the body is out (GONE), the output
  * is full (PARK: ct_cache_derive_drained() runs R again), or the decoder
- * fails (GONE: the client's message ends truncated, its head is out). */
+ * fails (GONE: the client's message ends truncated, its head is out). Each
+ * run is counted (count_decode) before the decoder may go. */
 enum ct_req_next ct_step_decode(struct ct_req *r)
 {
     struct ct_creq *cr = r->cr;
     struct ct_derive *d = cr->derive;
     if (d->dec == NULL)
         return derive_end(r); /* a head only (304, HEAD) */
+    return decode_run(r, d);
+}
+
+static enum ct_req_next decode_run(struct ct_req *r, struct ct_derive *d)
+{
+    struct ct_creq *cr = r->cr;
+    uint64_t t0 = ct_cache_thread_cpu_us(), in0 = ct_codec_bytes_in(d->dec),
+             out0 = ct_codec_bytes_out(d->dec);
     for (;;) {
-        if (r->proto->output_full(r))
+        if (r->proto->output_full(r)) {
+            count_decode(r, d->from, d->dec, in0, out0, t0);
             return CT_REQ_PARK;
+        }
         if (d->in.len == 0 && !d->in_end) {
             struct ct_str chunk;
             enum ct_obj_body got = ct_obj_body_next(d->obj, &d->pos, DERIVE_IN, &chunk);
@@ -187,6 +231,8 @@ enum ct_req_next ct_step_decode(struct ct_req *r)
         evbuffer_drain(d->out, evbuffer_get_length(d->out));
         if (d->left == 0 && rc != CT_CODEC_ERROR)
             rc = CT_CODEC_DONE; /* the range is out */
+        if (rc == CT_CODEC_ERROR || rc == CT_CODEC_DONE)
+            count_decode(r, d->from, d->dec, in0, out0, t0);
         if (rc == CT_CODEC_ERROR) {
             CT_WARN("w%u c%llu %s: stored %.*s does not decode: %s", r->w->id,
                     (unsigned long long)r->conn_id, r->peer, (int)r->msg->target.len,
@@ -217,8 +263,9 @@ bool ct_cache_derive_drained(struct ct_req *r)
 /* The decoded body's length: one decoding pass that keeps nothing (the
  * price of a Range on a derived representation); UINT64_MAX if it does
  * not decode. */
-static uint64_t decoded_len(struct ct_obj *obj, enum ct_coding c)
+static uint64_t decoded_len(struct ct_req *r, struct ct_obj *obj, enum ct_coding c)
 {
+    uint64_t t0 = ct_cache_thread_cpu_us();
     struct ct_codec *cd = ct_codec_new(c, CT_CODEC_DECODE, CT_CODEC_LEVEL_DEFAULT, 0);
     struct ct_obj_body_pos pos = CT_OBJ_BODY_POS_INIT;
     struct ct_str in = CT_STR_NULL;
@@ -244,6 +291,7 @@ static uint64_t decoded_len(struct ct_obj *obj, enum ct_coding c)
         }
     }
     free(tmp);
+    count_decode(r, c, cd, 0, 0, t0);
     ct_codec_free(&cd);
     return total;
 }
@@ -261,9 +309,13 @@ static void plan_range(struct ct_req *r, struct ct_derive *d, enum ct_coding fro
     uint64_t len, a, b;
     int rng;
     /* If-Range names a strong validator or a date (§13.1.5): a decoded
-     * representation has neither strongly, so the whole goes. */
-    if (r->msg->method == CT_METHOD_GET && rf && !ct_http_msg_find(r->msg, CT_HDR_IF_RANGE, NULL) &&
-        (len = decoded_len(d->obj, from)) != UINT64_MAX &&
+     * representation has at most the origin's strong ETag (origin_etag),
+     * so anything else sends the whole. */
+    const struct ct_http_field *ir = ct_http_msg_find(r->msg, CT_HDR_IF_RANGE, NULL);
+    struct ct_str strong = origin_etag(d->obj);
+    bool if_range = ir == NULL || (strong.len && ct_cache_etag_match(ir->value, strong, false));
+    if (r->msg->method == CT_METHOD_GET && rf && if_range &&
+        (len = decoded_len(r, d->obj, from)) != UINT64_MAX &&
         (rng = ct_cache_parse_range(rf->value, len, &a, &b)) != 0) {
         if (rng < 0) {
             d->msg.status = 416;
@@ -305,9 +357,16 @@ static bool decoded(struct ct_req *r, struct ct_obj *obj, enum ct_coding from,
     }
     d->head = ct_ce_head_new(&sm, CT_CODING_IDENTITY, true);
     struct ct_http_msg *hm = &d->head->msg;
-    /* Its validators are the decoded representation's (the weak ETag). */
+    /* Its validators are the decoded representation's: the origin's strong
+     * ETag when cachet only weakened it, else a weak one. */
+    struct ct_str strong = origin_etag(obj);
+    for (size_t i = 0; strong.len && i < hm->nfields; i++)
+        if (hm->fields[i].id == CT_HDR_ETAG)
+            d->head->fields[i].value = strong;
     struct ct_cache_validators v = {
-        .etag = d->head->etag ? ct_str_c(d->head->etag) : ct_obj_etag(obj),
+        .etag = strong.len      ? strong
+                : d->head->etag ? ct_str_c(d->head->etag)
+                                : ct_obj_etag(obj),
         .last_modified = ct_obj_last_modified(obj),
         .response_time = ct_obj_response_time(obj),
     };
@@ -337,6 +396,7 @@ static bool decoded(struct ct_req *r, struct ct_obj *obj, enum ct_coding from,
         return true;
     d->dec = ct_codec_new(from, CT_CODEC_DECODE, CT_CODEC_LEVEL_DEFAULT, 0);
     CT_ASSERT(d->dec != NULL);
+    d->from = from;
     d->out = evbuffer_new();
     d->pos = (struct ct_obj_body_pos)CT_OBJ_BODY_POS_INIT;
     return true;
@@ -356,9 +416,19 @@ bool ct_cache_derive_hit(struct ct_req *r, struct ct_obj *obj, const struct ct_c
 {
     *refuse = false;
     enum ct_coding y = (enum ct_coding)(blk->flags & CT_CACHE_BLK_CODING_MASK);
+    /* The request's one Accept-Encoding field is the stored coding's name:
+     * it takes it, and nothing needs parsing. With compression off no
+     * class was chosen before the lookup (cr->ae_class is NONE), so every
+     * hit on a coded object (the origin's own gzip) comes here, and this is
+     * what cachet's own fetches and simple clients send. */
+    const struct ct_http_msg *cm = client_msg(r);
+    const struct ct_http_field *f = ct_http_msg_find(cm, CT_HDR_ACCEPT_ENCODING, NULL);
+    if (f && ct_str_eq(f->value, ct_str_c(ct_coding_name(y))) &&
+        ct_http_msg_find(cm, CT_HDR_ACCEPT_ENCODING, f) == NULL)
+        return false;
     struct ct_ae ae;
     ct_ae_init(&ae);
-    ct_ae_from_msg(&ae, client_msg(r));
+    ct_ae_from_msg(&ae, cm);
     if (ct_ae_accepts(&ae, y))
         return false;
     struct ct_derive probe = {.obj = obj};
@@ -395,6 +465,7 @@ static struct ct_obj *probe_variant(struct ct_req *r, enum ct_coding y, ct_time_
         .match = ct_cache_vary_match_cb,
         .match_arg = &pm,
         .no_insert = true,
+        .uncounted = true, /* R's own lookup is the one counted */
     };
     struct ct_cache_lookup_res res = {0};
     struct ct_obj *obj = NULL;
@@ -470,6 +541,8 @@ static int recode(struct ct_req *r, struct ct_obj *src, enum ct_coding from, enu
     if (rc == CT_OK && !done)
         rc = CT_EPROTO; /* the body ended before the decoder's end */
     if (rc == CT_OK) {
+        /* Counted once, as a compression into TO (its decoder's time is in
+         * compress_cpu_us; decode_* are the decoded deliveries'). */
         struct ct_stats *st = r->w->stats;
         ct_stats_add(&st->compress_objects[to], 1);
         ct_stats_add(&st->compress_bytes_in[to], ct_codec_bytes_in(enc));
@@ -497,7 +570,9 @@ static bool transcoded(struct ct_req *r, struct ct_obj *obj, enum ct_coding y,
     struct ct_http_msg sm;
     bool ok = stored_msg(&probe, &sm);
     struct ct_ce_head *h = ok ? ct_ce_head_new(&sm, x, true) : NULL;
-    ok = ok && ct_cache_store_head_of(r, fill, &h->msg, now) == CT_OK &&
+    /* weakened here, or by cachet when it stored OBJ */
+    bool weakened = ok && (h->etag != NULL || origin_etag(obj).len);
+    ok = ok && ct_cache_store_head_of(r, fill, &h->msg, weakened, now) == CT_OK &&
          recode(r, obj, y, x, fill) == CT_OK;
     ct_ce_head_free(&h);
     free(probe.stored);
@@ -511,6 +586,7 @@ static bool transcoded(struct ct_req *r, struct ct_obj *obj, enum ct_coding y,
         return false;
     }
     ct_obj_complete(fill, ct_time_real());
+    ct_cache_lookup_answered(r->w->wc->cache, &r->cr->key, NULL); /* a hit (its fill is used) */
     char buf[96];
     snprintf(buf, sizeof(buf), "cachet; hit; detail=transcoded-%s", ct_coding_name(y));
     r->cr->cs = CT_STATS_CS_HIT;
@@ -518,16 +594,33 @@ static bool transcoded(struct ct_req *r, struct ct_obj *obj, enum ct_coding y,
     return true;
 }
 
-/* R's own BUSY object goes before R is answered: the answer may end R and
+/* R's MISS lookup is answered from another variant: the store counts it
+ * as the hit it is (one lookup, not a miss and a probe's hit), and R's own
+ * BUSY object (if any) goes before R is answered: the answer may end R and
  * start the next pipelined request at once, whose lookup must not wait on
  * it. Failed, not abandoned, so a waiter on another worker looks again
  * (and derives too) instead of passing as uncacheable. */
-static void drop_fetch(struct ct_obj **fetch)
+static void drop_fetch(struct ct_req *r, struct ct_obj **fetch)
 {
-    if (*fetch == NULL)
-        return;
-    ct_obj_fail(*fetch);
-    ct_obj_release(fetch);
+    ct_cache_lookup_answered(r->w->wc->cache, &r->cr->key, fetch);
+}
+
+/* R accepts nothing cachet offers, identity neither. 406 only if the
+ * stored variants differ from R on Accept-Encoding alone (one of them, of
+ * some class, is selected by R's other fields: RFC 9110 §15.5.7, there is
+ * a representation and R refuses it); a Vary miss on another field
+ * (Accept-Language...) is a miss like any, fetched with R's field as sent. */
+static enum ct_derive_rc refuse_or_fetch(struct ct_req *r, ct_time_t now, struct ct_obj **fetch)
+{
+    for (int c = 0; c < CT_CODING__COUNT; c++) {
+        struct ct_obj *obj = probe_variant(r, (enum ct_coding)c, now);
+        if (obj) {
+            ct_obj_release(&obj);
+            drop_fetch(r, fetch);
+            return CT_DERIVE_REFUSE;
+        }
+    }
+    return CT_DERIVE_NONE;
 }
 
 enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
@@ -540,10 +633,8 @@ enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
     struct ct_ae ae;
     ct_ae_init(&ae);
     ct_ae_from_msg(&ae, client_msg(r));
-    if (cr->ae_class == CT_CODING_NONE) { /* nothing offered is acceptable, identity neither */
-        drop_fetch(fetch);
-        return CT_DERIVE_REFUSE;
-    }
+    if (cr->ae_class == CT_CODING_NONE) /* nothing offered is acceptable, identity neither */
+        return refuse_or_fetch(r, now, fetch);
     bool nt = req_no_transform(r);
     for (unsigned i = 0; i < cz->pref.n; i++) {
         enum ct_coding y = (enum ct_coding)cz->pref.order[i];
@@ -575,7 +666,7 @@ enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
         *ct_cache_put_i64(base + 17, (int64_t)ct_cache_policy_ttl(&blk.fresh, now)) = '\0';
         cr->cs = CT_STATS_CS_HIT;
         if (as_is) {
-            drop_fetch(fetch);
+            drop_fetch(r, fetch);
             ct_cache_to_deliver(r, obj, status_of(buf, sizeof(buf), ct_str_c(base), "stored", y));
             return CT_DERIVE_ANSWERED;
         }
@@ -584,7 +675,7 @@ enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
         bool ok = stored_msg(&probe, &sm) && !msg_no_transform(&sm);
         free(probe.stored);
         if (ok)
-            drop_fetch(fetch); /* (if decoded() fails after all: a pass) */
+            drop_fetch(r, fetch); /* (if decoded() fails after all: a pass) */
         if (ok && decoded(r, obj, y, status_of(buf, sizeof(buf), ct_str_c(base), "decoded", y)))
             return CT_DERIVE_ANSWERED;
         if (!ok)

@@ -33,7 +33,8 @@
  *
  * A decoded answer is 200 with the stored fields less Content-Encoding and
  * Content-Length, a strong ETag made weak (the bytes are not the stored
- * ones), Vary: Accept-Encoding, Age, chunked for HTTP/1.1 (close-delimited
+ * ones) unless cachet weakened it itself (CT_CACHE_BLK_WEAKENED: then the
+ * origin's strong one, the decoded bytes being the origin's), Vary: Accept-Encoding, Age, chunked for HTTP/1.1 (close-delimited
  * for HTTP/1.0) and without content-length on HTTP/2. Range is ignored for
  * it (RFC 9110 §14.2 allows that: the whole representation, 200); a
  * conditional matching its validators gets 304.
@@ -56,8 +57,15 @@ struct ct_derive; /* opaque; owned by the request's creq (cr->derive) */
 /* ct_cache_blk.flags: the stored body's coding (enum ct_coding; 0 identity),
  * set at store time, so a hit tells a coded object by a bit test. */
 #define CT_CACHE_BLK_CODING_MASK 0x7u
+/* ... and cachet made its ETag weak when it changed the coding (http_ae.h,
+ * ct_ce_head_new): the body decoded is the origin's representation, which
+ * the ETag without W/ names, so an identity answer decoded from it gives
+ * the origin's strong ETag back. Not set for an origin's own coding. */
+#define CT_CACHE_BLK_WEAKENED 0x8u
 struct ct_http_msg;
-uint32_t ct_cache_derive_blk_flags(const struct ct_http_msg *stored);
+/* The flags of STORED (the head to store); WEAKENED: cachet weakened its
+ * ETag (only kept when STORED's ETag is weak). */
+uint32_t ct_cache_derive_blk_flags(const struct ct_http_msg *stored, bool weakened);
 
 /* The object's coding (from BLK's flags) is not R's class: does R need it
  * decoded? Then the decoded answer is sent (true). False: deliver OBJ as it

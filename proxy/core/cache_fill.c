@@ -324,10 +324,11 @@ static void add_index(struct evbuffer *tmp)
 }
 
 /* Set the fill object's head from MSG (answering REQ) with BODY_SRC (a 304
- * update) or a body to come. Returns CT_OK, CT_ENOENT when nothing could
- * reuse the response (it is not stored), or the store's error. */
+ * update) or a body to come; WEAKENED: cachet made MSG's ETag weak
+ * (cache_derive.h). Returns CT_OK, CT_ENOENT when nothing could reuse the
+ * response (it is not stored), or the store's error. */
 static int store_head(struct ct_req *r, const struct ct_http_msg *msg, struct ct_obj *body_src,
-                      ct_time_t now)
+                      bool weakened, ct_time_t now)
 {
     struct ct_creq *cr = r->cr;
     const struct ct_cache_policy_opts *po = ct_cache_popts(r);
@@ -336,7 +337,7 @@ static int store_head(struct ct_req *r, const struct ct_http_msg *msg, struct ct
     size_t vlen = 0;
     ct_cache_policy_fresh(msg, po, cr->req_time, now, &blk.fresh);
     route_fresh(r, msg->status, &blk.fresh);
-    blk.flags = ct_cache_derive_blk_flags(msg); /* its coding, for hits (cache_derive.h) */
+    blk.flags = ct_cache_derive_blk_flags(msg, weakened); /* its coding, for hits (cache_derive.h) */
     if (body_src) {
         struct ct_str v = ct_obj_vary(body_src);
         vkey = v.len ? ct_xmalloc(v.len) : NULL;
@@ -366,6 +367,14 @@ static int store_head(struct ct_req *r, const struct ct_http_msg *msg, struct ct
         .body_hint = !body_src && msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0,
         .body_src = body_src,
     };
+    /* A body encoded as it fills has no length yet, but at most about the
+     * origin's: reserved as one run (a memfd when large enough), so that
+     * its hits can sendfile(2) like any large body; the store gives back
+     * what it did not use when it completes. */
+    if (!body_src && cr->enc && cr->enc_bound) {
+        meta.body_hint = cr->enc_bound;
+        meta.body_hint_max = true;
+    }
     /* Tags: the response's; after a 304 without tag fields, the stored
      * object's (its tag fields are not in the stored block: the index has
      * them, RFC 9111 §4.3.4 keeps what the 304 does not replace). */
@@ -504,7 +513,8 @@ static bool revalidated(struct ct_req *r, const struct ct_http_msg *r304,
     /* reason phrase: what follows "HTTP/1.1 NNN " in our stored status line */
     if (blk.status_len > 15)
         m.reason = ct_str_make(wire.p + 13, blk.status_len - 15);
-    if (store_head(r, &m, stale, now) == CT_OK) {
+    /* the body is the stale one's: so is who weakened its ETag */
+    if (store_head(r, &m, stale, (blk.flags & CT_CACHE_BLK_WEAKENED) != 0, now) == CT_OK) {
         ct_obj_complete(cr->fill, now);
         struct ct_obj *obj = cr->fill;
         cr->fill = NULL;
@@ -565,12 +575,12 @@ struct ct_codec *ct_cache_encoder_new(const struct ct_conf_compression *cz, enum
 }
 
 int ct_cache_store_head_of(struct ct_req *r, struct ct_obj *fill, const struct ct_http_msg *msg,
-                           ct_time_t now)
+                           bool weakened, ct_time_t now)
 {
     struct ct_creq *cr = r->cr;
     CT_ASSERT(cr->fill == NULL);
     cr->fill = fill;
-    int rc = store_head(r, msg, NULL, now);
+    int rc = store_head(r, msg, NULL, weakened, now);
     cr->fill = NULL;
     return rc;
 }
@@ -585,6 +595,7 @@ static bool encoder_start(struct ct_req *r, enum ct_coding c, const struct ct_ht
     cr->enc = ct_cache_encoder_new(cz, c, msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0);
     if (cr->enc == NULL)
         return false;
+    cr->enc_bound = msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0;
     if (cr->zbuf == NULL)
         cr->zbuf = evbuffer_new();
     if (cr->scratch == NULL)
@@ -730,7 +741,7 @@ static bool fill_head(struct ct_req *r, const struct ct_http_msg *msg, bool clos
     const char *why = not_storable(r, msg, &hfm);
     struct ct_ce_head *ceh = why ? NULL : compress_plan(r, msg);
     const struct ct_http_msg *stored = ceh ? &ceh->msg : msg;
-    int rc = why ? CT_OK : store_head(r, stored, NULL, now);
+    int rc = why ? CT_OK : store_head(r, stored, NULL, ceh && ceh->etag, now);
     if (why == NULL && rc != CT_OK)
         why = rc == CT_ELIMIT ? "no-memory" : rc == CT_ENOENT ? "no-freshness" : "vary-star";
     hfm = hfm || rc == CT_ENOENT;

@@ -168,6 +168,9 @@ struct ct_creq {
     bool self;             /* the fetcher reads its own fill like a waiter (it wants
                               a Range or asked a conditional we answer ourselves) */
     bool stripped;         /* the client's conditionals / Range were not forwarded */
+    bool range_hold;       /* STREAM: a Range on cr->obj, whose length is known only
+                              once it is complete, waits for that (ct_cache_emit) */
+    bool hold_close;       /* ... and the force_close it was asked with */
     /* a background refresh (cache_bg.c) */
     unsigned bg_port;      /* the triggering client's default port (key); 0: not one */
     bool discard;          /* the origin's body goes nowhere */
@@ -188,6 +191,8 @@ struct ct_creq {
     struct ct_http_field *ae_fields;
     size_t ae_cap;
     struct ct_codec *enc;  /* fill: the origin's body encoded into the object */
+    uint64_t enc_bound;    /* ... the origin's Content-Length (0: none): what the
+                              encoded body is reserved for (ct_obj_meta.body_hint_max) */
     struct evbuffer *zbuf; /* the encoder's output, to the object then the client */
     struct ct_ce_head *otf_head; /* compression.on_the_fly: the head sent, kept
                                     until the request ends */
@@ -250,9 +255,10 @@ struct ct_conf_compression;
 struct ct_codec *ct_cache_encoder_new(const struct ct_conf_compression *cz, enum ct_coding c,
                                       uint64_t size_hint);
 /* Store MSG as the head of FILL (a BUSY object from R's lookup, not R's
- * cr->fill) as a fill of R's request would; CT_OK or the store's error. */
+ * cr->fill) as a fill of R's request would (WEAKENED: cachet made its ETag
+ * weak, CT_CACHE_BLK_WEAKENED); CT_OK or the store's error. */
 int ct_cache_store_head_of(struct ct_req *r, struct ct_obj *fill, const struct ct_http_msg *msg,
-                           ct_time_t now);
+                           bool weakened, ct_time_t now);
 /* This thread's CPU time in µs (the compress_cpu_us counters). */
 uint64_t ct_cache_thread_cpu_us(void);
 /* cache_req.c, cache_deliver.c */

@@ -278,7 +278,7 @@ static void creq_reset(struct ct_creq *cr)
     ct_obj_release(&cr->stale);
     cr->cs = CT_STATS_CS_NONE;
     cr->discard = cr->store_ok = cr->bg = false;
-    cr->self = cr->stripped = cr->validate = false;
+    cr->self = cr->stripped = cr->validate = cr->range_hold = false;
     cr->fwd_kind = "miss"; /* RFC 9211: when neither uri-miss nor vary-miss is known */
     cr->skip = 0;
     cr->relookups = 0;

@@ -128,6 +128,12 @@ enum ct_stats_route {
       "Bytes cachet's encoders produced (after compression), by coding.")        \
     X(compress_cpu_us, COUNTER, CODING,                                         \
       "Thread CPU time spent in cachet's encoders, microseconds, by coding.")    \
+    X(decode_bytes_in, COUNTER, CODING,                                         \
+      "Stored coded bytes decoded for clients that cannot take the coding, by coding.") \
+    X(decode_bytes_out, COUNTER, CODING,                                        \
+      "Bytes those decoders produced (identity), by the stored coding.")        \
+    X(decode_cpu_us, COUNTER, CODING,                                           \
+      "Thread CPU time spent decoding for such clients, microseconds, by coding.") \
     X(h2_streams, COUNTER, NONE, "HTTP/2 request streams opened by clients.")   \
     X(h2_malformed, COUNTER, NONE,                                              \
       "HTTP/2 requests refused as malformed (RST_STREAM PROTOCOL_ERROR).")      \

@@ -121,9 +121,19 @@ for proto in h1 h2; do
     ct_check_match "$proto decoded Range past the end: 416" "$(head -1 <<<"$h")" ' 416'
     ct_check "$proto 416: Content-Range" "$(hdr Content-Range "$h")" "bytes */100000"
     h=$(fetch "$V" identity "${X[@]}")
-    ct_check "$proto decoded: the ETag weak" "$(hdr ETag "$h")" 'W/"v1"'
+    # cachet weakened it when it compressed: the decoded bytes are the
+    # origin's, and so is the strong ETag
+    ct_check "$proto decoded: the origin's strong ETag" "$(hdr ETag "$h")" '"v1"'
     st=$(curl -sk "${X[@]}" -o /dev/null -w '%{http_code}' -H 'If-None-Match: W/"v1"' "$V")
     ct_check "$proto decoded: If-None-Match is a 304" "$st" 304
+    st=$(curl -sk "${X[@]}" -o /dev/null -w '%{http_code}' -H 'If-None-Match: "v1"' "$V")
+    ct_check "$proto decoded: If-None-Match with the strong one too" "$st" 304
+    h=$(fetch "$V" identity "${X[@]}" -H 'Range: bytes=10-29' -H 'If-Range: "v1"')
+    ct_check_match "$proto decoded: If-Range with the strong ETag: 206" "$(head -1 <<<"$h")" ' 206'
+    ct_check "$proto decoded: ... the origin's bytes" "$(md5sum <"$CT_TMP/body")" \
+        "$(printf %s "$ORIG" | tail -c +11 | head -c 20 | md5sum)"
+    h=$(fetch "$V" identity "${X[@]}" -H 'Range: bytes=10-29' -H 'If-Range: W/"v1"')
+    ct_check_match "$proto decoded: If-Range with a weak ETag: 200" "$(head -1 <<<"$h")" ' 200'
     h=$(curl -sk "${X[@]}" -I "$V")
     ct_check_match "$proto decoded HEAD: 200" "$(head -1 <<<"$h")" ' 200'
     ct_check "$proto decoded HEAD: no Content-Encoding" "$(hdr Content-Encoding "$h")" ""
@@ -179,7 +189,15 @@ for proto in h1 h2; do
     h=$(fetch "$V" gzip "${X[@]}")
     ct_check "$proto origin gzip -> gzip: as it came" "$(md5sum <"$CT_TMP/body")" "$(md5sum <"$CT_TMP/root/doc.json.gz")"
 done
-ct_check "origin gzip: one fetch per scheme" "$(origin_count)" 2
+# the origin's own coding with its strong ETag: the decoded bytes are not
+# what that ETag names, so it is weak there
+GZE="$GZ&etag=%22g1%22"
+fetch "$P$GZE" gzip >/dev/null
+h=$(fetch "$P$GZE" identity)
+ct_check_match "origin gzip, strong ETag -> identity: decoded" "$(hdr Cache-Status "$h")" 'detail=decoded-gzip$'
+ct_check "... its ETag made weak" "$(hdr ETag "$h")" 'W/"g1"'
+ct_check "... the document" "$(md5sum <"$CT_TMP/body")" "$DOC"
+ct_check "origin gzip: one fetch per scheme, one with the ETag" "$(origin_count)" 3
 # no-transform on the stored response: never decoded, 406 for who cannot take it
 NT="/doc.json.gz?type=application/json&hdr=Content-Encoding%3A%20gzip&cache-control=max-age%3D600%2C+no-transform"
 fetch "$P$NT" gzip >/dev/null
@@ -197,6 +215,23 @@ ct_check_match "identity refused, nothing acceptable: 406" "$(head -1 <<<"$h")" 
 h=$(fetch "$S$GEN&v=zstd-h2" 'identity;q=0, compress' --http2)
 ct_check_match "h2: 406" "$(head -1 <<<"$h")" ' 406'
 ct_check "406: no origin fetch" "$(origin_count)" 2
+# 406 only when the stored variants differ on Accept-Encoding alone: a
+# variant of another Accept-Language is a Vary miss like any, fetched
+ct_origin_reset "$OPORT"
+AL="$P$GEN&vary=Accept-Language&v=al"
+fetch "$AL" br -H 'Accept-Language: en' >/dev/null
+h=$(fetch "$AL" 'identity;q=0, compress' -H 'Accept-Language: de')
+ct_check_match "other language, nothing acceptable: fetched, not 406" "$(head -1 <<<"$h")" ' 200'
+ct_check_match "... a Vary miss" "$(hdr Cache-Status "$h")" '^cachet; fwd=vary-miss'
+ct_check "... the origin's bytes" "$(md5sum <"$CT_TMP/body")" "$REF"
+ct_check "... one fetch each" "$(origin_count)" 2
+h=$(fetch "$AL" 'identity;q=0, compress' -H 'Accept-Language: en')
+ct_check_match "same language, nothing acceptable: 406" "$(head -1 <<<"$h")" ' 406'
+h=$(fetch "${AL/$P/$S}" br --http2 -H 'Accept-Language: en')
+h=$(fetch "${AL/$P/$S}" 'identity;q=0, compress' --http2 -H 'Accept-Language: fr')
+ct_check_match "h2 other language, nothing acceptable: fetched" "$(head -1 <<<"$h")" ' 200'
+ct_check "h2 ... the origin's bytes" "$(md5sum <"$CT_TMP/body")" "$REF"
+ct_check "... no fetch for the 406" "$(origin_count)" 4
 
 # ---- compression.store_transcoded: recoded once, stored as the class's variant -----
 cat >"$CT_TMP/tc.conf" <<EOF

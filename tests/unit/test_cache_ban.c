@@ -456,7 +456,7 @@ static void *hammer_main(void *arg)
         struct tkey k;
         mk_key(&k, "example.com", url);
         struct ct_cache_lookup_res res;
-        struct ct_cache_lookup_req req = {&k.key, CT_STR(""), NULL, NULL, false, false};
+        struct ct_cache_lookup_req req = {&k.key, CT_STR(""), NULL, NULL, false, false, false};
         enum ct_cache_lookup r = ct_cache_lookup(h->c, &req, T0 + 1, &res);
         if (r == CT_CACHE_MISS && res.fetch) {
             struct ct_obj_meta m = {0};

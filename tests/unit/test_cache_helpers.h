@@ -39,7 +39,7 @@ static inline struct ct_cache *mk_cache(size_t max_bytes, size_t max_obj, unsign
 static inline enum ct_cache_lookup lookup_v(struct ct_cache *c, struct tkey *k, const char *vary,
                                             ct_time_t now, struct ct_cache_lookup_res *res)
 {
-    struct ct_cache_lookup_req req = {&k->key, ct_str_c(vary), NULL, NULL, false, false};
+    struct ct_cache_lookup_req req = {&k->key, ct_str_c(vary), NULL, NULL, false, false, false};
     return ct_cache_lookup(c, &req, now, res);
 }
 

@@ -687,6 +687,31 @@ static void test_vary_match(void)
     CU_ASSERT_FALSE(ct_cache_vary_match(key, req(&c, CT_METHOD_GET, "/", "Cookie: ", NULL)));
     CU_ASSERT_FALSE(ct_cache_vary_match(key, req(&c, CT_METHOD_GET, "/", "Cookie: a=1", NULL)));
     free(k);
+    /* one line, one element (the hit path's case, compared whole): the same
+     * answers as element by element */
+    k = vkey(resp(&b, 200, "Vary: Accept-Encoding, User-Agent", NULL),
+             req(&a, CT_METHOD_GET, "/", "Accept-Encoding: br", "User-Agent: x, y", NULL), &rc);
+    key = ct_str_c(k);
+    CU_ASSERT_TRUE(ct_cache_vary_match(
+        key, req(&c, CT_METHOD_GET, "/", "Accept-Encoding: br", "User-Agent: x, y", NULL)));
+    CU_ASSERT_TRUE(ct_cache_vary_match(
+        key, req(&c, CT_METHOD_GET, "/", "accept-encoding:  br ", "User-Agent: x, y", NULL)));
+    CU_ASSERT_TRUE(ct_cache_vary_match(key, req(&c, CT_METHOD_GET, "/", "Accept-Encoding: br,",
+                                                "User-Agent: x, y", NULL)));
+    CU_ASSERT_TRUE(ct_cache_vary_match(key, req(&c, CT_METHOD_GET, "/", "Accept-Encoding: ",
+                                                "Accept-Encoding: br", "User-Agent: x, y", NULL)));
+    CU_ASSERT_FALSE(ct_cache_vary_match(
+        key, req(&c, CT_METHOD_GET, "/", "Accept-Encoding: gzip", "User-Agent: x, y", NULL)));
+    CU_ASSERT_FALSE(ct_cache_vary_match(
+        key, req(&c, CT_METHOD_GET, "/", "Accept-Encoding: b", "User-Agent: x, y", NULL)));
+    CU_ASSERT_FALSE(ct_cache_vary_match(
+        key, req(&c, CT_METHOD_GET, "/", "Accept-Encoding: br", "User-Agent: x,y", NULL)));
+    /* two lines are joined with ", " (not the one-line case) */
+    CU_ASSERT_TRUE(ct_cache_vary_match(key, req(&c, CT_METHOD_GET, "/", "Accept-Encoding: br",
+                                                "User-Agent: x", "User-Agent: y", NULL)));
+    CU_ASSERT_FALSE(
+        ct_cache_vary_match(key, req(&c, CT_METHOD_GET, "/", "User-Agent: x, y", NULL)));
+    free(k);
     /* the empty key matches everything; a damaged key nothing */
     CU_ASSERT_TRUE(
         ct_cache_vary_match(CT_STR_NULL, req(&c, CT_METHOD_GET, "/", "Cookie: a", NULL)));

@@ -170,7 +170,7 @@ static void test_variants(void)
 
     /* a caller-supplied matcher decides */
     int calls = 0;
-    struct ct_cache_lookup_req req = {&k.key, CT_STR("GZIP"), match_ci, &calls, false, false};
+    struct ct_cache_lookup_req req = {&k.key, CT_STR("GZIP"), match_ci, &calls, false, false, false};
     CU_ASSERT_EQUAL(ct_cache_lookup(c, &req, T0, &res), CT_CACHE_HIT);
     CU_ASSERT_TRUE(body_is(res.obj, "gzip body"));
     CU_ASSERT_TRUE(calls >= 1);
@@ -191,6 +191,53 @@ static void test_variants(void)
     CU_ASSERT_TRUE(ct_cache_purge(c, &k.key) >= 1);
     CU_ASSERT_EQUAL(lookup_v(c, &k, "br", T0 + 101, &res), CT_CACHE_MISS);
     ct_obj_fail(res.fetch);
+    ct_cache_lookup_res_release(&res);
+    ct_cache_free(&c);
+}
+
+/* A lookup answered from another variant (a derived coding, issue 18):
+ * the probe for that variant counts nothing, and the first lookup's miss
+ * becomes a hit; its fetch slot goes without a failed fetch, and a waiter
+ * on it is woken to look again. */
+static void test_answered_from_another_variant(void)
+{
+    struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 4);
+    struct tkey k;
+    mk_key(&k, "h", "/d");
+    struct fill br = {"br body", "br", 60, 0, 0, true};
+    store(c, &k, &br, T0);
+    struct ct_cache_stats st0, st;
+    ct_cache_stats(c, &st0);
+
+    struct ct_cache_lookup_res res, pr, wr;
+    CU_ASSERT_EQUAL(lookup_v(c, &k, "identity", T0, &res), CT_CACHE_MISS);
+    CU_ASSERT_EQUAL(res.miss, CT_CACHE_MISS_VARY);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(res.fetch);
+    CU_ASSERT_EQUAL(lookup_v(c, &k, "identity", T0, &wr), CT_CACHE_BUSY); /* a waiter */
+    struct ct_cache_lookup_req probe = {&k.key, CT_STR("br"), NULL, NULL, true, false, true};
+    CU_ASSERT_EQUAL(ct_cache_lookup(c, &probe, T0, &pr), CT_CACHE_HIT);
+    CU_ASSERT_TRUE(body_is(pr.obj, "br body"));
+    ct_cache_lookup_answered(c, &k.key, &res.fetch);
+    CU_ASSERT_PTR_NULL(res.fetch);
+    CU_ASSERT_EQUAL(ct_obj_state(wr.busy), CT_OBJ_FAILED); /* its waiters look again */
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.lookups - st0.lookups, 2);   /* R's and the waiter's, not the probe */
+    CU_ASSERT_EQUAL(st.hits - st0.hits, 1);         /* R's */
+    CU_ASSERT_EQUAL(st.misses - st0.misses, 0);
+    CU_ASSERT_EQUAL(st.busy - st0.busy, 1);
+    CU_ASSERT_EQUAL(st.failed - st0.failed, 0);     /* handed back, not a failed fetch */
+    ct_cache_lookup_res_release(&pr);
+    ct_cache_lookup_res_release(&wr);
+    ct_cache_lookup_res_release(&res);
+
+    /* without a fetch slot (HEAD, no memory): the count only */
+    struct ct_cache_lookup_req head = {&k.key, CT_STR("identity"), NULL, NULL, true, false, false};
+    CU_ASSERT_EQUAL(ct_cache_lookup(c, &head, T0, &res), CT_CACHE_MISS);
+    CU_ASSERT_PTR_NULL(res.fetch);
+    ct_cache_lookup_answered(c, &k.key, &res.fetch);
+    ct_cache_stats(c, &st);
+    CU_ASSERT_EQUAL(st.hits - st0.hits, 2);
+    CU_ASSERT_EQUAL(st.misses - st0.misses, 0);
     ct_cache_lookup_res_release(&res);
     ct_cache_free(&c);
 }
@@ -480,7 +527,7 @@ static void test_no_insert(void)
     struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 4);
     struct tkey k;
     mk_key(&k, "h", "/oic");
-    struct ct_cache_lookup_req req = {&k.key, CT_STR(""), NULL, NULL, true, false};
+    struct ct_cache_lookup_req req = {&k.key, CT_STR(""), NULL, NULL, true, false, false};
     struct ct_cache_lookup_res r;
     CU_ASSERT_EQUAL(ct_cache_lookup(c, &req, T0, &r), CT_CACHE_MISS);
     CU_ASSERT_PTR_NULL(r.fetch);
@@ -779,7 +826,7 @@ static void test_expire_sweep(void)
 static enum ct_cache_lookup peek(struct ct_cache *c, struct tkey *k, const char *vary,
                                  ct_time_t now, const char *want_body)
 {
-    struct ct_cache_lookup_req req = {&k->key, ct_str_c(vary), NULL, NULL, true, false};
+    struct ct_cache_lookup_req req = {&k->key, ct_str_c(vary), NULL, NULL, true, false, false};
     struct ct_cache_lookup_res r;
     enum ct_cache_lookup kind = ct_cache_lookup(c, &req, now, &r);
     if (kind == CT_CACHE_HIT)
@@ -877,7 +924,7 @@ static void test_table_churn(void)
             present[i] = false;
         }
         for (int i = 0; i < N; i++) {
-            struct ct_cache_lookup_req req = {&keys[i].key, CT_STR(""), NULL, NULL, true, false};
+            struct ct_cache_lookup_req req = {&keys[i].key, CT_STR(""), NULL, NULL, true, false, false};
             struct ct_cache_lookup_res r;
             enum ct_cache_lookup kind = ct_cache_lookup(c, &req, T0, &r);
             CU_ASSERT_EQUAL(kind, present[i] ? CT_CACHE_HIT : CT_CACHE_MISS);
@@ -982,7 +1029,7 @@ static void test_miss_kind_and_revalidate(void)
 
     /* revalidate: the fresh match comes back STALE with the one fetch; a
      * second such lookup waits on it; a plain lookup still hits */
-    struct ct_cache_lookup_req rq = {&k.key, CT_STR("gzip"), NULL, NULL, false, true};
+    struct ct_cache_lookup_req rq = {&k.key, CT_STR("gzip"), NULL, NULL, false, true, false};
     CU_ASSERT_EQUAL(ct_cache_lookup(c, &rq, T0 + 2, &r1), CT_CACHE_STALE);
     CU_ASSERT_PTR_NOT_NULL(r1.obj);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r1.fetch);
@@ -1120,6 +1167,46 @@ static void test_mapped_bodies(void)
     ct_obj_release(&small);
     ct_obj_release(&nolen);
 
+    /* a bound (an encoded body, at most its origin's length): one run of a
+     * file for the body that came, and what it left back to the cap */
+    {
+        struct tkey kb;
+        mk_key(&kb, "h", "/bound");
+        struct ct_cache_lookup_res rb;
+        CU_ASSERT_EQUAL_FATAL(lookup(c, &kb, T0, &rb), CT_CACHE_MISS);
+        size_t before = idle_bytes(c);
+        struct ct_obj_meta mb = {.status = 200, .head = CT_STR("HTTP/1.1 200 OK\r\n"),
+                                 .response_time = T0, .ttl = 60,
+                                 .body_hint = 1 << 20, .body_hint_max = true};
+        CU_ASSERT_EQUAL_FATAL(ct_obj_set_head(rb.fetch, &mb), CT_OK);
+        CU_ASSERT(idle_bytes(c) - before >= (1 << 20)); /* the bound, while it fills */
+        CU_ASSERT_EQUAL_FATAL(ct_obj_append(rb.fetch, body, n), CT_OK);
+        ct_obj_complete(rb.fetch, T0);
+        size_t kept = idle_bytes(c) - before;
+        CU_ASSERT(kept >= n && kept < n + 3 * 4096); /* the body's pages and the blob's */
+        off_t offb;
+        int fdb = ct_obj_body_fd(rb.fetch, &offb);
+        CU_ASSERT_FATAL(fdb >= 0);
+        CU_ASSERT_TRUE(fd_holds(fdb, offb, body, n));
+        CU_ASSERT_TRUE(body_equals(rb.fetch, body, n));
+        ct_cache_lookup_res_release(&rb);
+        /* a bound below the mapping size: nothing reserved for it, the heap */
+        mk_key(&kb, "h", "/bound-small");
+        CU_ASSERT_EQUAL_FATAL(lookup(c, &kb, T0, &rb), CT_CACHE_MISS);
+        mb.body_hint = 32 * 1024;
+        before = idle_bytes(c);
+        CU_ASSERT_EQUAL_FATAL(ct_obj_set_head(rb.fetch, &mb), CT_OK);
+        CU_ASSERT(idle_bytes(c) - before < 4096);
+        CU_ASSERT_EQUAL_FATAL(ct_obj_append(rb.fetch, body, 1000), CT_OK);
+        ct_obj_complete(rb.fetch, T0);
+        CU_ASSERT_EQUAL(ct_obj_body_fd(rb.fetch, &offb), -1);
+        CU_ASSERT_TRUE(body_equals(rb.fetch, body, 1000));
+        ct_cache_lookup_res_release(&rb);
+        CU_ASSERT(ct_cache_purge(c, &kb.key) >= 1);
+        mk_key(&kb, "h", "/bound");
+        CU_ASSERT(ct_cache_purge(c, &kb.key) >= 1); /* its descriptor goes: the budget below */
+    }
+
     /* gone with the last reference: the file is closed, the bytes given back */
     CU_ASSERT(ct_cache_purge(c, &k.key) >= 1);
     CU_ASSERT_NOT_EQUAL(fcntl(fd, F_GETFD), -1); /* still open: we hold a reference */
@@ -1172,5 +1259,6 @@ void ct_test_register(void)
         {"same hash, different keys", test_same_hash_keys},
         {"cap is hard when all is held", test_cap_is_hard},
         {"miss kind (RFC 9211) and revalidate lookups", test_miss_kind_and_revalidate},
-        {"large bodies in a memfd (sendfile)", test_mapped_bodies});
+        {"large bodies in a memfd (sendfile)", test_mapped_bodies},
+        {"a lookup answered from another variant counts one hit", test_answered_from_another_variant});
 }

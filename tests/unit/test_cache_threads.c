@@ -119,7 +119,7 @@ static void *thread_main(void *arg)
             continue;
         }
         struct ct_cache_lookup_res res;
-        struct ct_cache_lookup_req req = {&k.key, CT_STR(""), NULL, NULL, false, false};
+        struct ct_cache_lookup_req req = {&k.key, CT_STR(""), NULL, NULL, false, false, false};
         enum ct_cache_lookup kind = ct_cache_lookup(wk->c, &req, now, &res);
         if (res.obj) {
             thread_read(wk, res.obj, i);
@@ -202,7 +202,7 @@ static void *stream_reader_main(void *arg)
 {
     struct stream_reader *r = arg;
     struct ct_cache_lookup_res res;
-    struct ct_cache_lookup_req req = {&r->k->key, CT_STR(""), NULL, NULL, true, false};
+    struct ct_cache_lookup_req req = {&r->k->key, CT_STR(""), NULL, NULL, true, false, false};
     enum ct_cache_lookup kind = ct_cache_lookup(r->c, &req, T0, &res);
     struct ct_obj *obj = kind == CT_CACHE_BUSY ? res.busy : res.obj;
     if (!obj) {
