@@ -441,6 +441,8 @@ struct ct_conf_fleet {
     char *redis_sentinel;      /* master name: REDIS is a Sentinel's address; NULL: not */
     char *redis_prefix;        /* key prefix: {PREFIX}:purges, {PREFIX}:members */
     uint64_t register_ttl_ms;  /* membership entry lifetime (refreshed every third) */
+    uint64_t mirror_ttl_ms;    /* an edge keeps an owner's answer fresh at most this long
+                                  (whole seconds); 0: it keeps no copy */
     /* derived (conf_fleet.c): one backend group per member but self, after
      * the configured groups (ct_conf_group_at); PEER_GROUP[i] is member i's
      * group index, SIZE_MAX for self. Owned here, freed by ct_conf_free. */

@@ -106,6 +106,9 @@ void ct_conf_check_fleet(struct ct_conf *cf, struct ct_conf_errors *errs)
             fl->hop_header);
     if (fl->token && !ct_conf_token_ok(fl->token, strlen(fl->token)))
         ERR("fleet.token", "not a token (expected 16 to 256 visible ASCII characters, no spaces)");
+    if (fl->mirror_ttl_ms % 1000 != 0) /* object lifetimes are whole seconds (RFC 9111) */
+        ERR("fleet.mirror_ttl", "%llu ms is not a whole number of seconds (expected 0s, 1s, "
+                                "2s, ...)", (unsigned long long)fl->mirror_ttl_ms);
     if (fl->nmembers == 0)
         ERR("fleet.self", "set without fleet.members (expected every node of the fleet, this "
                           "one included)");

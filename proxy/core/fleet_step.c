@@ -3,6 +3,7 @@
  * (fleet_step.h).
  */
 #include <arpa/inet.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <string.h>
 
@@ -116,4 +117,13 @@ bool ct_req_fleet_failed(struct ct_req *r, enum ct_close why)
     }
     r->fleet_fallback = true;
     return true;
+}
+
+void ct_req_fleet_mirror_cap(const struct ct_req *r, struct ct_cache_fresh *f)
+{
+    /* lifetimes are whole seconds; the age at fill, rounded down, keeps the
+     * copy's freshness at or under mirror_ttl */
+    int64_t cap = (int64_t)floor(f->initial_age) + (int64_t)(r->w->cf->fleet.mirror_ttl_ms / 1000);
+    if (f->lifetime > cap)
+        f->lifetime = cap;
 }

@@ -56,6 +56,9 @@ static void test_checks(void)
     EXPECT_ERR(BASE "fleet = {\n  self = \"a\";\n" MEMBERS "  owner_down = \"maybe\"; };\n",
                "t.conf:8: fleet.owner_down: invalid value \"maybe\" (expected one of \"origin\" or "
                "\"error\")");
+    EXPECT_ERR(BASE "fleet = {\n  self = \"a\";\n" MEMBERS "  mirror_ttl = \"1500ms\"; };\n",
+               "t.conf:8: fleet.mirror_ttl: 1500 ms is not a whole number of seconds (expected "
+               "0s, 1s, 2s, ...)");
 }
 
 /* One peer group per other member, after the configured groups, with the
