@@ -75,6 +75,14 @@ void ct_req_fleet_pick(struct ct_req *r, struct ct_upstream_pick *pick)
     /* the cache key as stored (dropped query parameters and all): every
      * node with the same configuration derives the same one */
     struct ct_str kb = r->cr->key.bytes;
+    /* a background refresh (cache_bg.c) starts at FILL with a cache part of
+     * its own that never looked up: its key is built here, else every
+     * refresh would hash the empty key and go to one node */
+    if (kb.len == 0) {
+        if (!ct_cache_key_for(r, r->msg->target, &r->cr->key))
+            return;
+        kb = r->cr->key.bytes;
+    }
     uint64_t key = ct_balance_hash(kb.p, kb.len);
     size_t g = ct_fleet_owner_group(r->w->px->fleet, cf, key, ct_time_mono());
     if (g == SIZE_MAX)

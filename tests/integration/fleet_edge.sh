@@ -4,10 +4,12 @@
 #   - hot-key mirroring: the edge's copy of the owner's answer is fresh for
 #     fleet.mirror_ttl (2 s here), not the answer's hour, so a purge on the
 #     owner alone is outlived by seconds on the edge;
+#   - a stale copy within grace is served and refreshed from the owner;
 #   - mirror_ttl = 0 (node c): no edge copy, every request asks the owner
 #     (and no hit-for-miss marker sends the next one to the origin);
 #   - the owner stopped (SIGSTOP: connects, never answers): a stale copy
-#     within grace is the answer at once; past grace the request itself
+#     within grace is the answer at once, its refresh goes to the origin
+#     after the owner's timeout (counted); past grace the request itself
 #     goes to the origin after that timeout;
 #   - the owner answers 502 (the origin is gone): the edge's stale copy
 #     within stale-if-error answers, the peer's error never hides it.
@@ -104,8 +106,22 @@ ct_check_match "c (mirror_ttl 0) stores none of the owner's answer ($cs2)" "$cs2
 ct_check "... both requests asked b, none went to the origin" \
     "$(($(metric b fleet_hop_requests) - h0)) $(($(origin_count) - o0))" "2 0"
 
+# ---- a's copy stale within grace, b up: answered from the copy, and the
+# background refresh asks the owner (by the key, as the fill did), not the
+# origin nor whichever node owns an empty key.
 SWR='max-age%3D3600%2C%20stale-while-revalidate%3D60'
+UR=$(owned_by_b bgr "$SWR") || { ct_failed "some key of 64 is b's"; ct_done; exit; }
+t0=$(now_ms)
 stale() { [ $(($(now_ms) - t0)) -gt 2500 ]; } # past a's capped freshness (2 s)
+ct_wait_until 10 stale
+h0=$(metric b fleet_hop_requests)
+o0=$(origin_count)
+ct_check_match "a's copy stale within grace: served from it" "$(cstatus a "$UR")" 'detail=stale-while-revalidate'
+asked_b() { [ "$(metric b fleet_hop_requests)" -gt "$h0" ]; }
+ct_wait_until 10 asked_b
+ct_check "... its refresh went to the owner b (b's hit), not to the origin" \
+    "$(($(metric b fleet_hop_requests) - h0)) $(($(origin_count) - o0))" "1 0"
+
 # ---- the owner stopped (connects, never answers), a's copy stale.
 US=$(owned_by_b swr "$SWR") || { ct_failed "some key of 64 is b's"; ct_done; exit; }
 UN=$(owned_by_b nogr "$HOUR") || { ct_failed "some key of 64 is b's"; ct_done; exit; }
@@ -121,6 +137,10 @@ cs=$(cstatus a "$US")
 el=$(($(now_ms) - t1))
 ct_check_match "b stopped: a's GET within grace is its stale copy ($cs)" "$cs" 'detail=stale-while-revalidate'
 ct_check_match "... at once (${el} ms, b's timeout is 1 s)" "$el" '^[0-9]{1,3}$'
+refreshed() { [ "$(origin_count)" -gt "$o0" ] && [ "$(metric a fleet_owner_down)" -gt "$d0" ]; }
+ct_wait_until 20 refreshed
+ct_check "... its refresh gave up on b and went to the origin (counted)" \
+    "$(($(origin_count) - o0)) $(($(metric a fleet_owner_down) - d0))" "1 1"
 # past grace (none here): the fetch waits for b's timeout, then the origin.
 # b is marked down for down_time (1 s) meanwhile: wait it out so the next
 # request asks b again
