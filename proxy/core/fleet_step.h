@@ -51,4 +51,13 @@ bool ct_req_fleet_failed(struct ct_req *r, enum ct_close why);
  * not_storable.) */
 void ct_req_fleet_mirror_cap(const struct ct_req *r, struct ct_cache_fresh *f);
 
+/* R, a client's PURGE, was applied here (SOFT: a soft purge; TAGS: the
+ * NTAGS tags it named, else its URL): hand it to the fleet's fan-out
+ * (px->fleet's outbox, published by the main thread as an admin purge:
+ * through Redis, or over HTTP while Redis is down), so it reaches every
+ * node, as the admin's purges do. Not for a peer's request (r->fleet_hop),
+ * nor without a bus (the outbox is closed). */
+struct ct_str;
+void ct_req_fleet_purge(struct ct_req *r, bool soft, const struct ct_str *tags, size_t ntags);
+
 #endif /* CT_PROXY_CORE_FLEET_STEP_H */
