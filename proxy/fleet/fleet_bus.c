@@ -65,6 +65,11 @@ struct ct_fleet_bus {
     char last_id[ID_MAX]; /* the last stream id read; "" = not known yet */
     struct event *tick;   /* reconnect, register, membership */
     ct_time_t next_register;
+    /* after a reconnect (mono): until then a member missing from the set
+     * but live in our last view stays live (see on_members) */
+    ct_time_t settle_until;
+    bool viewed; /* a membership read was applied: there is a last view */
+    bool live[CT_BALANCE_MAX]; /* that view, by member index (the view's bound) */
     struct ct_fleet_bus_counts n;
 };
 
@@ -154,6 +159,11 @@ static void on_members(redisAsyncContext *ac, void *r, void *priv)
         return; /* Redis down or an error: the last view stands */
     const struct ct_conf *cf = b->cf_now(b->arg);
     const struct ct_conf_fleet *fl = &cf->fleet;
+    /* Just reconnected (a Redis restarted empty, a promoted replica that
+     * missed the last ZADDs): the others register again within their own
+     * reconnect second and a refresh; dropping them meanwhile would move
+     * their keys here and fetch them from the origin twice. */
+    bool settling = b->viewed && ct_time_mono() < b->settle_until;
     b->n.live = 0;
     for (size_t i = 0; i < fl->nmembers; i++) {
         bool seen = i == fl->self_index;
@@ -161,9 +171,15 @@ static void on_members(redisAsyncContext *ac, void *r, void *priv)
             const redisReply *e = rep->element[k];
             seen = e->type == REDIS_REPLY_STRING && strcmp(e->str, fl->members[i].name) == 0;
         }
+        if (i < CT_BALANCE_MAX) {
+            if (!seen && settling && b->live[i])
+                seen = true; /* kept from the last view */
+            b->live[i] = seen;
+        }
         ct_fleet_member_live(b->view, cf, i, seen);
         b->n.live += seen;
     }
+    b->viewed = true;
 }
 
 static void register_self(struct ct_fleet_bus *b)
@@ -298,6 +314,9 @@ static void on_connect(const redisAsyncContext *ac, int status)
     if (is_cmd) {
         b->cmd_up = true;
         b->next_register = 0; /* register now */
+        /* the others' registrations may be missing for their reconnect
+         * (the 1 s tick) and one register_ttl */
+        b->settle_until = ct_time_mono() + 1.0 + (double)b->ttl_ms / 1000.0;
     } else {
         b->blk_up = true;
         if (b->last_id[0]) /* a reconnect: catch up from where we stopped */
