@@ -80,9 +80,11 @@ EOF2
     done
     for ((i = 0; i < n; i++)); do m=${names[$i]}; wait_up "${PORT[$m]}"; wait_up "${ADMIN[$m]}"; done
     if ((n > 1)); then
-        for ((i = 0; i < 300; i++)); do
-            [ "$(metric "${ADMIN[a]}" fleet_members_live)" = "$n" ] && break
-            sleep 0.01
+        for m in "${names[@]:0:$n}"; do # every node sees all, so they agree on owners
+            for ((i = 0; i < 1000; i++)); do
+                [ "$(metric "${ADMIN[$m]}" fleet_members_live)" = "$n" ] && break
+                sleep 0.01
+            done
         done
     fi
 }

@@ -65,11 +65,11 @@ struct ct_fleet_bus {
     char last_id[ID_MAX]; /* the last stream id read; "" = not known yet */
     struct event *tick;   /* reconnect, register, membership */
     ct_time_t next_register;
-    /* after a reconnect (mono): until then a member missing from the set
+    /* after a connect (mono): until then a member missing from the set
      * but live in our last view stays live (see on_members) */
     ct_time_t settle_until;
-    bool viewed; /* a membership read was applied: there is a last view */
-    bool live[CT_BALANCE_MAX]; /* that view, by member index (the view's bound) */
+    bool live[CT_BALANCE_MAX]; /* that view, by member index (the view's bound);
+                                  at start every configured member, as the view */
     struct ct_fleet_bus_counts n;
 };
 
@@ -159,11 +159,13 @@ static void on_members(redisAsyncContext *ac, void *r, void *priv)
         return; /* Redis down or an error: the last view stands */
     const struct ct_conf *cf = b->cf_now(b->arg);
     const struct ct_conf_fleet *fl = &cf->fleet;
-    /* Just reconnected (a Redis restarted empty, a promoted replica that
-     * missed the last ZADDs): the others register again within their own
-     * reconnect second and a refresh; dropping them meanwhile would move
-     * their keys here and fetch them from the origin twice. */
-    bool settling = b->viewed && ct_time_mono() < b->settle_until;
+    /* Just connected: at start the others may not have registered yet;
+     * after a reconnect (a Redis restarted empty, a promoted replica that
+     * missed the last ZADDs) they register again within their own reconnect
+     * second and a refresh. Dropping them meanwhile would move their keys
+     * here and fetch them from the origin twice. A member really gone is
+     * dropped once this ends (and a failed peer fetch marks it down before). */
+    bool settling = ct_time_mono() < b->settle_until;
     b->n.live = 0;
     for (size_t i = 0; i < fl->nmembers; i++) {
         bool seen = i == fl->self_index;
@@ -179,7 +181,6 @@ static void on_members(redisAsyncContext *ac, void *r, void *priv)
         ct_fleet_member_live(b->view, cf, i, seen);
         b->n.live += seen;
     }
-    b->viewed = true;
 }
 
 static void register_self(struct ct_fleet_bus *b)
@@ -592,6 +593,8 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
     b->k_members = join(tag, "members");
     free(tag);
     b->ttl_ms = fl->register_ttl_ms;
+    for (size_t i = 0; i < CT_BALANCE_MAX; i++)
+        b->live[i] = true; /* the view starts with every member live */
     b->hop_header = ct_xstrdup(fl->hop_header);
     struct ct_str hv = ct_fleet_hop_value(fl);
     b->hop_value = ct_xmalloc(hv.len + 1);
