@@ -15,7 +15,7 @@ s = [socket.socket() for _ in range(7)]
 for x in s: x.bind(("127.0.0.1", 0))
 print(*[x.getsockname()[1] for x in s])')
 start_redis() {
-    ct_start redis redis-server --port "$RP" --bind 127.0.0.1 --save "" --appendonly no
+    ct_start redis redis-server --port "$RP" --bind 127.0.0.1 --save "" --appendonly no --dir "$CT_TMP"
     ct_wait_until 30 sh -c "redis-cli -p $RP ping 2>/dev/null | grep -q PONG" ||
         { ct_failed "redis-server starts"; exit 1; }
 }
