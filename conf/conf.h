@@ -439,6 +439,7 @@ struct ct_conf_fleet {
     int owner_down;    /* enum ct_conf_owner_down */
     struct ct_conf_addr redis; /* IP:PORT; host NULL ("off"): static members, no fan-out */
     char *redis_sentinel;      /* master name: REDIS is a Sentinel's address; NULL: not */
+    char *redis_password;      /* AUTH to the Redis server(s); NULL: none */
     char *redis_prefix;        /* key prefix: {PREFIX}:purges, {PREFIX}:members */
     uint64_t register_ttl_ms;  /* membership entry lifetime (refreshed every third) */
     uint64_t mirror_ttl_ms;    /* an edge keeps an owner's answer fresh at most this long

@@ -538,6 +538,10 @@ static const struct ct_conf_row fleet_rows[] = {
                "The master's name at a Sentinel: `redis` is then a Sentinel's `IP:PORT`, "
                "asked for the master at start and after every failover; `off`: `redis` is the "
                "server (or any node of a Cluster)."),
+    ROW_OPTSTR_F(T, "redis_password", redis_password, CT_ROW_SECRET, Q("off"),
+                 "Password sent with AUTH on every connection to the Redis server (its "
+                 "`requirepass`; for a Cluster, every node's; not sent to a Sentinel), or "
+                 "`off`. Sent in clear: hiredis 0.14 has no TLS (docs/fleet.md)."),
     ROW_STR(T, "redis_prefix", redis_prefix, 0, Q("cachet"),
             "Prefix of the Redis keys (`{PREFIX}:purges`, `{PREFIX}:members`): one per fleet."),
     ROW_DUR(T, "register_ttl", register_ttl_ms, 0, 1 * SEC, 1 * HOUR, Q("10s"),
@@ -1231,6 +1235,8 @@ static const struct {
                               "fallback an operator sets up by naming the admin listeners."},
     {"fleet.redis", "a static member list needs nothing else running."},
     {"fleet.redis_sentinel", "a standalone server or a Cluster names itself."},
+    {"fleet.redis_password", "a Redis on a private network often has no password; one that has "
+                             "is named here (or `requirepass` is off)."},
     {"fleet.redis_prefix", "the program's name: one fleet per Redis unless told otherwise."},
     {"fleet.register_ttl", "a dead node's keys re-home within 10 s, while three refreshes "
                            "must be lost before a live one is dropped."},

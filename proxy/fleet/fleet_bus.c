@@ -49,6 +49,7 @@ struct ct_fleet_bus {
     char *k_stream, *k_members; /* PREFIX:purges, PREFIX:members */
     uint64_t ttl_ms;
     char *hop_header, *hop_value, *admin_token;
+    char *password; /* fleet.redis_password; NULL: no AUTH */
     struct peer_admin *admins;
     size_t nadmins;
     /* state */
@@ -354,6 +355,21 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
             status == REDIS_OK ? "" : "");
 }
 
+/* AUTH's answer: an error (a wrong password, or none set on a server that
+ * wants one) leaves the connection up but every command refused (NOAUTH):
+ * said once per connection, counted. */
+static void on_auth(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)priv;
+    struct ct_fleet_bus *b = bus_of(ac);
+    redisReply *rep = r;
+    if (b->closing || !rep || rep->type != REDIS_REPLY_ERROR)
+        return;
+    b->n.redis_errors++;
+    CT_WARN("fleet: Redis %s:%d refused AUTH: %s (fleet.redis_password)", b->host, b->port,
+            rep->str);
+}
+
 static redisAsyncContext *connect_one(struct ct_fleet_bus *b)
 {
     redisAsyncContext *ac = redisAsyncConnect(b->host, b->port);
@@ -368,6 +384,10 @@ static redisAsyncContext *connect_one(struct ct_fleet_bus *b)
     redisLibeventAttach(ac, b->base);
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    /* queued before anything else on this connection (hiredis sends in
+     * order once connected): no command runs unauthenticated */
+    if (b->password)
+        redisAsyncCommand(ac, on_auth, NULL, "AUTH %s", b->password);
     return ac;
 }
 
@@ -593,6 +613,7 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
     b->k_members = join(tag, "members");
     free(tag);
     b->ttl_ms = fl->register_ttl_ms;
+    b->password = fl->redis_password ? ct_xstrdup(fl->redis_password) : NULL;
     for (size_t i = 0; i < CT_BALANCE_MAX; i++)
         b->live[i] = true; /* the view starts with every member live */
     b->hop_header = ct_xstrdup(fl->hop_header);
@@ -649,6 +670,7 @@ void ct_fleet_bus_free(struct ct_fleet_bus **bp)
     free(b->hop_header);
     free(b->hop_value);
     free(b->admin_token);
+    free(b->password);
     b->magic = 0;
     free(b);
     *bp = NULL;
