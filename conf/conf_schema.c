@@ -49,6 +49,9 @@
      .help = h}
 #define ROW_STRLIST(T, key, f, fn, d, h)                                                      \
     {.name = key, .type = CT_ROW_STRLIST, FLD(T, f), .off2 = offsetof(T, fn), .def = d, .help = h}
+#define ROW_TEXTLIST(T, key, f, fn, d, h)                                                     \
+    {.name = key, .type = CT_ROW_STRLIST, .flags = CT_ROW_TEXT, FLD(T, f),                     \
+     .off2 = offsetof(T, fn), .def = d, .help = h}
 #define ROW_WORDLIST(T, key, f, fn, d, h)                                                     \
     {.name = key, .type = CT_ROW_STRLIST, .flags = CT_ROW_WORDS, FLD(T, f),                    \
      .off2 = offsetof(T, fn), .def = d, .help = h}
@@ -538,6 +541,9 @@ static const struct ct_conf_row fleet_rows[] = {
                "The master's name at a Sentinel: `redis` is then a Sentinel's `IP:PORT`, "
                "asked for the master at start and after every failover; `off`: `redis` is the "
                "server (or any node of a Cluster)."),
+    ROW_TEXTLIST(T, "redis_sentinels", redis_sentinels, nredis_sentinels, "[]",
+                "More Sentinels of the same master (`[\"IP:PORT\", ...]`), asked in order "
+                "after `redis` when one cannot be reached or knows no master."),
     ROW_OPTSTR_F(T, "redis_password", redis_password, CT_ROW_SECRET, Q("off"),
                  "Password sent with AUTH on every connection to the Redis server (its "
                  "`requirepass`; for a Cluster, every node's; not sent to a Sentinel), or "
@@ -572,10 +578,6 @@ static const struct ct_conf_enum route_queries[] = {{"inherit", CT_CONF_QUERY_IN
                                                     {"sort", CT_CONF_QUERY_SORT},
                                                     {NULL, 0}};
 _Static_assert(sizeof(enum ct_conf_balance) == sizeof(int), "enum size");
-
-#define ROW_TEXTLIST(T, key, f, fn, d, h)                                                     \
-    {.name = key, .type = CT_ROW_STRLIST, .flags = CT_ROW_TEXT, FLD(T, f),                     \
-     .off2 = offsetof(T, fn), .def = d, .help = h}
 
 #define T struct ct_conf_group
 static const struct ct_conf_row group_rows[] = {
@@ -1235,6 +1237,7 @@ static const struct {
                               "fallback an operator sets up by naming the admin listeners."},
     {"fleet.redis", "a static member list needs nothing else running."},
     {"fleet.redis_sentinel", "a standalone server or a Cluster names itself."},
+    {"fleet.redis_sentinels", "`redis` names the one Sentinel most setups start with."},
     {"fleet.redis_password", "a Redis on a private network often has no password; one that has "
                              "is named here (or `requirepass` is off)."},
     {"fleet.redis_prefix", "the program's name: one fleet per Redis unless told otherwise."},

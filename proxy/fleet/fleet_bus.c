@@ -59,8 +59,13 @@ struct ct_fleet_bus {
     /* Sentinel (fleet.redis_sentinel): host:port above is the master it
      * named; SEN asks it again whenever the master is lost */
     char *master_name; /* NULL: no Sentinel */
-    char *sen_host;
+    char *sen_host;    /* the Sentinel asked now: SENS[SEN_IDX] */
     int sen_port;
+    struct sen_addr {
+        char *host;
+        int port;
+    } *sens;           /* fleet.redis then fleet.redis_sentinels */
+    size_t nsens, sen_idx;
     redisAsyncContext *sen;
     bool have_master;
     char last_id[ID_MAX]; /* the last stream id read; "" = not known yet */
@@ -393,6 +398,8 @@ static redisAsyncContext *connect_one(struct ct_fleet_bus *b)
 
 /* ---- Sentinel ---------------------------------------------------------------------- */
 
+static void next_sentinel(struct ct_fleet_bus *b, bool now);
+
 static void on_master(redisAsyncContext *ac, void *r, void *priv)
 {
     (void)priv;
@@ -413,8 +420,26 @@ static void on_master(redisAsyncContext *ac, void *r, void *priv)
     } else {
         CT_WARN("fleet: Sentinel %s:%d knows no master \"%s\"", b->sen_host, b->sen_port,
                 b->master_name);
+        next_sentinel(b, false); /* this one is still connected: asked on the next tick */
     }
     redisAsyncDisconnect(ac);
+}
+
+static void ask_sentinel(struct ct_fleet_bus *b);
+
+/* The Sentinel asked now failed (unreachable, or it knows no master): the
+ * next one in the list is asked, at once unless the round is over (then
+ * on the next tick, a second later), so a dead first address costs one
+ * connect, not a second per attempt. */
+static void next_sentinel(struct ct_fleet_bus *b, bool now)
+{
+    if (b->nsens < 2)
+        return;
+    b->sen_idx = (b->sen_idx + 1) % b->nsens;
+    b->sen_host = b->sens[b->sen_idx].host;
+    b->sen_port = b->sens[b->sen_idx].port;
+    if (now && b->sen_idx != 0)
+        ask_sentinel(b);
 }
 
 static void sen_connect(const redisAsyncContext *ac, int status)
@@ -423,6 +448,9 @@ static void sen_connect(const redisAsyncContext *ac, int status)
     if (status != REDIS_OK) {
         b->sen = NULL;
         b->n.redis_errors++;
+        CT_WARN("fleet: Sentinel %s:%d unreachable (%s)", b->sen_host, b->sen_port,
+                ac->errstr[0] ? ac->errstr : "connect failed");
+        next_sentinel(b, true);
         return;
     }
     redisAsyncCommand((redisAsyncContext *)ac, on_master, NULL,
@@ -601,8 +629,16 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
     b->port = fl->redis.port;
     if (fl->redis_sentinel) {
         b->master_name = ct_xstrdup(fl->redis_sentinel);
-        b->sen_host = ct_xstrdup(fl->redis.host);
-        b->sen_port = fl->redis.port;
+        size_t n = fl->nsentinels ? fl->nsentinels : 1;
+        b->sens = ct_xcalloc(n, sizeof(*b->sens));
+        for (size_t i = 0; i < n; i++) {
+            const struct ct_conf_addr *a = fl->nsentinels ? &fl->sentinels[i] : &fl->redis;
+            b->sens[i].host = ct_xstrdup(a->host);
+            b->sens[i].port = a->port;
+        }
+        b->nsens = n;
+        b->sen_host = b->sens[0].host;
+        b->sen_port = b->sens[0].port;
     }
     b->self = ct_xstrdup(fl->self);
     /* {PREFIX}: one hash slot for both keys (Redis Cluster) */
@@ -656,7 +692,9 @@ void ct_fleet_bus_free(struct ct_fleet_bus **bp)
         redisAsyncFree(b->sen);
     event_free(b->tick);
     free(b->master_name);
-    free(b->sen_host);
+    for (size_t i = 0; i < b->nsens; i++)
+        free(b->sens[i].host);
+    free(b->sens);
     for (size_t i = 0; i < b->nadmins; i++) {
         if (b->admins[i].conn)
             evhttp_connection_free(b->admins[i].conn);
