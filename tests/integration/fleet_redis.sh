@@ -63,7 +63,12 @@ for n in a b c; do
     ct_wait_until 30 metric_is "$n" fleet_redis_up 1 && ct_wait_until 30 metric_is "$n" fleet_members_live 3 ||
         ct_failed "node $n: Redis up, 3 live members" "up $(metric $n fleet_redis_up) live $(metric $n fleet_members_live)"
 done
-ct_check "the members' set in Redis" "$(R ZRANGE "{cachet}:members" 0 -1 | sort | tr '\n' ' ')" "a b c "
+# the live gauge counts the configured members from the start (the settle
+# window): read the set itself until all three registered
+members_now() { R ZRANGE "{cachet}:members" 0 -1 | sort | tr '\n' ' '; }
+all_in() { [ "$(members_now)" = "a b c " ]; }
+ct_wait_until 30 all_in
+ct_check "the members' set in Redis" "$(members_now)" "a b c "
 
 # ---- fan-out: an object on every node, purged on a, gone everywhere.
 U="/gen?size=100&$MA&k=fan"
