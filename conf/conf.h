@@ -439,8 +439,13 @@ struct ct_conf_fleet {
     int owner_down;    /* enum ct_conf_owner_down */
     struct ct_conf_addr redis; /* IP:PORT; host NULL ("off"): static members, no fan-out */
     char *redis_sentinel;      /* master name: REDIS is a Sentinel's address; NULL: not */
+    char *redis_password;      /* AUTH to the Redis server(s); NULL: none */
+    char **redis_sentinels;    /* more Sentinels' "IP:PORT", tried after REDIS in order */
+    size_t nredis_sentinels;
     char *redis_prefix;        /* key prefix: {PREFIX}:purges, {PREFIX}:members */
     uint64_t register_ttl_ms;  /* membership entry lifetime (refreshed every third) */
+    uint64_t mirror_ttl_ms;    /* an edge keeps an owner's answer fresh at most this long
+                                  (whole seconds); 0: it keeps no copy */
     /* derived (conf_fleet.c): one backend group per member but self, after
      * the configured groups (ct_conf_group_at); PEER_GROUP[i] is member i's
      * group index, SIZE_MAX for self. Owned here, freed by ct_conf_free. */
@@ -448,6 +453,9 @@ struct ct_conf_fleet {
     struct ct_conf_group *peer_groups;
     size_t npeer_groups;
     size_t *peer_group;
+    /* derived: REDIS then REDIS_SENTINELS, parsed (with redis_sentinel set) */
+    struct ct_conf_addr *sentinels;
+    size_t nsentinels;
 };
 
 enum ct_conf_access_format { CT_CONF_ACCESS_COMBINED, CT_CONF_ACCESS_JSON };

@@ -33,6 +33,11 @@ void ct_conf_fleet_free_derived(struct ct_conf_fleet *fl)
     fl->peer_groups = NULL;
     fl->peer_group = NULL;
     fl->npeer_groups = 0;
+    for (size_t i = 1; i < fl->nsentinels; i++) /* [0] is fleet.redis, the row's */
+        free(fl->sentinels[i].host);
+    free(fl->sentinels);
+    fl->sentinels = NULL;
+    fl->nsentinels = 0;
 }
 
 /* Member M's backend: the top-level backends' defaults, the fleet's
@@ -89,6 +94,19 @@ static void derive_groups(struct ct_conf *cf)
     }
 }
 
+/* fleet.redis and fleet.redis_sentinels as one list (checked already). The
+ * hosts are kept in the parsed addresses: freed with the list. */
+static void derive_sentinels(struct ct_conf_fleet *fl)
+{
+    if (!fl->redis_sentinel || !fl->redis.host)
+        return;
+    fl->sentinels = ct_xcalloc(1 + fl->nredis_sentinels, sizeof(*fl->sentinels));
+    fl->sentinels[fl->nsentinels++] = fl->redis; /* its host stays the row's */
+    for (size_t i = 0; i < fl->nredis_sentinels; i++)
+        if (ct_conf_parse_addr(fl->redis_sentinels[i], &fl->sentinels[fl->nsentinels]) == CT_OK)
+            fl->nsentinels++;
+}
+
 void ct_conf_check_fleet(struct ct_conf *cf, struct ct_conf_errors *errs)
 {
     struct ct_conf_fleet *fl = &cf->fleet;
@@ -106,6 +124,9 @@ void ct_conf_check_fleet(struct ct_conf *cf, struct ct_conf_errors *errs)
             fl->hop_header);
     if (fl->token && !ct_conf_token_ok(fl->token, strlen(fl->token)))
         ERR("fleet.token", "not a token (expected 16 to 256 visible ASCII characters, no spaces)");
+    if (fl->mirror_ttl_ms % 1000 != 0) /* object lifetimes are whole seconds (RFC 9111) */
+        ERR("fleet.mirror_ttl", "%llu ms is not a whole number of seconds (expected 0s, 1s, "
+                                "2s, ...)", (unsigned long long)fl->mirror_ttl_ms);
     if (fl->nmembers == 0)
         ERR("fleet.self", "set without fleet.members (expected every node of the fleet, this "
                           "one included)");
@@ -132,6 +153,20 @@ void ct_conf_check_fleet(struct ct_conf *cf, struct ct_conf_errors *errs)
     if (fl->nmembers && fl->self_index == SIZE_MAX)
         ERR("fleet.self", "\"%s\" is not a member's name (expected one of fleet.members)",
             fl->self);
-    if (errs->n + errs->dropped == before)
+    if (fl->nredis_sentinels && !fl->redis_sentinel)
+        ERR("fleet.redis_sentinels", "set without fleet.redis_sentinel (expected the master's "
+                                     "name, which these Sentinels watch)");
+    for (size_t i = 0; i < fl->nredis_sentinels; i++) {
+        struct ct_conf_addr a = {0};
+        char path[64];
+        snprintf(path, sizeof(path), "fleet.redis_sentinels[%zu]", i);
+        if (ct_conf_parse_addr(fl->redis_sentinels[i], &a) != CT_OK || a.port == 0)
+            ERR(path, "\"%s\" is not IP:PORT (expected e.g. 10.0.0.21:26379)",
+                fl->redis_sentinels[i]);
+        free(a.host);
+    }
+    if (errs->n + errs->dropped == before) {
         derive_groups(cf);
+        derive_sentinels(fl);
+    }
 }

@@ -49,6 +49,9 @@
      .help = h}
 #define ROW_STRLIST(T, key, f, fn, d, h)                                                      \
     {.name = key, .type = CT_ROW_STRLIST, FLD(T, f), .off2 = offsetof(T, fn), .def = d, .help = h}
+#define ROW_TEXTLIST(T, key, f, fn, d, h)                                                     \
+    {.name = key, .type = CT_ROW_STRLIST, .flags = CT_ROW_TEXT, FLD(T, f),                     \
+     .off2 = offsetof(T, fn), .def = d, .help = h}
 #define ROW_WORDLIST(T, key, f, fn, d, h)                                                     \
     {.name = key, .type = CT_ROW_STRLIST, .flags = CT_ROW_WORDS, FLD(T, f),                    \
      .off2 = offsetof(T, fn), .def = d, .help = h}
@@ -538,11 +541,23 @@ static const struct ct_conf_row fleet_rows[] = {
                "The master's name at a Sentinel: `redis` is then a Sentinel's `IP:PORT`, "
                "asked for the master at start and after every failover; `off`: `redis` is the "
                "server (or any node of a Cluster)."),
+    ROW_TEXTLIST(T, "redis_sentinels", redis_sentinels, nredis_sentinels, "[]",
+                "More Sentinels of the same master (`[\"IP:PORT\", ...]`), asked in order "
+                "after `redis` when one cannot be reached or knows no master."),
+    ROW_OPTSTR_F(T, "redis_password", redis_password, CT_ROW_SECRET, Q("off"),
+                 "Password sent with AUTH on every connection to the Redis server (its "
+                 "`requirepass`; for a Cluster, every node's; not sent to a Sentinel), or "
+                 "`off`. Sent in clear: hiredis 0.14 has no TLS (docs/fleet.md)."),
     ROW_STR(T, "redis_prefix", redis_prefix, 0, Q("cachet"),
             "Prefix of the Redis keys (`{PREFIX}:purges`, `{PREFIX}:members`): one per fleet."),
     ROW_DUR(T, "register_ttl", register_ttl_ms, 0, 1 * SEC, 1 * HOUR, Q("10s"),
             "A member's registration in Redis lives this long and is refreshed every third of "
             "it; a member whose entry expired is not live (its keys go to the others)."),
+    ROW_DUR(T, "mirror_ttl", mirror_ttl_ms, 0, 0, 1 * HOUR, Q("2s"),
+            "How long a node that is not a key's owner keeps the owner's answer fresh (hot-key "
+            "mirroring): its copy's freshness is capped at this, whatever the answer's own "
+            "lifetime, so a purge that misses it is outlived by seconds, not by the TTL. Whole "
+            "seconds; `0s`: keep no copy (every request there asks the owner)."),
 };
 static const struct ct_conf_section fleet_section = SECTION("fleet", T, fleet_rows);
 #undef T
@@ -563,10 +578,6 @@ static const struct ct_conf_enum route_queries[] = {{"inherit", CT_CONF_QUERY_IN
                                                     {"sort", CT_CONF_QUERY_SORT},
                                                     {NULL, 0}};
 _Static_assert(sizeof(enum ct_conf_balance) == sizeof(int), "enum size");
-
-#define ROW_TEXTLIST(T, key, f, fn, d, h)                                                     \
-    {.name = key, .type = CT_ROW_STRLIST, .flags = CT_ROW_TEXT, FLD(T, f),                     \
-     .off2 = offsetof(T, fn), .def = d, .help = h}
 
 #define T struct ct_conf_group
 static const struct ct_conf_row group_rows[] = {
@@ -1226,9 +1237,14 @@ static const struct {
                               "fallback an operator sets up by naming the admin listeners."},
     {"fleet.redis", "a static member list needs nothing else running."},
     {"fleet.redis_sentinel", "a standalone server or a Cluster names itself."},
+    {"fleet.redis_sentinels", "`redis` names the one Sentinel most setups start with."},
+    {"fleet.redis_password", "a Redis on a private network often has no password; one that has "
+                             "is named here (or `requirepass` is off)."},
     {"fleet.redis_prefix", "the program's name: one fleet per Redis unless told otherwise."},
     {"fleet.register_ttl", "a dead node's keys re-home within 10 s, while three refreshes "
                            "must be lost before a live one is dropped."},
+    {"fleet.mirror_ttl", "a hot key's hits stay local on every node (groupcache's hot cache) "
+                         "while an edge copy outlives a purge by 2 s at most."},
     {"fleet.owner_down", "no failed client request when a node dies (ledge#193: \"if Redis is "
                          "down, response is not fetched from origin\"); `error` is the opt-in "
                          "that protects the origin (ledge#60)."},

@@ -35,6 +35,7 @@
 #include "proxy/core/cache_derive.h"
 #include "http/http_hdrindex.h"
 #include "proxy/core/cache_int.h"
+#include "proxy/core/fleet_step.h"
 #include "proxy/route/route.h"
 #include "proxy/core/proto.h"
 #include "proxy/stats/stats.h"
@@ -337,6 +338,8 @@ static int store_head(struct ct_req *r, const struct ct_http_msg *msg, struct ct
     size_t vlen = 0;
     ct_cache_policy_fresh(msg, po, cr->req_time, now, &blk.fresh);
     route_fresh(r, msg->status, &blk.fresh);
+    if (CT_UNLIKELY(r->fleet_peer)) /* the owner's answer: an edge copy, kept briefly */
+        ct_req_fleet_mirror_cap(r, &blk.fresh);
     blk.flags = ct_cache_derive_blk_flags(msg, weakened); /* its coding, for hits (cache_derive.h) */
     if (body_src) {
         struct ct_str v = ct_obj_vary(body_src);
@@ -535,6 +538,10 @@ static bool revalidated(struct ct_req *r, const struct ct_http_msg *r304,
 /* Why not to store MSG, or NULL to store it. *HFM: leave a hit-for-miss marker. */
 static const char *not_storable(struct ct_req *r, const struct ct_http_msg *msg, bool *hfm)
 {
+    if (CT_UNLIKELY(r->fleet_peer) && r->w->cf->fleet.mirror_ttl_ms == 0) {
+        *hfm = false; /* fleet.mirror_ttl 0: no edge copy, the next request asks the owner */
+        return "fleet-no-mirror";
+    }
     enum ct_cache_store v = ct_cache_policy_storable(r->msg, msg, ct_cache_popts(r));
     *hfm = v != CT_CACHE_STORE_NOT_MODIFIED && v != CT_CACHE_STORE_PARTIAL &&
            v != CT_CACHE_STORE_REQ_NO_STORE;

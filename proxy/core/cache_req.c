@@ -42,6 +42,7 @@
 #include "http/http_hdrindex.h"
 #include "proxy/core/cache_ban_glue.h"
 #include "proxy/core/cache_int.h"
+#include "proxy/core/fleet_step.h"
 #include "proxy/route/route.h"
 #include "proxy/core/proto.h"
 #include "proxy/stats/stats.h"
@@ -729,6 +730,9 @@ enum ct_req_next ct_step_purge(struct ct_req *r)
     CT_INFO("w%u c%llu %s: PURGE%s %.*s%s: %zu objects", r->w->id, (unsigned long long)r->conn_id,
             r->peer, mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "", (int)r->msg->target.len,
             r->msg->target.p, ntags ? " by tag" : "", n);
+    /* the other nodes may hold it when this one does not (404 too) */
+    if (CT_UNLIKELY(r->w->cf->fleet.self != NULL))
+        ct_req_fleet_purge(r, mode == CT_CACHE_PURGE_SOFT, tags, ntags);
     answer(r, n ? 200 : 404, n ? "200 Purged\n" : "404 Not in cache\n", "cachet; detail=purge");
     return CT_REQ_MORE;
 }

@@ -3,9 +3,11 @@
  * (fleet_step.h).
  */
 #include <arpa/inet.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "proxy/core/cache_int.h"
 #include "proxy/core/fleet_step.h"
 #include "proxy/balance/balance.h"
@@ -74,6 +76,14 @@ void ct_req_fleet_pick(struct ct_req *r, struct ct_upstream_pick *pick)
     /* the cache key as stored (dropped query parameters and all): every
      * node with the same configuration derives the same one */
     struct ct_str kb = r->cr->key.bytes;
+    /* a background refresh (cache_bg.c) starts at FILL with a cache part of
+     * its own that never looked up: its key is built here, else every
+     * refresh would hash the empty key and go to one node */
+    if (kb.len == 0) {
+        if (!ct_cache_key_for(r, r->msg->target, &r->cr->key))
+            return;
+        kb = r->cr->key.bytes;
+    }
     uint64_t key = ct_balance_hash(kb.p, kb.len);
     size_t g = ct_fleet_owner_group(r->w->px->fleet, cf, key, ct_time_mono());
     if (g == SIZE_MAX)
@@ -116,4 +126,62 @@ bool ct_req_fleet_failed(struct ct_req *r, enum ct_close why)
     }
     r->fleet_fallback = true;
     return true;
+}
+
+void ct_req_fleet_mirror_cap(const struct ct_req *r, struct ct_cache_fresh *f)
+{
+    /* lifetimes are whole seconds; the age at fill, rounded down, keeps the
+     * copy's freshness at or under mirror_ttl */
+    int64_t cap = (int64_t)floor(f->initial_age) + (int64_t)(r->w->cf->fleet.mirror_ttl_ms / 1000);
+    if (f->lifetime > cap)
+        f->lifetime = cap;
+}
+
+/* Append V to B percent-encoded as a query value (all but RFC 3986's
+ * unreserved characters, '/' and ':'), as ct_ops_purge decodes it. */
+static void put_qvalue(struct ct_buf *b, struct ct_str v)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < v.len; i++) {
+        unsigned char ch = (unsigned char)v.p[i];
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+            ch == '-' || ch == '.' || ch == '_' || ch == '~' || ch == '/' || ch == ':') {
+            ct_buf_put(b, (const char *)&ch, 1);
+        } else {
+            char e[3] = {'%', hex[ch >> 4], hex[ch & 15]};
+            ct_buf_put(b, e, 3);
+        }
+    }
+}
+
+void ct_req_fleet_purge(struct ct_req *r, bool soft, const struct ct_str *tags, size_t ntags)
+{
+    if (!r->w->cf->fleet.self || r->fleet_hop || !r->w->px->fleet)
+        return;
+    struct ct_buf b = {0};
+    if (ntags) {
+        for (size_t i = 0; i < ntags; i++) {
+            ct_buf_put(&b, i ? "&tag=" : "tag=", i ? 5 : 4);
+            put_qvalue(&b, tags[i]);
+        }
+    } else {
+        /* the URL the admin's ?url= names: scheme, Host, target (the key
+         * the other nodes build from it: cache.key_* as here; a route's
+         * own key rules are not applied, as for the admin's purges) */
+        const struct ct_http_field *host = ct_http_msg_find(r->msg, CT_HDR_HOST, NULL);
+        struct ct_str t = r->msg->target;
+        ct_buf_put(&b, "url=", 4);
+        if (t.len && t.p[0] == '/') {
+            struct ct_str sch = r->lc->kind == CT_LISTEN_HTTPS ? CT_STR("https://") : CT_STR("http://");
+            put_qvalue(&b, sch);
+            put_qvalue(&b, host ? host->value : CT_STR_NULL);
+        }
+        put_qvalue(&b, t);
+    }
+    if (soft)
+        ct_buf_put(&b, "&soft=1", 7);
+    /* refused: no bus (no fleet.redis: this node only), or the outbox full */
+    if (ct_fleet_outbox_push(r->w->px->fleet, ct_str_make(b.p, b.len)))
+        ct_stats_add(&r->w->stats->fleet_client_purges[0], 1);
+    ct_buf_free(&b);
 }

@@ -26,6 +26,7 @@
 struct ct_req;
 struct ct_upstream_pick;
 struct ct_fwd_edit;
+struct ct_cache_fresh;
 
 /* Before routing: is R a trusted peer's fetch (r->fleet_hop)? */
 void ct_req_fleet_recv(struct ct_req *r);
@@ -39,5 +40,24 @@ size_t ct_req_fleet_edit(const struct ct_req *r, struct ct_fwd_edit *out);
  * fetch again (r->fleet_fallback set, from the origin); false: not a peer
  * fetch, or owner_down = error (R fails as usual). */
 bool ct_req_fleet_failed(struct ct_req *r, enum ct_close why);
+
+/* R's fetch came from the owner (r->fleet_peer): cap F, the freshness this
+ * edge stores, so its copy is fresh for at most fleet.mirror_ttl from now
+ * (the owner's Age counts: a copy whose own lifetime is shorter keeps it).
+ * Hot-key mirroring: hits stay local, and a purge that misses this node is
+ * outlived by mirror_ttl, not by the object's TTL. Grace and stale-if-error
+ * windows start at the capped expiry, so an edge can still serve stale while
+ * the owner is slow. (mirror_ttl 0, no copy at all, is cache_fill.c's
+ * not_storable.) */
+void ct_req_fleet_mirror_cap(const struct ct_req *r, struct ct_cache_fresh *f);
+
+/* R, a client's PURGE, was applied here (SOFT: a soft purge; TAGS: the
+ * NTAGS tags it named, else its URL): hand it to the fleet's fan-out
+ * (px->fleet's outbox, published by the main thread as an admin purge:
+ * through Redis, or over HTTP while Redis is down), so it reaches every
+ * node, as the admin's purges do. Not for a peer's request (r->fleet_hop),
+ * nor without a bus (the outbox is closed). */
+struct ct_str;
+void ct_req_fleet_purge(struct ct_req *r, bool soft, const struct ct_str *tags, size_t ntags);
 
 #endif /* CT_PROXY_CORE_FLEET_STEP_H */

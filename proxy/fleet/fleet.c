@@ -2,6 +2,7 @@
  * proxy/fleet/fleet.c: owners, down marks and the peer check (fleet.h).
  */
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,18 +21,99 @@ struct mark {
     _Atomic int64_t until_ms;
 };
 
+/* A queued client purge (the outbox, fleet.h). */
+struct outmsg {
+    struct outmsg *next;
+    char query[]; /* NUL-terminated */
+};
+
 struct ct_fleet {
     unsigned magic;
 #define CT_FLEET_MAGIC 0xf1ee7017u
     struct mark down[CT_BALANCE_MAX];   /* by member index: a failed peer fetch */
     struct mark absent[CT_BALANCE_MAX]; /* until_ms 1: not registered in Redis */
+    /* the outbox, under MU (any worker pushes, the main thread pops) */
+    pthread_mutex_t mu;
+    void (*wake)(void *arg); /* NULL: closed */
+    void *wake_arg;
+    struct outmsg *head, **tail;
+    size_t nout;
 };
 
 struct ct_fleet *ct_fleet_new(void)
 {
     struct ct_fleet *f = ct_xcalloc(1, sizeof(*f));
     f->magic = CT_FLEET_MAGIC;
+    pthread_mutex_init(&f->mu, NULL);
+    f->tail = &f->head;
     return f;
+}
+
+void ct_fleet_outbox_open(struct ct_fleet *f, void (*wake)(void *arg), void *arg)
+{
+    CT_CHECK_OBJ(f, CT_FLEET_MAGIC);
+    pthread_mutex_lock(&f->mu);
+    f->wake = wake;
+    f->wake_arg = arg;
+    pthread_mutex_unlock(&f->mu);
+}
+
+void ct_fleet_outbox_close(struct ct_fleet *f)
+{
+    CT_CHECK_OBJ(f, CT_FLEET_MAGIC);
+    pthread_mutex_lock(&f->mu);
+    f->wake = NULL;
+    f->wake_arg = NULL;
+    while (f->head) {
+        struct outmsg *m = f->head;
+        f->head = m->next;
+        free(m);
+    }
+    f->tail = &f->head;
+    f->nout = 0;
+    pthread_mutex_unlock(&f->mu);
+}
+
+bool ct_fleet_outbox_push(struct ct_fleet *f, struct ct_str query)
+{
+    CT_CHECK_OBJ(f, CT_FLEET_MAGIC);
+    struct outmsg *m = ct_xmalloc(sizeof(*m) + query.len + 1);
+    m->next = NULL;
+    if (query.len)
+        memcpy(m->query, query.p, query.len);
+    m->query[query.len] = '\0';
+    pthread_mutex_lock(&f->mu);
+    bool ok = f->wake != NULL && f->nout < CT_FLEET_OUTBOX_MAX;
+    if (ok) {
+        *f->tail = m;
+        f->tail = &m->next;
+        f->nout++;
+        f->wake(f->wake_arg); /* under the lock: close cannot free what it signals */
+    }
+    pthread_mutex_unlock(&f->mu);
+    if (!ok)
+        free(m);
+    return ok;
+}
+
+char *ct_fleet_outbox_pop(struct ct_fleet *f)
+{
+    CT_CHECK_OBJ(f, CT_FLEET_MAGIC);
+    pthread_mutex_lock(&f->mu);
+    struct outmsg *m = f->head;
+    if (m) {
+        f->head = m->next;
+        if (!f->head)
+            f->tail = &f->head;
+        f->nout--;
+    }
+    pthread_mutex_unlock(&f->mu);
+    if (!m)
+        return NULL;
+    /* the string moves to the front of its own allocation: one free */
+    size_t n = strlen(m->query);
+    memmove(m, m->query, n + 1);
+    return (char *)m;
 }
 
 void ct_fleet_free(struct ct_fleet **fp)
@@ -40,6 +122,8 @@ void ct_fleet_free(struct ct_fleet **fp)
     if (!f)
         return;
     CT_CHECK_OBJ(f, CT_FLEET_MAGIC);
+    ct_fleet_outbox_close(f);
+    pthread_mutex_destroy(&f->mu);
     f->magic = 0;
     free(f);
     *fp = NULL;

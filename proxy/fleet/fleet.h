@@ -11,7 +11,8 @@
  * bounding by it would give two nodes two owners for one key and the owner's
  * coalescing would be lost (the fleet's one origin fetch per object).
  *
- * Pure: no sockets, no clock (NOW passed in). One ct_fleet per process
+ * Pure: no sockets, no clock (NOW passed in); the outbox below is a locked
+ * queue, its wake-up the caller's. One ct_fleet per process
  * (px->fleet), shared by every worker: a member one worker found down is
  * skipped by all (lock-free marks, see fleet.c).
  */
@@ -60,5 +61,22 @@ bool ct_fleet_hop_trusted(const struct ct_conf_fleet *fl, const struct sockaddr 
 
 /* The hop header's value this node sends: the token, or "1". */
 struct ct_str ct_fleet_hop_value(const struct ct_conf_fleet *fl);
+
+/* The outbox: clients' PURGE requests, applied on a worker, go to the other
+ * nodes through the main thread's bus (fleet_bus.h), which is not the
+ * workers' to call. A worker pushes the purge as an admin /purge query
+ * ("url=...", "tag=...", "&soft=1"); the main thread, woken by WAKE (called
+ * under the outbox's lock, from the pushing thread: it must only signal,
+ * e.g. write an eventfd), pops and publishes. Closed (the default, and
+ * without a bus) it takes nothing. At most CT_FLEET_OUTBOX_MAX queued: past
+ * it a push is refused (the caller counts it), so a stalled main thread
+ * cannot make the workers' purges grow memory. Open and close: main thread;
+ * push: any thread; pop: main thread. */
+#define CT_FLEET_OUTBOX_MAX 4096
+void ct_fleet_outbox_open(struct ct_fleet *f, void (*wake)(void *arg), void *arg);
+void ct_fleet_outbox_close(struct ct_fleet *f); /* what is queued is dropped */
+bool ct_fleet_outbox_push(struct ct_fleet *f, struct ct_str query);
+/* The oldest query (NUL-terminated; the caller frees it), or NULL. */
+char *ct_fleet_outbox_pop(struct ct_fleet *f);
 
 #endif /* CT_PROXY_FLEET_H */

@@ -49,6 +49,7 @@ struct ct_fleet_bus {
     char *k_stream, *k_members; /* PREFIX:purges, PREFIX:members */
     uint64_t ttl_ms;
     char *hop_header, *hop_value, *admin_token;
+    char *password; /* fleet.redis_password; NULL: no AUTH */
     struct peer_admin *admins;
     size_t nadmins;
     /* state */
@@ -58,13 +59,23 @@ struct ct_fleet_bus {
     /* Sentinel (fleet.redis_sentinel): host:port above is the master it
      * named; SEN asks it again whenever the master is lost */
     char *master_name; /* NULL: no Sentinel */
-    char *sen_host;
+    char *sen_host;    /* the Sentinel asked now: SENS[SEN_IDX] */
     int sen_port;
+    struct sen_addr {
+        char *host;
+        int port;
+    } *sens;           /* fleet.redis then fleet.redis_sentinels */
+    size_t nsens, sen_idx;
     redisAsyncContext *sen;
     bool have_master;
     char last_id[ID_MAX]; /* the last stream id read; "" = not known yet */
     struct event *tick;   /* reconnect, register, membership */
     ct_time_t next_register;
+    /* after a connect (mono): until then a member missing from the set
+     * but live in our last view stays live (see on_members) */
+    ct_time_t settle_until;
+    bool live[CT_BALANCE_MAX]; /* that view, by member index (the view's bound);
+                                  at start every configured member, as the view */
     struct ct_fleet_bus_counts n;
 };
 
@@ -154,12 +165,24 @@ static void on_members(redisAsyncContext *ac, void *r, void *priv)
         return; /* Redis down or an error: the last view stands */
     const struct ct_conf *cf = b->cf_now(b->arg);
     const struct ct_conf_fleet *fl = &cf->fleet;
+    /* Just connected: at start the others may not have registered yet;
+     * after a reconnect (a Redis restarted empty, a promoted replica that
+     * missed the last ZADDs) they register again within their own reconnect
+     * second and a refresh. Dropping them meanwhile would move their keys
+     * here and fetch them from the origin twice. A member really gone is
+     * dropped once this ends (and a failed peer fetch marks it down before). */
+    bool settling = ct_time_mono() < b->settle_until;
     b->n.live = 0;
     for (size_t i = 0; i < fl->nmembers; i++) {
         bool seen = i == fl->self_index;
         for (size_t k = 0; k < rep->elements && !seen; k++) {
             const redisReply *e = rep->element[k];
             seen = e->type == REDIS_REPLY_STRING && strcmp(e->str, fl->members[i].name) == 0;
+        }
+        if (i < CT_BALANCE_MAX) {
+            if (!seen && settling && b->live[i])
+                seen = true; /* kept from the last view */
+            b->live[i] = seen;
         }
         ct_fleet_member_live(b->view, cf, i, seen);
         b->n.live += seen;
@@ -298,6 +321,9 @@ static void on_connect(const redisAsyncContext *ac, int status)
     if (is_cmd) {
         b->cmd_up = true;
         b->next_register = 0; /* register now */
+        /* the others' registrations may be missing for their reconnect
+         * (the 1 s tick) and one register_ttl */
+        b->settle_until = ct_time_mono() + 1.0 + (double)b->ttl_ms / 1000.0;
     } else {
         b->blk_up = true;
         if (b->last_id[0]) /* a reconnect: catch up from where we stopped */
@@ -334,6 +360,21 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
             status == REDIS_OK ? "" : "");
 }
 
+/* AUTH's answer: an error (a wrong password, or none set on a server that
+ * wants one) leaves the connection up but every command refused (NOAUTH):
+ * said once per connection, counted. */
+static void on_auth(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)priv;
+    struct ct_fleet_bus *b = bus_of(ac);
+    redisReply *rep = r;
+    if (b->closing || !rep || rep->type != REDIS_REPLY_ERROR)
+        return;
+    b->n.redis_errors++;
+    CT_WARN("fleet: Redis %s:%d refused AUTH: %s (fleet.redis_password)", b->host, b->port,
+            rep->str);
+}
+
 static redisAsyncContext *connect_one(struct ct_fleet_bus *b)
 {
     redisAsyncContext *ac = redisAsyncConnect(b->host, b->port);
@@ -348,10 +389,16 @@ static redisAsyncContext *connect_one(struct ct_fleet_bus *b)
     redisLibeventAttach(ac, b->base);
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    /* queued before anything else on this connection (hiredis sends in
+     * order once connected): no command runs unauthenticated */
+    if (b->password)
+        redisAsyncCommand(ac, on_auth, NULL, "AUTH %s", b->password);
     return ac;
 }
 
 /* ---- Sentinel ---------------------------------------------------------------------- */
+
+static void next_sentinel(struct ct_fleet_bus *b, bool now);
 
 static void on_master(redisAsyncContext *ac, void *r, void *priv)
 {
@@ -373,8 +420,26 @@ static void on_master(redisAsyncContext *ac, void *r, void *priv)
     } else {
         CT_WARN("fleet: Sentinel %s:%d knows no master \"%s\"", b->sen_host, b->sen_port,
                 b->master_name);
+        next_sentinel(b, false); /* this one is still connected: asked on the next tick */
     }
     redisAsyncDisconnect(ac);
+}
+
+static void ask_sentinel(struct ct_fleet_bus *b);
+
+/* The Sentinel asked now failed (unreachable, or it knows no master): the
+ * next one in the list is asked, at once unless the round is over (then
+ * on the next tick, a second later), so a dead first address costs one
+ * connect, not a second per attempt. */
+static void next_sentinel(struct ct_fleet_bus *b, bool now)
+{
+    if (b->nsens < 2)
+        return;
+    b->sen_idx = (b->sen_idx + 1) % b->nsens;
+    b->sen_host = b->sens[b->sen_idx].host;
+    b->sen_port = b->sens[b->sen_idx].port;
+    if (now && b->sen_idx != 0)
+        ask_sentinel(b);
 }
 
 static void sen_connect(const redisAsyncContext *ac, int status)
@@ -383,6 +448,9 @@ static void sen_connect(const redisAsyncContext *ac, int status)
     if (status != REDIS_OK) {
         b->sen = NULL;
         b->n.redis_errors++;
+        CT_WARN("fleet: Sentinel %s:%d unreachable (%s)", b->sen_host, b->sen_port,
+                ac->errstr[0] ? ac->errstr : "connect failed");
+        next_sentinel(b, true);
         return;
     }
     redisAsyncCommand((redisAsyncContext *)ac, on_master, NULL,
@@ -561,8 +629,16 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
     b->port = fl->redis.port;
     if (fl->redis_sentinel) {
         b->master_name = ct_xstrdup(fl->redis_sentinel);
-        b->sen_host = ct_xstrdup(fl->redis.host);
-        b->sen_port = fl->redis.port;
+        size_t n = fl->nsentinels ? fl->nsentinels : 1;
+        b->sens = ct_xcalloc(n, sizeof(*b->sens));
+        for (size_t i = 0; i < n; i++) {
+            const struct ct_conf_addr *a = fl->nsentinels ? &fl->sentinels[i] : &fl->redis;
+            b->sens[i].host = ct_xstrdup(a->host);
+            b->sens[i].port = a->port;
+        }
+        b->nsens = n;
+        b->sen_host = b->sens[0].host;
+        b->sen_port = b->sens[0].port;
     }
     b->self = ct_xstrdup(fl->self);
     /* {PREFIX}: one hash slot for both keys (Redis Cluster) */
@@ -573,6 +649,9 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
     b->k_members = join(tag, "members");
     free(tag);
     b->ttl_ms = fl->register_ttl_ms;
+    b->password = fl->redis_password ? ct_xstrdup(fl->redis_password) : NULL;
+    for (size_t i = 0; i < CT_BALANCE_MAX; i++)
+        b->live[i] = true; /* the view starts with every member live */
     b->hop_header = ct_xstrdup(fl->hop_header);
     struct ct_str hv = ct_fleet_hop_value(fl);
     b->hop_value = ct_xmalloc(hv.len + 1);
@@ -613,7 +692,9 @@ void ct_fleet_bus_free(struct ct_fleet_bus **bp)
         redisAsyncFree(b->sen);
     event_free(b->tick);
     free(b->master_name);
-    free(b->sen_host);
+    for (size_t i = 0; i < b->nsens; i++)
+        free(b->sens[i].host);
+    free(b->sens);
     for (size_t i = 0; i < b->nadmins; i++) {
         if (b->admins[i].conn)
             evhttp_connection_free(b->admins[i].conn);
@@ -627,6 +708,7 @@ void ct_fleet_bus_free(struct ct_fleet_bus **bp)
     free(b->hop_header);
     free(b->hop_value);
     free(b->admin_token);
+    free(b->password);
     b->magic = 0;
     free(b);
     *bp = NULL;

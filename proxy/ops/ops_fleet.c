@@ -5,8 +5,13 @@
  * their admin listeners while Redis is down); what the bus brings from the
  * others goes through the same ct_ops_purge / ct_ops_ban. Main thread.
  */
+#include <errno.h>
+#include <event2/event.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "http/http.h"
@@ -33,14 +38,60 @@ static void apply(void *arg, const char *kind, struct ct_str query, struct ct_st
     ct_stats_out_free(&out);
 }
 
+/* Clients' PURGEs (the workers' outbox, fleet.h): the worker that queued
+ * one wakes us through an eventfd; we publish them as the admin's purges
+ * are (already applied where the client sent them). */
+static void outbox_wake(void *arg)
+{
+    struct ct_ops *ops = arg;
+    uint64_t one = 1;
+    ssize_t n = write(ops->outbox_fd, &one, sizeof(one)); /* full counter: woken already */
+    (void)n;
+}
+
+static void on_outbox(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    struct ct_ops *ops = arg;
+    CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
+    uint64_t n;
+    ssize_t got = read(fd, &n, sizeof(n));
+    (void)got;
+    char *q;
+    while ((q = ct_fleet_outbox_pop(ops->px->fleet))) {
+        if (ops->bus)
+            ct_fleet_bus_publish(ops->bus, "purge", ct_str_c(q), CT_STR_NULL);
+        free(q);
+    }
+}
+
 void ct_ops_fleet_start(struct ct_ops *ops)
 {
     struct ct_proxy *px = ops->px;
     if (!ops->bus && px->fleet)
         ops->bus = ct_fleet_bus_new(px->main_base, px->cf, px->fleet, cf_now, apply, ops);
+    if (!ops->bus || ops->outbox_ev)
+        return;
+    ops->outbox_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (ops->outbox_fd < 0) {
+        CT_WARN("fleet: eventfd: %s: clients' PURGEs reach this node only", strerror(errno));
+        return;
+    }
+    ops->outbox_ev = event_new(px->main_base, ops->outbox_fd, EV_READ | EV_PERSIST, on_outbox, ops);
+    event_add(ops->outbox_ev, NULL);
+    ct_fleet_outbox_open(px->fleet, outbox_wake, ops);
 }
 
-void ct_ops_fleet_stop(struct ct_ops *ops) { ct_fleet_bus_free(&ops->bus); }
+void ct_ops_fleet_stop(struct ct_ops *ops)
+{
+    if (ops->outbox_ev) {
+        ct_fleet_outbox_close(ops->px->fleet); /* no worker signals past this */
+        event_free(ops->outbox_ev);
+        ops->outbox_ev = NULL;
+        close(ops->outbox_fd);
+    }
+    ct_fleet_bus_free(&ops->bus);
+}
 
 /* Did a member send this (trusted hop header), so it is not sent on? */
 static bool from_member(struct ct_ops *ops, int fd, const struct ct_http_msg *req)

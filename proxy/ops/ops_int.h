@@ -39,6 +39,8 @@ struct ct_ops {
     struct ct_stats_reload reload; /* reload outcomes, for /stats */
     struct ct_ops_events *events;  /* GET /events streams (ops_events.c); NULL: none yet */
     struct ct_fleet_bus *bus;      /* the fleet's Redis link (ops_fleet.c); NULL: none */
+    struct event *outbox_ev;       /* clients' PURGEs from the workers (ops_fleet.c) */
+    int outbox_fd;                 /* ... their eventfd, while outbox_ev is set */
     struct event *lurk_timer;      /* the ban lurker's settings timer; its arg is the
                                       lurker (ops.c); NULL: no lurker */
 };

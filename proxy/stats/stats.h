@@ -151,6 +151,8 @@ enum ct_stats_route {
       "Misses fetched from the key's owner node (fleet, issue 17).")            \
     X(fleet_owner_down, COUNTER, NONE,                                          \
       "Peer fetches that failed before a response (owner down or slow); fetched from the origin, or 502 with owner_down = error.") \
+    X(fleet_client_purges, COUNTER, NONE,                                       \
+      "Clients' PURGE requests handed to the fleet's fan-out (Redis, or HTTP while it is down).") \
     X(fleet_hop_requests, COUNTER, NONE,                                        \
       "Requests from peers (trusted hop header) served as the owner.")          \
     X(fleet_hop_untrusted, COUNTER, NONE,                                       \

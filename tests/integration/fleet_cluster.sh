@@ -60,7 +60,12 @@ red=$((red + ($(metric b fleet_redis_redirects) > 0 ? 1 : 0) + ($(metric c fleet
 ct_check "two of the three nodes were redirected to the slot's master" "$red" 2
 slot=$(redis-cli -p "$R1" cluster keyslot "{cachet}:members")
 owner=$(redis-cli -c -p "$R1" cluster nodes | awk -v s="$slot" '{ for (i = 9; i <= NF; i++) { split($i, r, "-"); if (s >= r[1] && s <= (r[2] == "" ? r[1] : r[2])) { sub("@.*", "", $2); print $2 } } }')
-ct_check "the members' set on that master" "$(redis-cli -h "${owner%:*}" -p "${owner##*:}" ZRANGE "{cachet}:members" 0 -1 | sort | tr '\n' ' ')" "a b c "
+# the live gauge counts the configured members from the start (the settle
+# window): read the set itself until all three registered
+members_now() { redis-cli -h "${owner%:*}" -p "${owner##*:}" ZRANGE "{cachet}:members" 0 -1 | sort | tr '\n' ' '; }
+all_in() { [ "$(members_now)" = "a b c " ]; }
+ct_wait_until 30 all_in
+ct_check "the members' set on that master" "$(members_now)" "a b c "
 enc() { /usr/bin/python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
 curl -s -X POST "http://127.0.0.1:${ADMIN[b]}/purge?url=$(enc "http://fleet.test/gen?k=cluster")" >/dev/null
 ct_wait_until 30 metric_is a fleet_purges_applied 1

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 17, the fleet behind Redis Sentinel: a master, a replica and one
-# Sentinel started here. Two cachet nodes ask the Sentinel for the master,
+# Sentinel started here. Two cachet nodes ask the Sentinel for the master
+# (node a has a dead Sentinel address first, fleet.redis_sentinels next),
 # fan a purge out through it; after a forced failover (the replica promoted,
 # the old master demoted) they ask again and fan-out goes on.
 # needs: cachet cachet-origin
@@ -8,14 +9,15 @@
 
 command -v redis-server >/dev/null || { echo "redis-server missing (make test installs it)"; exit 1; }
 ct_start_origin --workers 1
-read -r RM RR RS PA PB < <(/usr/bin/python3 -c '
+read -r RM RR RS PA PB DEAD < <(/usr/bin/python3 -c '
 import socket
-s = [socket.socket() for _ in range(5)]
+s = [socket.socket() for _ in range(6)]
 for x in s: x.bind(("127.0.0.1", 0))
 print(*[x.getsockname()[1] for x in s])')
 up() { redis-cli -p "$1" ping 2>/dev/null | grep -q PONG; }
-ct_start rmaster redis-server --port "$RM" --bind 127.0.0.1 --save "" --appendonly no
-ct_start rreplica redis-server --port "$RR" --bind 127.0.0.1 --save "" --appendonly no --replicaof 127.0.0.1 "$RM"
+# --dir: the replication's RDB stays in the test's directory
+ct_start rmaster redis-server --port "$RM" --bind 127.0.0.1 --save "" --appendonly no --dir "$CT_TMP"
+ct_start rreplica redis-server --port "$RR" --bind 127.0.0.1 --save "" --appendonly no --replicaof 127.0.0.1 "$RM" --dir "$CT_TMP"
 cat >"$CT_TMP/sentinel.conf" <<EOF2
 port $RS
 bind 127.0.0.1
@@ -25,7 +27,9 @@ sentinel failover-timeout fl 5000
 EOF2
 ct_start sentinel redis-server "$CT_TMP/sentinel.conf" --sentinel
 for p in $RM $RR $RS; do ct_wait_until 30 up "$p" || { ct_failed "redis $p starts"; exit 1; }; done
-declare -A PORT=([a]=$PA [b]=$PB) ADMIN=()
+# node a is given a dead Sentinel first (nothing listens on DEAD), the
+# live one second (fleet.redis_sentinels): it must go on to the next
+declare -A PORT=([a]=$PA [b]=$PB) ADMIN=() SEN=([a]="redis = \"127.0.0.1:$DEAD\"; redis_sentinels = [ \"127.0.0.1:$RS\" ];" [b]="redis = \"127.0.0.1:$RS\";")
 for n in a b; do
     cat >"$CT_TMP/$n.conf" <<EOF2
 workers = 1;
@@ -36,7 +40,7 @@ admin = { listen = "127.0.0.1:0"; };
 fleet = {
   self = "$n";
   members = ( { name = "a"; address = "127.0.0.1:$PA"; }, { name = "b"; address = "127.0.0.1:$PB"; } );
-  redis = "127.0.0.1:$RS";
+  ${SEN[$n]}
   redis_sentinel = "fl";
 };
 EOF2
@@ -48,6 +52,10 @@ metric_is() { [ "$(metric "$1" "$2")" = "$3" ]; }
 enc() { /usr/bin/python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
 purge() { curl -s -X POST "http://127.0.0.1:${ADMIN[$1]}/purge?url=$(enc "http://fleet.test/gen?k=$2")" >/dev/null; }
 for n in a b; do ct_wait_until 30 metric_is "$n" fleet_members_live 2 || ct_failed "node $n: 2 live members"; done
+ct_wait_until 30 metric_is a fleet_redis_up 1 || ct_failed "a: Redis up"
+ct_check_match "a found the dead Sentinel first, then asked the next" \
+    "$(grep -o 'Sentinel 127.0.0.1:[0-9]* unreachable\|Sentinel 127.0.0.1:[0-9]* names' "$CT_TMP/nodea.err" | head -2 | tr '\n' ' ')" \
+    "^Sentinel 127.0.0.1:$DEAD unreachable Sentinel 127.0.0.1:$RS names $"
 ct_check_match "a asked the Sentinel and uses the master" "$(cat "$CT_TMP/nodea.err")" "Sentinel 127.0.0.1:$RS names 127.0.0.1:$RM the master"
 purge a one
 ct_wait_until 30 metric_is b fleet_purges_applied 1

@@ -56,6 +56,17 @@ static void test_checks(void)
     EXPECT_ERR(BASE "fleet = {\n  self = \"a\";\n" MEMBERS "  owner_down = \"maybe\"; };\n",
                "t.conf:8: fleet.owner_down: invalid value \"maybe\" (expected one of \"origin\" or "
                "\"error\")");
+    EXPECT_ERR(BASE "fleet = {\n  self = \"a\";\n" MEMBERS "  mirror_ttl = \"1500ms\"; };\n",
+               "t.conf:8: fleet.mirror_ttl: 1500 ms is not a whole number of seconds (expected "
+               "0s, 1s, 2s, ...)");
+    EXPECT_ERR(BASE "fleet = {\n  self = \"a\";\n" MEMBERS "  redis_sentinels = [ \"x\" ]; };\n",
+               "t.conf:8: fleet.redis_sentinels: set without fleet.redis_sentinel (expected the "
+               "master's name, which these Sentinels watch)");
+    EXPECT_ERR(BASE "fleet = {\n  self = \"a\";\n" MEMBERS
+                    "  redis = \"10.0.0.9:26379\"; redis_sentinel = \"m\";\n"
+                    "  redis_sentinels = [ \"10.0.0.8\" ]; };\n",
+               "t.conf:9: fleet.redis_sentinels[0]: \"10.0.0.8\" is not IP:PORT (expected e.g. "
+               "10.0.0.21:26379)");
 }
 
 /* One peer group per other member, after the configured groups, with the
