@@ -138,7 +138,7 @@ purge_all() {
 }
 sample() {
     if [ "$PEER" = nginx ]; then
-        echo "$1,$(target_rss),$(target_fds),$(target_pids | wc -l),$(du -sb "$NGCACHE" | cut -f1),$(target_pss)"
+        echo "$1,$(target_rss),$(target_fds),$(target_pids | wc -l),$(du -sb "$NGCACHE" 2>/dev/null | cut -f1),$(target_pss)"
     else
         local cb
         cb=$(curl -s -m 5 "$A/metrics" | awk '$1 == "cachet_cache_bytes" { print $2 }')
