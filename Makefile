@@ -10,7 +10,8 @@
 #   make bench   the benchmark harness (bench/run.sh; BENCH_ARGS=--quick|--full)
 #   make fuzz    libFuzzer on every fuzz target, FUZZ_SECONDS (60) each
 #   make soak    the 10-minute soak under load and faults (SOAK_SECONDS=600;
-#                not part of make test; tests/soak/soak.sh)
+#                not part of make test; tests/soak/soak.sh); SOAK_PEER=nginx
+#                runs the same scenario against nginx's proxy_cache
 
 BUILD      ?= build
 BUILD_SAN  ?= build-san

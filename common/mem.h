@@ -10,7 +10,8 @@
  * against glibc alone, glibc's tunables and jemalloc, see docs/memory.md:
  * jemalloc returned memory as well but cost ~30 % more instructions per
  * cache hit). The figures (allocated, resident) are malloc's plus the
- * slabs', which are also given apart. -DCT_JEMALLOC=ON links jemalloc instead (not
+ * slabs', which are also given apart (glibc's resident is read from the
+ * kernel: mallinfo2's is the heaps' extent, trimmed pages included). -DCT_JEMALLOC=ON links jemalloc instead (not
  * with a sanitizer, which brings its own allocator), with the options mem.c
  * sets; the figures then come from mallctl() instead of mallinfo2().
  *
@@ -26,10 +27,14 @@ struct ct_mem_stats {
     const char *allocator; /* "glibc", "jemalloc" or "sanitizer" (ASan/TSan
                               builds; their allocator's figures) */
     uint64_t allocated;    /* bytes in live allocations */
-    uint64_t resident;     /* bytes of the allocator's pages in RAM (glibc: taken
-                              from the kernel and not given back; an upper bound) */
+    uint64_t resident;     /* bytes of the allocator's pages in RAM. glibc: the
+                              process's anonymous resident memory (/proc/self/statm:
+                              malloc's heaps, the slabs' touched pages, thread
+                              stacks); jemalloc, sanitizer: their own figure plus
+                              slab_resident (an upper bound) */
     uint64_t retained;     /* jemalloc: address space kept mapped but given back
-                              (not resident); glibc: free bytes it holds */
+                              (not resident); glibc: free bytes inside malloc's
+                              heaps, resident or given back by a trim */
     uint64_t rss;          /* the whole process's resident set (/proc/self/statm),
                               mapped cache bodies included; 0 if unreadable */
     /* The slabs' share (common/slab.h; included in allocated and resident) */

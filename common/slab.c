@@ -3,7 +3,8 @@
  *
  * A region is CT_SLAB_REGION bytes aligned to its size, so a slot's region
  * is its address with the low bits cleared; the region's header sits at its
- * start (the first page, never given back) and its slots follow. Free slots
+ * start (the first page, given back only with the whole region) and its
+ * slots follow. Free slots
  * form a list through their first 8 bytes; slots past `bump` were never
  * handed out since the region was last given back (a fresh region is
  * touched only as it fills).
@@ -15,7 +16,9 @@
  *   EMPTY    on class->empty: every slot free, pages still resident, since
  *            epoch `empty_epoch`
  *   OUT      taken off the lists by ct_slab_release(), pages being given back
- *   CLEAN    on class->clean: pages given back; reused last
+ *            (or the region being unmapped)
+ *   CLEAN    on class->clean: pages given back but the header's, since epoch
+ *            `empty_epoch`; reused last, unmapped after CT_SLAB_UNMAP_PERIODS
  * Allocation prefers CUR, then PARTIAL (fills the holes of used regions, so
  * fewer stay half used), then EMPTY (resident), then CLEAN, then a new
  * mapping. All of a class's regions and lists are under the class's mutex.
@@ -50,7 +53,8 @@ enum where { CUR, FULL, PARTIAL, EMPTY, OUT, CLEAN };
 struct region {
     CT_LIST_LINK(region) link; /* on the list `where` names; OUT: the release's batch */
     void *free;                 /* free slots, linked through their first word */
-    uint64_t empty_epoch;       /* EMPTY: the epoch it became so */
+    uint64_t empty_epoch;       /* EMPTY: the epoch it became so; CLEAN: the
+                                   epoch its pages were given back */
     uint32_t cls;
     uint32_t size; /* slot size */
     uint32_t nslots;
@@ -73,7 +77,7 @@ static struct cls classes[NCLASSES];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static size_t page_size;
 static _Atomic uint64_t epoch = 1;
-static _Atomic uint64_t st_used, st_resident, st_mapped, st_released;
+static _Atomic uint64_t st_used, st_resident, st_mapped, st_released, st_unmapped;
 
 static void init(void)
 {
@@ -216,17 +220,19 @@ void ct_slab_free(void *p)
     atomic_fetch_sub_explicit(&st_used, size, memory_order_relaxed);
 }
 
-/* Regions of class C empty since before epoch NOW - 1, at most MAX, taken off
- * the empty list (OUT) and chained through link.next into *OUT_LIST. */
-static size_t take_old_empty(struct cls *c, uint64_t now, size_t max, struct region **out_list)
+/* Regions on list L (of class C) there since before epoch NOW - AGE, at
+ * most MAX, taken off it (OUT) and chained through link.next into
+ * *OUT_LIST. Under c->mtx. */
+static size_t take_old(region_list *l, uint64_t now, uint64_t age, size_t max,
+                       struct region **out_list)
 {
     size_t n = 0;
-    struct region *r = c->empty.first, *next;
+    struct region *r = l->first, *next;
     for (; r && n < max; r = next) {
         next = r->link.next;
-        if (r->empty_epoch + 1 >= now)
+        if (r->empty_epoch + age >= now)
             continue;
-        CT_HLIST_REMOVE(&c->empty, r, link);
+        CT_HLIST_REMOVE(l, r, link);
         r->where = OUT;
         r->link.next = *out_list;
         *out_list = r;
@@ -248,12 +254,31 @@ size_t ct_slab_release(size_t max_regions)
     for (size_t i = 0; i < NCLASSES && done < max_regions; i++) {
         struct cls *c = &classes[i];
         struct region *out = NULL;
+        struct region *gone = NULL;
         pthread_mutex_lock(&c->mtx);
-        size_t n = take_old_empty(c, now, max_regions - done, &out);
+        size_t n = take_old(&c->empty, now, 1, max_regions - done, &out);
+        size_t ng = take_old(&c->clean, now, CT_SLAB_UNMAP_PERIODS, max_regions - done - n, &gone);
         pthread_mutex_unlock(&c->mtx);
+        /* No lock held: nobody else reaches an OUT region. A region clean
+         * for CT_SLAB_UNMAP_PERIODS goes altogether: its header page is the
+         * last of it resident, and the cache has not needed it for that
+         * long (the unmap takes the address space's lock for writing, so
+         * it is kept for regions that old, a few a call). */
+        while (gone) {
+            struct region *r = gone;
+            gone = r->link.next;
+            UNPOISON(r, CT_SLAB_REGION); /* the next mapping there may not be ours */
+            munmap(r, CT_SLAB_REGION);
+        }
+        if (ng) {
+            atomic_fetch_sub_explicit(&st_resident, ng * page_size, memory_order_relaxed);
+            atomic_fetch_sub_explicit(&st_mapped, ng * (uint64_t)CT_SLAB_REGION,
+                                      memory_order_relaxed);
+            atomic_fetch_add_explicit(&st_unmapped, ng, memory_order_relaxed);
+            done += ng;
+        }
         if (n == 0)
             continue;
-        /* No lock held: nobody else reaches an OUT region. */
         for (struct region *r = out; r; r = r->link.next)
             madvise((char *)r + page_size, CT_SLAB_REGION - page_size, MADV_DONTNEED);
         pthread_mutex_lock(&c->mtx);
@@ -264,6 +289,7 @@ size_t ct_slab_release(size_t max_regions)
             r->free = NULL;
             r->bump = 0;
             r->where = CLEAN;
+            r->empty_epoch = now;
             CT_HLIST_INSERT_HEAD(&c->clean, r, link);
         }
         pthread_mutex_unlock(&c->mtx);
@@ -281,4 +307,5 @@ void ct_slab_stats(struct ct_slab_stats *out)
     out->resident = atomic_load_explicit(&st_resident, memory_order_relaxed);
     out->mapped = atomic_load_explicit(&st_mapped, memory_order_relaxed);
     out->released = atomic_load_explicit(&st_released, memory_order_relaxed);
+    out->unmapped = atomic_load_explicit(&st_unmapped, memory_order_relaxed);
 }

@@ -15,9 +15,13 @@
  * counts what is really taken). A region whose every slot is free stays resident for one
  * more ct_slab_release() period (a burst of frees and allocations reuses it
  * without page faults), then its pages but the first, which holds the
- * region's header, are MADV_DONTNEEDed. Regions are never unmapped (an unmap
+ * region's header, are MADV_DONTNEEDed. A region left so for
+ * CT_SLAB_UNMAP_PERIODS more periods is unmapped, header and all: an unmap
  * takes the address space's lock for writing and stalls every thread's page
- * faults; a released region costs address space, not memory).
+ * faults meanwhile, so it is kept for regions the cache has not needed for
+ * a minute; until then a released region costs its header page (4 KiB a
+ * 2 MiB region: 2 MiB after a purge of a 1 GiB cache, a fifth of the empty
+ * process).
  *
  * Locking: one mutex per class, held for list and free-list operations only;
  * ct_slab_release() takes a region off its class's lists under the lock and
@@ -57,6 +61,9 @@ void ct_slab_free(void *p);
  * more. Any thread; meant for one (the main thread's timer). */
 void ct_slab_period(void);
 size_t ct_slab_release(size_t max_regions);
+/* Periods a released region stays mapped for reuse before
+ * ct_slab_release() unmaps it (also counted in its MAX_REGIONS and return). */
+#define CT_SLAB_UNMAP_PERIODS 60
 
 struct ct_slab_stats {
     uint64_t used;     /* bytes in live slots (class sizes) */
@@ -65,6 +72,7 @@ struct ct_slab_stats {
                           they fill) */
     uint64_t mapped;   /* bytes of address space mapped */
     uint64_t released; /* regions given back since start */
+    uint64_t unmapped; /* regions unmapped since start */
 };
 void ct_slab_stats(struct ct_slab_stats *out);
 

@@ -631,9 +631,11 @@ static void prom_mem(struct ct_buf *o, const struct ct_mem_stats *m)
     CT_BUF_LIT(o, "\"} 1\n");
     prom_gauge(o, "memory_allocated_bytes", "Allocator: bytes in live allocations.", m->allocated);
     prom_gauge(o, "memory_resident_bytes",
-               "Allocator: bytes of its pages in RAM (glibc: an upper bound).", m->resident);
+               "Allocator: bytes of its pages in RAM (glibc: the process's anonymous resident "
+               "memory: malloc's heaps, the slabs, thread stacks).",
+               m->resident);
     prom_gauge(o, "memory_retained_bytes",
-               "Allocator: jemalloc: mapped but given back; glibc: free bytes it holds.",
+               "Allocator: jemalloc: mapped but given back; glibc: free bytes inside its heaps.",
                m->retained);
     prom_gauge(o, "memory_rss_bytes", "Process resident set, mapped cache bodies included.",
                m->rss);

@@ -3,7 +3,8 @@
 # chunked ones grown by segments, through a cache a fraction of their total,
 # so inserts evict) RSS stays under 1.15 x cache.size + 48 MiB; a purge of
 # everything gives the freed pages back (the slabs' empty regions, then
-# malloc_trim for the rest) within a minute; /metrics and /stats show the allocator's
+# malloc_trim for the rest): RSS within 10 % of the empty process within a
+# minute; /metrics and /stats show the allocator's
 # figures beside the cache's bytes. Under ASan the RSS is ASan's (shadow
 # memory, quarantine): there only the figures and the serving are checked.
 # needs: cachet cachet-origin
@@ -60,15 +61,17 @@ ct_check_match "metrics: the allocator named" "$(curl -s "$A/metrics")" \
 ct_check_match "stats: memory object" "$(curl -s "$A/stats")" \
     '"memory":\{"allocator":"(glibc|jemalloc|sanitizer)","allocated":[0-9]+,"resident":[0-9]+,"retained":[0-9]+,"rss":[1-9][0-9]*,"slab_used":[0-9]+,"slab_resident":[0-9]+,"slab_mapped":[1-9][0-9]*\}'
 
-# purge everything: RSS goes back near the empty process (glibc kept ~20
-# MiB of a 64 MiB cache's freed heap resident without the trim; allow an
-# eighth of cache.size over the empty process) within a minute
+# purge everything: RSS within 10 % of the empty process within a minute
+# (issue 19's figure; glibc alone kept ~20 MiB of a 64 MiB cache's freed
+# heap resident; the slabs give theirs back a second after they empty, then
+# the trim; what stays is malloc's connection state and the slab regions'
+# header pages, +7 % in this test on the machine it was written on)
 ct_check_match "purge of everything" "$(curl -s -X POST "$A/purge?prefix=$P/")" '^\{"purged":[1-9]'
 if ((san == 0)); then
-    limit=$((empty + CACHE_MB * 1024 / 8))
+    limit=$((empty * 110 / 100))
     rss_within() { r=$(ct_rss_kb "$PID"); ((r <= limit)); }
     ct_wait_until 60 rss_within
-    ct_check "after the purge: RSS $r KiB <= empty $empty KiB + cache.size / 8 within 60 s" \
+    ct_check "after the purge: RSS $r KiB within 10 % of the empty process ($empty KiB) within 60 s" \
         "$((r <= limit))" 1
     a2=$(prom cachet_memory_allocated_bytes)
     ct_check "after the purge: allocated fell ($alloc -> $a2)" "$((a2 < alloc))" 1

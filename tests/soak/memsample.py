@@ -10,28 +10,44 @@ From /proc/PID/smaps, KiB resident by kind of mapping:
   arenas   the other threads' malloc arenas: an anonymous read-write mapping
            at a 64 MiB boundary followed by its reserved (---p) rest
 and from /metrics, KiB: the cache's counted bytes, malloc's allocated and
-resident figures (mallinfo2), and the slabs' used and resident bytes.
-Columns: anon,shmem,file,heap,arenas,cache,m_alloc,m_resident,slab_used,slab_resident
+resident figures, and the slabs' used and resident bytes; then counts: the
+cache's objects, and its expired and evicted totals (what took a full
+cache's bytes away between two samples).
+Columns: anon,shmem,file,heap,arenas,cache,m_alloc,m_resident,slab_used,slab_resident,
+objects,expired,evicted
 
-  memsample.py --summary SOAK_CSV CAP: the report's line (below)."""
+  memsample.py --summary SOAK_CSV CAP PCT: the report's lines (below)."""
 import csv, sys, urllib.request
 
 if sys.argv[1] == "--summary":
-    # memsample.py --summary SOAK_CSV CAP: over the samples from minute 2 at
-    # a full cache (what the flatness check judges), each column's low,
-    # median and high in MiB, and its spread (high - low)
-    rows = [r for r in csv.DictReader(open(sys.argv[2]))
-            if int(r["t"]) >= 120 and r["cache_bytes"] and
-            float(r["cache_bytes"]) >= float(sys.argv[3]) * 0.9]
+    # memsample.py --summary SOAK_CSV CAP PCT: over the samples from minute 2
+    # at a full cache (>= PCT % of CAP: what the flatness check judges),
+    # each column's low, median and high in MiB, and its spread (high - low);
+    # then, over every sample from minute 2, RSS and RSS minus the cache's
+    # counted bytes (the process's own memory beside the cache's), so the
+    # samples the check leaves out are shown too.
+    cap, pct = float(sys.argv[3]), float(sys.argv[4])
+    late = [r for r in csv.DictReader(open(sys.argv[2])) if int(r["t"]) >= 120 and r["cache_bytes"]]
+    rows = [r for r in late if float(r["cache_bytes"]) >= cap * pct / 100]
+    def lmh(v):
+        v = sorted(v)
+        return "%.1f/%.1f/%.1f (%.1f)" % (v[0] / 1024, v[(len(v) - 1) // 2] / 1024, v[-1] / 1024,
+                                          (v[-1] - v[0]) / 1024)
     if rows:
         out = []
-        for col in ["rss_kb"] + list(rows[0].keys())[5:]:
-            v = sorted(int(r[col]) for r in rows if r.get(col))
+        for col in ["rss_kb"] + list(rows[0].keys())[5:15]:
+            v = [int(r[col]) for r in rows if r.get(col)]
             if v:
-                out.append("%s %.1f/%.1f/%.1f (%.1f)" % (col, v[0] / 1024, v[(len(v) - 1) // 2] / 1024,
-                                                      v[-1] / 1024, (v[-1] - v[0]) / 1024))
-        print("memory at a full cache, MiB low/median/high (spread), %d samples: %s"
-              % (len(rows), "; ".join(out)))
+                out.append("%s %s" % (col, lmh(v)))
+        out.append("rss-cache %s" % lmh([int(r["rss_kb"]) - int(float(r["cache_bytes"])) // 1024
+                                          for r in rows]))
+        print("memory at a full cache (>= %g %%), MiB low/median/high (spread), %d samples: %s"
+              % (pct, len(rows), "; ".join(out)))
+    if late:
+        fill = [float(r["cache_bytes"]) / cap * 100 for r in late]
+        print("every sample from minute 2 (%d, the cache %.0f-%.0f %% full), MiB: rss %s; rss-cache %s"
+              % (len(late), min(fill), max(fill), lmh([int(r["rss_kb"]) for r in late]),
+                 lmh([int(r["rss_kb"]) - int(float(r["cache_bytes"])) // 1024 for r in late])))
     sys.exit(0)
 
 pid, admin = sys.argv[1], sys.argv[2]
@@ -70,6 +86,11 @@ try:
                 m[k] = v
 except OSError:
     pass
+def count(name):
+    try:
+        return str(int(float(m[name])))
+    except (KeyError, ValueError):
+        return ""
 def kib(name):
     try:
         return str(int(float(m[name])) // 1024)
@@ -78,4 +99,6 @@ def kib(name):
 print(",".join([str(kinds[k]) for k in ("anon", "shmem", "file", "heap", "arenas")] +
                [kib(n) for n in ("cachet_cache_bytes", "cachet_memory_allocated_bytes",
                                  "cachet_memory_resident_bytes", "cachet_memory_slab_used_bytes",
-                                 "cachet_memory_slab_resident_bytes")]))
+                                 "cachet_memory_slab_resident_bytes")] +
+               [count(n) for n in ("cachet_cache_objects", "cachet_cache_expired_total",
+                                   "cachet_cache_evictions_total")]))

@@ -130,6 +130,53 @@ static void test_release(void)
         ct_slab_free(p[i]);
 }
 
+/* Released regions are unmapped, header page and all, once they stayed
+ * released for CT_SLAB_UNMAP_PERIODS periods, not before: after the other
+ * tests freed everything, only the region of a live slot stays mapped. */
+static void release_periods(int n)
+{
+    for (int i = 0; i < n; i++) {
+        ct_slab_period();
+        while (ct_slab_release(1000) > 0)
+            ;
+    }
+}
+
+static void test_unmap(void)
+{
+    void *keep = ct_slab_alloc(3000);
+    struct ct_slab_stats a, b;
+    ct_slab_stats(&a);
+    CU_ASSERT_TRUE(a.mapped > CT_SLAB_REGION); /* keep's region and released ones */
+    release_periods(CT_SLAB_UNMAP_PERIODS + 4); /* 2 to release, then the wait */
+    ct_slab_stats(&b);
+    CU_ASSERT_EQUAL(b.mapped, CT_SLAB_REGION); /* keep's region only */
+    CU_ASSERT_EQUAL(b.resident, CT_SLAB_REGION); /* counted whole while in use */
+    CU_ASSERT_EQUAL(b.unmapped - a.unmapped, (a.mapped - CT_SLAB_REGION) / CT_SLAB_REGION);
+
+    /* a region released now stays mapped for CT_SLAB_UNMAP_PERIODS */
+    void *p = ct_slab_alloc(100 * 1024);
+    memset(p, 0x44, 100 * 1024);
+    ct_slab_free(p);
+    release_periods(2); /* released (its header page left) */
+    ct_slab_stats(&b);
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    CU_ASSERT_EQUAL(b.mapped, 2 * CT_SLAB_REGION);
+    CU_ASSERT_EQUAL(b.resident, CT_SLAB_REGION + pg);
+    release_periods(CT_SLAB_UNMAP_PERIODS - 1);
+    ct_slab_stats(&b);
+    CU_ASSERT_EQUAL(b.mapped, 2 * CT_SLAB_REGION);
+    release_periods(2);
+    ct_slab_stats(&b);
+    CU_ASSERT_EQUAL(b.mapped, CT_SLAB_REGION);
+    CU_ASSERT_EQUAL(b.resident, CT_SLAB_REGION);
+    /* and a fresh mapping serves again */
+    p = ct_slab_alloc(100 * 1024);
+    memset(p, 0x45, 100 * 1024);
+    ct_slab_free(p);
+    ct_slab_free(keep);
+}
+
 /* Four threads allocate, check and free slots of mixed sizes at once, with
  * releases running beside them. */
 struct thr {
@@ -189,5 +236,6 @@ void ct_test_register(void)
              {"alloc, free, no overlap, used bytes", test_alloc_free},
              {"reuse before mapping", test_reuse},
              {"release after a period, bounded, then reuse", test_release},
-             {"threads", test_threads});
+             {"threads", test_threads},
+             {"released regions unmapped after a while", test_unmap});
 }
