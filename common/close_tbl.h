@@ -32,5 +32,6 @@ CT_CLOSE(ORIGIN_RESET,   1, 502, "origin closed the connection before a response
 CT_CLOSE(ORIGIN_BAD,     1, 502, "malformed response from origin")
 CT_CLOSE(ORIGIN_TIMEOUT, 1, 504, "origin did not answer in time")
 CT_CLOSE(ORIGIN_TRUNC,   1,   0, "origin closed mid-body, response truncated")
+CT_CLOSE(ORIGIN_CUT,     1, 502, "origin closed mid-body before the response started")
 /* ours */
 CT_CLOSE(INTERNAL,       1, 500, "internal error")

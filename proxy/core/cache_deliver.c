@@ -341,8 +341,8 @@ enum ct_req_next ct_step_deliver(struct ct_req *r)
 
 /* STREAM with cr->range_hold: wait for the object to be complete, then
  * answer the Range from it. MORE: emitted, streaming on; PARK: waiting;
- * GONE: the object failed (nothing was sent: the client's answer ends
- * truncated) or the answer is all out. */
+ * GONE: the object failed (nothing was sent: a 502) or the answer is all
+ * out. */
 static enum ct_req_next range_held(struct ct_req *r)
 {
     struct ct_creq *cr = r->cr;
@@ -353,13 +353,13 @@ static enum ct_req_next range_held(struct ct_req *r)
                 return CT_REQ_PARK; /* on_obj_change() */
             continue;
         }
-        cr->range_hold = false;
         if (st != CT_OBJ_COMPLETE) {
+            CT_ASSERT(ct_cache_unhold(r));
             ct_req_goto(r, CT_STEP_DONE);
-            r->proto->flush(r);
-            r->proto->fail(r, CT_CLOSE_ORIGIN_TRUNC);
+            r->proto->fail(r, CT_CLOSE_ORIGIN_CUT); /* nothing sent: a 502 */
             return CT_REQ_GONE;
         }
+        cr->range_hold = false;
         if (!ct_cache_emit(r, cr->obj, cr->cstatus, cr->hold_close))
             return CT_REQ_MORE; /* not reached: a complete object is all queued */
         if (cr->self) { /* the fetch ends the response (cache_fill.c) */
@@ -406,6 +406,16 @@ enum ct_req_next ct_step_stream(struct ct_req *r)
         }
     }
     return CT_REQ_PARK;
+}
+
+bool ct_cache_unhold(struct ct_req *r)
+{
+    struct ct_creq *cr = r->cr;
+    if (cr == NULL || !cr->range_hold)
+        return false;
+    cr->range_hold = false;
+    r->head_sent = false; /* the callers that held it counted it sent */
+    return true;
 }
 
 void ct_cache_self_end(struct ct_req *r)

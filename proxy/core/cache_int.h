@@ -95,6 +95,10 @@ bool ct_cache_client_drained(struct ct_req *r);
  * object within stale-if-error); the failure is off. Otherwise the object
  * being filled is failed (never stored; its readers see a truncated body). */
 bool ct_cache_client_fail(struct ct_req *r, enum ct_close why);
+/* R's Range waited for its object (ct_cache_emit) and the object failed
+ * first: nothing was sent, so the failure can still be answered. True if
+ * so; R no longer counts its head as sent. */
+bool ct_cache_unhold(struct ct_req *r);
 /* C is being freed: drop every reference and registration. */
 void ct_cache_client_free(struct ct_req *r);
 /* An HTTP/2 connection's next stream reuses the last one's cache part (its

@@ -1127,8 +1127,10 @@ bool ct_cache_client_fail(struct ct_req *r, enum ct_close why)
         ct_obj_release(&cr->fill);
     }
     if (cr->bg && origin_error(why)) {
-        /* The client already has its (stale) answer: the refresh failed. */
-        CT_WARN("w%u c%llu %s: background refresh of %.*s failed: %s", r->w->id,
+        /* The client already has its (stale) answer, or left its fill
+         * behind (ct_cache_fill_detach): a refresh or a fill, both in the
+         * background now, failed. */
+        CT_WARN("w%u c%llu %s: background fetch of %.*s failed: %s", r->w->id,
                 (unsigned long long)r->conn_id, r->peer, (int)r->msg->target.len, r->msg->target.p,
                 ct_close_text(why));
         cr->bg = false;

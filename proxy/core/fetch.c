@@ -70,6 +70,8 @@ static struct ct_req *req_of(void *owner)
 /* The request failed: stale-if-error may still answer it from the cache. */
 static void req_fail(struct ct_req *r, enum ct_close why)
 {
+    if (why == CT_CLOSE_ORIGIN_TRUNC && ct_cache_unhold(r))
+        why = CT_CLOSE_ORIGIN_CUT; /* a held Range: the client has no byte yet */
     if (ct_cache_client_fail(r, why))
         return;
     r->proto->fail(r, why);

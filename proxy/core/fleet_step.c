@@ -69,8 +69,9 @@ void ct_req_fleet_pick(struct ct_req *r, struct ct_upstream_pick *pick)
     r->fleet_peer = false;
     if (!cf->fleet.self || r->fleet_hop || r->fleet_fallback || !r->w->px->fleet)
         return;
-    /* only a fill: what the owner stores is worth asking it for; a pass
-     * or a revalidation of our own stale copy goes to the origin */
+    /* only a fill (a revalidation of our stale copy is one too: the owner
+     * answers its conditional): what the owner stores is worth asking it
+     * for; a pass goes to the origin */
     if (!r->cr || !r->cr->fill)
         return;
     /* the cache key as stored (dropped query parameters and all): every

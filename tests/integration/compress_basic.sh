@@ -229,6 +229,26 @@ ct_check "coalesced: one origin fetch" "$(origin_count)" 1
 ct_check "coalesced: the first client's answer decodes" "$(decode gzip "$CT_TMP/first")" \
     "$(curl -s "$O/gen?size=300000" | md5sum)"
 
+# The origin dies mid-body while a Range waits for the whole object: no byte
+# has gone to the client, so it gets a 502 (ORIGIN_CUT), not an empty reply;
+# over HTTP/1.1 and HTTP/2, the fetching client and one coalesced on it.
+for v in h1 h2; do
+    [ $v = h1 ] && B=$P opt=() || B=$S opt=(--http2)
+    CUT="/gen?size=300000&type=application/json&$MA&close=mid&trickle=40&trickle-size=16384&v=cut-$v"
+    ct_origin_reset "$OPORT"
+    curl -sk -o /dev/null -w '%{http_code}' -H 'Accept-Encoding: gzip' -H 'Range: bytes=0-99' \
+        "${opt[@]}" "$B$CUT" >"$CT_TMP/cut1" &
+    first=$!
+    ct_wait_until 30 in_origin
+    code=$(curl -sk -o /dev/null -w '%{http_code}' -H 'Accept-Encoding: gzip' \
+        -H 'Range: bytes=0-99' "${opt[@]}" "$B$CUT")
+    wait $first
+    ct_check "$v origin cut during a held Range: the fetching client gets 502" "$(cat "$CT_TMP/cut1")" 502
+    ct_check "$v origin cut during a held Range: the coalesced client gets 502" "$code" 502
+done
+ct_check_match "the cut is logged as ORIGIN_CUT" "$(cat "$CT_TMP/proxy.err" "$CT_TMP/proxy.out" 2>/dev/null)" \
+    'close=ORIGIN_CUT'
+
 # ---- a client gone mid-fill: the encoded fill goes on for the others -------------
 T="/gen?size=300000&type=application/json&$MA&trickle=20&trickle-size=16384"
 curl -s -o /dev/null -m 0.15 -H 'Accept-Encoding: br' "$P$T"
