@@ -471,8 +471,12 @@ static void ask_sentinel(struct ct_fleet_bus *b)
     if (!ac)
         return;
     if (ac->err) {
+        /* refused before any callback (no route to it: ENETUNREACH from
+         * connect(2) itself): the next one, as sen_connect() does */
+        CT_WARN("fleet: Sentinel %s:%d unreachable (%s)", b->sen_host, b->sen_port, ac->errstr);
         redisAsyncFree(ac);
         b->n.redis_errors++;
+        next_sentinel(b, true);
         return;
     }
     ac->data = b;

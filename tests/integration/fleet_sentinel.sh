@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 17, the fleet behind Redis Sentinel: a master, a replica and one
 # Sentinel started here. Two cachet nodes ask the Sentinel for the master
-# (node a has a dead Sentinel address first, fleet.redis_sentinels next),
+# (node a has a dead Sentinel address first, fleet.redis_sentinels next;
+# node b one it has no route to, refused by connect(2) itself),
 # fan a purge out through it; after a forced failover (the replica promoted,
 # the old master demoted) they ask again and fan-out goes on.
 # needs: cachet cachet-origin
@@ -28,8 +29,9 @@ EOF2
 ct_start sentinel redis-server "$CT_TMP/sentinel.conf" --sentinel
 for p in $RM $RR $RS; do ct_wait_until 30 up "$p" || { ct_failed "redis $p starts"; exit 1; }; done
 # node a is given a dead Sentinel first (nothing listens on DEAD), the
-# live one second (fleet.redis_sentinels): it must go on to the next
-declare -A PORT=([a]=$PA [b]=$PB) ADMIN=() SEN=([a]="redis = \"127.0.0.1:$DEAD\"; redis_sentinels = [ \"127.0.0.1:$RS\" ];" [b]="redis = \"127.0.0.1:$RS\";")
+# live one second (fleet.redis_sentinels): it must go on to the next; node
+# b's first fails at once (255.255.255.255: ENETUNREACH, no callback)
+declare -A PORT=([a]=$PA [b]=$PB) ADMIN=() SEN=([a]="redis = \"127.0.0.1:$DEAD\"; redis_sentinels = [ \"127.0.0.1:$RS\" ];" [b]="redis = \"255.255.255.255:$DEAD\"; redis_sentinels = [ \"127.0.0.1:$RS\" ];")
 for n in a b; do
     cat >"$CT_TMP/$n.conf" <<EOF2
 workers = 1;
@@ -56,6 +58,10 @@ ct_wait_until 30 metric_is a fleet_redis_up 1 || ct_failed "a: Redis up"
 ct_check_match "a found the dead Sentinel first, then asked the next" \
     "$(grep -o 'Sentinel 127.0.0.1:[0-9]* unreachable\|Sentinel 127.0.0.1:[0-9]* names' "$CT_TMP/nodea.err" | head -2 | tr '\n' ' ')" \
     "^Sentinel 127.0.0.1:$DEAD unreachable Sentinel 127.0.0.1:$RS names $"
+ct_wait_until 30 metric_is b fleet_redis_up 1 || ct_failed "b: Redis up"
+ct_check_match "b's first Sentinel has no route: b went on to the next" \
+    "$(grep -o 'Sentinel [0-9.]*:[0-9]* unreachable\|Sentinel 127.0.0.1:[0-9]* names' "$CT_TMP/nodeb.err" | head -2 | tr '\n' ' ')" \
+    "^Sentinel 255.255.255.255:$DEAD unreachable Sentinel 127.0.0.1:$RS names $"
 ct_check_match "a asked the Sentinel and uses the master" "$(cat "$CT_TMP/nodea.err")" "Sentinel 127.0.0.1:$RS names 127.0.0.1:$RM the master"
 purge a one
 ct_wait_until 30 metric_is b fleet_purges_applied 1
