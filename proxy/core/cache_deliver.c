@@ -217,9 +217,9 @@ static void plan(struct ct_req *r, struct ct_obj *obj, const struct ct_cache_blk
 }
 
 /* Does R's Range on OBJ wait for OBJ to be complete? Only for an object
- * still filling whose length is not known yet: one cachet encodes as it
- * fills (its length is the encoder's, at the end) or an origin's body of
- * unknown length. The range is of the representation the client receives
+ * still filling whose length is not known yet and bounded: one cachet
+ * encodes as it fills from an origin's Content-Length (its length is the
+ * encoder's, at the end; CT_CACHE_BLK_BOUNDED). The range is of the representation the client receives
  * (issue 18), and its 206 names the complete length, and a suffix or open
  * range needs the end: so the head waits for the whole object. A Range
  * plan() would ignore (not GET, malformed, If-Range not matching, a 304
@@ -231,6 +231,11 @@ static bool range_waits(const struct ct_req *r, const struct ct_obj *obj,
     enum ct_obj_state st = ct_obj_state(obj);
     if (blk->length != UINT64_MAX || (st != CT_OBJ_BUSY && st != CT_OBJ_STREAMING) ||
         req->method != CT_METHOD_GET || ct_obj_status(obj) != 200)
+        return false;
+    /* A fill that may outgrow max_object_size (an origin body of unknown
+     * length) could fail with nothing sent: its Range is not held, and is
+     * answered as before (RFC 9110 §14.2 lets a server ignore it). */
+    if (!(blk->flags & CT_CACHE_BLK_BOUNDED))
         return false;
     const struct ct_http_field *rf = ct_http_msg_find(req, CT_HDR_RANGE, NULL);
     uint64_t a, b;

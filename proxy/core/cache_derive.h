@@ -62,6 +62,11 @@ struct ct_derive; /* opaque; owned by the request's creq (cr->derive) */
  * the ETag without W/ names, so an identity answer decoded from it gives
  * the origin's strong ETag back. Not set for an origin's own coding. */
 #define CT_CACHE_BLK_WEAKENED 0x8u
+/* ... and its length, unknown until the end (cachet encodes it as it fills),
+ * is bounded by the origin's Content-Length well under max_object_size: the
+ * fill cannot outgrow the store, so a Range may wait for its end
+ * (cache_deliver.c, range_waits). */
+#define CT_CACHE_BLK_BOUNDED 0x10u
 struct ct_http_msg;
 /* The flags of STORED (the head to store); WEAKENED: cachet weakened its
  * ETag (only kept when STORED's ETag is weak). */

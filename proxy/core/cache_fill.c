@@ -341,6 +341,11 @@ static int store_head(struct ct_req *r, const struct ct_http_msg *msg, struct ct
     if (CT_UNLIKELY(r->fleet_peer)) /* the owner's answer: an edge copy, kept briefly */
         ct_req_fleet_mirror_cap(r, &blk.fresh);
     blk.flags = ct_cache_derive_blk_flags(msg, weakened); /* its coding, for hits (cache_derive.h) */
+    /* the encoder's output past the origin's length: a few bytes per block
+     * for input it cannot shrink; an eighth is far above that */
+    if (cr->enc && cr->enc_bound &&
+        ct_cache_fits(r->w->wc->cache, cr->enc_bound + cr->enc_bound / 8 + 4096))
+        blk.flags |= CT_CACHE_BLK_BOUNDED;
     if (body_src) {
         struct ct_str v = ct_obj_vary(body_src);
         vkey = v.len ? ct_xmalloc(v.len) : NULL;
