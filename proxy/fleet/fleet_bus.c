@@ -629,12 +629,30 @@ static void on_http_done(struct evhttp_request *req, void *arg)
         CT_WARN("fleet: HTTP fan-out to %s failed", who);
 }
 
+/* The admin listener at A's connection slot, made on first use: the members
+ * are those of the configuration in force, learned ones included, so their
+ * slots are found by address (a reload reorders them); a slot outlives its
+ * member (one per address ever used, with its keep-alive connection). */
+static struct peer_admin *admin_slot(struct ct_fleet_bus *b, const struct ct_conf_addr *a)
+{
+    for (size_t i = 0; i < b->nadmins; i++)
+        if (b->admins[i].port == a->port && strcmp(b->admins[i].host, a->host) == 0)
+            return &b->admins[i];
+    b->admins = ct_xrealloc(b->admins, (b->nadmins + 1) * sizeof(*b->admins));
+    struct peer_admin *pa = &b->admins[b->nadmins++];
+    *pa = (struct peer_admin){.host = ct_xstrdup(a->host), .port = a->port};
+    return pa;
+}
+
 static void send_http(struct ct_fleet_bus *b, const char *kind, struct ct_str query,
                       struct ct_str expr)
 {
     size_t sent = 0;
-    for (size_t i = 0; i < b->nadmins; i++) {
-        struct peer_admin *pa = &b->admins[i];
+    const struct ct_conf_fleet *fl = &b->cf_now(b->arg)->fleet;
+    for (size_t i = 0; i < fl->nmembers; i++) {
+        if (i == fl->self_index || !fl->members[i].admin.host)
+            continue;
+        struct peer_admin *pa = admin_slot(b, &fl->members[i].admin);
         if (!pa->conn) {
             pa->conn = evhttp_connection_base_new(b->base, NULL, pa->host, pa->port);
             if (!pa->conn)
@@ -801,12 +819,6 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
     b->hop_value[hv.len] = '\0';
     const char *tok = ct_conf_admin_token(&cf->admin);
     b->admin_token = tok ? ct_xstrdup(tok) : NULL;
-    b->admins = ct_xcalloc(fl->nmembers ? fl->nmembers : 1, sizeof(*b->admins));
-    for (size_t i = 0; i < fl->nmembers; i++)
-        if (i != fl->self_index && fl->members[i].admin.host) {
-            b->admins[b->nadmins].host = ct_xstrdup(fl->members[i].admin.host);
-            b->admins[b->nadmins++].port = fl->members[i].admin.port;
-        }
     b->tick = event_new(base, -1, EV_PERSIST, on_tick, b);
     event_add(b->tick, &(struct timeval){1, 0});
     on_tick(-1, 0, b); /* connect now */

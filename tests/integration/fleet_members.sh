@@ -6,6 +6,8 @@
 #   - a cold key owned by c, asked on a, is fetched from c (one origin
 #     request for the fleet), then on b from c too (no second one);
 #   - a SIGHUP of a's file keeps c (no membership reload follows it);
+#   - Redis down: purges go over HTTP to the learned member too; Redis back
+#     (empty): c is kept through the settle window, no reload;
 #   - c killed: its entry expires, a and b drop it and its keys re-home
 #     with no failed peer fetch;
 #   - with learn_members = false on a, c is never used by a.
@@ -101,6 +103,25 @@ while ((${EPOCHREALTIME/./} < end)); do
 done
 ct_check "after the SIGHUP: c still a member of a (lowest live count in 2.5 s; no learning reload)" \
     "$lo $(learned_reloads a)" "3 1"
+
+# ---- Redis down: purges go over HTTP to the members in force, learned
+# ones included (a's to b and c, c's to a and b), and are answered.
+ct_stop redis KILL
+for n in a c; do ct_wait_until 30 metric_is "$n" fleet_redis_up 0 || ct_failed "node $n: Redis down"; done
+purge() { curl -s -X POST "http://127.0.0.1:${ADMIN[$1]}/purge?url=$2"; }
+purge a "http%3A%2F%2Ffleet.test%2Fgen%3Fk%3Dx1" >/dev/null
+purge c "http%3A%2F%2Ffleet.test%2Fgen%3Fk%3Dx2" >/dev/null
+ct_wait_until 30 metric_is a fleet_http_fanout 2
+ct_wait_until 30 metric_is c fleet_http_fanout 2
+ct_check "Redis down: a's purge sent to b and c, c's to a and b, over HTTP" \
+    "$(metric a fleet_http_fanout) $(metric c fleet_http_fanout) $(metric c fleet_fanout_unsent)" "2 2 0"
+ct_check "... none failed" "$(cat "$CT_TMP"/node[ac].err | grep -c 'HTTP fan-out to .* failed')" 0
+ct_start redis redis-server --port "$RP" --bind 127.0.0.1 --save "" --appendonly no --dir "$CT_TMP"
+for n in a b c; do ct_wait_until 30 metric_is "$n" fleet_redis_up 1 || ct_failed "node $n: Redis back"; done
+in_set() { redis-cli -p "$RP" ZRANGE '{cachet}:members' 0 -1 | cut -d" " -f1 | sort | tr '\n' ' '; }
+ct_wait_until 30 sh -c "[ \"\$(redis-cli -p $RP ZRANGE '{cachet}:members' 0 -1 | cut -d' ' -f1 | sort | tr '\n' ' ')\" = 'a b c ' ]" ||
+    ct_failed "all three registered again" "$(in_set)"
+ct_check "Redis back: no learning reload on a (c kept through the settle window)" "$(learned_reloads a)" 1
 
 # ---- c killed: it expires from a's and b's views, its keys re-home.
 ct_stop nodec KILL
