@@ -425,6 +425,9 @@ struct ct_conf_fleet_member {
     char *name;              /* stable: ownership hashes on it, not on the address */
     struct ct_conf_addr addr; /* IP:PORT of its HTTP listener peers fetch from */
     struct ct_conf_addr admin; /* its admin listener, for HTTP fan-out; host NULL: none */
+    /* not a row: learned from its registration in Redis (fleet.learn_members),
+     * merged in by ct_conf_build_learned, never in the file */
+    bool learned;
 };
 enum ct_conf_owner_down { CT_CONF_OWNER_DOWN_ORIGIN, CT_CONF_OWNER_DOWN_ERROR };
 struct ct_conf_fleet {
@@ -444,6 +447,7 @@ struct ct_conf_fleet {
     size_t nredis_sentinels;
     char *redis_prefix;        /* key prefix: {PREFIX}:purges, {PREFIX}:members */
     uint64_t register_ttl_ms;  /* membership entry lifetime (refreshed every third) */
+    bool learn_members;        /* members registered in Redis but not listed here join */
     uint64_t mirror_ttl_ms;    /* an edge keeps an owner's answer fresh at most this long
                                   (whole seconds); 0: it keeps no copy */
     /* derived (conf_fleet.c): one backend group per member but self, after
@@ -631,5 +635,20 @@ int ct_conf_apply_cli(struct ct_conf *cf, const struct ct_cli *cli, struct ct_co
  * default), apply the overrides, cross-check. On CT_OK *out is new and owned
  * by the caller; on CT_ECONF *out = NULL and ERRS holds the errors. */
 int ct_conf_build(const struct ct_cli *cli, struct ct_conf **out, struct ct_conf_errors *errs);
+
+/* ct_conf_build, with LEARNED[0..N) (members learned through Redis, issue
+ * 17) appended to fleet.members before the cross-checks, each marked
+ * learned, so their peer groups are derived like the file's. Skipped: all
+ * of them when the file has no fleet or fleet.learn_members is false, and
+ * each one a file member already names or holds the address of
+ * (ct_conf_fleet_learnable). A SIGHUP rebuilds through this too, so a learned
+ * member outlives a reload of the file. */
+int ct_conf_build_learned(const struct ct_cli *cli, const struct ct_conf_fleet_member *learned,
+                          size_t n, struct ct_conf **out, struct ct_conf_errors *errs);
+/* May M be learned into FL: FL learns members, and no member of the file
+ * (the ones not learned) has M's name or address? */
+bool ct_conf_fleet_learnable(const struct ct_conf_fleet *fl, const struct ct_conf_fleet_member *m);
+/* Numeric "IP:PORT", "[IPv6]:PORT" or "*:PORT"; A->host is allocated. */
+int ct_conf_parse_addr(const char *s, struct ct_conf_addr *a);
 
 #endif /* CT_CONF_H */

@@ -477,6 +477,12 @@ int ct_conf_apply_cli(struct ct_conf *cf, const struct ct_cli *cli, struct ct_co
 
 int ct_conf_build(const struct ct_cli *cli, struct ct_conf **out, struct ct_conf_errors *errs)
 {
+    return ct_conf_build_learned(cli, NULL, 0, out, errs);
+}
+
+int ct_conf_build_learned(const struct ct_cli *cli, const struct ct_conf_fleet_member *learned,
+                          size_t n, struct ct_conf **out, struct ct_conf_errors *errs)
+{
     struct ct_conf *cf;
     /* overrides go in before the cross-checks: a --cert must be able to stand
      * in for a file's unreadable certificate */
@@ -486,6 +492,7 @@ int ct_conf_build(const struct ct_cli *cli, struct ct_conf **out, struct ct_conf
     *out = NULL;
     if (rc != CT_OK)
         return rc;
+    ct_conf_fleet_add_learned(cf, learned, n); /* before the checks derive the peer groups */
     rc = ct_conf_apply_cli(cf, cli, errs);
     if (rc != CT_OK) {
         ct_conf_free(&cf);

@@ -107,6 +107,55 @@ static void derive_sentinels(struct ct_conf_fleet *fl)
             fl->nsentinels++;
 }
 
+static bool same_addr(const struct ct_conf_addr *a, const struct ct_conf_addr *b)
+{
+    return a->salen == b->salen && memcmp(&a->sa, &b->sa, a->salen) == 0;
+}
+
+bool ct_conf_fleet_learnable(const struct ct_conf_fleet *fl, const struct ct_conf_fleet_member *m)
+{
+    if (!fl->self || !fl->learn_members || !fl->redis.host || !m->name || !is_name(m->name) ||
+        !m->addr.host || m->addr.port == 0)
+        return false;
+    /* the file's word wins: a member it names keeps its configured address,
+     * and an address it gives one member is not taken over by another name */
+    for (size_t i = 0; i < fl->nmembers; i++)
+        if (!fl->members[i].learned &&
+            (strcmp(fl->members[i].name, m->name) == 0 || same_addr(&fl->members[i].addr, &m->addr)))
+            return false;
+    return true;
+}
+
+static void addr_copy(struct ct_conf_addr *dst, const struct ct_conf_addr *src)
+{
+    *dst = *src;
+    dst->host = src->host ? ct_xstrdup(src->host) : NULL;
+}
+
+void ct_conf_fleet_add_learned(struct ct_conf *cf, const struct ct_conf_fleet_member *learned,
+                               size_t n)
+{
+    struct ct_conf_fleet *fl = &cf->fleet;
+    for (size_t i = 0; i < n; i++) {
+        /* two registrations with one name or one address (a node renamed
+         * while its old entry lives on): the first wins, as the checks
+         * below would refuse the whole configuration otherwise */
+        bool dup = false;
+        for (size_t k = 0; k < fl->nmembers && !dup; k++)
+            dup = fl->members[k].learned && (strcmp(fl->members[k].name, learned[i].name) == 0 ||
+                                             same_addr(&fl->members[k].addr, &learned[i].addr));
+        if (dup || !ct_conf_fleet_learnable(fl, &learned[i]))
+            continue;
+        fl->members = ct_xrealloc(fl->members, (fl->nmembers + 1) * sizeof(*fl->members));
+        struct ct_conf_fleet_member *m = &fl->members[fl->nmembers++];
+        memset(m, 0, sizeof(*m));
+        m->name = ct_xstrdup(learned[i].name);
+        addr_copy(&m->addr, &learned[i].addr);
+        addr_copy(&m->admin, &learned[i].admin);
+        m->learned = true;
+    }
+}
+
 void ct_conf_check_fleet(struct ct_conf *cf, struct ct_conf_errors *errs)
 {
     struct ct_conf_fleet *fl = &cf->fleet;
@@ -153,6 +202,10 @@ void ct_conf_check_fleet(struct ct_conf *cf, struct ct_conf_errors *errs)
     if (fl->nmembers && fl->self_index == SIZE_MAX)
         ERR("fleet.self", "\"%s\" is not a member's name (expected one of fleet.members)",
             fl->self);
+    if (fl->learn_members && !fl->redis.host &&
+        ct_conf_locs_exact(cf->_locs, "fleet.learn_members"))
+        ERR("fleet.learn_members", "true without fleet.redis (expected fleet.redis, through "
+                                   "which members register, or learn_members = false)");
     if (fl->nredis_sentinels && !fl->redis_sentinel)
         ERR("fleet.redis_sentinels", "set without fleet.redis_sentinel (expected the master's "
                                      "name, which these Sentinels watch)");

@@ -119,8 +119,7 @@ void ct_conf_err(struct ct_conf_errors *errs, const char *where, const char *pat
 /* Each returns CT_OK or CT_ECONF; none allocates except where noted. */
 int ct_conf_parse_size(const char *s, uint64_t *out);
 int ct_conf_parse_dur(const char *s, uint64_t *out_ms);
-/* Numeric "IP:PORT", "[IPv6]:PORT" or "*:PORT"; A->host is allocated. */
-int ct_conf_parse_addr(const char *s, struct ct_conf_addr *a);
+/* ct_conf_parse_addr: conf.h (the fleet bus parses registrations with it) */
 /* "HOST:PORT" with a DNS name or IP; *host is allocated. */
 int ct_conf_parse_hostport(const char *s, char **host, uint16_t *port);
 int ct_conf_parse_cidr(const char *s, struct ct_conf_cidr *c);
@@ -197,6 +196,10 @@ void ct_conf_check_routes(struct ct_conf *cf, struct ct_conf_errors *errs);
  * what it derived (ct_conf_free). */
 void ct_conf_check_fleet(struct ct_conf *cf, struct ct_conf_errors *errs);
 void ct_conf_fleet_free_derived(struct ct_conf_fleet *fl);
+/* Append the learnable ones of LEARNED[0..N) to cf's members (copies, marked
+ * learned); see ct_conf_build_learned. */
+void ct_conf_fleet_add_learned(struct ct_conf *cf, const struct ct_conf_fleet_member *learned,
+                               size_t n);
 /* conf_check.c: a secret for an HTTP field: visible ASCII, 16 to 256 bytes. */
 bool ct_conf_token_ok(const char *t, size_t len);
 /* The OpenSSL part of the cross-checks: files readable, certificate matches

@@ -553,6 +553,10 @@ static const struct ct_conf_row fleet_rows[] = {
     ROW_DUR(T, "register_ttl", register_ttl_ms, 0, 1 * SEC, 1 * HOUR, Q("10s"),
             "A member's registration in Redis lives this long and is refreshed every third of "
             "it; a member whose entry expired is not live (its keys go to the others)."),
+    ROW_BOOL(T, "learn_members", learn_members, "true",
+             "With `redis`: a node registered there that `members` does not list joins the "
+             "fleet (its name, peer and admin addresses as it registered them) and leaves when "
+             "its registration expires; `false`: only `members` count."),
     ROW_DUR(T, "mirror_ttl", mirror_ttl_ms, 0, 0, 1 * HOUR, Q("2s"),
             "How long a node that is not a key's owner keeps the owner's answer fresh (hot-key "
             "mirroring): its copy's freshness is capped at this, whatever the answer's own "
@@ -1243,6 +1247,8 @@ static const struct {
     {"fleet.redis_prefix", "the program's name: one fleet per Redis unless told otherwise."},
     {"fleet.register_ttl", "a dead node's keys re-home within 10 s, while three refreshes "
                            "must be lost before a live one is dropped."},
+    {"fleet.learn_members", "adding a node then means starting it, not editing and reloading "
+                            "every other node; Redis is trusted with membership already."},
     {"fleet.mirror_ttl", "a hot key's hits stay local on every node (groupcache's hot cache) "
                          "while an edge copy outlives a purge by 2 s at most."},
     {"fleet.owner_down", "no failed client request when a node dies (ledge#193: \"if Redis is "

@@ -46,6 +46,8 @@ struct ct_fleet_bus {
     char *host;
     int port;
     char *self;
+    char *reg; /* this node's entry in the members set: "NAME PEER ADMIN" (entry_parse) */
+    ct_fleet_bus_learn_cb *learn;
     char *k_stream, *k_members; /* PREFIX:purges, PREFIX:members */
     uint64_t ttl_ms;
     char *hop_header, *hop_value, *admin_token;
@@ -156,6 +158,122 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
 
 /* ---- membership ------------------------------------------------------------- */
 
+/* An entry of the set: "NAME PEER_ADDR ADMIN_ADDR" (ADMIN "-": none), or a
+ * bare NAME (a node of an older release). Is it member NAME's? */
+static bool entry_is(const redisReply *e, const char *name)
+{
+    size_t n = strlen(name);
+    return e->type == REDIS_REPLY_STRING && e->len >= n && memcmp(e->str, name, n) == 0 &&
+           (e->len == n || e->str[n] == ' ');
+}
+
+/* Entry E as a member to learn (its strings allocated: member_clear), or
+ * false when it carries no addresses or they do not parse. */
+static bool entry_parse(const redisReply *e, struct ct_conf_fleet_member *m)
+{
+    memset(m, 0, sizeof(*m));
+    char name[128], addr[128], admin[128];
+    if (e->type != REDIS_REPLY_STRING || e->len >= 384 ||
+        sscanf(e->str, "%127s %127s %127s", name, addr, admin) != 3)
+        return false;
+    if (ct_conf_parse_addr(addr, &m->addr) != CT_OK ||
+        (strcmp(admin, "-") != 0 && ct_conf_parse_addr(admin, &m->admin) != CT_OK)) {
+        free(m->addr.host);
+        free(m->admin.host);
+        return false;
+    }
+    m->name = ct_xstrdup(name);
+    m->learned = true;
+    return true;
+}
+
+static void member_clear(struct ct_conf_fleet_member *m)
+{
+    free(m->name);
+    free(m->addr.host);
+    free(m->admin.host);
+}
+
+static bool addr_eq(const struct ct_conf_addr *a, const struct ct_conf_addr *b)
+{
+    return a->port == b->port && strcmp(a->host ? a->host : "", b->host ? b->host : "") == 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const struct ct_conf_fleet_member *)a)->name,
+                  ((const struct ct_conf_fleet_member *)b)->name);
+}
+
+/* fleet.learn_members: the members to learn are the registered ones the file
+ * does not list (ct_conf_fleet_learnable), sorted by name, one per name and
+ * per address (as ct_conf_fleet_add_learned keeps them), plus, while
+ * SETTLING, the learned members in force that the set lacks now (kept for
+ * the same reason as the file's, see on_members). When that differs from
+ * the learned members of CF, the owner of the bus rebuilds the
+ * configuration with them (a reload, rate-limited there); until it has,
+ * every read finds the difference again, so a reload refused or skipped is
+ * retried. */
+static void learn_members(struct ct_fleet_bus *b, const struct ct_conf *cf, const redisReply *rep,
+                  bool settling)
+{
+    const struct ct_conf_fleet *fl = &cf->fleet;
+    if (!b->learn || !fl->learn_members)
+        return;
+    struct ct_conf_fleet_member *v = ct_xcalloc(rep->elements + fl->nmembers + 1, sizeof(*v));
+    size_t n = 0;
+    for (size_t k = 0; k < rep->elements; k++)
+        if (entry_parse(rep->element[k], &v[n])) {
+            if (ct_conf_fleet_learnable(fl, &v[n]))
+                n++;
+            else
+                member_clear(&v[n]);
+        }
+    for (size_t i = 0; settling && i < fl->nmembers; i++) {
+        const struct ct_conf_fleet_member *m = &fl->members[i];
+        bool have = false;
+        for (size_t k = 0; k < n && !have; k++)
+            have = strcmp(v[k].name, m->name) == 0;
+        if (m->learned && !have) {
+            v[n] = (struct ct_conf_fleet_member){.name = ct_xstrdup(m->name), .learned = true};
+            v[n].addr = m->addr;
+            v[n].addr.host = ct_xstrdup(m->addr.host);
+            v[n].admin = m->admin;
+            v[n].admin.host = m->admin.host ? ct_xstrdup(m->admin.host) : NULL;
+            n++;
+        }
+    }
+    qsort(v, n, sizeof(*v), by_name);
+    size_t kept = 0;
+    for (size_t k = 0; k < n; k++) {
+        bool dup = false;
+        for (size_t j = 0; j < kept && !dup; j++)
+            dup = strcmp(v[j].name, v[k].name) == 0 || addr_eq(&v[j].addr, &v[k].addr);
+        if (dup)
+            member_clear(&v[k]);
+        else
+            v[kept++] = v[k];
+    }
+    n = kept;
+    /* the same set as CF's learned members? (ct_conf_fleet_add_learned keeps
+     * the order it is given: CF's are sorted by name too) */
+    bool same = true;
+    size_t j = 0;
+    for (size_t i = 0; i < fl->nmembers && same; i++) {
+        const struct ct_conf_fleet_member *m = &fl->members[i];
+        if (!m->learned)
+            continue;
+        same = j < n && strcmp(m->name, v[j].name) == 0 && addr_eq(&m->addr, &v[j].addr) &&
+               addr_eq(&m->admin, &v[j].admin);
+        j++;
+    }
+    if (!same || j != n)
+        b->learn(b->arg, v, n);
+    for (size_t k = 0; k < n; k++)
+        member_clear(&v[k]);
+    free(v);
+}
+
 static void on_members(redisAsyncContext *ac, void *r, void *priv)
 {
     (void)priv;
@@ -175,10 +293,8 @@ static void on_members(redisAsyncContext *ac, void *r, void *priv)
     b->n.live = 0;
     for (size_t i = 0; i < fl->nmembers; i++) {
         bool seen = i == fl->self_index;
-        for (size_t k = 0; k < rep->elements && !seen; k++) {
-            const redisReply *e = rep->element[k];
-            seen = e->type == REDIS_REPLY_STRING && strcmp(e->str, fl->members[i].name) == 0;
-        }
+        for (size_t k = 0; k < rep->elements && !seen; k++)
+            seen = entry_is(rep->element[k], fl->members[i].name);
         if (i < CT_BALANCE_MAX) {
             if (!seen && settling && b->live[i])
                 seen = true; /* kept from the last view */
@@ -187,6 +303,7 @@ static void on_members(redisAsyncContext *ac, void *r, void *priv)
         ct_fleet_member_live(b->view, cf, i, seen);
         b->n.live += seen;
     }
+    learn_members(b, cf, rep, settling);
 }
 
 static void register_self(struct ct_fleet_bus *b)
@@ -197,7 +314,7 @@ static void register_self(struct ct_fleet_bus *b)
     snprintf(nowb, sizeof(nowb), "%lld", now_ms);
     /* the set's scores are expiry times on this node's clock: members need
      * clocks within a fraction of register_ttl (NTP) */
-    redisAsyncCommand(b->cmd, on_reply, NULL, "ZADD %s %s %s", b->k_members, exp, b->self);
+    redisAsyncCommand(b->cmd, on_reply, NULL, "ZADD %s %s %s", b->k_members, exp, b->reg);
     redisAsyncCommand(b->cmd, on_reply, NULL, "ZREMRANGEBYSCORE %s -inf %s", b->k_members, nowb);
     redisAsyncCommand(b->cmd, on_members, NULL, "ZRANGEBYSCORE %s %s +inf", b->k_members, nowb);
 }
@@ -516,12 +633,30 @@ static void on_http_done(struct evhttp_request *req, void *arg)
         CT_WARN("fleet: HTTP fan-out to %s failed", who);
 }
 
+/* The admin listener at A's connection slot, made on first use: the members
+ * are those of the configuration in force, learned ones included, so their
+ * slots are found by address (a reload reorders them); a slot outlives its
+ * member (one per address ever used, with its keep-alive connection). */
+static struct peer_admin *admin_slot(struct ct_fleet_bus *b, const struct ct_conf_addr *a)
+{
+    for (size_t i = 0; i < b->nadmins; i++)
+        if (b->admins[i].port == a->port && strcmp(b->admins[i].host, a->host) == 0)
+            return &b->admins[i];
+    b->admins = ct_xrealloc(b->admins, (b->nadmins + 1) * sizeof(*b->admins));
+    struct peer_admin *pa = &b->admins[b->nadmins++];
+    *pa = (struct peer_admin){.host = ct_xstrdup(a->host), .port = a->port};
+    return pa;
+}
+
 static void send_http(struct ct_fleet_bus *b, const char *kind, struct ct_str query,
                       struct ct_str expr)
 {
     size_t sent = 0;
-    for (size_t i = 0; i < b->nadmins; i++) {
-        struct peer_admin *pa = &b->admins[i];
+    const struct ct_conf_fleet *fl = &b->cf_now(b->arg)->fleet;
+    for (size_t i = 0; i < fl->nmembers; i++) {
+        if (i == fl->self_index || !fl->members[i].admin.host)
+            continue;
+        struct peer_admin *pa = admin_slot(b, &fl->members[i].admin);
         if (!pa->conn) {
             pa->conn = evhttp_connection_base_new(b->base, NULL, pa->host, pa->port);
             if (!pa->conn)
@@ -614,10 +749,33 @@ void ct_fleet_bus_publish(struct ct_fleet_bus *b, const char *kind, struct ct_st
 
 /* ---- life ------------------------------------------------------------------------ */
 
+static void addr_text(const struct ct_conf_addr *a, char *buf, size_t len)
+{
+    if (!a->host)
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, strchr(a->host, ':') ? "[%s]:%u" : "%s:%u", a->host, a->port);
+}
+
+/* What this node registers: its name and, for the nodes that learn members
+ * (fleet.learn_members), the addresses its own configuration gives it. */
+static char *registration(const struct ct_conf_fleet *fl)
+{
+    const struct ct_conf_fleet_member *m = &fl->members[fl->self_index];
+    char peer[80], admin[80];
+    addr_text(&m->addr, peer, sizeof(peer));
+    addr_text(&m->admin, admin, sizeof(admin));
+    size_t n = strlen(m->name) + strlen(peer) + strlen(admin) + 3;
+    char *s = ct_xmalloc(n);
+    snprintf(s, n, "%s %s %s", m->name, peer, admin);
+    return s;
+}
+
 struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_conf *cf,
                                       struct ct_fleet *view,
                                       const struct ct_conf *(*cf_now)(void *arg),
-                                      ct_fleet_bus_apply_cb *apply, void *arg)
+                                      ct_fleet_bus_apply_cb *apply,
+                                      ct_fleet_bus_learn_cb *learn, void *arg)
 {
     const struct ct_conf_fleet *fl = &cf->fleet;
     if (!fl->self || !fl->redis.host)
@@ -628,6 +786,7 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
     b->view = view;
     b->cf_now = cf_now;
     b->apply = apply;
+    b->learn = learn;
     b->arg = arg;
     b->host = ct_xstrdup(fl->redis.host);
     b->port = fl->redis.port;
@@ -645,6 +804,7 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
         b->sen_port = b->sens[0].port;
     }
     b->self = ct_xstrdup(fl->self);
+    b->reg = registration(fl);
     /* {PREFIX}: one hash slot for both keys (Redis Cluster) */
     size_t tl = strlen(fl->redis_prefix) + 3;
     char *tag = ct_xmalloc(tl);
@@ -663,12 +823,6 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
     b->hop_value[hv.len] = '\0';
     const char *tok = ct_conf_admin_token(&cf->admin);
     b->admin_token = tok ? ct_xstrdup(tok) : NULL;
-    b->admins = ct_xcalloc(fl->nmembers ? fl->nmembers : 1, sizeof(*b->admins));
-    for (size_t i = 0; i < fl->nmembers; i++)
-        if (i != fl->self_index && fl->members[i].admin.host) {
-            b->admins[b->nadmins].host = ct_xstrdup(fl->members[i].admin.host);
-            b->admins[b->nadmins++].port = fl->members[i].admin.port;
-        }
     b->tick = event_new(base, -1, EV_PERSIST, on_tick, b);
     event_add(b->tick, &(struct timeval){1, 0});
     on_tick(-1, 0, b); /* connect now */
@@ -707,6 +861,7 @@ void ct_fleet_bus_free(struct ct_fleet_bus **bp)
     free(b->admins);
     free(b->host);
     free(b->self);
+    free(b->reg);
     free(b->k_stream);
     free(b->k_members);
     free(b->hop_header);

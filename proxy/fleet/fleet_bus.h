@@ -15,7 +15,10 @@
  *               (score: expiry in ms) every register_ttl / 3, drops expired
  *               entries and reads the set back: a configured member missing
  *               from it is not live, and its keys go to their next owner
- *               until it registers again.
+ *               until it registers again. An entry is "NAME PEER ADMIN"
+ *               (addresses IP:PORT, ADMIN "-" for none); with
+ *               fleet.learn_members a registered node the configuration
+ *               does not list is learned (LEARN below) and joins.
  *   Redis down  nothing is waited for: the fleet serves on its last view,
  *               purges are applied here and sent to the other members' admin
  *               listeners over HTTP instead (fleet.members[].admin); it
@@ -46,6 +49,12 @@ struct ct_fleet_bus; /* opaque */
 typedef void ct_fleet_bus_apply_cb(void *arg, const char *kind, struct ct_str query,
                                    struct ct_str expr);
 
+/* fleet.learn_members: the members registered in Redis that the file does
+ * not list are now M[0..N) (sorted by name; the strings are the caller's, to
+ * copy), which differs from the learned members of the configuration in
+ * force. On BASE's thread, after a membership read. */
+typedef void ct_fleet_bus_learn_cb(void *arg, const struct ct_conf_fleet_member *m, size_t n);
+
 /* The counters the bus keeps (main thread), for /stats and /metrics. */
 struct ct_fleet_bus_counts {
     uint64_t published;  /* entries this node appended */
@@ -66,7 +75,8 @@ struct ct_fleet_bus_counts {
 struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_conf *cf,
                                       struct ct_fleet *view,
                                       const struct ct_conf *(*cf_now)(void *arg),
-                                      ct_fleet_bus_apply_cb *apply, void *arg);
+                                      ct_fleet_bus_apply_cb *apply,
+                                      ct_fleet_bus_learn_cb *learn, void *arg);
 /* Send this node's purge or ban to the others (see ct_fleet_bus_apply_cb). */
 void ct_fleet_bus_publish(struct ct_fleet_bus *b, const char *kind, struct ct_str query,
                           struct ct_str expr);

@@ -38,6 +38,73 @@ static void apply(void *arg, const char *kind, struct ct_str query, struct ct_st
     ct_stats_out_free(&out);
 }
 
+/* ---- learned members (fleet.learn_members) ----------------------------------
+ *
+ * The bus reports the members registered in Redis that the file does not
+ * list whenever they differ from the configuration in force; the
+ * configuration is then rebuilt with them through the reload (the SIGHUP
+ * path), so their peer groups, pools and the hop check are made by the code
+ * that makes the file's, and a SIGHUP of the file keeps them (it merges the
+ * same list). At most one such reload a second: joins and leaves that come
+ * within it are coalesced into the next. A reload refused (a peer address
+ * that does not resolve) or skipped (the previous one still being applied)
+ * leaves the difference, which the next membership read reports again. */
+#define LEARN_GAP 1.0 /* seconds between two reloads for learned members */
+
+static void learned_free(struct ct_ops *ops)
+{
+    for (size_t i = 0; i < ops->nlearned; i++) {
+        free(ops->learned[i].name);
+        free(ops->learned[i].addr.host);
+        free(ops->learned[i].admin.host);
+    }
+    CT_FREE(&ops->learned);
+    ops->nlearned = 0;
+}
+
+const struct ct_conf_fleet_member *ct_ops_fleet_learned(const struct ct_ops *ops, size_t *n)
+{
+    *n = ops->nlearned;
+    return ops->learned;
+}
+
+static void on_learn_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct ct_ops *ops = arg;
+    CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
+    ops->learn_last = ct_time_mono();
+    CT_INFO("fleet: membership changed in Redis: reloading with %zu learned member%s",
+            ops->nlearned, ops->nlearned == 1 ? "" : "s");
+    ct_ops_reload(ops);
+}
+
+static void on_learned(void *arg, const struct ct_conf_fleet_member *m, size_t n)
+{
+    struct ct_ops *ops = arg;
+    CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
+    learned_free(ops);
+    ops->learned = ct_xcalloc(n ? n : 1, sizeof(*ops->learned));
+    for (size_t i = 0; i < n; i++) {
+        struct ct_conf_fleet_member *l = &ops->learned[i];
+        *l = m[i];
+        l->name = ct_xstrdup(m[i].name);
+        l->addr.host = ct_xstrdup(m[i].addr.host);
+        l->admin.host = m[i].admin.host ? ct_xstrdup(m[i].admin.host) : NULL;
+    }
+    ops->nlearned = n;
+    if (!ops->learn_timer)
+        ops->learn_timer = evtimer_new(ops->px->main_base, on_learn_timer, ops);
+    if (evtimer_pending(ops->learn_timer, NULL))
+        return; /* coalesced: that reload takes this list */
+    double wait = ops->learn_last + LEARN_GAP - ct_time_mono();
+    if (wait < 0)
+        wait = 0;
+    struct timeval tv = {(time_t)wait, (suseconds_t)((wait - (double)(time_t)wait) * 1e6)};
+    evtimer_add(ops->learn_timer, &tv);
+}
+
 /* Clients' PURGEs (the workers' outbox, fleet.h): the worker that queued
  * one wakes us through an eventfd; we publish them as the admin's purges
  * are (already applied where the client sent them). */
@@ -69,7 +136,8 @@ void ct_ops_fleet_start(struct ct_ops *ops)
 {
     struct ct_proxy *px = ops->px;
     if (!ops->bus && px->fleet)
-        ops->bus = ct_fleet_bus_new(px->main_base, px->cf, px->fleet, cf_now, apply, ops);
+        ops->bus = ct_fleet_bus_new(px->main_base, px->cf, px->fleet, cf_now, apply, on_learned,
+                                    ops);
     if (!ops->bus || ops->outbox_ev)
         return;
     ops->outbox_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -91,6 +159,11 @@ void ct_ops_fleet_stop(struct ct_ops *ops)
         close(ops->outbox_fd);
     }
     ct_fleet_bus_free(&ops->bus);
+    if (ops->learn_timer) {
+        event_free(ops->learn_timer);
+        ops->learn_timer = NULL;
+    }
+    learned_free(ops);
 }
 
 /* Did a member send this (trusted hop header), so it is not sent on? */

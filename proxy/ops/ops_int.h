@@ -41,6 +41,12 @@ struct ct_ops {
     struct ct_fleet_bus *bus;      /* the fleet's Redis link (ops_fleet.c); NULL: none */
     struct event *outbox_ev;       /* clients' PURGEs from the workers (ops_fleet.c) */
     int outbox_fd;                 /* ... their eventfd, while outbox_ev is set */
+    /* fleet.learn_members (ops_fleet.c): the members Redis says joined, which
+     * every reload (this one's and SIGHUP's) merges into the file's */
+    struct ct_conf_fleet_member *learned;
+    size_t nlearned;
+    struct event *learn_timer;     /* the rate-limited reload that applies them */
+    ct_time_t learn_last;          /* mono time of the last such reload */
     struct event *lurk_timer;      /* the ban lurker's settings timer; its arg is the
                                       lurker (ops.c); NULL: no lurker */
 };
@@ -56,6 +62,8 @@ void ct_ops_fleet_stop(struct ct_ops *ops);
 void ct_ops_fleet_fanout(struct ct_ops *ops, int fd, const struct ct_http_msg *req,
                          const char *kind, struct ct_str query, struct ct_str expr,
                          unsigned status);
+/* The members learned through Redis, for the reload's ct_conf_build_learned. */
+const struct ct_conf_fleet_member *ct_ops_fleet_learned(const struct ct_ops *ops, size_t *n);
 /* Add the bus's counters to SUM (/stats, /metrics). */
 void ct_ops_fleet_counts(struct ct_ops *ops, struct ct_stats *sum);
 

@@ -4,7 +4,8 @@
  *
  * On the main thread:
  *   1. ct_conf_build() with the original command line (file + the same
- *      overrides). Errors: each "FILE:LINE: ..." goes to the error log and the
+ *      overrides), and the fleet members learned through Redis merged in
+ *      (ops_fleet.c, which also reloads when they change). Errors: each "FILE:LINE: ..." goes to the error log and the
  *      running configuration stays.
  *   2. A changed backend set (added, removed, moved, renamed, reordered) is
  *      resolved into a new array of shared backend objects (an address that
@@ -759,7 +760,9 @@ static struct ct_conf *load(struct ct_ops *ops)
     struct ct_conf_errors *errs = ct_xcalloc(1, sizeof(*errs));
     struct ct_conf *cf = NULL;
     ct_conf_errors_init(errs);
-    if (ct_conf_build(ops->px->cli, &cf, errs) != CT_OK) {
+    size_t nlearned;
+    const struct ct_conf_fleet_member *learned = ct_ops_fleet_learned(ops, &nlearned);
+    if (ct_conf_build_learned(ops->px->cli, learned, nlearned, &cf, errs) != CT_OK) {
         log_errors(errs);
         cf = NULL;
     }

@@ -62,7 +62,7 @@ slot=$(redis-cli -p "$R1" cluster keyslot "{cachet}:members")
 owner=$(redis-cli -c -p "$R1" cluster nodes | awk -v s="$slot" '{ for (i = 9; i <= NF; i++) { split($i, r, "-"); if (s >= r[1] && s <= (r[2] == "" ? r[1] : r[2])) { sub("@.*", "", $2); print $2 } } }')
 # the live gauge counts the configured members from the start (the settle
 # window): read the set itself until all three registered
-members_now() { redis-cli -h "${owner%:*}" -p "${owner##*:}" ZRANGE "{cachet}:members" 0 -1 | sort | tr '\n' ' '; }
+members_now() { redis-cli -h "${owner%:*}" -p "${owner##*:}" ZRANGE "{cachet}:members" 0 -1 | cut -d" " -f1 | sort | tr '\n' ' '; }
 all_in() { [ "$(members_now)" = "a b c " ]; }
 ct_wait_until 30 all_in
 ct_check "the members' set on that master" "$(members_now)" "a b c "

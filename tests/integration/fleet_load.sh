@@ -115,7 +115,7 @@ touch "$CT_TMP/stop"; wait_loops a2 b2; rm -f "$CT_TMP/stop"
 read -r oka bada <"$CT_TMP/loop.a2"
 read -r okb badb <"$CT_TMP/loop.b2"
 ct_check "Redis killed and restarted under load: no failed request on a ($oka) or b ($okb)" "$bada $badb" "0 0"
-members_now() { redis-cli -p "$RP" ZRANGEBYSCORE "{cachet}:members" "$((${EPOCHREALTIME/./} / 1000))" +inf | sort | tr '\n' ' '; }
+members_now() { redis-cli -p "$RP" ZRANGEBYSCORE "{cachet}:members" "$((${EPOCHREALTIME/./} / 1000))" +inf | cut -d" " -f1 | sort | tr '\n' ' '; }
 registered() { [ "$(members_now)" = "a b " ]; }
 ct_wait_until 30 registered
 ct_check "... Redis has a and b registered again" "$(members_now)" "a b "

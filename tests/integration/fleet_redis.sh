@@ -65,7 +65,7 @@ for n in a b c; do
 done
 # the live gauge counts the configured members from the start (the settle
 # window): read the set itself until all three registered
-members_now() { R ZRANGE "{cachet}:members" 0 -1 | sort | tr '\n' ' '; }
+members_now() { R ZRANGE "{cachet}:members" 0 -1 | cut -d" " -f1 | sort | tr '\n' ' '; }
 all_in() { [ "$(members_now)" = "a b c " ]; }
 ct_wait_until 30 all_in
 ct_check "the members' set in Redis" "$(members_now)" "a b c "

@@ -40,7 +40,7 @@ R() { redis-cli -p "$RP" -a "$PW" --no-auth-warning "$@"; }
 
 ct_check_match "-T does not print the password" "$("$CT_BIN/cachet" -T -c "$CT_TMP/a.conf" 2>&1 | grep -i 'redis_password')" '^ *# redis_password = \(set; not shown\);$'
 # registered now: entries whose score (their expiry, ms) is still ahead
-live_set() { R ZRANGEBYSCORE "{cachet}:members" "$((${EPOCHREALTIME/./} / 1000))" +inf; }
+live_set() { R ZRANGEBYSCORE "{cachet}:members" "$((${EPOCHREALTIME/./} / 1000))" +inf | cut -d" " -f1; }
 in_set() { live_set | grep -qx "$1"; }
 ct_wait_until 30 in_set a && ct_wait_until 30 in_set b
 ct_check "a and b (the password) registered; c (a wrong one) did not" \

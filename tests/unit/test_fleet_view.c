@@ -6,6 +6,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <unistd.h>
 
 #include "proxy/balance/balance.h"
 #include "proxy/fleet/fleet.h"
@@ -67,6 +68,68 @@ static void test_checks(void)
                     "  redis_sentinels = [ \"10.0.0.8\" ]; };\n",
                "t.conf:9: fleet.redis_sentinels[0]: \"10.0.0.8\" is not IP:PORT (expected e.g. "
                "10.0.0.21:26379)");
+    EXPECT_ERR(BASE "fleet = {\n  self = \"a\";\n" MEMBERS "  learn_members = true; };\n",
+               "t.conf:8: fleet.learn_members: true without fleet.redis (expected fleet.redis, "
+               "through which members register, or learn_members = false)");
+}
+
+/* Members learned through Redis (ct_conf_build_learned): appended after the
+ * file's, marked, with peer groups and hop trust like theirs; never one the
+ * file names or whose address it gives another; none with learn_members
+ * false or without Redis. */
+static struct ct_conf *build_learned(const char *extra, const struct ct_conf_fleet_member *l,
+                                     size_t n)
+{
+    char path[] = "/tmp/ct-fleet-learn-XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    FILE *fp = fdopen(fd, "w");
+    fprintf(fp, BASE "fleet = {\n  self = \"a\";\n"
+                "  members = ( { name = \"a\"; address = \"10.0.0.1:80\"; },\n"
+                "              { name = \"b\"; address = \"10.0.0.2:80\"; } );\n%s};\n",
+            extra);
+    fclose(fp);
+    struct ct_cli cli = {.conf_file = path};
+    struct ct_conf *cf = NULL;
+    ct_conf_errors_init(&errs);
+    if (ct_conf_build_learned(&cli, l, n, &cf, &errs) != CT_OK)
+        ct_conf_errors_print(&errs, stderr);
+    unlink(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cf);
+    return cf;
+}
+
+static void test_learned(void)
+{
+    struct ct_conf_fleet_member l[3] = {{.name = "c"}, {.name = "d"}, {.name = "b"}};
+    CU_ASSERT_EQUAL(ct_conf_parse_addr("10.0.0.3:80", &l[0].addr), CT_OK);
+    CU_ASSERT_EQUAL(ct_conf_parse_addr("10.0.0.1:80", &l[1].addr), CT_OK); /* a's */
+    CU_ASSERT_EQUAL(ct_conf_parse_addr("10.0.0.9:80", &l[2].addr), CT_OK); /* b is the file's */
+    CU_ASSERT_EQUAL(ct_conf_parse_addr("10.0.0.3:8082", &l[0].admin), CT_OK);
+    struct ct_conf *cf = build_learned("  redis = \"127.0.0.1:6379\";\n", l, 3);
+    const struct ct_conf_fleet *fl = &cf->fleet;
+    CU_ASSERT_EQUAL(fl->nmembers, 3);
+    CU_ASSERT_STRING_EQUAL(fl->members[2].name, "c");
+    CU_ASSERT_TRUE(fl->members[2].learned);
+    CU_ASSERT_FALSE(fl->members[1].learned);
+    CU_ASSERT_STRING_EQUAL(fl->members[1].addr.host, "10.0.0.2"); /* the file's word */
+    CU_ASSERT_EQUAL(fl->members[2].admin.port, 8082);
+    CU_ASSERT_EQUAL(fl->npeer_groups, 2);
+    CU_ASSERT_STRING_EQUAL(ct_conf_group_at(cf, fl->peer_group[2])->name, "fleet:c");
+    struct sockaddr_in sin = {.sin_family = AF_INET};
+    inet_pton(AF_INET, "10.0.0.3", &sin.sin_addr);
+    CU_ASSERT_TRUE(ct_fleet_hop_trusted(fl, (struct sockaddr *)&sin, CT_STR("1")));
+    ct_conf_free(&cf);
+    cf = build_learned("  redis = \"127.0.0.1:6379\"; learn_members = false;\n", l, 3);
+    CU_ASSERT_EQUAL(cf->fleet.nmembers, 2);
+    ct_conf_free(&cf);
+    cf = build_learned("", l, 3);
+    CU_ASSERT_EQUAL(cf->fleet.nmembers, 2);
+    ct_conf_free(&cf);
+    for (size_t i = 0; i < 3; i++) {
+        free(l[i].addr.host);
+        free(l[i].admin.host);
+    }
 }
 
 /* One peer group per other member, after the configured groups, with the
@@ -180,6 +243,7 @@ void ct_test_register(void)
 {
     CT_SUITE("fleet", {"fleet section checks", test_checks},
              {"peer groups derived", test_peer_groups},
+             {"members learned through Redis", test_learned},
              {"owners agree, a down member moves only its keys", test_owners},
              {"hop header trust", test_hop_trust});
 }
