@@ -201,6 +201,15 @@ void ct_fleet_peer_failed(struct ct_fleet *f, const struct ct_conf *cf, size_t g
     }
 }
 
+size_t ct_fleet_members_down(const struct ct_fleet *f, const struct ct_conf *cf, ct_time_t now)
+{
+    CT_CHECK_OBJ(f, CT_FLEET_MAGIC);
+    size_t n = 0;
+    for (size_t i = 0; i < cf->fleet.nmembers && i < CT_BALANCE_MAX; i++)
+        n += is_down(f, i, name_hash(&cf->fleet, i), now);
+    return n;
+}
+
 static bool same_ip(const struct sockaddr *a, const struct sockaddr_storage *b)
 {
     if (a->sa_family != b->ss_family)

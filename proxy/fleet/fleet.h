@@ -44,6 +44,8 @@ size_t ct_fleet_owner_group(const struct ct_fleet *f, const struct ct_conf *cf, 
  * byte: its member is not asked again for fleet.down_time. Any thread. */
 void ct_fleet_peer_failed(struct ct_fleet *f, const struct ct_conf *cf, size_t group,
                           ct_time_t now);
+/* How many members of CF are within such a mark at NOW (a gauge). */
+size_t ct_fleet_members_down(const struct ct_fleet *f, const struct ct_conf *cf, ct_time_t now);
 
 /* Membership (fleet_bus.c): member I of CF is registered in Redis (LIVE)
  * or not; a member not live owns no key until it is again. Any thread. */

@@ -191,6 +191,9 @@ void ct_ops_fleet_fanout(struct ct_ops *ops, int fd, const struct ct_http_msg *r
 
 void ct_ops_fleet_counts(struct ct_ops *ops, struct ct_stats *sum)
 {
+    if (ops->px->fleet)
+        ct_stats_add(&sum->fleet_members_down[0],
+                     ct_fleet_members_down(ops->px->fleet, ops->px->cf, ct_time_mono()));
     if (!ops->bus)
         return;
     struct ct_fleet_bus_counts n;

@@ -171,7 +171,9 @@ enum ct_stats_route {
     X(fleet_redis_up, GAUGE, NONE, "1 while both Redis connections are up.") \
     X(fleet_redis_redirects, COUNTER, NONE, "Redis Cluster MOVED / ASK replies followed.") \
     X(fleet_members_live, GAUGE, NONE,                                          \
-      "Members registered in Redis at the last membership read, this one included.")
+      "Members registered in Redis at the last membership read, this one included.") \
+    X(fleet_members_down, GAUGE, NONE,                                          \
+      "Members not asked for fleet.down_time after a failed peer fetch.")
 
 /* Per backend, label "backend" (its configured name). */
 #define CT_STATS_BE_TABLE(X)                                                   \

@@ -142,10 +142,10 @@ ct_wait_until 20 refreshed
 ct_check "... its refresh gave up on b and went to the origin (counted)" \
     "$(($(origin_count) - o0)) $(($(metric a fleet_owner_down) - d0))" "1 1"
 # past grace (none here): the fetch waits for b's timeout, then the origin.
-# b is marked down for down_time (1 s) meanwhile: wait it out so the next
-# request asks b again
-sleep_over() { [ $(($(now_ms) - t1)) -gt 2500 ]; }
-ct_wait_until 10 sleep_over
+# b is marked down for down_time (1 s) meanwhile: wait for the mark to end
+# so the next request asks b again
+b_asked_again() { [ "$(metric a fleet_members_down)" = 0 ]; }
+ct_wait_until 30 b_asked_again
 o0=$(origin_count)
 d0=$(metric a fleet_owner_down)
 cs=$(cstatus a "$UN")
