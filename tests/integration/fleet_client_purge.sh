@@ -9,16 +9,8 @@
 
 command -v redis-server >/dev/null || { echo "redis-server missing (make test installs it)"; exit 1; }
 ct_start_origin --workers 2
-read -r RP PA PB PC AA AB AC < <(/usr/bin/python3 -c '
-import socket
-s = [socket.socket() for _ in range(7)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
-start_redis() {
-    ct_start redis redis-server --port "$RP" --bind 127.0.0.1 --save "" --appendonly no --dir "$CT_TMP"
-    ct_wait_until 30 sh -c "redis-cli -p $RP ping 2>/dev/null | grep -q PONG" ||
-        { ct_failed "redis-server starts"; exit 1; }
-}
+read -r RP PA PB PC AA AB AC < <(ct_free_ports 7)
+start_redis() { ct_start_redis "$RP"; }
 start_redis
 declare -A PORT=([a]=$PA [b]=$PB [c]=$PC) ADMIN=([a]=$AA [b]=$AB [c]=$AC)
 for n in a b c; do

@@ -10,11 +10,7 @@ command -v redis-server >/dev/null || { echo "redis-server missing (make test in
 ct_start_origin --workers 1
 # (each Redis node's cluster bus gets a free port of its own: the default,
 # port + 10000, is past 65535 for the high ephemeral ports)
-read -r R1 R2 R3 PA PB PC B1 B2 B3 < <(/usr/bin/python3 -c '
-import socket
-s = [socket.socket() for _ in range(9)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
+read -r R1 R2 R3 PA PB PC B1 B2 B3 < <(ct_free_ports 9)
 declare -A BUS=([$R1]=$B1 [$R2]=$B2 [$R3]=$B3)
 for p in $R1 $R2 $R3; do
     mkdir -p "$CT_TMP/r$p"

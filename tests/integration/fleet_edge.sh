@@ -17,11 +17,7 @@
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 ct_start_origin --workers 2
-read -r PA PB PC < <(/usr/bin/python3 -c '
-import socket
-s = [socket.socket() for _ in range(3)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
+read -r PA PB PC < <(ct_free_ports 3)
 declare -A PORT=([a]=$PA [b]=$PB [c]=$PC) ADMIN=() MIRROR=([a]=2s [b]=2s [c]=0s)
 for n in a b c; do
     cat >"$CT_TMP/$n.conf" <<EOF2

@@ -16,14 +16,8 @@
 
 command -v redis-server >/dev/null || { echo "redis-server missing (make test installs it)"; exit 1; }
 ct_start_origin --workers 2
-read -r RP PA PB PC AA AB AC < <(/usr/bin/python3 -c '
-import socket
-s = [socket.socket() for _ in range(7)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
-ct_start redis redis-server --port "$RP" --bind 127.0.0.1 --save "" --appendonly no --dir "$CT_TMP"
-ct_wait_until 30 sh -c "redis-cli -p $RP ping 2>/dev/null | grep -q PONG" ||
-    { ct_failed "redis-server starts"; exit 1; }
+read -r RP PA PB PC AA AB AC < <(ct_free_ports 7)
+ct_start_redis "$RP"
 declare -A PORT=([a]=$PA [b]=$PB [c]=$PC) ADMIN=([a]=$AA [b]=$AB [c]=$AC)
 member() { echo "{ name = \"$1\"; address = \"127.0.0.1:${PORT[$1]}\"; admin = \"127.0.0.1:${ADMIN[$1]}\"; }"; }
 conf() { # NODE MEMBERS EXTRA
@@ -116,7 +110,7 @@ ct_wait_until 30 metric_is c fleet_http_fanout 2
 ct_check "Redis down: a's purge sent to b and c, c's to a and b, over HTTP" \
     "$(metric a fleet_http_fanout) $(metric c fleet_http_fanout) $(metric c fleet_fanout_unsent)" "2 2 0"
 ct_check "... none failed" "$(cat "$CT_TMP"/node[ac].err | grep -c 'HTTP fan-out to .* failed')" 0
-ct_start redis redis-server --port "$RP" --bind 127.0.0.1 --save "" --appendonly no --dir "$CT_TMP"
+ct_start_redis "$RP"
 for n in a b c; do ct_wait_until 30 metric_is "$n" fleet_redis_up 1 || ct_failed "node $n: Redis back"; done
 in_set() { redis-cli -p "$RP" ZRANGE '{cachet}:members' 0 -1 | cut -d" " -f1 | sort | tr '\n' ' '; }
 ct_wait_until 30 sh -c "[ \"\$(redis-cli -p $RP ZRANGE '{cachet}:members' 0 -1 | cut -d' ' -f1 | sort | tr '\n' ' ')\" = 'a b c ' ]" ||

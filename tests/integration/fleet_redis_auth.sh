@@ -8,15 +8,9 @@
 
 command -v redis-server >/dev/null || { echo "redis-server missing (make test installs it)"; exit 1; }
 ct_start_origin
-read -r RP PA PB PC AA AB AC < <(/usr/bin/python3 -c '
-import socket
-s = [socket.socket() for _ in range(7)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
+read -r RP PA PB PC AA AB AC < <(ct_free_ports 7)
 PW='s3cret-fleet-pass'
-ct_start redis redis-server --port "$RP" --bind 127.0.0.1 --save "" --appendonly no --dir "$CT_TMP" --requirepass "$PW"
-ct_wait_until 30 sh -c "redis-cli -p $RP -a $PW --no-auth-warning ping 2>/dev/null | grep -q PONG" ||
-    { ct_failed "redis-server starts"; exit 1; }
+ct_start_redis "$RP" --requirepass "$PW"
 declare -A PORT=([a]=$PA [b]=$PB [c]=$PC) ADMIN=([a]=$AA [b]=$AB [c]=$AC) PASS=([a]="\"$PW\"" [b]="\"$PW\"" [c]='"wrong-password"')
 for n in a b c; do
     cat >"$CT_TMP/$n.conf" <<EOF2

@@ -10,11 +10,7 @@
 
 command -v redis-server >/dev/null || { echo "redis-server missing (make test installs it)"; exit 1; }
 ct_start_origin --workers 1
-read -r RM RR RS PA PB DEAD < <(/usr/bin/python3 -c '
-import socket
-s = [socket.socket() for _ in range(6)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
+read -r RM RR RS PA PB DEAD < <(ct_free_ports 6)
 up() { redis-cli -p "$1" ping 2>/dev/null | grep -q PONG; }
 # --dir: the replication's RDB stays in the test's directory
 ct_start rmaster redis-server --port "$RM" --bind 127.0.0.1 --save "" --appendonly no --dir "$CT_TMP"

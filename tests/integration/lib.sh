@@ -108,6 +108,35 @@ ct_wait_until() {
     "$@"
 }
 
+# ct_free_ports N: N distinct free loopback ports on one line, for
+# configurations that must name each other's ports (a fleet's member list).
+ct_free_ports() {
+    /usr/bin/python3 -c '
+import socket, sys
+s = [socket.socket() for _ in range(int(sys.argv[1]))]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*[x.getsockname()[1] for x in s])' "$1"
+}
+
+# ct_start_redis PORT [ARGS...]: a redis-server named "redis" on PORT that
+# keeps nothing on disk (its RDB, if any, in the test's own directory, so no
+# other test's is loaded), up once it answers PING (with --requirepass PW
+# among ARGS, PING authenticates). The script fails if it does not come up.
+ct_start_redis() {
+    local port=$1 a pw=""
+    shift
+    local -a args=("$@")
+    for ((a = 0; a < ${#args[@]}; a++)); do
+        [ "${args[a]}" = --requirepass ] && pw=${args[a + 1]}
+    done
+    ct_start redis redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+        --dir "$CT_TMP" "$@"
+    local -a auth=()
+    [ -n "$pw" ] && auth=(-a "$pw" --no-auth-warning)
+    ct_wait_until 30 sh -c "redis-cli -p $port ${auth[*]} ping 2>/dev/null | grep -q PONG" ||
+        { ct_failed "redis-server starts"; exit 1; }
+}
+
 # The start-and-wait preamble most scripts open with. A binary that does not
 # come up fails the script at once (ct_wait_listen printed why).
 ct_start_origin() {
