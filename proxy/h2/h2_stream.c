@@ -396,9 +396,10 @@ void ct_h2_thread_free(void)
  * nghttp2_nv_array_copy), so the views need not outlive the call and no
  * second copy is made here. Returns the count. */
 /* A head that is this response's own (a pass), not a stored one sent again:
- * its fields go without indexing (HPACK "literal without indexing", RFC 7541
- * §6.2.2), but those whose values usually repeat from one response to the
- * next. nghttp2 1.52's encoder keys its dynamic table by name: every new
+ * its fields go as literals the encoder does not index (NGHTTP2_NV_FLAG_NO_INDEX,
+ * which nghttp2 writes as "never indexed", RFC 7541 §6.2.3: its only
+ * non-indexing form), but those whose values usually repeat from one
+ * response to the next. nghttp2 1.52's encoder keys its dynamic table by name: every new
  * value of a name (a request id, a sequence number) added an entry that
  * each later lookup of the name compares (memcmp), 160 compares and 9k
  * instructions per pass response with cachet-origin's X-Origin-Seq
