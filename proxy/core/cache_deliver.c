@@ -219,7 +219,8 @@ static void plan(struct ct_req *r, struct ct_obj *obj, const struct ct_cache_blk
 /* Does R's Range on OBJ wait for OBJ to be complete? Only for an object
  * still filling whose length is not known yet and bounded: one cachet
  * encodes as it fills from an origin's Content-Length (its length is the
- * encoder's, at the end; CT_CACHE_BLK_BOUNDED). The range is of the representation the client receives
+ * encoder's, at the end; CT_CACHE_BLK_BOUNDED). The range is of the
+ * representation the client receives
  * (issue 18), and its 206 names the complete length, and a suffix or open
  * range needs the end: so the head waits for the whole object. A Range
  * plan() would ignore (not GET, malformed, If-Range not matching, a 304

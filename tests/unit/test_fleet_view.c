@@ -186,7 +186,11 @@ static void test_owners(void)
         CU_ASSERT_TRUE(per[i] > 800 && per[i] < 1200);
     /* a marks c down: only c's keys move (to a or b), the rest stay */
     size_t gc = cf[0]->fleet.peer_group[2];
+    CU_ASSERT_EQUAL(ct_fleet_members_down(f[0], cf[0], 100), 0);
     ct_fleet_peer_failed(f[0], cf[0], gc, 100);
+    /* the fleet_members_down gauge: c alone, on a's view only */
+    CU_ASSERT_EQUAL(ct_fleet_members_down(f[0], cf[0], 101), 1);
+    CU_ASSERT_EQUAL(ct_fleet_members_down(f[1], cf[1], 101), 0);
     unsigned moved = 0, wrong = 0;
     for (uint64_t k = 0; k < 3000; k++) {
         uint64_t key = ct_balance_hash(&k, sizeof(k));
@@ -206,6 +210,7 @@ static void test_owners(void)
         back += ct_fleet_owner_group(f[0], cf[0], key, 105.5) == gc;
     }
     CU_ASSERT_EQUAL(back, per[2]);
+    CU_ASSERT_EQUAL(ct_fleet_members_down(f[0], cf[0], 105.5), 0);
     for (int i = 0; i < 3; i++) {
         ct_fleet_free(&f[i]);
         ct_conf_free(&cf[i]);
