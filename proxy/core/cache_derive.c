@@ -149,6 +149,20 @@ static bool msg_no_transform(const struct ct_http_msg *msg)
     return (cc.flags & CT_CC_NO_TRANSFORM) != 0;
 }
 
+/* A derive of OBJ (it takes the reference) with the stored head in SM, or
+ * NULL (OBJ released) if the head has no field index. Made before anything
+ * is decided, so what is decided on it cannot fail afterwards (an answer
+ * counted as a hit that then passes). */
+static struct ct_derive *derive_new(struct ct_obj *obj, struct ct_http_msg *sm)
+{
+    struct ct_derive *d = ct_xcalloc(1, sizeof(*d));
+    d->magic = CT_DERIVE_MAGIC;
+    d->obj = obj;
+    if (!stored_msg(d, sm))
+        ct_derive_free(&d);
+    return d;
+}
+
 /* The decoded answer is out: R ends (GONE). */
 static enum ct_req_next derive_end(struct ct_req *r)
 {
@@ -341,21 +355,14 @@ static void plan_range(struct ct_req *r, struct ct_derive *d, enum ct_coding fro
     ct_http_msg_set_fields(&d->msg, d->sent, n);
 }
 
-/* Answer R from OBJ (a reference, taken) coded in FROM, decoded. False
- * (OBJ released, nothing sent) if its head cannot be read back. */
-static bool decoded(struct ct_req *r, struct ct_obj *obj, enum ct_coding from,
-                    struct ct_str cstatus)
+/* Answer R from D's object (D taken; SM its stored head) coded in FROM,
+ * decoded. */
+static void decoded(struct ct_req *r, struct ct_derive *d, const struct ct_http_msg *sm,
+                    enum ct_coding from, struct ct_str cstatus)
 {
     struct ct_creq *cr = r->cr;
-    struct ct_derive *d = ct_xcalloc(1, sizeof(*d));
-    d->magic = CT_DERIVE_MAGIC;
-    d->obj = obj;
-    struct ct_http_msg sm;
-    if (!stored_msg(d, &sm)) {
-        ct_derive_free(&d);
-        return false;
-    }
-    d->head = ct_ce_head_new(&sm, CT_CODING_IDENTITY, true);
+    struct ct_obj *obj = d->obj;
+    d->head = ct_ce_head_new(sm, CT_CODING_IDENTITY, true);
     struct ct_http_msg *hm = &d->head->msg;
     /* Its validators are the decoded representation's: the origin's strong
      * ETag when cachet only weakened it, else a weak one. */
@@ -393,13 +400,12 @@ static bool decoded(struct ct_req *r, struct ct_obj *obj, enum ct_coding from,
      * once the lookup step that called us returns. */
     ct_req_goto(r, CT_STEP_DECODE);
     if (!body)
-        return true;
+        return;
     d->dec = ct_codec_new(from, CT_CODEC_DECODE, CT_CODEC_LEVEL_DEFAULT, 0);
     CT_ASSERT(d->dec != NULL);
     d->from = from;
     d->out = evbuffer_new();
     d->pos = (struct ct_obj_body_pos)CT_OBJ_BODY_POS_INIT;
-    return true;
 }
 
 /* "cachet; hit; ...; detail=WHAT-CODING" into BUF. */
@@ -431,18 +437,20 @@ bool ct_cache_derive_hit(struct ct_req *r, struct ct_obj *obj, const struct ct_c
     ct_ae_from_msg(&ae, cm);
     if (ct_ae_accepts(&ae, y))
         return false;
-    struct ct_derive probe = {.obj = obj};
     struct ct_http_msg sm;
     bool nt = req_no_transform(r);
-    if (!nt && stored_msg(&probe, &sm))
-        nt = msg_no_transform(&sm);
-    free(probe.stored);
+    struct ct_derive *d = nt ? NULL : derive_new(ct_obj_ref(obj), &sm);
+    nt = nt || (d && msg_no_transform(&sm));
     if (nt || !ct_ae_accepts(&ae, CT_CODING_IDENTITY)) {
+        ct_derive_free(&d);
         *refuse = true;
         return false;
     }
+    if (d == NULL)
+        return false;
     char buf[160];
-    return decoded(r, ct_obj_ref(obj), y, status_of(buf, sizeof(buf), cstatus, "decoded", y));
+    decoded(r, d, &sm, y, status_of(buf, sizeof(buf), cstatus, "decoded", y));
+    return true;
 }
 
 /* A fresh complete variant of R's key stored in coding Y (looked up as a
@@ -617,6 +625,7 @@ static enum ct_derive_rc refuse_or_fetch(struct ct_req *r, ct_time_t now, struct
         if (obj) {
             ct_obj_release(&obj);
             drop_fetch(r, fetch);
+            r->cr->cs = CT_STATS_CS_HIT; /* as the store and Cache-Status count it */
             return CT_DERIVE_REFUSE;
         }
     }
@@ -670,16 +679,14 @@ enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
             ct_cache_to_deliver(r, obj, status_of(buf, sizeof(buf), ct_str_c(base), "stored", y));
             return CT_DERIVE_ANSWERED;
         }
-        struct ct_derive probe = {.obj = obj};
         struct ct_http_msg sm;
-        bool ok = stored_msg(&probe, &sm) && !msg_no_transform(&sm);
-        free(probe.stored);
-        if (ok)
-            drop_fetch(r, fetch); /* (if decoded() fails after all: a pass) */
-        if (ok && decoded(r, obj, y, status_of(buf, sizeof(buf), ct_str_c(base), "decoded", y)))
+        struct ct_derive *d = derive_new(obj, &sm);
+        if (d && !msg_no_transform(&sm)) {
+            drop_fetch(r, fetch);
+            decoded(r, d, &sm, y, status_of(buf, sizeof(buf), ct_str_c(base), "decoded", y));
             return CT_DERIVE_ANSWERED;
-        if (!ok)
-            ct_obj_release(&obj);
+        }
+        ct_derive_free(&d);
         cr->cs = CT_STATS_CS_NONE;
     }
     return CT_DERIVE_NONE;

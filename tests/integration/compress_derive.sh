@@ -32,10 +32,11 @@ listen = ( { kind = "http"; address = "127.0.0.1:0"; },
            { kind = "https"; address = "127.0.0.1:0"; tls = { self_signed = true; }; } );
 backends = ( { address = "127.0.0.1:$OPORT"; } );
 cache = { size = "64M"; grace = "0s"; hit_for_miss = "0s"; };
-admin = { listen = "off"; };
+admin = { listen = "127.0.0.1:0"; };
 EOF
 ct_start_proxy -c "$CT_TMP/cachet.conf"
 SPORT=$(ct_wait_listen proxy https) || exit 1
+APORT=$(ct_wait_listen proxy admin) || exit 1
 S="https://127.0.0.1:$SPORT"
 MA='cache-control=max-age%3D600'
 
@@ -210,8 +211,20 @@ fetch "$P$GEN&v=nt" br >/dev/null
 h=$(fetch "$P$GEN&v=nt" identity -H 'Cache-Control: no-transform')
 ct_check_match "request no-transform: not derived, fetched" "$(hdr Cache-Status "$h")" 'fwd=vary-miss; stored'
 ct_check "request no-transform: the origin's bytes" "$(md5sum <"$CT_TMP/body")" "$REF"
+# A 406 made from a stored variant is a hit everywhere, as its
+# Cache-Status says: the request's count and the store's (its lookup's miss
+# turned into the hit it is), once each
+hits() {
+    echo "$(ct_metric "$APORT" 'cachet_cache_requests_total{cache_status="hit"}')" \
+        "$(ct_metric "$APORT" cachet_cache_hits) $(ct_metric "$APORT" cachet_cache_misses)"
+}
+read -r rh0 sh0 sm0 <<<"$(hits)"
 h=$(fetch "$P$GEN&v=nt" 'identity;q=0, deflate')
 ct_check_match "identity refused, nothing acceptable: 406" "$(head -1 <<<"$h")" ' 406'
+ct_check_match "... Cache-Status hit" "$(hdr Cache-Status "$h")" '^cachet; hit; detail=not-acceptable'
+read -r rh1 sh1 sm1 <<<"$(hits)"
+ct_check "... counted a hit (request, store), not a miss" \
+    "$((rh1 - rh0)) $((sh1 - sh0)) $((sm1 - sm0))" "1 1 0"
 h=$(fetch "$S$GEN&v=zstd-h2" 'identity;q=0, compress' --http2)
 ct_check_match "h2: 406" "$(head -1 <<<"$h")" ' 406'
 ct_check "406: no origin fetch" "$(origin_count)" 2
