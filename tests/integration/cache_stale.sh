@@ -13,8 +13,10 @@ ct_start_origin --workers 2
 # is dropped from the key, so
 # one stored object can be asked for with different origin behaviours
 # (?status=500, ?delay=..., a longer max-age for the refresh), keep 60 s
-# (stale objects with validators stay for revalidation), and a 1 s response
-# header timeout.
+# (stale objects with validators stay for revalidation), and a 4 s response
+# header timeout. The origin's delays are long beside the "answered at once"
+# bounds, which are generous: under ASan on a loaded machine twenty curl
+# processes alone can take a second.
 conf() { # NAME GRACE KEYQUERY KEEP HEADER_TIMEOUT
     cat >"$CT_TMP/$1.conf" <<EOF
 workers = 2;
@@ -25,7 +27,7 @@ admin = { listen = "off"; };
 EOF
 }
 conf a 10s keep 0s 5s
-conf b 0s drop 60s 1s
+conf b 0s drop 60s 4s
 conf c 10s drop 0s 5s
 ct_start pa "$CT_BIN/cachet" -c "$CT_TMP/a.conf"
 APORT=$(ct_wait_listen pa http) || exit 1
@@ -90,26 +92,26 @@ ct_check "expired, no grace: one refresh" "$(origin_count)" 2
 
 # ---- grace (operator, 10 s): stale at once, exactly one background fetch.
 # Instance C: grace 10 s and the query dropped from the key, so the object is
-# stored with max-age=1 and refreshed (1.5 s to fetch) with max-age=60: the
+# stored with max-age=1 and refreshed (4 s to fetch) with max-age=60: the
 # refreshed object stays fresh for the checks however slow the machine.
 ct_origin_reset "$OPORT"
 t0=$(date +%s)
-get "$C/delay/1500?size=3000&cache-control=max-age%3D1&g=1" >/dev/null
+get "$C/delay/4000?size=3000&cache-control=max-age%3D1&g=1" >/dev/null
 wait_stale "$t0" 3
-U="$C/delay/1500?size=3000&cache-control=max-age%3D60&g=1"
+U="$C/delay/4000?size=3000&cache-control=max-age%3D60&g=1"
 # The client that finds it stale is answered at once, and its connection is
 # free at once: the refresh runs on an internal connection.
 pair=$(curl -s -o /dev/null -o /dev/null -w '%{time_total} %{num_connects}\n' "$U" "$U")
 read -r t1 n1 t2 n2 <<<"$(tr '\n' ' ' <<<"$pair")"
-if awk -v a="$t1" -v b="$t2" 'BEGIN { exit !(a < 1.0 && b < 1.0) }'; then
+if awk -v a="$t1" -v b="$t2" 'BEGIN { exit !(a < 2.5 && b < 2.5) }'; then
     ct_pass "grace: stale answer and the next request on that connection at once ($t1 s, $t2 s)"
 else
     ct_failed "grace: the connection waited for the refresh ($t1 s, $t2 s)"
 fi
 ct_check "grace: one connection for both" "$n1 $n2" "1 0"
 out=$(seq 20 | xargs -P 20 -I{} curl -s -o /dev/null -w '%{http_code} %{time_total}\n' "$U")
-slow=$(awk '$2 > 1.0' <<<"$out" | wc -l)
-ct_check "grace: 20 answers, none waited for the 1.5 s origin" "$(grep -c '^200 ' <<<"$out") $slow" "20 0"
+slow=$(awk '$2 > 2.5' <<<"$out" | wc -l)
+ct_check "grace: 20 answers, none waited for the 4 s origin" "$(grep -c '^200 ' <<<"$out") $slow" "20 0"
 h=$(get "$U")
 ct_check_match "grace: Cache-Status says stale-while-revalidate" "$(hdr Cache-Status "$h")" \
     '^cachet; (hit|fwd=miss; collapsed)'
@@ -125,11 +127,11 @@ ct_check "grace: exactly one background fetch" "$(origin_count)" 2
 # ---- stale-while-revalidate from the response (instance B has no grace).
 ct_origin_reset "$OPORT"
 t0=$(date +%s)
-get "$B/delay/900?size=3000&cache-control=max-age%3D1%2C%20stale-while-revalidate%3D30&w=1" >/dev/null
+get "$B/delay/3000?size=3000&cache-control=max-age%3D1%2C%20stale-while-revalidate%3D30&w=1" >/dev/null
 wait_stale "$t0"
-U="$B/delay/900?size=3000&cache-control=max-age%3D60" # same key (query dropped)
+U="$B/delay/3000?size=3000&cache-control=max-age%3D60" # same key (query dropped)
 out=$(seq 20 | xargs -P 20 -I{} curl -s -o /dev/null -w '%{http_code} %{time_total}\n' "$U")
-slow=$(awk '$2 > 0.8' <<<"$out" | wc -l)
+slow=$(awk '$2 > 2.0' <<<"$out" | wc -l)
 ct_check "stale-while-revalidate: 20 immediate answers" "$(grep -c '^200 ' <<<"$out") $slow" "20 0"
 wait_count 2
 ct_check "stale-while-revalidate: exactly one background fetch" "$(origin_count)" 2
@@ -144,7 +146,7 @@ wait_stale "$t0"
 h=$(get "$B/bytes/1003?status=500")
 ct_check "stale-if-error, 500: the stale object" "$(status "$h") $(md5sum <"$CT_TMP/body")" "HTTP/1.1 200 OK $want"
 ct_check "stale-if-error, 500: Cache-Status" "$(hdr Cache-Status "$h")" "cachet; hit; detail=stale-if-error"
-h=$(get "$B/bytes/1003?delay=3000")
+h=$(get "$B/bytes/1003?delay=8000")
 ct_check "stale-if-error, timeout: the stale object" "$(status "$h") $(md5sum <"$CT_TMP/body")" "HTTP/1.1 200 OK $want"
 ct_check "stale-if-error, timeout: Cache-Status" "$(hdr Cache-Status "$h")" "cachet; hit; detail=stale-if-error"
 h=$(get "$B/bytes/1004?status=500")
