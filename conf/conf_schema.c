@@ -562,6 +562,10 @@ static const struct ct_conf_row fleet_rows[] = {
             "mirroring): its copy's freshness is capped at this, whatever the answer's own "
             "lifetime, so a purge that misses it is outlived by seconds, not by the TTL. Whole "
             "seconds; `0s`: keep no copy (every request there asks the owner)."),
+    ROW_UINT(T, "purge_queue", purge_queue, 0, 0, 65536, "4096",
+             "Clients' PURGEs applied on a worker and waiting for the main thread to send them "
+             "to the other nodes; one that finds the queue full is answered 503 (applied here, "
+             "not sent on; docs/fleet.md). `0` queues none (every client PURGE is answered so)."),
 };
 static const struct ct_conf_section fleet_section = SECTION("fleet", T, fleet_rows);
 #undef T
@@ -1251,6 +1255,9 @@ static const struct {
                             "every other node; Redis is trusted with membership already."},
     {"fleet.mirror_ttl", "a hot key's hits stay local on every node (groupcache's hot cache) "
                          "while an edge copy outlives a purge by 2 s at most."},
+    {"fleet.purge_queue", "a burst of thousands of PURGEs (a CMS saving a catalogue) is queued, "
+                          "while a stalled main thread cannot make the workers' purges grow "
+                          "memory without bound."},
     {"fleet.owner_down", "no failed client request when a node dies (ledge#193: \"if Redis is "
                          "down, response is not fetched from origin\"); `error` is the opt-in "
                          "that protects the origin (ledge#60)."},

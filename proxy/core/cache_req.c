@@ -730,9 +730,18 @@ enum ct_req_next ct_step_purge(struct ct_req *r)
     CT_INFO("w%u c%llu %s: PURGE%s %.*s%s: %zu objects", r->w->id, (unsigned long long)r->conn_id,
             r->peer, mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "", (int)r->msg->target.len,
             r->msg->target.p, ntags ? " by tag" : "", n);
-    /* the other nodes may hold it when this one does not (404 too) */
-    if (CT_UNLIKELY(r->w->cf->fleet.self != NULL))
-        ct_req_fleet_purge(r, mode == CT_CACHE_PURGE_SOFT, tags, ntags);
+    /* the other nodes may hold it when this one does not (404 too). Not
+     * queued for them: 503, since a CDN's purge API succeeds only for what
+     * it accepted network-wide (Fastly's "ok"; Akamai fails the request),
+     * so purging tools retry (PURGE is idempotent); a 200 would hide that
+     * the owner serves the object on until its TTL (docs/fleet.md). */
+    if (CT_UNLIKELY(r->w->cf->fleet.self != NULL) &&
+        !ct_req_fleet_purge(r, mode == CT_CACHE_PURGE_SOFT, tags, ntags)) {
+        r->synth_retry_after = CT_STR("1");
+        answer(r, 503, "503 Purged on this node only: the fleet's PURGE queue is full; retry\n",
+               "cachet; detail=purge-fanout-full");
+        return CT_REQ_MORE;
+    }
     answer(r, n ? 200 : 404, n ? "200 Purged\n" : "404 Not in cache\n", "cachet; detail=purge");
     return CT_REQ_MORE;
 }
