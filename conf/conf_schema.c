@@ -502,7 +502,7 @@ static const struct ct_conf_row fleet_member_rows[] = {
              "the hop header are trusted from these IPs."),
     ROW_ADDR(T, "admin", admin, CT_ROW_OFF, Q("off"),
              "`IP:PORT` of the member's admin listener: purges and bans are sent there over "
-             "HTTP while Redis is down; `off` = none."),
+             "HTTP while Redis is down, and always without `redis`; `off` = none."),
 };
 static const struct ct_conf_section fleet_member_section =
     SECTION("fleet_member", T, fleet_member_rows);
@@ -536,7 +536,8 @@ static const struct ct_conf_row fleet_rows[] = {
              "here, counted) or `error` (fail closed: 502, to spare the origin)."),
     ROW_ADDR(T, "redis", redis, CT_ROW_OFF, Q("off"),
              "`IP:PORT` of the Redis server (standalone, >= 5) that carries purge and ban "
-             "fan-out and membership (docs/fleet.md), or `off`: the static member list only."),
+             "fan-out and membership (docs/fleet.md), or `off`: the static member list only "
+             "(purges then go to the members' `admin` addresses over HTTP)."),
     ROW_OPTSTR(T, "redis_sentinel", redis_sentinel, Q("off"),
                "The master's name at a Sentinel: `redis` is then a Sentinel's `IP:PORT`, "
                "asked for the master at start and after every failover; `off`: `redis` is the "

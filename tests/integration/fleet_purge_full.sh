@@ -2,9 +2,9 @@
 # Issue 17, a client's PURGE that the fleet's queue refuses (fleet.purge_queue
 # full): applied on the node it reached, but not sent to the others, so the
 # client is told (503, Retry-After), it is counted and logged once per burst.
-# A queue of 0 on node a makes every one refused; a reload to the default
-# makes the next one go through the stream again. Two cachet nodes, a
-# standalone redis-server and one cachet-origin on loopback.
+# A reload to a queue of 0 on node a makes every one refused; a reload back
+# to the default makes the next one go through the stream again. Two cachet
+# nodes, a standalone redis-server and one cachet-origin on loopback.
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -13,27 +13,12 @@ ct_start_origin --workers 2
 read -r RP PA PB AA AB < <(ct_free_ports 5)
 ct_start_redis "$RP"
 declare -A PORT=([a]=$PA [b]=$PB) ADMIN=([a]=$AA [b]=$AB)
-conf() { # NODE PURGE_QUEUE
-    cat >"$CT_TMP/$1.conf" <<EOF2
-workers = 2;
-listen = ( { kind = "http"; address = "127.0.0.1:${PORT[$1]}"; } );
-backends = ( { address = "127.0.0.1:$OPORT"; } );
-cache = { size = "64M"; purge_allow = [ "127.0.0.1/32" ]; };
-admin = { listen = "127.0.0.1:${ADMIN[$1]}"; };
-fleet = {
-  self = "$1";
-  members = ( { name = "a"; address = "127.0.0.1:$PA"; admin = "127.0.0.1:$AA"; },
-              { name = "b"; address = "127.0.0.1:$PB"; admin = "127.0.0.1:$AB"; } );
-  redis = "127.0.0.1:$RP";
-  mirror_ttl = "1h";
-  purge_queue = $2;
-};
-EOF2
-}
-conf a 0
-conf b 4096
-for n in a b; do ct_start "node$n" "$CT_BIN/cachet" -c "$CT_TMP/$n.conf"; done
-for n in a b; do ct_wait_listen "node$n" admin >/dev/null || { ct_failed "node $n starts"; exit 1; }; done
+fleet() { echo "redis = \"127.0.0.1:$RP\"; mirror_ttl = \"1h\"; purge_queue = $1;"; }
+ct_fleet_start "$(fleet 4096)"
+ct_fleet_conf a "$(fleet 0)"
+kill -HUP "$(ct_pid nodea)"
+in_use() { [ "$(grep -c 'in use by every worker' "$CT_TMP/nodea.err")" -ge "$1" ]; }
+ct_wait_until 30 in_use 1 || ct_failed "a reloads with purge_queue = 0"
 
 metric() { ct_metric "${ADMIN[$1]}" "cachet_$2"; }
 metric_is() { [ "$(metric "$1" "$2")" = "$3" ]; }
@@ -67,10 +52,9 @@ ct_check "nothing published" "$(metric a fleet_purges_published) $(metric b flee
 ct_check_match "b still has its copy" "$(cs b "$U")" '; hit'
 
 # ---- a reload to the default queue: the next PURGE is fanned out again.
-conf a 4096
+ct_fleet_conf a "$(fleet 4096)"
 kill -HUP "$(ct_pid nodea)"
-in_use() { grep -q 'in use by every worker' "$CT_TMP/nodea.err"; }
-ct_wait_until 30 in_use || ct_failed "a reloads"
+ct_wait_until 30 in_use 2 || ct_failed "a reloads"
 ct_check "after the reload: PURGE on a: 404 (gone here), and fanned out" \
     "$(curl -s -o /dev/null -w '%{http_code}' -X PURGE -H "$H" "http://127.0.0.1:$PA$U")" 404
 ct_wait_until 30 metric_is b fleet_purges_applied 1
