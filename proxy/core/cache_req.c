@@ -454,13 +454,10 @@ bool ct_cache_blk_index(const struct ct_cache_blk *blk, struct ct_str wire,
 
 /* ---- keys ------------------------------------------------------------------- */
 
-/* A route's key options over the cache section's: the query kept, dropped
- * or sorted, tracking parameters left out (into QBUF, for TARGET), another
- * header. Returns the target to key on. */
-static struct ct_str route_key(const struct ct_req *r, struct ct_str target,
-                               struct ct_cache_key_opts *ko, char *qbuf, size_t qcap)
+struct ct_str ct_cache_route_key(const struct ct_route *route, struct ct_str target,
+                                 struct ct_cache_key_opts *ko, char *qbuf, size_t qcap)
 {
-    const struct ct_conf_route *rc = r->route ? r->route->conf : NULL;
+    const struct ct_conf_route *rc = route ? route->conf : NULL;
     if (!rc)
         return target;
     const struct ct_conf_route_cache *c = &rc->cache;
@@ -475,7 +472,7 @@ static struct ct_str route_key(const struct ct_req *r, struct ct_str target,
     if (!q || target.len > qcap)
         return target; /* a target past the buffer keys whole: only costs hit ratio */
     memcpy(qbuf, target.p, plen);
-    size_t n = ct_route_key_query(r->route, ct_str_make(q + 1, target.len - plen - 1),
+    size_t n = ct_route_key_query(route, ct_str_make(q + 1, target.len - plen - 1),
                                   qbuf + plen + 1, qcap - plen - 1);
     if (n == 0)
         return ct_str_make(qbuf, plen); /* nothing left: no '?' either */
@@ -490,7 +487,7 @@ bool ct_cache_key_for(struct ct_req *r, struct ct_str target, struct ct_cache_ke
     const struct ct_http_msg *req = r->msg;
     struct ct_cache_key_opts ko = wc->kopts;
     char qbuf[2048];
-    target = route_key(r, target, &ko, qbuf, sizeof(qbuf));
+    target = ct_cache_route_key(r->route, target, &ko, qbuf, sizeof(qbuf));
     const struct ct_http_field *host = ct_http_msg_find(req, CT_HDR_HOST, NULL);
     struct ct_cache_key_in in = {
         .mclass = CT_CACHE_MCLASS_GET,

@@ -168,9 +168,8 @@ bool ct_req_fleet_purge(struct ct_req *r, bool soft, const struct ct_str *tags, 
             put_qvalue(&b, tags[i]);
         }
     } else {
-        /* the URL the admin's ?url= names: scheme, Host, target (the key
-         * the other nodes build from it: cache.key_* as here; a route's
-         * own key rules are not applied, as for the admin's purges) */
+        /* the URL the admin's ?url= names: scheme, Host, target, raw: the
+         * other nodes key it under the route a GET of it takes there */
         const struct ct_http_field *host = ct_http_msg_find(r->msg, CT_HDR_HOST, NULL);
         struct ct_str t = r->msg->target;
         ct_buf_put(&b, "url=", 4);

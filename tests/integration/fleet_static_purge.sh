@@ -12,8 +12,11 @@ ct_start_origin --workers 2
 read -r PA PB PC AA AB AC < <(ct_free_ports 6)
 declare -A PORT=([a]=$PA [b]=$PB [c]=$PC) ADMIN=([a]=$AA [b]=$AB [c]=$AC)
 # mirror_ttl 1h: the edges keep their copies, so each node's own copy shows
-# whether the purge reached it
-ct_fleet_start 'mirror_ttl = "1h";'
+# whether the purge reached it. A route of its own keys /gen without the
+# utm_* parameters.
+ct_fleet_start 'mirror_ttl = "1h";' 'sites = ( { name = "s"; hosts = [ "fleet.test" ];
+  routes = ( { name = "gen"; match = { path = "/gen"; };
+               cache = { key_drop_params = [ "utm_*" ]; }; } ); } );'
 
 metric() { ct_metric "${ADMIN[$1]}" "cachet_$2"; }
 metric_is() { [ "$(metric "$1" "$2")" = "$3" ]; }
@@ -62,9 +65,18 @@ ct_wait_until 30 removed a sp3 && ct_pass "... a removed its copy" || ct_failed 
 ct_wait_until 30 removed c sp3 && ct_pass "... c removed its copy" || ct_failed "... c removed it"
 ct_check "sent by b only" "$(fanouts)" "2 2 2"
 
+# ---- a route's own key rule: the nodes a PURGE reaches build the key a
+# request for its URL has (utm_source left out), not cache.key_*'s.
+U4="/gen?size=100&utm_source=mail&$MA&k=sp4"
+on_all "$U4"
+ct_check_match "keyed without utm_source" "$(cs a "/gen?size=100&utm_source=web&$MA&k=sp4")" '; hit'
+ct_check "PURGE on a with the route's key rule: 200" "$(cpurge a "$U4")" 200
+ct_wait_until 30 removed b sp4 && ct_pass "... b removed its copy" || ct_failed "... b removed it"
+ct_wait_until 30 removed c sp4 && ct_pass "... c removed its copy" || ct_failed "... c removed it"
+
 # ---- a hop-marked PURGE (as a peer sends) stays where it lands.
 k0=$(metric a fleet_client_purges)
 cpurge a "/gen?k=hop" -H 'Cachet-Fleet-Hop: 1' >/dev/null
 ct_check "a hop-marked PURGE is this node's only" \
-    "$(($(metric a fleet_client_purges) - k0)) $(fanouts)" "0 2 2 2"
+    "$(($(metric a fleet_client_purges) - k0)) $(fanouts)" "0 4 2 2"
 ct_done

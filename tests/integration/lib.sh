@@ -139,11 +139,12 @@ ct_start_redis() {
 
 # A fleet on loopback for the purge tests. The caller sets the associative
 # arrays PORT and ADMIN (NAME -> port) and OPORT (ct_start_origin).
-# ct_fleet_conf NAME EXTRA: write $CT_TMP/NAME.conf, node NAME of the fleet
-# of every PORT key (each with its admin address), 2 workers, PURGE allowed
-# from loopback, EXTRA inside the fleet group (redis = ...; mirror_ttl = ...).
-# ct_fleet_start EXTRA: write and start every node ("nodeNAME"), wait for
-# each admin listener; a node that does not start ends the script.
+# ct_fleet_conf NAME EXTRA [TOP]: write $CT_TMP/NAME.conf, node NAME of the
+# fleet of every PORT key (each with its admin address), 2 workers, PURGE
+# allowed from loopback, EXTRA inside the fleet group (redis = ...;
+# mirror_ttl = ...), TOP at the top level (sites = ...).
+# ct_fleet_start EXTRA [TOP]: write and start every node ("nodeNAME"), wait
+# for each admin listener; a node that does not start ends the script.
 ct_fleet_conf() {
     local n=$1 m members=""
     for m in $(printf '%s\n' "${!PORT[@]}" | sort); do
@@ -161,12 +162,13 @@ fleet = {
   members = ( $members );
   $2
 };
+${3:-}
 EOF
 }
 ct_fleet_start() {
     local n
     for n in "${!PORT[@]}"; do
-        ct_fleet_conf "$n" "$1"
+        ct_fleet_conf "$n" "$1" "${2:-}"
         ct_start "node$n" "$CT_BIN/cachet" -c "$CT_TMP/$n.conf"
     done
     for n in "${!PORT[@]}"; do
