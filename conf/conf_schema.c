@@ -69,7 +69,7 @@
     {.name = key, .type = CT_ROW_LIST, FLD(T, f), .off2 = offsetof(T, fn),                    \
      .elem_size = sizeof(ET), .sub = &s, .help = h}
 
-#define SECTION(nm, T, rows) {nm, rows, CT_ARRAY_LEN(rows), sizeof(T), NULL}
+#define SECTION(nm, T, rs) {.name = nm, .rows = rs, .nrows = CT_ARRAY_LEN(rs), .size = sizeof(T)}
 
 #define SEC 1000ull
 #define MIN (60 * SEC)
@@ -218,8 +218,8 @@ static const struct ct_conf_row listener_rows[] = {
 };
 #undef T
 const struct ct_conf_section ct_conf_listener_section = {
-    "listener", listener_rows, CT_ARRAY_LEN(listener_rows), sizeof(struct ct_conf_listener),
-    listener_why_not};
+    .name = "listener", .rows = listener_rows, .nrows = CT_ARRAY_LEN(listener_rows),
+    .size = sizeof(struct ct_conf_listener), .why_not = listener_why_not};
 
 #define T struct ct_conf_health
 static const struct ct_conf_row health_rows[] = {
@@ -504,9 +504,41 @@ static const struct ct_conf_row fleet_member_rows[] = {
              "`IP:PORT` of the member's admin listener: purges and bans are sent there over "
              "HTTP while Redis is down, and always without `redis`; `off` = none."),
 };
-static const struct ct_conf_section fleet_member_section =
-    SECTION("fleet_member", T, fleet_member_rows);
+static bool member_learned(const void *elem)
+{
+    return ((const struct ct_conf_fleet_member *)elem)->learned;
+}
+static const struct ct_conf_section fleet_member_section = {
+    .name = "fleet_member", .rows = fleet_member_rows, .nrows = CT_ARRAY_LEN(fleet_member_rows),
+    .size = sizeof(T), .hidden = member_learned};
 #undef T
+
+/* `cachet -T` reads the file: the members a running node learned from Redis
+ * are not its to show (and a dump made by a node would make them the
+ * file's), so the list is the file's, and the comment says so. */
+static const char *fleet_note(const char *row, const void *base, char *buf, size_t len)
+{
+    const struct ct_conf_fleet *fl = base;
+    if (strcmp(row, "members") != 0 || !fl->self || !fl->redis.host || !fl->learn_members)
+        return NULL;
+    size_t nl = 0, at = 0;
+    for (size_t i = 0; i < fl->nmembers; i++) {
+        if (!fl->members[i].learned)
+            continue;
+        int k = snprintf(buf + at, len - at, "%s%s", nl ? ", " : "", fl->members[i].name);
+        if (k > 0 && (size_t)k < len - at)
+            at += (size_t)k;
+        nl++;
+    }
+    if (nl == 0)
+        return "static members (this file's); members learned from Redis at run time "
+               "(learn_members) join them and are not shown";
+    char names[200];
+    snprintf(names, sizeof(names), "%s", buf);
+    snprintf(buf, len, "static members (this file's); %zu learned from Redis at run time, not "
+             "shown: %s", nl, names);
+    return buf;
+}
 
 #define T struct ct_conf_fleet
 static const struct ct_conf_row fleet_rows[] = {
@@ -568,7 +600,9 @@ static const struct ct_conf_row fleet_rows[] = {
              "to the other nodes; one that finds the queue full is answered 503 (applied here, "
              "not sent on; docs/fleet.md). `0` queues none (every client PURGE is answered so)."),
 };
-static const struct ct_conf_section fleet_section = SECTION("fleet", T, fleet_rows);
+static const struct ct_conf_section fleet_section = {
+    .name = "fleet", .rows = fleet_rows, .nrows = CT_ARRAY_LEN(fleet_rows), .size = sizeof(T),
+    .note = fleet_note};
 #undef T
 
 /* ---- backend groups, sites, routes (issue 15) ------------------------------ */

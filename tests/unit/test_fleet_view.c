@@ -2,7 +2,8 @@
  * tests/unit/test_fleet_view.c: the fleet section's checks (conf/conf_fleet.c)
  * and the view (proxy/fleet/): owners agree between nodes, a member marked
  * down gives up only its own keys, the hop header is trusted from members
- * or with the token only, the clients' PURGE queue refuses past its bound
+ * or with the token only, `cachet -T` shows the file's members only (and
+ * says so), the clients' PURGE queue refuses past its bound
  * and reports each burst of refusals once.
  */
 #include <arpa/inet.h>
@@ -121,6 +122,28 @@ static void test_learned(void)
     struct sockaddr_in sin = {.sin_family = AF_INET};
     inet_pton(AF_INET, "10.0.0.3", &sin.sin_addr);
     CU_ASSERT_TRUE(ct_fleet_hop_trusted(fl, (struct sockaddr *)&sin, CT_STR("1")));
+    /* -T shows the file's members, and says the learned one is not */
+    char *d = dump_text(cf);
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "# static members (this file's); 1 learned from Redis at "
+                                     "run time, not shown: c\n"));
+    CU_ASSERT_PTR_NULL(strstr(d, "name = \"c\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "name = \"b\""));
+    struct ct_conf *back = load(d);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    CU_ASSERT_EQUAL(back->fleet.nmembers, 2);
+    ct_conf_free(&back);
+    free(d);
+    ct_conf_free(&cf);
+    cf = build_learned("  redis = \"127.0.0.1:6379\";\n", l, 0);
+    d = dump_text(cf);
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "# static members (this file's); members learned from Redis "
+                                     "at run time (learn_members) join them and are not shown\n"));
+    free(d);
+    ct_conf_free(&cf);
+    cf = build_learned("", l, 0); /* no Redis: nothing to learn, nothing to say */
+    d = dump_text(cf);
+    CU_ASSERT_PTR_NULL(strstr(d, "static members"));
+    free(d);
     ct_conf_free(&cf);
     cf = build_learned("  redis = \"127.0.0.1:6379\"; learn_members = false;\n", l, 3);
     CU_ASSERT_EQUAL(cf->fleet.nmembers, 2);
