@@ -14,9 +14,12 @@ declare -A PORT=([a]=$PA [b]=$PB [c]=$PC) ADMIN=([a]=$AA [b]=$AB [c]=$AC)
 # mirror_ttl 1h: the edges keep their copies, so each node's own copy shows
 # whether the purge reached it. A route of its own keys /gen without the
 # utm_* parameters.
-ct_fleet_start 'mirror_ttl = "1h";' 'sites = ( { name = "s"; hosts = [ "fleet.test" ];
-  routes = ( { name = "gen"; match = { path = "/gen"; };
-               cache = { key_drop_params = [ "utm_*" ]; }; } ); } );'
+sites() { # the parameters the route leaves out of the key
+    echo "sites = ( { name = \"s\"; hosts = [ \"fleet.test\" ];
+  routes = ( { name = \"gen\"; match = { path = \"/gen\"; };
+               cache = { key_drop_params = [ $1 ]; }; } ); } );"
+}
+ct_fleet_start 'mirror_ttl = "1h";' "$(sites '"utm_*"')"
 
 metric() { ct_metric "${ADMIN[$1]}" "cachet_$2"; }
 metric_is() { [ "$(metric "$1" "$2")" = "$3" ]; }
@@ -74,9 +77,22 @@ ct_check "PURGE on a with the route's key rule: 200" "$(cpurge a "$U4")" 200
 ct_wait_until 30 removed b sp4 && ct_pass "... b removed its copy" || ct_failed "... b removed it"
 ct_wait_until 30 removed c sp4 && ct_pass "... c removed its copy" || ct_failed "... c removed it"
 
+# ---- b reloaded with a rule that also leaves ref out: the purges b gets
+# are keyed by the new rule (its purges' route table follows the reload).
+ct_fleet_conf b 'mirror_ttl = "1h";' "$(sites '"utm_*", "ref"')"
+kill -HUP "$(ct_pid nodeb)"
+in_use() { grep -q 'in use by every worker' "$CT_TMP/nodeb.err"; }
+ct_wait_until 30 in_use || ct_failed "b reloads"
+U5="/gen?size=100&ref=x&$MA&k=sp5"
+get b "$U5"
+ct_check_match "b keys without ref now" "$(cs b "/gen?size=100&ref=y&$MA&k=sp5")" '; hit'
+cpurge a "$U5" >/dev/null
+ct_wait_until 30 removed b sp5 && ct_pass "... a PURGE from a removes b's copy (the new rule)" ||
+    ct_failed "... a PURGE from a removes b's copy (the new rule)"
+
 # ---- a hop-marked PURGE (as a peer sends) stays where it lands.
 k0=$(metric a fleet_client_purges)
 cpurge a "/gen?k=hop" -H 'Cachet-Fleet-Hop: 1' >/dev/null
 ct_check "a hop-marked PURGE is this node's only" \
-    "$(($(metric a fleet_client_purges) - k0)) $(fanouts)" "0 4 2 2"
+    "$(($(metric a fleet_client_purges) - k0)) $(fanouts)" "0 6 2 2"
 ct_done
