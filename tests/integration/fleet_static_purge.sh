@@ -68,6 +68,14 @@ ct_wait_until 30 removed a sp3 && ct_pass "... a removed its copy" || ct_failed 
 ct_wait_until 30 removed c sp3 && ct_pass "... c removed its copy" || ct_failed "... c removed it"
 ct_check "sent by b only" "$(fanouts)" "2 2 2"
 
+# ---- the admin's ban on c, without Redis, is added on a and b too.
+ct_check_match "a ban on c" \
+    "$(curl -s -X POST --data-binary 'obj.url ^= "/gen?k=banme"' "http://127.0.0.1:$AC/ban")" '"id":1,'
+banned() { grep -q 'admin: ban 1 added: obj.url ^= "/gen?k=banme"' "$CT_TMP/node$1.err"; }
+ct_wait_until 30 banned a && ct_pass "... a added it" || ct_failed "... a added it"
+ct_wait_until 30 banned b && ct_pass "... b added it" || ct_failed "... b added it"
+ct_check "sent by c only" "$(fanouts)" "2 2 4"
+
 # ---- a route's own key rule: the nodes a PURGE reaches build the key a
 # request for its URL has (utm_source left out), not cache.key_*'s.
 U4="/gen?size=100&utm_source=mail&$MA&k=sp4"
@@ -94,5 +102,5 @@ ct_wait_until 30 removed b sp5 && ct_pass "... a PURGE from a removes b's copy (
 k0=$(metric a fleet_client_purges)
 cpurge a "/gen?k=hop" -H 'Cachet-Fleet-Hop: 1' >/dev/null
 ct_check "a hop-marked PURGE is this node's only" \
-    "$(($(metric a fleet_client_purges) - k0)) $(fanouts)" "0 6 2 2"
+    "$(($(metric a fleet_client_purges) - k0)) $(fanouts)" "0 6 2 4"
 ct_done
