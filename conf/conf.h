@@ -450,6 +450,7 @@ struct ct_conf_fleet {
     bool learn_members;        /* members registered in Redis but not listed here join */
     uint64_t mirror_ttl_ms;    /* an edge keeps an owner's answer fresh at most this long
                                   (whole seconds); 0: it keeps no copy */
+    unsigned purge_queue;      /* clients' PURGEs queued for the fan-out; past it: 503 */
     /* derived (conf_fleet.c): one backend group per member but self, after
      * the configured groups (ct_conf_group_at); PEER_GROUP[i] is member i's
      * group index, SIZE_MAX for self. Owned here, freed by ct_conf_free. */

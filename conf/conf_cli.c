@@ -374,7 +374,7 @@ static void apply_cert(struct apply *ap, const struct ct_cli *cli)
     struct ct_conf *cf = ap->cf;
     const struct ct_conf_row *tls = ct_conf_find_row(&ct_conf_listener_section, "tls");
     const struct ct_conf_row *certs = ct_conf_find_row(tls->sub, "certificates");
-    const struct ct_conf_section one = {"", certs, 1, 0, NULL};
+    const struct ct_conf_section one = {.name = "", .rows = certs, .nrows = 1};
     bool used = false;
     for (size_t i = 0; i < cf->nlisteners; i++) {
         struct ct_conf_listener *l = &cf->listeners[i];
@@ -414,7 +414,7 @@ static void apply_backends(struct apply *ap, const struct ct_cli *cli)
         ct_conf_section_defaults(&ct_conf_backend_section, &tmpl);
     }
     const struct ct_conf_row *list = ct_conf_find_row(&ct_conf_root_section, "backends");
-    ct_conf_section_free(&(struct ct_conf_section){"", list, 1, 0, NULL}, cf);
+    ct_conf_section_free(&(struct ct_conf_section){.name = "", .rows = list, .nrows = 1}, cf);
     struct ct_conf_locs locs = locs_without(cf->_locs, "backends");
     set_locs(cf, &locs);
     cf->backends = ct_xcalloc(cli->nbackend, sizeof(*cf->backends));

@@ -131,12 +131,18 @@ static void put_value(const struct ct_conf_row *r, const void *base, int indent,
         fprintf(fp, "%*s}", indent, "");
         break;
     case CT_ROW_LIST: {
-        size_t n = *(const size_t *)((const char *)base + r->off2);
+        size_t all = *(const size_t *)((const char *)base + r->off2), n = 0, done = 0;
+        const char *elems = *(char *const *)f;
+        for (size_t i = 0; i < all; i++)
+            n += !(r->sub->hidden && r->sub->hidden(elems + i * r->elem_size));
         fputs(n ? "(\n" : "( ", fp);
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < all; i++) {
+            const char *e = elems + i * r->elem_size;
+            if (r->sub->hidden && r->sub->hidden(e))
+                continue;
             fprintf(fp, "%*s{\n", indent + 2, "");
-            dump_section(r->sub, *(char *const *)f + i * r->elem_size, indent + 4, fp);
-            fprintf(fp, "%*s}%s\n", indent + 2, "", i + 1 < n ? "," : "");
+            dump_section(r->sub, e, indent + 4, fp);
+            fprintf(fp, "%*s}%s\n", indent + 2, "", ++done < n ? "," : "");
         }
         fprintf(fp, "%*s)", n ? indent : 0, "");
         break;
@@ -171,6 +177,10 @@ static void dump_section(const struct ct_conf_section *sec, const void *base, in
             fprintf(fp, "%*s# %s = (set; not shown);\n", indent, "", r->name);
             continue;
         }
+        char nb[320];
+        const char *note = sec->note ? sec->note(r->name, base, nb, sizeof(nb)) : NULL;
+        if (note)
+            fprintf(fp, "%*s# %s\n", indent, "", note);
         if (r->departs && !is_default(r, base))
             fprintf(fp, "%*s# departs from %s\n", indent, "", r->departs);
         fprintf(fp, "%*s%s = ", indent, "", r->name);

@@ -80,6 +80,13 @@ struct ct_conf_section {
      * neither allowed in the file nor dumped), e.g. `tls` on an HTTP
      * listener; NULL when it applies. */
     const char *(*why_not)(const char *row, const void *base);
+    /* NULL, or a comment `cachet -T` prints above ROW of BASE (written into
+     * BUF[LEN] or static), or NULL for none: what the dump cannot show. */
+    const char *(*note)(const char *row, const void *base, char *buf, size_t len);
+    /* NULL, or true for an element of a list of this section that is not
+     * the configuration's own and is left out of the dump (a fleet member
+     * learned from Redis) */
+    bool (*hidden)(const void *elem);
 };
 
 extern const struct ct_conf_section ct_conf_root_section;

@@ -229,7 +229,7 @@ static int parse_strings(struct ct_conf_loadctx *lc, const struct ct_conf_row *r
         else
             rc = bad(lc, r, e, epath, "invalid value");
     }
-    ct_conf_section_free(&(struct ct_conf_section){"", r, 1, 0, NULL}, base);
+    ct_conf_section_free(&(struct ct_conf_section){.name = "", .rows = r, .nrows = 1}, base);
     *(void **)((char *)base + r->off) = v;
     *(size_t *)((char *)base + r->off2) = got;
     return rc;
@@ -259,7 +259,7 @@ static int parse_list(struct ct_conf_loadctx *lc, const struct ct_conf_row *r,
         }
         ct_conf_section_load(lc, r->sub, e, v + i * r->elem_size, epath);
     }
-    ct_conf_section_free(&(struct ct_conf_section){"", r, 1, 0, NULL}, base);
+    ct_conf_section_free(&(struct ct_conf_section){.name = "", .rows = r, .nrows = 1}, base);
     *(char **)((char *)base + r->off) = v;
     *(size_t *)((char *)base + r->off2) = n;
     return rc;

@@ -69,7 +69,7 @@
     {.name = key, .type = CT_ROW_LIST, FLD(T, f), .off2 = offsetof(T, fn),                    \
      .elem_size = sizeof(ET), .sub = &s, .help = h}
 
-#define SECTION(nm, T, rows) {nm, rows, CT_ARRAY_LEN(rows), sizeof(T), NULL}
+#define SECTION(nm, T, rs) {.name = nm, .rows = rs, .nrows = CT_ARRAY_LEN(rs), .size = sizeof(T)}
 
 #define SEC 1000ull
 #define MIN (60 * SEC)
@@ -218,8 +218,8 @@ static const struct ct_conf_row listener_rows[] = {
 };
 #undef T
 const struct ct_conf_section ct_conf_listener_section = {
-    "listener", listener_rows, CT_ARRAY_LEN(listener_rows), sizeof(struct ct_conf_listener),
-    listener_why_not};
+    .name = "listener", .rows = listener_rows, .nrows = CT_ARRAY_LEN(listener_rows),
+    .size = sizeof(struct ct_conf_listener), .why_not = listener_why_not};
 
 #define T struct ct_conf_health
 static const struct ct_conf_row health_rows[] = {
@@ -502,11 +502,43 @@ static const struct ct_conf_row fleet_member_rows[] = {
              "the hop header are trusted from these IPs."),
     ROW_ADDR(T, "admin", admin, CT_ROW_OFF, Q("off"),
              "`IP:PORT` of the member's admin listener: purges and bans are sent there over "
-             "HTTP while Redis is down; `off` = none."),
+             "HTTP while Redis is down, and always without `redis`; `off` = none."),
 };
-static const struct ct_conf_section fleet_member_section =
-    SECTION("fleet_member", T, fleet_member_rows);
+static bool member_learned(const void *elem)
+{
+    return ((const struct ct_conf_fleet_member *)elem)->learned;
+}
+static const struct ct_conf_section fleet_member_section = {
+    .name = "fleet_member", .rows = fleet_member_rows, .nrows = CT_ARRAY_LEN(fleet_member_rows),
+    .size = sizeof(T), .hidden = member_learned};
 #undef T
+
+/* `cachet -T` reads the file: the members a running node learned from Redis
+ * are not its to show (and a dump made by a node would make them the
+ * file's), so the list is the file's, and the comment says so. */
+static const char *fleet_note(const char *row, const void *base, char *buf, size_t len)
+{
+    const struct ct_conf_fleet *fl = base;
+    if (strcmp(row, "members") != 0 || !fl->self || !fl->redis.host || !fl->learn_members)
+        return NULL;
+    size_t nl = 0, at = 0;
+    for (size_t i = 0; i < fl->nmembers; i++) {
+        if (!fl->members[i].learned)
+            continue;
+        int k = snprintf(buf + at, len - at, "%s%s", nl ? ", " : "", fl->members[i].name);
+        if (k > 0 && (size_t)k < len - at)
+            at += (size_t)k;
+        nl++;
+    }
+    if (nl == 0)
+        return "static members (this file's); members learned from Redis at run time "
+               "(learn_members) join them and are not shown";
+    char names[200];
+    snprintf(names, sizeof(names), "%s", buf);
+    snprintf(buf, len, "static members (this file's); %zu learned from Redis at run time, not "
+             "shown: %s", nl, names);
+    return buf;
+}
 
 #define T struct ct_conf_fleet
 static const struct ct_conf_row fleet_rows[] = {
@@ -536,7 +568,8 @@ static const struct ct_conf_row fleet_rows[] = {
              "here, counted) or `error` (fail closed: 502, to spare the origin)."),
     ROW_ADDR(T, "redis", redis, CT_ROW_OFF, Q("off"),
              "`IP:PORT` of the Redis server (standalone, >= 5) that carries purge and ban "
-             "fan-out and membership (docs/fleet.md), or `off`: the static member list only."),
+             "fan-out and membership (docs/fleet.md), or `off`: the static member list only "
+             "(purges then go to the members' `admin` addresses over HTTP)."),
     ROW_OPTSTR(T, "redis_sentinel", redis_sentinel, Q("off"),
                "The master's name at a Sentinel: `redis` is then a Sentinel's `IP:PORT`, "
                "asked for the master at start and after every failover; `off`: `redis` is the "
@@ -562,8 +595,14 @@ static const struct ct_conf_row fleet_rows[] = {
             "mirroring): its copy's freshness is capped at this, whatever the answer's own "
             "lifetime, so a purge that misses it is outlived by seconds, not by the TTL. Whole "
             "seconds; `0s`: keep no copy (every request there asks the owner)."),
+    ROW_UINT(T, "purge_queue", purge_queue, 0, 0, 65536, "4096",
+             "Clients' PURGEs applied on a worker and waiting for the main thread to send them "
+             "to the other nodes; one that finds the queue full is answered 503 (applied here, "
+             "not sent on; docs/fleet.md). `0` queues none (every client PURGE is answered so)."),
 };
-static const struct ct_conf_section fleet_section = SECTION("fleet", T, fleet_rows);
+static const struct ct_conf_section fleet_section = {
+    .name = "fleet", .rows = fleet_rows, .nrows = CT_ARRAY_LEN(fleet_rows), .size = sizeof(T),
+    .note = fleet_note};
 #undef T
 
 /* ---- backend groups, sites, routes (issue 15) ------------------------------ */
@@ -1251,6 +1290,9 @@ static const struct {
                             "every other node; Redis is trusted with membership already."},
     {"fleet.mirror_ttl", "a hot key's hits stay local on every node (groupcache's hot cache) "
                          "while an edge copy outlives a purge by 2 s at most."},
+    {"fleet.purge_queue", "a burst of thousands of PURGEs (a CMS saving a catalogue) is queued, "
+                          "while a stalled main thread cannot make the workers' purges grow "
+                          "memory without bound."},
     {"fleet.owner_down", "no failed client request when a node dies (ledge#193: \"if Redis is "
                          "down, response is not fetched from origin\"); `error` is the opt-in "
                          "that protects the origin (ledge#60)."},

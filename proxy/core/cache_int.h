@@ -274,6 +274,18 @@ bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct
 struct ct_hdrindex;
 bool ct_cache_blk_index(const struct ct_cache_blk *blk, struct ct_str wire,
                         struct ct_hdrindex *hx);
+/* A route's key rules over the cache section's: KO holds the options of
+ * cache.key_* and gets ROUTE's (the query kept, dropped or sorted, another
+ * key header); its key_drop_params leave tracking parameters out of TARGET
+ * (the result may be a view into QBUF[QCAP]). ROUTE NULL or a fallback:
+ * TARGET and KO as they are. Returns the target to key on. The one place a
+ * route's key rules are applied: the request path (ct_cache_key_for) and
+ * the admin's purge by URL (ops.c), so a purge fanned out from another node
+ * finds what a request for that URL stored. Any thread. */
+struct ct_route;
+struct ct_cache_key_opts;
+struct ct_str ct_cache_route_key(const struct ct_route *route, struct ct_str target,
+                                 struct ct_cache_key_opts *ko, char *qbuf, size_t qcap);
 /* Build the key of TARGET for C's request into cr->keybuf / *KEY. */
 bool ct_cache_key_for(struct ct_req *r, struct ct_str target, struct ct_cache_key *key);
 void ct_cache_set_status(struct ct_creq *cr, const char *fmt, ...) CT_PRINTF(2, 3);

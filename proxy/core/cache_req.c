@@ -454,13 +454,10 @@ bool ct_cache_blk_index(const struct ct_cache_blk *blk, struct ct_str wire,
 
 /* ---- keys ------------------------------------------------------------------- */
 
-/* A route's key options over the cache section's: the query kept, dropped
- * or sorted, tracking parameters left out (into QBUF, for TARGET), another
- * header. Returns the target to key on. */
-static struct ct_str route_key(const struct ct_req *r, struct ct_str target,
-                               struct ct_cache_key_opts *ko, char *qbuf, size_t qcap)
+struct ct_str ct_cache_route_key(const struct ct_route *route, struct ct_str target,
+                                 struct ct_cache_key_opts *ko, char *qbuf, size_t qcap)
 {
-    const struct ct_conf_route *rc = r->route ? r->route->conf : NULL;
+    const struct ct_conf_route *rc = route ? route->conf : NULL;
     if (!rc)
         return target;
     const struct ct_conf_route_cache *c = &rc->cache;
@@ -475,7 +472,7 @@ static struct ct_str route_key(const struct ct_req *r, struct ct_str target,
     if (!q || target.len > qcap)
         return target; /* a target past the buffer keys whole: only costs hit ratio */
     memcpy(qbuf, target.p, plen);
-    size_t n = ct_route_key_query(r->route, ct_str_make(q + 1, target.len - plen - 1),
+    size_t n = ct_route_key_query(route, ct_str_make(q + 1, target.len - plen - 1),
                                   qbuf + plen + 1, qcap - plen - 1);
     if (n == 0)
         return ct_str_make(qbuf, plen); /* nothing left: no '?' either */
@@ -490,7 +487,7 @@ bool ct_cache_key_for(struct ct_req *r, struct ct_str target, struct ct_cache_ke
     const struct ct_http_msg *req = r->msg;
     struct ct_cache_key_opts ko = wc->kopts;
     char qbuf[2048];
-    target = route_key(r, target, &ko, qbuf, sizeof(qbuf));
+    target = ct_cache_route_key(r->route, target, &ko, qbuf, sizeof(qbuf));
     const struct ct_http_field *host = ct_http_msg_find(req, CT_HDR_HOST, NULL);
     struct ct_cache_key_in in = {
         .mclass = CT_CACHE_MCLASS_GET,
@@ -730,9 +727,18 @@ enum ct_req_next ct_step_purge(struct ct_req *r)
     CT_INFO("w%u c%llu %s: PURGE%s %.*s%s: %zu objects", r->w->id, (unsigned long long)r->conn_id,
             r->peer, mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "", (int)r->msg->target.len,
             r->msg->target.p, ntags ? " by tag" : "", n);
-    /* the other nodes may hold it when this one does not (404 too) */
-    if (CT_UNLIKELY(r->w->cf->fleet.self != NULL))
-        ct_req_fleet_purge(r, mode == CT_CACHE_PURGE_SOFT, tags, ntags);
+    /* the other nodes may hold it when this one does not (404 too). Not
+     * queued for them: 503, since a CDN's purge API succeeds only for what
+     * it accepted network-wide (Fastly's "ok"; Akamai fails the request),
+     * so purging tools retry (PURGE is idempotent); a 200 would hide that
+     * the owner serves the object on until its TTL (docs/fleet.md). */
+    if (CT_UNLIKELY(r->w->cf->fleet.self != NULL) &&
+        !ct_req_fleet_purge(r, mode == CT_CACHE_PURGE_SOFT, tags, ntags)) {
+        r->synth_retry_after = CT_STR("1");
+        answer(r, 503, "503 Purged on this node only: the fleet's PURGE queue is full; retry\n",
+               "cachet; detail=purge-fanout-full");
+        return CT_REQ_MORE;
+    }
     answer(r, n ? 200 : 404, n ? "200 Purged\n" : "404 Not in cache\n", "cachet; detail=purge");
     return CT_REQ_MORE;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "common/log.h"
 #include "proxy/core/cache_int.h"
 #include "proxy/core/fleet_step.h"
 #include "proxy/balance/balance.h"
@@ -155,10 +156,11 @@ static void put_qvalue(struct ct_buf *b, struct ct_str v)
     }
 }
 
-void ct_req_fleet_purge(struct ct_req *r, bool soft, const struct ct_str *tags, size_t ntags)
+bool ct_req_fleet_purge(struct ct_req *r, bool soft, const struct ct_str *tags, size_t ntags)
 {
-    if (!r->w->cf->fleet.self || r->fleet_hop || !r->w->px->fleet)
-        return;
+    const struct ct_conf_fleet *fl = &r->w->cf->fleet;
+    if (!fl->self || r->fleet_hop || !r->w->px->fleet)
+        return true;
     struct ct_buf b = {0};
     if (ntags) {
         for (size_t i = 0; i < ntags; i++) {
@@ -166,9 +168,8 @@ void ct_req_fleet_purge(struct ct_req *r, bool soft, const struct ct_str *tags, 
             put_qvalue(&b, tags[i]);
         }
     } else {
-        /* the URL the admin's ?url= names: scheme, Host, target (the key
-         * the other nodes build from it: cache.key_* as here; a route's
-         * own key rules are not applied, as for the admin's purges) */
+        /* the URL the admin's ?url= names: scheme, Host, target, raw: the
+         * other nodes key it under the route a GET of it takes there */
         const struct ct_http_field *host = ct_http_msg_find(r->msg, CT_HDR_HOST, NULL);
         struct ct_str t = r->msg->target;
         ct_buf_put(&b, "url=", 4);
@@ -181,8 +182,24 @@ void ct_req_fleet_purge(struct ct_req *r, bool soft, const struct ct_str *tags, 
     }
     if (soft)
         ct_buf_put(&b, "&soft=1", 7);
-    /* refused: no bus (no fleet.redis: this node only), or the outbox full */
-    if (ct_fleet_outbox_push(r->w->px->fleet, ct_str_make(b.p, b.len)))
-        ct_stats_add(&r->w->stats->fleet_client_purges[0], 1);
+    size_t burst;
+    enum ct_fleet_push res =
+        ct_fleet_outbox_push(r->w->px->fleet, ct_str_make(b.p, b.len), fl->purge_queue, &burst);
     ct_buf_free(&b);
+    if (res == CT_FLEET_PUSH_QUEUED) {
+        ct_stats_add(&r->w->stats->fleet_client_purges[0], 1);
+        if (burst)
+            CT_INFO("w%u: fleet: the PURGE queue takes them again (%zu refused in a row before)",
+                    r->w->id, burst);
+        return true;
+    }
+    if (res == CT_FLEET_PUSH_CLOSED)
+        return true; /* no bus: this node only, by configuration (warned at start if not) */
+    ct_stats_add(&r->w->stats->fleet_client_purges_refused[0], 1);
+    if (burst == 1) /* the queue stays full for a while: once per burst, not per PURGE */
+        CT_WARN("w%u c%llu %s: fleet: PURGE %.*s applied here but not sent to the other nodes: "
+                "the queue is full (fleet.purge_queue = %u); answering 503 until it drains",
+                r->w->id, (unsigned long long)r->conn_id, r->peer, (int)r->msg->target.len,
+                r->msg->target.p, fl->purge_queue);
+    return false;
 }

@@ -56,8 +56,10 @@ void ct_req_fleet_mirror_cap(const struct ct_req *r, struct ct_cache_fresh *f);
  * (px->fleet's outbox, published by the main thread as an admin purge:
  * through Redis, or over HTTP while Redis is down), so it reaches every
  * node, as the admin's purges do. Not for a peer's request (r->fleet_hop),
- * nor without a bus (the outbox is closed). */
+ * nor without a bus (the outbox is closed). False: the fan-out's queue is
+ * full (fleet.purge_queue), so the other nodes will not see this PURGE
+ * (counted, logged once per burst); the caller tells the client. */
 struct ct_str;
-void ct_req_fleet_purge(struct ct_req *r, bool soft, const struct ct_str *tags, size_t ntags);
+bool ct_req_fleet_purge(struct ct_req *r, bool soft, const struct ct_str *tags, size_t ntags);
 
 #endif /* CT_PROXY_CORE_FLEET_STEP_H */

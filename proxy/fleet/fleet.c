@@ -38,6 +38,7 @@ struct ct_fleet {
     void *wake_arg;
     struct outmsg *head, **tail;
     size_t nout;
+    size_t refused; /* pushes refused in a row: the burst ct_fleet_outbox_push reports */
 };
 
 struct ct_fleet *ct_fleet_new(void)
@@ -74,7 +75,8 @@ void ct_fleet_outbox_close(struct ct_fleet *f)
     pthread_mutex_unlock(&f->mu);
 }
 
-bool ct_fleet_outbox_push(struct ct_fleet *f, struct ct_str query)
+enum ct_fleet_push ct_fleet_outbox_push(struct ct_fleet *f, struct ct_str query, size_t max,
+                                        size_t *burst)
 {
     CT_CHECK_OBJ(f, CT_FLEET_MAGIC);
     struct outmsg *m = ct_xmalloc(sizeof(*m) + query.len + 1);
@@ -82,18 +84,26 @@ bool ct_fleet_outbox_push(struct ct_fleet *f, struct ct_str query)
     if (query.len)
         memcpy(m->query, query.p, query.len);
     m->query[query.len] = '\0';
+    enum ct_fleet_push res = CT_FLEET_PUSH_QUEUED;
+    *burst = 0;
     pthread_mutex_lock(&f->mu);
-    bool ok = f->wake != NULL && f->nout < CT_FLEET_OUTBOX_MAX;
-    if (ok) {
+    if (!f->wake) {
+        res = CT_FLEET_PUSH_CLOSED;
+    } else if (f->nout >= max) {
+        res = CT_FLEET_PUSH_FULL;
+        *burst = ++f->refused;
+    } else {
         *f->tail = m;
         f->tail = &m->next;
         f->nout++;
+        *burst = f->refused;
+        f->refused = 0;
         f->wake(f->wake_arg); /* under the lock: close cannot free what it signals */
     }
     pthread_mutex_unlock(&f->mu);
-    if (!ok)
+    if (res != CT_FLEET_PUSH_QUEUED)
         free(m);
-    return ok;
+    return res;
 }
 
 char *ct_fleet_outbox_pop(struct ct_fleet *f)

@@ -70,14 +70,19 @@ struct ct_str ct_fleet_hop_value(const struct ct_conf_fleet *fl);
  * ("url=...", "tag=...", "&soft=1"); the main thread, woken by WAKE (called
  * under the outbox's lock, from the pushing thread: it must only signal,
  * e.g. write an eventfd), pops and publishes. Closed (the default, and
- * without a bus) it takes nothing. At most CT_FLEET_OUTBOX_MAX queued: past
- * it a push is refused (the caller counts it), so a stalled main thread
- * cannot make the workers' purges grow memory. Open and close: main thread;
- * push: any thread; pop: main thread. */
-#define CT_FLEET_OUTBOX_MAX 4096
+ * without a bus) it takes nothing: CLOSED. At most MAX are queued
+ * (fleet.purge_queue, passed on each push so a reload applies at once):
+ * past it a push is refused, FULL (the caller answers and counts it), so a
+ * stalled main thread cannot make the workers' purges grow memory. *BURST
+ * is for one log line per burst of refusals: on FULL, how many in a row
+ * this one makes (1: the first); on QUEUED, how many were refused in a row
+ * just before (0: none); 0 on CLOSED. Open and close: main thread; push:
+ * any thread; pop: main thread. */
+enum ct_fleet_push { CT_FLEET_PUSH_QUEUED, CT_FLEET_PUSH_FULL, CT_FLEET_PUSH_CLOSED };
 void ct_fleet_outbox_open(struct ct_fleet *f, void (*wake)(void *arg), void *arg);
 void ct_fleet_outbox_close(struct ct_fleet *f); /* what is queued is dropped */
-bool ct_fleet_outbox_push(struct ct_fleet *f, struct ct_str query);
+enum ct_fleet_push ct_fleet_outbox_push(struct ct_fleet *f, struct ct_str query, size_t max,
+                                        size_t *burst);
 /* The oldest query (NUL-terminated; the caller frees it), or NULL. */
 char *ct_fleet_outbox_pop(struct ct_fleet *f);
 

@@ -651,11 +651,12 @@ static struct peer_admin *admin_slot(struct ct_fleet_bus *b, const struct ct_con
 static void send_http(struct ct_fleet_bus *b, const char *kind, struct ct_str query,
                       struct ct_str expr)
 {
-    size_t sent = 0;
+    size_t sent = 0, targets = 0;
     const struct ct_conf_fleet *fl = &b->cf_now(b->arg)->fleet;
     for (size_t i = 0; i < fl->nmembers; i++) {
         if (i == fl->self_index || !fl->members[i].admin.host)
             continue;
+        targets++;
         struct peer_admin *pa = admin_slot(b, &fl->members[i].admin);
         if (!pa->conn) {
             pa->conn = evhttp_connection_base_new(b->base, NULL, pa->host, pa->port);
@@ -683,6 +684,8 @@ static void send_http(struct ct_fleet_bus *b, const char *kind, struct ct_str qu
             sent++;
     }
     b->n.http_sent += sent;
+    if (targets == 0 && !b->host)
+        return; /* static members without admin addresses: no fan-out, as configured */
     if (sent == 0) {
         b->n.unsent++;
         CT_WARN("fleet: Redis down and no member admin address: this %s reached no other node",
@@ -778,7 +781,7 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
                                       ct_fleet_bus_learn_cb *learn, void *arg)
 {
     const struct ct_conf_fleet *fl = &cf->fleet;
-    if (!fl->self || !fl->redis.host)
+    if (!fl->self)
         return NULL;
     struct ct_fleet_bus *b = ct_xcalloc(1, sizeof(*b));
     b->magic = CT_FLEET_BUS_MAGIC;
@@ -788,6 +791,15 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
     b->apply = apply;
     b->learn = learn;
     b->arg = arg;
+    b->hop_header = ct_xstrdup(fl->hop_header);
+    struct ct_str hv = ct_fleet_hop_value(fl);
+    b->hop_value = ct_xmalloc(hv.len + 1);
+    memcpy(b->hop_value, hv.p, hv.len);
+    b->hop_value[hv.len] = '\0';
+    const char *tok = ct_conf_admin_token(&cf->admin);
+    b->admin_token = tok ? ct_xstrdup(tok) : NULL;
+    if (!fl->redis.host)
+        return b; /* static members: the HTTP fan-out only, as with Redis down for good */
     b->host = ct_xstrdup(fl->redis.host);
     b->port = fl->redis.port;
     if (fl->redis_sentinel) {
@@ -816,13 +828,6 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
     b->password = fl->redis_password ? ct_xstrdup(fl->redis_password) : NULL;
     for (size_t i = 0; i < CT_BALANCE_MAX; i++)
         b->live[i] = true; /* the view starts with every member live */
-    b->hop_header = ct_xstrdup(fl->hop_header);
-    struct ct_str hv = ct_fleet_hop_value(fl);
-    b->hop_value = ct_xmalloc(hv.len + 1);
-    memcpy(b->hop_value, hv.p, hv.len);
-    b->hop_value[hv.len] = '\0';
-    const char *tok = ct_conf_admin_token(&cf->admin);
-    b->admin_token = tok ? ct_xstrdup(tok) : NULL;
     b->tick = event_new(base, -1, EV_PERSIST, on_tick, b);
     event_add(b->tick, &(struct timeval){1, 0});
     on_tick(-1, 0, b); /* connect now */
@@ -848,7 +853,8 @@ void ct_fleet_bus_free(struct ct_fleet_bus **bp)
         redisAsyncFree(b->blk);
     if (b->sen)
         redisAsyncFree(b->sen);
-    event_free(b->tick);
+    if (b->tick)
+        event_free(b->tick);
     free(b->master_name);
     for (size_t i = 0; i < b->nsens; i++)
         free(b->sens[i].host);

@@ -19,6 +19,7 @@
  *               (addresses IP:PORT, ADMIN "-" for none); with
  *               fleet.learn_members a registered node the configuration
  *               does not list is learned (LEARN below) and joins.
+ *   no Redis    (static members) purges go over HTTP, as below, always.
  *   Redis down  nothing is waited for: the fleet serves on its last view,
  *               purges are applied here and sent to the other members' admin
  *               listeners over HTTP instead (fleet.members[].admin); it
@@ -69,7 +70,10 @@ struct ct_fleet_bus_counts {
 };
 
 /* A bus for CF's fleet on BASE, connecting at once; NULL when CF has no
- * fleet.redis. VIEW (px->fleet) gets the membership marks. The bus copies
+ * fleet. Without fleet.redis (static members) it is the HTTP fan-out alone,
+ * as with Redis down for good: nothing registers or is learned, and a
+ * fleet whose members name no admin address has no fan-out at all (not
+ * counted as unsent). VIEW (px->fleet) gets the membership marks. The bus copies
  * what it needs of CF (a reload of fleet.redis needs a restart); CF_NOW
  * returns the configuration in force (members are matched by name). */
 struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_conf *cf,

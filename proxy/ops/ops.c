@@ -26,6 +26,7 @@
 #include "proxy/core/cache_int.h"
 #include "proxy/core/core.h"
 #include "proxy/ops/ops_int.h"
+#include "proxy/route/route.h"
 #include "proxy/stats/accesslog.h"
 #include "proxy/upstream/health.h"
 #include "proxy/upstream/upstream.h"
@@ -183,6 +184,8 @@ void ct_ops_free(struct ct_ops **opsp)
             event_free(evs[i]);
     ct_accesslog_free(&ops->alog); /* flushes what the workers left */
     ct_reload_free_retired(ops);
+    ct_ops_purge_routes_drop(ops);
+    ct_route_scratch_free(&ops->purge_scratch);
     ops->magic = 0;
     free(ops);
 }
@@ -328,6 +331,43 @@ static unsigned purge_tags(struct ct_ops *ops, struct ct_str query, enum ct_cach
     return purge_body(body, n ? 200 : 404, NULL, n);
 }
 
+static bool no_field(void *arg, struct ct_str name, size_t nth, struct ct_str *value)
+{
+    (void)arg, (void)name, (void)nth, (void)value;
+    return false;
+}
+
+/* The route a GET of TARGET on HOST takes under the configuration in force
+ * (NULL: no sites), so a purge by URL builds the key that request stored.
+ * A purge names a URL only: a route chosen by header, cookie or client
+ * address conditions sees none, and a listener's default site is not
+ * known (the table's is used). The table is built at the first purge after
+ * each reload (ct_ops_purge_routes_drop) on the main thread, the admin's. */
+static const struct ct_route *purge_route(struct ct_ops *ops, struct ct_str host,
+                                          struct ct_str target)
+{
+    const struct ct_conf *cf = ops->px->cf;
+    if (cf->nsites == 0)
+        return NULL;
+    if (!ops->purge_routes) {
+        char err[256];
+        if (ct_route_table_build(cf, &ops->purge_routes, err, sizeof(err)) != CT_OK) {
+            CT_ERR("admin: route table: %s; purging by the cache.key_* rules only", err);
+            return NULL;
+        }
+        if (!ops->purge_scratch)
+            ops->purge_scratch = ct_route_scratch_new();
+    }
+    struct ct_route_req q = {.host = host, .method = CT_STR("GET"), .target = target,
+                             .field = no_field};
+    return ct_route_choose(ops->purge_routes, &q, ops->purge_scratch);
+}
+
+void ct_ops_purge_routes_drop(struct ct_ops *ops)
+{
+    ct_route_table_free(&ops->purge_routes);
+}
+
 unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_out *body)
 {
     if (ops->cache == NULL)
@@ -358,6 +398,8 @@ unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_o
     } else {
         struct ct_cache_key_opts opts;
         ct_cache_key_opts_of(&ops->px->cf->cache, &opts);
+        char qbuf[2048];
+        path = ct_cache_route_key(purge_route(ops, host, path), path, &opts, qbuf, sizeof(qbuf));
         struct ct_cache_key_in in = {.mclass = CT_CACHE_MCLASS_GET, .host = host,
                                      .default_port = port, .target = path};
         size_t need = ct_cache_key_size(&in) + 2;

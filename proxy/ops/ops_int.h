@@ -49,6 +49,10 @@ struct ct_ops {
     ct_time_t learn_last;          /* mono time of the last such reload */
     struct event *lurk_timer;      /* the ban lurker's settings timer; its arg is the
                                       lurker (ops.c); NULL: no lurker */
+    /* the route table of px->cf for purges by URL (ops.c); NULL: not built
+     * since the last reload */
+    struct ct_route_table *purge_routes;
+    struct ct_route_scratch *purge_scratch;
 };
 
 /* ops_fleet.c: the fleet's fan-out (proxy/fleet/fleet_bus.h). Start: the bus
@@ -78,6 +82,9 @@ void ct_ops_admin_close(struct ct_ops *ops);
 /* ops.c: POST /purge?url=URL or ?prefix=URL (QUERY). Returns the status to
  * answer and appends the JSON body to BODY. */
 unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_out *body);
+/* px->cf was replaced: the purges' route table is built again from the new
+ * one when next needed (it borrows the old one's strings). Main thread. */
+void ct_ops_purge_routes_drop(struct ct_ops *ops);
 /* ops.c: POST /ban[?soft=1] with EXPR (the request body): 200 with the new
  * ban's id, 400 with the parse error, 503 when the ban list is full, 501
  * without a cache; the JSON body is appended to BODY. GET /bans: the list. */

@@ -832,6 +832,7 @@ void ct_ops_reload(struct ct_ops *ops)
     reload_counted(ops, true);
     retire(ops, RL_CONF, (void *)px->cf, rl->generation); /* main.c's: sweep skips it */
     px->cf = cf; /* main thread's view; workers switch on their own */
+    ct_ops_purge_routes_drop(ops);
     switch_admin(ops);
     switch_backends(ops, cf);
     rl->next_cf = cf;

@@ -153,6 +153,8 @@ enum ct_stats_route {
       "Peer fetches that failed before a response (owner down or slow); fetched from the origin, or 502 with owner_down = error.") \
     X(fleet_client_purges, COUNTER, NONE,                                       \
       "Clients' PURGE requests handed to the fleet's fan-out (Redis, or HTTP while it is down).") \
+    X(fleet_client_purges_refused, COUNTER, NONE,                               \
+      "Clients' PURGEs applied here but not fanned out: the queue (fleet.purge_queue) was full; answered 503.") \
     X(fleet_hop_requests, COUNTER, NONE,                                        \
       "Requests from peers (trusted hop header) served as the owner.")          \
     X(fleet_hop_untrusted, COUNTER, NONE,                                       \

@@ -13,27 +13,9 @@ read -r RP PA PB PC AA AB AC < <(ct_free_ports 7)
 start_redis() { ct_start_redis "$RP"; }
 start_redis
 declare -A PORT=([a]=$PA [b]=$PB [c]=$PC) ADMIN=([a]=$AA [b]=$AB [c]=$AC)
-for n in a b c; do
-    # mirror_ttl 1h: the edges keep their copies, so each node's own copy
-    # shows whether the purge reached it
-    cat >"$CT_TMP/$n.conf" <<EOF2
-workers = 2;
-listen = ( { kind = "http"; address = "127.0.0.1:${PORT[$n]}"; } );
-backends = ( { address = "127.0.0.1:$OPORT"; } );
-cache = { size = "64M"; purge_allow = [ "127.0.0.1/32" ]; };
-admin = { listen = "127.0.0.1:${ADMIN[$n]}"; };
-fleet = {
-  self = "$n";
-  members = ( { name = "a"; address = "127.0.0.1:$PA"; admin = "127.0.0.1:$AA"; },
-              { name = "b"; address = "127.0.0.1:$PB"; admin = "127.0.0.1:$AB"; },
-              { name = "c"; address = "127.0.0.1:$PC"; admin = "127.0.0.1:$AC"; } );
-  redis = "127.0.0.1:$RP";
-  mirror_ttl = "1h";
-};
-EOF2
-    ct_start "node$n" "$CT_BIN/cachet" -c "$CT_TMP/$n.conf"
-done
-for n in a b c; do ct_wait_listen "node$n" admin >/dev/null || { ct_failed "node $n starts"; exit 1; }; done
+# mirror_ttl 1h: the edges keep their copies, so each node's own copy shows
+# whether the purge reached it
+ct_fleet_start "redis = \"127.0.0.1:$RP\"; mirror_ttl = \"1h\";"
 
 metric() { ct_metric "${ADMIN[$1]}" "cachet_$2"; }
 metric_is() { [ "$(metric "$1" "$2")" = "$3" ]; }

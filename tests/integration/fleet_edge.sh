@@ -80,9 +80,12 @@ cs=$(cstatus a "$U")
 ttl=$(echo "$cs" | sed -n 's/.*ttl=\([-0-9]*\).*/\1/p')
 ct_check_match "a's hit on b's object: ttl capped at mirror_ttl ($cs)" "$cs" '^cachet; hit; ttl=[0-2]($|;)'
 ct_check_match "b's own copy keeps the object's lifetime ($(cstatus b "$U"))" "$(cstatus b "$U")" 'ttl=3[0-9]{3}'
-# purge on b alone (no Redis, no fan-out): a's copy is gone by expiry
+# purge on b alone (no Redis and no admin addresses: no fan-out): a's copy
+# is gone by expiry
 o0=$(origin_count)
 ct_check_match "purged on b only" "$(purge_on b "$U")" '"purged":1'
+ct_check "no fan-out configured: none sent, none counted as unsent" \
+    "$(metric b fleet_http_fanout) $(metric b fleet_fanout_unsent)" "0 0"
 gone() { get a "$U" >/dev/null; [ "$(origin_count)" -gt "$o0" ]; }
 if ct_wait_until 10 gone; then
     el=$(($(now_ms) - t_fill))

@@ -137,6 +137,45 @@ ct_start_redis() {
         { ct_failed "redis-server starts"; exit 1; }
 }
 
+# A fleet on loopback for the purge tests. The caller sets the associative
+# arrays PORT and ADMIN (NAME -> port) and OPORT (ct_start_origin).
+# ct_fleet_conf NAME EXTRA [TOP]: write $CT_TMP/NAME.conf, node NAME of the
+# fleet of every PORT key (each with its admin address), 2 workers, PURGE
+# allowed from loopback, EXTRA inside the fleet group (redis = ...;
+# mirror_ttl = ...), TOP at the top level (sites = ...).
+# ct_fleet_start EXTRA [TOP]: write and start every node ("nodeNAME"), wait
+# for each admin listener; a node that does not start ends the script.
+ct_fleet_conf() {
+    local n=$1 m members=""
+    for m in $(printf '%s\n' "${!PORT[@]}" | sort); do
+        members+="${members:+, }{ name = \"$m\"; address = \"127.0.0.1:${PORT[$m]}\";"
+        members+=" admin = \"127.0.0.1:${ADMIN[$m]}\"; }"
+    done
+    cat >"$CT_TMP/$n.conf" <<EOF
+workers = 2;
+listen = ( { kind = "http"; address = "127.0.0.1:${PORT[$n]}"; } );
+backends = ( { address = "127.0.0.1:$OPORT"; } );
+cache = { size = "64M"; purge_allow = [ "127.0.0.1/32" ]; };
+admin = { listen = "127.0.0.1:${ADMIN[$n]}"; };
+fleet = {
+  self = "$n";
+  members = ( $members );
+  $2
+};
+${3:-}
+EOF
+}
+ct_fleet_start() {
+    local n
+    for n in "${!PORT[@]}"; do
+        ct_fleet_conf "$n" "$1" "${2:-}"
+        ct_start "node$n" "$CT_BIN/cachet" -c "$CT_TMP/$n.conf"
+    done
+    for n in "${!PORT[@]}"; do
+        ct_wait_listen "node$n" admin >/dev/null || { ct_failed "node $n starts"; exit 1; }
+    done
+}
+
 # The start-and-wait preamble most scripts open with. A binary that does not
 # come up fails the script at once (ct_wait_listen printed why).
 ct_start_origin() {

@@ -30,16 +30,6 @@ static char *slurp(const char *path)
     return buf;
 }
 
-static char *dump_text(const struct ct_conf *cf)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *fp = open_memstream(&buf, &len);
-    ct_conf_dump(cf, fp);
-    fclose(fp);
-    return buf;
-}
-
 /* dump -> load -> dump gives the same text (after the comment naming the
  * source), and that text is the configuration's every value. */
 static void round_trip(const struct ct_conf *cf)

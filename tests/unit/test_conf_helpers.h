@@ -32,6 +32,17 @@ static inline struct ct_conf *load(const char *text)
     return cf;
 }
 
+/* `cachet -T`'s text of CF (ct_conf_dump; the caller frees it). */
+static inline char *dump_text(const struct ct_conf *cf)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    ct_conf_dump(cf, fp);
+    fclose(fp);
+    return buf;
+}
+
 static inline int has_err(const char *exact)
 {
     for (size_t i = 0; i < errs.n; i++)

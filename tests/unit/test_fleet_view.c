@@ -2,10 +2,13 @@
  * tests/unit/test_fleet_view.c: the fleet section's checks (conf/conf_fleet.c)
  * and the view (proxy/fleet/): owners agree between nodes, a member marked
  * down gives up only its own keys, the hop header is trusted from members
- * or with the token only.
+ * or with the token only, `cachet -T` shows the file's members only (and
+ * says so), the clients' PURGE queue refuses past its bound
+ * and reports each burst of refusals once.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "proxy/balance/balance.h"
@@ -119,6 +122,28 @@ static void test_learned(void)
     struct sockaddr_in sin = {.sin_family = AF_INET};
     inet_pton(AF_INET, "10.0.0.3", &sin.sin_addr);
     CU_ASSERT_TRUE(ct_fleet_hop_trusted(fl, (struct sockaddr *)&sin, CT_STR("1")));
+    /* -T shows the file's members, and says the learned one is not */
+    char *d = dump_text(cf);
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "# static members (this file's); 1 learned from Redis at "
+                                     "run time, not shown: c\n"));
+    CU_ASSERT_PTR_NULL(strstr(d, "name = \"c\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "name = \"b\""));
+    struct ct_conf *back = load(d);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    CU_ASSERT_EQUAL(back->fleet.nmembers, 2);
+    ct_conf_free(&back);
+    free(d);
+    ct_conf_free(&cf);
+    cf = build_learned("  redis = \"127.0.0.1:6379\";\n", l, 0);
+    d = dump_text(cf);
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "# static members (this file's); members learned from Redis "
+                                     "at run time (learn_members) join them and are not shown\n"));
+    free(d);
+    ct_conf_free(&cf);
+    cf = build_learned("", l, 0); /* no Redis: nothing to learn, nothing to say */
+    d = dump_text(cf);
+    CU_ASSERT_PTR_NULL(strstr(d, "static members"));
+    free(d);
     ct_conf_free(&cf);
     cf = build_learned("  redis = \"127.0.0.1:6379\"; learn_members = false;\n", l, 3);
     CU_ASSERT_EQUAL(cf->fleet.nmembers, 2);
@@ -244,11 +269,47 @@ static void test_hop_trust(void)
     ct_conf_free(&cf);
 }
 
+static void count_wake(void *arg) { ++*(int *)arg; }
+
+static void test_outbox(void)
+{
+    struct ct_fleet *f = ct_fleet_new();
+    size_t burst = 9;
+    CU_ASSERT_EQUAL(ct_fleet_outbox_push(f, CT_STR("url=x"), 2, &burst), CT_FLEET_PUSH_CLOSED);
+    CU_ASSERT_EQUAL(burst, 0);
+    int woken = 0;
+    ct_fleet_outbox_open(f, count_wake, &woken);
+    CU_ASSERT_EQUAL(ct_fleet_outbox_push(f, CT_STR("url=a"), 2, &burst), CT_FLEET_PUSH_QUEUED);
+    CU_ASSERT_EQUAL(ct_fleet_outbox_push(f, CT_STR("url=b"), 2, &burst), CT_FLEET_PUSH_QUEUED);
+    CU_ASSERT_EQUAL(burst, 0);
+    /* full: the first refusal of the burst says 1, the next ones count on */
+    CU_ASSERT_EQUAL(ct_fleet_outbox_push(f, CT_STR("url=c"), 2, &burst), CT_FLEET_PUSH_FULL);
+    CU_ASSERT_EQUAL(burst, 1);
+    CU_ASSERT_EQUAL(ct_fleet_outbox_push(f, CT_STR("url=d"), 2, &burst), CT_FLEET_PUSH_FULL);
+    CU_ASSERT_EQUAL(burst, 2);
+    CU_ASSERT_EQUAL(woken, 2);
+    char *q = ct_fleet_outbox_pop(f);
+    CU_ASSERT_STRING_EQUAL(q, "url=a");
+    free(q);
+    /* room again: the push taken reports the burst that ended, once */
+    CU_ASSERT_EQUAL(ct_fleet_outbox_push(f, CT_STR("url=e"), 2, &burst), CT_FLEET_PUSH_QUEUED);
+    CU_ASSERT_EQUAL(burst, 2);
+    CU_ASSERT_EQUAL(ct_fleet_outbox_push(f, CT_STR("url=f"), 3, &burst), CT_FLEET_PUSH_QUEUED);
+    CU_ASSERT_EQUAL(burst, 0);
+    /* a bound of 0 queues nothing */
+    CU_ASSERT_EQUAL(ct_fleet_outbox_push(f, CT_STR("url=g"), 0, &burst), CT_FLEET_PUSH_FULL);
+    q = ct_fleet_outbox_pop(f);
+    CU_ASSERT_STRING_EQUAL(q, "url=b");
+    free(q);
+    ct_fleet_free(&f);
+}
+
 void ct_test_register(void)
 {
     CT_SUITE("fleet", {"fleet section checks", test_checks},
              {"peer groups derived", test_peer_groups},
              {"members learned through Redis", test_learned},
              {"owners agree, a down member moves only its keys", test_owners},
-             {"hop header trust", test_hop_trust});
+             {"hop header trust", test_hop_trust},
+             {"PURGE queue bound and bursts", test_outbox});
 }
