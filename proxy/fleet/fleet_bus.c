@@ -6,8 +6,9 @@
  * membership read) and BLK for the XREAD BLOCK loop, so a blocked read never
  * holds up a publish. Each is NULL while down; one timer reconnects both
  * every second. While a Redis Cluster migrates the fleet's slot, an ASKed
- * command goes once more on one of two links to the importing node (ASK). hiredis frees a context after its connect callback failed
- * or its disconnect callback ran: the callbacks only forget the pointer.
+ * command goes once more on one of two links to the importing node (ASK).
+ * hiredis frees a context after its connect callback failed or its
+ * disconnect callback ran: the callbacks only forget the pointer.
  */
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -54,6 +55,8 @@ struct ct_fleet_bus {
     uint64_t ttl_ms;
     char *hop_header, *hop_value, *admin_token;
     char *password; /* fleet.redis_password; NULL: no AUTH */
+    char *username; /* fleet.redis_username; NULL: AUTH PASSWORD alone */
+    char *sen_password; /* fleet.redis_sentinel_password; NULL: no AUTH to Sentinels */
     struct peer_admin *admins;
     size_t nadmins;
     /* state */
@@ -643,31 +646,48 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
             status == REDIS_OK ? "" : "");
 }
 
-/* AUTH's answer: an error (a wrong password, or none set on a server that
- * wants one) leaves the connection up but every command refused (NOAUTH):
- * said once per connection, counted. */
+/* AUTH's answer: an error (a wrong password or user, or none set on a
+ * server that wants one) leaves the connection up but every command
+ * refused (NOAUTH): said once per connection, counted. PRIV: the key. */
 static void on_auth(redisAsyncContext *ac, void *r, void *priv)
 {
-    (void)priv;
     struct ct_fleet_bus *b = bus_of(ac);
     redisReply *rep = r;
     if (b->closing || !rep || rep->type != REDIS_REPLY_ERROR)
         return;
     b->n.redis_errors++;
-    CT_WARN("fleet: Redis %s:%d refused AUTH: %s (fleet.redis_password)", ac->c.tcp.host,
-            ac->c.tcp.port, rep->str);
+    CT_WARN("fleet: Redis %s:%d refused AUTH: %s (%s)", ac->c.tcp.host, ac->c.tcp.port, rep->str,
+            (const char *)priv);
 }
 
-/* A connection to HOST:PORT for ROLE ("cmd", "stream", "ask-cmd", ...),
- * NULL when it fails at once. */
+/* AUTH as the first command queued on AC (hiredis sends in order once
+ * connected): no command runs unauthenticated. */
+static void auth_first(redisAsyncContext *ac, const char *user, const char *pass,
+                       const char *key)
+{
+    if (!pass)
+        return;
+    if (user)
+        redisAsyncCommand(ac, on_auth, (void *)key, "AUTH %s %s", user, pass);
+    else
+        redisAsyncCommand(ac, on_auth, (void *)key, "AUTH %s", pass);
+}
+
+/* A connection to HOST:PORT for ROLE ("cmd", "stream", "ask-cmd", ...,
+ * "sentinel"), NULL when it fails at once (said and counted). */
 static redisAsyncContext *link_new(struct ct_fleet_bus *b, const char *host, int port,
                                    redisConnectCallback *on_conn,
                                    redisDisconnectCallback *on_disc, const char *role)
 {
+    bool sen = strcmp(role, "sentinel") == 0;
     redisAsyncContext *ac = redisAsyncConnect(host, port);
     if (!ac)
         return NULL;
     if (ac->err) {
+        /* refused before any callback (no route to it: ENETUNREACH from
+         * connect(2) itself) */
+        CT_WARN("fleet: %s %s:%d unreachable (%s)", sen ? "Sentinel" : "Redis", host, port,
+                ac->errstr);
         redisAsyncFree(ac);
         b->n.redis_errors++;
         return NULL;
@@ -676,10 +696,10 @@ static redisAsyncContext *link_new(struct ct_fleet_bus *b, const char *host, int
     redisLibeventAttach(ac, b->base);
     redisAsyncSetConnectCallback(ac, on_conn);
     redisAsyncSetDisconnectCallback(ac, on_disc);
-    /* queued before anything else on this connection (hiredis sends in
-     * order once connected): no command runs unauthenticated */
-    if (b->password)
-        redisAsyncCommand(ac, on_auth, NULL, "AUTH %s", b->password);
+    if (sen)
+        auth_first(ac, NULL, b->sen_password, "fleet.redis_sentinel_password");
+    else
+        auth_first(ac, b->username, b->password, "fleet.redis_password");
     /* named, so an operator (and the tests) can tell the nodes apart */
     redisAsyncCommand(ac, NULL, NULL, "CLIENT SETNAME cachet-%s-%s", b->self, role);
     return ac;
@@ -707,8 +727,9 @@ static void on_master(redisAsyncContext *ac, void *r, void *priv)
         b->port = port;
         b->have_master = true;
     } else {
-        CT_WARN("fleet: Sentinel %s:%d knows no master \"%s\"", b->sen_host, b->sen_port,
-                b->master_name);
+        CT_WARN("fleet: Sentinel %s:%d knows no master \"%s\"%s%s", b->sen_host, b->sen_port,
+                b->master_name, rep && rep->type == REDIS_REPLY_ERROR ? ": " : "",
+                rep && rep->type == REDIS_REPLY_ERROR ? rep->str : "");
         next_sentinel(b, false); /* this one is still connected: asked on the next tick */
     }
     redisAsyncDisconnect(ac);
@@ -756,23 +777,9 @@ static void ask_sentinel(struct ct_fleet_bus *b)
 {
     if (b->sen)
         return; /* a question in flight */
-    redisAsyncContext *ac = redisAsyncConnect(b->sen_host, b->sen_port);
-    if (!ac)
-        return;
-    if (ac->err) {
-        /* refused before any callback (no route to it: ENETUNREACH from
-         * connect(2) itself): the next one, as sen_connect() does */
-        CT_WARN("fleet: Sentinel %s:%d unreachable (%s)", b->sen_host, b->sen_port, ac->errstr);
-        redisAsyncFree(ac);
-        b->n.redis_errors++;
-        next_sentinel(b, true);
-        return;
-    }
-    ac->data = b;
-    redisLibeventAttach(ac, b->base);
-    redisAsyncSetConnectCallback(ac, sen_connect);
-    redisAsyncSetDisconnectCallback(ac, sen_disconnect);
-    b->sen = ac;
+    b->sen = link_new(b, b->sen_host, b->sen_port, sen_connect, sen_disconnect, "sentinel");
+    if (!b->sen)
+        next_sentinel(b, true); /* as sen_connect() does */
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
@@ -996,6 +1003,9 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
     free(tag);
     b->ttl_ms = fl->register_ttl_ms;
     b->password = fl->redis_password ? ct_xstrdup(fl->redis_password) : NULL;
+    b->username = fl->redis_username ? ct_xstrdup(fl->redis_username) : NULL;
+    b->sen_password =
+        fl->redis_sentinel_password ? ct_xstrdup(fl->redis_sentinel_password) : NULL;
     for (size_t i = 0; i < CT_BALANCE_MAX; i++)
         b->live[i] = true; /* the view starts with every member live */
     b->hop_header = ct_xstrdup(fl->hop_header);
@@ -1054,6 +1064,8 @@ void ct_fleet_bus_free(struct ct_fleet_bus **bp)
     free(b->hop_value);
     free(b->admin_token);
     free(b->password);
+    free(b->username);
+    free(b->sen_password);
     b->magic = 0;
     free(b);
     *bp = NULL;
