@@ -443,6 +443,8 @@ struct ct_conf_fleet {
     struct ct_conf_addr redis; /* IP:PORT; host NULL ("off"): static members, no fan-out */
     char *redis_sentinel;      /* master name: REDIS is a Sentinel's address; NULL: not */
     char *redis_password;      /* AUTH to the Redis server(s); NULL: none */
+    char *redis_username;      /* ACL user of that AUTH (Redis 6); NULL: "default" */
+    char *redis_sentinel_password; /* AUTH to the Sentinels; NULL: none */
     char **redis_sentinels;    /* more Sentinels' "IP:PORT", tried after REDIS in order */
     size_t nredis_sentinels;
     char *redis_prefix;        /* key prefix: {PREFIX}:purges, {PREFIX}:members */

@@ -209,6 +209,12 @@ void ct_conf_check_fleet(struct ct_conf *cf, struct ct_conf_errors *errs)
     if (fl->nredis_sentinels && !fl->redis_sentinel)
         ERR("fleet.redis_sentinels", "set without fleet.redis_sentinel (expected the master's "
                                      "name, which these Sentinels watch)");
+    if (fl->redis_username && !fl->redis_password)
+        ERR("fleet.redis_username", "set without fleet.redis_password (expected the user's "
+                                    "password too)");
+    if (fl->redis_sentinel_password && !fl->redis_sentinel)
+        ERR("fleet.redis_sentinel_password", "set without fleet.redis_sentinel (expected the "
+                                             "master's name, asked of the Sentinels)");
     for (size_t i = 0; i < fl->nredis_sentinels; i++) {
         struct ct_conf_addr a = {0};
         char path[64];

@@ -579,8 +579,16 @@ static const struct ct_conf_row fleet_rows[] = {
                 "after `redis` when one cannot be reached or knows no master."),
     ROW_OPTSTR_F(T, "redis_password", redis_password, CT_ROW_SECRET, Q("off"),
                  "Password sent with AUTH on every connection to the Redis server (its "
-                 "`requirepass`; for a Cluster, every node's; not sent to a Sentinel), or "
-                 "`off`. Sent in clear: hiredis 0.14 has no TLS (docs/fleet.md)."),
+                 "`requirepass`, or `redis_username`'s ACL password; for a Cluster, every "
+                 "node's; not sent to a Sentinel), or `off`. Sent in clear: hiredis 0.14 has "
+                 "no TLS (docs/fleet.md)."),
+    ROW_OPTSTR(T, "redis_username", redis_username, Q("off"),
+               "ACL user (Redis 6) that `redis_password` belongs to: AUTH is then `AUTH user "
+               "password`; `off`: `AUTH password` (the `default` user, `requirepass`)."),
+    ROW_OPTSTR_F(T, "redis_sentinel_password", redis_sentinel_password, CT_ROW_SECRET,
+                 Q("off"),
+                 "Password sent with AUTH to every Sentinel asked (their `requirepass` in "
+                 "sentinel.conf), or `off`. Sent in clear, as `redis_password`."),
     ROW_STR(T, "redis_prefix", redis_prefix, 0, Q("cachet"),
             "Prefix of the Redis keys (`{PREFIX}:purges`, `{PREFIX}:members`): one per fleet."),
     ROW_DUR(T, "register_ttl", register_ttl_ms, 0, 1 * SEC, 1 * HOUR, Q("10s"),
@@ -1283,6 +1291,10 @@ static const struct {
     {"fleet.redis_sentinels", "`redis` names the one Sentinel most setups start with."},
     {"fleet.redis_password", "a Redis on a private network often has no password; one that has "
                              "is named here (or `requirepass` is off)."},
+    {"fleet.redis_username", "`requirepass` authenticates the `default` user, the one most "
+                             "servers have."},
+    {"fleet.redis_sentinel_password", "Sentinels on a private network often have no "
+                                      "password, as their servers."},
     {"fleet.redis_prefix", "the program's name: one fleet per Redis unless told otherwise."},
     {"fleet.register_ttl", "a dead node's keys re-home within 10 s, while three refreshes "
                            "must be lost before a live one is dropped."},

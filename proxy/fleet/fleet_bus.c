@@ -5,8 +5,10 @@
  * Two connections: CMD for commands that answer at once (XADD, ZADD, the
  * membership read) and BLK for the XREAD BLOCK loop, so a blocked read never
  * holds up a publish. Each is NULL while down; one timer reconnects both
- * every second. hiredis frees a context after its connect callback failed
- * or its disconnect callback ran: the callbacks only forget the pointer.
+ * every second. While a Redis Cluster migrates the fleet's slot, an ASKed
+ * command goes once more on one of two links to the importing node (ASK).
+ * hiredis frees a context after its connect callback failed or its
+ * disconnect callback ran: the callbacks only forget the pointer.
  */
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -15,6 +17,7 @@
 #include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,12 +55,24 @@ struct ct_fleet_bus {
     uint64_t ttl_ms;
     char *hop_header, *hop_value, *admin_token;
     char *password; /* fleet.redis_password; NULL: no AUTH */
+    char *username; /* fleet.redis_username; NULL: AUTH PASSWORD alone */
+    char *sen_password; /* fleet.redis_sentinel_password; NULL: no AUTH to Sentinels */
     struct peer_admin *admins;
     size_t nadmins;
     /* state */
     redisAsyncContext *cmd, *blk;
     bool cmd_up, blk_up, reading, closing;
+    /* the XREAD in flight (READING): a read of a link left behind (an ASK
+     * target's, as a MOVED ends a migration) may still answer; only this
+     * one's answer goes on reading */
+    uintptr_t read_gen;
     bool redirecting; /* closing both connections after a MOVED */
+    /* Redis Cluster ASK: the node importing the fleet's slot, and a link
+     * to it for CMD's commands and one for BLK's (a blocked read there must
+     * not hold up a publish either); NULL until an ASK needs one */
+    char *ask_host;
+    int ask_port;
+    redisAsyncContext *ask[2]; /* [0]: CMD's, [1]: BLK's */
     /* Sentinel (fleet.redis_sentinel): host:port above is the master it
      * named; SEN asks it again whenever the master is lost */
     char *master_name; /* NULL: no Sentinel */
@@ -98,14 +113,55 @@ static char *join(const char *a, const char *b)
 
 static void up_gauge(struct ct_fleet_bus *b) { b->n.redis_up = b->cmd_up && b->blk_up; }
 
-/* ---- Redis Cluster: MOVED ---------------------------------------------------------
+/* ---- Redis Cluster: MOVED and ASK ------------------------------------------------
  *
  * Both keys carry the hash tag {PREFIX}, so they live in one slot and one
  * master serves everything this node asks. A reply "MOVED slot ip:port"
  * (the configured address is any node of the cluster, or the slot moved)
  * points both connections at that master: they are closed and the tick
- * reconnects there. ASK (a slot being migrated) is treated the same way:
- * the commands are sent again once the migration has ended. */
+ * reconnects there. "ASK slot ip:port" (the slot is being migrated and our
+ * keys are on the importing node already) holds for that one command only
+ * (Cluster spec, "ASK redirection"): it is sent once more, after ASKING, to
+ * the importing node, and CMD and BLK stay where they are, so the next
+ * command is asked of the master again; the migration's end is its MOVED.
+ * So each keyed command is kept (struct sent) until its answer. */
+
+struct sent {
+    redisCallbackFn *fn;
+    void *priv;
+    char *cmd; /* as formatted, to send again */
+    size_t len;
+    bool asked; /* sent to the ASK target already: its answer is final */
+};
+
+static redisAsyncContext *link_new(struct ct_fleet_bus *b, const char *host, int port,
+                                   redisConnectCallback *on_conn,
+                                   redisDisconnectCallback *on_disc, const char *role);
+
+static bool is_redirect(const redisReply *rep, const char *kind)
+{
+    return rep && rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, kind, strlen(kind)) == 0;
+}
+
+/* The "ip:port" a MOVED or ASK error ends with; false when malformed. */
+static bool redirect_addr(const redisReply *rep, char host[64], int *port)
+{
+    const char *at = strrchr(rep->str, ' ');
+    const char *colon = at ? strrchr(at, ':') : NULL;
+    if (!colon || colon - at - 1 <= 0 || colon - at - 1 >= 64)
+        return false;
+    snprintf(host, 64, "%.*s", (int)(colon - at - 1), at + 1);
+    *port = atoi(colon + 1);
+    return true;
+}
+
+static void drop_ask(struct ct_fleet_bus *b)
+{
+    for (size_t i = 0; i < CT_ARRAY_LEN(b->ask); i++)
+        if (b->ask[i])
+            redisAsyncDisconnect(b->ask[i]); /* once its answers are in: ask_disconnect */
+}
+
 static void drop_links(struct ct_fleet_bus *b)
 {
     b->redirecting = true; /* the disconnects are not errors */
@@ -113,13 +169,109 @@ static void drop_links(struct ct_fleet_bus *b)
         redisAsyncDisconnect(b->cmd);
     if (b->blk)
         redisAsyncDisconnect(b->blk);
+    drop_ask(b);
+}
+
+static void forget_ask(const redisAsyncContext *ac)
+{
+    struct ct_fleet_bus *b = bus_of(ac);
+    for (size_t i = 0; i < CT_ARRAY_LEN(b->ask); i++)
+        if (b->ask[i] == ac)
+            b->ask[i] = NULL;
+}
+
+static void ask_connect(const redisAsyncContext *ac, int status)
+{
+    if (status == REDIS_OK)
+        return;
+    bus_of(ac)->n.redis_errors++;
+    CT_WARN("fleet: Redis %s:%d (asked by an ASK) unreachable (%s)", ac->c.tcp.host,
+            ac->c.tcp.port, ac->errstr[0] ? ac->errstr : "connect failed");
+    forget_ask(ac); /* its commands were answered NULL: the tick sends them again */
+}
+
+static void ask_disconnect(const redisAsyncContext *ac, int status)
+{
+    (void)status;
+    forget_ask(ac);
+}
+
+static void on_sent(redisAsyncContext *ac, void *r, void *priv);
+
+/* S, sent on CMD or BLK (AC), was answered ASK (REP): send it once to the
+ * node importing the slot, on the link for AC's kind. False when it cannot
+ * be (the ASK then stands as the answer; the tick's next round asks again). */
+static bool ask_again(struct ct_fleet_bus *b, redisAsyncContext *ac, struct sent *s,
+                      const redisReply *rep)
+{
+    char host[64];
+    int port;
+    if (!redirect_addr(rep, host, &port))
+        return false;
+    if (!b->ask_host || strcmp(b->ask_host, host) != 0 || b->ask_port != port) {
+        CT_INFO("fleet: Redis %s:%d asks %s:%d for the fleet's slot (%s): a slot migration; "
+                "each such command goes there once", b->host, b->port, host, port, rep->str);
+        drop_ask(b); /* the links to a former target: new ones once they are closed */
+        free(b->ask_host);
+        b->ask_host = ct_xstrdup(host);
+        b->ask_port = port;
+    }
+    size_t i = ac == b->blk;
+    if (!b->ask[i])
+        b->ask[i] = link_new(b, host, port, ask_connect, ask_disconnect,
+                             i ? "ask-stream" : "ask-cmd");
+    redisAsyncContext *to = b->ask[i];
+    if (!to || (to->c.flags & REDIS_DISCONNECTING) ||
+        redisAsyncCommand(to, NULL, NULL, "ASKING") != REDIS_OK ||
+        redisAsyncFormattedCommand(to, on_sent, s, s->cmd, s->len) != REDIS_OK)
+        return false;
+    s->asked = true;
+    b->n.asks++;
+    return true;
+}
+
+static void on_sent(redisAsyncContext *ac, void *r, void *priv)
+{
+    struct sent *s = priv;
+    struct ct_fleet_bus *b = bus_of(ac);
+    if (!s->asked && !b->closing && is_redirect(r, "ASK ") && ask_again(b, ac, s, r))
+        return;
+    s->fn(ac, r, s->priv);
+    redisFreeCommand(s->cmd);
+    free(s);
+}
+
+/* Send CMD (LEN bytes from redisFormatCommand*, taken; LEN < 0: it failed)
+ * on AC, FN getting its answer, the one after an ASK if it got one. */
+static int send_formatted(redisAsyncContext *ac, redisCallbackFn *fn, void *priv, char *cmd,
+                          int len)
+{
+    if (len < 0)
+        return REDIS_ERR;
+    struct sent *s = ct_xmalloc(sizeof(*s));
+    *s = (struct sent){.fn = fn, .priv = priv, .cmd = cmd, .len = (size_t)len};
+    if (redisAsyncFormattedCommand(ac, on_sent, s, cmd, s->len) == REDIS_OK)
+        return REDIS_OK;
+    redisFreeCommand(cmd);
+    free(s);
+    return REDIS_ERR;
+}
+
+/* A command on a key of the slot, sent on AC (CMD or BLK) with send_formatted. */
+static int send_cmd(redisAsyncContext *ac, redisCallbackFn *fn, void *priv, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *cmd = NULL;
+    int len = redisvFormatCommand(&cmd, fmt, ap);
+    va_end(ap);
+    return send_formatted(ac, fn, priv, cmd, len);
 }
 
 static bool redirected(struct ct_fleet_bus *b, const redisReply *rep)
 {
     /* Sentinel: the master we talk to was demoted (a failover): ask again */
-    if (b->master_name && rep && rep->type == REDIS_REPLY_ERROR &&
-        (strncmp(rep->str, "READONLY", 8) == 0 || strncmp(rep->str, "UNBLOCKED", 9) == 0)) {
+    if (b->master_name && (is_redirect(rep, "READONLY") || is_redirect(rep, "UNBLOCKED"))) {
         CT_INFO("fleet: Redis %s:%d is no longer the master (%s): asking Sentinel", b->host,
                 b->port, rep->str);
         b->have_master = false;
@@ -127,16 +279,14 @@ static bool redirected(struct ct_fleet_bus *b, const redisReply *rep)
         drop_links(b);
         return true;
     }
-    if (!rep || rep->type != REDIS_REPLY_ERROR ||
-        (strncmp(rep->str, "MOVED ", 6) != 0 && strncmp(rep->str, "ASK ", 4) != 0))
+    if (is_redirect(rep, "ASK "))
+        return true; /* asked once already (on_sent) or it could not be: the tick retries */
+    if (!is_redirect(rep, "MOVED "))
         return false;
-    const char *at = strrchr(rep->str, ' ');
-    const char *colon = at ? strrchr(at, ':') : NULL;
-    if (!colon || colon - at - 1 <= 0 || colon - at - 1 >= 64)
-        return true; /* malformed: ignore it, the tick retries the command */
     char host[64];
-    snprintf(host, sizeof(host), "%.*s", (int)(colon - at - 1), at + 1);
-    int port = atoi(colon + 1);
+    int port;
+    if (!redirect_addr(rep, host, &port))
+        return true; /* malformed: ignore it, the tick retries the command */
     if (strcmp(host, b->host) == 0 && port == b->port)
         return true;
     CT_INFO("fleet: Redis %s:%d redirects to %s:%d (%s)", b->host, b->port, host, port, rep->str);
@@ -314,9 +464,9 @@ static void register_self(struct ct_fleet_bus *b)
     snprintf(nowb, sizeof(nowb), "%lld", now_ms);
     /* the set's scores are expiry times on this node's clock: members need
      * clocks within a fraction of register_ttl (NTP) */
-    redisAsyncCommand(b->cmd, on_reply, NULL, "ZADD %s %s %s", b->k_members, exp, b->reg);
-    redisAsyncCommand(b->cmd, on_reply, NULL, "ZREMRANGEBYSCORE %s -inf %s", b->k_members, nowb);
-    redisAsyncCommand(b->cmd, on_members, NULL, "ZRANGEBYSCORE %s %s +inf", b->k_members, nowb);
+    send_cmd(b->cmd, on_reply, NULL, "ZADD %s %s %s", b->k_members, exp, b->reg);
+    send_cmd(b->cmd, on_reply, NULL, "ZREMRANGEBYSCORE %s -inf %s", b->k_members, nowb);
+    send_cmd(b->cmd, on_members, NULL, "ZRANGEBYSCORE %s %s +inf", b->k_members, nowb);
 }
 
 /* ---- the stream ----------------------------------------------------------------- */
@@ -331,12 +481,32 @@ static struct ct_str field(const redisReply *kv, const char *name)
     return CT_STR_NULL;
 }
 
+struct stream_id {
+    unsigned long long ms, seq;
+};
+
+static struct stream_id id_of(const char *s)
+{
+    struct stream_id id = {0, 0};
+    sscanf(s, "%llu-%llu", &id.ms, &id.seq);
+    return id;
+}
+
+static bool id_after(struct stream_id a, struct stream_id b)
+{
+    return a.ms > b.ms || (a.ms == b.ms && a.seq > b.seq);
+}
+
 static void apply_entries(struct ct_fleet_bus *b, const redisReply *entries)
 {
     for (size_t i = 0; i < entries->elements; i++) {
         const redisReply *e = entries->element[i];
         if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
             e->element[0]->type != REDIS_REPLY_STRING || e->element[1]->type != REDIS_REPLY_ARRAY)
+            continue;
+        /* each once: two reads from one id (a left-behind link's and the
+         * current one) answer the same entries */
+        if (!id_after(id_of(e->element[0]->str), id_of(b->last_id)))
             continue;
         snprintf(b->last_id, sizeof(b->last_id), "%s", e->element[0]->str);
         const redisReply *kv = e->element[1];
@@ -352,28 +522,30 @@ static void apply_entries(struct ct_fleet_bus *b, const redisReply *entries)
 
 static void on_read(redisAsyncContext *ac, void *r, void *priv)
 {
-    (void)priv;
     struct ct_fleet_bus *b = bus_of(ac);
     redisReply *rep = r;
-    b->reading = false;
-    if (b->closing || !rep || redirected(b, rep))
+    bool current = (uintptr_t)priv == b->read_gen;
+    if (current)
+        b->reading = false;
+    if (b->closing || !rep || (current && redirected(b, rep)))
         return;
     if (rep->type == REDIS_REPLY_ARRAY) /* [[stream, entries]]; NIL: the block timed out */
         for (size_t i = 0; i < rep->elements; i++)
             if (rep->element[i]->type == REDIS_REPLY_ARRAY && rep->element[i]->elements == 2)
                 apply_entries(b, rep->element[i]->element[1]);
-    if (rep->type == REDIS_REPLY_ERROR)
+    if (rep->type == REDIS_REPLY_ERROR && current)
         CT_WARN("fleet: XREAD: %s", rep->str);
-    read_more(b);
+    if (current)
+        read_more(b);
 }
 
 static void read_more(struct ct_fleet_bus *b)
 {
     if (!b->blk_up || b->reading || b->closing || !b->last_id[0])
         return;
-    b->reading = true;
-    redisAsyncCommand(b->blk, on_read, NULL, "XREAD BLOCK " BLOCK_MS " STREAMS %s %s", b->k_stream,
-                      b->last_id);
+    b->reading = send_cmd(b->blk, on_read, (void *)++b->read_gen,
+                          "XREAD BLOCK " BLOCK_MS " STREAMS %s %s", b->k_stream,
+                          b->last_id) == REDIS_OK;
 }
 
 /* The first entry still in the stream, after a reconnect: past our last id,
@@ -389,10 +561,9 @@ static void on_first(redisAsyncContext *ac, void *r, void *priv)
     const redisReply *e = rep->element[0];
     if (e->type != REDIS_REPLY_ARRAY || e->elements < 1 || e->element[0]->type != REDIS_REPLY_STRING)
         return;
-    unsigned long long a_ms = 0, a_seq = 0, f_ms = 0, f_seq = 0;
-    sscanf(b->last_id, "%llu-%llu", &a_ms, &a_seq);
-    sscanf(e->element[0]->str, "%llu-%llu", &f_ms, &f_seq);
-    if (f_ms > a_ms || (f_ms == a_ms && f_seq > a_seq + 1)) {
+    struct stream_id last = id_of(b->last_id);
+    last.seq++; /* the next id there can be, in the same millisecond */
+    if (id_after(id_of(e->element[0]->str), last)) {
         b->n.missed++;
         CT_WARN("fleet: purges between stream ids %s and %s were trimmed while this node was "
                 "away: not applied (purge what matters again)", b->last_id, e->element[0]->str);
@@ -432,9 +603,6 @@ static void on_connect(const redisAsyncContext *ac, int status)
         return; /* hiredis frees AC; the tick retries */
     }
     CT_INFO("fleet: Redis %s:%d connected (%s)", b->host, b->port, is_cmd ? "commands" : "stream");
-    /* named, so an operator (and the tests) can tell the nodes apart */
-    redisAsyncCommand((redisAsyncContext *)ac, NULL, NULL, "CLIENT SETNAME cachet-%s-%s", b->self,
-                      is_cmd ? "cmd" : "stream");
     if (is_cmd) {
         b->cmd_up = true;
         b->next_register = 0; /* register now */
@@ -444,9 +612,9 @@ static void on_connect(const redisAsyncContext *ac, int status)
     } else {
         b->blk_up = true;
         if (b->last_id[0]) /* a reconnect: catch up from where we stopped */
-            redisAsyncCommand(b->blk, on_first, NULL, "XRANGE %s - + COUNT 1", b->k_stream);
+            send_cmd(b->blk, on_first, NULL, "XRANGE %s - + COUNT 1", b->k_stream);
         else
-            redisAsyncCommand(b->blk, on_last, NULL, "XREVRANGE %s + - COUNT 1", b->k_stream);
+            send_cmd(b->blk, on_last, NULL, "XREVRANGE %s + - COUNT 1", b->k_stream);
         read_more(b);
     }
     up_gauge(b);
@@ -462,6 +630,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
         b->blk = NULL;
         b->blk_up = false;
         b->reading = false;
+        b->read_gen++; /* its read will not answer; an ASK target's may */
     }
     up_gauge(b);
     if (b->closing)
@@ -477,39 +646,62 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
             status == REDIS_OK ? "" : "");
 }
 
-/* AUTH's answer: an error (a wrong password, or none set on a server that
- * wants one) leaves the connection up but every command refused (NOAUTH):
- * said once per connection, counted. */
+/* AUTH's answer: an error (a wrong password or user, or none set on a
+ * server that wants one) leaves the connection up but every command
+ * refused (NOAUTH): said once per connection, counted. PRIV: the key. */
 static void on_auth(redisAsyncContext *ac, void *r, void *priv)
 {
-    (void)priv;
     struct ct_fleet_bus *b = bus_of(ac);
     redisReply *rep = r;
     if (b->closing || !rep || rep->type != REDIS_REPLY_ERROR)
         return;
     b->n.redis_errors++;
-    CT_WARN("fleet: Redis %s:%d refused AUTH: %s (fleet.redis_password)", b->host, b->port,
-            rep->str);
+    CT_WARN("fleet: Redis %s:%d refused AUTH: %s (%s)", ac->c.tcp.host, ac->c.tcp.port, rep->str,
+            (const char *)priv);
 }
 
-static redisAsyncContext *connect_one(struct ct_fleet_bus *b)
+/* AUTH as the first command queued on AC (hiredis sends in order once
+ * connected): no command runs unauthenticated. */
+static void auth_first(redisAsyncContext *ac, const char *user, const char *pass,
+                       const char *key)
 {
-    redisAsyncContext *ac = redisAsyncConnect(b->host, b->port);
+    if (!pass)
+        return;
+    if (user)
+        redisAsyncCommand(ac, on_auth, (void *)key, "AUTH %s %s", user, pass);
+    else
+        redisAsyncCommand(ac, on_auth, (void *)key, "AUTH %s", pass);
+}
+
+/* A connection to HOST:PORT for ROLE ("cmd", "stream", "ask-cmd", ...,
+ * "sentinel"), NULL when it fails at once (said and counted). */
+static redisAsyncContext *link_new(struct ct_fleet_bus *b, const char *host, int port,
+                                   redisConnectCallback *on_conn,
+                                   redisDisconnectCallback *on_disc, const char *role)
+{
+    bool sen = strcmp(role, "sentinel") == 0;
+    redisAsyncContext *ac = redisAsyncConnect(host, port);
     if (!ac)
         return NULL;
     if (ac->err) {
+        /* refused before any callback (no route to it: ENETUNREACH from
+         * connect(2) itself) */
+        CT_WARN("fleet: %s %s:%d unreachable (%s)", sen ? "Sentinel" : "Redis", host, port,
+                ac->errstr);
         redisAsyncFree(ac);
         b->n.redis_errors++;
         return NULL;
     }
     ac->data = b;
     redisLibeventAttach(ac, b->base);
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
-    /* queued before anything else on this connection (hiredis sends in
-     * order once connected): no command runs unauthenticated */
-    if (b->password)
-        redisAsyncCommand(ac, on_auth, NULL, "AUTH %s", b->password);
+    redisAsyncSetConnectCallback(ac, on_conn);
+    redisAsyncSetDisconnectCallback(ac, on_disc);
+    if (sen)
+        auth_first(ac, NULL, b->sen_password, "fleet.redis_sentinel_password");
+    else
+        auth_first(ac, b->username, b->password, "fleet.redis_password");
+    /* named, so an operator (and the tests) can tell the nodes apart */
+    redisAsyncCommand(ac, NULL, NULL, "CLIENT SETNAME cachet-%s-%s", b->self, role);
     return ac;
 }
 
@@ -535,8 +727,9 @@ static void on_master(redisAsyncContext *ac, void *r, void *priv)
         b->port = port;
         b->have_master = true;
     } else {
-        CT_WARN("fleet: Sentinel %s:%d knows no master \"%s\"", b->sen_host, b->sen_port,
-                b->master_name);
+        CT_WARN("fleet: Sentinel %s:%d knows no master \"%s\"%s%s", b->sen_host, b->sen_port,
+                b->master_name, rep && rep->type == REDIS_REPLY_ERROR ? ": " : "",
+                rep && rep->type == REDIS_REPLY_ERROR ? rep->str : "");
         next_sentinel(b, false); /* this one is still connected: asked on the next tick */
     }
     redisAsyncDisconnect(ac);
@@ -584,23 +777,9 @@ static void ask_sentinel(struct ct_fleet_bus *b)
 {
     if (b->sen)
         return; /* a question in flight */
-    redisAsyncContext *ac = redisAsyncConnect(b->sen_host, b->sen_port);
-    if (!ac)
-        return;
-    if (ac->err) {
-        /* refused before any callback (no route to it: ENETUNREACH from
-         * connect(2) itself): the next one, as sen_connect() does */
-        CT_WARN("fleet: Sentinel %s:%d unreachable (%s)", b->sen_host, b->sen_port, ac->errstr);
-        redisAsyncFree(ac);
-        b->n.redis_errors++;
-        next_sentinel(b, true);
-        return;
-    }
-    ac->data = b;
-    redisLibeventAttach(ac, b->base);
-    redisAsyncSetConnectCallback(ac, sen_connect);
-    redisAsyncSetDisconnectCallback(ac, sen_disconnect);
-    b->sen = ac;
+    b->sen = link_new(b, b->sen_host, b->sen_port, sen_connect, sen_disconnect, "sentinel");
+    if (!b->sen)
+        next_sentinel(b, true); /* as sen_connect() does */
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
@@ -614,9 +793,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (!b->cmd)
-        b->cmd = connect_one(b);
+        b->cmd = link_new(b, b->host, b->port, on_connect, on_disconnect, "cmd");
     if (!b->blk)
-        b->blk = connect_one(b);
+        b->blk = link_new(b, b->host, b->port, on_connect, on_disconnect, "stream");
+    read_more(b); /* a read lost with a link to an ASK target: on again */
     ct_time_t now = ct_time_mono();
     if (b->cmd_up && now >= b->next_register) {
         register_self(b);
@@ -713,6 +893,12 @@ static void *pending_new(const char *kind, struct ct_str query, struct ct_str ex
     return p;
 }
 
+static void pending_free(struct pending *p)
+{
+    free((char *)p->query.p);
+    free(p);
+}
+
 /* The XADD's answer: an id (done), or a redirect / an error / the link
  * lost (NULL): the others get it over HTTP instead, so it is not lost. */
 static void on_xadd(redisAsyncContext *ac, void *r, void *priv)
@@ -725,8 +911,7 @@ static void on_xadd(redisAsyncContext *ac, void *r, void *priv)
         b->n.published--;
         send_http(b, p->kind, p->query, p->expr);
     }
-    free((char *)p->query.p);
-    free(p);
+    pending_free(p);
 }
 
 void ct_fleet_bus_publish(struct ct_fleet_bus *b, const char *kind, struct ct_str query,
@@ -743,11 +928,15 @@ void ct_fleet_bus_publish(struct ct_fleet_bus *b, const char *kind, struct ct_st
     size_t len[CT_ARRAY_LEN(argv)];
     for (size_t i = 0; i < CT_ARRAY_LEN(argv); i++) /* query and expr: views, no NUL */
         len[i] = i == 11 ? query.len : i == 13 ? expr.len : strlen(argv[i]);
-    if (redisAsyncCommandArgv(b->cmd, on_xadd, pending_new(kind, query, expr),
-                              (int)CT_ARRAY_LEN(argv), argv, len) == REDIS_OK)
+    char *cmd = NULL;
+    int n = redisFormatCommandArgv(&cmd, (int)CT_ARRAY_LEN(argv), argv, len);
+    void *p = pending_new(kind, query, expr);
+    if (send_formatted(b->cmd, on_xadd, p, cmd, n) == REDIS_OK) {
         b->n.published++;
-    else
-        send_http(b, kind, query, expr);
+        return;
+    }
+    pending_free(p);
+    send_http(b, kind, query, expr);
 }
 
 /* ---- life ------------------------------------------------------------------------ */
@@ -826,6 +1015,9 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
     free(tag);
     b->ttl_ms = fl->register_ttl_ms;
     b->password = fl->redis_password ? ct_xstrdup(fl->redis_password) : NULL;
+    b->username = fl->redis_username ? ct_xstrdup(fl->redis_username) : NULL;
+    b->sen_password =
+        fl->redis_sentinel_password ? ct_xstrdup(fl->redis_sentinel_password) : NULL;
     for (size_t i = 0; i < CT_BALANCE_MAX; i++)
         b->live[i] = true; /* the view starts with every member live */
     b->tick = event_new(base, -1, EV_PERSIST, on_tick, b);
@@ -853,6 +1045,10 @@ void ct_fleet_bus_free(struct ct_fleet_bus **bp)
         redisAsyncFree(b->blk);
     if (b->sen)
         redisAsyncFree(b->sen);
+    for (size_t i = 0; i < CT_ARRAY_LEN(b->ask); i++)
+        if (b->ask[i])
+            redisAsyncFree(b->ask[i]);
+    free(b->ask_host);
     if (b->tick)
         event_free(b->tick);
     free(b->master_name);
@@ -874,6 +1070,8 @@ void ct_fleet_bus_free(struct ct_fleet_bus **bp)
     free(b->hop_value);
     free(b->admin_token);
     free(b->password);
+    free(b->username);
+    free(b->sen_password);
     b->magic = 0;
     free(b);
     *bp = NULL;

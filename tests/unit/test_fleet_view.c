@@ -71,6 +71,13 @@ static void test_checks(void)
                     "  redis_sentinels = [ \"10.0.0.8\" ]; };\n",
                "t.conf:9: fleet.redis_sentinels[0]: \"10.0.0.8\" is not IP:PORT (expected e.g. "
                "10.0.0.21:26379)");
+    EXPECT_ERR(BASE "fleet = {\n  self = \"a\";\n" MEMBERS "  redis_username = \"u\"; };\n",
+               "t.conf:8: fleet.redis_username: set without fleet.redis_password (expected the "
+               "user's password too)");
+    EXPECT_ERR(BASE "fleet = {\n  self = \"a\";\n" MEMBERS
+                    "  redis_sentinel_password = \"p\"; };\n",
+               "t.conf:8: fleet.redis_sentinel_password: set without fleet.redis_sentinel "
+               "(expected the master's name, asked of the Sentinels)");
     EXPECT_ERR(BASE "fleet = {\n  self = \"a\";\n" MEMBERS "  learn_members = true; };\n",
                "t.conf:8: fleet.learn_members: true without fleet.redis (expected fleet.redis, "
                "through which members register, or learn_members = false)");
