@@ -83,6 +83,8 @@ static struct timeval tv_ms(uint64_t ms)
  * deadline comes before the time it is set for, and one that fires early is
  * set again for the rest. */
 
+static void on_read_timer(evutil_socket_t fd, short what, void *arg);
+
 static void rd_deadline(struct ct_io *io)
 {
     if (io->read_ms == 0) {
@@ -92,6 +94,10 @@ static void rd_deadline(struct ct_io *io)
     io->rd_deadline_ms = ct_now_ms() + io->read_ms;
     if (io->tev_at_ms != 0 && io->tev_at_ms <= io->rd_deadline_ms)
         return; /* fires first: on_read_timer sets it again for the rest */
+    if (io->tev == NULL) { /* made on first use: HTTP/2 reads have no idle timeout */
+        io->tev = evtimer_new(bufferevent_get_base(io->bev), on_read_timer, io);
+        CT_ASSERT(io->tev != NULL);
+    }
     struct timeval tv = tv_ms(io->read_ms);
     evtimer_add(io->tev, &tv);
     io->tev_at_ms = io->rd_deadline_ms;
@@ -466,8 +472,7 @@ void ct_io_attach(struct ct_io *io, struct event_base *base, struct bufferevent 
     io->ssl = NULL;
     io->wev = NULL;
     io->rd_deadline_ms = io->tev_at_ms = 0;
-    io->tev = evtimer_new(base, on_read_timer, io);
-    CT_ASSERT(io->tev != NULL);
+    io->tev = NULL;
     io->read_ms = io->write_ms = 0;
     io->rev = plain ? event_new(base, bufferevent_getfd(bev), EV_READ | EV_PERSIST, on_readable, io)
                     : NULL;
