@@ -37,7 +37,7 @@ struct ssl_st;
 struct ct_io {
     struct bufferevent *bev;
     struct event *rev; /* plain TCP: our read event; NULL: the bufferevent reads (TLS) */
-    struct event *wev; /* TLS after the take-over: our write event, armed while blocked */
+    struct event *wev; /* TLS after the take-over: our write event (made when first blocked) */
     struct ssl_st *ssl; /* TLS after the take-over (the bufferevent still owns it) */
     bool reading;
     bool rd_wants_w;  /* TLS: an SSL_read needs the socket writable */
