@@ -87,6 +87,9 @@ static void dump(void) {
         fputc('\n', fp);
     }
     pthread_mutex_unlock(&mu);
+    /* The heaps' extent and their free bytes (holes between live blocks). */
+    struct mallinfo2 mi = mallinfo2();
+    fprintf(fp, "# heap %zu free %zu\n", mi.arena, mi.fordblks);
     fclose(fp);
     rename(tmp, out);
     guard = 0;

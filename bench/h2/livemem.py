@@ -10,8 +10,12 @@ def load(f):
     d = {}
     for line in open(f):
         p = line.split()
+        if p[0] == '#':
+            heap[f] = (int(p[2]), int(p[4]))
+            continue
         d[tuple(p[3:])] = (int(p[0]), int(p[1]), int(p[2]))
     return d
+heap = {}
 A, B = load(a), load(b)
 keys = set(A) | set(B)
 cache = {}
@@ -44,4 +48,8 @@ for db, du, dc, k in rows:
     part = ('nghttp2' if 'libnghttp2' in s else 'openssl' if ('libssl' in s or 'libcrypto' in s)
             else 'the server and libevent')
     lib[part] = lib.get(part, 0) + db / n
+if a in heap and b in heap:
+    d = [(heap[b][i] - heap[a][i]) / n for i in range(2)]
+    print("malloc's heaps (mallinfo2 arena, fordblks), growth per connection: extent %.0f B, "
+          "free %.0f B" % (d[0], d[1]))
 print("by library: " + ", ".join("%s %.0f B" % kv for kv in sorted(lib.items())))

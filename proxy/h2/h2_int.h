@@ -37,16 +37,19 @@ struct ct_h2_piece {
 };
 
 /* A session's allocator (h2_mem.c): blocks of CT_H2_MEM_BIG bytes or more
- * (the stream map's table is 4096) are page-aligned and remembered, so an
- * idle connection can give their pages back (ct_h2_mem_trim). Embedded in
- * the connection, which outlives its session. */
+ * (the stream map's table is 4096) are whole pages from a page pool and
+ * remembered, so an idle connection can give their pages back
+ * (ct_h2_mem_trim). Embedded in the connection, which outlives its session.
+ * A session has two (the frame buffer and the stream map's table) and a
+ * third while one grows; past CT_ARRAY_LEN(big) a block is plain malloc. */
 #define CT_H2_MEM_BIG 4096
 struct ct_h2_mem {
     struct {
         void *p;
-        size_t len;    /* whole pages */
+        uint32_t pages;
         bool framebuf; /* nghttp2's frame buffer: dead between frames */
-    } big[8];
+        bool pooled;   /* from the page pool (else aligned_alloc: too big for it) */
+    } big[4];
     unsigned nbig;
     bool creating; /* until ct_h2_mem_created: the session is being made */
 };
@@ -58,6 +61,12 @@ void ct_h2_mem_created(struct ct_h2_mem *m);
  * nothing: the frame buffer's (the caller promises no stream and nothing to
  * send) and pages of zeros; bytes given back. */
 size_t ct_h2_mem_trim(struct ct_h2_mem *m);
+/* The page pool's counts (any thread): blocks handed out, free blocks
+ * kept for reuse (their pages given back), bytes of address space mapped. */
+struct ct_h2_pool_stats {
+    size_t used, free, mapped;
+};
+void ct_h2_mem_pool_stats(struct ct_h2_pool_stats *out);
 
 /* The request side's states (docs/h2_stream.dot). */
 enum ct_h2_rx {

@@ -24,6 +24,10 @@
  * Timeouts: the preface (the client's first bytes) within the header
  * timeout; idle (no stream open, nothing to write) for the keep-alive
  * timeout, then GOAWAY and close; writes have the send timeout (ct_io).
+ * These, the idle trim, the streams' send timeout and a reload's final
+ * GOAWAY are deadlines on one timer per connection, which the deferred
+ * pump (ct_h2s_kick) makes active too: an idle connection holds one event
+ * of ours, not five.
  * Drain: GOAWAY NO_ERROR with the last stream id, streams up to it finish,
  * then close (ct_h2s_drain_all).
  *
@@ -59,20 +63,69 @@ size_t ct_h2s_out_len(const struct ct_h2s *s)
     return evbuffer_get_length(bufferevent_get_output(s->bev));
 }
 
+/* The timer, made active: its callback settles (pumps) on the next loop turn. */
 void ct_h2s_kick(struct ct_h2s *s)
 {
     CT_CHECK_OBJ(s, CT_H2S_MAGIC);
-    if (s->depth == 0 && !event_pending(s->pump_ev, EV_TIMEOUT, NULL))
-        event_active(s->pump_ev, EV_TIMEOUT, 1);
+    if (s->depth == 0 && !s->kicked) {
+        s->kicked = true;
+        event_active(s->timer, EV_TIMEOUT, 1);
+    }
+}
+
+/* ---- deadlines ------------------------------------------------------------------ */
+
+/* The timer fires at AT or before, unless it already does. Lazily: a
+ * deadline cleared or moved later leaves the timer as it is, and its
+ * callback sets it again for what is left (as proxy/net/deadline.h). */
+static void timer_arm(struct ct_h2s *s, uint64_t at, uint64_t now)
+{
+    /* Active (kicked): event_add would take it off the active queue, and
+     * its callback arms it anyway. */
+    if (s->kicked || (s->timer_at_ms != 0 && s->timer_at_ms <= at))
+        return;
+    uint64_t ms = at > now ? at - now : 0;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+    evtimer_add(s->timer, &tv);
+    s->timer_at_ms = at;
+}
+
+/* *AT is MS from now (MS 0: none). */
+static void deadline_set_at(struct ct_h2s *s, uint64_t *at, uint64_t ms)
+{
+    if (ms == 0) {
+        *at = 0;
+        return;
+    }
+    uint64_t now = ct_now_ms();
+    *at = now + ms;
+    timer_arm(s, *at, now);
+}
+
+static void deadline_set(struct ct_h2s *s, uint64_t ms)
+{
+    deadline_set_at(s, &s->end_at_ms, ms);
+}
+
+/* In the timer's callback: true (and cleared) if *AT has passed. */
+static bool is_due(uint64_t *at, uint64_t now)
+{
+    if (*at == 0 || now < *at)
+        return false;
+    *at = 0;
+    return true;
+}
+
+static uint64_t next_at(const struct ct_h2s *s)
+{
+    uint64_t at = 0, all[] = {s->end_at_ms, s->trim_at_ms, s->stall_at_ms, s->drain_at_ms};
+    for (size_t i = 0; i < CT_ARRAY_LEN(all); i++)
+        if (all[i] != 0 && (at == 0 || all[i] < at))
+            at = all[i];
+    return at;
 }
 
 /* ---- streams that wait for their client ------------------------------------------- */
-
-static void stall_arm(struct ct_h2s *s, uint64_t ms)
-{
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
-    evtimer_add(s->stall_ev, &tv);
-}
 
 void ct_h2s_stream_full(struct ct_h2s_stream *st)
 {
@@ -81,8 +134,8 @@ void ct_h2s_stream_full(struct ct_h2s_stream *st)
     st->full = true;
     st->full_since_ms = ct_now_ms();
     uint64_t ms = st->s->w->cf->limits.send_timeout_ms;
-    if (ms && !evtimer_pending(st->s->stall_ev, NULL))
-        stall_arm(st->s, ms);
+    if (st->s->stall_at_ms == 0)
+        deadline_set_at(st->s, &st->s->stall_at_ms, ms);
 }
 
 /* Streams whose output went under the low mark go on (their requests were
@@ -104,13 +157,9 @@ static void drained(struct ct_h2s *s)
  * output for send_timeout is reset (CANCEL), so a client that never opens
  * its windows holds neither the request nor its origin connection. The
  * connection's own writes have the send timeout of ct_io. */
-static void on_stall(evutil_socket_t fd, short what, void *arg)
+static void stall(struct ct_h2s *s, uint64_t now)
 {
-    struct ct_h2s *s = arg;
-    CT_CHECK_OBJ(s, CT_H2S_MAGIC);
-    (void)fd;
-    (void)what;
-    uint64_t limit = s->w->cf->limits.send_timeout_ms, now = ct_now_ms(), next = 0;
+    uint64_t limit = s->w->cf->limits.send_timeout_ms, next = 0;
     for (struct ct_h2s_stream *st = s->streams; st; st = st->next) {
         if (!st->full || st->closed)
             continue;
@@ -127,19 +176,7 @@ static void on_stall(evutil_socket_t fd, short what, void *arg)
             next = left;
     }
     if (next)
-        stall_arm(s, next);
-    settle(s);
-}
-
-/* ---- deadlines ------------------------------------------------------------------ */
-
-/* One deadline at a time, kept lazily (proxy/net/deadline.h); MS 0: none. */
-static void deadline_set(struct ct_h2s *s, uint64_t ms)
-{
-    if (ms)
-        ct_deadline_set(&s->dl, ms);
-    else
-        ct_deadline_clear(&s->dl);
+        s->stall_at_ms = now + next; /* the timer's callback arms it */
 }
 
 static bool is_idle(struct ct_h2s *s)
@@ -188,11 +225,8 @@ static struct ct_creq *stash_take(void)
 static _Thread_local struct ct_h2s_stream *spare_st; /* linked by ->next */
 static _Thread_local unsigned nspare_st;
 
-static void on_trim(evutil_socket_t fd, short what, void *arg)
+static void trim(struct ct_h2s *s)
 {
-    (void)fd, (void)what;
-    struct ct_h2s *s = arg;
-    CT_CHECK_OBJ(s, CT_H2S_MAGIC);
     if (is_idle(s)) { /* busy since, and maybe idle again: re-armed then */
         size_t n = ct_h2_conn_trim(s->h);
         stash_give(&s->spare_cr);
@@ -204,19 +238,18 @@ static void on_trim(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Idle: no stream and nothing to write, for the keep-alive timeout. Set on
- * the way into idleness only, so a busy connection arms no timer (the trim
- * timer is one evtimer_add per burst, no syscall). */
+ * the way into idleness only, so a busy connection arms no timer (the
+ * trim's deadline moves with the idle one). */
 static void idle_check(struct ct_h2s *s)
 {
     if (s->closing)
         return; /* the deadline is the linger's */
     bool idle = is_idle(s);
-    if (idle && !ct_deadline_pending(&s->dl)) {
+    if (idle && s->end_at_ms == 0) {
         deadline_set(s, s->w->cf->limits.keepalive_timeout_ms);
-        struct timeval tv = {TRIM_QUIET_MS / 1000, (TRIM_QUIET_MS % 1000) * 1000};
-        evtimer_add(s->trim_ev, &tv);
+        deadline_set_at(s, &s->trim_at_ms, TRIM_QUIET_MS);
     } else if (!idle && s->got_bytes)
-        ct_deadline_clear(&s->dl); /* the timer stays armed; its firing is ignored */
+        s->end_at_ms = 0; /* the timer stays armed; its firing finds nothing due */
 }
 
 /* ---- streams -------------------------------------------------------------------- */
@@ -383,12 +416,7 @@ static void conn_free(struct ct_h2s *s)
     stash_give(&s->spare_cr);
     ct_io_detach(&s->io);
     bufferevent_free(s->bev);
-    ct_deadline_fini(&s->dl);
-    event_free(s->pump_ev);
-    event_free(s->stall_ev);
-    event_free(s->trim_ev);
-    if (s->drain_ev)
-        event_free(s->drain_ev);
+    event_free(s->timer);
     if (s->prev)
         s->prev->next = s->next;
     else
@@ -534,7 +562,7 @@ static void on_read(struct bufferevent *bev, void *arg)
     }
     if (evbuffer_get_length(in) > 0 && !s->got_bytes) {
         s->got_bytes = true;
-        ct_deadline_clear(&s->dl);
+        s->end_at_ms = 0;
     }
     ct_time_t now = ct_time_mono();
     s->depth++;
@@ -582,14 +610,9 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     settle(s);
 }
 
-static void on_timer(evutil_socket_t fd, short what, void *arg)
+/* The connection's deadline (end_at_ms) passed. */
+static void expire(struct ct_h2s *s)
 {
-    struct ct_h2s *s = arg;
-    CT_CHECK_OBJ(s, CT_H2S_MAGIC);
-    (void)fd;
-    (void)what;
-    if (!ct_deadline_due(&s->dl))
-        return;
     if (s->lingering) {
         close_soon(s, s->why);
     } else if (!s->got_bytes) { /* no preface: nothing to say to whoever this is */
@@ -602,16 +625,34 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         pump(s);
         finish(s, CT_CLOSE_IDLE_TIMEOUT);
     }
-    settle(s);
 }
 
-static void on_pump(evutil_socket_t fd, short what, void *arg)
+static void drain_final(struct ct_h2s *s);
+
+/* The timer fired or was kicked: what is due, then the pump (settle). */
+static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct ct_h2s *s = arg;
     CT_CHECK_OBJ(s, CT_H2S_MAGIC);
     (void)fd;
     (void)what;
-    settle(s);
+    s->timer_at_ms = 0; /* not persistent: libevent took it off, kicked or not */
+    s->kicked = false;
+    if (next_at(s) != 0) {
+        uint64_t now = ct_now_ms();
+        if (is_due(&s->trim_at_ms, now))
+            trim(s);
+        if (is_due(&s->stall_at_ms, now))
+            stall(s, now);
+        if (is_due(&s->drain_at_ms, now))
+            drain_final(s);
+        if (is_due(&s->end_at_ms, now))
+            expire(s);
+        uint64_t at = next_at(s);
+        if (at != 0)
+            timer_arm(s, at, now);
+    }
+    settle(s); /* may close s */
 }
 
 /* ---- the public calls ------------------------------------------------------------ */
@@ -656,11 +697,8 @@ void ct_h2s_take(struct ct_worker *w, const struct ct_conn_info *ci)
     snprintf(s->peer, sizeof(s->peer), "%s", peer);
     s->peer_ip_len = CT_MIN(peer_ip_len, strlen(s->peer));
     s->why = CT_CLOSE_RESP_DONE;
-    ct_deadline_init(&s->dl, w->base, on_timer, s);
-    s->pump_ev = evtimer_new(w->base, on_pump, s);
-    s->stall_ev = evtimer_new(w->base, on_stall, s);
-    s->trim_ev = evtimer_new(w->base, on_trim, s);
-    CT_ASSERT(s->pump_ev != NULL && s->stall_ev != NULL && s->trim_ev != NULL);
+    s->timer = evtimer_new(w->base, on_timer, s);
+    CT_ASSERT(s->timer != NULL);
     struct ct_h2_settings set;
     settings_of(w, &set);
     s->h = ct_h2_conn_new(&set, &cbs, s);
@@ -695,8 +733,8 @@ void ct_h2s_take(struct ct_worker *w, const struct ct_conn_info *ci)
  * retry a refused request, but only some of them, and not every time. */
 #define DRAIN_NOTICE_MS 1000
 
-/* The final GOAWAY (one that never spoke is closed). May close S. */
-static void drain_now(struct ct_h2s *s)
+/* The final GOAWAY (one that never spoke is closed); settle() after it. */
+static void drain_final(struct ct_h2s *s)
 {
     if (!s->got_bytes) {
         close_soon(s, CT_CLOSE_DRAIN);
@@ -705,15 +743,6 @@ static void drain_now(struct ct_h2s *s)
         ct_h2_conn_drain(s->h);
         s->depth--;
     }
-    settle(s);
-}
-
-static void on_drain(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd, (void)what;
-    struct ct_h2s *s = arg;
-    CT_CHECK_OBJ(s, CT_H2S_MAGIC);
-    drain_now(s);
 }
 
 void ct_h2s_drain_all(struct ct_worker *w, bool reload)
@@ -724,12 +753,10 @@ void ct_h2s_drain_all(struct ct_worker *w, bool reload)
         if (s->w != w)
             continue;
         if (reload) {
-            if (s->drain_ev != NULL)
+            if (s->reload_drain)
                 continue; /* a reload's drain is under way already */
-            s->drain_ev = evtimer_new(w->base, on_drain, s);
-            CT_ASSERT(s->drain_ev != NULL);
-            struct timeval tv = {DRAIN_NOTICE_MS / 1000, (DRAIN_NOTICE_MS % 1000) * 1000};
-            evtimer_add(s->drain_ev, &tv);
+            s->reload_drain = true;
+            deadline_set_at(s, &s->drain_at_ms, DRAIN_NOTICE_MS);
             if (s->got_bytes) {
                 s->depth++;
                 ct_h2_conn_drain_notice(s->h);
@@ -738,7 +765,8 @@ void ct_h2s_drain_all(struct ct_worker *w, bool reload)
             }
             continue;
         }
-        drain_now(s); /* may close s */
+        drain_final(s);
+        settle(s); /* may close s */
     }
 }
 

@@ -16,7 +16,7 @@
 #include "proxy/core/core.h"
 #include "proxy/h2/h2.h"
 #include "proxy/h2/h2_serve.h"
-#include "proxy/net/deadline.h"
+#include "proxy/net/deadline.h" /* ct_now_ms */
 #include "proxy/net/net.h"
 
 #define CT_H2S_MAGIC 0x68325331u        /* "h2S1" */
@@ -46,11 +46,15 @@ struct ct_h2s {
     struct bufferevent *bev; /* owned; BEV_OPT_CLOSE_ON_FREE */
     struct ct_io io;
     struct ct_h2_conn *h;
-    struct ct_deadline dl; /* preface / idle / linger deadline */
-    struct event *pump_ev; /* deferred output: see ct_h2s_kick */
-    struct event *stall_ev; /* the send timeout of streams whose client does not read */
-    struct event *trim_ev;  /* idle a while: give back the busy-only memory */
-    struct event *drain_ev; /* reload: the final GOAWAY, a round trip after the notice */
+    /* One timer for all of the connection's deadlines (monotonic ms; 0:
+     * none), kept lazily, and for the deferred pump (ct_h2s_kick): each
+     * libevent event is 136 bytes an idle connection would hold. */
+    struct event *timer;
+    uint64_t timer_at_ms; /* when it fires (0: not armed) */
+    uint64_t end_at_ms;   /* preface / idle / linger */
+    uint64_t trim_at_ms;  /* idle a while: give back the busy-only memory */
+    uint64_t stall_at_ms; /* the send timeout of streams whose client does not read */
+    uint64_t drain_at_ms; /* reload: the final GOAWAY, a round trip after the notice */
     uint64_t id;
     char peer[64];
     size_t peer_ip_len;
@@ -60,6 +64,8 @@ struct ct_h2s {
     bool close_now;     /* close at the end of the outermost call (no flush) */
     bool lingering;     /* all written and shut: waiting for the client's EOF */
     bool got_bytes;     /* the client sent something (the preface timeout is over) */
+    bool kicked;        /* the timer was made active for the pump */
+    bool reload_drain;  /* a reload's drain is under way */
     struct ct_h2s_stream *streams;
     struct ct_creq *spare_cr; /* the last stream's cache part, for the next one */
     struct ct_h2_counts counted; /* the engine's counts already in the stats */

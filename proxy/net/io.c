@@ -83,6 +83,8 @@ static struct timeval tv_ms(uint64_t ms)
  * deadline comes before the time it is set for, and one that fires early is
  * set again for the rest. */
 
+static void on_read_timer(evutil_socket_t fd, short what, void *arg);
+
 static void rd_deadline(struct ct_io *io)
 {
     if (io->read_ms == 0) {
@@ -92,6 +94,10 @@ static void rd_deadline(struct ct_io *io)
     io->rd_deadline_ms = ct_now_ms() + io->read_ms;
     if (io->tev_at_ms != 0 && io->tev_at_ms <= io->rd_deadline_ms)
         return; /* fires first: on_read_timer sets it again for the rest */
+    if (io->tev == NULL) { /* made on first use: HTTP/2 reads have no idle timeout */
+        io->tev = evtimer_new(bufferevent_get_base(io->bev), on_read_timer, io);
+        CT_ASSERT(io->tev != NULL);
+    }
     struct timeval tv = tv_ms(io->read_ms);
     evtimer_add(io->tev, &tv);
     io->tev_at_ms = io->rd_deadline_ms;
@@ -194,10 +200,29 @@ static void err_clear(void)
         ERR_clear_error();
 }
 
+static void on_tls_writable(evutil_socket_t fd, short what, void *arg);
+
+/* The write event is made when first needed: most connections' sockets
+ * never refuse a write, and an event is 136 bytes each would hold. */
+static struct event *wev_of(struct ct_io *io)
+{
+    if (io->wev == NULL) {
+        io->wev = event_new(event_get_base(io->rev), event_get_fd(io->rev),
+                            EV_WRITE | EV_PERSIST, on_tls_writable, io);
+        CT_ASSERT(io->wev != NULL);
+    }
+    return io->wev;
+}
+
+static bool wev_pending(const struct ct_io *io)
+{
+    return io->wev != NULL && event_pending(io->wev, EV_WRITE, NULL);
+}
+
 static void wev_arm(struct ct_io *io)
 {
     struct timeval tv = tv_ms(io->write_ms);
-    event_add(io->wev, io->write_ms ? &tv : NULL);
+    event_add(wev_of(io), io->write_ms ? &tv : NULL);
 }
 
 /* SSL_read into the input until OpenSSL holds nothing more: one read(2) per
@@ -254,7 +279,7 @@ static void on_tls_readable(evutil_socket_t fd, short what, void *arg)
         /* The read has something to send (a post-handshake message) and
          * the socket is full: retried when it is writable (on_tls_writable). */
         io->rd_wants_w = true;
-        if (!event_pending(io->wev, EV_WRITE, NULL))
+        if (!wev_pending(io))
             wev_arm(io);
         return;
     default:
@@ -381,7 +406,7 @@ static bool owned_flush(struct ct_io *io)
 {
     if (io->ssl == NULL)
         return false;
-    if (io->werr != 0 || event_pending(io->wev, EV_WRITE, NULL))
+    if (io->werr != 0 || wev_pending(io))
         return true; /* dead, or waiting for the socket: on_tls_writable goes on */
     size_t wrote = 0;
     int rc = tls_write(io, &wrote);
@@ -389,7 +414,7 @@ static bool owned_flush(struct ct_io *io)
         wev_arm(io);
     } else if (rc == CT_EIO) {
         io->werr = 1; /* reported from the loop: no callback under our caller */
-        event_active(io->wev, EV_WRITE, 1);
+        event_active(wev_of(io), EV_WRITE, 1);
     }
     return true;
 }
@@ -438,8 +463,7 @@ static bool tls_take_over(struct ct_io *io)
     SSL_set_read_ahead(ssl, 1);
     io->ssl = ssl;
     io->rev = event_new(base, fd, EV_READ | EV_PERSIST, on_tls_readable, io);
-    io->wev = event_new(base, fd, EV_WRITE | EV_PERSIST, on_tls_writable, io);
-    CT_ASSERT(io->rev != NULL && io->wev != NULL);
+    CT_ASSERT(io->rev != NULL);
     io->reading = false;
     return true;
 }
@@ -466,8 +490,7 @@ void ct_io_attach(struct ct_io *io, struct event_base *base, struct bufferevent 
     io->ssl = NULL;
     io->wev = NULL;
     io->rd_deadline_ms = io->tev_at_ms = 0;
-    io->tev = evtimer_new(base, on_read_timer, io);
-    CT_ASSERT(io->tev != NULL);
+    io->tev = NULL;
     io->read_ms = io->write_ms = 0;
     io->rev = plain ? event_new(base, bufferevent_getfd(bev), EV_READ | EV_PERSIST, on_readable, io)
                     : NULL;
@@ -531,7 +554,7 @@ void ct_io_timeouts(struct ct_io *io, uint64_t read_ms, uint64_t write_ms)
         if (!is_tls(io)) {
             struct timeval w = tv_ms(write_ms);
             bufferevent_set_timeouts(io->bev, NULL, write_ms ? &w : NULL);
-        } else if (event_pending(io->wev, EV_WRITE, NULL)) {
+        } else if (wev_pending(io)) {
             if (write_ms)
                 wev_arm(io); /* re-arms the timeout from now, as bufferevents do */
             else

@@ -37,13 +37,13 @@ struct ssl_st;
 struct ct_io {
     struct bufferevent *bev;
     struct event *rev; /* plain TCP: our read event; NULL: the bufferevent reads (TLS) */
-    struct event *wev; /* TLS after the take-over: our write event, armed while blocked */
+    struct event *wev; /* TLS after the take-over: our write event (made when first blocked) */
     struct ssl_st *ssl; /* TLS after the take-over (the bufferevent still owns it) */
     bool reading;
     bool rd_wants_w;  /* TLS: an SSL_read needs the socket writable */
     uint8_t werr;     /* TLS: 1 write error to report, 2 reported (writes stop) */
     size_t wretry;    /* TLS: length of the SSL_write that got WANT_WRITE (0: none) */
-    struct event *tev; /* our reads: the read idle timeout (io.c rd_deadline) */
+    struct event *tev; /* our reads: the read idle timeout (io.c rd_deadline; made on first use) */
     uint64_t rd_deadline_ms, tev_at_ms; /* its deadline, when it fires (monotonic ms; 0: none) */
     uint64_t read_ms, write_ms;
     void (*readcb)(struct bufferevent *, void *);

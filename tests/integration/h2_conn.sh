@@ -4,7 +4,7 @@
 # the connection served by proxy/h2/h2_serve.c: our SETTINGS, streams, a bad
 # preface (GOAWAY PROTOCOL_ERROR), malformed requests as stream errors that
 # leave the connection serving, rapid reset (GOAWAY ENHANCE_YOUR_CALM), the
-# idle timeout and the drain (GOAWAY NO_ERROR with the last stream id), and
+# idle and preface timeouts and the drain (GOAWAY NO_ERROR with the last stream id), and
 # the h2 connection gauge. Requests themselves: h2_requests.sh.
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -139,9 +139,11 @@ ct_check_match "drain: GOAWAY NO_ERROR with the last stream id, then close" \
     "$(cat "$CT_TMP/hold.out")" $'ready\ngoaway 0 last=1\nclosed'
 
 # The idle timeout: GOAWAY NO_ERROR once no stream is open for keepalive_timeout.
+# The preface timeout: a client that says nothing after the TLS handshake is
+# closed, without a GOAWAY, after client_header_timeout (not at once).
 cat >"$CT_TMP/idle.conf" <<EOF
 workers = 1;
-limits = { keepalive_timeout = "1s"; };
+limits = { keepalive_timeout = "1s"; client_header_timeout = "1s"; };
 listen = ( { kind = "https"; address = "127.0.0.1:0"; tls = { self_signed = true; http2 = true; }; } );
 backends = ( { address = "127.0.0.1:$OPORT"; } );
 EOF
@@ -149,6 +151,8 @@ ct_start idle "$CT_BIN/cachet" -c "$CT_TMP/idle.conf" --admin off
 IPORT=$(ct_wait_listen idle https) || exit 1
 out=$($PY "$PEER" "$IPORT" hold)
 ct_check_match "idle h2 connection: GOAWAY NO_ERROR, then close" "$out" $'ready\ngoaway 0 last=1\nclosed'
+ct_check "no preface: closed after client_header_timeout, no GOAWAY" \
+    "$($PY "$PEER" "$IPORT" silent 1)" "closed"
 ct_stop idle
 ct_check "cachet exits 0" "$?" 0
 ct_done

@@ -110,16 +110,28 @@ def case_preface(port):
     """TLS with ALPN h2, then HTTP/1.1 bytes instead of the preface."""
     s = connect(port)
     s.sendall(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+    data, _ = read_to_close(s)
+    print_goaways(data)
+    print("closed")
+
+
+def read_to_close(s):
+    """The raw bytes until the server closes; and whether it did (not the deadline)."""
     s.settimeout(DEADLINE)
     data = b""
     try:
         while True:
             d = s.recv(65536)
             if not d:
-                break
+                return data, True
             data += d
-    except (socket.timeout, ssl.SSLError, OSError):
-        pass
+    except socket.timeout:
+        return data, False
+    except (ssl.SSLError, OSError):
+        return data, True
+
+
+def print_goaways(data):
     # Frames: 9-byte header (len 3, type 1, flags 1, stream 4), payload.
     i = 0
     while i + 9 <= len(data):
@@ -129,7 +141,18 @@ def case_preface(port):
             code = int.from_bytes(data[i + 13:i + 17], "big")
             print("goaway %d" % code)
         i += 9 + n
-    print("closed")
+
+
+def case_silent(port, wait_s):
+    """TLS with ALPN h2, then nothing: closed (no GOAWAY) once WAIT_S seconds passed."""
+    s = connect(port)
+    t0 = time.time()
+    data, closed = read_to_close(s)
+    print_goaways(data)
+    if not closed:
+        print("timeout")
+    else:
+        print("closed" if time.time() - t0 >= float(wait_s) * 0.9 else "closed early")
 
 
 def case_get(port, path="/json", n="1"):
@@ -376,7 +399,7 @@ def case_trim(port, *paths):
 CASES = {"preface": case_preface, "flood": case_flood, "get": case_get, "hold": case_hold,
          "malformed": case_malformed, "rapid_reset": case_rapid_reset,
          "cl_mismatch": case_cl_mismatch, "noread": case_noread, "many": case_many,
-         "stall": case_stall, "trim": case_trim}
+         "stall": case_stall, "trim": case_trim, "silent": case_silent}
 
 if __name__ == "__main__":
     port = int(sys.argv[1])

@@ -2,7 +2,8 @@
  * tests/unit/test_h2_mem.c: the session allocator's trim (proxy/h2/h2_mem.c)
  * gives back exactly the pages whose contents are dead: the frame buffer's,
  * and big blocks' pages of zeros (the stream map's table with no stream);
- * a big block with live bytes keeps them.
+ * a big block with live bytes keeps them. Big blocks come from a page pool
+ * that gives a freed block's pages back and hands the block out again.
  */
 #define _DEFAULT_SOURCE /* mincore */
 #include <string.h>
@@ -69,7 +70,39 @@ static void test_trim_dead_pages_only(void)
     CU_ASSERT_EQUAL(m.nbig, 0);
 }
 
+/* A freed big block's pages go back to the kernel at once, and the block is
+ * the next session's: same address, zeros, no new mapping. */
+static void test_pool_returns_and_reuses(void)
+{
+    struct ct_h2_mem m;
+    nghttp2_mem nm;
+    struct ct_h2_pool_stats st0, st1, st2;
+    ct_h2_mem_init(&m, &nm);
+    ct_h2_mem_created(&m);
+    char *a = nm.calloc(256, 16, nm.mem_user_data); /* the stream map's table */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_EQUAL((uintptr_t)a % 4096, 0);
+    CU_ASSERT_EQUAL(resident(a, 4096), 0); /* calloc touched nothing */
+    a[7] = 'x';
+    CU_ASSERT_EQUAL(resident(a, 4096), 1);
+    ct_h2_mem_pool_stats(&st0);
+    nm.free(a, nm.mem_user_data);
+    ct_h2_mem_pool_stats(&st1);
+    CU_ASSERT_EQUAL(st1.used, st0.used - 1);
+    CU_ASSERT_EQUAL(st1.free, st0.free + 1);
+    CU_ASSERT_EQUAL(resident(a, 4096), 0); /* returned */
+    char *b = nm.calloc(256, 16, nm.mem_user_data);
+    ct_h2_mem_pool_stats(&st2);
+    CU_ASSERT_PTR_EQUAL(b, a); /* reused */
+    CU_ASSERT_EQUAL(st2.free, st0.free);
+    CU_ASSERT_EQUAL(st2.mapped, st0.mapped);
+    CU_ASSERT_EQUAL(b[7], 0);
+    nm.free(b, nm.mem_user_data);
+    CU_ASSERT_EQUAL(m.nbig, 0);
+}
+
 void ct_test_register(void)
 {
-    CT_SUITE("h2_mem", {"the trim gives back dead pages only", test_trim_dead_pages_only});
+    CT_SUITE("h2_mem", {"the trim gives back dead pages only", test_trim_dead_pages_only},
+             {"a freed big block is returned, then reused", test_pool_returns_and_reuses});
 }
