@@ -12,11 +12,11 @@ ct_start_origin --workers 2
 read -r PA PB PC AA AB AC < <(ct_free_ports 6)
 declare -A PORT=([a]=$PA [b]=$PB [c]=$PC) ADMIN=([a]=$AA [b]=$AB [c]=$AC)
 # mirror_ttl 1h: the edges keep their copies, so each node's own copy shows
-# whether the purge reached it. A route of its own keys /gen without the
-# utm_* parameters.
-sites() { # the parameters the route leaves out of the key
+# whether the purge reached it. A route of its own keys a GET of /gen
+# without the utm_* parameters; a PURGE of /gen is keyed as that GET.
+sites() { # the parameters the route (a GET's, so not a PURGE's) leaves out of the key
     echo "sites = ( { name = \"s\"; hosts = [ \"fleet.test\" ];
-  routes = ( { name = \"gen\"; match = { path = \"/gen\"; };
+  routes = ( { name = \"gen\"; match = { path = \"/gen\"; methods = [ \"GET\", \"HEAD\" ]; };
                cache = { key_drop_params = [ $1 ]; }; } ); } );"
 }
 ct_fleet_start 'mirror_ttl = "1h";' "$(sites '"utm_*"')"
@@ -82,7 +82,7 @@ ct_check "sent by c only" "$(fanouts)" "2 2 4"
 U4="/gen?size=100&utm_source=mail&$MA&k=sp4"
 on_all "$U4"
 ct_check_match "keyed without utm_source" "$(cs a "/gen?size=100&utm_source=web&$MA&k=sp4")" '; hit'
-ct_check "PURGE on a with the route's key rule: 200" "$(cpurge a "$U4")" 200
+ct_check "PURGE on a, keyed as a GET by the route's key rule: 200" "$(cpurge a "$U4")" 200
 ct_wait_until 30 removed b sp4 && ct_pass "... b removed its copy" || ct_failed "... b removed it"
 ct_wait_until 30 removed c sp4 && ct_pass "... c removed its copy" || ct_failed "... c removed it"
 
