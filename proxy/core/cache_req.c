@@ -722,8 +722,14 @@ enum ct_req_next ct_step_purge(struct ct_req *r)
     size_t ntags = ct_cache_tags_of(r, r->msg, tags);
     for (size_t i = 0; i < ntags; i++)
         n += ct_cache_purge_tag(r->w->wc->cache, tags[i], mode, now);
-    if (ntags == 0 && ct_cache_key_for(r, r->msg->target, &cr->key))
-        n = ct_cache_purge_key_mode(r->w->wc->cache, &cr->key, mode, now);
+    if (ntags == 0) {
+        /* keyed as a GET of its URL is (and as the other nodes key it) */
+        const struct ct_route *was = r->route;
+        r->route = ct_req_route_as_get(r);
+        if (ct_cache_key_for(r, r->msg->target, &cr->key))
+            n = ct_cache_purge_key_mode(r->w->wc->cache, &cr->key, mode, now);
+        r->route = was;
+    }
     CT_INFO("w%u c%llu %s: PURGE%s %.*s%s: %zu objects", r->w->id, (unsigned long long)r->conn_id,
             r->peer, mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "", (int)r->msg->target.len,
             r->msg->target.p, ntags ? " by tag" : "", n);

@@ -131,6 +131,12 @@ size_t ct_req_route_resp_edits(struct ct_req *r, struct ct_fwd_edit *out, char *
  * configuration (r->w->cf): the group of the same name if a reload came
  * since the route step, the default one if it went. */
 size_t ct_req_route_group(const struct ct_req *r);
+struct ct_route;
+/* The route a GET with R's head would take, in the table R's route is from
+ * (R's own route when it has none): what a PURGE is keyed by, so a route
+ * chosen by method (`methods = ["GET", "HEAD"]`) keys it as it keyed the
+ * GET that stored the object. Valid while R holds its route. */
+const struct ct_route *ct_req_route_as_get(struct ct_req *r);
 /* TO (a background refresh) goes where FROM, its trigger, was routed. */
 void ct_req_route_share(struct ct_req *to, const struct ct_req *from);
 /* R's client address (r->client, or the peer's ip when not set). */

@@ -54,9 +54,9 @@ void ct_req_fleet_mirror_cap(const struct ct_req *r, struct ct_cache_fresh *f);
 /* R, a client's PURGE, was applied here (SOFT: a soft purge; TAGS: the
  * NTAGS tags it named, else its URL): hand it to the fleet's fan-out
  * (px->fleet's outbox, published by the main thread as an admin purge:
- * through Redis, or over HTTP while Redis is down), so it reaches every
- * node, as the admin's purges do. Not for a peer's request (r->fleet_hop),
- * nor without a bus (the outbox is closed). False: the fan-out's queue is
+ * through Redis, or over HTTP while Redis is down or without fleet.redis),
+ * so it reaches every node, as the admin's purges do. Not for a peer's
+ * request (r->fleet_hop), nor when the outbox is closed (no eventfd). False: the fan-out's queue is
  * full (fleet.purge_queue), so the other nodes will not see this PURGE
  * (counted, logged once per burst); the caller tells the client. */
 struct ct_str;

@@ -362,6 +362,18 @@ bool ct_req_route(struct ct_req *r)
     return false;
 }
 
+const struct ct_route *ct_req_route_as_get(struct ct_req *r)
+{
+    struct ct_wroutes *wr = r->routes;
+    if (!wr || !r->route)
+        return r->route;
+    struct ct_realip_addr addr;
+    struct ct_route_req q;
+    route_req(r, wr->t, &addr, &q);
+    q.method = CT_STR("GET");
+    return ct_route_choose_in(wr->t, site_for(r, wr, &q), &q, r->w->route_scratch);
+}
+
 size_t ct_req_route_edits(struct ct_req *r, bool response, struct ct_fwd_edit *out, size_t max,
                           char *buf, size_t cap)
 {

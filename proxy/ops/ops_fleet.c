@@ -2,8 +2,9 @@
  * proxy/ops/ops_fleet.c: the fleet's fan-out on the admin side (issue 17).
  * An admin purge or ban is applied here first (its answer says what it did
  * here), then sent to the other nodes through the bus (Redis, or HTTP to
- * their admin listeners while Redis is down); what the bus brings from the
- * others goes through the same ct_ops_purge / ct_ops_ban. Main thread.
+ * their admin listeners while Redis is down or without fleet.redis); what
+ * the bus brings from the others goes through the same ct_ops_purge /
+ * ct_ops_ban. Main thread.
  */
 #include <errno.h>
 #include <event2/event.h>

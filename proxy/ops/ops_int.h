@@ -38,7 +38,7 @@ struct ct_ops {
     struct ct_reload *rl;          /* reload.c state; NULL before the first SIGHUP */
     struct ct_stats_reload reload; /* reload outcomes, for /stats */
     struct ct_ops_events *events;  /* GET /events streams (ops_events.c); NULL: none yet */
-    struct ct_fleet_bus *bus;      /* the fleet's Redis link (ops_fleet.c); NULL: none */
+    struct ct_fleet_bus *bus;      /* the fleet's fan-out (ops_fleet.c); NULL: no fleet */
     struct event *outbox_ev;       /* clients' PURGEs from the workers (ops_fleet.c) */
     int outbox_fd;                 /* ... their eventfd, while outbox_ev is set */
     /* fleet.learn_members (ops_fleet.c): the members Redis says joined, which
@@ -56,8 +56,8 @@ struct ct_ops {
 };
 
 /* ops_fleet.c: the fleet's fan-out (proxy/fleet/fleet_bus.h). Start: the bus
- * when the configuration names fleet.redis; stop: before the main loop's
- * base goes. */
+ * when the configuration has a fleet (over HTTP only without fleet.redis);
+ * stop: before the main loop's base goes. */
 void ct_ops_fleet_start(struct ct_ops *ops);
 void ct_ops_fleet_stop(struct ct_ops *ops);
 /* An admin purge or ban (KIND "purge" or "ban") answered STATUS here, from

@@ -47,8 +47,10 @@ get a "$U"
 ct_check "a second PURGE: 503 too" \
     "$(curl -s -o /dev/null -w '%{http_code}' -X PURGE -H "$H" "http://127.0.0.1:$PA$U")" 503
 ct_check "two refused" "$(metric a fleet_client_purges_refused)" 2
-ct_check "logged once for the burst" "$(grep -c 'not sent to the other nodes' "$CT_TMP/nodea.err")" 1
-ct_check "nothing published" "$(metric a fleet_purges_published) $(metric b fleet_purges_applied)" "0 0"
+ct_check "logged once for the burst" \
+    "$(grep -c 'not sent to the other nodes' "$CT_TMP/nodea.err")" 1
+ct_check "nothing published" \
+    "$(metric a fleet_purges_published) $(metric b fleet_purges_applied)" "0 0"
 ct_check_match "b still has its copy" "$(cs b "$U")" '; hit'
 
 # ---- a reload to the default queue: the next PURGE is fanned out again.

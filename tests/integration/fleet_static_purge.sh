@@ -12,11 +12,11 @@ ct_start_origin --workers 2
 read -r PA PB PC AA AB AC < <(ct_free_ports 6)
 declare -A PORT=([a]=$PA [b]=$PB [c]=$PC) ADMIN=([a]=$AA [b]=$AB [c]=$AC)
 # mirror_ttl 1h: the edges keep their copies, so each node's own copy shows
-# whether the purge reached it. A route of its own keys /gen without the
-# utm_* parameters.
-sites() { # the parameters the route leaves out of the key
+# whether the purge reached it. A route of its own keys a GET of /gen
+# without the utm_* parameters; a PURGE of /gen is keyed as that GET.
+sites() { # the parameters the route (a GET's, so not a PURGE's) leaves out of the key
     echo "sites = ( { name = \"s\"; hosts = [ \"fleet.test\" ];
-  routes = ( { name = \"gen\"; match = { path = \"/gen\"; };
+  routes = ( { name = \"gen\"; match = { path = \"/gen\"; methods = [ \"GET\", \"HEAD\" ]; };
                cache = { key_drop_params = [ $1 ]; }; } ); } );"
 }
 ct_fleet_start 'mirror_ttl = "1h";' "$(sites '"utm_*"')"
@@ -33,7 +33,7 @@ on_all() { local n; for n in a b c; do get "$n" "$1"; done; }
 # its copy (a request would not tell: a miss on an edge refills the owner)
 applied() { grep -c "admin: purge.*k=$2" "$CT_TMP/node$1.err"; }
 removed() { grep -q "admin: purge.*k=$2: 1 objects" "$CT_TMP/node$1.err"; }
-fanouts() { echo "$(metric a fleet_http_fanout) $(metric b fleet_http_fanout) $(metric c fleet_http_fanout)"; }
+fanouts() { local n; for n in a b c; do metric "$n" fleet_http_fanout; done | xargs; }
 
 # ---- a client's PURGE on a: applied there, on b and c over HTTP, once.
 U="/gen?size=100&$MA&k=sp1"
@@ -61,9 +61,10 @@ ct_wait_until 30 soft_on b && ct_pass "b applied it as a soft purge" || ct_faile
 # ---- the admin's purge on b, without Redis, reaches a and c too.
 U3="/gen?size=100&$MA&k=sp3"
 on_all "$U3"
-EU=$(/usr/bin/python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' \
-    "http://fleet.test$U3")
-ct_check_match "admin purge on b" "$(curl -s -X POST "http://127.0.0.1:$AB/purge?url=$EU")" '"purged":1'
+EU=$(/usr/bin/python3 -c \
+    'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "http://fleet.test$U3")
+ct_check_match "admin purge on b" \
+    "$(curl -s -X POST "http://127.0.0.1:$AB/purge?url=$EU")" '"purged":1'
 ct_wait_until 30 removed a sp3 && ct_pass "... a removed its copy" || ct_failed "... a removed it"
 ct_wait_until 30 removed c sp3 && ct_pass "... c removed its copy" || ct_failed "... c removed it"
 ct_check "sent by b only" "$(fanouts)" "2 2 2"
@@ -81,7 +82,7 @@ ct_check "sent by c only" "$(fanouts)" "2 2 4"
 U4="/gen?size=100&utm_source=mail&$MA&k=sp4"
 on_all "$U4"
 ct_check_match "keyed without utm_source" "$(cs a "/gen?size=100&utm_source=web&$MA&k=sp4")" '; hit'
-ct_check "PURGE on a with the route's key rule: 200" "$(cpurge a "$U4")" 200
+ct_check "PURGE on a, keyed as a GET by the route's key rule: 200" "$(cpurge a "$U4")" 200
 ct_wait_until 30 removed b sp4 && ct_pass "... b removed its copy" || ct_failed "... b removed it"
 ct_wait_until 30 removed c sp4 && ct_pass "... c removed its copy" || ct_failed "... c removed it"
 
