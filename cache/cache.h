@@ -99,6 +99,7 @@ enum ct_cache_query {
 struct ct_cache_key_opts {
     enum ct_cache_query query;
     struct ct_str header_name;
+    struct ct_str cookie_name; /* a route's key_cookie: that cookie's value joins the key */
 };
 
 /* What a request contributes. HOST is the Host header (or authority) as
@@ -112,6 +113,7 @@ struct ct_cache_key_in {
     unsigned default_port;
     struct ct_str target;
     struct ct_str header_value;
+    struct ct_str cookie_value; /* of opts.cookie_name; {NULL, 0}: no such cookie */
 };
 
 /* A built key: bytes compared exactly, hash used for sharding and buckets.
@@ -141,10 +143,11 @@ int ct_cache_key_build(const struct ct_cache_key_opts *opts, const struct ct_cac
 int ct_cache_key_prefix(struct ct_str host, unsigned default_port, struct ct_str path_prefix,
                         char *buf, size_t cap, struct ct_str *prefix);
 
-/* The prefix shared by every key that BASE (built without a header value)
- * takes with some value of opts.header_name, into BUF (CAP bytes). A purge
- * by URL must reach those too: the URL alone does not say which value the
- * clients sent. CT_ELIMIT if it does not fit. */
+/* The prefix shared by every key that BASE (built without a header or a
+ * cookie value) takes with some value of opts.header_name or
+ * opts.cookie_name, into BUF (CAP bytes). A purge by URL must reach those
+ * too: the URL alone does not say which values the clients sent. CT_ELIMIT
+ * if it does not fit. */
 int ct_cache_key_variants_prefix(const struct ct_cache_key *base, char *buf, size_t cap,
                                  struct ct_str *prefix);
 

@@ -270,7 +270,8 @@ static void put_target(struct kbuf *b, enum ct_cache_query mode, struct ct_str t
 
 size_t ct_cache_key_size(const struct ct_cache_key_in *in)
 {
-    return 2 + in->host.len + 1 + in->target.len + 2 + in->header_value.len;
+    return 2 + in->host.len + 1 + in->target.len + 2 + in->header_value.len + 2 +
+           in->cookie_value.len;
 }
 
 int ct_cache_key_build(const struct ct_cache_key_opts *opts, const struct ct_cache_key_in *in,
@@ -288,6 +289,11 @@ int ct_cache_key_build(const struct ct_cache_key_opts *opts, const struct ct_cac
         put_c(&b, '\x01');
         put(&b, in->header_value.p, in->header_value.len);
     }
+    if (opts->cookie_name.len && in->cookie_value.p) {
+        put_c(&b, '\0');
+        put_c(&b, '\x02');
+        put(&b, in->cookie_value.p, in->cookie_value.len);
+    }
     if (b.overflow)
         return CT_ELIMIT;
     ct_cache_key_from_bytes(ct_str_make(buf, b.len), key);
@@ -297,12 +303,13 @@ int ct_cache_key_build(const struct ct_cache_key_opts *opts, const struct ct_cac
 int ct_cache_key_variants_prefix(const struct ct_cache_key *base, char *buf, size_t cap,
                                  struct ct_str *prefix)
 {
-    if (cap < base->bytes.len + 2)
+    if (cap < base->bytes.len + 1)
         return CT_ELIMIT;
     memmove(buf, base->bytes.p, base->bytes.len); /* BUF may hold BASE already */
-    buf[base->bytes.len] = '\0'; /* what ct_cache_key_build puts before a header value */
-    buf[base->bytes.len + 1] = '\x01';
-    *prefix = ct_str_make(buf, base->bytes.len + 2);
+    /* what ct_cache_key_build puts before a header's or a cookie's value; a
+     * target holds no NUL, so nothing but BASE's variants starts so */
+    buf[base->bytes.len] = '\0';
+    *prefix = ct_str_make(buf, base->bytes.len + 1);
     return CT_OK;
 }
 
@@ -330,7 +337,7 @@ void ct_cache_key_from_bytes(struct ct_str bytes, struct ct_cache_key *key)
 
 void ct_cache_key_parts(const char *key, size_t len, struct ct_str *host, struct ct_str *target)
 {
-    /* <mclass> NUL <host> NUL <target> [NUL 0x01 <header value>] */
+    /* <mclass> NUL <host> NUL <target> [NUL 0x01 <header value>] [NUL 0x02 <cookie value>] */
     const char *end = key + len, *h = len >= 2 ? key + 2 : end;
     const char *hn = memchr(h, '\0', (size_t)(end - h));
     if (hn == NULL) {

@@ -714,7 +714,9 @@ static const struct ct_conf_row route_cache_rows[] = {
                "Request header whose value joins the key on this route; `off` = "
                "`cache.key_header`."),
     ROW_OPTSTR(T, "key_cookie", key_cookie, Q("off"),
-               "Cookie whose value joins the key on this route; `off` = none."),
+               "Cookie whose value joins the key on this route (the first pair of that "
+               "name in `Cookie`; absent and empty differ; an admin purge by URL takes every "
+               "value); `off` = none."),
 };
 static const struct ct_conf_section route_cache_section =
     SECTION("route_cache", T, route_cache_rows);

@@ -258,6 +258,12 @@ bool ct_http_parser_is_tunnel(const struct ct_http_parser *p);
  * does not split). Returns false when the list is exhausted. */
 bool ct_http_list_next(struct ct_str *rest, struct ct_str *elem);
 
+/* Take the next "name=value" pair of a list separated by SEP (';' for a
+ * Cookie field, RFC 6265 §4.2.1; '&' for a query) from *REST: leading
+ * spaces and tabs skipped, a pair without '=' has the empty value, nothing
+ * decoded. Returns false when the list is exhausted. */
+bool ct_http_pair_next(struct ct_str *rest, char sep, struct ct_str *name, struct ct_str *value);
+
 /* Does the list VALUE contain TOKEN (case-insensitive, whole element or the
  * element's token before ';' or '=')? */
 bool ct_http_list_has(struct ct_str value, struct ct_str token);

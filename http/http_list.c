@@ -101,6 +101,26 @@ bool ct_http_list_next(struct ct_str *rest, struct ct_str *elem)
     return false;
 }
 
+bool ct_http_pair_next(struct ct_str *rest, char sep, struct ct_str *name, struct ct_str *value)
+{
+    const char *p = rest->p, *end = p ? p + rest->len : p;
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    if (p >= end) {
+        *rest = ct_str_make(end, 0);
+        return false;
+    }
+    const char *e = memchr(p, sep, (size_t)(end - p));
+    if (!e)
+        e = end;
+    const char *eq = memchr(p, '=', (size_t)(e - p));
+    *name = ct_str_make(p, (size_t)((eq ? eq : e) - p));
+    *value = eq ? ct_str_make(eq + 1, (size_t)(e - eq - 1)) : ct_str_make(e, 0);
+    p = e < end ? e + 1 : end;
+    *rest = ct_str_make(p, (size_t)(end - p));
+    return true;
+}
+
 /* The leading token of a list element: what comes before ';' or '=' (a
  * parameter or an argument), OWS-trimmed ("gzip;q=0.5" -> "gzip"). */
 static struct ct_str element_head(struct ct_str e)

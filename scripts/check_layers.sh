@@ -21,7 +21,7 @@ declare -A allow=(
   [tls]="common conf"
   [origin]="common http"
   # pure libraries of issue 15 (route table, balancing, real address, limits)
-  [proxy/route]="common conf"
+  [proxy/route]="common http conf"
   [proxy/balance]="common conf"
   [proxy/realip]="common conf"
   [proxy/limit]="common"

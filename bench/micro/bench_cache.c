@@ -96,12 +96,12 @@ static void keyset_init(struct keyset *ks, size_t n)
     ks->keys = malloc(n * sizeof(*ks->keys));
     ks->targets = malloc(n * TARGET_STRIDE);
     ks->target_len = malloc(n);
-    struct ct_cache_key_opts o = {CT_CACHE_QUERY_KEEP, {NULL, 0}};
+    struct ct_cache_key_opts o = {.query = CT_CACHE_QUERY_KEEP, .header_name = {NULL, 0}};
     for (size_t i = 0; i < n; i++) {
         char *target = ks->targets + i * TARGET_STRIDE;
         ks->target_len[i] = (unsigned char)snprintf(target, TARGET_STRIDE, "/obj/%zu", i);
         struct ct_cache_key_in in = {
-            CT_CACHE_MCLASS_GET, CT_STR(BENCH_HOST), 80, ct_str_c(target), {NULL, 0}};
+            CT_CACHE_MCLASS_GET, CT_STR(BENCH_HOST), 80, ct_str_c(target), {NULL, 0}, {NULL, 0}};
         if (ct_cache_key_build(&o, &in, ks->bytes + i * KEY_STRIDE, KEY_STRIDE, &ks->keys[i]))
             abort();
     }
@@ -188,7 +188,7 @@ static void chunk_fill(struct lk_chunk *ch, const struct keyset *ks, const uint3
 static double run_lookups(struct ct_cache *c, const struct keyset *ks, const uint32_t *order,
                           size_t n, enum lk_mode mode, struct lk_chunk *ch, size_t *hits)
 {
-    const struct ct_cache_key_opts kopts = {CT_CACHE_QUERY_KEEP, {NULL, 0}};
+    const struct ct_cache_key_opts kopts = {.query = CT_CACHE_QUERY_KEEP, .header_name = {NULL, 0}};
     double busy = 0;
     *hits = 0;
     for (size_t i = 0; i < n; i += CHUNK) {
@@ -209,7 +209,7 @@ static double run_lookups(struct ct_cache *c, const struct keyset *ks, const uin
             case LK_BUILD:
             case LK_BUILD_ONLY: {
                 struct ct_cache_key_in in = {
-                    CT_CACHE_MCLASS_GET, CT_STR(BENCH_HOST), 80, ch->targets[j], {NULL, 0}};
+                    CT_CACHE_MCLASS_GET, CT_STR(BENCH_HOST), 80, ch->targets[j], {NULL, 0}, {NULL, 0}};
                 if (ct_cache_key_build(&kopts, &in, kbuf, sizeof(kbuf), &k) != CT_OK)
                     abort();
                 if (mode == LK_BUILD)

@@ -467,6 +467,8 @@ struct ct_str ct_cache_route_key(const struct ct_route *route, struct ct_str tar
                                                          : CT_CACHE_QUERY_KEEP;
     if (c->key_header)
         ko->header_name = ct_str_c(c->key_header);
+    if (c->key_cookie)
+        ko->cookie_name = ct_str_c(c->key_cookie);
     const char *q = c->nkey_drop_params ? memchr(target.p, '?', target.len) : NULL;
     size_t plen = q ? (size_t)(q - target.p) : 0;
     if (!q || target.len > qcap)
@@ -501,6 +503,16 @@ bool ct_cache_key_for(struct ct_req *r, struct ct_str target, struct ct_cache_ke
         if (f)
             in.header_value = f->value;
     }
+    if (ko.cookie_name.len) /* the first pair of that name, as a server reads it (RFC 6265 §5.4) */
+        for (const struct ct_http_field *f = ct_http_msg_find(req, CT_HDR_COOKIE, NULL);
+             f && !in.cookie_value.p; f = ct_http_msg_find(req, CT_HDR_COOKIE, f)) {
+            struct ct_str rest = f->value, name, val;
+            while (ct_http_pair_next(&rest, ';', &name, &val))
+                if (ct_str_eq(name, ko.cookie_name)) {
+                    in.cookie_value = val;
+                    break;
+                }
+        }
     size_t need = ct_cache_key_size(&in);
     if (need > cr->keycap) {
         free(cr->keybuf);

@@ -411,7 +411,8 @@ unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_o
         CT_ASSERT(ct_cache_key_build(&opts, &in, buf, cap, &key) == CT_OK);
         n = ct_cache_purge_key_mode(ops->cache, &key, mode, ct_time_real());
         struct ct_str variants;
-        if (opts.header_name.len && ct_cache_key_variants_prefix(&key, buf, cap, &variants) == CT_OK)
+        if ((opts.header_name.len || opts.cookie_name.len) &&
+            ct_cache_key_variants_prefix(&key, buf, cap, &variants) == CT_OK)
             n += ct_cache_purge_prefix_mode(ops->cache, variants, mode, ct_time_real());
     }
     free(buf);

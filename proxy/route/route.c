@@ -23,6 +23,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "http/http.h"
 #include "proxy/route/route.h"
 #include "proxy/route/route_int.h"
 
@@ -615,24 +616,10 @@ static bool field_ok(const struct cond *c, const struct ct_route_req *req)
 /* In "a=1; b=2" (Cookie) or "a=1&b=2" (query), the pair named C->name. */
 static bool pair_ok(const struct cond *c, struct ct_str list, char sep)
 {
-    const char *p = list.p, *end = list.p + list.len;
-    while (p < end) {
-        while (p < end && (*p == ' ' || *p == '\t'))
-            p++;
-        const char *e = memchr(p, sep, (size_t)(end - p));
-        if (!e)
-            e = end;
-        const char *eq = memchr(p, '=', (size_t)(e - p));
-        struct ct_str name = ct_str_make(p, (size_t)((eq ? eq : e) - p));
-        if (ct_str_eq(name, c->name)) {
-            if (!c->has_value)
-                return true;
-            struct ct_str val = eq ? ct_str_make(eq + 1, (size_t)(e - eq - 1)) : CT_STR("");
-            if (ct_str_eq(val, c->value))
-                return true;
-        }
-        p = e + 1;
-    }
+    struct ct_str name, val;
+    while (ct_http_pair_next(&list, sep, &name, &val))
+        if (ct_str_eq(name, c->name) && (!c->has_value || ct_str_eq(val, c->value)))
+            return true;
     return false;
 }
 

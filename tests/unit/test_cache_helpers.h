@@ -21,9 +21,9 @@ struct tkey {
 
 static inline void mk_key(struct tkey *k, const char *host, const char *target)
 {
-    struct ct_cache_key_opts o = {CT_CACHE_QUERY_KEEP, {NULL, 0}};
+    struct ct_cache_key_opts o = {.query = CT_CACHE_QUERY_KEEP, .header_name = {NULL, 0}};
     struct ct_cache_key_in in = {
-        CT_CACHE_MCLASS_GET, ct_str_c(host), 80, ct_str_c(target), {NULL, 0}};
+        CT_CACHE_MCLASS_GET, ct_str_c(host), 80, ct_str_c(target), {NULL, 0}, {NULL, 0}};
     CU_ASSERT_EQUAL_FATAL(ct_cache_key_build(&o, &in, k->buf, sizeof(k->buf), &k->key), CT_OK);
 }
 

@@ -17,13 +17,13 @@ static void test_xxh64_vectors(void)
     CU_ASSERT_EQUAL(ct_cache_hash64(t, strlen(t), 0), 0xFBCEA83C8A378BF1ULL);
 }
 
-static struct ct_cache_key_opts opts_keep = {CT_CACHE_QUERY_KEEP, {NULL, 0}};
+static struct ct_cache_key_opts opts_keep = {.query = CT_CACHE_QUERY_KEEP, .header_name = {NULL, 0}};
 
 static int build(const struct ct_cache_key_opts *o, const char *host, const char *target, char *buf,
                  size_t cap, struct ct_cache_key *k)
 {
     struct ct_cache_key_in in = {
-        CT_CACHE_MCLASS_GET, ct_str_c(host), 80, ct_str_c(target), {NULL, 0}};
+        CT_CACHE_MCLASS_GET, ct_str_c(host), 80, ct_str_c(target), {NULL, 0}, {NULL, 0}};
     return ct_cache_key_build(o, &in, buf, cap, k);
 }
 
@@ -66,7 +66,7 @@ static struct ct_str host_part(unsigned default_port, const char *host, char *bu
 {
     struct ct_cache_key k;
     struct ct_cache_key_in in = {
-        CT_CACHE_MCLASS_GET, ct_str_c(host), default_port, CT_STR("/"), {NULL, 0}};
+        CT_CACHE_MCLASS_GET, ct_str_c(host), default_port, CT_STR("/"), {NULL, 0}, {NULL, 0}};
     if (ct_cache_key_build(&opts_keep, &in, buf, cap, &k) != CT_OK)
         return ct_str_make("(overflow)", 10);
     return ct_str_make(k.bytes.p + 2, k.bytes.len - 2 - 2); /* between the NULs */
@@ -106,7 +106,7 @@ static void test_key_host_lower_all_bytes(void)
             want[len - 1] = 'x';
             struct ct_cache_key k;
             struct ct_cache_key_in in = {
-                CT_CACHE_MCLASS_GET, ct_str_make(host, len), 80, CT_STR("/"), {NULL, 0}};
+                CT_CACHE_MCLASS_GET, ct_str_make(host, len), 80, CT_STR("/"), {NULL, 0}, {NULL, 0}};
             CU_ASSERT_EQUAL_FATAL(ct_cache_key_build(&opts_keep, &in, b, sizeof(b), &k), CT_OK);
             CU_ASSERT_EQUAL_FATAL(memcmp(k.bytes.p + 2, want, len), 0);
         }
@@ -121,8 +121,8 @@ static void test_key_host_lower_all_bytes(void)
 
 static void test_key_query_modes(void)
 {
-    struct ct_cache_key_opts drop = {CT_CACHE_QUERY_DROP, {NULL, 0}};
-    struct ct_cache_key_opts sort = {CT_CACHE_QUERY_SORT, {NULL, 0}};
+    struct ct_cache_key_opts drop = {.query = CT_CACHE_QUERY_DROP, .header_name = {NULL, 0}};
+    struct ct_cache_key_opts sort = {.query = CT_CACHE_QUERY_SORT, .header_name = {NULL, 0}};
 
     CU_ASSERT_FALSE(same_key(&opts_keep, "h", "/p?a=1&b=2", "h", "/p?b=2&a=1"));
     CU_ASSERT_TRUE(same_key(&drop, "h", "/p?a=1&b=2", "h", "/p"));
@@ -142,7 +142,7 @@ static void test_key_query_modes(void)
 static void test_key_sort_many_params(void)
 {
     /* Past CT_CACHE_KEY_MAX_SORT parameters the order is kept, not truncated. */
-    struct ct_cache_key_opts sort = {CT_CACHE_QUERY_SORT, {NULL, 0}};
+    struct ct_cache_key_opts sort = {.query = CT_CACHE_QUERY_SORT, .header_name = {NULL, 0}};
     char target[2048], buf[2100];
     size_t n = (size_t)snprintf(target, sizeof(target), "/p?");
     for (int i = CT_CACHE_KEY_MAX_SORT + 10; i > 0 && n < sizeof(target) - 8; i--)
@@ -155,10 +155,10 @@ static void test_key_sort_many_params(void)
 
 static void test_key_header_and_class(void)
 {
-    struct ct_cache_key_opts hdr = {CT_CACHE_QUERY_KEEP, CT_STR("X-Device")};
+    struct ct_cache_key_opts hdr = {.query = CT_CACHE_QUERY_KEEP, .header_name = CT_STR("X-Device")};
     char b1[64], b2[64], b3[64];
     struct ct_cache_key k1, k2, k3;
-    struct ct_cache_key_in in = {CT_CACHE_MCLASS_GET, CT_STR("h"), 80, CT_STR("/"), CT_STR("m")};
+    struct ct_cache_key_in in = {CT_CACHE_MCLASS_GET, CT_STR("h"), 80, CT_STR("/"), CT_STR("m"), {NULL, 0}};
     CU_ASSERT_EQUAL(ct_cache_key_build(&hdr, &in, b1, sizeof(b1), &k1), CT_OK);
     in.header_value = CT_STR("");
     CU_ASSERT_EQUAL(ct_cache_key_build(&hdr, &in, b2, sizeof(b2), &k2), CT_OK);
@@ -172,11 +172,54 @@ static void test_key_header_and_class(void)
     CU_ASSERT_FALSE(ct_str_eq(k1.bytes, k3.bytes));
 }
 
+/* A route's key_cookie: the cookie's value joins the key (absent and empty
+ * differ), after a key_header's; the variants prefix is a prefix of every
+ * such variant of the URL and of no other URL's key. */
+static void test_key_cookie_and_variants(void)
+{
+    struct ct_cache_key_opts both = {.query = CT_CACHE_QUERY_KEEP,
+                                     .header_name = CT_STR("X-Device"),
+                                     .cookie_name = CT_STR("lang")};
+    struct ct_cache_key_opts cookie = {.query = CT_CACHE_QUERY_KEEP, .cookie_name = CT_STR("lang")};
+    char b[5][64], pb[64];
+    struct ct_cache_key k[5];
+    struct ct_cache_key_in in = {.mclass = CT_CACHE_MCLASS_GET, .host = CT_STR("h"),
+                                 .default_port = 80, .target = CT_STR("/a")};
+    CU_ASSERT_EQUAL(ct_cache_key_build(&cookie, &in, b[0], 64, &k[0]), CT_OK); /* no cookie */
+    in.cookie_value = CT_STR("en");
+    CU_ASSERT_EQUAL(ct_cache_key_build(&cookie, &in, b[1], 64, &k[1]), CT_OK);
+    in.cookie_value = CT_STR("");
+    CU_ASSERT_EQUAL(ct_cache_key_build(&cookie, &in, b[2], 64, &k[2]), CT_OK);
+    in.cookie_value = CT_STR("en");
+    in.header_value = CT_STR("m");
+    CU_ASSERT_EQUAL(ct_cache_key_build(&both, &in, b[3], 64, &k[3]), CT_OK);
+    CU_ASSERT_EQUAL(k[0].bytes.len, 6); /* <mclass> NUL "h" NUL "/a" */
+    CU_ASSERT_EQUAL(k[1].bytes.len, 6 + 4);
+    CU_ASSERT_EQUAL(memcmp(k[1].bytes.p + 6, "\0\x02" "en", 4), 0);
+    CU_ASSERT_EQUAL(memcmp(k[3].bytes.p + 6, "\0\x01" "m\0\x02" "en", 7), 0);
+    for (int i = 0; i < 4; i++)
+        for (int j = i + 1; j < 4; j++)
+            CU_ASSERT_FALSE(ct_str_eq(k[i].bytes, k[j].bytes));
+    struct ct_str prefix;
+    CU_ASSERT_EQUAL(ct_cache_key_variants_prefix(&k[0], pb, sizeof(pb), &prefix), CT_OK);
+    for (int i = 1; i < 4; i++)
+        CU_ASSERT_TRUE(k[i].bytes.len > prefix.len &&
+                       memcmp(k[i].bytes.p, prefix.p, prefix.len) == 0);
+    in = (struct ct_cache_key_in){.mclass = CT_CACHE_MCLASS_GET, .host = CT_STR("h"),
+                                  .default_port = 80, .target = CT_STR("/ab")};
+    CU_ASSERT_EQUAL(ct_cache_key_build(&cookie, &in, b[4], 64, &k[4]), CT_OK);
+    CU_ASSERT_FALSE(memcmp(k[4].bytes.p, prefix.p, prefix.len) == 0);
+    /* a cookie without key_cookie keys nothing */
+    in.cookie_value = CT_STR("en");
+    CU_ASSERT_EQUAL(ct_cache_key_build(&opts_keep, &in, b[0], 64, &k[0]), CT_OK);
+    CU_ASSERT_EQUAL(k[0].bytes.len, 7);
+}
+
 static void test_key_overflow_and_size(void)
 {
     struct ct_cache_key_in in = {CT_CACHE_MCLASS_GET, CT_STR("example.com"), 80,
-                                 CT_STR("/path?q=1"), CT_STR("v")};
-    struct ct_cache_key_opts hdr = {CT_CACHE_QUERY_SORT, CT_STR("X")};
+                                 CT_STR("/path?q=1"), CT_STR("v"), {NULL, 0}};
+    struct ct_cache_key_opts hdr = {.query = CT_CACHE_QUERY_SORT, .header_name = CT_STR("X")};
     size_t need = ct_cache_key_size(&in);
     char buf[64];
     struct ct_cache_key k;
@@ -210,6 +253,7 @@ void ct_test_register(void)
              {"query keep/drop/sort", test_key_query_modes},
              {"more params than sortable", test_key_sort_many_params},
              {"named header and method class", test_key_header_and_class},
+             {"named cookie, and the prefix of a URL's variants", test_key_cookie_and_variants},
              {"buffer too small", test_key_overflow_and_size},
              {"purge prefix is a key prefix", test_key_prefix});
 }

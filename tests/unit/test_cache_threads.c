@@ -105,9 +105,9 @@ static void *thread_main(void *arg)
         struct tkey k;
         char path[32];
         snprintf(path, sizeof(path), "/k/%d", i);
-        struct ct_cache_key_opts o = {CT_CACHE_QUERY_KEEP, {NULL, 0}};
+        struct ct_cache_key_opts o = {.query = CT_CACHE_QUERY_KEEP, .header_name = {NULL, 0}};
         struct ct_cache_key_in in = {
-            CT_CACHE_MCLASS_GET, CT_STR("h"), 80, ct_str_c(path), {NULL, 0}};
+            CT_CACHE_MCLASS_GET, CT_STR("h"), 80, ct_str_c(path), {NULL, 0}, {NULL, 0}};
         if (ct_cache_key_build(&o, &in, k.buf, sizeof(k.buf), &k.key) != CT_OK)
             abort();
         if (r % 997 == 0) {

@@ -25,6 +25,31 @@ static const char *elems(const char *value, char *out, size_t cap)
     return out;
 }
 
+/* The pairs of VALUE split at SEP as "name=value|..." ("name" alone when
+ * it had no '='), into OUT. */
+static const char *pairs(const char *value, char sep, char *out, size_t cap)
+{
+    struct ct_str rest = ct_str_c(value), name, val;
+    size_t n = 0;
+    out[0] = '\0';
+    while (ct_http_pair_next(&rest, sep, &name, &val))
+        n += (size_t)snprintf(out + n, cap - n, "%s%.*s=%.*s", n ? "|" : "", (int)name.len,
+                              name.p, (int)val.len, val.p);
+    return out;
+}
+
+static void test_pairs(void)
+{
+    char buf[128];
+    CU_ASSERT_STRING_EQUAL(pairs("a=1; b=2;c=3", ';', buf, sizeof(buf)), "a=1|b=2|c=3");
+    CU_ASSERT_STRING_EQUAL(pairs("  sid=x=y;  flag;e=", ';', buf, sizeof(buf)),
+                           "sid=x=y|flag=|e=");
+    CU_ASSERT_STRING_EQUAL(pairs("q=1&utm=2&", '&', buf, sizeof(buf)), "q=1|utm=2");
+    CU_ASSERT_STRING_EQUAL(pairs("a=1; b=2", '&', buf, sizeof(buf)), "a=1; b=2");
+    CU_ASSERT_STRING_EQUAL(pairs("", ';', buf, sizeof(buf)), "");
+    CU_ASSERT_STRING_EQUAL(pairs("   ", ';', buf, sizeof(buf)), "");
+}
+
 static void test_list_rfc_examples(void)
 {
     char buf[128];
@@ -507,7 +532,7 @@ void ct_test_register(void)
 {
     CT_SUITE("http lists", {"RFC 9110 5.6.1.2 examples", test_list_rfc_examples},
              {"quoted strings stay whole", test_list_quoted}, {"list_has", test_list_has},
-             {"tokens", test_token});
+             {"tokens", test_token}, {"name=value pairs (Cookie, query)", test_pairs});
     CT_SUITE("http dates", {"RFC 9110 5.6.7 examples", test_date_rfc_examples},
              {"IMF-fixdate formatting", test_date_format},
              {"round trip against gmtime_r", test_date_roundtrip},
