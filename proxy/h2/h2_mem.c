@@ -110,7 +110,8 @@ static void *pool_get(uint32_t pages)
 
 static void pool_put(void *p, uint32_t pages)
 {
-    (void)madvise(p, (size_t)pages * PAGE, MADV_DONTNEED); /* if refused: only not given back */
+    if (madvise(p, (size_t)pages * PAGE, MADV_DONTNEED) != 0)
+        memset(p, 0, (size_t)pages * PAGE); /* kept resident, but zeros for the next calloc */
     POISON(p, (size_t)pages * PAGE);
     pthread_mutex_lock(&pool.mu);
     if (pool.nfree[pages] == pool.cap[pages]) {
