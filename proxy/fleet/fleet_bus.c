@@ -84,6 +84,10 @@ struct ct_fleet_bus {
     } *sens;           /* fleet.redis then fleet.redis_sentinels */
     size_t nsens, sen_idx;
     redisAsyncContext *sen;
+    /* subscribed to +switch-master at a Sentinel: a failover is followed
+     * when it happens, not ~10 s later when the old master is demoted (until
+     * then it takes writes that its demotion throws away) */
+    redisAsyncContext *sen_sub;
     bool have_master;
     char last_id[ID_MAX]; /* the last stream id read; "" = not known yet */
     struct event *tick;   /* reconnect, register, membership */
@@ -164,7 +168,7 @@ static void drop_ask(struct ct_fleet_bus *b)
 
 static void drop_links(struct ct_fleet_bus *b)
 {
-    b->redirecting = true; /* the disconnects are not errors */
+    b->redirecting = b->cmd || b->blk; /* the disconnects are not errors */
     if (b->cmd)
         redisAsyncDisconnect(b->cmd);
     if (b->blk)
@@ -674,12 +678,12 @@ static void auth_first(redisAsyncContext *ac, const char *user, const char *pass
 }
 
 /* A connection to HOST:PORT for ROLE ("cmd", "stream", "ask-cmd", ...,
- * "sentinel"), NULL when it fails at once (said and counted). */
+ * "sentinel", "sentinel-sub"), NULL when it fails at once (said and counted). */
 static redisAsyncContext *link_new(struct ct_fleet_bus *b, const char *host, int port,
                                    redisConnectCallback *on_conn,
                                    redisDisconnectCallback *on_disc, const char *role)
 {
-    bool sen = strcmp(role, "sentinel") == 0;
+    bool sen = strncmp(role, "sentinel", 8) == 0;
     redisAsyncContext *ac = redisAsyncConnect(host, port);
     if (!ac)
         return NULL;
@@ -773,6 +777,55 @@ static void sen_disconnect(const redisAsyncContext *ac, int status)
     bus_of(ac)->sen = NULL;
 }
 
+/* A "+switch-master" message: "NAME OLD_IP OLD_PORT NEW_IP NEW_PORT". */
+static void on_switch(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)priv;
+    struct ct_fleet_bus *b = bus_of(ac);
+    redisReply *rep = r;
+    char name[128], host[64];
+    int port;
+    if (b->closing || !rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 3 ||
+        rep->element[2]->type != REDIS_REPLY_STRING ||
+        sscanf(rep->element[2]->str, "%127s %*s %*s %63s %d", name, host, &port) != 3 ||
+        strcmp(name, b->master_name) != 0)
+        return; /* the subscription's confirmation, or another master's */
+    CT_INFO("fleet: Sentinel %s:%d: +switch-master of \"%s\" to %s:%d", ac->c.tcp.host,
+            ac->c.tcp.port, name, host, port);
+    if (strcmp(host, b->host) == 0 && port == b->port)
+        return;
+    free(b->host);
+    b->host = ct_xstrdup(host);
+    b->port = port;
+    b->have_master = true;
+    b->n.redirects++;
+    drop_links(b); /* the tick connects to the new master */
+}
+
+static void sub_disconnect(const redisAsyncContext *ac, int status)
+{
+    (void)status;
+    bus_of(ac)->sen_sub = NULL; /* the tick subscribes again */
+}
+
+static void sub_connect(const redisAsyncContext *ac, int status)
+{
+    if (status != REDIS_OK)
+        sub_disconnect(ac, status);
+}
+
+/* Subscribe at the Sentinel asked now; a failed one is tried again on the
+ * next tick (then at the Sentinel asked by then). */
+static void subscribe_switch(struct ct_fleet_bus *b)
+{
+    if (b->sen_sub)
+        return;
+    b->sen_sub = link_new(b, b->sen_host, b->sen_port, sub_connect, sub_disconnect,
+                         "sentinel-sub");
+    if (b->sen_sub)
+        redisAsyncCommand(b->sen_sub, on_switch, NULL, "SUBSCRIBE +switch-master");
+}
+
 static void ask_sentinel(struct ct_fleet_bus *b)
 {
     if (b->sen)
@@ -792,6 +845,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         ask_sentinel(b); /* connect once it answered: the next tick */
         return;
     }
+    if (b->master_name)
+        subscribe_switch(b); /* at the Sentinel that answered */
     if (!b->cmd)
         b->cmd = link_new(b, b->host, b->port, on_connect, on_disconnect, "cmd");
     if (!b->blk)
@@ -1045,6 +1100,8 @@ void ct_fleet_bus_free(struct ct_fleet_bus **bp)
         redisAsyncFree(b->blk);
     if (b->sen)
         redisAsyncFree(b->sen);
+    if (b->sen_sub)
+        redisAsyncFree(b->sen_sub);
     for (size_t i = 0; i < CT_ARRAY_LEN(b->ask); i++)
         if (b->ask[i])
             redisAsyncFree(b->ask[i]);

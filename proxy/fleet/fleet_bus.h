@@ -32,7 +32,8 @@
  * hiredis 0.14 (Debian 12), its libevent adapter; Redis >= 5 (streams),
  * standalone, Cluster (both keys in the slot of {PREFIX}; MOVED followed, an
  * ASKed command sent once to the importing node) or
- * a Sentinel-managed primary (asked again after every failover).
+ * a Sentinel-managed primary (asked again after every loss; a failover
+ * followed at the Sentinel's +switch-master).
  */
 #ifndef CT_PROXY_FLEET_BUS_H
 #define CT_PROXY_FLEET_BUS_H
@@ -67,7 +68,8 @@ struct ct_fleet_bus_counts {
     uint64_t missed;     /* catch-ups that found the stream trimmed past the last id */
     uint64_t redis_up;   /* gauge: 1 while both connections are up */
     uint64_t live;       /* gauge: members live in the last membership read (self included) */
-    uint64_t redirects;  /* Redis Cluster MOVED followed, Sentinel masters demoted */
+    uint64_t redirects;  /* Redis Cluster MOVED followed; Sentinel: a master demoted, or
+                            a +switch-master */
     uint64_t asks;       /* Redis Cluster ASK: commands sent once to the importing node */
 };
 

@@ -172,7 +172,7 @@ enum ct_stats_route {
       "Reconnects that found purges trimmed from the stream before this node read them.") \
     X(fleet_redis_up, GAUGE, NONE, "1 while both Redis connections are up.") \
     X(fleet_redis_redirects, COUNTER, NONE,                                     \
-      "Redis Cluster MOVED replies followed, and Sentinel masters found demoted.") \
+      "Redis Cluster MOVED replies followed; Sentinel failovers followed.") \
     X(fleet_redis_asks, COUNTER, NONE,                                          \
       "Redis Cluster ASK replies: the command sent once to the importing node (ASKING).") \
     X(fleet_members_live, GAUGE, NONE,                                          \
