@@ -62,6 +62,7 @@ struct ct_fleet_bus {
     /* state */
     redisAsyncContext *cmd, *blk;
     bool cmd_up, blk_up, reading, closing;
+    bool cmd_noauth, blk_noauth; /* that link's AUTH was refused: connected, but every command is */
     /* the XREAD in flight (READING): a read of a link left behind (an ASK
      * target's, as a MOVED ends a migration) may still answer; only this
      * one's answer goes on reading */
@@ -115,7 +116,10 @@ static char *join(const char *a, const char *b)
     return s;
 }
 
-static void up_gauge(struct ct_fleet_bus *b) { b->n.redis_up = b->cmd_up && b->blk_up; }
+static void up_gauge(struct ct_fleet_bus *b)
+{
+    b->n.redis_up = b->cmd_up && b->blk_up && !b->cmd_noauth && !b->blk_noauth;
+}
 
 /* ---- Redis Cluster: MOVED and ASK ------------------------------------------------
  *
@@ -609,12 +613,14 @@ static void on_connect(const redisAsyncContext *ac, int status)
     CT_INFO("fleet: Redis %s:%d connected (%s)", b->host, b->port, is_cmd ? "commands" : "stream");
     if (is_cmd) {
         b->cmd_up = true;
+        b->cmd_noauth = false; /* until this connection's AUTH answers */
         b->next_register = 0; /* register now */
         /* the others' registrations may be missing for their reconnect
          * (the 1 s tick) and one register_ttl */
         b->settle_until = ct_time_mono() + 1.0 + (double)b->ttl_ms / 1000.0;
     } else {
         b->blk_up = true;
+        b->blk_noauth = false;
         if (b->last_id[0]) /* a reconnect: catch up from where we stopped */
             send_cmd(b->blk, on_first, NULL, "XRANGE %s - + COUNT 1", b->k_stream);
         else
@@ -662,6 +668,13 @@ static void on_auth(redisAsyncContext *ac, void *r, void *priv)
     b->n.redis_errors++;
     CT_WARN("fleet: Redis %s:%d refused AUTH: %s (%s)", ac->c.tcp.host, ac->c.tcp.port, rep->str,
             (const char *)priv);
+    /* fleet_redis_up says whether Redis serves the fleet, not whether a
+     * socket is open */
+    if (ac == b->cmd)
+        b->cmd_noauth = true;
+    else if (ac == b->blk)
+        b->blk_noauth = true;
+    up_gauge(b);
 }
 
 /* AUTH as the first command queued on AC (hiredis sends in order once

@@ -170,7 +170,7 @@ enum ct_stats_route {
     X(fleet_redis_errors, COUNTER, NONE, "Redis connects that failed and connections lost.") \
     X(fleet_redis_missed, COUNTER, NONE,                                        \
       "Reconnects that found purges trimmed from the stream before this node read them.") \
-    X(fleet_redis_up, GAUGE, NONE, "1 while both Redis connections are up.") \
+    X(fleet_redis_up, GAUGE, NONE, "1 while both Redis connections are up and authenticated.") \
     X(fleet_redis_redirects, COUNTER, NONE,                                     \
       "Redis Cluster MOVED replies followed; Sentinel failovers followed.") \
     X(fleet_redis_asks, COUNTER, NONE,                                          \

@@ -110,6 +110,8 @@ ct_wait_until 30 c_refused && ct_pass "c says Redis refused its AUTH" ||
 ct_wait_until 30 metric_gt c fleet_redis_errors "$e0"
 ct_check "... counted" "$(($(metric c fleet_redis_errors) > e0))" 1
 ct_check "... serves on its last view" "$(get c ckey) $(metric c fleet_members_live)" "200 3"
+ct_check "... and says Redis is not up (connected, every command refused)" \
+    "$(metric c fleet_redis_up)" 0
 purge c three
 ct_wait_until 30 metric_gt c fleet_http_fanout "$h0"
 ct_check "... its purge went over HTTP, not into the stream" \
