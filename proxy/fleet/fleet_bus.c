@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/list.h"
 #include "common/log.h"
 #include "proxy/balance/balance.h"
 #include "proxy/fleet/fleet.h"
@@ -30,6 +31,12 @@
 #define STREAM_MAXLEN "10000" /* entries kept for the catch-up (approximate trim) */
 #define BLOCK_MS "2000"       /* one XREAD BLOCK: its answer proves the link alive */
 #define ID_MAX 64
+/* A stalled Redis (the link up, no answers: a SIGSTOP, a fork's copy, a
+ * swap storm) errors nothing, and each purge would wait for it with its copy
+ * held: one that has no answer within XADD_WAIT_S goes over HTTP as well,
+ * and past XADD_INFLIGHT_MAX unanswered ones a purge goes over HTTP only. */
+#define XADD_WAIT_S 2.0
+#define XADD_INFLIGHT_MAX 1024
 
 struct peer_admin {
     char *host;
@@ -63,6 +70,8 @@ struct ct_fleet_bus {
     redisAsyncContext *cmd, *blk;
     bool cmd_up, blk_up, reading, closing;
     bool cmd_noauth, blk_noauth; /* that link's AUTH was refused: connected, but every command is */
+    CT_LIST_HEAD(pending) inflight; /* XADDs not answered yet, oldest first */
+    unsigned ninflight;
     /* the XREAD in flight (READING): a read of a link left behind (an ASK
      * target's, as a MOVED ends a migration) may still answer; only this
      * one's answer goes on reading */
@@ -848,6 +857,8 @@ static void ask_sentinel(struct ct_fleet_bus *b)
         next_sentinel(b, true); /* as sen_connect() does */
 }
 
+static void slow_publishes(struct ct_fleet_bus *b, ct_time_t now);
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -866,6 +877,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         b->blk = link_new(b, b->host, b->port, on_connect, on_disconnect, "stream");
     read_more(b); /* a read lost with a link to an ASK target: on again */
     ct_time_t now = ct_time_mono();
+    slow_publishes(b, now);
     if (b->cmd_up && now >= b->next_register) {
         register_self(b);
         b->next_register = now + (double)b->ttl_ms / 3000.0;
@@ -943,13 +955,20 @@ static void send_http(struct ct_fleet_bus *b, const char *kind, struct ct_str qu
 
 /* An XADD in flight: what to send over HTTP if it does not land. */
 struct pending {
+    CT_LIST_LINK(pending) link; /* in b->inflight */
+    ct_time_t sent;
+    bool http; /* sent over HTTP already: Redis was slow to answer */
     char kind[8];
     struct ct_str query, expr; /* owned copies */
 };
 
-static void *pending_new(const char *kind, struct ct_str query, struct ct_str expr)
+static struct pending *pending_new(struct ct_fleet_bus *b, const char *kind, struct ct_str query,
+                                   struct ct_str expr)
 {
     struct pending *p = ct_xcalloc(1, sizeof(*p));
+    p->sent = ct_time_mono();
+    CT_LIST_INSERT_TAIL(&b->inflight, p, link);
+    b->ninflight++;
     snprintf(p->kind, sizeof(p->kind), "%s", kind);
     char *q = ct_xmalloc(query.len + expr.len + 1);
     if (query.len)
@@ -961,10 +980,28 @@ static void *pending_new(const char *kind, struct ct_str query, struct ct_str ex
     return p;
 }
 
-static void pending_free(struct pending *p)
+static void pending_free(struct ct_fleet_bus *b, struct pending *p)
 {
+    CT_LIST_REMOVE(&b->inflight, p, link);
+    b->ninflight--;
     free((char *)p->query.p);
     free(p);
+}
+
+/* The tick: the XADDs Redis has not answered for XADD_WAIT_S go over HTTP
+ * too (a purge applied twice is the same purge; a ban twice, the same ban). */
+static void slow_publishes(struct ct_fleet_bus *b, ct_time_t now)
+{
+    struct pending *p;
+    CT_LIST_FOREACH(p, &b->inflight, link) {
+        if (now - p->sent < XADD_WAIT_S)
+            break; /* sent in order */
+        if (p->http)
+            continue;
+        p->http = true;
+        b->n.slow++;
+        send_http(b, p->kind, p->query, p->expr);
+    }
 }
 
 /* The XADD's answer: an id (done), or a redirect / an error / the link
@@ -977,16 +1014,18 @@ static void on_xadd(redisAsyncContext *ac, void *r, void *priv)
     if (!b->closing && (!rep || rep->type != REDIS_REPLY_STRING)) {
         (void)redirected(b, rep);
         b->n.published--;
-        send_http(b, p->kind, p->query, p->expr);
+        if (!p->http)
+            send_http(b, p->kind, p->query, p->expr);
     }
-    pending_free(p);
+    pending_free(b, p);
 }
 
 void ct_fleet_bus_publish(struct ct_fleet_bus *b, const char *kind, struct ct_str query,
                           struct ct_str expr)
 {
     CT_CHECK_OBJ(b, CT_FLEET_BUS_MAGIC);
-    if (!b->cmd_up) {
+    if (!b->cmd_up || b->ninflight >= XADD_INFLIGHT_MAX) {
+        b->n.slow += b->cmd_up;
         send_http(b, kind, query, expr);
         return;
     }
@@ -998,12 +1037,12 @@ void ct_fleet_bus_publish(struct ct_fleet_bus *b, const char *kind, struct ct_st
         len[i] = i == 11 ? query.len : i == 13 ? expr.len : strlen(argv[i]);
     char *cmd = NULL;
     int n = redisFormatCommandArgv(&cmd, (int)CT_ARRAY_LEN(argv), argv, len);
-    void *p = pending_new(kind, query, expr);
+    struct pending *p = pending_new(b, kind, query, expr);
     if (send_formatted(b->cmd, on_xadd, p, cmd, n) == REDIS_OK) {
         b->n.published++;
         return;
     }
-    pending_free(p);
+    pending_free(b, p);
     send_http(b, kind, query, expr);
 }
 

@@ -71,6 +71,7 @@ struct ct_fleet_bus_counts {
     uint64_t redirects;  /* Redis Cluster MOVED followed; Sentinel: a master demoted, or
                             a +switch-master */
     uint64_t asks;       /* Redis Cluster ASK: commands sent once to the importing node */
+    uint64_t slow;       /* purges and bans Redis left unanswered: sent over HTTP as well */
 };
 
 /* A bus for CF's fleet on BASE, connecting at once; NULL when CF has no

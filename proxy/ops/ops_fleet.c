@@ -209,4 +209,5 @@ void ct_ops_fleet_counts(struct ct_ops *ops, struct ct_stats *sum)
     ct_stats_add(&sum->fleet_members_live[0], n.live);
     ct_stats_add(&sum->fleet_redis_redirects[0], n.redirects);
     ct_stats_add(&sum->fleet_redis_asks[0], n.asks);
+    ct_stats_add(&sum->fleet_redis_slow_publishes[0], n.slow);
 }

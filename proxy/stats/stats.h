@@ -175,6 +175,8 @@ enum ct_stats_route {
       "Redis Cluster MOVED replies followed; Sentinel failovers followed.") \
     X(fleet_redis_asks, COUNTER, NONE,                                          \
       "Redis Cluster ASK replies: the command sent once to the importing node (ASKING).") \
+    X(fleet_redis_slow_publishes, COUNTER, NONE,                                \
+      "Purges and bans Redis had not answered within 2 s (or past 1024 unanswered): sent over HTTP as well.") \
     X(fleet_members_live, GAUGE, NONE,                                          \
       "Members registered in Redis at the last membership read, this one included.") \
     X(fleet_members_down, GAUGE, NONE,                                          \
