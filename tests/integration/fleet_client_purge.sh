@@ -17,13 +17,9 @@ declare -A PORT=([a]=$PA [b]=$PB [c]=$PC) ADMIN=([a]=$AA [b]=$AB [c]=$AC)
 # whether the purge reached it
 ct_fleet_start "redis = \"127.0.0.1:$RP\"; mirror_ttl = \"1h\";"
 
-metric() { ct_metric "${ADMIN[$1]}" "cachet_$2"; }
-metric_is() { [ "$(metric "$1" "$2")" = "$3" ]; }
-H="Host: fleet.test"
-cs() { curl -s -D - -o /dev/null -H "$H" "http://127.0.0.1:${PORT[$1]}$2" | tr -d '\r' | sed -n 's/^Cache-Status: //p' | tail -1; }
+ct_fleet_probes
 get() { curl -s -o /dev/null -w '%{http_code}' -H "$H" "http://127.0.0.1:${PORT[$1]}$2"; }
 cpurge() { curl -s -o /dev/null -w '%{http_code}' -X PURGE -H "$H" "${@:3}" "http://127.0.0.1:${PORT[$1]}$2"; }
-MA='cache-control=max-age%3D3600'
 on_all() { local n; for n in a b c; do get "$n" "$1" >/dev/null; done; }
 hit_on() { cs "$1" "$2" | grep -q '; hit'; }
 miss_on() { ! hit_on "$1" "$2"; }

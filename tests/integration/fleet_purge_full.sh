@@ -20,12 +20,8 @@ kill -HUP "$(ct_pid nodea)"
 in_use() { [ "$(grep -c 'in use by every worker' "$CT_TMP/nodea.err")" -ge "$1" ]; }
 ct_wait_until 30 in_use 1 || ct_failed "a reloads with purge_queue = 0"
 
-metric() { ct_metric "${ADMIN[$1]}" "cachet_$2"; }
-metric_is() { [ "$(metric "$1" "$2")" = "$3" ]; }
-H="Host: fleet.test"
-cs() { curl -s -D - -o /dev/null -H "$H" "http://127.0.0.1:${PORT[$1]}$2" | tr -d '\r' | sed -n 's/^Cache-Status: //p' | tail -1; }
+ct_fleet_probes
 get() { curl -s -o /dev/null -H "$H" "http://127.0.0.1:${PORT[$1]}$2"; }
-MA='cache-control=max-age%3D3600'
 for n in a b; do
     ct_wait_until 30 metric_is "$n" fleet_redis_up 1 || ct_failed "node $n: Redis up"
 done

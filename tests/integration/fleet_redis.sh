@@ -41,12 +41,8 @@ EOF2
 done
 for n in a b c; do ct_wait_listen "node$n" admin >/dev/null || { ct_failed "node $n starts"; exit 1; }; done
 
-metric() { ct_metric "${ADMIN[$1]}" "cachet_$2"; }
-metric_is() { [ "$(metric "$1" "$2")" = "$3" ]; }
-H="Host: fleet.test"
-cs() { curl -s -D - -o /dev/null -H "$H" "http://127.0.0.1:${PORT[$1]}$2" | tr -d '\r' | sed -n 's/^Cache-Status: //p'; }
+ct_fleet_probes
 get() { curl -s -o /dev/null -w '%{http_code}' -H "$H" "http://127.0.0.1:${PORT[$1]}$2"; }
-MA='cache-control=max-age%3D3600'
 enc() { /usr/bin/python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
 purge() { curl -s -X POST "http://127.0.0.1:${ADMIN[$1]}/purge?$2"; }
 

@@ -17,13 +17,9 @@ ct_start_redis "$RP"
 declare -A PORT=([a]=$PA [b]=$PB) ADMIN=([a]=$AA [b]=$AB)
 ct_fleet_start "redis = \"127.0.0.1:$RP\"; mirror_ttl = \"1h\";"
 
-metric() { ct_metric "${ADMIN[$1]}" "cachet_$2"; }
-metric_is() { [ "$(metric "$1" "$2")" = "$3" ]; }
+ct_fleet_probes
 metric_ge() { [ "$(metric "$1" "$2")" -ge "$3" ]; }
-H="Host: fleet.test"
-cs() { curl -s -D - -o /dev/null -H "$H" "http://127.0.0.1:${PORT[$1]}$2" | tr -d '\r' | sed -n 's/^Cache-Status: //p' | tail -1; }
 get() { curl -s -o /dev/null -H "$H" "http://127.0.0.1:${PORT[$1]}$2"; }
-MA='cache-control=max-age%3D3600'
 for n in a b; do
     ct_wait_until 30 metric_is "$n" fleet_redis_up 1 || ct_failed "node $n: Redis up"
 done

@@ -21,13 +21,9 @@ sites() { # the parameters the route (a GET's, so not a PURGE's) leaves out of t
 }
 ct_fleet_start 'mirror_ttl = "1h";' "$(sites '"utm_*"')"
 
-metric() { ct_metric "${ADMIN[$1]}" "cachet_$2"; }
-metric_is() { [ "$(metric "$1" "$2")" = "$3" ]; }
-H="Host: fleet.test"
-cs() { curl -s -D - -o /dev/null -H "$H" "http://127.0.0.1:${PORT[$1]}$2" | tr -d '\r' | sed -n 's/^Cache-Status: //p' | tail -1; }
+ct_fleet_probes
 get() { curl -s -o /dev/null -H "$H" "http://127.0.0.1:${PORT[$1]}$2"; }
 cpurge() { curl -s -o /dev/null -w '%{http_code}' -X PURGE -H "$H" "${@:3}" "http://127.0.0.1:${PORT[$1]}$2"; }
-MA='cache-control=max-age%3D3600'
 on_all() { local n; for n in a b c; do get "$n" "$1"; done; }
 # NODE K: how many purges of k=K NODE's admin applied, and whether one removed
 # its copy (a request would not tell: a miss on an edge refills the owner)

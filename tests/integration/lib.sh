@@ -176,6 +176,21 @@ ct_fleet_start() {
     done
 }
 
+# The fleet purge tests' probes, for ct_fleet_start's nodes (PORT, ADMIN):
+# metric NODE NAME (NODE's /metrics sample of cachet_NAME), metric_is NODE
+# NAME VALUE (a condition for ct_wait_until), cs NODE PATH (the
+# Cache-Status of a GET of PATH on NODE, Host: fleet.test: $H), and MA, an
+# hour's max-age for the origin's query.
+ct_fleet_probes() {
+    H="Host: fleet.test"
+    MA='cache-control=max-age%3D3600'
+    metric() { ct_metric "${ADMIN[$1]}" "cachet_$2"; }
+    metric_is() { [ "$(metric "$1" "$2")" = "$3" ]; }
+    cs() {
+        curl -s -D - -o /dev/null -H "$H" "http://127.0.0.1:${PORT[$1]}$2" | tr -d '\r' |
+            sed -n 's/^Cache-Status: //p' | tail -1
+    }
+}
 # The start-and-wait preamble most scripts open with. A binary that does not
 # come up fails the script at once (ct_wait_listen printed why).
 ct_start_origin() {
