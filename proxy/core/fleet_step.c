@@ -2,9 +2,7 @@
  * proxy/core/fleet_step.c: the fleet's hooks on the request path
  * (fleet_step.h).
  */
-#include <arpa/inet.h>
 #include <math.h>
-#include <netinet/in.h>
 #include <string.h>
 
 #include "common/buf.h"
@@ -22,29 +20,6 @@ static const struct ct_http_field *hop_field(const struct ct_req *r)
     return ct_http_msg_find_name(r->msg, ct_str_c(h), NULL);
 }
 
-/* The TCP peer's address from r->peer's ip part (the PROXY header's, on
- * listeners that read one; never a forwarded field's). */
-static bool peer_sa(const struct ct_req *r, struct sockaddr_storage *ss)
-{
-    char ip[64];
-    if (!r->peer || r->peer_ip_len == 0 || r->peer_ip_len >= sizeof(ip))
-        return false;
-    memcpy(ip, r->peer, r->peer_ip_len);
-    ip[r->peer_ip_len] = '\0';
-    memset(ss, 0, sizeof(*ss));
-    struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-    if (inet_pton(AF_INET, ip, &s4->sin_addr) == 1) {
-        s4->sin_family = AF_INET;
-        return true;
-    }
-    if (inet_pton(AF_INET6, ip, &s6->sin6_addr) == 1) {
-        s6->sin6_family = AF_INET6;
-        return true;
-    }
-    return false;
-}
-
 void ct_req_fleet_recv(struct ct_req *r)
 {
     const struct ct_conf_fleet *fl = &r->w->cf->fleet;
@@ -54,9 +29,10 @@ void ct_req_fleet_recv(struct ct_req *r)
     const struct ct_http_field *f = hop_field(r);
     if (!f)
         return;
-    struct sockaddr_storage ss;
-    bool have = peer_sa(r, &ss);
-    if (ct_fleet_hop_trusted(fl, have ? (const struct sockaddr *)&ss : NULL, f->value)) {
+    /* r->peer's ip part: the TCP peer's (the PROXY header's, on listeners
+     * that read one), never a forwarded field's */
+    struct ct_str ip = r->peer ? ct_str_make(r->peer, r->peer_ip_len) : (struct ct_str){0};
+    if (ct_fleet_hop_trusted_ip(fl, ip, f->value)) {
         r->fleet_hop = true;
         ct_stats_add(&r->w->stats->fleet_hop_requests[0], 1);
     } else {

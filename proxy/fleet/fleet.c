@@ -1,6 +1,7 @@
 /*
  * proxy/fleet/fleet.c: owners, down marks and the peer check (fleet.h).
  */
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -246,6 +247,36 @@ bool ct_fleet_hop_trusted(const struct ct_conf_fleet *fl, const struct sockaddr 
         if (same_ip(sa, &fl->members[i].addr.sa))
             return true;
     return false;
+}
+
+bool ct_fleet_hop_trusted_ip(const struct ct_conf_fleet *fl, struct ct_str ip,
+                             struct ct_str value)
+{
+    if (!fl->self)
+        return false;
+    if (fl->token)
+        return ct_conf_token_matches(fl->token, value);
+    /* a member written as the text inet_ntop gives its address: no parse
+     * (one per hop request, as much as the rest of the trust check) */
+    for (size_t i = 0; i < fl->nmembers; i++)
+        if (fl->members[i].addr.host && ct_str_eq(ip, ct_str_c(fl->members[i].addr.host)))
+            return true;
+    char text[INET6_ADDRSTRLEN];
+    if (ip.len == 0 || ip.len >= sizeof(text))
+        return false;
+    memcpy(text, ip.p, ip.len);
+    text[ip.len] = '\0';
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, text, &s4->sin_addr) == 1)
+        s4->sin_family = AF_INET;
+    else if (inet_pton(AF_INET6, text, &s6->sin6_addr) == 1)
+        s6->sin6_family = AF_INET6;
+    else
+        return false;
+    return ct_fleet_hop_trusted(fl, (const struct sockaddr *)&ss, value);
 }
 
 struct ct_str ct_fleet_hop_value(const struct ct_conf_fleet *fl)

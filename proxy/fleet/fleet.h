@@ -61,6 +61,11 @@ bool ct_fleet_is_peer_group(const struct ct_conf *cf, size_t group);
 bool ct_fleet_hop_trusted(const struct ct_conf_fleet *fl, const struct sockaddr *sa,
                           struct ct_str value);
 
+/* ct_fleet_hop_trusted with the TCP peer's IP as text (as a connection
+ * names its peer: inet_ntop's, or a PROXY header's). */
+bool ct_fleet_hop_trusted_ip(const struct ct_conf_fleet *fl, struct ct_str ip,
+                             struct ct_str value);
+
 /* The hop header's value this node sends: the token, or "1". */
 struct ct_str ct_fleet_hop_value(const struct ct_conf_fleet *fl);
 

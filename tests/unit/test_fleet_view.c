@@ -264,6 +264,19 @@ static void test_hop_trust(void)
     CU_ASSERT_FALSE(ct_fleet_hop_trusted(&cf->fleet, (struct sockaddr *)&o, CT_STR("1")));
     CU_ASSERT_FALSE(ct_fleet_hop_trusted(&cf->fleet, NULL, CT_STR("1")));
     CU_ASSERT_EQUAL(ct_fleet_hop_value(&cf->fleet).len, 1);
+    /* the peer as a connection names it */
+    CU_ASSERT_TRUE(ct_fleet_hop_trusted_ip(&cf->fleet, CT_STR("10.0.0.2"), CT_STR("1")));
+    CU_ASSERT_FALSE(ct_fleet_hop_trusted_ip(&cf->fleet, CT_STR("192.0.2.9"), CT_STR("1")));
+    CU_ASSERT_FALSE(ct_fleet_hop_trusted_ip(&cf->fleet, CT_STR("10.0.0.2x"), CT_STR("1")));
+    CU_ASSERT_FALSE(ct_fleet_hop_trusted_ip(&cf->fleet, CT_STR("10.0.0"), CT_STR("1")));
+    CU_ASSERT_FALSE(ct_fleet_hop_trusted_ip(&cf->fleet, (struct ct_str){0}, CT_STR("1")));
+    ct_conf_free(&cf);
+    /* a member written otherwise than inet_ntop writes its address */
+    cf = load(BASE "fleet = { self = \"a\";\n  members = ( { name = \"a\"; address = "
+                   "\"[0:0::1]:80\"; },\n  { name = \"b\"; address = \"10.0.0.2:80\"; } ); };\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cf);
+    CU_ASSERT_TRUE(ct_fleet_hop_trusted_ip(&cf->fleet, CT_STR("::1"), CT_STR("1")));
+    CU_ASSERT_FALSE(ct_fleet_hop_trusted_ip(&cf->fleet, CT_STR("::2"), CT_STR("1")));
     ct_conf_free(&cf);
     /* with a token: the token, from anywhere; a member without it is not trusted */
     cf = node("a", "  token = \"0123456789abcdef-fleet\";\n");
@@ -272,6 +285,9 @@ static void test_hop_trust(void)
     CU_ASSERT_FALSE(ct_fleet_hop_trusted(&cf->fleet, (struct sockaddr *)&m, CT_STR("1")));
     CU_ASSERT_FALSE(ct_fleet_hop_trusted(&cf->fleet, (struct sockaddr *)&m,
                                          CT_STR("0123456789abcdef-fleeT")));
+    CU_ASSERT_TRUE(ct_fleet_hop_trusted_ip(&cf->fleet, CT_STR("192.0.2.9"),
+                                           CT_STR("0123456789abcdef-fleet")));
+    CU_ASSERT_FALSE(ct_fleet_hop_trusted_ip(&cf->fleet, CT_STR("10.0.0.2"), CT_STR("1")));
     CU_ASSERT_EQUAL(ct_fleet_hop_value(&cf->fleet).len, 22);
     ct_conf_free(&cf);
 }
