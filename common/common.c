@@ -66,24 +66,36 @@ const char *ct_strerror(int err)
     return "unknown error";
 }
 
+/* Words X and Y hold the same bytes but for ASCII case: where they differ,
+ * only in bit 0x20, and only where X's byte is a letter. Lanes are bytes,
+ * and no sum below carries out of its lane. */
+static bool words_eq_ci(uint64_t x, uint64_t y)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    uint64_t d = x ^ y;
+    if (d == 0)
+        return true;
+    if (d & ~(ones * 0x20))
+        return false;
+    uint64_t low7 = (x | ones * 0x20) & ~highs; /* lower-cased, high bit off */
+    uint64_t ge_a = low7 + ones * (0x80 - 'a'), gt_z = low7 + ones * (0x80 - 'z' - 1);
+    uint64_t letter = ge_a & ~gt_z & ~x & highs;
+    return ((d << 2) & ~letter) == 0; /* 0x20 << 2 is the lane's high bit */
+}
+
 bool ct_str_eq_ci(struct ct_str a, struct ct_str b)
 {
     if (a.len != b.len)
         return false;
-    /* Names usually arrive in the case they are compared with: skip equal
-     * words whole, and fold case only where bytes differ. */
     size_t i = 0;
     for (; a.len - i >= 8; i += 8) {
         uint64_t x, y;
         memcpy(&x, a.p + i, 8);
         memcpy(&y, b.p + i, 8);
-        if (x != y)
-            break;
-    }
-    for (; i < a.len; i++)
-        if (a.p[i] != b.p[i] && ct_ascii_lower(a.p[i]) != ct_ascii_lower(b.p[i]))
+        if (!words_eq_ci(x, y))
             return false;
-    return true;
+    }
+    return i == a.len || words_eq_ci(ct_load_tail(a.p + i, a.len - i), ct_load_tail(b.p + i, a.len - i));
 }
 
 struct ct_str ct_str_trim_ows(struct ct_str s)

@@ -123,6 +123,24 @@ static inline bool ct_str_eq(struct ct_str a, struct ct_str b)
 
 /* ASCII case-insensitive comparison (HTTP tokens are ASCII). */
 bool ct_str_eq_ci(struct ct_str a, struct ct_str b);
+
+/* The N bytes (1 to 7) at P as a word, byte k at bits 8k, zero above: the
+ * tail of a loop that reads names eight bytes at a time. memcpy of a
+ * variable length is a call into libc costing more than the rest of a
+ * short name's hash or comparison; these are two overlapping loads. */
+static inline uint64_t ct_load_tail(const char *p, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    if (n >= 4) {
+        const unsigned char *v = u + n - 4;
+        uint64_t lo = (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 |
+                      (uint32_t)u[3] << 24;
+        uint64_t hi = (uint32_t)v[0] | (uint32_t)v[1] << 8 | (uint32_t)v[2] << 16 |
+                      (uint32_t)v[3] << 24;
+        return lo | hi << (8 * (n - 4));
+    }
+    return (uint64_t)u[0] | (uint64_t)u[n / 2] << (8 * (n / 2)) | (uint64_t)u[n - 1] << (8 * (n - 1));
+}
 static inline char ct_ascii_lower(char c)
 {
     return (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;

@@ -92,8 +92,7 @@ static uint32_t hash_ci(struct ct_str s)
         h ^= h >> 29;
     }
     if (i < s.len) {
-        uint64_t w = 0;
-        memcpy(&w, s.p + i, s.len - i);
+        uint64_t w = ct_load_tail(s.p + i, s.len - i);
         h = (h ^ (w | (fold >> (8 * (8 - (s.len - i)))))) * 0x100000001b3ull;
         h ^= h >> 29;
     }

@@ -214,23 +214,80 @@ static bool lex_field(struct ct_http_lex *L, const struct ct_http_limits *lim, u
     }
 }
 
-/* Skip whole 8-byte words of BUF[I..STOP) that hold no byte below 0x20 and
- * no DEL: field-value octets, except HTAB, which the byte loop after this
- * takes (a word with a tab merely ends the fast part). The two tests are the
- * exact "has a byte less than n" / "has a zero byte" word tricks: a word that
- * passes has no such byte; one that fails is left to the byte loop. */
-static size_t skip_value_words(const char *buf, size_t i, size_t stop)
+/* ---- eight bytes at a time ---------------------------------------------------
+ *
+ * Each test below gives a word with the high bit set in every byte lane that
+ * fails it, and sets none in a lane before the first one that fails: a sum
+ * or difference carries or borrows only upward, out of a lane that already
+ * failed. So the lowest flag is the first offending byte, exactly, and the
+ * byte machine is never asked to agree with an approximation. */
+
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/* Lanes of X below N (N <= 0x80). */
+static inline uint64_t lanes_below(uint64_t x, unsigned n)
 {
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    return (x - ONES * n) & ~x & HIGHS;
+}
+
+/* Lanes of LOW7 (every high bit clear) within [LO, HI]: no sum carries. */
+static inline uint64_t lanes_within(uint64_t low7, unsigned lo, unsigned hi)
+{
+    return (low7 + ONES * (0x80 - lo)) & ~(low7 + ONES * (0x7f - hi)) & HIGHS;
+}
+
+/* Lanes that are not field-value octets taken in words: below 0x20 (HTAB,
+ * CR and the controls) or DEL. obs-text passes. */
+static inline uint64_t lanes_not_fv(uint64_t x)
+{
+    uint64_t del = x ^ (ONES * 0x7f);
+    return lanes_below(x, 0x20) | lanes_below(del, 1);
+}
+
+/* Lanes that are not VCHAR (0x21-0x7e). */
+static inline uint64_t lanes_not_vchar(uint64_t x)
+{
+    return lanes_below(x, 0x21) | ((x | ((x & ~HIGHS) + ONES)) & HIGHS);
+}
+
+/* Lanes that are not letters, digits or '-': what field names are made of,
+ * but for the rarer tchar punctuation, which the byte loop takes. Folding
+ * 0x20 in makes upper case lower; the controls it would fold onto digits
+ * and '-' are flagged first. */
+static inline uint64_t lanes_not_name(uint64_t x)
+{
+    uint64_t low7 = (x | ONES * 0x20) & ~HIGHS;
+    uint64_t ok = lanes_within(low7, 'a', 'z') | lanes_within(low7, '0', '9') |
+                  lanes_within(low7, '-', '-');
+    return (~ok & HIGHS) | (x & HIGHS) | lanes_below(x, 0x20);
+}
+
+/* I advanced over the whole words of BUF[I..STOP) that pass, and on to the
+ * first byte that does not where a word has one (little-endian: the lowest
+ * lane is the first byte). Inlined with its constant test. */
+static inline size_t skip_words(const char *buf, size_t i, size_t stop,
+                                uint64_t (*lanes_bad)(uint64_t))
+{
     while (stop - i >= 8) {
-        uint64_t x, del;
-        memcpy(&x, buf + i, 8);
-        del = x ^ (ones * 0x7f);
-        if (((x - ones * 0x20) & ~x & highs) | ((del - ones) & ~del & highs))
+        uint64_t w, bad;
+        memcpy(&w, buf + i, 8);
+        bad = lanes_bad(w);
+        if (bad != 0) {
+            if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+                i += (size_t)__builtin_ctzll(bad) / 8;
             break;
+        }
         i += 8;
     }
     return i;
+}
+
+/* Field-value octets from I, in words; HTAB, obs-text past a word's first
+ * offender and the line's end are the byte loop's to take. */
+static size_t skip_value_words(const char *buf, size_t i, size_t stop)
+{
+    return skip_words(buf, i, stop, lanes_not_fv);
 }
 
 /* ---- whole lines -------------------------------------------------------------
@@ -250,6 +307,17 @@ static size_t run_of(const char *buf, size_t i, size_t stop, uint8_t want)
     return i;
 }
 
+/* The same for the two long runs of a head, words first. */
+static size_t run_of_name(const char *buf, size_t i, size_t stop)
+{
+    return run_of(buf, skip_words(buf, i, stop, lanes_not_name), stop, CT_CH_TCHAR);
+}
+
+static size_t run_of_vchar(const char *buf, size_t i, size_t stop)
+{
+    return run_of(buf, skip_words(buf, i, stop, lanes_not_vchar), stop, CT_CH_VCHAR);
+}
+
 static bool is_crlf_at(const char *buf, size_t i, size_t stop)
 {
     return i + 1 < stop && buf[i] == '\r' && buf[i + 1] == '\n';
@@ -263,7 +331,7 @@ static size_t fast_field_lines(struct ct_http_lex *L, const struct ct_http_limit
     while (L->nfields < lim->max_fields && L->total < lim->max_head) {
         /* every byte of the line must lie below max_head */
         size_t stop = i + CT_MIN(len - i, lim->max_head - L->total);
-        size_t colon = run_of(buf, i, stop, CT_CH_TCHAR);
+        size_t colon = run_of_name(buf, i, stop);
         if (colon == i || colon >= stop || buf[colon] != ':')
             break;
         size_t eol = run_of(buf, skip_value_words(buf, colon + 1, stop), stop, CT_CH_FV);
@@ -306,7 +374,7 @@ static size_t fast_start_line(struct ct_http_lex *L, const struct ct_http_limits
         size_t sp = run_of(buf, 0, content_stop, CT_CH_TCHAR);
         if (sp == 0 || sp >= content_stop || buf[sp] != ' ')
             return 0;
-        size_t t_end = run_of(buf, sp + 1, content_stop, CT_CH_VCHAR);
+        size_t t_end = run_of_vchar(buf, sp + 1, content_stop);
         if (t_end == sp + 1 || t_end >= content_stop || buf[t_end] != ' ' ||
             !fast_version(buf, t_end + 1, content_stop, &minor))
             return 0;

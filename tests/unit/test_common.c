@@ -1,5 +1,7 @@
 /* tests/unit/test_common.c: string views, integer parsing, error names. */
 #include "common/common.h"
+
+#include <stdio.h>
 #include "tests/unit/ct_test.h"
 
 static void test_str_eq_ci(void)
@@ -7,6 +9,37 @@ static void test_str_eq_ci(void)
     CU_ASSERT_TRUE(ct_str_eq_ci(CT_STR("Content-Length"), CT_STR("content-length")));
     CU_ASSERT_FALSE(ct_str_eq_ci(CT_STR("Content-Length"), CT_STR("content-lengt")));
     CU_ASSERT_FALSE(ct_str_eq_ci(CT_STR("a["), CT_STR("A{")));
+}
+
+/* The word-at-a-time compare against the byte rule, for every pair of
+ * bytes at every place of a word and of each tail length. */
+static void test_str_eq_ci_every_byte(void)
+{
+    char a[16], b[16];
+    for (size_t len = 1; len <= sizeof(a); len++)
+        for (size_t at = 0; at < len; at++)
+            for (int x = 0; x < 256; x++)
+                for (int y = 0; y < 256; y++) {
+                    memset(a, 'k', sizeof(a));
+                    memset(b, 'K', sizeof(b));
+                    a[at] = (char)x;
+                    b[at] = (char)y;
+                    bool want = ct_ascii_lower((char)x) == ct_ascii_lower((char)y);
+                    if (ct_str_eq_ci(ct_str_make(a, len), ct_str_make(b, len)) != want) {
+                        fprintf(stderr, "\nlen %zu at %zu: 0x%02x 0x%02x\n", len, at, x, y);
+                        CU_FAIL_FATAL("eq_ci differs from the byte rule");
+                    }
+                }
+}
+
+/* Bytes past the length never count (the tail's loads stop at it). */
+static void test_load_tail(void)
+{
+    const char s[] = "ABCDEFGH";
+    CU_ASSERT_EQUAL(ct_load_tail(s, 1), 0x41u);
+    CU_ASSERT_EQUAL(ct_load_tail(s, 3), 0x434241u);
+    CU_ASSERT_EQUAL(ct_load_tail(s, 5), 0x4544434241ull);
+    CU_ASSERT_EQUAL(ct_load_tail(s, 7), 0x47464544434241ull);
 }
 
 static void test_trim_ows(void)
@@ -41,6 +74,8 @@ static void test_strerror(void)
 void ct_test_register(void)
 {
     CT_SUITE("common", {"ASCII case-insensitive compare", test_str_eq_ci},
+             {"case-insensitive compare, every byte pair", test_str_eq_ci_every_byte},
+             {"tail loads", test_load_tail},
              {"OWS trimming", test_trim_ows}, {"decimal parsing with limits", test_to_u64},
              {"error names", test_strerror});
 }

@@ -917,6 +917,44 @@ static void test_fast_lines_at_limits(void)
     }
 }
 
+/* The lexer's word-at-a-time runs (names, the target, values) against its
+ * byte machine: every byte value at every place of the first two words of
+ * each, whole against byte by byte. */
+static void test_fast_words_every_byte(void)
+{
+    static const struct {
+        const char *before, *after;
+        char fill;
+    } shapes[] = {
+        {"GET /", " HTTP/1.1\r\nHost: a\r\n\r\n", 'p'},
+        {"GET / HTTP/1.1\r\nHost: a\r\n", ": v\r\n\r\n", 'N'},
+        {"GET / HTTP/1.1\r\nHost: a\r\nX-V: ", "\r\n\r\n", 'v'},
+    };
+    static struct tr whole, bytes;
+    enum { RUN = 16 };
+    char in[128];
+    size_t cuts[128];
+    for (size_t i = 0; i < CT_ARRAY_LEN(cuts); i++)
+        cuts[i] = i + 1;
+    for (size_t s = 0; s < CT_ARRAY_LEN(shapes); s++)
+        for (size_t at = 0; at < RUN; at++)
+            for (int c = 0; c < 256; c++) {
+                size_t nb = strlen(shapes[s].before), na = strlen(shapes[s].after);
+                size_t len = nb + RUN + na;
+                memcpy(in, shapes[s].before, nb);
+                memset(in + nb, shapes[s].fill, RUN);
+                in[nb + at] = (char)c;
+                memcpy(in + nb + RUN, shapes[s].after, na);
+                run_whole(&REQ, in, len, &whole);
+                drive(&REQ, in, len, cuts, len - 1, &bytes);
+                if (strcmp(whole.s, bytes.s) != 0) {
+                    fprintf(stderr, "\nshape %zu byte 0x%02x at %zu:\n whole: %s\n bytes: %s\n", s,
+                            c, at, whole.s, bytes.s);
+                    CU_FAIL_FATAL("the fast runs and the byte machine differ");
+                }
+            }
+}
+
 static void test_big_head_within_limits(void)
 {
     /* our limits, not the library's 80 KiB default, decide */
@@ -1153,5 +1191,6 @@ void ct_test_register(void)
              {"1xx and tunnels", test_response_interim_and_tunnel},
              {"errors are 502", test_response_errors});
     CT_SUITE("http_parse any split", {"same transcript for every split", test_any_split},
-             {"fast path and byte machine agree at the limits", test_fast_lines_at_limits});
+             {"fast path and byte machine agree at the limits", test_fast_lines_at_limits},
+             {"fast runs and byte machine agree on every byte", test_fast_words_every_byte});
 }
