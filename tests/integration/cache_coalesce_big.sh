@@ -3,7 +3,8 @@
 # answer until the fill ends. One that outgrows max_object_size releases
 # them to fetch on their own (each gets the whole body, none a cut 200, and
 # cachet_cache_waiters_released_total counts them); one that fits is one
-# origin fetch for all. A held waiter that goes away is freed.
+# origin fetch for all. A held waiter that goes away is freed; one held
+# past cache.waiter_timeout gets its 504.
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -12,7 +13,7 @@ cat >"$CT_TMP/cachet.conf" <<EOF
 workers = 2;
 listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
 backends = ( { address = "127.0.0.1:$OPORT"; pool_max_idle = 64; } );
-cache = { size = "64M"; max_object_size = "1M"; grace = "0s"; waiter_timeout = "30s"; };
+cache = { size = "64M"; max_object_size = "1M"; grace = "0s"; waiter_timeout = "4s"; };
 admin = { listen = "127.0.0.1:0"; };
 EOF
 ct_start_proxy -c "$CT_TMP/cachet.conf"
@@ -66,6 +67,23 @@ ct_check "chunked within max_object_size: the waiters coalesced" \
     "$(cat "$CT_TMP"/h.* | grep -ci '^cache-status: cachet; fwd=miss; collapsed')" $((N - 1))
 h=$(curl -s -D - -o /dev/null "$SU" | tr -d '\r' | grep -i '^cache-status')
 ct_check_match "chunked within max_object_size: stored" "$h" 'cachet; hit'
+
+# ---- a held wait is bounded by cache.waiter_timeout (4 s, then 504): a
+# chunked body that fits but takes ~6 s; the fetcher still gets all of it.
+ct_origin_reset "$OPORT"
+TU="$P/bytes/655360?trickle=600&trickle-size=65536&chunked=1&$MA&slow=1"
+curl -s -o "$CT_TMP/slow" "$TU" &
+fpid=$!
+ct_wait_until 20 ct_origin_total_ge "$OPORT" 1
+read -r code t <<<"$(curl -s -o /dev/null -w '%{http_code} %{time_total}' "$TU")"
+wait "$fpid"
+ct_check "held past waiter_timeout: 504" "$code" 504
+if awk -v t="$t" 'BEGIN { exit !(t > 3.5 && t < 5.9) }'; then
+    ct_pass "held past waiter_timeout: after ~4 s ($t s)"
+else
+    ct_failed "held past waiter_timeout: took $t s"
+fi
+ct_check "held past waiter_timeout: the fetcher got everything" "$(wc -c <"$CT_TMP/slow")" 655360
 
 ct_stop proxy
 ct_check "cachet exits 0 on SIGTERM" "$?" 0
