@@ -624,8 +624,7 @@ enum ct_req_next ct_step_wait(struct ct_req *r)
     for (;;) {
         enum ct_obj_state st = ct_obj_state(cr->obj);
         if (st == CT_OBJ_BUSY || (st == CT_OBJ_STREAMING && waits_for_end(r, cr->obj))) {
-            uint64_t have = st == CT_OBJ_BUSY ? 0 : ct_obj_body_len(cr->obj);
-            if (ct_cache_wait_obj(cr, st, have))
+            if (ct_cache_wait_obj(cr, st, st == CT_OBJ_BUSY ? 0 : CT_OBJ_WAIT_END))
                 return CT_REQ_PARK; /* on_obj_change() or the timeout run R again */
             continue;
         }
