@@ -628,6 +628,7 @@ struct ct_cache_waiter {
     CT_LIST_LINK(ct_cache_waiter) _link; /* private: on the object's list */
     struct ct_obj *_obj;                   /* private: registered on (no reference) */
     void *_shard;                          /* private: lock guarding the above */
+    bool _end_only;                        /* private: CT_OBJ_WAIT_END (appends skip it) */
 };
 #define CT_CACHE_WAITER_MAGIC 0x57a17e25u
 
@@ -637,7 +638,10 @@ void ct_cache_waiter_init(struct ct_cache_waiter *w, void (*wake)(void *), void 
  * appended, complete, failed, abandoned). Returns true if registered; false if
  * there is already something new for a reader that has HAVE_BYTES of the body
  * and saw STATE_SEEN (so the caller reads now instead of waiting: no lost
- * wake-up). Registering twice is a programming error (asserted). */
+ * wake-up). HAVE_BYTES CT_OBJ_WAIT_END on a STREAMING object: woken only when
+ * it leaves STREAMING, not per append (a reader that answers only from the
+ * end). Registering twice is a programming error (asserted). */
+#define CT_OBJ_WAIT_END UINT64_MAX
 bool ct_obj_wait(struct ct_obj *obj, struct ct_cache_waiter *w, enum ct_obj_state state_seen,
                  uint64_t have_bytes);
 

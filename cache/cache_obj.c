@@ -168,16 +168,21 @@ void ct_cache_waiter_init(struct ct_cache_waiter *w, void (*wake)(void *), void 
     w->arg = arg;
 }
 
-void ct_cache_obj_wake_all(struct ct_obj *obj)
+/* Wake OBJ's waiters; with BYTES_ONLY (an append) not those waiting for its end. */
+static void wake(struct ct_obj *obj, bool bytes_only)
 {
     struct ct_cache_waiter *w, *next;
     CT_LIST_FOREACH_SAFE(w, &obj->waiters, _link, next) {
         CT_CHECK_OBJ(w, CT_CACHE_WAITER_MAGIC);
+        if (bytes_only && w->_end_only)
+            continue;
         CT_HLIST_REMOVE(&obj->waiters, w, _link);
         w->_obj = NULL;
         w->wake(w->arg);
     }
 }
+
+void ct_cache_obj_wake_all(struct ct_obj *obj) { wake(obj, false); }
 
 static uint64_t body_len_of(const struct ct_obj *obj);
 
@@ -192,12 +197,14 @@ bool ct_obj_wait(struct ct_obj *obj, struct ct_cache_waiter *w, enum ct_obj_stat
     pthread_mutex_lock(&sh->mtx);
     CT_ASSERT(w->_obj == NULL);
     enum ct_obj_state st = ct_obj_state(obj);
+    bool end_only = st == CT_OBJ_STREAMING && have_bytes == CT_OBJ_WAIT_END;
     bool news = st != state_seen || st > CT_OBJ_STREAMING ||
-                (st == CT_OBJ_STREAMING && body_len_of(obj) != have_bytes);
+                (st == CT_OBJ_STREAMING && !end_only && body_len_of(obj) != have_bytes);
     if (!news) {
         CT_HLIST_INSERT_HEAD(&obj->waiters, w, _link);
         w->_obj = obj;
         w->_shard = sh;
+        w->_end_only = end_only;
         registered = true;
     }
     pthread_mutex_unlock(&sh->mtx);
@@ -476,7 +483,7 @@ int ct_obj_append(struct ct_obj *obj, const void *data, size_t len)
     }
     struct ct_cache_shard *sh = obj->shard;
     pthread_mutex_lock(&sh->mtx);
-    ct_cache_obj_wake_all(obj);
+    wake(obj, true);
     pthread_mutex_unlock(&sh->mtx);
     return CT_OK;
 }

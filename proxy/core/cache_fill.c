@@ -717,17 +717,38 @@ static int encode(struct ct_req *r, struct evbuffer *in, bool last)
     return rc;
 }
 
+/* The fill object could not take N more bytes: over max_object_size (no
+ * Content-Length said so at the head) or no memory. Of unknown length, it
+ * is abandoned, not failed: its waiters hold their answer until it ends
+ * (ct_step_wait), have been sent nothing, and so fetch on their own at once
+ * (nginx's proxy_cache_lock released without an object); too big, it leaves
+ * a hit-for-miss marker, as a Content-Length over the limit does. A fill
+ * whose length was known has readers streaming from it: they see it cut. */
+static void fill_outgrown(struct ct_req *r, size_t n)
+{
+    struct ct_creq *cr = r->cr;
+    struct ct_cache *cache = r->w->wc->cache;
+    struct ct_cache_blk blk;
+    struct ct_str wire;
+    if (ct_cache_blk_get(cr->fill, &blk, &wire) && blk.length == UINT64_MAX) {
+        bool big = !ct_cache_fits(cache, (uint64_t)ct_obj_size(cr->fill) + n);
+        double hfm = big ? (double)r->w->cf->cache.hit_for_miss_ms / 1000.0 : 0;
+        ct_obj_abandon(cr->fill, ct_time_real(), hfm);
+    } else {
+        ct_obj_fail(cr->fill);
+    }
+    ct_obj_release(&cr->fill);
+    cr->store_ok = false;
+}
+
 /* The encoded bytes in cr->zbuf: into the fill object, then to the client
  * unless it reads the object or has its answer. True if they went to it. */
 static bool encoded_out(struct ct_req *r)
 {
     struct ct_creq *cr = r->cr;
     size_t n = evbuffer_get_length(cr->zbuf);
-    if (n && cr->fill && cr->store_ok && append_all(cr->fill, cr->zbuf) != CT_OK) {
-        ct_obj_fail(cr->fill);
-        ct_obj_release(&cr->fill);
-        cr->store_ok = false;
-    }
+    if (n && cr->fill && cr->store_ok && append_all(cr->fill, cr->zbuf) != CT_OK)
+        fill_outgrown(r, n);
     if (cr->bg || cr->self || !r->fwd_head || n == 0) {
         evbuffer_drain(cr->zbuf, n);
         return !cr->bg && !cr->self;
@@ -909,13 +930,8 @@ bool ct_cache_resp_body(struct ct_req *r, size_t n)
         }
         return encoded_out(r);
     }
-    if (cr->fill && cr->store_ok && append_all(cr->fill, cr->scratch) != CT_OK) {
-        /* Over max_object_size with no Content-Length, or no memory: this
-         * client gets the rest from the origin; readers see it cut. */
-        ct_obj_fail(cr->fill);
-        ct_obj_release(&cr->fill);
-        cr->store_ok = false;
-    }
+    if (cr->fill && cr->store_ok && append_all(cr->fill, cr->scratch) != CT_OK)
+        fill_outgrown(r, n); /* this client gets the rest from the origin */
     if (cr->bg || cr->self) { /* the client reads the object, or has its answer */
         evbuffer_drain(cr->scratch, n);
         return false;

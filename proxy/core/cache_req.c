@@ -602,20 +602,42 @@ static void relookup(struct ct_req *r)
     ct_req_goto(r, CT_STEP_LOOKUP);
 }
 
+/* Does R wait for the filling OBJ to end before it answers? A body of
+ * unknown length may outgrow max_object_size on its way and be dropped: a
+ * waiter that had been sent its head then could only be cut, so it is sent
+ * nothing until the object is complete, or fetches on its own when it is
+ * dropped (nginx's proxy_cache_lock: a waiter never gets a broken answer).
+ * A Content-Length or a bound (CT_CACHE_BLK_BOUNDED) says at the head that
+ * it fits: those stream at once. A HEAD needs no body. */
+static bool waits_for_end(const struct ct_req *r, const struct ct_obj *obj)
+{
+    struct ct_cache_blk blk;
+    struct ct_str wire;
+    return r->msg->method != CT_METHOD_HEAD && ct_cache_blk_get(obj, &blk, &wire) &&
+           blk.length == UINT64_MAX && !(blk.flags & CT_CACHE_BLK_BOUNDED);
+}
+
 /* WAIT: the busy object we wait on changed (or the first look at it). */
 enum ct_req_next ct_step_wait(struct ct_req *r)
 {
     struct ct_creq *cr = r->cr;
     for (;;) {
         enum ct_obj_state st = ct_obj_state(cr->obj);
-        if (st == CT_OBJ_BUSY) {
-            if (ct_cache_wait_obj(cr, CT_OBJ_BUSY, 0))
+        if (st == CT_OBJ_BUSY || (st == CT_OBJ_STREAMING && waits_for_end(r, cr->obj))) {
+            if (ct_cache_wait_obj(cr, st, st == CT_OBJ_BUSY ? 0 : CT_OBJ_WAIT_END))
                 return CT_REQ_PARK; /* on_obj_change() or the timeout run R again */
             continue;
         }
         evtimer_del(cr->timer);
         cr->timer_on = false;
-        if (st == CT_OBJ_ABANDONED) {
+        if (st == CT_OBJ_ABANDONED && ct_obj_status(cr->obj) != 0) {
+            /* Its head was stored, then its body outgrew the store (or the
+             * memory): nothing was sent, fetch on our own (fill_outgrown). */
+            ct_obj_release(&cr->obj);
+            ct_req_goto(r, CT_STEP_PASS);
+            ct_stats_add(&r->w->stats->cache_waiters_released[0], 1);
+            ct_cache_set_status(cr, "cachet; fwd=uri-miss; detail=too-big");
+        } else if (st == CT_OBJ_ABANDONED) {
             /* Not storable: fetch on our own at once (issue 6). */
             ct_obj_release(&cr->obj);
             ct_req_goto(r, CT_STEP_PASS);

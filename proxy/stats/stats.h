@@ -120,6 +120,8 @@ enum ct_stats_route {
       "Event streams closed because their client did not read.")                \
     X(cache_tags_refused, COUNTER, NONE,                                       \
       "Tags left out of stored objects: over cache.max_tags or cache.max_tag_length.") \
+    X(cache_waiters_released, COUNTER, NONE,                                   \
+      "Coalesced waiters sent to the origin: the fill they held for outgrew the store.") \
     X(compress_objects, COUNTER, CODING,                                        \
       "Responses stored compressed by cachet, by coding.")                       \
     X(compress_bytes_in, COUNTER, CODING,                                       \

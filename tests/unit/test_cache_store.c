@@ -309,6 +309,40 @@ static void test_busy_coalescing(void)
     ct_cache_free(&c);
 }
 
+/* A reader that answers only from the end (a waiter on a body of unknown
+ * length) is not woken per append, only when the object leaves STREAMING. */
+static void test_wait_for_end(void)
+{
+    struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 4);
+    struct tkey k;
+    mk_key(&k, "h", "/end");
+    struct ct_cache_lookup_res a, b;
+    struct wake_count ec = {0}, bc = {0};
+    struct ct_cache_waiter we, wb;
+    ct_cache_waiter_init(&we, on_wake, &ec);
+    ct_cache_waiter_init(&wb, on_wake, &bc);
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &a), CT_CACHE_MISS);
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &b), CT_CACHE_BUSY);
+    struct fill f = {"", NULL, 60, 0, 0, false};
+    set_head(a.fetch, &f, T0);
+    CU_ASSERT_FALSE(ct_obj_wait(b.busy, &we, CT_OBJ_BUSY, CT_OBJ_WAIT_END)); /* head: news */
+    CU_ASSERT_TRUE(ct_obj_wait(b.busy, &we, CT_OBJ_STREAMING, CT_OBJ_WAIT_END));
+    CU_ASSERT_TRUE(ct_obj_wait(b.busy, &wb, CT_OBJ_STREAMING, 0));
+    CU_ASSERT_EQUAL(ct_obj_append(a.fetch, "01234", 5), CT_OK);
+    CU_ASSERT_EQUAL(bc.n, 1); /* a streaming reader is woken per append */
+    CU_ASSERT_EQUAL(ct_obj_append(a.fetch, "56789", 5), CT_OK);
+    CU_ASSERT_EQUAL(ec.n, 0); /* still registered */
+    /* bytes there already are no news to it either */
+    ct_obj_unwait(&we);
+    CU_ASSERT_TRUE(ct_obj_wait(b.busy, &we, CT_OBJ_STREAMING, CT_OBJ_WAIT_END));
+    ct_obj_complete(a.fetch, T0);
+    CU_ASSERT_EQUAL(ec.n, 1);
+    CU_ASSERT_FALSE(ct_obj_wait(b.busy, &we, CT_OBJ_STREAMING, CT_OBJ_WAIT_END)); /* terminal */
+    ct_cache_lookup_res_release(&a);
+    ct_cache_lookup_res_release(&b);
+    ct_cache_free(&c);
+}
+
 static void test_unwait(void)
 {
     struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 4);
@@ -1244,6 +1278,7 @@ void ct_test_register(void)
         "cache_store", {"config validation", test_config}, {"insert, lookup, hit", test_insert_hit},
         {"body chunks and seek", test_body_chunks_and_seek}, {"variants (Vary)", test_variants},
         {"busy coalescing and streaming", test_busy_coalescing}, {"unwait", test_unwait},
+        {"wait for the end", test_wait_for_end},
         {"failed fetch never served", test_failed_never_served},
         {"abandon and hit-for-miss", test_abandon_hit_for_miss},
         {"fresh, stale, expired", test_fresh_stale_expired}, {"no_insert lookups", test_no_insert},

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Coalesced waiters on a fill of unknown length (chunked): they hold their
+# answer until the fill ends. One that outgrows max_object_size releases
+# them to fetch on their own (each gets the whole body, none a cut 200, and
+# cachet_cache_waiters_released_total counts them); one that fits is one
+# origin fetch for all. A held waiter that goes away is freed; one held
+# past cache.waiter_timeout gets its 504.
+# needs: cachet cachet-origin
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ct_start_origin --workers 2
+cat >"$CT_TMP/cachet.conf" <<EOF
+workers = 2;
+listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
+backends = ( { address = "127.0.0.1:$OPORT"; pool_max_idle = 64; } );
+cache = { size = "64M"; max_object_size = "1M"; grace = "0s"; waiter_timeout = "4s"; };
+admin = { listen = "127.0.0.1:0"; };
+EOF
+ct_start_proxy -c "$CT_TMP/cachet.conf"
+APORT=$(ct_wait_listen proxy admin) || exit 1
+MA='cache-control=max-age%3D3600'
+N=5
+released() { ct_metric "$APORT" cachet_cache_waiters_released; }
+
+# coalesced URL SIZE [GONE]: one client starts the fill, N-1 more join it
+# once the origin has the request (with GONE, one more that gives up after
+# 0.5 s: its curl status goes to $CT_TMP/gone); every body must be SIZE
+# bytes of the origin's.
+coalesced() {
+    local want
+    want=$(curl -s "$O/bytes/$2" | sha256sum | cut -c1-64)
+    ct_origin_reset "$OPORT"
+    curl -s -o "$CT_TMP/b.0" "$1" &
+    ct_wait_until 20 ct_origin_total_ge "$OPORT" 1
+    [ -n "${3:-}" ] && { curl -s -o /dev/null --max-time 0.5 "$1"; echo $? >"$CT_TMP/gone"; } &
+    rm -f "$CT_TMP"/h.*
+    seq $((N - 1)) | xargs -P "$N" -I{} curl -s -D "$CT_TMP/h.{}" -o "$CT_TMP/b.{}" "$1"
+    wait
+    for i in $(seq 0 $((N - 1))); do
+        echo "$(wc -c <"$CT_TMP/b.$i") $(sha256sum <"$CT_TMP/b.$i" | cut -c1-64)"
+    done | sort | uniq -c | sed 's/^ *//'
+    echo "= $N $2 $want"
+}
+
+# ---- chunked, 2 MiB (twice max_object_size), 64 KiB every 100 ms: it
+# outgrows the store after ~1.6 s, with every waiter already coalesced.
+r0=$(released)
+out=$(coalesced "$P/bytes/2097152?trickle=100&trickle-size=65536&chunked=1&$MA&big=1" 2097152)
+ct_check "chunked over max_object_size: every client byte-exact" \
+    "$(head -n -1 <<<"$out")" "$(tail -n 1 <<<"$out" | cut -c3-)"
+ct_check "chunked over max_object_size: each waiter fetched on its own" "$(ct_origin_total "$OPORT")" "$N"
+ct_check "chunked over max_object_size: $((N - 1)) waiters released" "$(($(released) - r0))" $((N - 1))
+ct_check "chunked over max_object_size: the waiters say why" \
+    "$(cat "$CT_TMP"/h.* | grep -ci '^cache-status: cachet; fwd=uri-miss; detail=too-big')" $((N - 1))
+
+# ---- chunked, 512 KiB (fits): one origin fetch for all, and a held waiter
+# whose client goes away (curl --max-time) is freed.
+r0=$(released)
+SU="$P/bytes/524288?trickle=100&trickle-size=65536&chunked=1&$MA&small=1"
+out=$(coalesced "$SU" 524288 gone)
+ct_check "a held waiter that went away: cut by its client (curl 28)" "$(cat "$CT_TMP/gone")" 28
+ct_check "chunked within max_object_size: every client byte-exact" \
+    "$(head -n -1 <<<"$out")" "$(tail -n 1 <<<"$out" | cut -c3-)"
+ct_check "chunked within max_object_size: one origin fetch" "$(ct_origin_total "$OPORT")" 1
+ct_check "chunked within max_object_size: none released" "$(($(released) - r0))" 0
+ct_check "chunked within max_object_size: the waiters coalesced" \
+    "$(cat "$CT_TMP"/h.* | grep -ci '^cache-status: cachet; fwd=miss; collapsed')" $((N - 1))
+h=$(curl -s -D - -o /dev/null "$SU" | tr -d '\r' | grep -i '^cache-status')
+ct_check_match "chunked within max_object_size: stored" "$h" 'cachet; hit'
+
+# ---- a held wait is bounded by cache.waiter_timeout (4 s, then 504): a
+# chunked body that fits but takes ~6 s; the fetcher still gets all of it.
+ct_origin_reset "$OPORT"
+TU="$P/bytes/655360?trickle=600&trickle-size=65536&chunked=1&$MA&slow=1"
+curl -s -o "$CT_TMP/slow" "$TU" &
+fpid=$!
+ct_wait_until 20 ct_origin_total_ge "$OPORT" 1
+read -r code t <<<"$(curl -s -o /dev/null -w '%{http_code} %{time_total}' "$TU")"
+wait "$fpid"
+ct_check "held past waiter_timeout: 504" "$code" 504
+if awk -v t="$t" 'BEGIN { exit !(t > 3.5 && t < 5.9) }'; then
+    ct_pass "held past waiter_timeout: after ~4 s ($t s)"
+else
+    ct_failed "held past waiter_timeout: took $t s"
+fi
+ct_check "held past waiter_timeout: the fetcher got everything" "$(wc -c <"$CT_TMP/slow")" 655360
+
+ct_stop proxy
+ct_check "cachet exits 0 on SIGTERM" "$?" 0
+ct_done
