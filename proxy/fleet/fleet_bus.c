@@ -10,10 +10,7 @@
  * hiredis frees a context after its connect callback failed or its
  * disconnect callback ran: the callbacks only forget the pointer.
  */
-#include <event2/buffer.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 #include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
@@ -27,6 +24,7 @@
 #include "proxy/balance/balance.h"
 #include "proxy/fleet/fleet.h"
 #include "proxy/fleet/fleet_bus.h"
+#include "proxy/fleet/fleet_fanout.h"
 
 #define STREAM_MAXLEN "10000" /* entries kept for the catch-up (approximate trim) */
 #define BLOCK_MS "2000"       /* one XREAD BLOCK: its answer proves the link alive */
@@ -37,12 +35,6 @@
  * and past XADD_INFLIGHT_MAX unanswered ones a purge goes over HTTP only. */
 #define XADD_WAIT_S 2.0
 #define XADD_INFLIGHT_MAX 1024
-
-struct peer_admin {
-    char *host;
-    uint16_t port;
-    struct evhttp_connection *conn; /* kept: keep-alive to that admin listener */
-};
 
 struct ct_fleet_bus {
     unsigned magic;
@@ -60,12 +52,10 @@ struct ct_fleet_bus {
     ct_fleet_bus_learn_cb *learn;
     char *k_stream, *k_members; /* PREFIX:purges, PREFIX:members */
     uint64_t ttl_ms;
-    char *hop_header, *hop_value, *admin_token;
     char *password; /* fleet.redis_password; NULL: no AUTH */
     char *username; /* fleet.redis_username; NULL: AUTH PASSWORD alone */
     char *sen_password; /* fleet.redis_sentinel_password; NULL: no AUTH to Sentinels */
-    struct peer_admin *admins;
-    size_t nadmins;
+    struct ct_fleet_fanout *fanout; /* HTTP to the members' admin listeners */
     /* state */
     redisAsyncContext *cmd, *blk;
     bool cmd_up, blk_up, reading, closing;
@@ -886,63 +876,11 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 /* ---- HTTP fan-out while Redis is down ------------------------------------------- */
 
-static void on_http_done(struct evhttp_request *req, void *arg)
-{
-    const char *who = arg;
-    if (!req || evhttp_request_get_response_code(req) == 0)
-        CT_WARN("fleet: HTTP fan-out to %s failed", who);
-}
-
-/* The admin listener at A's connection slot, made on first use: the members
- * are those of the configuration in force, learned ones included, so their
- * slots are found by address (a reload reorders them); a slot outlives its
- * member (one per address ever used, with its keep-alive connection). */
-static struct peer_admin *admin_slot(struct ct_fleet_bus *b, const struct ct_conf_addr *a)
-{
-    for (size_t i = 0; i < b->nadmins; i++)
-        if (b->admins[i].port == a->port && strcmp(b->admins[i].host, a->host) == 0)
-            return &b->admins[i];
-    b->admins = ct_xrealloc(b->admins, (b->nadmins + 1) * sizeof(*b->admins));
-    struct peer_admin *pa = &b->admins[b->nadmins++];
-    *pa = (struct peer_admin){.host = ct_xstrdup(a->host), .port = a->port};
-    return pa;
-}
-
 static void send_http(struct ct_fleet_bus *b, const char *kind, struct ct_str query,
                       struct ct_str expr)
 {
-    size_t sent = 0, targets = 0;
-    const struct ct_conf_fleet *fl = &b->cf_now(b->arg)->fleet;
-    for (size_t i = 0; i < fl->nmembers; i++) {
-        if (i == fl->self_index || !fl->members[i].admin.host)
-            continue;
-        targets++;
-        struct peer_admin *pa = admin_slot(b, &fl->members[i].admin);
-        if (!pa->conn) {
-            pa->conn = evhttp_connection_base_new(b->base, NULL, pa->host, pa->port);
-            if (!pa->conn)
-                continue;
-            evhttp_connection_set_timeout(pa->conn, 5);
-        }
-        struct evhttp_request *req = evhttp_request_new(on_http_done, pa->host);
-        struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-        char hostport[300];
-        snprintf(hostport, sizeof(hostport), "%s:%u", pa->host, pa->port);
-        evhttp_add_header(h, "Host", hostport);
-        evhttp_add_header(h, b->hop_header, b->hop_value); /* applied there, never sent on */
-        if (b->admin_token) {
-            char auth[300];
-            snprintf(auth, sizeof(auth), "Bearer %s", b->admin_token);
-            evhttp_add_header(h, "Authorization", auth);
-        }
-        if (expr.len)
-            evbuffer_add(evhttp_request_get_output_buffer(req), expr.p, expr.len);
-        char uri[4200];
-        snprintf(uri, sizeof(uri), "/%s%s%.*s", kind, query.len ? "?" : "", (int)query.len,
-                 query.p ? query.p : "");
-        if (evhttp_make_request(pa->conn, req, EVHTTP_REQ_POST, uri) == 0)
-            sent++;
-    }
+    size_t targets;
+    size_t sent = ct_fleet_fanout_send(b->fanout, kind, query, expr, &targets);
     b->n.http_sent += sent;
     if (targets == 0 && !b->host)
         return; /* static members without admin addresses: no fan-out, as configured */
@@ -1087,13 +1025,7 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
     b->apply = apply;
     b->learn = learn;
     b->arg = arg;
-    b->hop_header = ct_xstrdup(fl->hop_header);
-    struct ct_str hv = ct_fleet_hop_value(fl);
-    b->hop_value = ct_xmalloc(hv.len + 1);
-    memcpy(b->hop_value, hv.p, hv.len);
-    b->hop_value[hv.len] = '\0';
-    const char *tok = ct_conf_admin_token(&cf->admin);
-    b->admin_token = tok ? ct_xstrdup(tok) : NULL;
+    b->fanout = ct_fleet_fanout_new(base, cf, cf_now, arg);
     if (!fl->redis.host)
         return b; /* static members: the HTTP fan-out only, as with Redis down for good */
     b->host = ct_xstrdup(fl->redis.host);
@@ -1164,20 +1096,12 @@ void ct_fleet_bus_free(struct ct_fleet_bus **bp)
     for (size_t i = 0; i < b->nsens; i++)
         free(b->sens[i].host);
     free(b->sens);
-    for (size_t i = 0; i < b->nadmins; i++) {
-        if (b->admins[i].conn)
-            evhttp_connection_free(b->admins[i].conn);
-        free(b->admins[i].host);
-    }
-    free(b->admins);
+    ct_fleet_fanout_free(&b->fanout);
     free(b->host);
     free(b->self);
     free(b->reg);
     free(b->k_stream);
     free(b->k_members);
-    free(b->hop_header);
-    free(b->hop_value);
-    free(b->admin_token);
     free(b->password);
     free(b->username);
     free(b->sen_password);
