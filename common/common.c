@@ -67,19 +67,16 @@ const char *ct_strerror(int err)
 }
 
 /* Words X and Y hold the same bytes but for ASCII case: where they differ,
- * only in bit 0x20, and only where X's byte is a letter. Lanes are bytes,
- * and no sum below carries out of its lane. */
+ * only in bit 0x20, and only where X's byte is a letter. */
 static bool words_eq_ci(uint64_t x, uint64_t y)
 {
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
     uint64_t d = x ^ y;
     if (d == 0)
         return true;
-    if (d & ~(ones * 0x20))
+    if (d & ~(CT_LANES_ONES * 0x20))
         return false;
-    uint64_t low7 = (x | ones * 0x20) & ~highs; /* lower-cased, high bit off */
-    uint64_t ge_a = low7 + ones * (0x80 - 'a'), gt_z = low7 + ones * (0x80 - 'z' - 1);
-    uint64_t letter = ge_a & ~gt_z & ~x & highs;
+    uint64_t low7 = (x | CT_LANES_ONES * 0x20) & ~CT_LANES_HIGHS; /* lower-cased */
+    uint64_t letter = ct_lanes_within(low7, 'a', 'z') & ~x;       /* not obs-text */
     return ((d << 2) & ~letter) == 0; /* 0x20 << 2 is the lane's high bit */
 }
 
@@ -95,7 +92,8 @@ bool ct_str_eq_ci(struct ct_str a, struct ct_str b)
         if (!words_eq_ci(x, y))
             return false;
     }
-    return i == a.len || words_eq_ci(ct_load_tail(a.p + i, a.len - i), ct_load_tail(b.p + i, a.len - i));
+    return i == a.len ||
+           words_eq_ci(ct_load_tail(a.p + i, a.len - i), ct_load_tail(b.p + i, a.len - i));
 }
 
 struct ct_str ct_str_trim_ows(struct ct_str s)

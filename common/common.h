@@ -124,6 +124,24 @@ static inline bool ct_str_eq(struct ct_str a, struct ct_str b)
 /* ASCII case-insensitive comparison (HTTP tokens are ASCII). */
 bool ct_str_eq_ci(struct ct_str a, struct ct_str b);
 
+/* Byte lanes of a word, eight bytes at a time: each test sets the high bit
+ * of every lane that passes it and of none before the first one that does
+ * (a difference borrows only upward, out of a lane that already passed), so
+ * the lowest flag is exact. Lanes of X below N (N <= 0x80): */
+#define CT_LANES_ONES 0x0101010101010101ull
+#define CT_LANES_HIGHS 0x8080808080808080ull
+static inline uint64_t ct_lanes_below(uint64_t x, unsigned n)
+{
+    return (x - CT_LANES_ONES * n) & ~x & CT_LANES_HIGHS;
+}
+
+/* Lanes of LOW7 (every high bit clear) within [LO, HI]: no sum carries. */
+static inline uint64_t ct_lanes_within(uint64_t low7, unsigned lo, unsigned hi)
+{
+    return (low7 + CT_LANES_ONES * (0x80 - lo)) & ~(low7 + CT_LANES_ONES * (0x7f - hi)) &
+           CT_LANES_HIGHS;
+}
+
 /* The N bytes (1 to 7) at P as a word, byte k at bits 8k, zero above: the
  * tail of a loop that reads names eight bytes at a time. memcpy of a
  * variable length is a call into libc costing more than the rest of a
@@ -139,7 +157,8 @@ static inline uint64_t ct_load_tail(const char *p, size_t n)
                       (uint32_t)v[3] << 24;
         return lo | hi << (8 * (n - 4));
     }
-    return (uint64_t)u[0] | (uint64_t)u[n / 2] << (8 * (n / 2)) | (uint64_t)u[n - 1] << (8 * (n - 1));
+    return (uint64_t)u[0] | (uint64_t)u[n / 2] << (8 * (n / 2)) |
+           (uint64_t)u[n - 1] << (8 * (n - 1));
 }
 static inline char ct_ascii_lower(char c)
 {

@@ -216,39 +216,23 @@ static bool lex_field(struct ct_http_lex *L, const struct ct_http_limits *lim, u
 
 /* ---- eight bytes at a time ---------------------------------------------------
  *
- * Each test below gives a word with the high bit set in every byte lane that
- * fails it, and sets none in a lane before the first one that fails: a sum
- * or difference carries or borrows only upward, out of a lane that already
- * failed. So the lowest flag is the first offending byte, exactly, and the
- * byte machine is never asked to agree with an approximation. */
-
-#define ONES 0x0101010101010101ull
-#define HIGHS 0x8080808080808080ull
-
-/* Lanes of X below N (N <= 0x80). */
-static inline uint64_t lanes_below(uint64_t x, unsigned n)
-{
-    return (x - ONES * n) & ~x & HIGHS;
-}
-
-/* Lanes of LOW7 (every high bit clear) within [LO, HI]: no sum carries. */
-static inline uint64_t lanes_within(uint64_t low7, unsigned lo, unsigned hi)
-{
-    return (low7 + ONES * (0x80 - lo)) & ~(low7 + ONES * (0x7f - hi)) & HIGHS;
-}
+ * Each class has one word test (common.h's lanes), exact at the first
+ * offending byte, so the byte machine is never asked to agree with an
+ * approximation. */
 
 /* Lanes that are not field-value octets taken in words: below 0x20 (HTAB,
  * CR and the controls) or DEL. obs-text passes. */
 static inline uint64_t lanes_not_fv(uint64_t x)
 {
-    uint64_t del = x ^ (ONES * 0x7f);
-    return lanes_below(x, 0x20) | lanes_below(del, 1);
+    uint64_t del = x ^ (CT_LANES_ONES * 0x7f);
+    return ct_lanes_below(x, 0x20) | ct_lanes_below(del, 1);
 }
 
 /* Lanes that are not VCHAR (0x21-0x7e). */
 static inline uint64_t lanes_not_vchar(uint64_t x)
 {
-    return lanes_below(x, 0x21) | ((x | ((x & ~HIGHS) + ONES)) & HIGHS);
+    return ct_lanes_below(x, 0x21) |
+           ((x | ((x & ~CT_LANES_HIGHS) + CT_LANES_ONES)) & CT_LANES_HIGHS);
 }
 
 /* Lanes that are not letters, digits or '-': what field names are made of,
@@ -257,10 +241,10 @@ static inline uint64_t lanes_not_vchar(uint64_t x)
  * and '-' are flagged first. */
 static inline uint64_t lanes_not_name(uint64_t x)
 {
-    uint64_t low7 = (x | ONES * 0x20) & ~HIGHS;
-    uint64_t ok = lanes_within(low7, 'a', 'z') | lanes_within(low7, '0', '9') |
-                  lanes_within(low7, '-', '-');
-    return (~ok & HIGHS) | (x & HIGHS) | lanes_below(x, 0x20);
+    uint64_t low7 = (x | CT_LANES_ONES * 0x20) & ~CT_LANES_HIGHS;
+    uint64_t ok = ct_lanes_within(low7, 'a', 'z') | ct_lanes_within(low7, '0', '9') |
+                  ct_lanes_within(low7, '-', '-');
+    return (~ok & CT_LANES_HIGHS) | (x & CT_LANES_HIGHS) | ct_lanes_below(x, 0x20);
 }
 
 /* I advanced over the whole words of BUF[I..STOP) that pass, and on to the

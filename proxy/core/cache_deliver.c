@@ -236,7 +236,7 @@ static bool range_waits(const struct ct_req *r, const struct ct_obj *obj,
     /* A fill that may outgrow max_object_size (an origin body of unknown
      * length) could fail with nothing sent: its Range is not held, and is
      * answered as before (RFC 9110 §14.2 lets a server ignore it). */
-    if (!(blk->flags & CT_CACHE_BLK_BOUNDED))
+    if (ct_cache_blk_may_outgrow(blk))
         return false;
     const struct ct_http_field *rf = ct_http_msg_find(req, CT_HDR_RANGE, NULL);
     uint64_t a, b;

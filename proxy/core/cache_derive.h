@@ -67,6 +67,10 @@ struct ct_derive; /* opaque; owned by the request's creq (cr->derive) */
  * fill cannot outgrow the store, so a Range may wait for its end
  * (cache_deliver.c, range_waits). */
 #define CT_CACHE_BLK_BOUNDED 0x10u
+/* Can the fill described by BLK outgrow max_object_size on its way (no
+ * length at the head, and no bound)? Readers of such a fill must not start
+ * an answer they could not finish. */
+bool ct_cache_blk_may_outgrow(const struct ct_cache_blk *blk);
 struct ct_http_msg;
 /* The flags of STORED (the head to store); WEAKENED: cachet weakened its
  * ETag (only kept when STORED's ETag is weak). */

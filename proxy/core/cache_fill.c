@@ -717,20 +717,26 @@ static int encode(struct ct_req *r, struct evbuffer *in, bool last)
     return rc;
 }
 
+bool ct_cache_blk_may_outgrow(const struct ct_cache_blk *blk)
+{
+    return blk->length == UINT64_MAX && !(blk->flags & CT_CACHE_BLK_BOUNDED);
+}
+
 /* The fill object could not take N more bytes: over max_object_size (no
  * Content-Length said so at the head) or no memory. Of unknown length, it
  * is abandoned, not failed: its waiters hold their answer until it ends
  * (ct_step_wait), have been sent nothing, and so fetch on their own at once
  * (nginx's proxy_cache_lock released without an object); too big, it leaves
  * a hit-for-miss marker, as a Content-Length over the limit does. A fill
- * whose length was known has readers streaming from it: they see it cut. */
+ * whose length or bound was known has readers streaming from it (the same
+ * predicate let them start): they see it cut. */
 static void fill_outgrown(struct ct_req *r, size_t n)
 {
     struct ct_creq *cr = r->cr;
     struct ct_cache *cache = r->w->wc->cache;
     struct ct_cache_blk blk;
     struct ct_str wire;
-    if (ct_cache_blk_get(cr->fill, &blk, &wire) && blk.length == UINT64_MAX) {
+    if (ct_cache_blk_get(cr->fill, &blk, &wire) && ct_cache_blk_may_outgrow(&blk)) {
         bool big = !ct_cache_fits(cache, (uint64_t)ct_obj_size(cr->fill) + n);
         double hfm = big ? (double)r->w->cf->cache.hit_for_miss_ms / 1000.0 : 0;
         ct_obj_abandon(cr->fill, ct_time_real(), hfm);

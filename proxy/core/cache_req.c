@@ -614,7 +614,7 @@ static bool waits_for_end(const struct ct_req *r, const struct ct_obj *obj)
     struct ct_cache_blk blk;
     struct ct_str wire;
     return r->msg->method != CT_METHOD_HEAD && ct_cache_blk_get(obj, &blk, &wire) &&
-           blk.length == UINT64_MAX && !(blk.flags & CT_CACHE_BLK_BOUNDED);
+           ct_cache_blk_may_outgrow(&blk);
 }
 
 /* WAIT: the busy object we wait on changed (or the first look at it). */

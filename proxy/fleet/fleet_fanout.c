@@ -107,9 +107,7 @@ struct ct_fleet_fanout *ct_fleet_fanout_new(struct event_base *base, const struc
     f->arg = arg;
     f->hop_header = ct_xstrdup(fl->hop_header);
     struct ct_str hv = ct_fleet_hop_value(fl);
-    f->hop_value = ct_xmalloc(hv.len + 1);
-    memcpy(f->hop_value, hv.p, hv.len);
-    f->hop_value[hv.len] = '\0';
+    f->hop_value = ct_xstrndup(hv.p, hv.len);
     const char *tok = ct_conf_admin_token(&cf->admin);
     f->admin_token = tok ? ct_xstrdup(tok) : NULL;
     return f;
