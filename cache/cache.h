@@ -430,6 +430,7 @@ bool ct_cache_fits(const struct ct_cache *cache, uint64_t bytes);
     X(evictions, "objects evicted for memory")                                                     \
     X(expired, "objects reclaimed past ttl+grace+keep")                                            \
     X(purged, "objects removed by purge")                                                          \
+    X(purge_deferred, "purged objects whose tags and memory a large purge left to the lurker")    \
     X(soft_purged, "objects marked stale by a soft purge")                                         \
     X(replaced, "objects replaced by a newer variant")                                             \
     X(nomem, "reservations refused (cap reached, nothing evictable)")                        \

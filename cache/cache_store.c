@@ -530,6 +530,7 @@ static bool invalidate(struct ct_cache_shard *sh, struct ct_obj *obj, enum ct_ca
     if (later) {
         unlink_table(sh, obj);
         ct_cache_reclaim_add(later, obj);
+        CT_STAT_INC(sh, purge_deferred);
     } else {
         ct_cache_unlink_obj(sh, obj);
     }
