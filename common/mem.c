@@ -22,6 +22,7 @@
  * (4 arenas per CPU, threads assigned round-robin), so two workers never
  * share one arena's lock.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -55,6 +56,8 @@ static uint64_t je_stat(const char *name)
 #include <malloc.h>
 #endif
 
+static _Atomic uint64_t releases; /* ct_mem_release() calls */
+
 /* From /proc/self/statm: the resident set and its anonymous part (resident
  * minus "shared", which is the file-backed and shmem pages: the libraries
  * and the memfd cache bodies), in bytes; both 0 if unreadable. */
@@ -85,6 +88,7 @@ void ct_mem_stats(struct ct_mem_stats *out)
     out->slab_used = ss.used;
     out->slab_resident = ss.resident;
     out->slab_mapped = ss.mapped;
+    out->releases = atomic_load_explicit(&releases, memory_order_relaxed);
 #ifdef CT_HAVE_JEMALLOC
     /* jemalloc's totals are refreshed by writing the epoch. */
     uint64_t epoch = 1;
@@ -119,6 +123,7 @@ void ct_mem_stats(struct ct_mem_stats *out)
 
 void ct_mem_release(void)
 {
+    atomic_fetch_add_explicit(&releases, 1, memory_order_relaxed);
 #ifdef CT_HAVE_JEMALLOC
     /* "arena.<MALLCTL_ARENAS_ALL>.purge" */
     char name[64];
@@ -159,7 +164,16 @@ bool ct_mem_maintain(struct ct_mem_trim *t, double now, uint64_t cache_bytes, ui
      * the slabs); a fast growth (a refill after a purge: a thousand misses
      * at once) leaves their transient buffers freed behind it. */
     bool moved = t->high_bytes - cache_bytes >= cap / 8 || cache_bytes - t->low_bytes >= cap / 8;
-    if (!moved && now - t->last_s < CT_MEM_TRIM_S)
+    /* What the workers' buffers took in a burst and freed stays resident in
+     * their arenas until a trim: in the soak that, not live memory, was the
+     * RSS's swing at a full cache (docs/memory.md, seventh session). A rise
+     * from live memory costs one trim that finds little, then is the new low. */
+    uint64_t rss, anon;
+    proc_statm(&rss, &anon);
+    if (t->low_anon == 0 || anon < t->low_anon)
+        t->low_anon = anon;
+    bool grew = anon >= t->low_anon + CT_MEM_TRIM_GROWTH;
+    if (!moved && !grew && now - t->last_s < CT_MEM_TRIM_S)
         return released;
     struct mallinfo2 mi = mallinfo2();
     if (mi.fordblks < CT_MEM_TRIM_MIN)
@@ -167,6 +181,7 @@ bool ct_mem_maintain(struct ct_mem_trim *t, double now, uint64_t cache_bytes, ui
     ct_mem_release();
     t->last_s = now;
     t->high_bytes = t->low_bytes = cache_bytes;
+    proc_statm(&rss, &t->low_anon);
     return true;
 #endif
 }

@@ -41,6 +41,7 @@ struct ct_mem_stats {
     uint64_t slab_used;     /* bytes in live slots */
     uint64_t slab_resident; /* bytes of regions not given back (an upper bound) */
     uint64_t slab_mapped;   /* address space mapped for regions */
+    uint64_t releases;      /* ct_mem_release() calls since start (trims, purges) */
 };
 
 /* Fill OUT. The allocator's figures are at most a moment old; no lock is
@@ -57,7 +58,9 @@ void ct_mem_release(void);
  * most CT_MEM_SLAB_BUDGET_MS of the calling thread's CPU (~100-200 regions,
  * 200-400 MiB; any allocator). Then glibc: ct_mem_release() when the cache
  * shrank or grew by an eighth of its CAP since the last release (a purge, an
- * expiry wave, a refill), or CT_MEM_TRIM_S
+ * expiry wave, a refill), or the anonymous resident memory rose
+ * CT_MEM_TRIM_GROWTH above its lowest since then (connection buffers freed
+ * after a burst stay resident in the arenas until a trim), or CT_MEM_TRIM_S
  * after the last one; never when malloc holds less than CT_MEM_TRIM_MIN free
  * bytes. A trim holds each arena's lock while it walks that arena (now a
  * heap without the cache's bodies: ~0.5 ms), so it is not done every
@@ -68,10 +71,13 @@ struct ct_mem_trim {
     double last_s;       /* the last release */
     uint64_t high_bytes; /* the cache's most bytes since then */
     uint64_t low_bytes;  /* and its fewest */
+    uint64_t low_anon;   /* the anonymous resident bytes' lowest since then (0: unknown) */
 };
 #define CT_MEM_TRIM_S 5.0 /* was 30 while the heap held the cache's bodies (a trim then
                             took 10-50 ms of CPU; now 0.5 ms median, 9 ms at most) */
 #define CT_MEM_TRIM_MIN (1024 * 1024)
+/* 2 % of the soak's RSS: at most one trim a second, of ~0.5 ms (docs/memory.md) */
+#define CT_MEM_TRIM_GROWTH (2 * 1024 * 1024)
 #define CT_MEM_SLAB_BATCH 8        /* slab regions (2 MiB) per ct_slab_release() */
 #define CT_MEM_SLAB_BUDGET_MS 40.0 /* of CPU giving slab regions back, per call */
 bool ct_mem_maintain(struct ct_mem_trim *t, double now, uint64_t cache_bytes, uint64_t cap);

@@ -429,9 +429,11 @@ static void json_mem(struct ct_buf *o, const struct ct_mem_stats *m)
     ct_buf_printf(o, ",\"allocated\":%llu,\"resident\":%llu,\"retained\":%llu,\"rss\":%llu,",
                         (unsigned long long)m->allocated, (unsigned long long)m->resident,
                         (unsigned long long)m->retained, (unsigned long long)m->rss);
-    ct_buf_printf(o, "\"slab_used\":%llu,\"slab_resident\":%llu,\"slab_mapped\":%llu}",
+    ct_buf_printf(o,
+                  "\"slab_used\":%llu,\"slab_resident\":%llu,\"slab_mapped\":%llu,"
+                  "\"releases\":%llu}",
                   (unsigned long long)m->slab_used, (unsigned long long)m->slab_resident,
-                  (unsigned long long)m->slab_mapped);
+                  (unsigned long long)m->slab_mapped, (unsigned long long)m->releases);
 }
 
 void ct_stats_render_json(const struct ct_stats_view *v, struct ct_buf *o)
@@ -647,6 +649,9 @@ static void prom_mem(struct ct_buf *o, const struct ct_mem_stats *m)
                m->slab_resident);
     prom_gauge(o, "memory_slab_mapped_bytes", "Slabs: address space mapped for regions.",
                m->slab_mapped);
+    prom_head(o, "memory_releases", "_total", "counter",
+              "Free pages given back to the kernel by the allocator (glibc: malloc_trim).");
+    ct_buf_printf(o, "cachet_memory_releases_total %llu\n", (unsigned long long)m->releases);
 }
 
 void ct_stats_render_prom(const struct ct_stats_view *v, struct ct_buf *o)

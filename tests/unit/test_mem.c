@@ -78,7 +78,9 @@ static void test_maintain_triggers(void)
     if (SANITIZED || strcmp(ms.allocator, "glibc") != 0)
         return; /* jemalloc: its decay does it; nothing to test here */
     void **kept = fragment();
-    struct ct_mem_trim t = {.last_s = 1000.0}; /* as if it had just released */
+    ct_mem_stats(&ms);
+    /* as if it had just released, with the fragmented heap already its low */
+    struct ct_mem_trim t = {.last_s = 1000.0, .low_anon = ms.resident};
     const uint64_t cap = 800 * MIB;
 
     /* the cache grows by less than an eighth: nothing */
@@ -113,9 +115,44 @@ static void test_maintain_triggers(void)
     free_kept(kept);
 }
 
+/* Buffers freed after a burst stay resident in the heap: the rise of the
+ * anonymous resident memory over its low releases them at the next tick,
+ * before CT_MEM_TRIM_S and with the cache steady. */
+static void test_maintain_growth(void)
+{
+    struct ct_mem_stats ms;
+    ct_mem_stats(&ms);
+    if (SANITIZED || strcmp(ms.allocator, "glibc") != 0)
+        return;
+    const uint64_t cap = 800 * MIB;
+    struct ct_mem_trim t = {.high_bytes = 100 * MIB, .low_bytes = 100 * MIB};
+    /* the first tick learns the low (and may trim what the earlier tests left) */
+    ct_mem_maintain(&t, 1000.0, 100 * MIB, cap);
+    t.last_s = 1000.0;
+    t.high_bytes = t.low_bytes = 100 * MIB;
+    CU_ASSERT_TRUE(t.low_anon > 0);
+    uint64_t releases = ms.releases;
+    CU_ASSERT_FALSE(ct_mem_maintain(&t, 1001.0, 100 * MIB, cap));
+
+    void **kept = fragment(); /* a burst's 48 MiB, freed but resident */
+    ct_mem_stats(&ms);
+    uint64_t before = ms.rss;
+    CU_ASSERT_TRUE(ms.resident >= t.low_anon + 32 * MIB);
+    CU_ASSERT_TRUE(ct_mem_maintain(&t, 1002.0, 100 * MIB, cap));
+    ct_mem_stats(&ms);
+    CU_ASSERT_TRUE(ms.rss + 32 * MIB <= before);
+    CU_ASSERT_TRUE(ms.releases > releases);
+    CU_ASSERT_EQUAL(t.last_s, 1002.0);
+    /* the low is now what is left after the trim: no second one for it */
+    CU_ASSERT_TRUE(t.low_anon <= ms.resident + MIB);
+    CU_ASSERT_FALSE(ct_mem_maintain(&t, 1003.0, 100 * MIB, cap));
+    free_kept(kept);
+}
+
 void ct_test_register(void)
 {
     CT_SUITE("mem", {"allocator figures move with allocations", test_figures},
              {"maintain: releases on a shrink, a growth or after a while, and RSS drops",
-              test_maintain_triggers});
+              test_maintain_triggers},
+             {"maintain: releases what a burst left resident", test_maintain_growth});
 }
