@@ -44,6 +44,16 @@ enum ct_http_lex_state {
     CT_LX_DONE,
 };
 
+/* Where a field line's colon and CR are, as offsets in the head (the
+ * `total` they were lexed at): the parser then takes each field without
+ * searching for its boundaries again. The first CT_HTTP_LEX_MARKS lines are
+ * marked; past them the parser searches (more fields than any browser
+ * sends). */
+#define CT_HTTP_LEX_MARKS 32
+struct ct_http_lex_mark {
+    uint32_t colon, cr;
+};
+
 struct ct_http_lex {
     uint8_t st;
     uint8_t ver_idx; /* bytes of "HTTP/D.D" seen */
@@ -56,6 +66,7 @@ struct ct_http_lex {
     size_t total;      /* bytes of this head so far */
     size_t line_start; /* value of total where the start line began */
     unsigned nfields;
+    struct ct_http_lex_mark *marks; /* CT_HTTP_LEX_MARKS of them; NULL: none kept */
     unsigned err_status; /* 0: no error */
     const char *err_reason;
 };

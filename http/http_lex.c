@@ -151,6 +151,12 @@ static bool lex_start_line(struct ct_http_lex *L, unsigned char c)
     }
 }
 
+/* The field line being lexed: its mark, or NULL when none is kept. */
+static struct ct_http_lex_mark *field_mark(struct ct_http_lex *L)
+{
+    return L->marks && L->nfields <= CT_HTTP_LEX_MARKS ? &L->marks[L->nfields - 1] : NULL;
+}
+
 /* Field-line byte C (also used for the chunked trailer section). */
 static bool lex_field(struct ct_http_lex *L, const struct ct_http_limits *lim, unsigned char c)
 {
@@ -187,6 +193,9 @@ static bool lex_field(struct ct_http_lex *L, const struct ct_http_limits *lim, u
         if (ct_http_cls[c] & CT_CH_TCHAR)
             return true;
         if (c == ':') {
+            struct ct_http_lex_mark *mk = field_mark(L);
+            if (mk)
+                mk->colon = (uint32_t)L->total;
             L->st = CT_LX_VALUE;
             return true;
         }
@@ -198,6 +207,9 @@ static bool lex_field(struct ct_http_lex *L, const struct ct_http_limits *lim, u
         if (ct_http_cls[c] & CT_CH_FV)
             return true;
         if (c == '\r') {
+            struct ct_http_lex_mark *mk = field_mark(L);
+            if (mk)
+                mk->cr = (uint32_t)L->total;
             L->st = CT_LX_VALUE_LF;
             return true;
         }
@@ -322,6 +334,10 @@ static size_t fast_field_lines(struct ct_http_lex *L, const struct ct_http_limit
         if (!is_crlf_at(buf, eol, stop))
             break;
         L->nfields++;
+        struct ct_http_lex_mark *mk = field_mark(L);
+        if (mk)
+            *mk = (struct ct_http_lex_mark){(uint32_t)(L->total + (colon - i)),
+                                            (uint32_t)(L->total + (eol - i))};
         L->total += eol + 2 - i;
         i = eol + 2;
     }

@@ -4,8 +4,8 @@
  * Heads are read once, by us: the lexer (http_lex.c) holds every byte of the
  * start line and the field lines to RFC 9112 with the limits, the head is
  * copied as it is accepted, and when the lexer reaches the empty line the
- * head (already known to be well-formed) is split into its parts with a few
- * memchr()s. Framing is then decided from the complete head (RFC 9112 §6.3),
+ * head (already known to be well-formed) is split into its parts where the
+ * lexer marked each field's colon and CR (a memchr() for the start line). Framing is then decided from the complete head (RFC 9112 §6.3),
  * strictly: anything ambiguous is an error, never a guess.
  *
  * Bodies: a Content-Length body is counted and a close-delimited response
@@ -63,6 +63,7 @@ struct ct_http_parser {
     struct ct_http_msg msg;
 
     struct ct_http_lex lex;
+    struct ct_http_lex_mark marks[CT_HTTP_LEX_MARKS]; /* the head's fields, lex.marks */
 
     /* body */
     uint64_t body_seen;
@@ -242,9 +243,16 @@ static void split_head(struct ct_http_parser *p)
     fields_reserve(p, L->nfields);
     size_t n = 0;
     for (const char *f = eol + 2; *f != '\r'; n++) {
-        const char *colon = memchr(f, ':', (size_t)(end - f));
-        const char *fe = memchr(colon, '\r', (size_t)(end - colon));
+        const char *colon, *fe;
+        if (n < CT_HTTP_LEX_MARKS) {
+            colon = p->hbuf + L->marks[n].colon;
+            fe = p->hbuf + L->marks[n].cr;
+        } else {
+            colon = memchr(f, ':', (size_t)(end - f));
+            fe = memchr(colon, '\r', (size_t)(end - colon));
+        }
         CT_ASSERT(colon != NULL && fe != NULL && n < L->nfields);
+        CT_ASSERT(*colon == ':' && *fe == '\r' && colon > f && fe < end);
         struct ct_http_field *fl = &p->fields[n];
         fl->name = ct_str_make(f, (size_t)(colon - f));
         fl->value = ct_str_trim_ows(ct_str_make(colon + 1, (size_t)(fe - colon - 1)));
@@ -591,7 +599,8 @@ static void message_begin(struct ct_http_parser *p)
 {
     p->hlen = 0;
     p->msg.nfields = 0; /* the rest of msg is set when the head is complete */
-    p->lex = (struct ct_http_lex){.st = CT_LX_START, .request = p->kind == CT_HTTP_REQUEST};
+    p->lex = (struct ct_http_lex){
+        .st = CT_LX_START, .request = p->kind == CT_HTTP_REQUEST, .marks = p->marks};
     p->body_seen = p->body_left = 0;
     p->tunnel_after_end = false;
     p->phase = PH_HEAD;

@@ -10,6 +10,7 @@
  * byte) and its reason.
  */
 #include "http/http.h"
+#include "http/http_int.h" /* CT_HTTP_LEX_MARKS */
 #include "tests/unit/ct_test.h"
 
 #include <malloc.h>
@@ -984,6 +985,32 @@ static void test_big_head_within_limits(void)
     free(in);
 }
 
+/* The lexer marks each field's colon and CR for the first
+ * CT_HTTP_LEX_MARKS fields and the parser searches past them: both give
+ * every field, whole, split anywhere and byte by byte, with leading empty
+ * lines shifting every offset. */
+static void test_field_marks(void)
+{
+    static char in[4096];
+    static char want[4096];
+    size_t n = (size_t)snprintf(in, sizeof(in), "\r\nGET /m HTTP/1.1\r\nHost: a\r\n");
+    size_t w = 0;
+    for (int i = 0; i < CT_HTTP_LEX_MARKS + 8; i++) {
+        /* names and values of growing length; OWS around some values */
+        n += (size_t)snprintf(in + n, sizeof(in) - n, "X-F%0*d:%s%.*s%s\r\n", 1 + i % 5, i,
+                              i % 3 ? " " : "", 1 + i % 11, "abcdefghijkl", i % 4 ? "" : " \t");
+        w += (size_t)snprintf(want + w, sizeof(want) - w, " [X-F%0*d=%.*s]", 1 + i % 5, i,
+                              1 + i % 11, "abcdefghijkl");
+    }
+    n += (size_t)snprintf(in + n, sizeof(in) - n, "\r\n");
+    static struct tr t;
+    run_whole(&REQ, in, n, &t);
+    CU_ASSERT_EQUAL_FATAL(t.status, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(t.s, " [Host=a*]"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(t.s, want));
+    check_any_split(&REQ, in, n);
+}
+
 /* ---- responses ------------------------------------------------------------ */
 
 static void test_responses(void)
@@ -1183,6 +1210,7 @@ void ct_test_register(void)
              {"method and the line limit", test_method_limits}, {"HTTP versions", test_versions},
              {"Host", test_host_rules}, {"limits", test_limits},
              {"heads past 80 KiB within our limits", test_big_head_within_limits},
+             {"fields past the lexer's marks", test_field_marks},
              {"errors stick", test_errors_stick},
              {"EOF between and inside messages", test_eof_between_messages},
              {"in_message", test_in_message});
