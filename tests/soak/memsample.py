@@ -12,9 +12,10 @@ From /proc/PID/smaps, KiB resident by kind of mapping:
 and from /metrics, KiB: the cache's counted bytes, malloc's allocated and
 resident figures, and the slabs' used and resident bytes; then counts: the
 cache's objects, and its expired and evicted totals (what took a full
-cache's bytes away between two samples).
+cache's bytes away between two samples), and the allocator's releases
+(malloc_trim calls: how often free pages went back).
 Columns: anon,shmem,file,heap,arenas,cache,m_alloc,m_resident,slab_used,slab_resident,
-objects,expired,evicted
+objects,expired,evicted,releases
 
   memsample.py --summary SOAK_CSV CAP PCT: the report's lines (below)."""
 import csv, sys, urllib.request
@@ -43,6 +44,11 @@ if sys.argv[1] == "--summary":
                                           for r in rows]))
         print("memory at a full cache (>= %g %%), MiB low/median/high (spread), %d samples: %s"
               % (pct, len(rows), "; ".join(out)))
+    rel = [(int(r["t"]), int(r["releases"])) for r in late if r.get("releases")]
+    if len(rel) > 1 and rel[-1][1] > rel[0][1]:
+        n, secs = rel[-1][1] - rel[0][1], rel[-1][0] - rel[0][0]
+        print("allocator releases (malloc_trim) from minute 2: %d in %d s, one every %.1f s"
+              % (n, secs, secs / n))
     if late:
         fill = [float(r["cache_bytes"]) / cap * 100 for r in late]
         print("every sample from minute 2 (%d, the cache %.0f-%.0f %% full), MiB: rss %s; rss-cache %s"
@@ -101,4 +107,5 @@ print(",".join([str(kinds[k]) for k in ("anon", "shmem", "file", "heap", "arenas
                                  "cachet_memory_resident_bytes", "cachet_memory_slab_used_bytes",
                                  "cachet_memory_slab_resident_bytes")] +
                [count(n) for n in ("cachet_cache_objects", "cachet_cache_expired_total",
-                                   "cachet_cache_evictions_total")]))
+                                   "cachet_cache_evictions_total",
+                                   "cachet_memory_releases_total")]))

@@ -152,7 +152,7 @@ if [ "$PEER" = nginx ]; then
 else
     start_cachet
     # after the first five columns, where the resident memory is (memsample.py)
-    csv_head="t,rss_kb,fds,threads,cache_bytes,anon,shmem,file,heap,arenas,cache,m_alloc,m_resident,slab_used,slab_resident,objects,expired,evicted"
+    csv_head="t,rss_kb,fds,threads,cache_bytes,anon,shmem,file,heap,arenas,cache,m_alloc,m_resident,slab_used,slab_resident,objects,expired,evicted,releases"
 fi
 curl -s -o /dev/null "http://127.0.0.1:$PPORT/gen?size=100"
 curl -sk -o /dev/null "https://127.0.0.1:$SPORT/gen?size=100"
