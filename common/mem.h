@@ -63,8 +63,8 @@ void ct_mem_release(void);
  * after a burst stay resident in the arenas until a trim), or CT_MEM_TRIM_S
  * after the last one; never when malloc holds less than CT_MEM_TRIM_MIN free
  * bytes. A trim holds each arena's lock while it walks that arena (now a
- * heap without the cache's bodies: ~0.5 ms), so it is not done every
- * second. jemalloc:
+ * heap without the cache's bodies: ~0.5 ms), so it is done every second
+ * only while resident memory keeps rising. jemalloc:
  * nothing more (its decay does it). The caller owns the state, zeroed at
  * start. Returns true if it gave anything back. */
 struct ct_mem_trim {
