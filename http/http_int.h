@@ -65,6 +65,7 @@ struct ct_http_lex {
     size_t method_len; /* with method_done: bytes of the token */
     size_t total;      /* bytes of this head so far */
     size_t line_start; /* value of total where the start line began */
+    size_t line_end;   /* and at its CR (a request's target ends 9 bytes before) */
     unsigned nfields;
     struct ct_http_lex_mark *marks; /* CT_HTTP_LEX_MARKS of them; NULL: none kept */
     unsigned err_status; /* 0: no error */

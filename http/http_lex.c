@@ -127,6 +127,7 @@ static bool lex_start_line(struct ct_http_lex *L, unsigned char c)
         }
         if (L->status_digits == 3 && (c == ' ' || c == '\r')) {
             L->st = c == ' ' ? CT_LX_REASON : CT_LX_LINE_LF;
+            L->line_end = L->total;
             return true;
         }
         lex_fail(L, 400, "malformed status code");
@@ -136,6 +137,7 @@ static bool lex_start_line(struct ct_http_lex *L, unsigned char c)
             return true;
         if (c == '\r') {
             L->st = CT_LX_LINE_LF;
+            L->line_end = L->total;
             return true;
         }
         lex_fail(L, 400, "invalid character in reason phrase");
@@ -143,6 +145,7 @@ static bool lex_start_line(struct ct_http_lex *L, unsigned char c)
     case CT_LX_LINE_CR:
         if (c == '\r') {
             L->st = CT_LX_LINE_LF;
+            L->line_end = L->total;
             return true;
         }
         lex_fail(L, 400, "malformed request line");
@@ -391,6 +394,7 @@ static size_t fast_start_line(struct ct_http_lex *L, const struct ct_http_limits
     if (!is_crlf_at(buf, eol, stop))
         return 0;
     L->line_start = L->total;
+    L->line_end = L->total + eol;
     L->major = 1;
     L->minor = minor;
     L->ver_idx = 8;

@@ -5,7 +5,7 @@
  * start line and the field lines to RFC 9112 with the limits, the head is
  * copied as it is accepted, and when the lexer reaches the empty line the
  * head (already known to be well-formed) is split into its parts where the
- * lexer marked each field's colon and CR (a memchr() for the start line). Framing is then decided from the complete head (RFC 9112 §6.3),
+ * lexer marked the start line's end and each field's colon and CR. Framing is then decided from the complete head (RFC 9112 §6.3),
  * strictly: anything ambiguous is an error, never a guess.
  *
  * Bodies: a Content-Length body is counted and a close-delimited response
@@ -219,8 +219,8 @@ static void split_head(struct ct_http_parser *p)
     struct ct_http_msg *m = &p->msg;
     const char *end = p->hbuf + p->hlen;
     const char *line = p->hbuf + L->line_start;
-    const char *eol = memchr(line, '\r', (size_t)(end - line));
-    CT_ASSERT(eol != NULL);
+    const char *eol = p->hbuf + L->line_end;
+    CT_ASSERT(eol > line && eol < end && *eol == '\r');
 
     memset(m, 0, sizeof(*m));
     m->kind = p->kind;
@@ -228,9 +228,10 @@ static void split_head(struct ct_http_parser *p)
     if (p->kind == CT_HTTP_REQUEST) {
         m->method_name = ct_str_make(line, L->method_len);
         m->method = ct_http_method_lookup(m->method_name);
+        /* the lexer took nothing after the target but " HTTP/1.x" */
         const char *t = line + L->method_len + 1;
-        const char *sp = memchr(t, ' ', (size_t)(eol - t));
-        CT_ASSERT(sp != NULL);
+        const char *sp = eol - (sizeof(" HTTP/1.1") - 1);
+        CT_ASSERT(sp > t && *sp == ' ');
         m->target = ct_str_make(t, (size_t)(sp - t));
     } else {
         const char *s = line + sizeof("HTTP/1.1 ") - 1; /* three digits, then SP or CR */
