@@ -314,8 +314,8 @@ static const struct ct_conf_row cache_rows[] = {
     ROW_DUR(T, "hit_for_miss", hit_for_miss_ms, 0, 0, 1 * DAY, Q("2m"),
             "After an uncacheable answer, requests for the key skip coalescing this long."),
     ROW_DUR(T, "waiter_timeout", waiter_timeout_ms, 0, 1, 1 * HOUR, Q("30s"),
-            "Longest wait on another client's fetch of the same object (for a body of "
-            "unknown length, until its end)."),
+            "Longest wait on another client's fetch of the same object; a wait held for "
+            "the end of a body of unknown length counts from the body's last growth."),
     ROW_ENUM(T, "waiter_timeout_action", waiter_timeout_action, 0, waiters, Q("504"),
              "What a waiter does on timeout: answer `504` or start its own `fetch`."),
     ROW_CIDRLIST(T, "purge_allow", purge_allow, npurge_allow, "[" Q("127.0.0.0/8") ", " Q("::1/128") "]",

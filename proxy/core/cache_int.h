@@ -213,6 +213,9 @@ struct ct_creq {
     bool registered;       /* a waiter was registered since the last dequeue */
     bool timer_on;
     struct event *timer;   /* waiter timeout */
+    uint64_t held_len;     /* body bytes of the object waited on when the timer was
+                              last armed: a fill held for its end that grew since is
+                              waited for again (on_wait_timeout) */
     bool queued;           /* on the worker's wake queue (under wc->mu) */
     struct ct_creq *wq_next;
 };

@@ -654,18 +654,26 @@ enum ct_req_next ct_step_wait(struct ct_req *r)
     }
 }
 
-static void wait_on(struct ct_req *r, struct ct_obj *busy)
+/* Arm the waiter timeout from now, noting how far the body has got. */
+static void arm_wait_timer(struct ct_req *r)
 {
     struct ct_creq *cr = r->cr;
     uint64_t ms = r->w->cf->cache.waiter_timeout_ms;
-    ct_obj_release(&cr->obj);
-    cr->obj = busy;
-    ct_req_goto(r, CT_STEP_WAIT);
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    cr->held_len = ct_obj_body_len(cr->obj);
     if (ms) {
         evtimer_add(cr->timer, &tv);
         cr->timer_on = true;
     }
+}
+
+static void wait_on(struct ct_req *r, struct ct_obj *busy)
+{
+    struct ct_creq *cr = r->cr;
+    ct_obj_release(&cr->obj);
+    cr->obj = busy;
+    ct_req_goto(r, CT_STEP_WAIT);
+    arm_wait_timer(r);
 }
 
 static void on_obj_change(struct ct_creq *cr)
@@ -687,6 +695,16 @@ static void on_wait_timeout(evutil_socket_t fd, short what, void *arg)
     struct ct_req *r = cr->r;
     if (r->step != CT_STEP_WAIT)
         return;
+    /* A fill held for its end (waits_for_end) that grew since the timer was
+     * armed is not stuck: the timeout counts from its last growth, as the
+     * fetch's own read timeout does, so a long body that keeps coming is
+     * waited for and one that stalls is not. A head not yet come counts
+     * from the start. */
+    if (ct_obj_state(cr->obj) == CT_OBJ_STREAMING && ct_obj_body_len(cr->obj) > cr->held_len) {
+        arm_wait_timer(r);
+        return;
+    }
+    cr->timer_on = false;
     ct_cache_unwait(cr);
     ct_obj_release(&cr->obj);
     if (r->w->cf->cache.waiter_timeout_action == CT_CONF_WAITER_FETCH) {

@@ -4,7 +4,8 @@
 # them to fetch on their own (each gets the whole body, none a cut 200, and
 # cachet_cache_waiters_released_total counts them); one that fits is one
 # origin fetch for all. A held waiter that goes away is freed; one held
-# past cache.waiter_timeout gets its 504.
+# on a body that keeps coming is answered at its end however long it takes,
+# and one held on a body that stalls for cache.waiter_timeout gets its 504.
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -68,22 +69,47 @@ ct_check "chunked within max_object_size: the waiters coalesced" \
 h=$(curl -s -D - -o /dev/null "$SU" | tr -d '\r' | grep -i '^cache-status')
 ct_check_match "chunked within max_object_size: stored" "$h" 'cachet; hit'
 
-# ---- a held wait is bounded by cache.waiter_timeout (4 s, then 504): a
-# chunked body that fits but takes ~6 s; the fetcher still gets all of it.
+# ---- a held wait counts cache.waiter_timeout (4 s) from the body's last
+# growth: a chunked body that fits and keeps coming for ~6 s is waited for
+# to its end, one origin fetch for both.
+want=$(curl -s "$O/bytes/655360" | sha256sum | cut -c1-64)
 ct_origin_reset "$OPORT"
 TU="$P/bytes/655360?trickle=600&trickle-size=65536&chunked=1&$MA&slow=1"
 curl -s -o "$CT_TMP/slow" "$TU" &
 fpid=$!
 ct_wait_until 20 ct_origin_total_ge "$OPORT" 1
-read -r code t <<<"$(curl -s -o /dev/null -w '%{http_code} %{time_total}' "$TU")"
+read -r code t <<<"$(curl -s -o "$CT_TMP/slow.w" -w '%{http_code} %{time_total}' "$TU")"
 wait "$fpid"
-ct_check "held past waiter_timeout: 504" "$code" 504
-if awk -v t="$t" 'BEGIN { exit !(t > 3.5 && t < 5.9) }'; then
-    ct_pass "held past waiter_timeout: after ~4 s ($t s)"
+ct_check "held on a growing body past waiter_timeout: 200" "$code" 200
+if awk -v t="$t" 'BEGIN { exit !(t > 4.5) }'; then
+    ct_pass "held on a growing body: waited past waiter_timeout ($t s)"
 else
-    ct_failed "held past waiter_timeout: took $t s"
+    ct_failed "held on a growing body: answered after $t s, before the body could end"
 fi
-ct_check "held past waiter_timeout: the fetcher got everything" "$(wc -c <"$CT_TMP/slow")" 655360
+ct_check "held on a growing body: the waiter's body byte-exact" \
+    "$(sha256sum <"$CT_TMP/slow.w" | cut -c1-64)" "$want"
+ct_check "held on a growing body: the fetcher got everything" "$(wc -c <"$CT_TMP/slow")" 655360
+ct_check "held on a growing body: one origin fetch" "$(ct_origin_total "$OPORT")" 1
+
+# ---- a body that stalls: its first piece, then nothing for 12 s. A waiter
+# that joins after the first piece gets its 504 ~4 s later; the fetcher
+# still gets all of it.
+ct_origin_reset "$OPORT"
+SU="$P/bytes/131072?trickle=12000&trickle-size=65536&chunked=1&$MA&stall=1"
+curl -s -o "$CT_TMP/stall" "$SU" &
+fpid=$!
+# (curl's stdio buffer may hold the piece's last few KiB back from the file)
+has_first_piece() { [ "$(stat -c %s "$CT_TMP/stall" 2>/dev/null || echo 0)" -ge 32768 ]; }
+ct_wait_until 20 has_first_piece
+read -r code t <<<"$(curl -s -o /dev/null -w '%{http_code} %{time_total}' "$SU")"
+ct_check "held on a stalled body: 504" "$code" 504
+if awk -v t="$t" 'BEGIN { exit !(t > 3.5 && t < 11) }'; then
+    ct_pass "held on a stalled body: after waiter_timeout, before the body resumed ($t s)"
+else
+    ct_failed "held on a stalled body: took $t s"
+fi
+wait "$fpid"
+ct_check "held on a stalled body: the fetcher got everything" "$(wc -c <"$CT_TMP/stall")" 131072
 
 ct_stop proxy
 ct_check "cachet exits 0 on SIGTERM" "$?" 0
