@@ -59,7 +59,7 @@ ct_check_match "metrics: resident, retained, rss" \
 ct_check_match "metrics: the allocator named" "$(curl -s "$A/metrics")" \
     'cachet_memory_allocator_info\{allocator="(glibc|jemalloc|sanitizer)"\} 1'
 ct_check_match "stats: memory object" "$(curl -s "$A/stats")" \
-    '"memory":\{"allocator":"(glibc|jemalloc|sanitizer)","allocated":[0-9]+,"resident":[0-9]+,"retained":[0-9]+,"rss":[1-9][0-9]*,"slab_used":[0-9]+,"slab_resident":[0-9]+,"slab_mapped":[1-9][0-9]*\}'
+    '"memory":\{"allocator":"(glibc|jemalloc|sanitizer)","allocated":[0-9]+,"resident":[0-9]+,"retained":[0-9]+,"rss":[1-9][0-9]*,"slab_used":[0-9]+,"slab_resident":[0-9]+,"slab_mapped":[1-9][0-9]*,"releases":[0-9]+\}'
 
 # purge everything: RSS within 10 % of the empty process within a minute
 # (issue 19's figure; glibc alone kept ~20 MiB of a 64 MiB cache's freed
