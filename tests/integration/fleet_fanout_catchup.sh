@@ -199,6 +199,13 @@ ct_wait_until 30 metric_is a 'fleet_fanout_dropped_total{reason="left"}' 1 &&
     ct_pass "c left: its queue dropped, counted" || ct_failed "c's queue dropped as left"
 ct_wait_until 30 metric_is a fleet_fanout_waiting 0 || ct_failed "waiting 0 once c left"
 
+# ---- a stops with a purge waiting for b (cut off again): its queue, timer
+# and connection are freed (an ASan build's exit status says so).
+ct_stop relay KILL
+apurge "/gen?size=100&$MA&k=c7" >/dev/null
+ct_wait_until 30 metric_ge a fleet_fanout_retries "$(($(metric a fleet_fanout_retries) + 1))" ||
+    ct_failed "c7 retried before the stop"
+ct_check "one waits at the stop" "$(metric a fleet_fanout_waiting)" 1
 for n in a b; do
     ct_stop "node$n" && ct_pass "node $n exits 0" || ct_failed "node $n exits 0"
 done
