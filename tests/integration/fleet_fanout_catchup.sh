@@ -199,6 +199,32 @@ ct_wait_until 30 metric_is a 'fleet_fanout_dropped_total{reason="left"}' 1 &&
     ct_pass "c left: its queue dropped, counted" || ct_failed "c's queue dropped as left"
 ct_wait_until 30 metric_is a fleet_fanout_waiting 0 || ct_failed "waiting 0 once c left"
 
+# ---- fanout_queue = 0 (a reload): sent once, as before the catch-up; one
+# that fails is dropped (counted as full, logged), never sent again.
+conf_a "fanout_queue = 0;"
+kill -HUP "$(ct_pid nodea)"
+ct_wait_until 30 reloads 4 || ct_failed "a reloads with fanout_queue = 0"
+ct_stop relay KILL
+U8="/gen?size=100&$MA&k=c8"
+get b "$U8"
+f0=$(dropped full) r0=$(metric a fleet_fanout_retries)
+sent "purge c8 on a, fanout_queue = 0, b cut off" "$(apurge "$U8")"
+ct_wait_until 30 metric_is a 'fleet_fanout_dropped_total{reason="full"}' $((f0 + 1)) &&
+    ct_pass "... the failed send is dropped, counted as full" || ct_failed "c8 dropped"
+ct_check "... not kept, not sent again" \
+    "$(metric a fleet_fanout_waiting) $(metric a fleet_fanout_retries)" "0 $r0"
+grep -q "HTTP fan-out to b (127.0.0.1:$R) failed (0), not sent again (fleet.fanout_queue = 0)" \
+    "$CT_TMP/nodea.err" && ct_pass "... and says so" || ct_failed "a logs the lost c8"
+relay relay "$AB"
+U9="/gen?size=100&$MA&k=c9"
+get b "$U9"
+sent "purge c9 on a, b back" "$(apurge "$U9")"
+ct_wait_until 30 removed c9 && ct_pass "... the next one is sent" || ct_failed "b c9"
+ct_check "... c8 never reached b" "$(applied c8)" 0
+conf_a ""
+kill -HUP "$(ct_pid nodea)"
+ct_wait_until 30 reloads 5 || ct_failed "a reloads with the default queue"
+
 # ---- a stops with a purge waiting for b (cut off again): its queue, timer
 # and connection are freed (an ASan build's exit status says so).
 ct_stop relay KILL
