@@ -453,6 +453,8 @@ struct ct_conf_fleet {
     uint64_t mirror_ttl_ms;    /* an edge keeps an owner's answer fresh at most this long
                                   (whole seconds); 0: it keeps no copy */
     unsigned purge_queue;      /* clients' PURGEs queued for the fan-out; past it: 503 */
+    unsigned fanout_queue;     /* per member, HTTP fan-out entries kept until acknowledged;
+                                  past it the oldest is dropped; 0: none kept (sent once) */
     /* derived (conf_fleet.c): one backend group per member but self, after
      * the configured groups (ct_conf_group_at); PEER_GROUP[i] is member i's
      * group index, SIZE_MAX for self. Owned here, freed by ct_conf_free. */

@@ -608,6 +608,11 @@ static const struct ct_conf_row fleet_rows[] = {
              "Clients' PURGEs applied on a worker and waiting for the main thread to send them "
              "to the other nodes; one that finds the queue full is answered 503 (applied here, "
              "not sent on; docs/fleet.md). `0` queues none (every client PURGE is answered so)."),
+    ROW_UINT(T, "fanout_queue", fanout_queue, 0, 0, 65536, "4096",
+             "Per member, the purges and bans sent over HTTP (no Redis, or Redis down) that it "
+             "has not acknowledged yet: kept in order and sent again (backoff 1 s doubling to "
+             "30 s) until it answers; past this the oldest is dropped, counted and logged "
+             "(docs/fleet.md). `0` keeps none: each is sent once, lost if that fails."),
 };
 static const struct ct_conf_section fleet_section = {
     .name = "fleet", .rows = fleet_rows, .nrows = CT_ARRAY_LEN(fleet_rows), .size = sizeof(T),
@@ -1308,6 +1313,9 @@ static const struct {
     {"fleet.purge_queue", "a burst of thousands of PURGEs (a CMS saving a catalogue) is queued, "
                           "while a stalled main thread cannot make the workers' purges grow "
                           "memory without bound."},
+    {"fleet.fanout_queue", "a member cut off for minutes during a deploy's purges catches up "
+                           "when it is back, while one gone for good costs a bounded few MiB "
+                           "(an entry is its query and expression)."},
     {"fleet.owner_down", "no failed client request when a node dies (ledge#193: \"if Redis is "
                          "down, response is not fetched from origin\"); `error` is the opt-in "
                          "that protects the origin (ledge#60)."},

@@ -1071,6 +1071,12 @@ void ct_fleet_bus_counts(const struct ct_fleet_bus *b, struct ct_fleet_bus_count
     *out = b->n;
 }
 
+void ct_fleet_bus_fanout_counts(const struct ct_fleet_bus *b, struct ct_fleet_fanout_counts *out)
+{
+    CT_CHECK_OBJ(b, CT_FLEET_BUS_MAGIC);
+    ct_fleet_fanout_counts(b->fanout, out);
+}
+
 void ct_fleet_bus_free(struct ct_fleet_bus **bp)
 {
     struct ct_fleet_bus *b = *bp;

@@ -46,6 +46,7 @@
 struct event_base;
 struct ct_fleet;
 struct ct_fleet_bus; /* opaque */
+struct ct_fleet_fanout_counts;
 
 /* Apply an entry from another node: KIND "purge" (QUERY: the admin's
  * /purge query) or "ban" (QUERY: /ban's, EXPR its body). On BASE's thread. */
@@ -90,6 +91,9 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
 void ct_fleet_bus_publish(struct ct_fleet_bus *b, const char *kind, struct ct_str query,
                           struct ct_str expr);
 void ct_fleet_bus_counts(const struct ct_fleet_bus *b, struct ct_fleet_bus_counts *out);
+/* The HTTP fan-out's counters (fleet_fanout.h), main thread. */
+void ct_fleet_bus_fanout_counts(const struct ct_fleet_bus *b,
+                                struct ct_fleet_fanout_counts *out);
 /* Close the connections (BASE still exists) and free; NULLs *BP. */
 void ct_fleet_bus_free(struct ct_fleet_bus **bp);
 

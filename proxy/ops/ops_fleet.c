@@ -19,6 +19,7 @@
 #include "proxy/ctx.h"
 #include "proxy/fleet/fleet.h"
 #include "proxy/fleet/fleet_bus.h"
+#include "proxy/fleet/fleet_fanout.h"
 #include "proxy/ops/ops_int.h"
 
 static const struct ct_conf *cf_now(void *arg)
@@ -210,4 +211,11 @@ void ct_ops_fleet_counts(struct ct_ops *ops, struct ct_stats *sum)
     ct_stats_add(&sum->fleet_redis_redirects[0], n.redirects);
     ct_stats_add(&sum->fleet_redis_asks[0], n.asks);
     ct_stats_add(&sum->fleet_redis_slow_publishes[0], n.slow);
+    struct ct_fleet_fanout_counts fo;
+    ct_fleet_bus_fanout_counts(ops->bus, &fo);
+    ct_stats_add(&sum->fleet_fanout_waiting[0], fo.waiting);
+    ct_stats_add(&sum->fleet_fanout_retries[0], fo.retries);
+    _Static_assert(CT_STATS_NL_FANOUT_DROP == CT_FLEET_FANOUT_DROP__COUNT, "same reasons");
+    for (size_t i = 0; i < CT_FLEET_FANOUT_DROP__COUNT; i++)
+        ct_stats_add(&sum->fleet_fanout_dropped[i], fo.dropped[i]);
 }

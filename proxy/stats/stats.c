@@ -175,7 +175,7 @@ static void prom_label_escape(struct ct_buf *o, const char *s)
 /* ---- descriptors ------------------------------------------------------------- */
 
 enum kind { COUNTER, GAUGE };
-enum labels { NONE, CLASS, CACHE, CLOSE, PROTO, H2WHY, CODING, ROUTE };
+enum labels { NONE, CLASS, CACHE, CLOSE, PROTO, H2WHY, CODING, ROUTE, FANOUT_DROP };
 
 struct desc {
     const char *name;
@@ -232,6 +232,12 @@ static const char *const route_names[] = {
     CT_STATS_ROUTE_TABLE(CT_STATS_ROUTE_NAME)
 #undef CT_STATS_ROUTE_NAME
 };
+static const char *const fanout_drop_names[] = {
+#define CT_STATS_FANOUT_DROP_NAME(name) #name,
+    CT_STATS_FANOUT_DROP_TABLE(CT_STATS_FANOUT_DROP_NAME)
+#undef CT_STATS_FANOUT_DROP_NAME
+};
+_Static_assert(CT_ARRAY_LEN(fanout_drop_names) == CT_STATS_NL_FANOUT_DROP, "label slots");
 
 static const char *const be_names[] = {
 #define CT_STATS_BE_NAME(id, help) #id,
@@ -254,6 +260,7 @@ static const char *label_name(enum labels l)
     case H2WHY: return "reason";
     case CODING: return "coding";
     case ROUTE: return "action";
+    case FANOUT_DROP: return "reason";
     default: return "";
     }
 }
@@ -268,6 +275,7 @@ static const char *label_value(enum labels l, size_t i)
     case H2WHY: return h2why_names[i];
     case CODING: return coding_names[i];
     case ROUTE: return route_names[i];
+    case FANOUT_DROP: return fanout_drop_names[i];
     default: return "";
     }
 }

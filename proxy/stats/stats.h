@@ -86,6 +86,11 @@ enum ct_stats_route {
         CT_STATS_ROUTE__COUNT
 };
 
+/* Why the fleet's HTTP fan-out dropped a purge or ban unacknowledged, in
+ * proxy/fleet/fleet_fanout.h's enum ct_fleet_fanout_drop order. */
+#define CT_STATS_FANOUT_DROP_TABLE(X) X(full) X(rejected) X(left)
+#define CT_STATS_NL_FANOUT_DROP 3
+
 /* Number of slots of each label set. */
 #define CT_STATS_NL_NONE 1
 #define CT_STATS_NL_CLASS 6
@@ -101,7 +106,8 @@ enum ct_stats_route {
  * "class"), CACHE (label "cache_status"), CLOSE (label "reason"), PROTO
  * (label "proto"), H2WHY (label "reason": why an HTTP/2 connection ended,
  * common/h2why.h CT_H2_WHY_TABLE, lower case), CODING (label "coding":
- * CT_STATS_CODING_TABLE) or ROUTE (label "action").
+ * CT_STATS_CODING_TABLE), ROUTE (label "action") or FANOUT_DROP (label
+ * "reason": CT_STATS_FANOUT_DROP_TABLE).
  * Prometheus name: cachet_<id>, plus _total for counters. */
 #define CT_STATS_TABLE(X)                                                      \
     X(connections_accepted, COUNTER, NONE, "Client connections accepted.")      \
@@ -169,6 +175,12 @@ enum ct_stats_route {
       "Purge and ban requests sent to members' admin listeners while Redis was down.") \
     X(fleet_fanout_unsent, COUNTER, NONE,                                       \
       "Purges and bans that reached no other node (Redis down, no member admin address).") \
+    X(fleet_fanout_waiting, GAUGE, NONE,                                        \
+      "Purges and bans sent over HTTP that members have not acknowledged yet (all members).") \
+    X(fleet_fanout_retries, COUNTER, NONE,                                      \
+      "HTTP fan-out requests sent again after a failure (no answer, 5xx, 401, 403, 429).") \
+    X(fleet_fanout_dropped, COUNTER, FANOUT_DROP,                               \
+      "HTTP fan-out purges and bans given up unacknowledged: queue full (fleet.fanout_queue), rejected (another 4xx), member left.") \
     X(fleet_redis_errors, COUNTER, NONE, "Redis connects that failed and connections lost.") \
     X(fleet_redis_missed, COUNTER, NONE,                                        \
       "Reconnects that found purges trimmed from the stream before this node read them.") \

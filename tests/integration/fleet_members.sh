@@ -109,7 +109,9 @@ ct_wait_until 30 metric_is a fleet_http_fanout 2
 ct_wait_until 30 metric_is c fleet_http_fanout 2
 ct_check "Redis down: a's purge sent to b and c, c's to a and b, over HTTP" \
     "$(metric a fleet_http_fanout) $(metric c fleet_http_fanout) $(metric c fleet_fanout_unsent)" "2 2 0"
-ct_check "... none failed" "$(cat "$CT_TMP"/node[ac].err | grep -c 'HTTP fan-out to .* failed')" 0
+for n in a c; do ct_wait_until 30 metric_is "$n" fleet_fanout_waiting 0 || ct_failed "$n: acknowledged"; done
+ct_check "... each acknowledged at once, none failed" \
+    "$(metric a fleet_fanout_retries) $(metric c fleet_fanout_retries)" "0 0"
 ct_start_redis "$RP"
 for n in a b c; do ct_wait_until 30 metric_is "$n" fleet_redis_up 1 || ct_failed "node $n: Redis back"; done
 in_set() { redis-cli -p "$RP" ZRANGE '{cachet}:members' 0 -1 | cut -d" " -f1 | sort | tr '\n' ' '; }

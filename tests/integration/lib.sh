@@ -44,6 +44,10 @@ trap ct_cleanup EXIT
 ct_start() {
     local name=$1
     shift
+    # emptied here, not by the background job's redirections (done after the
+    # fork): a restarted NAME's ct_wait_listen must not read the last run's line
+    : >"$CT_TMP/$name.out"
+    : >"$CT_TMP/$name.err"
     "$@" >"$CT_TMP/$name.out" 2>"$CT_TMP/$name.err" &
     CT_PIDS[$name]=$!
 }

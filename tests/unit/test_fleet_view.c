@@ -60,6 +60,12 @@ static void test_checks(void)
     EXPECT_ERR(BASE "fleet = {\n  self = \"a\";\n" MEMBERS "  owner_down = \"maybe\"; };\n",
                "t.conf:8: fleet.owner_down: invalid value \"maybe\" (expected one of \"origin\" or "
                "\"error\")");
+    EXPECT_ERR(BASE "fleet = {\n  self = \"a\";\n" MEMBERS "  fanout_queue = 65537; };\n",
+               "t.conf:8: fleet.fanout_queue: out of range: 65537 (expected an integer from 0 "
+               "to 65536)");
+    struct ct_conf *dflt = node("a", "");
+    CU_ASSERT_EQUAL(dflt->fleet.fanout_queue, 4096); /* the catch-up is on by default */
+    ct_conf_free(&dflt);
     EXPECT_ERR(BASE "fleet = {\n  self = \"a\";\n" MEMBERS "  mirror_ttl = \"1500ms\"; };\n",
                "t.conf:8: fleet.mirror_ttl: 1500 ms is not a whole number of seconds (expected "
                "0s, 1s, 2s, ...)");
