@@ -35,6 +35,14 @@
  * and past XADD_INFLIGHT_MAX unanswered ones a purge goes over HTTP only. */
 #define XADD_WAIT_S 2.0
 #define XADD_INFLIGHT_MAX 1024
+/* The registration and the membership read are sent once per register_ttl
+ * / 3, one of each kind in flight at most: a stall queues none beyond it in
+ * hiredis's output buffer. One left unanswered for register_ttl (three
+ * periods: this node's entry has expired in the others' view by then), or a
+ * blocked read for that past its BLOCK_MS, is a stalled Redis: both links
+ * are dropped and made again as after a lost one (Sentinel asked again).
+ * STALL_MIN_S keeps a short register_ttl from taking a busy Redis for one. */
+#define STALL_MIN_S 4.0
 
 struct ct_fleet_bus {
     unsigned magic;
@@ -60,6 +68,12 @@ struct ct_fleet_bus {
     redisAsyncContext *cmd, *blk;
     bool cmd_up, blk_up, reading, closing;
     bool cmd_noauth, blk_noauth; /* that link's AUTH was refused: connected, but every command is */
+    /* unanswered: the registration's commands (ZADD, ZREMRANGEBYSCORE) and
+     * the membership read, one of each kind at most (STALL_MIN_S) */
+    unsigned reg_wait;
+    bool members_wait;
+    ct_time_t reg_sent, read_sent; /* mono: the registration's, the XREAD's */
+    const char *drop_why; /* the reason on_disconnect gives a link we dropped */
     CT_LIST_HEAD(pending) inflight; /* XADDs not answered yet, oldest first */
     unsigned ninflight;
     /* the XREAD in flight (READING): a read of a link left behind (an ASK
@@ -436,6 +450,7 @@ static void on_members(redisAsyncContext *ac, void *r, void *priv)
     (void)priv;
     struct ct_fleet_bus *b = bus_of(ac);
     redisReply *rep = r;
+    b->members_wait = false;
     if (b->closing || redirected(b, rep) || !rep || rep->type != REDIS_REPLY_ARRAY)
         return; /* Redis down or an error: the last view stands */
     const struct ct_conf *cf = b->cf_now(b->arg);
@@ -463,6 +478,17 @@ static void on_members(redisAsyncContext *ac, void *r, void *priv)
     learn_members(b, cf, rep, settling);
 }
 
+static void on_registered(redisAsyncContext *ac, void *r, void *priv)
+{
+    struct ct_fleet_bus *b = bus_of(ac);
+    if (b->reg_wait)
+        b->reg_wait--;
+    on_reply(ac, r, priv);
+}
+
+/* Each kind (registration, membership read) is sent only once the last one
+ * of its kind was answered, or its link lost (NULL answers): a skipped one
+ * is counted and sent at the next period. */
 static void register_self(struct ct_fleet_bus *b)
 {
     long long now_ms = (long long)(ct_time_real() * 1000.0);
@@ -471,9 +497,20 @@ static void register_self(struct ct_fleet_bus *b)
     snprintf(nowb, sizeof(nowb), "%lld", now_ms);
     /* the set's scores are expiry times on this node's clock: members need
      * clocks within a fraction of register_ttl (NTP) */
-    send_cmd(b->cmd, on_reply, NULL, "ZADD %s %s %s", b->k_members, exp, b->reg);
-    send_cmd(b->cmd, on_reply, NULL, "ZREMRANGEBYSCORE %s -inf %s", b->k_members, nowb);
-    send_cmd(b->cmd, on_members, NULL, "ZRANGEBYSCORE %s %s +inf", b->k_members, nowb);
+    if (b->reg_wait) {
+        b->n.skipped++;
+    } else {
+        b->reg_sent = ct_time_mono();
+        b->reg_wait += send_cmd(b->cmd, on_registered, NULL, "ZADD %s %s %s", b->k_members,
+                                exp, b->reg) == REDIS_OK;
+        b->reg_wait += send_cmd(b->cmd, on_registered, NULL, "ZREMRANGEBYSCORE %s -inf %s",
+                                b->k_members, nowb) == REDIS_OK;
+    }
+    if (b->members_wait)
+        b->n.skipped++;
+    else
+        b->members_wait = send_cmd(b->cmd, on_members, NULL, "ZRANGEBYSCORE %s %s +inf",
+                                   b->k_members, nowb) == REDIS_OK;
 }
 
 /* ---- the stream ----------------------------------------------------------------- */
@@ -553,6 +590,7 @@ static void read_more(struct ct_fleet_bus *b)
     b->reading = send_cmd(b->blk, on_read, (void *)++b->read_gen,
                           "XREAD BLOCK " BLOCK_MS " STREAMS %s %s", b->k_stream,
                           b->last_id) == REDIS_OK;
+    b->read_sent = ct_time_mono();
 }
 
 /* The first entry still in the stream, after a reconnect: past our last id,
@@ -651,7 +689,8 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     b->n.redis_errors++;
     b->have_master = false; /* Sentinel: ask which master now */
     CT_WARN("fleet: Redis %s:%d lost (%s)%s: serving on the last membership view, purges go "
-            "over HTTP until it is back", b->host, b->port, ac->errstr[0] ? ac->errstr : "closed",
+            "over HTTP until it is back", b->host, b->port,
+            b->drop_why ? b->drop_why : ac->errstr[0] ? ac->errstr : "closed",
             status == REDIS_OK ? "" : "");
 }
 
@@ -849,6 +888,31 @@ static void ask_sentinel(struct ct_fleet_bus *b)
 
 static void slow_publishes(struct ct_fleet_bus *b, ct_time_t now);
 
+/* A stalled Redis (see STALL_MIN_S): the links are freed, not disconnected,
+ * since a disconnect waits for the answers that do not come; their
+ * commands are answered NULL (the XADDs go over HTTP) and on_disconnect
+ * forgets them as lost ones. */
+static void drop_stalled(struct ct_fleet_bus *b, ct_time_t now)
+{
+    double bound = (double)b->ttl_ms / 1000.0;
+    if (bound < STALL_MIN_S)
+        bound = STALL_MIN_S;
+    bool cmd_late = b->cmd_up && b->reg_wait && now - b->reg_sent > bound;
+    bool blk_late = b->blk_up && b->reading &&
+                    now - b->read_sent > bound + atoi(BLOCK_MS) / 1000.0;
+    if (!cmd_late && !blk_late)
+        return;
+    char why[64];
+    snprintf(why, sizeof(why), "stalled: no answer for %.0f s", bound);
+    b->drop_why = why;
+    b->n.stalls++;
+    if (b->cmd_up)
+        redisAsyncFree(b->cmd); /* on_disconnect NULLs it (connected) */
+    if (b->blk_up)
+        redisAsyncFree(b->blk);
+    b->drop_why = NULL;
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -868,6 +932,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     read_more(b); /* a read lost with a link to an ASK target: on again */
     ct_time_t now = ct_time_mono();
     slow_publishes(b, now);
+    drop_stalled(b, now);
     if (b->cmd_up && now >= b->next_register) {
         register_self(b);
         b->next_register = now + (double)b->ttl_ms / 3000.0;

@@ -24,6 +24,10 @@
  *               purges are applied here and sent to the other members' admin
  *               listeners over HTTP instead (fleet.members[].admin); it
  *               reconnects every second and picks up where it stopped.
+ *   stalled     (the links up, nothing answered) bounded: XADDs past a count
+ *               go over HTTP, one registration and one membership read in
+ *               flight at most; one unanswered for register_ttl drops the
+ *               links, made again as after a loss.
  *
  * Runs on the main thread's event loop, the one the admin listener runs on:
  * admin purges are issued there, so publishing is a plain call, and one
@@ -72,6 +76,9 @@ struct ct_fleet_bus_counts {
                             a +switch-master */
     uint64_t asks;       /* Redis Cluster ASK: commands sent once to the importing node */
     uint64_t slow;       /* purges and bans Redis left unanswered: sent over HTTP as well */
+    uint64_t skipped;    /* registrations and membership reads not sent: the last one of
+                            their kind was still unanswered */
+    uint64_t stalls;     /* links dropped: Redis answered nothing for register_ttl */
 };
 
 /* A bus for CF's fleet on BASE, connecting at once; NULL when CF has no
