@@ -774,13 +774,20 @@ static void on_master(redisAsyncContext *ac, void *r, void *priv)
     if (rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
         rep->element[0]->type == REDIS_REPLY_STRING && rep->element[1]->type == REDIS_REPLY_STRING) {
         int port = atoi(rep->element[1]->str);
-        if (strcmp(b->host, rep->element[0]->str) != 0 || port != b->port)
+        bool moved = strcmp(b->host, rep->element[0]->str) != 0 || port != b->port;
+        if (moved)
             CT_INFO("fleet: Sentinel %s:%d names %s:%d the master of \"%s\"", b->sen_host,
                     b->sen_port, rep->element[0]->str, port, b->master_name);
         free(b->host);
         b->host = ct_xstrdup(rep->element[0]->str);
         b->port = port;
         b->have_master = true;
+        /* asked with the links up (the subscribed Sentinel was lost): a
+         * failover it did not tell of moves them as a +switch-master does */
+        if (moved && (b->cmd || b->blk)) {
+            b->n.redirects++;
+            drop_links(b);
+        }
     } else {
         CT_WARN("fleet: Sentinel %s:%d knows no master \"%s\"%s%s", b->sen_host, b->sen_port,
                 b->master_name, rep && rep->type == REDIS_REPLY_ERROR ? ": " : "",
@@ -853,10 +860,23 @@ static void on_switch(redisAsyncContext *ac, void *r, void *priv)
     drop_links(b); /* the tick connects to the new master */
 }
 
+/* The subscribed Sentinel lost (or never reached): a failover may have
+ * ended meanwhile, untold, so the next Sentinel is asked for the master at
+ * once, and the tick subscribes there (the one asked now); retrying a dead
+ * one alone would miss every failover until the master is lost. */
 static void sub_disconnect(const redisAsyncContext *ac, int status)
 {
     (void)status;
-    bus_of(ac)->sen_sub = NULL; /* the tick subscribes again */
+    struct ct_fleet_bus *b = bus_of(ac);
+    b->sen_sub = NULL;
+    if (b->closing)
+        return;
+    b->n.redis_errors++;
+    CT_WARN("fleet: Sentinel %s:%d (subscribed to +switch-master) lost (%s): asking the next "
+            "one for the master", ac->c.tcp.host, ac->c.tcp.port,
+            ac->errstr[0] ? ac->errstr : "closed");
+    next_sentinel(b, false);
+    ask_sentinel(b);
 }
 
 static void sub_connect(const redisAsyncContext *ac, int status)
