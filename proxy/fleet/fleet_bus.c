@@ -43,6 +43,10 @@
  * are dropped and made again as after a lost one (Sentinel asked again).
  * STALL_MIN_S keeps a short register_ttl from taking a busy Redis for one. */
 #define STALL_MIN_S 4.0
+/* A master a Sentinel named that ROLE says is not one (a stale Sentinel, a
+ * demoted node): the next Sentinel is asked after 1 s, 2 s, 4 s, ... up to
+ * this, so a fleet does not hammer a Sentinel that keeps naming it. */
+#define ROLE_BACKOFF_MAX_S 30
 
 struct ct_fleet_bus {
     unsigned magic;
@@ -103,6 +107,11 @@ struct ct_fleet_bus {
      * then it takes writes that its demotion throws away) */
     redisAsyncContext *sen_sub;
     bool have_master;
+    /* the command link's ROLE said "master" (always, without Sentinel):
+     * until then nothing registers, publishes or reads the stream there */
+    bool role_ok;
+    unsigned role_misses;  /* ROLE mismatches in a row: the backoff's exponent */
+    ct_time_t sen_after;   /* mono: no Sentinel question before (the backoff) */
     char last_id[ID_MAX]; /* the last stream id read; "" = not known yet */
     struct event *tick;   /* reconnect, register, membership */
     ct_time_t next_register;
@@ -585,7 +594,7 @@ static void on_read(redisAsyncContext *ac, void *r, void *priv)
 
 static void read_more(struct ct_fleet_bus *b)
 {
-    if (!b->blk_up || b->reading || b->closing || !b->last_id[0])
+    if (!b->blk_up || !b->role_ok || b->reading || b->closing || !b->last_id[0])
         return;
     b->reading = send_cmd(b->blk, on_read, (void *)++b->read_gen,
                           "XREAD BLOCK " BLOCK_MS " STREAMS %s %s", b->k_stream,
@@ -634,6 +643,71 @@ static void on_last(redisAsyncContext *ac, void *r, void *priv)
 
 /* ---- connections ----------------------------------------------------------------- */
 
+/* The stream link connected, and the master verified (role_ok). */
+static void stream_start(struct ct_fleet_bus *b)
+{
+    if (!b->blk_up || !b->role_ok)
+        return;
+    if (b->last_id[0]) /* a reconnect: catch up from where we stopped */
+        send_cmd(b->blk, on_first, NULL, "XRANGE %s - + COUNT 1", b->k_stream);
+    else
+        send_cmd(b->blk, on_last, NULL, "XREVRANGE %s + - COUNT 1", b->k_stream);
+    read_more(b);
+}
+
+/* The command link connected, and the master verified. */
+static void cmd_ready(struct ct_fleet_bus *b)
+{
+    b->cmd_up = true;
+    b->next_register = 0; /* register now */
+    /* the others' registrations may be missing for their reconnect (the 1 s
+     * tick) and one register_ttl */
+    b->settle_until = ct_time_mono() + 1.0 + (double)b->ttl_ms / 1000.0;
+}
+
+static void next_sentinel(struct ct_fleet_bus *b, bool now);
+
+/* ROLE's answer on a command link to a master a Sentinel named: used only
+ * if it says "master" (the Sentinel client spec: a stale Sentinel or a
+ * demoted node must not get the fleet's writes). A refused ROLE (an ACL
+ * without +role) cannot tell: said, and the master used unverified. */
+static void on_role(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)priv;
+    struct ct_fleet_bus *b = bus_of(ac);
+    redisReply *rep = r;
+    if (b->closing || !rep || ac != b->cmd)
+        return; /* lost: on_disconnect */
+    bool is_array = rep->type == REDIS_REPLY_ARRAY && rep->elements > 0 &&
+                    rep->element[0]->type == REDIS_REPLY_STRING;
+    if (is_array && strcmp(rep->element[0]->str, "master") == 0) {
+        b->role_misses = 0;
+    } else if (!is_array) {
+        CT_WARN("fleet: Redis %s:%d refused ROLE (%s): using it as the master unverified "
+                "(an ACL user needs +role)", b->host, b->port,
+                rep->type == REDIS_REPLY_ERROR ? rep->str : "no role in the answer");
+    } else {
+        unsigned shift = b->role_misses < 5 ? b->role_misses : 5;
+        unsigned wait_s = 1u << shift;
+        if (wait_s > ROLE_BACKOFF_MAX_S)
+            wait_s = ROLE_BACKOFF_MAX_S;
+        b->role_misses++;
+        b->n.role_mismatch++;
+        CT_WARN("fleet: Redis %s:%d, named the master of \"%s\" by a Sentinel, says it is a "
+                "%s: not used; asking the next Sentinel in %u s", b->host, b->port,
+                b->master_name, rep->element[0]->str, wait_s);
+        b->have_master = false;
+        b->sen_after = ct_time_mono() + wait_s;
+        next_sentinel(b, false);
+        drop_links(b);
+        return;
+    }
+    b->role_ok = true;
+    cmd_ready(b);
+    stream_start(b);
+    up_gauge(b);
+}
+
 static void on_connect(const redisAsyncContext *ac, int status)
 {
     struct ct_fleet_bus *b = bus_of(ac);
@@ -649,20 +723,15 @@ static void on_connect(const redisAsyncContext *ac, int status)
     }
     CT_INFO("fleet: Redis %s:%d connected (%s)", b->host, b->port, is_cmd ? "commands" : "stream");
     if (is_cmd) {
-        b->cmd_up = true;
         b->cmd_noauth = false; /* until this connection's AUTH answers */
-        b->next_register = 0; /* register now */
-        /* the others' registrations may be missing for their reconnect
-         * (the 1 s tick) and one register_ttl */
-        b->settle_until = ct_time_mono() + 1.0 + (double)b->ttl_ms / 1000.0;
+        if (b->master_name) /* answered after AUTH's, sent first */
+            redisAsyncCommand((redisAsyncContext *)ac, on_role, NULL, "ROLE");
+        else
+            cmd_ready(b);
     } else {
         b->blk_up = true;
         b->blk_noauth = false;
-        if (b->last_id[0]) /* a reconnect: catch up from where we stopped */
-            send_cmd(b->blk, on_first, NULL, "XRANGE %s - + COUNT 1", b->k_stream);
-        else
-            send_cmd(b->blk, on_last, NULL, "XREVRANGE %s + - COUNT 1", b->k_stream);
-        read_more(b);
+        stream_start(b);
     }
     up_gauge(b);
 }
@@ -673,6 +742,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     if (ac == b->cmd) {
         b->cmd = NULL;
         b->cmd_up = false;
+        b->role_ok = !b->master_name; /* the next master is checked again */
     } else {
         b->blk = NULL;
         b->blk_up = false;
@@ -761,8 +831,6 @@ static redisAsyncContext *link_new(struct ct_fleet_bus *b, const char *host, int
 }
 
 /* ---- Sentinel ---------------------------------------------------------------------- */
-
-static void next_sentinel(struct ct_fleet_bus *b, bool now);
 
 static void on_master(redisAsyncContext *ac, void *r, void *priv)
 {
@@ -940,7 +1008,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     struct ct_fleet_bus *b = arg;
     CT_CHECK_OBJ(b, CT_FLEET_BUS_MAGIC);
     if (b->master_name && !b->have_master) {
-        ask_sentinel(b); /* connect once it answered: the next tick */
+        if (ct_time_mono() >= b->sen_after) /* past a ROLE mismatch's backoff */
+            ask_sentinel(b); /* connect once it answered: the next tick */
         return;
     }
     if (b->master_name)
@@ -1142,6 +1211,7 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
     b->username = fl->redis_username ? ct_xstrdup(fl->redis_username) : NULL;
     b->sen_password =
         fl->redis_sentinel_password ? ct_xstrdup(fl->redis_sentinel_password) : NULL;
+    b->role_ok = !b->master_name;
     for (size_t i = 0; i < CT_BALANCE_MAX; i++)
         b->live[i] = true; /* the view starts with every member live */
     b->tick = event_new(base, -1, EV_PERSIST, on_tick, b);

@@ -79,6 +79,7 @@ struct ct_fleet_bus_counts {
     uint64_t skipped;    /* registrations and membership reads not sent: the last one of
                             their kind was still unanswered */
     uint64_t stalls;     /* links dropped: Redis answered nothing for register_ttl */
+    uint64_t role_mismatch; /* Sentinel: a master named whose ROLE said otherwise */
 };
 
 /* A bus for CF's fleet on BASE, connecting at once; NULL when CF has no

@@ -212,4 +212,5 @@ void ct_ops_fleet_counts(struct ct_ops *ops, struct ct_stats *sum)
     ct_stats_add(&sum->fleet_redis_slow_publishes[0], n.slow);
     ct_stats_add(&sum->fleet_redis_skipped[0], n.skipped);
     ct_stats_add(&sum->fleet_redis_stalls[0], n.stalls);
+    ct_stats_add(&sum->fleet_redis_role_mismatch[0], n.role_mismatch);
 }
