@@ -72,8 +72,9 @@ struct ct_fleet_bus {
     redisAsyncContext *cmd, *blk;
     bool cmd_up, blk_up, reading, closing;
     bool cmd_noauth, blk_noauth; /* that link's AUTH was refused: connected, but every command is */
-    /* unanswered: the registration's commands (ZADD, ZREMRANGEBYSCORE) and
-     * the membership read, one of each kind at most (STALL_MIN_S) */
+    /* unanswered: the registration's commands (ZADD, ZREMRANGEBYSCORE) or
+     * a new link's ROLE, and the membership read, one of each kind at most
+     * (STALL_MIN_S) */
     unsigned reg_wait;
     bool members_wait;
     ct_time_t reg_sent, read_sent; /* mono: the registration's, the XREAD's */
@@ -676,6 +677,8 @@ static void on_role(redisAsyncContext *ac, void *r, void *priv)
     (void)priv;
     struct ct_fleet_bus *b = bus_of(ac);
     redisReply *rep = r;
+    if (b->reg_wait)
+        b->reg_wait--;
     if (b->closing || !rep || ac != b->cmd)
         return; /* lost: on_disconnect */
     bool is_array = rep->type == REDIS_REPLY_ARRAY && rep->elements > 0 &&
@@ -724,10 +727,13 @@ static void on_connect(const redisAsyncContext *ac, int status)
     CT_INFO("fleet: Redis %s:%d connected (%s)", b->host, b->port, is_cmd ? "commands" : "stream");
     if (is_cmd) {
         b->cmd_noauth = false; /* until this connection's AUTH answers */
-        if (b->master_name) /* answered after AUTH's, sent first */
-            redisAsyncCommand((redisAsyncContext *)ac, on_role, NULL, "ROLE");
-        else
+        if (b->master_name) { /* answered after AUTH's, sent first */
+            b->reg_sent = ct_time_mono(); /* a stalled master: drop_stalled */
+            b->reg_wait += redisAsyncCommand((redisAsyncContext *)ac, on_role, NULL, "ROLE") ==
+                           REDIS_OK;
+        } else {
             cmd_ready(b);
+        }
     } else {
         b->blk_up = true;
         b->blk_noauth = false;
@@ -985,7 +991,8 @@ static void drop_stalled(struct ct_fleet_bus *b, ct_time_t now)
     double bound = (double)b->ttl_ms / 1000.0;
     if (bound < STALL_MIN_S)
         bound = STALL_MIN_S;
-    bool cmd_late = b->cmd_up && b->reg_wait && now - b->reg_sent > bound;
+    /* (b->cmd may be a link closing, its disconnect waiting for answers) */
+    bool cmd_late = b->cmd && b->reg_wait && now - b->reg_sent > bound;
     bool blk_late = b->blk_up && b->reading &&
                     now - b->read_sent > bound + atoi(BLOCK_MS) / 1000.0;
     if (!cmd_late && !blk_late)
@@ -994,9 +1001,11 @@ static void drop_stalled(struct ct_fleet_bus *b, ct_time_t now)
     snprintf(why, sizeof(why), "stalled: no answer for %.0f s", bound);
     b->drop_why = why;
     b->n.stalls++;
-    if (b->cmd_up)
-        redisAsyncFree(b->cmd); /* on_disconnect NULLs it (connected) */
-    if (b->blk_up)
+    /* on_disconnect NULLs each (run for connected ones only; one still
+     * connecting has nothing sent) */
+    if (b->cmd && (b->cmd->c.flags & REDIS_CONNECTED))
+        redisAsyncFree(b->cmd);
+    if (b->blk && (b->blk->c.flags & REDIS_CONNECTED))
         redisAsyncFree(b->blk);
     b->drop_why = NULL;
 }
@@ -1007,8 +1016,13 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct ct_fleet_bus *b = arg;
     CT_CHECK_OBJ(b, CT_FLEET_BUS_MAGIC);
+    /* first: the links a Sentinel's answer is awaited for may be closing
+     * ones, their disconnect waiting on a stalled master */
+    ct_time_t now = ct_time_mono();
+    slow_publishes(b, now);
+    drop_stalled(b, now);
     if (b->master_name && !b->have_master) {
-        if (ct_time_mono() >= b->sen_after) /* past a ROLE mismatch's backoff */
+        if (now >= b->sen_after) /* past a ROLE mismatch's backoff */
             ask_sentinel(b); /* connect once it answered: the next tick */
         return;
     }
@@ -1019,9 +1033,6 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     if (!b->blk)
         b->blk = link_new(b, b->host, b->port, on_connect, on_disconnect, "stream");
     read_more(b); /* a read lost with a link to an ASK target: on again */
-    ct_time_t now = ct_time_mono();
-    slow_publishes(b, now);
-    drop_stalled(b, now);
     if (b->cmd_up && now >= b->next_register) {
         register_self(b);
         b->next_register = now + (double)b->ttl_ms / 3000.0;
