@@ -103,6 +103,7 @@ struct ct_fleet_bus {
     } *sens;           /* fleet.redis then fleet.redis_sentinels */
     size_t nsens, sen_idx;
     redisAsyncContext *sen;
+    ct_time_t sen_sent; /* mono: when SEN was made (sentinel_late) */
     /* subscribed to +switch-master at a Sentinel: a failover is followed
      * when it happens, not ~10 s later when the old master is demoted (until
      * then it takes writes that its demotion throws away) */
@@ -843,8 +844,8 @@ static void on_master(redisAsyncContext *ac, void *r, void *priv)
     (void)priv;
     struct ct_fleet_bus *b = bus_of(ac);
     redisReply *rep = r;
-    if (b->closing)
-        return;
+    if (b->closing || (!rep && ac != b->sen))
+        return; /* (given up on: sentinel_late moved on) */
     if (rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
         rep->element[0]->type == REDIS_REPLY_STRING && rep->element[1]->type == REDIS_REPLY_STRING) {
         int port = atoi(rep->element[1]->str);
@@ -976,8 +977,25 @@ static void ask_sentinel(struct ct_fleet_bus *b)
     if (b->sen)
         return; /* a question in flight */
     b->sen = link_new(b, b->sen_host, b->sen_port, sen_connect, sen_disconnect, "sentinel");
+    b->sen_sent = ct_time_mono();
     if (!b->sen)
         next_sentinel(b, true); /* as sen_connect() does */
+}
+
+/* A Sentinel that has not answered within STALL_MIN_S (stopped, or its
+ * address drops the SYNs: hiredis 0.14 has no connect timeout) is given
+ * up on like an unreachable one, or it would hold every question. */
+static void sentinel_late(struct ct_fleet_bus *b, ct_time_t now)
+{
+    if (!b->sen || now - b->sen_sent < STALL_MIN_S)
+        return;
+    b->n.redis_errors++;
+    CT_WARN("fleet: Sentinel %s:%d did not answer in %.0f s: asking the next one", b->sen_host,
+            b->sen_port, STALL_MIN_S);
+    redisAsyncContext *ac = b->sen;
+    b->sen = NULL;
+    redisAsyncFree(ac);
+    next_sentinel(b, true);
 }
 
 static void slow_publishes(struct ct_fleet_bus *b, ct_time_t now);
@@ -1021,6 +1039,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     ct_time_t now = ct_time_mono();
     slow_publishes(b, now);
     drop_stalled(b, now);
+    sentinel_late(b, now);
     if (b->master_name && !b->have_master) {
         if (now >= b->sen_after) /* past a ROLE mismatch's backoff */
             ask_sentinel(b); /* connect once it answered: the next tick */
