@@ -37,7 +37,8 @@
  * standalone, Cluster (both keys in the slot of {PREFIX}; MOVED followed, an
  * ASKed command sent once to the importing node) or
  * a Sentinel-managed primary (asked again after every loss; a failover
- * followed at the Sentinel's +switch-master).
+ * followed at the Sentinel's +switch-master; the master named used only
+ * once its ROLE says so).
  */
 #ifndef CT_PROXY_FLEET_BUS_H
 #define CT_PROXY_FLEET_BUS_H
