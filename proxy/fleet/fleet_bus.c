@@ -35,6 +35,18 @@
  * and past XADD_INFLIGHT_MAX unanswered ones a purge goes over HTTP only. */
 #define XADD_WAIT_S 2.0
 #define XADD_INFLIGHT_MAX 1024
+/* The registration and the membership read are sent once per register_ttl
+ * / 3, one of each kind in flight at most: a stall queues none beyond it in
+ * hiredis's output buffer. One left unanswered for register_ttl (three
+ * periods: this node's entry has expired in the others' view by then), or a
+ * blocked read for that past its BLOCK_MS, is a stalled Redis: both links
+ * are dropped and made again as after a lost one (Sentinel asked again).
+ * STALL_MIN_S keeps a short register_ttl from taking a busy Redis for one. */
+#define STALL_MIN_S 4.0
+/* A master a Sentinel named that ROLE says is not one (a stale Sentinel, a
+ * demoted node): the next Sentinel is asked after 1 s, 2 s, 4 s, ... up to
+ * this, so a fleet does not hammer a Sentinel that keeps naming it. */
+#define ROLE_BACKOFF_MAX_S 30
 
 struct ct_fleet_bus {
     unsigned magic;
@@ -60,6 +72,13 @@ struct ct_fleet_bus {
     redisAsyncContext *cmd, *blk;
     bool cmd_up, blk_up, reading, closing;
     bool cmd_noauth, blk_noauth; /* that link's AUTH was refused: connected, but every command is */
+    /* unanswered: the registration's commands (ZADD, ZREMRANGEBYSCORE) or
+     * a new link's ROLE, and the membership read, one of each kind at most
+     * (STALL_MIN_S) */
+    unsigned reg_wait;
+    bool members_wait;
+    ct_time_t reg_sent, read_sent; /* mono: the registration's, the XREAD's */
+    const char *drop_why; /* the reason on_disconnect gives a link we dropped */
     CT_LIST_HEAD(pending) inflight; /* XADDs not answered yet, oldest first */
     unsigned ninflight;
     /* the XREAD in flight (READING): a read of a link left behind (an ASK
@@ -84,11 +103,17 @@ struct ct_fleet_bus {
     } *sens;           /* fleet.redis then fleet.redis_sentinels */
     size_t nsens, sen_idx;
     redisAsyncContext *sen;
+    ct_time_t sen_sent; /* mono: when SEN was made (sentinel_late) */
     /* subscribed to +switch-master at a Sentinel: a failover is followed
      * when it happens, not ~10 s later when the old master is demoted (until
      * then it takes writes that its demotion throws away) */
     redisAsyncContext *sen_sub;
     bool have_master;
+    /* the command link's ROLE said "master" (always, without Sentinel):
+     * until then nothing registers, publishes or reads the stream there */
+    bool role_ok;
+    unsigned role_misses;  /* ROLE mismatches in a row: the backoff's exponent */
+    ct_time_t sen_after;   /* mono: no Sentinel question before (the backoff) */
     char last_id[ID_MAX]; /* the last stream id read; "" = not known yet */
     struct event *tick;   /* reconnect, register, membership */
     ct_time_t next_register;
@@ -436,6 +461,7 @@ static void on_members(redisAsyncContext *ac, void *r, void *priv)
     (void)priv;
     struct ct_fleet_bus *b = bus_of(ac);
     redisReply *rep = r;
+    b->members_wait = false;
     if (b->closing || redirected(b, rep) || !rep || rep->type != REDIS_REPLY_ARRAY)
         return; /* Redis down or an error: the last view stands */
     const struct ct_conf *cf = b->cf_now(b->arg);
@@ -463,6 +489,17 @@ static void on_members(redisAsyncContext *ac, void *r, void *priv)
     learn_members(b, cf, rep, settling);
 }
 
+static void on_registered(redisAsyncContext *ac, void *r, void *priv)
+{
+    struct ct_fleet_bus *b = bus_of(ac);
+    if (b->reg_wait)
+        b->reg_wait--;
+    on_reply(ac, r, priv);
+}
+
+/* Each kind (registration, membership read) is sent only once the last one
+ * of its kind was answered, or its link lost (NULL answers): a skipped one
+ * is counted and sent at the next period. */
 static void register_self(struct ct_fleet_bus *b)
 {
     long long now_ms = (long long)(ct_time_real() * 1000.0);
@@ -471,9 +508,20 @@ static void register_self(struct ct_fleet_bus *b)
     snprintf(nowb, sizeof(nowb), "%lld", now_ms);
     /* the set's scores are expiry times on this node's clock: members need
      * clocks within a fraction of register_ttl (NTP) */
-    send_cmd(b->cmd, on_reply, NULL, "ZADD %s %s %s", b->k_members, exp, b->reg);
-    send_cmd(b->cmd, on_reply, NULL, "ZREMRANGEBYSCORE %s -inf %s", b->k_members, nowb);
-    send_cmd(b->cmd, on_members, NULL, "ZRANGEBYSCORE %s %s +inf", b->k_members, nowb);
+    if (b->reg_wait) {
+        b->n.skipped++;
+    } else {
+        b->reg_sent = ct_time_mono();
+        b->reg_wait += send_cmd(b->cmd, on_registered, NULL, "ZADD %s %s %s", b->k_members,
+                                exp, b->reg) == REDIS_OK;
+        b->reg_wait += send_cmd(b->cmd, on_registered, NULL, "ZREMRANGEBYSCORE %s -inf %s",
+                                b->k_members, nowb) == REDIS_OK;
+    }
+    if (b->members_wait)
+        b->n.skipped++;
+    else
+        b->members_wait = send_cmd(b->cmd, on_members, NULL, "ZRANGEBYSCORE %s %s +inf",
+                                   b->k_members, nowb) == REDIS_OK;
 }
 
 /* ---- the stream ----------------------------------------------------------------- */
@@ -548,11 +596,12 @@ static void on_read(redisAsyncContext *ac, void *r, void *priv)
 
 static void read_more(struct ct_fleet_bus *b)
 {
-    if (!b->blk_up || b->reading || b->closing || !b->last_id[0])
+    if (!b->blk_up || !b->role_ok || b->reading || b->closing || !b->last_id[0])
         return;
     b->reading = send_cmd(b->blk, on_read, (void *)++b->read_gen,
                           "XREAD BLOCK " BLOCK_MS " STREAMS %s %s", b->k_stream,
                           b->last_id) == REDIS_OK;
+    b->read_sent = ct_time_mono();
 }
 
 /* The first entry still in the stream, after a reconnect: past our last id,
@@ -596,6 +645,73 @@ static void on_last(redisAsyncContext *ac, void *r, void *priv)
 
 /* ---- connections ----------------------------------------------------------------- */
 
+/* The stream link connected, and the master verified (role_ok). */
+static void stream_start(struct ct_fleet_bus *b)
+{
+    if (!b->blk_up || !b->role_ok)
+        return;
+    if (b->last_id[0]) /* a reconnect: catch up from where we stopped */
+        send_cmd(b->blk, on_first, NULL, "XRANGE %s - + COUNT 1", b->k_stream);
+    else
+        send_cmd(b->blk, on_last, NULL, "XREVRANGE %s + - COUNT 1", b->k_stream);
+    read_more(b);
+}
+
+/* The command link connected, and the master verified. */
+static void cmd_ready(struct ct_fleet_bus *b)
+{
+    b->cmd_up = true;
+    b->next_register = 0; /* register now */
+    /* the others' registrations may be missing for their reconnect (the 1 s
+     * tick) and one register_ttl */
+    b->settle_until = ct_time_mono() + 1.0 + (double)b->ttl_ms / 1000.0;
+}
+
+static void next_sentinel(struct ct_fleet_bus *b, bool now);
+
+/* ROLE's answer on a command link to a master a Sentinel named: used only
+ * if it says "master" (the Sentinel client spec: a stale Sentinel or a
+ * demoted node must not get the fleet's writes). A refused ROLE (an ACL
+ * without +role) cannot tell: said, and the master used unverified. */
+static void on_role(redisAsyncContext *ac, void *r, void *priv)
+{
+    (void)priv;
+    struct ct_fleet_bus *b = bus_of(ac);
+    redisReply *rep = r;
+    if (b->reg_wait)
+        b->reg_wait--;
+    if (b->closing || !rep || ac != b->cmd)
+        return; /* lost: on_disconnect */
+    bool is_array = rep->type == REDIS_REPLY_ARRAY && rep->elements > 0 &&
+                    rep->element[0]->type == REDIS_REPLY_STRING;
+    if (is_array && strcmp(rep->element[0]->str, "master") == 0) {
+        b->role_misses = 0;
+    } else if (!is_array) {
+        CT_WARN("fleet: Redis %s:%d refused ROLE (%s): using it as the master unverified "
+                "(an ACL user needs +role)", b->host, b->port,
+                rep->type == REDIS_REPLY_ERROR ? rep->str : "no role in the answer");
+    } else {
+        unsigned shift = b->role_misses < 5 ? b->role_misses : 5;
+        unsigned wait_s = 1u << shift;
+        if (wait_s > ROLE_BACKOFF_MAX_S)
+            wait_s = ROLE_BACKOFF_MAX_S;
+        b->role_misses++;
+        b->n.role_mismatch++;
+        CT_WARN("fleet: Redis %s:%d, named the master of \"%s\" by a Sentinel, says it is a "
+                "%s: not used; asking the next Sentinel in %u s", b->host, b->port,
+                b->master_name, rep->element[0]->str, wait_s);
+        b->have_master = false;
+        b->sen_after = ct_time_mono() + wait_s;
+        next_sentinel(b, false);
+        drop_links(b);
+        return;
+    }
+    b->role_ok = true;
+    cmd_ready(b);
+    stream_start(b);
+    up_gauge(b);
+}
+
 static void on_connect(const redisAsyncContext *ac, int status)
 {
     struct ct_fleet_bus *b = bus_of(ac);
@@ -611,20 +727,18 @@ static void on_connect(const redisAsyncContext *ac, int status)
     }
     CT_INFO("fleet: Redis %s:%d connected (%s)", b->host, b->port, is_cmd ? "commands" : "stream");
     if (is_cmd) {
-        b->cmd_up = true;
         b->cmd_noauth = false; /* until this connection's AUTH answers */
-        b->next_register = 0; /* register now */
-        /* the others' registrations may be missing for their reconnect
-         * (the 1 s tick) and one register_ttl */
-        b->settle_until = ct_time_mono() + 1.0 + (double)b->ttl_ms / 1000.0;
+        if (b->master_name) { /* answered after AUTH's, sent first */
+            b->reg_sent = ct_time_mono(); /* a stalled master: drop_stalled */
+            b->reg_wait += redisAsyncCommand((redisAsyncContext *)ac, on_role, NULL, "ROLE") ==
+                           REDIS_OK;
+        } else {
+            cmd_ready(b);
+        }
     } else {
         b->blk_up = true;
         b->blk_noauth = false;
-        if (b->last_id[0]) /* a reconnect: catch up from where we stopped */
-            send_cmd(b->blk, on_first, NULL, "XRANGE %s - + COUNT 1", b->k_stream);
-        else
-            send_cmd(b->blk, on_last, NULL, "XREVRANGE %s + - COUNT 1", b->k_stream);
-        read_more(b);
+        stream_start(b);
     }
     up_gauge(b);
 }
@@ -635,6 +749,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     if (ac == b->cmd) {
         b->cmd = NULL;
         b->cmd_up = false;
+        b->role_ok = !b->master_name; /* the next master is checked again */
     } else {
         b->blk = NULL;
         b->blk_up = false;
@@ -651,7 +766,8 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     b->n.redis_errors++;
     b->have_master = false; /* Sentinel: ask which master now */
     CT_WARN("fleet: Redis %s:%d lost (%s)%s: serving on the last membership view, purges go "
-            "over HTTP until it is back", b->host, b->port, ac->errstr[0] ? ac->errstr : "closed",
+            "over HTTP until it is back", b->host, b->port,
+            b->drop_why ? b->drop_why : ac->errstr[0] ? ac->errstr : "closed",
             status == REDIS_OK ? "" : "");
 }
 
@@ -723,25 +839,30 @@ static redisAsyncContext *link_new(struct ct_fleet_bus *b, const char *host, int
 
 /* ---- Sentinel ---------------------------------------------------------------------- */
 
-static void next_sentinel(struct ct_fleet_bus *b, bool now);
-
 static void on_master(redisAsyncContext *ac, void *r, void *priv)
 {
     (void)priv;
     struct ct_fleet_bus *b = bus_of(ac);
     redisReply *rep = r;
-    if (b->closing)
-        return;
+    if (b->closing || (!rep && ac != b->sen))
+        return; /* (given up on: sentinel_late moved on) */
     if (rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
         rep->element[0]->type == REDIS_REPLY_STRING && rep->element[1]->type == REDIS_REPLY_STRING) {
         int port = atoi(rep->element[1]->str);
-        if (strcmp(b->host, rep->element[0]->str) != 0 || port != b->port)
+        bool moved = strcmp(b->host, rep->element[0]->str) != 0 || port != b->port;
+        if (moved)
             CT_INFO("fleet: Sentinel %s:%d names %s:%d the master of \"%s\"", b->sen_host,
                     b->sen_port, rep->element[0]->str, port, b->master_name);
         free(b->host);
         b->host = ct_xstrdup(rep->element[0]->str);
         b->port = port;
         b->have_master = true;
+        /* asked with the links up (the subscribed Sentinel was lost): a
+         * failover it did not tell of moves them as a +switch-master does */
+        if (moved && (b->cmd || b->blk)) {
+            b->n.redirects++;
+            drop_links(b);
+        }
     } else {
         CT_WARN("fleet: Sentinel %s:%d knows no master \"%s\"%s%s", b->sen_host, b->sen_port,
                 b->master_name, rep && rep->type == REDIS_REPLY_ERROR ? ": " : "",
@@ -814,10 +935,23 @@ static void on_switch(redisAsyncContext *ac, void *r, void *priv)
     drop_links(b); /* the tick connects to the new master */
 }
 
+/* The subscribed Sentinel lost (or never reached): a failover may have
+ * ended meanwhile, untold, so the next Sentinel is asked for the master at
+ * once, and the tick subscribes there (the one asked now); retrying a dead
+ * one alone would miss every failover until the master is lost. */
 static void sub_disconnect(const redisAsyncContext *ac, int status)
 {
     (void)status;
-    bus_of(ac)->sen_sub = NULL; /* the tick subscribes again */
+    struct ct_fleet_bus *b = bus_of(ac);
+    b->sen_sub = NULL;
+    if (b->closing)
+        return;
+    b->n.redis_errors++;
+    CT_WARN("fleet: Sentinel %s:%d (subscribed to +switch-master) lost (%s): asking the next "
+            "one for the master", ac->c.tcp.host, ac->c.tcp.port,
+            ac->errstr[0] ? ac->errstr : "closed");
+    next_sentinel(b, false);
+    ask_sentinel(b);
 }
 
 static void sub_connect(const redisAsyncContext *ac, int status)
@@ -843,11 +977,56 @@ static void ask_sentinel(struct ct_fleet_bus *b)
     if (b->sen)
         return; /* a question in flight */
     b->sen = link_new(b, b->sen_host, b->sen_port, sen_connect, sen_disconnect, "sentinel");
+    b->sen_sent = ct_time_mono();
     if (!b->sen)
         next_sentinel(b, true); /* as sen_connect() does */
 }
 
+/* A Sentinel that has not answered within STALL_MIN_S (stopped, or its
+ * address drops the SYNs: hiredis 0.14 has no connect timeout) is given
+ * up on like an unreachable one, or it would hold every question. */
+static void sentinel_late(struct ct_fleet_bus *b, ct_time_t now)
+{
+    if (!b->sen || now - b->sen_sent < STALL_MIN_S)
+        return;
+    b->n.redis_errors++;
+    CT_WARN("fleet: Sentinel %s:%d did not answer in %.0f s: asking the next one", b->sen_host,
+            b->sen_port, STALL_MIN_S);
+    redisAsyncContext *ac = b->sen;
+    b->sen = NULL;
+    redisAsyncFree(ac);
+    next_sentinel(b, true);
+}
+
 static void slow_publishes(struct ct_fleet_bus *b, ct_time_t now);
+
+/* A stalled Redis (see STALL_MIN_S): the links are freed, not disconnected,
+ * since a disconnect waits for the answers that do not come; their
+ * commands are answered NULL (the XADDs go over HTTP) and on_disconnect
+ * forgets them as lost ones. */
+static void drop_stalled(struct ct_fleet_bus *b, ct_time_t now)
+{
+    double bound = (double)b->ttl_ms / 1000.0;
+    if (bound < STALL_MIN_S)
+        bound = STALL_MIN_S;
+    /* (b->cmd may be a link closing, its disconnect waiting for answers) */
+    bool cmd_late = b->cmd && b->reg_wait && now - b->reg_sent > bound;
+    bool blk_late = b->blk_up && b->reading &&
+                    now - b->read_sent > bound + atoi(BLOCK_MS) / 1000.0;
+    if (!cmd_late && !blk_late)
+        return;
+    char why[64];
+    snprintf(why, sizeof(why), "stalled: no answer for %.0f s", bound);
+    b->drop_why = why;
+    b->n.stalls++;
+    /* on_disconnect NULLs each (run for connected ones only; one still
+     * connecting has nothing sent) */
+    if (b->cmd && (b->cmd->c.flags & REDIS_CONNECTED))
+        redisAsyncFree(b->cmd);
+    if (b->blk && (b->blk->c.flags & REDIS_CONNECTED))
+        redisAsyncFree(b->blk);
+    b->drop_why = NULL;
+}
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -855,8 +1034,15 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct ct_fleet_bus *b = arg;
     CT_CHECK_OBJ(b, CT_FLEET_BUS_MAGIC);
+    /* first: the links a Sentinel's answer is awaited for may be closing
+     * ones, their disconnect waiting on a stalled master */
+    ct_time_t now = ct_time_mono();
+    slow_publishes(b, now);
+    drop_stalled(b, now);
+    sentinel_late(b, now);
     if (b->master_name && !b->have_master) {
-        ask_sentinel(b); /* connect once it answered: the next tick */
+        if (now >= b->sen_after) /* past a ROLE mismatch's backoff */
+            ask_sentinel(b); /* connect once it answered: the next tick */
         return;
     }
     if (b->master_name)
@@ -866,8 +1052,6 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     if (!b->blk)
         b->blk = link_new(b, b->host, b->port, on_connect, on_disconnect, "stream");
     read_more(b); /* a read lost with a link to an ASK target: on again */
-    ct_time_t now = ct_time_mono();
-    slow_publishes(b, now);
     if (b->cmd_up && now >= b->next_register) {
         register_self(b);
         b->next_register = now + (double)b->ttl_ms / 3000.0;
@@ -1057,6 +1241,7 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
     b->username = fl->redis_username ? ct_xstrdup(fl->redis_username) : NULL;
     b->sen_password =
         fl->redis_sentinel_password ? ct_xstrdup(fl->redis_sentinel_password) : NULL;
+    b->role_ok = !b->master_name;
     for (size_t i = 0; i < CT_BALANCE_MAX; i++)
         b->live[i] = true; /* the view starts with every member live */
     b->tick = event_new(base, -1, EV_PERSIST, on_tick, b);

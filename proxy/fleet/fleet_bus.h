@@ -24,6 +24,10 @@
  *               purges are applied here and sent to the other members' admin
  *               listeners over HTTP instead (fleet.members[].admin); it
  *               reconnects every second and picks up where it stopped.
+ *   stalled     (the links up, nothing answered) bounded: XADDs past a count
+ *               go over HTTP, one registration and one membership read in
+ *               flight at most; one unanswered for register_ttl drops the
+ *               links, made again as after a loss.
  *
  * Runs on the main thread's event loop, the one the admin listener runs on:
  * admin purges are issued there, so publishing is a plain call, and one
@@ -33,7 +37,8 @@
  * standalone, Cluster (both keys in the slot of {PREFIX}; MOVED followed, an
  * ASKed command sent once to the importing node) or
  * a Sentinel-managed primary (asked again after every loss; a failover
- * followed at the Sentinel's +switch-master).
+ * followed at the Sentinel's +switch-master; the master named used only
+ * once its ROLE says so).
  */
 #ifndef CT_PROXY_FLEET_BUS_H
 #define CT_PROXY_FLEET_BUS_H
@@ -73,6 +78,10 @@ struct ct_fleet_bus_counts {
                             a +switch-master */
     uint64_t asks;       /* Redis Cluster ASK: commands sent once to the importing node */
     uint64_t slow;       /* purges and bans Redis left unanswered: sent over HTTP as well */
+    uint64_t skipped;    /* registrations and membership reads not sent: the last one of
+                            their kind was still unanswered */
+    uint64_t stalls;     /* links dropped: Redis answered nothing for register_ttl */
+    uint64_t role_mismatch; /* Sentinel: a master named whose ROLE said otherwise */
 };
 
 /* A bus for CF's fleet on BASE, connecting at once; NULL when CF has no

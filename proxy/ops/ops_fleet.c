@@ -211,6 +211,9 @@ void ct_ops_fleet_counts(struct ct_ops *ops, struct ct_stats *sum)
     ct_stats_add(&sum->fleet_redis_redirects[0], n.redirects);
     ct_stats_add(&sum->fleet_redis_asks[0], n.asks);
     ct_stats_add(&sum->fleet_redis_slow_publishes[0], n.slow);
+    ct_stats_add(&sum->fleet_redis_skipped[0], n.skipped);
+    ct_stats_add(&sum->fleet_redis_stalls[0], n.stalls);
+    ct_stats_add(&sum->fleet_redis_role_mismatch[0], n.role_mismatch);
     struct ct_fleet_fanout_counts fo;
     ct_fleet_bus_fanout_counts(ops->bus, &fo);
     ct_stats_add(&sum->fleet_fanout_waiting[0], fo.waiting);

@@ -191,6 +191,12 @@ enum ct_stats_route {
       "Redis Cluster ASK replies: the command sent once to the importing node (ASKING).") \
     X(fleet_redis_slow_publishes, COUNTER, NONE,                                \
       "Purges and bans Redis had not answered within 2 s (or past 1024 unanswered): sent over HTTP as well.") \
+    X(fleet_redis_skipped, COUNTER, NONE,                                       \
+      "Registrations and membership reads not sent: the last one of their kind was unanswered.") \
+    X(fleet_redis_stalls, COUNTER, NONE,                                        \
+      "Times both Redis links were dropped and made again: no answer for register_ttl.") \
+    X(fleet_redis_role_mismatch, COUNTER, NONE,                                 \
+      "Masters a Sentinel named whose ROLE was not master: not used, the next Sentinel asked.") \
     X(fleet_members_live, GAUGE, NONE,                                          \
       "Members registered in Redis at the last membership read, this one included.") \
     X(fleet_members_down, GAUGE, NONE,                                          \

@@ -7,8 +7,9 @@
 # Node d gives the Sentinel a wrong password: refused, said, counted, and it
 # serves with its purges over HTTP. Then c's user gets a new password and
 # c's links are killed: its AUTH is refused on the reconnect, said and
-# counted, and c serves on its last view, its purges over HTTP. -T prints
-# the user, never a password.
+# counted, and c serves on its last view, its purges over HTTP. a's user
+# loses +role: a, reconnected, uses the master unverified and says so. -T
+# prints the user, never a password.
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -18,7 +19,7 @@ read -r RP RS PA PB PC PD AA AB AC AD < <(ct_free_ports 10)
 ROOT='root-pass-for-tests' UPW='fleet-user-pass' SPW='sentinel-pass'
 # what the fleet runs, on its keys only (docs/fleet.md, "ACL")
 CMDS=(resetchannels '~{cachet}:*' -@all +zadd +zremrangebyscore +zrangebyscore +xadd +xread
-      +xrange +xrevrange '+client|setname' +asking)
+      +xrange +xrevrange '+client|setname' +asking +role)
 ct_start_redis "$RP" --requirepass "$ROOT" --user fleet on ">$UPW" "${CMDS[@]}" \
     --user fleetc on ">$UPW" "${CMDS[@]}"
 R() { redis-cli -p "$RP" -a "$ROOT" --no-auth-warning "$@"; }
@@ -116,4 +117,15 @@ purge c three
 ct_wait_until 30 metric_gt c fleet_http_fanout "$h0"
 ct_check "... its purge went over HTTP, not into the stream" \
     "$(($(metric c fleet_http_fanout) > h0)) $(metric c fleet_purges_published)" "1 $p0"
+
+# a checked its master with ROLE (+role); a user without it: used unverified, said
+ct_check "a's ROLE was answered" "$(grep -c 'refused ROLE' "$CT_TMP/nodea.err")" 0
+R ACL SETUSER fleet -role >/dev/null
+R CLIENT KILL USER fleet >/dev/null
+unverified() { grep -q "refused ROLE (NOPERM.*): using it as the master unverified" "$CT_TMP/nodea.err"; }
+ct_wait_until 30 unverified && ct_pass "a, refused ROLE, says so" ||
+    ct_failed "a, refused ROLE, says so" "$(grep fleet "$CT_TMP/nodea.err" | tail -3)"
+ct_wait_until 30 metric_is a fleet_redis_up 1 && ct_pass "... and uses the master unverified" ||
+    ct_failed "... and uses the master unverified"
+ct_check "... no mismatch counted" "$(metric a fleet_redis_role_mismatch)" 0
 ct_done

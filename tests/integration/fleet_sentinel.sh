@@ -12,22 +12,8 @@
 command -v redis-server >/dev/null || { echo "redis-server missing (make test installs it)"; exit 1; }
 ct_start_origin --workers 1
 read -r RM RR RS PA PB DEAD < <(ct_free_ports 6)
-up() { redis-cli -p "$1" ping 2>/dev/null | grep -q PONG; }
-# --dir: the replication's RDB stays in the test's directory
-ct_start rmaster redis-server --port "$RM" --bind 127.0.0.1 --save "" --appendonly no --dir "$CT_TMP"
-ct_start rreplica redis-server --port "$RR" --bind 127.0.0.1 --save "" --appendonly no --replicaof 127.0.0.1 "$RM" --dir "$CT_TMP"
-cat >"$CT_TMP/sentinel.conf" <<EOF2
-port $RS
-bind 127.0.0.1
-sentinel monitor fl 127.0.0.1 $RM 1
-sentinel down-after-milliseconds fl 60000
-sentinel failover-timeout fl 5000
-EOF2
-# (60 s: the test's failover is the forced one; with quorum 1 a second's
-# stall of a loaded machine would start one of the Sentinel's own, even at
-# start, before the master listens)
-ct_start sentinel redis-server "$CT_TMP/sentinel.conf" --sentinel
-for p in $RM $RR $RS; do ct_wait_until 30 up "$p" || { ct_failed "redis $p starts"; exit 1; }; done
+ct_start_replicated "$RM" "$RR"
+ct_start_sentinel sentinel "$RS" "$RM"
 # node a is given a dead Sentinel first (nothing listens on DEAD), the
 # live one second (fleet.redis_sentinels): it must go on to the next; node
 # b's first fails at once (255.255.255.255: ENETUNREACH, no callback)
@@ -67,15 +53,7 @@ purge a one
 ct_wait_until 30 metric_is b fleet_purges_applied 1
 ct_check "a purge on a reached b through the master" "$(metric b fleet_purges_applied)" 1
 
-# the replica must have caught up before it can be promoted
-synced() { redis-cli -p "$RR" info replication | grep -q 'master_link_status:up'; }
-ct_wait_until 30 synced || ct_failed "the replica syncs"
-# (the Sentinel learns of the replica from the master's INFO, every 10 s at
-# first: until then it answers NOGOODSLAVE)
-failover() { redis-cli -p "$RS" SENTINEL FAILOVER fl | grep -q OK; }
-ct_wait_until 60 failover || ct_failed "the Sentinel starts a failover"
-promoted() { redis-cli -p "$RR" info replication | grep -q 'role:master'; }
-ct_wait_until 60 promoted || ct_failed "the replica was promoted"
+ct_failover "$RS" "$RR"
 # the nodes hear the Sentinel's +switch-master and move to the new master
 # (the old one is demoted ~10 s later: a node still on it then would be
 # dropped, "lost")

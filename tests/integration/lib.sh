@@ -141,6 +141,56 @@ ct_start_redis() {
         { ct_failed "redis-server starts"; exit 1; }
 }
 
+# ct_start_replicated MPORT RPORT: redis-servers "rmaster" on MPORT and
+# "rreplica" on RPORT, a replica of it, kept off disk as ct_start_redis's;
+# up once both answer PING.
+ct_start_replicated() {
+    local p
+    ct_start rmaster redis-server --port "$1" --bind 127.0.0.1 --save "" --appendonly no \
+        --dir "$CT_TMP"
+    ct_start rreplica redis-server --port "$2" --bind 127.0.0.1 --save "" --appendonly no \
+        --replicaof 127.0.0.1 "$1" --dir "$CT_TMP"
+    for p in "$1" "$2"; do
+        ct_wait_until 30 sh -c "redis-cli -p $p ping 2>/dev/null | grep -q PONG" ||
+            { ct_failed "redis-server $p starts"; exit 1; }
+    done
+}
+
+# ct_failover SPORT RPORT: a failover forced at the Sentinel on SPORT once the
+# replica on RPORT has synced; returns once that replica is the master and
+# the Sentinel names it. (The Sentinel learns of a replica from the master's
+# INFO, every 10 s at first: until then it answers NOGOODSLAVE, retried.)
+ct_failover() {
+    local s=$1 r=$2
+    ct_wait_until 30 sh -c "redis-cli -p $r info replication | grep -q master_link_status:up" ||
+        ct_failed "the replica syncs"
+    ct_wait_until 60 sh -c "redis-cli -p $s SENTINEL FAILOVER fl | grep -q OK" ||
+        ct_failed "the Sentinel starts a failover"
+    ct_wait_until 60 sh -c "redis-cli -p $r info replication | grep -q role:master" ||
+        ct_failed "the replica was promoted"
+    ct_wait_until 60 sh -c "redis-cli -p $s SENTINEL get-master-addr-by-name fl | grep -qx $r" ||
+        ct_failed "the Sentinel names the new master"
+}
+
+# ct_start_sentinel NAME PORT MPORT: a Sentinel named NAME on PORT watching
+# the master "fl" at 127.0.0.1:MPORT (quorum 1), up once it answers PING. Its
+# down-after-milliseconds is 60 s: the tests' failovers are forced ones
+# (SENTINEL FAILOVER), and with a quorum of 1 a second's stall of a loaded
+# machine would start one of its own, even before the master listens.
+ct_start_sentinel() {
+    local name=$1 port=$2 mport=$3
+    cat >"$CT_TMP/$name.conf" <<EOF
+port $port
+bind 127.0.0.1
+sentinel monitor fl 127.0.0.1 $mport 1
+sentinel down-after-milliseconds fl 60000
+sentinel failover-timeout fl 5000
+EOF
+    ct_start "$name" redis-server "$CT_TMP/$name.conf" --sentinel
+    ct_wait_until 30 sh -c "redis-cli -p $port ping 2>/dev/null | grep -q PONG" ||
+        { ct_failed "Sentinel $name starts"; exit 1; }
+}
+
 # A fleet on loopback for the purge tests. The caller sets the associative
 # arrays PORT and ADMIN (NAME -> port) and OPORT (ct_start_origin).
 # ct_fleet_conf NAME EXTRA [TOP]: write $CT_TMP/NAME.conf, node NAME of the
