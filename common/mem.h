@@ -56,7 +56,9 @@ void ct_mem_release(void);
  * second) passes the time (seconds of ct_time_mono()) and the cache's counted
  * bytes. First the slabs' regions empty for a whole second go back, for at
  * most CT_MEM_SLAB_BUDGET_MS of the calling thread's CPU (~100-200 regions,
- * 200-400 MiB; any allocator). Then glibc: ct_mem_release() when the cache
+ * 200-400 MiB; any allocator), then, within that budget, the pages of free
+ * slots of two pages or more in regions still in use (ct_slab_punch, up to
+ * CT_MEM_SLAB_PUNCH_VISITS of them looked at). Then glibc: ct_mem_release() when the cache
  * shrank or grew by an eighth of its CAP since the last release (a purge, an
  * expiry wave, a refill), or the anonymous resident memory rose
  * CT_MEM_TRIM_GROWTH above its lowest since then (connection buffers freed
@@ -80,6 +82,7 @@ struct ct_mem_trim {
 #define CT_MEM_TRIM_GROWTH (2 * 1024 * 1024)
 #define CT_MEM_SLAB_BATCH 8        /* slab regions (2 MiB) per ct_slab_release() */
 #define CT_MEM_SLAB_BUDGET_MS 40.0 /* of CPU giving slab regions back, per call */
+#define CT_MEM_SLAB_PUNCH_VISITS 8192 /* free slots ct_slab_punch() looks at, per call */
 bool ct_mem_maintain(struct ct_mem_trim *t, double now, uint64_t cache_bytes, uint64_t cap);
 
 #endif /* CT_MEM_H */

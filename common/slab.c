@@ -19,6 +19,13 @@
  *            (or the region being unmapped)
  *   CLEAN    on class->clean: pages given back but the header's, since epoch
  *            `empty_epoch`; reused last, unmapped after CT_SLAB_UNMAP_PERIODS
+ *
+ * Free slots of two pages or more also give back their own pages while
+ * their region is still in use (ct_slab_punch): a cache whose mix moves
+ * toward bodies elsewhere (memfd, larger classes) leaves such regions half
+ * used, their free slots resident. A free slot's second word is the epoch
+ * it was freed in, or PUNCHED once its pages past the first 16 bytes went
+ * back (the first page stays: it holds the free list's links).
  * Allocation prefers CUR, then PARTIAL (fills the holes of used regions, so
  * fewer stay half used), then EMPTY (resident), then CLEAN, then a new
  * mapping. All of a class's regions and lists are under the class's mutex.
@@ -61,6 +68,8 @@ struct region {
     uint32_t nused;
     uint32_t bump; /* slots [bump, nslots) never handed out */
     uint32_t where;
+    uint32_t punched; /* pages of free slots given back (ct_slab_punch) */
+    uint32_t dirty;   /* punchable free slots whose pages are still resident */
 };
 #define HDR 64
 _Static_assert(sizeof(struct region) <= HDR, "region header grew");
@@ -73,11 +82,13 @@ struct cls {
     region_list partial, empty, clean;
 };
 
+#define PUNCHED UINT64_MAX /* a free slot's second word: its pages went back */
+
 static struct cls classes[NCLASSES];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static size_t page_size;
 static _Atomic uint64_t epoch = 1;
-static _Atomic uint64_t st_used, st_resident, st_mapped, st_released, st_unmapped;
+static _Atomic uint64_t st_used, st_resident, st_mapped, st_released, st_unmapped, st_punched;
 
 static void init(void)
 {
@@ -99,6 +110,22 @@ static unsigned class_of(size_t n, size_t *size)
     size_t k = (n - ((size_t)1 << b) + step - 1) / step; /* 1..8 */
     *size = ((size_t)1 << b) + k * step;
     return 4 + (b - 7) * 8 + (unsigned)k;
+}
+
+/* Slots this big give their pages back while free (ct_slab_punch). */
+static bool punchable(size_t size)
+{
+    return size >= 2 * page_size;
+}
+
+/* The pages a free slot at P of SIZE gives back: whole pages past its
+ * first 16 bytes (the free list's word and the epoch). */
+static size_t punch_span(const char *p, size_t size, char **start)
+{
+    uintptr_t a = ((uintptr_t)p + 16 + page_size - 1) & ~(uintptr_t)(page_size - 1);
+    uintptr_t b = ((uintptr_t)p + size) & ~(uintptr_t)(page_size - 1);
+    *start = (char *)a;
+    return b > a ? (size_t)(b - a) : 0;
 }
 
 size_t ct_slab_size(size_t n)
@@ -176,6 +203,14 @@ void *ct_slab_alloc(size_t n)
         p = r->free;
         UNPOISON(p, size);
         r->free = *(void **)p;
+        if (punchable(size) && ((uint64_t *)p)[1] == PUNCHED) {
+            char *start;
+            size_t len = punch_span(p, size, &start);
+            r->punched -= (uint32_t)(len / page_size);
+            atomic_fetch_add_explicit(&st_resident, len, memory_order_relaxed);
+        } else if (punchable(size)) {
+            r->dirty--;
+        }
     } else {
         CT_ASSERT(r->bump < r->nslots);
         p = (char *)r + HDR + (size_t)r->bump++ * size;
@@ -201,6 +236,10 @@ void ct_slab_free(void *p)
     CT_ASSERT(r->nused > 0 && r->where != EMPTY && r->where != CLEAN && r->where != OUT);
     *(void **)p = r->free;
     r->free = p;
+    if (punchable(size)) {
+        ((uint64_t *)p)[1] = atomic_load_explicit(&epoch, memory_order_relaxed);
+        r->dirty++;
+    }
     POISON(p, size);
     r->nused--;
     if (r->where == FULL) {
@@ -279,8 +318,12 @@ size_t ct_slab_release(size_t max_regions)
         }
         if (n == 0)
             continue;
-        for (struct region *r = out; r; r = r->link.next)
+        uint64_t punched = 0; /* already given back: not counted twice */
+        for (struct region *r = out; r; r = r->link.next) {
             madvise((char *)r + page_size, CT_SLAB_REGION - page_size, MADV_DONTNEED);
+            punched += r->punched;
+            r->punched = r->dirty = 0;
+        }
         pthread_mutex_lock(&c->mtx);
         while (out) {
             struct region *r = out;
@@ -293,10 +336,56 @@ size_t ct_slab_release(size_t max_regions)
             CT_HLIST_INSERT_HEAD(&c->clean, r, link);
         }
         pthread_mutex_unlock(&c->mtx);
-        atomic_fetch_sub_explicit(&st_resident, n * (CT_SLAB_REGION - page_size),
+        atomic_fetch_sub_explicit(&st_resident,
+                                  n * (CT_SLAB_REGION - page_size) - punched * page_size,
                                   memory_order_relaxed);
         atomic_fetch_add_explicit(&st_released, n, memory_order_relaxed);
         done += n;
+    }
+    return done;
+}
+
+/* Punch R's free slots freed before epoch NOW - 1, VISITS bounding the
+ * walk; returns how many. Under the class's mutex: a slot given back must
+ * not be handed out meanwhile. */
+static size_t punch_region(struct region *r, uint64_t now, size_t *visits)
+{
+    size_t n = 0;
+    for (char *p = r->dirty ? r->free : NULL; p && *visits > 0; (*visits)--) {
+        UNPOISON(p, 16);
+        uint64_t *w = (uint64_t *)p;
+        if (w[1] != PUNCHED && w[1] + 1 < now) {
+            char *start;
+            size_t len = punch_span(p, r->size, &start);
+            if (madvise(start, len, MADV_DONTNEED) == 0) { /* else: again next time */
+                r->punched += (uint32_t)(len / page_size);
+                atomic_fetch_sub_explicit(&st_resident, len, memory_order_relaxed);
+                atomic_fetch_add_explicit(&st_punched, 1, memory_order_relaxed);
+                w[1] = PUNCHED;
+                r->dirty--;
+                n++;
+            }
+        }
+        char *next = *(char **)p;
+        POISON(p, 16);
+        p = next;
+    }
+    return n;
+}
+
+size_t ct_slab_punch(size_t max_visits)
+{
+    pthread_once(&once, init);
+    uint64_t now = atomic_load_explicit(&epoch, memory_order_relaxed);
+    size_t done = 0, visits = max_visits;
+    for (size_t i = 0; i < NCLASSES && visits > 0; i++) {
+        struct cls *c = &classes[i];
+        pthread_mutex_lock(&c->mtx);
+        if (c->cur)
+            done += punch_region(c->cur, now, &visits);
+        for (struct region *r = c->partial.first; r && visits > 0; r = r->link.next)
+            done += punch_region(r, now, &visits);
+        pthread_mutex_unlock(&c->mtx);
     }
     return done;
 }
@@ -308,4 +397,5 @@ void ct_slab_stats(struct ct_slab_stats *out)
     out->mapped = atomic_load_explicit(&st_mapped, memory_order_relaxed);
     out->released = atomic_load_explicit(&st_released, memory_order_relaxed);
     out->unmapped = atomic_load_explicit(&st_unmapped, memory_order_relaxed);
+    out->punched = atomic_load_explicit(&st_punched, memory_order_relaxed);
 }

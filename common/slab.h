@@ -21,7 +21,9 @@
  * faults meanwhile, so it is kept for regions the cache has not needed for
  * a minute; until then a released region costs its header page (4 KiB a
  * 2 MiB region: 2 MiB after a purge of a 1 GiB cache, a fifth of the empty
- * process).
+ * process). In a region still in use, free slots of two pages or more give
+ * their pages back on their own (ct_slab_punch), so a region half used by
+ * large objects does not keep the other half resident.
  *
  * Locking: one mutex per class, held for list and free-list operations only;
  * ct_slab_release() takes a region off its class's lists under the lock and
@@ -61,6 +63,14 @@ void ct_slab_free(void *p);
  * more. Any thread; meant for one (the main thread's timer). */
 void ct_slab_period(void);
 size_t ct_slab_release(size_t max_regions);
+/* Give back the pages of free slots of two pages or more that have been
+ * free since before the current period began, in regions still in use
+ * (half-used regions of large classes; the first page of each slot stays).
+ * MAX_VISITS bounds the free slots one call looks at (each one given back
+ * is a madvise under its class's lock, which that class's allocations
+ * wait for); returns how many slots it gave back. A slot given back is
+ * handed out again as any other (its pages fault back in, zeroed). */
+size_t ct_slab_punch(size_t max_visits);
 /* Periods a released region stays mapped for reuse before
  * ct_slab_release() unmaps it (also counted in its MAX_REGIONS and return). */
 #define CT_SLAB_UNMAP_PERIODS 60
@@ -73,6 +83,7 @@ struct ct_slab_stats {
     uint64_t mapped;   /* bytes of address space mapped */
     uint64_t released; /* regions given back since start */
     uint64_t unmapped; /* regions unmapped since start */
+    uint64_t punched;  /* free slots whose pages were given back since start */
 };
 void ct_slab_stats(struct ct_slab_stats *out);
 

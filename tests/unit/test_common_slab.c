@@ -1,12 +1,14 @@
 /* tests/unit/test_common_slab.c: the size-classed slabs (common/slab.h):
  * class sizes, slots that do not overlap, reuse without new mappings, pages
- * given back only after a whole period empty and in bounded batches, and
- * threads allocating and freeing at once. */
+ * given back only after a whole period empty and in bounded batches, free
+ * slots of regions in use given back, and threads allocating and freeing
+ * at once beside both. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/common.h"
@@ -130,6 +132,66 @@ static void test_release(void)
         ct_slab_free(p[i]);
 }
 
+/* Free slots of a region still in use give their pages back once free
+ * for a whole period (the first page of each stays), are counted out of
+ * resident, and come back whole when handed out again. */
+static __attribute__((unused)) bool resident_page(const void *p)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char v = 0;
+    CU_ASSERT_EQUAL(mincore((void *)((uintptr_t)p & ~(uintptr_t)(pg - 1)), pg, &v), 0);
+    return v & 1;
+}
+
+static void test_punch(void)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    enum { N = 64, SLOT = 16 * 1024 };
+    ct_slab_period();
+    ct_slab_period();
+    while (ct_slab_punch(SIZE_MAX) > 0)
+        ; /* whatever earlier tests left */
+    void *p[N];
+    for (size_t i = 0; i < N; i++) {
+        p[i] = ct_slab_alloc(SLOT);
+        memset(p[i], 0x5a, SLOT);
+    }
+    struct ct_slab_stats a, b;
+    ct_slab_stats(&a);
+    for (size_t i = 0; i < N; i += 2)
+        ct_slab_free(p[i]);
+    CU_ASSERT_EQUAL(ct_slab_punch(SIZE_MAX), 0); /* freed in this period */
+    ct_slab_period();
+    CU_ASSERT_EQUAL(ct_slab_punch(SIZE_MAX), 0); /* ... and the next began since */
+    ct_slab_period();
+    CU_ASSERT_EQUAL(ct_slab_punch(4), 4); /* bounded */
+    CU_ASSERT_EQUAL(ct_slab_punch(SIZE_MAX), N / 2 - 4);
+    CU_ASSERT_EQUAL(ct_slab_punch(SIZE_MAX), 0); /* nothing twice */
+    ct_slab_stats(&b);
+    /* a 16 KiB slot 16-byte aligned holds three whole pages past its first 16 bytes */
+    CU_ASSERT_EQUAL(a.resident - b.resident, (N / 2) * 3 * pg);
+    CU_ASSERT_EQUAL(b.punched - a.punched, N / 2);
+    CU_ASSERT_EQUAL(b.released, a.released); /* the region itself stays */
+#if !defined(__SANITIZE_ADDRESS__)
+    for (size_t i = 0; i < N; i += 2) {
+        CU_ASSERT_FALSE(resident_page((char *)p[i] + SLOT / 2)); /* its inner pages went */
+        CU_ASSERT_TRUE(resident_page(p[i]));                    /* its first stays */
+    }
+    for (size_t i = 1; i < N; i += 2)
+        CU_ASSERT_TRUE(resident_page((char *)p[i] + SLOT / 2)); /* live ones untouched */
+#endif
+    for (size_t i = 1; i < N; i += 2)
+        CU_ASSERT_EQUAL(((unsigned char *)p[i])[SLOT - 1], 0x5a);
+    for (size_t i = 0; i < N; i += 2) {
+        p[i] = ct_slab_alloc(SLOT);
+        memset(p[i], 0x33, SLOT);
+    }
+    ct_slab_stats(&b);
+    CU_ASSERT_EQUAL(b.resident, a.resident); /* handed out again: counted again */
+    for (size_t i = 0; i < N; i++)
+        ct_slab_free(p[i]);
+}
+
 /* Released regions are unmapped, header page and all, once they stayed
  * released for CT_SLAB_UNMAP_PERIODS periods, not before: after the other
  * tests freed everything, only the region of a live slot stays mapped. */
@@ -222,6 +284,7 @@ static void test_threads(void)
     while (atomic_load(&threads_done) < 4) {
         ct_slab_period();
         ct_slab_release(4);
+        ct_slab_punch(256); /* a punched live slot would fail the threads' checks */
         usleep(1000);
     }
     for (unsigned i = 0; i < 4; i++) {
@@ -236,6 +299,7 @@ void ct_test_register(void)
              {"alloc, free, no overlap, used bytes", test_alloc_free},
              {"reuse before mapping", test_reuse},
              {"release after a period, bounded, then reuse", test_release},
+             {"free slots of a region in use give their pages back", test_punch},
              {"threads", test_threads},
              {"released regions unmapped after a while", test_unmap});
 }
