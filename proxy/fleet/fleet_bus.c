@@ -880,7 +880,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     slow_publishes(b, now);
     drop_stalled(b, now);
     if (b->sen) {
-        ct_fleet_sentinel_tick(b->sen, now, b->have_master);
+        ct_fleet_sentinel_tick(b->sen, now, b->have_master, (double)b->ttl_ms / 3000.0);
         if (!b->have_master)
             return; /* connect once a Sentinel answered: the next tick */
     }
@@ -1084,6 +1084,7 @@ void ct_fleet_bus_counts(const struct ct_fleet_bus *b, struct ct_fleet_bus_count
         struct ct_fleet_sentinel_counts sn;
         ct_fleet_sentinel_counts(b->sen, &sn);
         out->role_mismatch = sn.role_mismatch;
+        out->sentinel_stalls = sn.stalls;
     }
 }
 

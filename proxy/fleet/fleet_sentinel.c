@@ -8,6 +8,13 @@
  * after its connect callback failed or its disconnect callback ran: the
  * callbacks only forget the pointer. Their ac->data is the client, not the
  * bus (the bus's AUTH answer does not read it).
+ *
+ * A Sentinel that stops (SIGSTOP: the link up, nothing answered) while SUB
+ * is its only link would tell nothing of a failover, and hiredis 0.14 does
+ * not pass a PING's answer back on a subscribed link: so it is asked the
+ * question again on ASK every check period (which also catches a switch
+ * missed), and one that does not answer in ANSWER_S loses SUB as well
+ * (late()): the next Sentinel is asked and subscribed at.
  */
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
@@ -47,6 +54,9 @@ struct ct_fleet_sentinel {
      * when it happens, not ~10 s later when the old master is demoted (until
      * then it takes writes that its demotion throws away) */
     redisAsyncContext *sub;
+    size_t sub_idx;       /* SUB's Sentinel: SENS[SUB_IDX] */
+    ct_time_t next_check; /* mono: when SUB's Sentinel is asked again (check) */
+    double check_s;       /* the check's period (the tick's) */
     unsigned role_misses; /* ROLE mismatches in a row: the backoff's exponent */
     ct_time_t after;      /* mono: no question before (the backoff) */
     bool closing;
@@ -142,6 +152,7 @@ static void ask(struct ct_fleet_sentinel *s)
         return; /* a question in flight */
     s->ask = link_new(s, ask_connect, ask_disconnect, "sentinel");
     s->asked = ct_time_mono();
+    s->next_check = s->asked + s->check_s; /* any question checks the Sentinel */
     if (!s->ask)
         next_sentinel(s, true); /* as ask_connect() does */
 }
@@ -172,9 +183,9 @@ static void sub_disconnect(const redisAsyncContext *ac, int status)
 {
     (void)status;
     struct ct_fleet_sentinel *s = sentinel_of(ac);
+    if (s->closing || ac != s->sub)
+        return; /* (or dropped: drop_sub) */
     s->sub = NULL;
-    if (s->closing)
-        return;
     s->ops->error(s->arg);
     CT_WARN("fleet: Sentinel %s:%d (subscribed to +switch-master) lost (%s): asking the next "
             "one for the master", ac->c.tcp.host, ac->c.tcp.port,
@@ -196,8 +207,19 @@ static void subscribe_switch(struct ct_fleet_sentinel *s)
     if (s->sub)
         return;
     s->sub = link_new(s, sub_connect, sub_disconnect, "sentinel-sub");
+    s->sub_idx = s->idx;
     if (s->sub)
         redisAsyncCommand(s->sub, on_switch, NULL, "SUBSCRIBE +switch-master");
+}
+
+/* Close SUB without its lost path: freed, since a disconnect would wait
+ * for answers a stopped Sentinel does not send. */
+static void drop_sub(struct ct_fleet_sentinel *s)
+{
+    redisAsyncContext *ac = s->sub;
+    s->sub = NULL;
+    if (ac)
+        redisAsyncFree(ac);
 }
 
 /* A Sentinel late to answer (ANSWER_S) is given up on like an unreachable
@@ -207,17 +229,41 @@ static void late(struct ct_fleet_sentinel *s, ct_time_t now)
     if (!s->ask || now - s->asked < ANSWER_S)
         return;
     s->ops->error(s->arg);
-    CT_WARN("fleet: Sentinel %s:%d did not answer in %.0f s: asking the next one", s->host,
-            s->port, ANSWER_S);
+    bool subscribed = s->sub && s->sub_idx == s->idx;
+    CT_WARN("fleet: Sentinel %s:%d%s did not answer in %.0f s: asking the next one%s", s->host,
+            s->port, subscribed ? " (subscribed to +switch-master)" : "", ANSWER_S,
+            subscribed ? " and subscribing there" : "");
     redisAsyncContext *ac = s->ask;
     s->ask = NULL;
     redisAsyncFree(ac);
+    if (subscribed) {
+        s->n.stalls++;
+        drop_sub(s); /* the tick subscribes at the next one once it answered */
+    }
     next_sentinel(s, true);
 }
 
-void ct_fleet_sentinel_tick(struct ct_fleet_sentinel *s, ct_time_t now, bool have_master)
+/* With a master: SUB's Sentinel asked again CHECK_S after the last
+ * question (the file's comment). A SUB left at a Sentinel other than the
+ * one asked now (the master was lost meanwhile and another answered) moves
+ * to that one. */
+static void check(struct ct_fleet_sentinel *s, ct_time_t now)
+{
+    if (!s->sub || !(s->sub->c.flags & REDIS_CONNECTED) || s->ask || now < s->next_check)
+        return;
+    if (s->sub_idx != s->idx) {
+        drop_sub(s);
+        subscribe_switch(s);
+        return;
+    }
+    ask(s);
+}
+
+void ct_fleet_sentinel_tick(struct ct_fleet_sentinel *s, ct_time_t now, bool have_master,
+                            double check_s)
 {
     CT_CHECK_OBJ(s, CT_FLEET_SENTINEL_MAGIC);
+    s->check_s = check_s;
     late(s, now);
     if (!have_master) {
         if (now >= s->after) /* past a ROLE mismatch's backoff */
@@ -225,6 +271,7 @@ void ct_fleet_sentinel_tick(struct ct_fleet_sentinel *s, ct_time_t now, bool hav
         return;
     }
     subscribe_switch(s); /* at the Sentinel that answered */
+    check(s, now);
 }
 
 /* ROLE's answer: the master used only if it says "master" (the Sentinel

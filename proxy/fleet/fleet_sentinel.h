@@ -8,7 +8,11 @@
  *               answer within 4 s), whenever the bus has no master.
  *   following   subscribed to +switch-master at the Sentinel that answered:
  *               a failover is followed when it happens; a subscription lost
- *               has the next Sentinel asked at once.
+ *               has the next Sentinel asked at once. That Sentinel is asked
+ *               again every register_ttl / 3 on the short link (hiredis 0.14
+ *               does not pass a PING's answer back on a subscribed link): one
+ *               that does not answer within 4 s (stopped) loses the
+ *               subscription too, the next one asked at once.
  *   ROLE        the master named is used once its ROLE says "master"; one
  *               that says otherwise is not, and the next Sentinel is asked
  *               after 1 s, 2 s, 4 s, ... up to 30 s.
@@ -47,6 +51,7 @@ struct ct_fleet_sentinel_ops {
 /* The counters it keeps, part of ct_fleet_bus_counts. */
 struct ct_fleet_sentinel_counts {
     uint64_t role_mismatch; /* masters named whose ROLE said otherwise */
+    uint64_t stalls;        /* subscriptions dropped: their Sentinel did not answer */
 };
 
 /* The client for FL's fleet.redis_sentinel (non-NULL) and its Sentinels;
@@ -56,8 +61,10 @@ struct ct_fleet_sentinel *ct_fleet_sentinel_new(const struct ct_conf_fleet *fl,
                                                 void *arg);
 /* The bus's tick (about every second, NOW mono): give up on a Sentinel
  * late to answer; with no master (HAVE_MASTER false) ask for one (past a
- * ROLE mismatch's backoff); with one, subscribe to +switch-master. */
-void ct_fleet_sentinel_tick(struct ct_fleet_sentinel *s, ct_time_t now, bool have_master);
+ * ROLE mismatch's backoff); with one, subscribe to +switch-master and ask
+ * the subscribed Sentinel again every CHECK_S. */
+void ct_fleet_sentinel_tick(struct ct_fleet_sentinel *s, ct_time_t now, bool have_master,
+                            double check_s);
 /* ROLE's answer REP (the bus's command link to HOST:PORT, the master named):
  * true when it may be used (it says "master", or ROLE was refused: said,
  * used unverified); false when it is not a master (said, counted, the next
