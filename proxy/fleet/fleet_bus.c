@@ -7,7 +7,8 @@
  * holds up a publish. Each is NULL while down; one timer reconnects both
  * every second. While a Redis Cluster migrates the fleet's slot, an ASKed
  * command goes once more on one of two links to the importing node (ASK).
- * hiredis frees a context after its connect callback failed or its
+ * With fleet.redis_sentinel, which master they go to is the Sentinel
+ * client's answer (fleet_sentinel.c, its links made here). hiredis frees a context after its connect callback failed or its
  * disconnect callback ran: the callbacks only forget the pointer.
  */
 #include <event2/event.h>
@@ -25,6 +26,7 @@
 #include "proxy/fleet/fleet.h"
 #include "proxy/fleet/fleet_bus.h"
 #include "proxy/fleet/fleet_fanout.h"
+#include "proxy/fleet/fleet_sentinel.h"
 
 #define STREAM_MAXLEN "10000" /* entries kept for the catch-up (approximate trim) */
 #define BLOCK_MS "2000"       /* one XREAD BLOCK: its answer proves the link alive */
@@ -43,10 +45,6 @@
  * are dropped and made again as after a lost one (Sentinel asked again).
  * STALL_MIN_S keeps a short register_ttl from taking a busy Redis for one. */
 #define STALL_MIN_S 4.0
-/* A master a Sentinel named that ROLE says is not one (a stale Sentinel, a
- * demoted node): the next Sentinel is asked after 1 s, 2 s, 4 s, ... up to
- * this, so a fleet does not hammer a Sentinel that keeps naming it. */
-#define ROLE_BACKOFF_MAX_S 30
 
 struct ct_fleet_bus {
     unsigned magic;
@@ -92,28 +90,13 @@ struct ct_fleet_bus {
     char *ask_host;
     int ask_port;
     redisAsyncContext *ask[2]; /* [0]: CMD's, [1]: BLK's */
-    /* Sentinel (fleet.redis_sentinel): host:port above is the master it
-     * named; SEN asks it again whenever the master is lost */
-    char *master_name; /* NULL: no Sentinel */
-    char *sen_host;    /* the Sentinel asked now: SENS[SEN_IDX] */
-    int sen_port;
-    struct sen_addr {
-        char *host;
-        int port;
-    } *sens;           /* fleet.redis then fleet.redis_sentinels */
-    size_t nsens, sen_idx;
-    redisAsyncContext *sen;
-    ct_time_t sen_sent; /* mono: when SEN was made (sentinel_late) */
-    /* subscribed to +switch-master at a Sentinel: a failover is followed
-     * when it happens, not ~10 s later when the old master is demoted (until
-     * then it takes writes that its demotion throws away) */
-    redisAsyncContext *sen_sub;
+    /* Sentinel (fleet.redis_sentinel; NULL: none): host:port above is the
+     * master it named, asked again whenever the master is lost */
+    struct ct_fleet_sentinel *sen;
     bool have_master;
     /* the command link's ROLE said "master" (always, without Sentinel):
      * until then nothing registers, publishes or reads the stream there */
     bool role_ok;
-    unsigned role_misses;  /* ROLE mismatches in a row: the backoff's exponent */
-    ct_time_t sen_after;   /* mono: no Sentinel question before (the backoff) */
     char last_id[ID_MAX]; /* the last stream id read; "" = not known yet */
     struct event *tick;   /* reconnect, register, membership */
     ct_time_t next_register;
@@ -303,7 +286,7 @@ static int send_cmd(redisAsyncContext *ac, redisCallbackFn *fn, void *priv, cons
 static bool redirected(struct ct_fleet_bus *b, const redisReply *rep)
 {
     /* Sentinel: the master we talk to was demoted (a failover): ask again */
-    if (b->master_name && (is_redirect(rep, "READONLY") || is_redirect(rep, "UNBLOCKED"))) {
+    if (b->sen && (is_redirect(rep, "READONLY") || is_redirect(rep, "UNBLOCKED"))) {
         CT_INFO("fleet: Redis %s:%d is no longer the master (%s): asking Sentinel", b->host,
                 b->port, rep->str);
         b->have_master = false;
@@ -667,12 +650,8 @@ static void cmd_ready(struct ct_fleet_bus *b)
     b->settle_until = ct_time_mono() + 1.0 + (double)b->ttl_ms / 1000.0;
 }
 
-static void next_sentinel(struct ct_fleet_bus *b, bool now);
-
-/* ROLE's answer on a command link to a master a Sentinel named: used only
- * if it says "master" (the Sentinel client spec: a stale Sentinel or a
- * demoted node must not get the fleet's writes). A refused ROLE (an ACL
- * without +role) cannot tell: said, and the master used unverified. */
+/* ROLE's answer on a command link to a master a Sentinel named
+ * (ct_fleet_sentinel_role). */
 static void on_role(redisAsyncContext *ac, void *r, void *priv)
 {
     (void)priv;
@@ -682,27 +661,8 @@ static void on_role(redisAsyncContext *ac, void *r, void *priv)
         b->reg_wait--;
     if (b->closing || !rep || ac != b->cmd)
         return; /* lost: on_disconnect */
-    bool is_array = rep->type == REDIS_REPLY_ARRAY && rep->elements > 0 &&
-                    rep->element[0]->type == REDIS_REPLY_STRING;
-    if (is_array && strcmp(rep->element[0]->str, "master") == 0) {
-        b->role_misses = 0;
-    } else if (!is_array) {
-        CT_WARN("fleet: Redis %s:%d refused ROLE (%s): using it as the master unverified "
-                "(an ACL user needs +role)", b->host, b->port,
-                rep->type == REDIS_REPLY_ERROR ? rep->str : "no role in the answer");
-    } else {
-        unsigned shift = b->role_misses < 5 ? b->role_misses : 5;
-        unsigned wait_s = 1u << shift;
-        if (wait_s > ROLE_BACKOFF_MAX_S)
-            wait_s = ROLE_BACKOFF_MAX_S;
-        b->role_misses++;
-        b->n.role_mismatch++;
-        CT_WARN("fleet: Redis %s:%d, named the master of \"%s\" by a Sentinel, says it is a "
-                "%s: not used; asking the next Sentinel in %u s", b->host, b->port,
-                b->master_name, rep->element[0]->str, wait_s);
+    if (!ct_fleet_sentinel_role(b->sen, b->host, b->port, rep)) {
         b->have_master = false;
-        b->sen_after = ct_time_mono() + wait_s;
-        next_sentinel(b, false);
         drop_links(b);
         return;
     }
@@ -728,7 +688,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
     CT_INFO("fleet: Redis %s:%d connected (%s)", b->host, b->port, is_cmd ? "commands" : "stream");
     if (is_cmd) {
         b->cmd_noauth = false; /* until this connection's AUTH answers */
-        if (b->master_name) { /* answered after AUTH's, sent first */
+        if (b->sen) { /* answered after AUTH's, sent first */
             b->reg_sent = ct_time_mono(); /* a stalled master: drop_stalled */
             b->reg_wait += redisAsyncCommand((redisAsyncContext *)ac, on_role, NULL, "ROLE") ==
                            REDIS_OK;
@@ -749,7 +709,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     if (ac == b->cmd) {
         b->cmd = NULL;
         b->cmd_up = false;
-        b->role_ok = !b->master_name; /* the next master is checked again */
+        b->role_ok = !b->sen; /* the next master is checked again */
     } else {
         b->blk = NULL;
         b->blk_up = false;
@@ -773,16 +733,18 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 
 /* AUTH's answer: an error (a wrong password or user, or none set on a
  * server that wants one) leaves the connection up but every command
- * refused (NOAUTH): said once per connection, counted. PRIV: the key. */
+ * refused (NOAUTH): said once per connection, counted. PRIV: the bus (a
+ * Sentinel link's ac->data is the Sentinel client's). */
 static void on_auth(redisAsyncContext *ac, void *r, void *priv)
 {
-    struct ct_fleet_bus *b = bus_of(ac);
+    struct ct_fleet_bus *b = priv;
+    CT_CHECK_OBJ(b, CT_FLEET_BUS_MAGIC);
     redisReply *rep = r;
     if (b->closing || !rep || rep->type != REDIS_REPLY_ERROR)
         return;
     b->n.redis_errors++;
     CT_WARN("fleet: Redis %s:%d refused AUTH: %s (%s)", ac->c.tcp.host, ac->c.tcp.port, rep->str,
-            (const char *)priv);
+            ac->data == b ? "fleet.redis_password" : "fleet.redis_sentinel_password");
     /* fleet_redis_up says whether Redis serves the fleet, not whether a
      * socket is open */
     if (ac == b->cmd)
@@ -794,15 +756,15 @@ static void on_auth(redisAsyncContext *ac, void *r, void *priv)
 
 /* AUTH as the first command queued on AC (hiredis sends in order once
  * connected): no command runs unauthenticated. */
-static void auth_first(redisAsyncContext *ac, const char *user, const char *pass,
-                       const char *key)
+static void auth_first(struct ct_fleet_bus *b, redisAsyncContext *ac, const char *user,
+                       const char *pass)
 {
     if (!pass)
         return;
     if (user)
-        redisAsyncCommand(ac, on_auth, (void *)key, "AUTH %s %s", user, pass);
+        redisAsyncCommand(ac, on_auth, b, "AUTH %s %s", user, pass);
     else
-        redisAsyncCommand(ac, on_auth, (void *)key, "AUTH %s", pass);
+        redisAsyncCommand(ac, on_auth, b, "AUTH %s", pass);
 }
 
 /* A connection to HOST:PORT for ROLE ("cmd", "stream", "ask-cmd", ...,
@@ -829,174 +791,52 @@ static redisAsyncContext *link_new(struct ct_fleet_bus *b, const char *host, int
     redisAsyncSetConnectCallback(ac, on_conn);
     redisAsyncSetDisconnectCallback(ac, on_disc);
     if (sen)
-        auth_first(ac, NULL, b->sen_password, "fleet.redis_sentinel_password");
+        auth_first(b, ac, NULL, b->sen_password);
     else
-        auth_first(ac, b->username, b->password, "fleet.redis_password");
+        auth_first(b, ac, b->username, b->password);
     /* named, so an operator (and the tests) can tell the nodes apart */
     redisAsyncCommand(ac, NULL, NULL, "CLIENT SETNAME cachet-%s-%s", b->self, role);
     return ac;
 }
 
-/* ---- Sentinel ---------------------------------------------------------------------- */
+/* ---- Sentinel (fleet_sentinel.c) ------------------------------------------------- */
 
-static void on_master(redisAsyncContext *ac, void *r, void *priv)
+static struct redisAsyncContext *sen_link(void *arg, const char *host, int port,
+                                          const char *role)
 {
-    (void)priv;
-    struct ct_fleet_bus *b = bus_of(ac);
-    redisReply *rep = r;
-    if (b->closing || (!rep && ac != b->sen))
-        return; /* (given up on: sentinel_late moved on) */
-    if (rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
-        rep->element[0]->type == REDIS_REPLY_STRING && rep->element[1]->type == REDIS_REPLY_STRING) {
-        int port = atoi(rep->element[1]->str);
-        bool moved = strcmp(b->host, rep->element[0]->str) != 0 || port != b->port;
-        if (moved)
-            CT_INFO("fleet: Sentinel %s:%d names %s:%d the master of \"%s\"", b->sen_host,
-                    b->sen_port, rep->element[0]->str, port, b->master_name);
-        free(b->host);
-        b->host = ct_xstrdup(rep->element[0]->str);
-        b->port = port;
-        b->have_master = true;
-        /* asked with the links up (the subscribed Sentinel was lost): a
-         * failover it did not tell of moves them as a +switch-master does */
-        if (moved && (b->cmd || b->blk)) {
-            b->n.redirects++;
-            drop_links(b);
-        }
-    } else {
-        CT_WARN("fleet: Sentinel %s:%d knows no master \"%s\"%s%s", b->sen_host, b->sen_port,
-                b->master_name, rep && rep->type == REDIS_REPLY_ERROR ? ": " : "",
-                rep && rep->type == REDIS_REPLY_ERROR ? rep->str : "");
-        next_sentinel(b, false); /* this one is still connected: asked on the next tick */
-    }
-    redisAsyncDisconnect(ac);
+    return link_new(arg, host, port, NULL, NULL, role);
 }
 
-static void ask_sentinel(struct ct_fleet_bus *b);
-
-/* The Sentinel asked now failed (unreachable, or it knows no master): the
- * next one in the list is asked, at once unless the round is over (then
- * on the next tick, a second later), so a dead first address costs one
- * connect, not a second per attempt. */
-static void next_sentinel(struct ct_fleet_bus *b, bool now)
+/* Move the links to HOST:PORT: on a +switch-master (SWITCHED), or when
+ * the Sentinel asked with the links up (the subscribed one was lost) names
+ * another master, a failover it was not told of. */
+static bool sen_master(void *arg, const char *host, int port, bool switched)
 {
-    if (b->nsens < 2)
-        return;
-    b->sen_idx = (b->sen_idx + 1) % b->nsens;
-    b->sen_host = b->sens[b->sen_idx].host;
-    b->sen_port = b->sens[b->sen_idx].port;
-    if (now && b->sen_idx != 0)
-        ask_sentinel(b);
-}
-
-static void sen_connect(const redisAsyncContext *ac, int status)
-{
-    struct ct_fleet_bus *b = bus_of(ac);
-    if (status != REDIS_OK) {
-        b->sen = NULL;
-        b->n.redis_errors++;
-        CT_WARN("fleet: Sentinel %s:%d unreachable (%s)", b->sen_host, b->sen_port,
-                ac->errstr[0] ? ac->errstr : "connect failed");
-        next_sentinel(b, true);
-        return;
-    }
-    redisAsyncCommand((redisAsyncContext *)ac, on_master, NULL,
-                      "SENTINEL get-master-addr-by-name %s", b->master_name);
-}
-
-static void sen_disconnect(const redisAsyncContext *ac, int status)
-{
-    (void)status;
-    bus_of(ac)->sen = NULL;
-}
-
-/* A "+switch-master" message: "NAME OLD_IP OLD_PORT NEW_IP NEW_PORT". */
-static void on_switch(redisAsyncContext *ac, void *r, void *priv)
-{
-    (void)priv;
-    struct ct_fleet_bus *b = bus_of(ac);
-    redisReply *rep = r;
-    char name[128], host[64];
-    int port;
-    if (b->closing || !rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 3 ||
-        rep->element[2]->type != REDIS_REPLY_STRING ||
-        sscanf(rep->element[2]->str, "%127s %*s %*s %63s %d", name, host, &port) != 3 ||
-        strcmp(name, b->master_name) != 0)
-        return; /* the subscription's confirmation, or another master's */
-    CT_INFO("fleet: Sentinel %s:%d: +switch-master of \"%s\" to %s:%d", ac->c.tcp.host,
-            ac->c.tcp.port, name, host, port);
-    if (strcmp(host, b->host) == 0 && port == b->port)
-        return;
+    struct ct_fleet_bus *b = arg;
+    CT_CHECK_OBJ(b, CT_FLEET_BUS_MAGIC);
+    bool moved = strcmp(b->host, host) != 0 || port != b->port;
+    if (switched && !moved)
+        return false;
     free(b->host);
     b->host = ct_xstrdup(host);
     b->port = port;
     b->have_master = true;
-    b->n.redirects++;
-    drop_links(b); /* the tick connects to the new master */
+    if (moved && (switched || b->cmd || b->blk)) {
+        b->n.redirects++;
+        drop_links(b); /* the tick connects to the new master */
+    }
+    return moved;
 }
 
-/* The subscribed Sentinel lost (or never reached): a failover may have
- * ended meanwhile, untold, so the next Sentinel is asked for the master at
- * once, and the tick subscribes there (the one asked now); retrying a dead
- * one alone would miss every failover until the master is lost. */
-static void sub_disconnect(const redisAsyncContext *ac, int status)
+static void sen_error(void *arg)
 {
-    (void)status;
-    struct ct_fleet_bus *b = bus_of(ac);
-    b->sen_sub = NULL;
-    if (b->closing)
-        return;
+    struct ct_fleet_bus *b = arg;
+    CT_CHECK_OBJ(b, CT_FLEET_BUS_MAGIC);
     b->n.redis_errors++;
-    CT_WARN("fleet: Sentinel %s:%d (subscribed to +switch-master) lost (%s): asking the next "
-            "one for the master", ac->c.tcp.host, ac->c.tcp.port,
-            ac->errstr[0] ? ac->errstr : "closed");
-    next_sentinel(b, false);
-    ask_sentinel(b);
 }
 
-static void sub_connect(const redisAsyncContext *ac, int status)
-{
-    if (status != REDIS_OK)
-        sub_disconnect(ac, status);
-}
-
-/* Subscribe at the Sentinel asked now; a failed one is tried again on the
- * next tick (then at the Sentinel asked by then). */
-static void subscribe_switch(struct ct_fleet_bus *b)
-{
-    if (b->sen_sub)
-        return;
-    b->sen_sub = link_new(b, b->sen_host, b->sen_port, sub_connect, sub_disconnect,
-                         "sentinel-sub");
-    if (b->sen_sub)
-        redisAsyncCommand(b->sen_sub, on_switch, NULL, "SUBSCRIBE +switch-master");
-}
-
-static void ask_sentinel(struct ct_fleet_bus *b)
-{
-    if (b->sen)
-        return; /* a question in flight */
-    b->sen = link_new(b, b->sen_host, b->sen_port, sen_connect, sen_disconnect, "sentinel");
-    b->sen_sent = ct_time_mono();
-    if (!b->sen)
-        next_sentinel(b, true); /* as sen_connect() does */
-}
-
-/* A Sentinel that has not answered within STALL_MIN_S (stopped, or its
- * address drops the SYNs: hiredis 0.14 has no connect timeout) is given
- * up on like an unreachable one, or it would hold every question. */
-static void sentinel_late(struct ct_fleet_bus *b, ct_time_t now)
-{
-    if (!b->sen || now - b->sen_sent < STALL_MIN_S)
-        return;
-    b->n.redis_errors++;
-    CT_WARN("fleet: Sentinel %s:%d did not answer in %.0f s: asking the next one", b->sen_host,
-            b->sen_port, STALL_MIN_S);
-    redisAsyncContext *ac = b->sen;
-    b->sen = NULL;
-    redisAsyncFree(ac);
-    next_sentinel(b, true);
-}
+static const struct ct_fleet_sentinel_ops sen_ops = {
+    .link = sen_link, .master = sen_master, .error = sen_error};
 
 static void slow_publishes(struct ct_fleet_bus *b, ct_time_t now);
 
@@ -1039,14 +879,11 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     ct_time_t now = ct_time_mono();
     slow_publishes(b, now);
     drop_stalled(b, now);
-    sentinel_late(b, now);
-    if (b->master_name && !b->have_master) {
-        if (now >= b->sen_after) /* past a ROLE mismatch's backoff */
-            ask_sentinel(b); /* connect once it answered: the next tick */
-        return;
+    if (b->sen) {
+        ct_fleet_sentinel_tick(b->sen, now, b->have_master, (double)b->ttl_ms / 3000.0);
+        if (!b->have_master)
+            return; /* connect once a Sentinel answered: the next tick */
     }
-    if (b->master_name)
-        subscribe_switch(b); /* at the Sentinel that answered */
     if (!b->cmd)
         b->cmd = link_new(b, b->host, b->port, on_connect, on_disconnect, "cmd");
     if (!b->blk)
@@ -1214,19 +1051,8 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
         return b; /* static members: the HTTP fan-out only, as with Redis down for good */
     b->host = ct_xstrdup(fl->redis.host);
     b->port = fl->redis.port;
-    if (fl->redis_sentinel) {
-        b->master_name = ct_xstrdup(fl->redis_sentinel);
-        size_t n = fl->nsentinels ? fl->nsentinels : 1;
-        b->sens = ct_xcalloc(n, sizeof(*b->sens));
-        for (size_t i = 0; i < n; i++) {
-            const struct ct_conf_addr *a = fl->nsentinels ? &fl->sentinels[i] : &fl->redis;
-            b->sens[i].host = ct_xstrdup(a->host);
-            b->sens[i].port = a->port;
-        }
-        b->nsens = n;
-        b->sen_host = b->sens[0].host;
-        b->sen_port = b->sens[0].port;
-    }
+    if (fl->redis_sentinel)
+        b->sen = ct_fleet_sentinel_new(fl, &sen_ops, b);
     b->self = ct_xstrdup(fl->self);
     b->reg = registration(fl);
     /* {PREFIX}: one hash slot for both keys (Redis Cluster) */
@@ -1241,7 +1067,7 @@ struct ct_fleet_bus *ct_fleet_bus_new(struct event_base *base, const struct ct_c
     b->username = fl->redis_username ? ct_xstrdup(fl->redis_username) : NULL;
     b->sen_password =
         fl->redis_sentinel_password ? ct_xstrdup(fl->redis_sentinel_password) : NULL;
-    b->role_ok = !b->master_name;
+    b->role_ok = !b->sen;
     for (size_t i = 0; i < CT_BALANCE_MAX; i++)
         b->live[i] = true; /* the view starts with every member live */
     b->tick = event_new(base, -1, EV_PERSIST, on_tick, b);
@@ -1254,6 +1080,12 @@ void ct_fleet_bus_counts(const struct ct_fleet_bus *b, struct ct_fleet_bus_count
 {
     CT_CHECK_OBJ(b, CT_FLEET_BUS_MAGIC);
     *out = b->n;
+    if (b->sen) {
+        struct ct_fleet_sentinel_counts sn;
+        ct_fleet_sentinel_counts(b->sen, &sn);
+        out->role_mismatch = sn.role_mismatch;
+        out->sentinel_stalls = sn.stalls;
+    }
 }
 
 void ct_fleet_bus_fanout_counts(const struct ct_fleet_bus *b, struct ct_fleet_fanout_counts *out)
@@ -1273,20 +1105,13 @@ void ct_fleet_bus_free(struct ct_fleet_bus **bp)
         redisAsyncFree(b->cmd);
     if (b->blk)
         redisAsyncFree(b->blk);
-    if (b->sen)
-        redisAsyncFree(b->sen);
-    if (b->sen_sub)
-        redisAsyncFree(b->sen_sub);
+    ct_fleet_sentinel_free(&b->sen);
     for (size_t i = 0; i < CT_ARRAY_LEN(b->ask); i++)
         if (b->ask[i])
             redisAsyncFree(b->ask[i]);
     free(b->ask_host);
     if (b->tick)
         event_free(b->tick);
-    free(b->master_name);
-    for (size_t i = 0; i < b->nsens; i++)
-        free(b->sens[i].host);
-    free(b->sens);
     ct_fleet_fanout_free(&b->fanout);
     free(b->host);
     free(b->self);

@@ -38,7 +38,7 @@
  * ASKed command sent once to the importing node) or
  * a Sentinel-managed primary (asked again after every loss; a failover
  * followed at the Sentinel's +switch-master; the master named used only
- * once its ROLE says so).
+ * once its ROLE says so: fleet_sentinel.h).
  */
 #ifndef CT_PROXY_FLEET_BUS_H
 #define CT_PROXY_FLEET_BUS_H
@@ -82,6 +82,7 @@ struct ct_fleet_bus_counts {
                             their kind was still unanswered */
     uint64_t stalls;     /* links dropped: Redis answered nothing for register_ttl */
     uint64_t role_mismatch; /* Sentinel: a master named whose ROLE said otherwise */
+    uint64_t sentinel_stalls; /* Sentinel: subscriptions dropped, their Sentinel silent */
 };
 
 /* A bus for CF's fleet on BASE, connecting at once; NULL when CF has no

@@ -214,6 +214,7 @@ void ct_ops_fleet_counts(struct ct_ops *ops, struct ct_stats *sum)
     ct_stats_add(&sum->fleet_redis_skipped[0], n.skipped);
     ct_stats_add(&sum->fleet_redis_stalls[0], n.stalls);
     ct_stats_add(&sum->fleet_redis_role_mismatch[0], n.role_mismatch);
+    ct_stats_add(&sum->fleet_redis_sentinel_stalls[0], n.sentinel_stalls);
     struct ct_fleet_fanout_counts fo;
     ct_fleet_bus_fanout_counts(ops->bus, &fo);
     ct_stats_add(&sum->fleet_fanout_waiting[0], fo.waiting);

@@ -197,6 +197,8 @@ enum ct_stats_route {
       "Times both Redis links were dropped and made again: no answer for register_ttl.") \
     X(fleet_redis_role_mismatch, COUNTER, NONE,                                 \
       "Masters a Sentinel named whose ROLE was not master: not used, the next Sentinel asked.") \
+    X(fleet_redis_sentinel_stalls, COUNTER, NONE,                               \
+      "Sentinel subscriptions (+switch-master) dropped: that Sentinel did not answer in 4 s.") \
     X(fleet_members_live, GAUGE, NONE,                                          \
       "Members registered in Redis at the last membership read, this one included.") \
     X(fleet_members_down, GAUGE, NONE,                                          \
