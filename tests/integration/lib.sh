@@ -114,12 +114,27 @@ ct_wait_until() {
 
 # ct_free_ports N: N distinct free loopback ports on one line, for
 # configurations that must name each other's ports (a fleet's member list).
+# Chosen at random below the kernel's ephemeral range (as bench.sh's
+# b_free_port): a port the kernel hands out for bind(0) is also one it may
+# give the next outgoing connection before our server binds it (seen: a
+# redis-server refused its port while a soak ran beside the tests).
 ct_free_ports() {
     /usr/bin/python3 -c '
-import socket, sys
-s = [socket.socket() for _ in range(int(sys.argv[1]))]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])' "$1"
+import random, socket, sys
+lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+got, held = [], []
+while len(got) < int(sys.argv[1]):
+    p = random.randint(10000, lo - 1)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        s.close()
+        continue
+    if p not in got:
+        got.append(p)
+        held.append(s)
+print(*got)' "$1"
 }
 
 # ct_start_redis PORT [ARGS...]: a redis-server named "redis" on PORT that
