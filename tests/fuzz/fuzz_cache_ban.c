@@ -202,6 +202,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t s = 0; s < 2; s++)
         ct_cache_stats(c[s], &st[s]);
     FUZZ_CHECK(st[0].banned == st[1].banned && st[0].soft_banned == st[1].soft_banned);
+    /* each hard-banned object counted once; a soft-banned one may be hard-banned after */
+    size_t gone = 0, stale = 0;
+    for (size_t i = 0; i < NOBJS; i++) {
+        gone += a[i] == CT_CACHE_MISS;
+        stale += a[i] == CT_CACHE_STALE;
+    }
+    FUZZ_CHECK(st[1].banned == gone && st[1].soft_banned >= stale);
     for (size_t s = 0; s < 2; s++)
         fz_cache_drain(&c[s], keys, NOBJS, empty[s]);
     return 0;
