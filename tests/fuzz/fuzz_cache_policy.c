@@ -233,7 +233,7 @@ static void check_store(const struct ct_http_msg *resp, const struct ct_http_msg
                         const struct ct_cache_fresh *f, struct ct_str vkey, ct_time_t now)
 {
     size_t empty;
-    struct ct_cache *c = fz_cache_new(4, 0, &empty);
+    struct ct_cache *c = fz_cache_new(8u << 20, 4, 0, &empty);
     char head[MAX_INPUT + 64];
     struct ct_str tags[CT_CACHE_TAGS_MAX];
     const struct ct_http_field *host = ct_http_msg_find(a, CT_HDR_HOST, NULL);

@@ -54,10 +54,11 @@ static bool fz_field(const struct ct_obj *obj, struct ct_str name, struct ct_str
     return false;
 }
 
-static struct ct_cache *fz_cache_new(unsigned shards, unsigned max_bans, size_t *empty_bytes)
+static struct ct_cache *fz_cache_new(size_t max_bytes, unsigned shards, unsigned max_bans,
+                                     size_t *empty_bytes)
 {
-    struct ct_cache_config cfg = {.max_bytes = 8u << 20,
-                                  .max_object_size = 1u << 16,
+    struct ct_cache_config cfg = {.max_bytes = max_bytes,
+                                  .max_object_size = CT_MIN(max_bytes, (size_t)1 << 16),
                                   .shards = shards,
                                   .field = fz_field,
                                   .max_bans = max_bans};
