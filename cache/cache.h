@@ -309,6 +309,14 @@ size_t ct_cache_purge_prefix_mode(struct ct_cache *cache, struct ct_str prefix,
 #define CT_CACHE_TAG_MAX_LEN 1024
 #define CT_CACHE_TAGS_MAX 128
 
+/* The tags of one line VALUE of the tag field NAME, appended to OUT[*N..MAX)
+ * (*N advanced): Fastly's Surrogate-Key and Varnish's xkey list them with
+ * spaces, Cloudflare's Cache-Tag and any other field with commas; each is
+ * OWS-trimmed, empty ones skipped. Views point into VALUE. Returns how many
+ * were left out: longer than MAX_LEN, or past MAX. Pure; any thread. */
+size_t ct_cache_tags_split(struct ct_str name, struct ct_str value, struct ct_str *out, size_t *n,
+                           size_t max, size_t max_len);
+
 /* Purge every object (every variant, every key) tagged exactly TAG (bytes
  * compared as they are: the proxy decides about case). Cost: O(objects with
  * the tag), one shard lock at a time. Returns the number purged. Memory of the

@@ -428,6 +428,30 @@ size_t ct_cache_purge_tag(struct ct_cache *cache, struct ct_str tag, enum ct_cac
     return done;
 }
 
+size_t ct_cache_tags_split(struct ct_str name, struct ct_str value, struct ct_str *out, size_t *n,
+                           size_t max, size_t max_len)
+{
+    bool spaces = ct_str_eq_ci(name, CT_STR("Surrogate-Key")) || ct_str_eq_ci(name, CT_STR("xkey"));
+    const char *p = value.p, *end = p + value.len;
+    size_t refused = 0;
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == '\t' || (!spaces && *p == ',')))
+            p++;
+        const char *q = p;
+        while (q < end && (spaces ? *q != ' ' && *q != '\t' : *q != ','))
+            q++;
+        struct ct_str t = ct_str_trim_ows(ct_str_make(p, (size_t)(q - p)));
+        p = q;
+        if (t.len == 0)
+            continue;
+        if (t.len > max_len || *n >= max)
+            refused++;
+        else
+            out[(*n)++] = t;
+    }
+    return refused;
+}
+
 size_t ct_obj_tags(struct ct_obj *obj, struct ct_str *out, size_t max, char *buf, size_t cap)
 {
     CT_CHECK_OBJ(obj, CT_OBJ_MAGIC);

@@ -217,6 +217,8 @@ static int one_value_matches(struct ct_str name, struct ct_str want, const struc
 
 bool ct_cache_vary_match(struct ct_str key, const struct ct_http_msg *req)
 {
+    if (key.len == 0)
+        return true; /* no Vary; and the key of none is {NULL, 0}: NULL + 0 is UB */
     const char *p = key.p, *end = key.p + key.len;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));

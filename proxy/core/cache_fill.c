@@ -66,13 +66,6 @@ bool ct_cache_is_tag_field(const struct ct_conf_cache *cc, const struct ct_http_
     return false;
 }
 
-/* Fastly's Surrogate-Key and Varnish's xkey list tags with spaces; Cloudflare's
- * Cache-Tag, and any field of the operator's, with commas. */
-static bool space_separated(struct ct_str name)
-{
-    return ct_str_eq_ci(name, CT_STR("Surrogate-Key")) || ct_str_eq_ci(name, CT_STR("xkey"));
-}
-
 size_t ct_cache_tags_of(struct ct_req *r, const struct ct_http_msg *msg,
                         struct ct_str out[CT_CACHE_TAGS_MAX])
 {
@@ -80,25 +73,9 @@ size_t ct_cache_tags_of(struct ct_req *r, const struct ct_http_msg *msg,
     size_t n = 0, refused = 0;
     for (size_t i = 0; i < msg->nfields; i++) {
         const struct ct_http_field *f = &msg->fields[i];
-        if (!ct_cache_is_tag_field(cc, f))
-            continue;
-        bool spaces = space_separated(f->name);
-        const char *p = f->value.p, *end = p + f->value.len;
-        while (p < end) {
-            while (p < end && (*p == ' ' || *p == '\t' || (!spaces && *p == ',')))
-                p++;
-            const char *q = p;
-            while (q < end && (spaces ? *q != ' ' && *q != '\t' : *q != ','))
-                q++;
-            struct ct_str t = ct_str_trim_ows(ct_str_make(p, (size_t)(q - p)));
-            p = q;
-            if (t.len == 0)
-                continue;
-            if (t.len > cc->max_tag_length || n == cc->max_tags)
-                refused++;
-            else
-                out[n++] = t;
-        }
+        if (ct_cache_is_tag_field(cc, f))
+            refused += ct_cache_tags_split(f->name, f->value, out, &n, cc->max_tags,
+                                           cc->max_tag_length);
     }
     if (refused) {
         ct_stats_add(&r->w->stats->cache_tags_refused[0], refused);

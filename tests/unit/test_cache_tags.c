@@ -534,6 +534,34 @@ static void test_threads_deferred(void)
     ct_cache_free(&c);
 }
 
+/* One field line's tags: spaces for Surrogate-Key and xkey, commas for the
+ * rest; trimmed, empty ones skipped, the long ones and those past MAX
+ * counted as left out. */
+static void split_is(const char *name, const char *value, size_t max, size_t max_len,
+                     const char *want, size_t want_refused)
+{
+    struct ct_str out[8];
+    size_t n = 1;
+    out[0] = CT_STR("before"); /* appended after what is there */
+    size_t refused = ct_cache_tags_split(ct_str_c(name), ct_str_c(value), out, &n, max, max_len);
+    char got[256] = "";
+    for (size_t i = 0; i < n; i++)
+        snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%.*s", i ? "|" : "",
+                 (int)out[i].len, out[i].p);
+    CU_ASSERT_STRING_EQUAL(got, want);
+    CU_ASSERT_EQUAL(refused, want_refused);
+}
+
+static void test_split(void)
+{
+    split_is("Surrogate-Key", " product-42\tlist  home ", 8, 64, "before|product-42|list|home", 0);
+    split_is("XKEY", "a,b c", 8, 64, "before|a,b|c", 0);
+    split_is("Cache-Tag", "a, b,,c d ,", 8, 64, "before|a|b|c d", 0);
+    split_is("X-Tags", " , ", 8, 64, "before", 0);
+    split_is("Cache-Tag", "abcd,ab,abc", 8, 3, "before|ab|abc", 1);
+    split_is("Cache-Tag", "a,b,c,d", 3, 64, "before|a|b", 2);
+}
+
 void ct_test_register(void)
 {
     CT_SUITE("cache tags", {"purge by tag matches exactly", test_purge_by_tag_exact},
@@ -547,5 +575,6 @@ void ct_test_register(void)
               test_deferred_reclaim},
              {"a full cache frees purged objects before it evicts", test_reclaim_before_evict},
              {"purges beside lookups on threads", test_threads},
-             {"large purges beside lookups and the lurker on threads", test_threads_deferred});
+             {"large purges beside lookups and the lurker on threads", test_threads_deferred},
+             {"a tag field's line split into tags", test_split});
 }
