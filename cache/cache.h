@@ -445,7 +445,8 @@ bool ct_cache_fits(const struct ct_cache *cache, uint64_t bytes);
     X(banned, "objects removed by a ban")                                                      \
     X(soft_banned, "objects marked stale by a soft ban")                                       \
     X(ban_tested, "objects tested against the bans (lookups and the lurker)")                  \
-    X(ban_lurker_tested, "objects the ban lurker tested")
+    X(ban_lurker_tested, "objects the ban lurker tested")                                      \
+    X(ban_regex_limited, "objects a ban regex gave up on (its match limit): not banned")
 
 struct ct_cache_stats {
 #define CT_CACHE_STAT_FIELD(name, text) uint64_t name;

@@ -336,7 +336,24 @@ struct subject {
     struct ct_str host, target;
     char status[8];
     pcre2_match_data *md; /* made at the first regex, freed by the tester */
+    bool limited;         /* a regex hit BAN_MATCH_LIMIT */
 };
+
+/* A regex's work on one value is bounded, as Varnish bounds it
+ * (pcre2_match_limit, 10 000 by default): a pattern that backtracks without
+ * end (`^(a+)+$` on a long run of a's) would hold a shard's lock for the
+ * lurker's whole slice. A term whose match hits the bound is false, ~ and
+ * !~ alike: the object is not banned on a verdict nobody reached. */
+#define BAN_MATCH_LIMIT 10000
+static pthread_once_t match_once = PTHREAD_ONCE_INIT;
+static pcre2_match_context *match_ctx; /* read-only once made: shared by every thread */
+
+static void match_ctx_make(void)
+{
+    match_ctx = pcre2_match_context_create(NULL);
+    if (match_ctx)
+        pcre2_set_match_limit(match_ctx, BAN_MATCH_LIMIT);
+}
 
 static bool term_matches(const struct term *t, struct subject *s)
 {
@@ -359,8 +376,14 @@ static bool term_matches(const struct term *t, struct subject *s)
         if (s->md == NULL)
             s->md = pcre2_match_data_create(1, NULL);
         CT_ASSERT(s->md != NULL);
+        pthread_once(&match_once, match_ctx_make);
         /* rc 0: a match with too small an ovector, still a match */
-        int rc = pcre2_match(t->re, (PCRE2_SPTR)(v.p ? v.p : ""), v.len, 0, 0, s->md, NULL);
+        int rc = pcre2_match(t->re, (PCRE2_SPTR)(v.p ? v.p : ""), v.len, 0, 0, s->md, match_ctx);
+        if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
+            rc == PCRE2_ERROR_HEAPLIMIT || rc == PCRE2_ERROR_JIT_STACKLIMIT) {
+            s->limited = true;
+            return false;
+        }
         return (rc >= 0) == (t->op == OP_RE);
     }
     }
@@ -417,6 +440,8 @@ bool ct_cache_ban_test(struct ct_cache_shard *sh, struct ct_obj *obj, ct_time_t 
     pcre2_match_data_free(s.md);
     if (hard)
         CT_STAT_INC(sh, banned);
+    if (s.limited)
+        CT_STAT_INC(sh, ban_regex_limited);
     return hard;
 }
 

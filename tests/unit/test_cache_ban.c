@@ -227,6 +227,27 @@ static void test_terms(void)
     ct_cache_free(&c);
 }
 
+/* A regex that backtracks without end gives up at its match limit: the
+ * term is false for ~ and !~ alike (nothing banned on no verdict), counted,
+ * and the test ends at once (without our limit, !~ would ban it after ~2^20
+ * steps, within PCRE2's own default of 10 million). */
+static void test_regex_limit(void)
+{
+    struct ct_cache *c = mk_ban_cache(0, 4);
+    char err[256];
+    char long_a[40];
+    memset(long_a, 'a', 20);
+    strcpy(long_a + 20, "b");
+    put(c, "a.example", "/x", 200, long_a, T0);
+    put(c, "a.example", "/y", 200, "ab", T0);
+    CU_ASSERT_EQUAL(ban(c, "obj.http.x-tag !~ \"^(a+)+$\"", false, T0, err, sizeof(err)), CT_OK);
+    CU_ASSERT_EQUAL(look(c, "a.example", "/x", T0 + 1), CT_CACHE_HIT); /* gave up: kept */
+    CU_ASSERT_EQUAL(look(c, "a.example", "/y", T0 + 1), CT_CACHE_MISS); /* a verdict: banned */
+    CU_ASSERT_EQUAL(stats(c).ban_regex_limited, 1);
+    CU_ASSERT_EQUAL(stats(c).banned, 1);
+    ct_cache_free(&c);
+}
+
 /* A soft ban marks stale (served as grace allows, revalidated), not gone. */
 static void test_soft_ban(void)
 {
@@ -519,6 +540,7 @@ void ct_test_register(void)
              {"parse: req.* terms refused", test_req_refused},
              {"lazy: a lookup tests older objects once", test_lazy_at_lookup},
              {"terms: status, host, !=, !~, absent fields", test_terms},
+             {"a regex past its match limit bans nothing", test_regex_limit},
              {"soft ban marks stale", test_soft_ban},
              {"lurker: bounded slices, ban dropped after its walk", test_lurker_slices},
              {"lurker: objects newer than the ban untested", test_lurker_skips_newer},
