@@ -377,8 +377,9 @@ size_t ct_slab_punch(size_t max_visits)
 {
     pthread_once(&once, init);
     uint64_t now = atomic_load_explicit(&epoch, memory_order_relaxed);
-    size_t done = 0, visits = max_visits;
-    for (size_t i = 0; i < NCLASSES && visits > 0; i++) {
+    size_t done = 0, visits = max_visits, first;
+    /* slot sizes grow with the class: the smaller ones never hold a whole page */
+    for (size_t i = class_of(2 * page_size, &first); i < NCLASSES && visits > 0; i++) {
         struct cls *c = &classes[i];
         pthread_mutex_lock(&c->mtx);
         if (c->cur)

@@ -50,7 +50,7 @@ static const struct fz_obj objs[] = {
     {"WWW.Example.COM:80", "/css/site.css", 200, "Content-Type: text/css\r\n", NULL},
     {"example.com", "/api/items?id=42", 404, "Content-Type: application/json\r\nX-Tag: \r\n",
      "api"},
-    {"example.org:8080", "/old", 301, "Location: /new\r\nx-tag: Upper\r\n", NULL},
+    {"example.org:8000", "/old", 301, "Location: /new\r\nx-tag: Upper\r\n", NULL},
     {"b.example", "/z%20q", 503, "X-Tag: a\r\nX-Tag: b\r\nRetry-After: 5\r\n", "b"},
     {"example.com", "/img/c.png", 200, "Content-Type: image/png\r\nX-Tag: a2\r\n", "img"},
 };
