@@ -319,9 +319,11 @@ static inline void ct_cache_obj_prefetch(const struct ct_obj *obj)
 /* Ask for what unlinking OBJ will touch besides its own lines: its queue
  * neighbours, its links array (cache_tags.c) and its first segment (freed
  * with it). Any thread, no lock: OBJ must be referenced, so its fields are
- * memory we may read; they may change meanwhile (relaxed loads: a hint
- * only, and a prefetch of memory freed since never faults). */
-static inline void ct_cache_obj_prefetch_unlink(const struct ct_obj *obj, bool links)
+ * memory we may read; they may change meanwhile, written under the shard
+ * lock by plain stores (a hint only, and a prefetch of memory freed since
+ * never faults). CT_NO_TSAN: those writers are not atomic, so TSan would
+ * report the pair as a race whenever a neighbour moves during a purge. */
+CT_NO_TSAN static inline void ct_cache_obj_prefetch_unlink(const struct ct_obj *obj, bool links)
 {
     __builtin_prefetch(__atomic_load_n(&obj->qlink.prev, __ATOMIC_RELAXED), 1);
     __builtin_prefetch(__atomic_load_n(&obj->qlink.next, __ATOMIC_RELAXED), 1);

@@ -275,8 +275,10 @@ int ct_cache_tags_link(struct ct_obj *obj, const struct ct_str *tags_in, size_t 
  * each tag's chain neighbours (written only if this is the tag's last link).
  * The object's shard lock is held, so LS and its tags stay; the neighbours
  * are read without their tag lock, for the hint only: relaxed loads, and a
- * prefetch of memory freed meanwhile costs nothing (it never faults). */
-static void prefetch_links(const struct ct_cache_links *ls)
+ * prefetch of memory freed meanwhile costs nothing (it never faults). The
+ * writers hold the tag lock and store plainly, so TSan is told to look away
+ * (CT_NO_TSAN) rather than report each such pair as a race. */
+CT_NO_TSAN static void prefetch_links(const struct ct_cache_links *ls)
 {
     for (uint32_t i = 0; i < ls->n; i++) {
         const struct ct_cache_link *l = &ls->l[i];
@@ -286,7 +288,7 @@ static void prefetch_links(const struct ct_cache_links *ls)
     }
 }
 
-static void prefetch_chains(const struct ct_cache_links *ls)
+CT_NO_TSAN static void prefetch_chains(const struct ct_cache_links *ls)
 {
     for (uint32_t i = 0; i < ls->n; i++) {
         struct tag *t = ls->l[i].tag;

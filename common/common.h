@@ -33,11 +33,15 @@
 #define CT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define CT_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #define CT_NORETURN __attribute__((noreturn))
+/* For a function whose racy reads are hints by design (prefetch targets read
+ * without the lock that guards them): ThreadSanitizer does not watch it. */
+#define CT_NO_TSAN __attribute__((no_sanitize("thread")))
 #else
 #define CT_LIKELY(x) (x)
 #define CT_UNLIKELY(x) (x)
 #define CT_PRINTF(f, a)
 #define CT_NORETURN
+#define CT_NO_TSAN
 #endif
 
 /* ---- asserts --------------------------------------------------------- */

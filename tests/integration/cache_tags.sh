@@ -76,7 +76,7 @@ res=$(seq 20 | xargs -P 20 -I{} curl -s -o /dev/null -D - -w 'time %{time_total}
 ct_check "soft: 20 answers, none waited for the 1.5 s origin" \
     "$(grep -cE '^(stale|hit) quick$' <<<"$res")" 20
 ct_check_match "soft: the first ones stale" "$res" 'stale quick'
-ct_wait_until 60 sh -c "[ \"\$(curl -s http://127.0.0.1:$OPORT/_origin/stats | sed -n 's/.*\"total\": *\([0-9]*\).*/\1/p')\" -ge 1 ]"
+ct_wait_until 60 ct_origin_total_ge "$OPORT" 1
 ct_wait_until 60 sh -c "curl -s -D - -o /dev/null '$S' | grep -q 'Cache-Status: cachet; hit; ttl=[1-9]'"
 ct_check "soft: one refresh for 20 requests" "$(count)" 1
 ct_check_match "soft: fresh again after it" "$(cstatus "$S")" '^cachet; hit; ttl=[1-9]'

@@ -30,13 +30,11 @@ CONF
 }
 write_conf aa
 ct_start_proxy -c "$CONF"
-total() { curl -s "http://127.0.0.1:$1/_origin/stats" | sed -n 's/.*"total": *\([0-9]*\).*/\1/p'; }
 
 T="/gen?size=10&cache-control=no-store&delay=2000"
 curl -s -o "$CT_TMP/r1" -H 'Host: one.test' "$P$T" &
 c1=$!
-at_b() { [ "$(total "$B")" -ge 1 ] 2>/dev/null; }
-ct_wait_until 60 at_b
+ct_wait_until 60 ct_origin_total_ge "$B" 1
 curl -s -o "$CT_TMP/r2" -w '%{http_code}' -H 'Host: one.test' "$P$T" >"$CT_TMP/c2" &
 c2=$!
 # the second request is in the core (it waits on the first's fetch) ...
@@ -49,8 +47,8 @@ reloaded() { grep -q 'in use by every worker' "$ELOG"; }
 ct_wait_until 90 reloaded
 wait $c1 $c2
 ct_check "the waiter got its answer" "$(cat "$CT_TMP/c2")" 200
-ct_check "both went to bee's backend" "$(total "$B")" 2
-ct_check "none to aa's" "$(total "$A")" 0
+ct_check "both went to bee's backend" "$(ct_origin_total "$B")" 2
+ct_check "none to aa's" "$(ct_origin_total "$A")" 0
 ct_check_match "the second waited, then fetched on its own" "$(cat "$ELOG")" \
     'steps: recv route cache lookup wait pass'
 ct_done

@@ -44,13 +44,15 @@ ct_check "rate: another client address has its own bucket" \
 ct_check "rate: over HTTP/2 too (the same bucket, whatever the protocol)" \
     "$(code -k --http2 -H 'Host: www.test' "https://127.0.0.1:$SP/gen?i=7")" 429
 
-# concurrency: one /delay/ request in flight per client; a second is refused
-curl -s -o /dev/null -H 'Host: www.test' "$U/delay/1500?cache-control=no-store&a=1" &
+# concurrency: one /delay/ request in flight per client; a second is refused.
+# The origin has already answered the /gen requests above, so wait for its
+# count to pass what it was, not for any count (a second request sent before
+# the first reached cachet would be let in). 3 s of delay leaves the second
+# request time to arrive under sanitizers on a loaded machine.
+before=$(ct_origin_total "$OP")
+curl -s -o /dev/null -H 'Host: www.test' "$U/delay/3000?cache-control=no-store&a=1" &
 SLOW=$!
-for ((i = 0; i < 300; i++)); do
-    [ "$(curl -s "http://127.0.0.1:$OP/_origin/stats" | sed -n 's/.*"total": *\([0-9]*\).*/\1/p')" -ge 1 ] 2>/dev/null && break
-    sleep 0.01
-done
+ct_wait_until 60 ct_origin_total_ge "$OP" $((before + 1))
 ct_check "concurrent: a second request in flight is refused" \
     "$(code -H 'Host: www.test' "$U/delay/10?cache-control=no-store&b=1")" 429
 ct_check "concurrent: another client is not" \
