@@ -32,12 +32,12 @@ ct_check_match "stale answer, refresh in the background" "$(cs)" 'detail=stale-w
 ct_wait_until 20 ct_origin_total_ge "$OPORT" 2
 ct_check "one background fetch" "$(ct_origin_total "$OPORT")" 2
 # the refreshed object is the echo of the background request
-for ((i = 0; i < 250; i++)); do
+refreshed() {
     get
     seq=$(tr -d '\r' <"$CT_TMP/h" | sed -n 's/^x-origin-seq: //Ip')
-    [ "${seq:-0}" -ge 2 ] && break
-    sleep 0.02
-done
+    [ "${seq:-0}" -ge 2 ]
+}
+ct_wait_until 60 refreshed
 ct_check_match "refreshed object served" "$(cs)" 'stale-while-revalidate|hit'
 ct_check "background refresh: X-Forwarded-Proto https" "$(proto)" https
 ct_done

@@ -128,10 +128,7 @@ traced() {
     rm -f "$CT_TMP/strace.err" "$CT_TMP/strace.out"
     strace -f -e trace=sendfile -o "$CT_TMP/strace.out" -p "$PID" 2>"$CT_TMP/strace.err" &
     st=$!
-    for ((i = 0; i < 1000; i++)); do
-        grep -q 'attached' "$CT_TMP/strace.err" 2>/dev/null && break
-        sleep 0.01
-    done
+    ct_wait_until 60 grep -qs 'attached' "$CT_TMP/strace.err"
     for ((i = 0; i < n; i++)); do curl -s -o /dev/null "$url"; done
     kill -INT "$st"
     wait "$st" 2>/dev/null

@@ -116,11 +116,11 @@ h=$(get "$U")
 ct_check_match "grace: Cache-Status says stale-while-revalidate" "$(hdr Cache-Status "$h")" \
     '^cachet; (hit|fwd=miss; collapsed)'
 wait_count 2
-for ((i = 0; i < 3000; i++)); do
+fresh_again() {
     h=$(get "$U")
-    [[ "$(hdr Cache-Status "$h")" =~ ^cachet\;\ hit\;\ ttl=[1-9][0-9]*$ ]] && break
-    sleep 0.01
-done
+    [[ "$(hdr Cache-Status "$h")" =~ ^cachet\;\ hit\;\ ttl=[1-9][0-9]*$ ]]
+}
+ct_wait_until 60 fresh_again
 ct_check_match "grace: refreshed object served fresh" "$(hdr Cache-Status "$h")" '^cachet; hit; ttl=[1-9][0-9]*$'
 ct_check "grace: exactly one background fetch" "$(origin_count)" 2
 

@@ -19,6 +19,8 @@
 #   ct_stop NAME [SIG]        signal it (default TERM) and wait for it
 #   ct_wait_until SECS CMD... poll CMD until it succeeds, at most SECS seconds
 #                             (e.g. ct_wait_until 20 ct_origin_total_ge "$OPORT" 1)
+#   ct_reload PID N [ERRLOG]  SIGHUP PID; wait until configuration N is in use by
+#                             every worker (ERRLOG: default $CT_TMP/proxy.err)
 #   ct_check DESC ACTUAL EXPECTED      equality
 #   ct_check_match DESC ACTUAL REGEX   bash regex
 #   ct_done
@@ -27,6 +29,7 @@ set -u
 CT_BIN=${CT_BIN:?CT_BIN must name the folder with the built binaries}
 CT_SRC=${CT_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 CT_TMP=$(mktemp -d "${TMPDIR:-/tmp}/ct-integ.XXXXXX")
+CT_PORTS=${TMPDIR:-/tmp}/ct-ports # ct_free_ports's reservations, shared by every test
 CT_PASS=0
 CT_FAIL=0
 declare -A CT_PIDS=()
@@ -37,6 +40,7 @@ ct_cleanup() {
         kill -KILL "${CT_PIDS[$name]}" 2>/dev/null
     done
     wait 2>/dev/null
+    grep -lsx "$$" "$CT_PORTS"/* | xargs -r rm -f
     if [ "$CT_FAIL" -eq 0 ]; then rm -rf "$CT_TMP"; else echo "kept $CT_TMP"; fi
 }
 trap ct_cleanup EXIT
@@ -112,29 +116,76 @@ ct_wait_until() {
     "$@"
 }
 
+# ct_reload PID N [ERRLOG]: SIGHUP cachet's PID and wait (60 s at most) until
+# generation N is in use by every worker, as ERRLOG (its stderr) says; fails
+# when it does not come (a refused file never logs that line).
+ct_reload() {
+    kill -HUP "$1"
+    ct_wait_until 60 grep -qs "SIGHUP: configuration $2 from .* in use by every worker" \
+        "${3:-$CT_TMP/proxy.err}"
+}
+
 # ct_free_ports N: N distinct free loopback ports on one line, for
 # configurations that must name each other's ports (a fleet's member list).
 # Chosen at random below the kernel's ephemeral range (as bench.sh's
 # b_free_port): a port the kernel hands out for bind(0) is also one it may
 # give the next outgoing connection before our server binds it (seen: a
-# redis-server refused its port while a soak ran beside the tests).
+# redis-server refused its port while a soak ran beside the tests). Each port
+# is also reserved for this script in $CT_PORTS (a file named by the port,
+# holding our PID, made by link(2)) until it exits: between the choice and
+# the server's bind the port is free, and a test beside it under ctest -j
+# could choose it too (seen: a Sentinel test's redis-server refused its port).
+# A reservation whose owner is gone is taken over.
 ct_free_ports() {
+    mkdir -p "$CT_PORTS"
     /usr/bin/python3 -c '
-import random, socket, sys
+import os, random, socket, sys
+n, owner, dirname = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+
+def reserve(p):
+    # link(2) of a file already holding our PID: no one reads a half-made one
+    path, mine = os.path.join(dirname, str(p)), os.path.join(dirname, "new.%s" % owner)
+    with open(mine, "w") as f:
+        f.write(owner)
+    try:
+        for _ in range(2):
+            try:
+                os.link(mine, path)
+                return True
+            except FileExistsError:
+                pass
+            try:
+                os.kill(int(open(path).read()), 0)
+                return False
+            except PermissionError:
+                return False
+            except (ProcessLookupError, ValueError, FileNotFoundError):
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+        return False
+    finally:
+        os.unlink(mine)
+
 got, held = [], []
-while len(got) < int(sys.argv[1]):
+while len(got) < n:
     p = random.randint(10000, lo - 1)
+    if p in got:
+        continue
     s = socket.socket()
     try:
         s.bind(("127.0.0.1", p))
     except OSError:
         s.close()
         continue
-    if p not in got:
-        got.append(p)
-        held.append(s)
-print(*got)' "$1"
+    if not reserve(p):
+        s.close()
+        continue
+    got.append(p)
+    held.append(s)
+print(*got)' "$1" "$$" "$CT_PORTS"
 }
 
 # ct_start_redis PORT [ARGS...]: a redis-server named "redis" on PORT that

@@ -30,14 +30,8 @@ up() { # up NAME: 1 or 0 from /metrics
     curl -s "http://127.0.0.1:$APORT/metrics" |
         awk -v s="cachet_backend_up{backend=\"$1\"}" '$1 == s { print $2 }'
 }
-wait_up() { # wait_up NAME VALUE: poll for up to 10 s
-    local i
-    for ((i = 0; i < 500; i++)); do
-        [ "$(up "$1")" = "$2" ] && return 0
-        sleep 0.02
-    done
-    return 1
-}
+up_is() { [ "$(up "$1")" = "$2" ]; }
+wait_up() { ct_wait_until 60 up_is "$1" "$2"; } # wait_up NAME VALUE
 codes() { # codes N [PATH]: the statuses of N requests (not cacheable), counted
     local i
     for ((i = 0; i < $1; i++)); do curl -s -o /dev/null -w '%{http_code}\n' "$P${2:-/gen?cache-control=no-store}"; done |

@@ -20,14 +20,8 @@ ct_start_proxy -c "$CT_TMP/l.conf"
 PID=$(ct_pid proxy)
 
 # wait_lines FILE N: until FILE has N lines (the log is flushed every second)
-wait_lines() {
-    local i
-    for ((i = 0; i < 500; i++)); do
-        [ "$(wc -l <"$1" 2>/dev/null || echo 0)" -ge "$2" ] && return 0
-        sleep 0.01
-    done
-    return 1
-}
+has_lines() { [ "$(wc -l <"$1" 2>/dev/null || echo 0)" -ge "$2" ]; }
+wait_lines() { ct_wait_until 60 has_lines "$1" "$2"; }
 
 for i in 1 2 3; do curl -s -o /dev/null "$P/json?before=$i"; done
 wait_lines "$ALOG" 3
@@ -38,10 +32,7 @@ mv "$ELOG" "$ELOG.1"
 # Logged after the move but before the signal: belongs to the old file.
 curl -s -o /dev/null "$P/json?moved=1"
 kill -USR1 "$PID"
-for ((i = 0; i < 500; i++)); do
-    grep -q 'SIGUSR1: log files reopened' "$ELOG" 2>/dev/null && break
-    sleep 0.01
-done
+ct_wait_until 60 grep -qs 'SIGUSR1: log files reopened' "$ELOG"
 ct_check_match "error log reopened (new file)" "$(cat "$ELOG" 2>/dev/null)" 'SIGUSR1: log files reopened'
 for i in 1 2; do curl -s -o /dev/null "$P/json?after=$i"; done
 wait_lines "$ALOG" 2

@@ -30,15 +30,7 @@ PID=$(ct_pid proxy)
 P="http://127.0.0.1:$PPORT"
 
 # reload N: send SIGHUP and wait until generation N is in use by every worker.
-reload() {
-    kill -HUP "$PID"
-    local i
-    for ((i = 0; i < 500; i++)); do
-        grep -q "SIGHUP: configuration $1 from .* in use by every worker" "$CT_TMP/proxy.err" && return 0
-        sleep 0.01
-    done
-    return 1
-}
+reload() { ct_reload "$PID" "$1"; }
 
 # A cached object: it must survive the reloads.
 CU="$P/gen?size=10&cache-control=max-age%3D300&k=reload"
@@ -91,10 +83,7 @@ ct_check "generations logged" "$(grep -c 'in use by every worker' "$CT_TMP/proxy
 cp "$CONF" "$CONF.good"
 printf 'workers = 2;\nlisten = ( { kind = "http"; address = "127.0.0.1:0"; } );\nbogus_key = 1;\ncache = { size = "lots"; };\n' >"$CONF"
 kill -HUP "$PID"
-for ((i = 0; i < 500; i++)); do
-    grep -q 'configuration refused' "$CT_TMP/proxy.err" && break
-    sleep 0.01
-done
+ct_wait_until 60 grep -q 'configuration refused' "$CT_TMP/proxy.err"
 errs=$(grep 'SIGHUP: .*cachet.conf:[0-9]' "$CT_TMP/proxy.err")
 ct_check_match "error with FILE:LINE (unknown key)" "$errs" 'cachet\.conf:3: bogus_key'
 ct_check_match "error with FILE:LINE (bad size)" "$errs" 'cachet\.conf:4: cache\.size'
@@ -106,20 +95,14 @@ ct_check "old configuration still serves HTTPS" \
 # covers backends that do change)
 sed "s/127.0.0.1:$OPORT/no-such-host.invalid:80/" "$CONF.good" >"$CONF"
 kill -HUP "$PID"
-for ((i = 0; i < 500; i++)); do
-    grep -q 'cannot resolve no-such-host.invalid' "$CT_TMP/proxy.err" && break
-    sleep 0.01
-done
+ct_wait_until 60 grep -q 'cannot resolve no-such-host.invalid' "$CT_TMP/proxy.err"
 ct_check_match "unresolvable backend refused" "$(cat "$CT_TMP/proxy.err")" 'SIGHUP: backend origin: cannot resolve no-such-host.invalid'
 ct_check "still serving" "$(curl -s -o /dev/null -w '%{http_code}' "$P/json")" 200
 # a listener on a port someone holds (the admin listener's): refused before any change
 write_conf ',
     { kind = "http"; address = "127.0.0.1:'"$APORT"'"; }' ""
 kill -HUP "$PID"
-for ((i = 0; i < 500; i++)); do
-    grep -q "cannot listen on 127.0.0.1:$APORT" "$CT_TMP/proxy.err" && break
-    sleep 0.01
-done
+ct_wait_until 60 grep -q "cannot listen on 127.0.0.1:$APORT" "$CT_TMP/proxy.err"
 ct_check_match "busy port refused" "$(cat "$CT_TMP/proxy.err")" "SIGHUP: cannot listen on 127.0.0.1:$APORT: Address already in use"
 ct_check "admin still answers" "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$APORT/stats")" 200
 ct_check "generation count unchanged" "$(grep -c 'in use by every worker' "$CT_TMP/proxy.err")" 5
@@ -148,10 +131,7 @@ ct_check_match "added listener ignores client no-cache (its setting)" \
 ct_check_match "first listener obeys client no-cache" \
     "$(ccs "$P/gen?size=10&cache-control=max-age%3D300&k=reload")" 'fwd=' 
 curl -s -o /dev/null "$P/json?logged=1"
-for ((i = 0; i < 300; i++)); do
-    grep -q 'logged=1' "$ALOG" 2>/dev/null && break
-    sleep 0.01
-done
+ct_wait_until 60 grep -qs 'logged=1' "$ALOG"
 ct_check_match "access log opened by the reload (JSON)" "$(grep 'logged=1' "$ALOG" 2>/dev/null)" \
     '^\{"time":.*"uri":"/json\?logged=1","status":200'
 
@@ -202,19 +182,13 @@ EOF
     cp "$CT_TMP/second.test.pem" "$CT_TMP/live.pem"
     cp "$CT_TMP/second.test.key" "$CT_TMP/live.key"
     kill -HUP "$(ct_pid p3)"
-    for ((i = 0; i < 500; i++)); do
-        grep -q 'SIGHUP: configuration 1 from' "$CT_TMP/p3.err" && break
-        sleep 0.01
-    done
+    ct_wait_until 60 grep -q 'SIGHUP: configuration 1 from' "$CT_TMP/p3.err"
     ct_check_match "serves the renewed certificate after SIGHUP, same port" "$(subject)" \
         'CN ?= ?second\.test'
     # a key that does not match its certificate: refused, the renewed one stays
     cp "$CT_TMP/first.test.key" "$CT_TMP/live.key"
     kill -HUP "$(ct_pid p3)"
-    for ((i = 0; i < 500; i++)); do
-        grep -q 'configuration refused' "$CT_TMP/p3.err" && break
-        sleep 0.01
-    done
+    ct_wait_until 60 grep -q 'configuration refused' "$CT_TMP/p3.err"
     ct_check_match "mismatched key refused with its location" "$(grep 'SIGHUP: ' "$CT_TMP/p3.err")" \
         'certs\.conf:[0-9]+: .*(match|key)'
     ct_check_match "still the renewed certificate" "$(subject)" 'CN ?= ?second\.test'
@@ -232,10 +206,7 @@ ct_start p2 "$CT_BIN/cachet" -c "$C2" --admin off
 ct_wait_listen p2 http >/dev/null || exit 1
 sed -i 's|listen = ( { kind = "http"; address = "127.0.0.1:0"; } );|listen = ( { kind = "http"; address = "127.0.0.1:0"; }, { kind = "https"; address = "127.0.0.1:0"; tls = { self_signed = true; }; } );|' "$C2"
 kill -HUP "$(ct_pid p2)"
-for ((i = 0; i < 500; i++)); do
-    grep -q '^listening on https ' "$CT_TMP/p2.out" && break
-    sleep 0.01
-done
+ct_wait_until 60 grep -q '^listening on https ' "$CT_TMP/p2.out"
 HS=$(grep '^listening on https ' "$CT_TMP/p2.out" | sed 's/.*://')
 ct_check "HTTPS listener added by a reload answers" \
     "$(curl -sk -o /dev/null -w '%{http_code}' "https://127.0.0.1:$HS/json")" 200

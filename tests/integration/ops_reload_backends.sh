@@ -34,15 +34,7 @@ PID=$(ct_pid proxy)
 M="http://127.0.0.1:$APORT_ADMIN/metrics"
 NC="cache-control=no-store"
 
-reload() { # reload N: SIGHUP, wait until generation N is in use by every worker
-    kill -HUP "$PID"
-    local i
-    for ((i = 0; i < 500; i++)); do
-        grep -q "SIGHUP: configuration $1 from .* in use by every worker" "$CT_TMP/proxy.err" && return 0
-        sleep 0.01
-    done
-    return 1
-}
+reload() { ct_reload "$PID" "$1"; } # reload N: SIGHUP, wait until N is in use by every worker
 count() { # count NAME: cachet_upstream_requests_total of backend NAME ("" if absent)
     curl -s "$M" | sed -n "s/^cachet_upstream_requests_total{backend=\"$1\"} \([0-9]*\)$/\1/p"
 }
@@ -65,10 +57,8 @@ ct_check_match "A counted before the reload" "$(count a)" '^[1-9][0-9]*$'
 # ---- A -> B, with a slow request in flight on A ------------------------------------------
 curl -s -o "$CT_TMP/slow.body" -w '%{http_code}' "$P/delay/1000?$NC&slow=1" >"$CT_TMP/slow.code" &
 SLOW=$!
-for ((i = 0; i < 200; i++)); do # the slow request has reached A
-    curl -s "http://127.0.0.1:$APORT/_origin/stats" | grep -q '"/delay/1000"' && break
-    sleep 0.01
-done
+slow_at_a() { curl -s "http://127.0.0.1:$APORT/_origin/stats" | grep -q '"/delay/1000"'; }
+ct_wait_until 60 slow_at_a
 write_conf "$B"
 ct_origin_reset "$BPORT"
 reload 1 || ct_failed "reload 1 (A -> B)"
@@ -120,10 +110,7 @@ ct_check "moved backend: nothing reaches the old address" "$(ct_origin_total "$A
 # ---- a bad backend address is refused; the old set keeps serving -------------------------
 write_conf "$A" "{ name = \"b\"; address = \"no-such-host.invalid:80\"; }"
 kill -HUP "$PID"
-for ((i = 0; i < 500; i++)); do
-    grep -q 'cannot resolve no-such-host.invalid' "$CT_TMP/proxy.err" && break
-    sleep 0.01
-done
+ct_wait_until 60 grep -q 'cannot resolve no-such-host.invalid' "$CT_TMP/proxy.err"
 ct_check_match "unresolvable backend refused" "$(cat "$CT_TMP/proxy.err")" \
     'SIGHUP: backend b: cannot resolve no-such-host.invalid'
 ct_check_match "refusal logged" "$(cat "$CT_TMP/proxy.err")" 'configuration refused; the running one stays'
@@ -142,10 +129,8 @@ write_conf "{ name = \"a\"; address = \"127.0.0.1:$APORT\"; $HC }" \
     "{ name = \"dead\"; address = \"127.0.0.1:$DPORT\"; $HC }"
 reload 4 || ct_failed "reload 4 (a dead backend with health checks added)"
 up() { curl -s "$M" | awk -v s="cachet_backend_up{backend=\"$1\"}" '$1 == s { print $2 }'; }
-for ((i = 0; i < 300; i++)); do
-    [ "$(up dead)" = 0 ] && break
-    sleep 0.02
-done
+dead_down() { [ "$(up dead)" = 0 ]; }
+ct_wait_until 60 dead_down
 ct_check "health: the added dead backend is down" "$(up dead)" 0
 ct_check "health: A is up" "$(up a)" 1
 ct_check_match "health: logged" "$(cat "$CT_TMP/proxy.err")" "backend dead \(127.0.0.1:$DPORT\) is down"

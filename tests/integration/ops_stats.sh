@@ -57,11 +57,8 @@ curl -sk -o /dev/null "https://127.0.0.1:$SPORT/gen?$NS"
 # after the client has read it: wait for the last one to show.
 total() { awk -F'"requests":' '{ print $2 }' <<<"$1" | grep -o '[0-9]\+' | head -6 | awk '{ s += $1 } END { print s }'; }
 want=$(($(total "$before") + 8))
-for ((i = 0; i < 200; i++)); do
-    after=$(curl -s "$A/stats")
-    [ "$(total "$after")" -ge "$want" ] && break
-    sleep 0.01
-done
+counted() { after=$(curl -s "$A/stats"); [ "$(total "$after")" -ge "$want" ]; }
+ct_wait_until 60 counted
 if [ $have_py = 1 ]; then
     ct_check "/stats is valid JSON" "$(jget "$after" '"ok"')" ok
     d2=$(($(jget "$after" 'd["requests"]["2xx"]') - $(jget "$before" 'd["requests"]["2xx"]')))
@@ -103,11 +100,8 @@ ct_check_match "per-backend series" "$m" "cachet_upstream_requests_total\{backen
 ct_check_match "close reasons" "$m" 'cachet_connections_closed_total\{reason="rem_close"\} [1-9]'
 # an open connection shows in the gauge
 exec 5<>"/dev/tcp/127.0.0.1/$PPORT"
-for ((i = 0; i < 200; i++)); do
-    o=$(prom "$(curl -s "$A/metrics")" cachet_connections_open)
-    [ "$o" = 1 ] && break
-    sleep 0.01
-done
+open_is_1() { o=$(prom "$(curl -s "$A/metrics")" cachet_connections_open); [ "$o" = 1 ]; }
+ct_wait_until 60 open_is_1
 ct_check "connections_open counts an idle connection" "$o" 1
 m=$(curl -s "$A/metrics")
 ct_check "... by protocol: http" "$(prom "$m" 'cachet_connections_open_by_proto{proto="http"}')" 1
@@ -119,11 +113,11 @@ bb0=$(prom "$m" cachet_response_body_bytes_total)
 printf '%s' "$REQ" >&5
 cat <&5 >/dev/null
 exec 5<&-
-for ((i = 0; i < 200; i++)); do
+body_counted() {
     m=$(curl -s "$A/metrics")
-    [ "$(prom "$m" cachet_response_body_bytes_total)" != "$bb0" ] && break
-    sleep 0.01
-done
+    [ "$(prom "$m" cachet_response_body_bytes_total)" != "$bb0" ]
+}
+ct_wait_until 60 body_counted
 ct_check "request bytes: the head as sent" "$(($(prom "$m" cachet_request_bytes_total) - rb0))" "${#REQ}"
 ct_check "response body bytes: 1000" "$(($(prom "$m" cachet_response_body_bytes_total) - bb0))" 1000
 if [ $have_py = 1 ]; then

@@ -42,7 +42,8 @@ ct_check "2.5 s delay survives a 1 s idle timeout" \
 # and nothing moves for the timeout.
 exec 3<>"/dev/tcp/127.0.0.1/$PORT"
 printf 'GET /bytes/1073741824 HTTP/1.1\r\nHost: x\r\n\r\n' >&3
-for ((i = 0; i < 100; i++)); do [ "$(nfds "$PID")" -gt "$BASE" ] && break; sleep 0.01; done
+fds_gt() { [ "$(nfds "$1")" -gt "$2" ]; }
+ct_wait_until 60 fds_gt "$PID" "$BASE"
 ok=0
 for ((i = 0; i < 600; i++)); do
     if [ "$(nfds "$PID")" -le "$BASE" ]; then ok=1; break; fi

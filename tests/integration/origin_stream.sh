@@ -9,15 +9,9 @@ pattern() { yes 0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ |
 now_ms() { date +%s%3N; }
 kib() { awk -v k="$2" '$1 == k ":" { print $2 }' "/proc/$1/status"; }
 nfds() { ls "/proc/$1/fd" | wc -l; }
-# wait_fds PID N: up to 5 s for PID to be back to N open fds.
-wait_fds() {
-    local i
-    for ((i = 0; i < 500; i++)); do
-        [ "$(nfds "$1")" -le "$2" ] && return 0
-        sleep 0.01
-    done
-    return 1
-}
+# wait_fds PID N: until PID is back to N open fds (60 s at most).
+fds_le() { [ "$(nfds "$1")" -le "$2" ]; }
+wait_fds() { ct_wait_until 60 fds_le "$1" "$2"; }
 
 ct_start origin "$CT_BIN/cachet-origin" --port 0 --workers 2
 PORT=$(ct_wait_listen origin) || { ct_failed "origin starts"; ct_done; exit 1; }
@@ -83,7 +77,8 @@ curl -s -o /dev/null "$U/delay/20000" &
 C1=$!
 curl -s --limit-rate 1M -o /dev/null "$U/bytes/1073741824" &
 C2=$!
-for ((i = 0; i < 500; i++)); do [ "$(nfds "$PID")" -ge $((BASE + 2)) ] && break; sleep 0.01; done
+fds_ge() { [ "$(nfds "$1")" -ge "$2" ]; }
+ct_wait_until 60 fds_ge "$PID" $((BASE + 2))
 T0=$(now_ms)
 ct_stop origin TERM
 ct_check "SIGTERM with responses in flight exits 0" "$?" 0

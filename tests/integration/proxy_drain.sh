@@ -10,17 +10,14 @@ ct_start_pair --workers 2
 # An idle keep-alive connection, which the drain must close.
 exec 4<>"/dev/tcp/127.0.0.1/$PPORT"
 printf 'GET /bytes/3 HTTP/1.1\r\nHost: a\r\n\r\n' >&4
-IFS= read -r -t 5 first <&4
+IFS= read -r -t 30 first <&4
 ct_check "idle keep-alive connection served" "${first%$'\r'}" "HTTP/1.1 200 OK"
 
 ct_origin_reset "$OPORT"
 curl -s -D "$CT_TMP/slow.h" -o "$CT_TMP/slow.out" "$P/delay/1000" &
 slow=$!
 # Wait (bounded) until the slow request reached the origin.
-for ((i = 0; i < 200; i++)); do
-    [ "$(ct_origin_total "$OPORT")" = 1 ] && break
-    sleep 0.01
-done
+ct_wait_until 60 ct_origin_total_ge "$OPORT" 1
 ct_check "slow request is in flight" "$(ct_origin_total "$OPORT")" 1
 
 PID=$(ct_pid proxy)

@@ -62,10 +62,7 @@ ct_check_match "slowloris closed at ~500 ms despite trickling bytes (was $ms ms)
 # without progress, not held forever.
 exec 3<>"/dev/tcp/127.0.0.1/$PPORT"
 printf 'GET /bytes/200000000 HTTP/1.1\r\nHost: a\r\n\r\n' >&3
-for ((i = 0; i < 500; i++)); do
-    grep -q 'client send timeout' "$CT_TMP/proxy.err" && break
-    sleep 0.01
-done
+ct_wait_until 60 grep -q 'client send timeout' "$CT_TMP/proxy.err"
 exec 3<&-
 ct_check_match "a client that stops reading is cut at the send timeout" "$(cat "$CT_TMP/proxy.err")" \
     'sending the response.*client send timeout'

@@ -36,9 +36,9 @@ ct_check_match "the last response is the last request's" "$resp" $'Content-Lengt
 # 100-continue: send the head, wait for "100 Continue", then the body.
 exec 3<>"/dev/tcp/127.0.0.1/$PPORT"
 printf 'POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n' >&3
-IFS= read -r -t 5 line <&3
+IFS= read -r -t 30 line <&3
 ct_check "100 Continue before the body" "${line%$'\r'}" "HTTP/1.1 100 Continue"
-IFS= read -r -t 5 blank <&3
+IFS= read -r -t 30 blank <&3
 printf 'hello world' >&3
 resp=$(timeout 5 cat <&3)
 exec 3<&-

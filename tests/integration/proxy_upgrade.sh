@@ -96,10 +96,10 @@ ct_start_proxy --http 127.0.0.1:0 --https off --admin off --workers 1 \
 
 exec 3<>"/dev/tcp/127.0.0.1/$PPORT"
 printf 'GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: shout\r\n\r\n' >&3
-IFS= read -r -t 5 status <&3
+IFS= read -r -t 30 status <&3
 ct_check "101 passed to the client" "${status%$'\r'}" "HTTP/1.1 101 Switching Protocols"
 head=""
-while IFS= read -r -t 5 line <&3; do
+while IFS= read -r -t 30 line <&3; do
     line=${line%$'\r'}
     [ -z "$line" ] && break
     head+="$line|"
@@ -107,10 +107,10 @@ done
 ct_check_match "101 keeps Connection: upgrade" "$(tr 'A-Z' 'a-z' <<<"$head")" 'connection: upgrade'
 ct_check_match "101 keeps the Upgrade field" "$head" 'Upgrade: shout'
 printf 'hello tunnel\n' >&3
-IFS= read -r -t 5 echo1 <&3
+IFS= read -r -t 30 echo1 <&3
 ct_check "bytes go through the tunnel both ways" "$echo1" "HELLO TUNNEL"
 printf 'second message\n' >&3
-IFS= read -r -t 5 echo2 <&3
+IFS= read -r -t 30 echo2 <&3
 ct_check "and keep flowing" "$echo2" "SECOND MESSAGE"
 # 200 KiB through the tunnel in one go (back-pressure both ways).
 head -c 200000 /dev/zero | tr '\0' 'a' >&3
@@ -139,7 +139,7 @@ ct_check_match "response: Connection: Content-Length keeps its Content-Length" "
 # switches to its tunnel for any request carrying Upgrade, answers 400.
 resp=$(exec 3<>"/dev/tcp/127.0.0.1/$PPORT"
     printf 'GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n' >&3
-    IFS= read -r -t 5 line <&3; echo "${line%$'\r'}")
+    IFS= read -r -t 30 line <&3; echo "${line%$'\r'}")
 ct_check "Upgrade: h2c is not tunnelled" "$resp" "HTTP/1.1 400 Bad Request"
 
 # Interim 1xx (103 Early Hints) pass through to HTTP/1.1 clients, before the

@@ -158,7 +158,7 @@ out=$(curl -s -k --http2 -H "$H" -H 'X-Tag: one' "https://127.0.0.1:$SP/echo")
 ct_check_match "request_headers over h2" "$out" '\["X-Site", "www/echo"\]'
 
 # The access log names site and route.
-for ((i = 0; i < 300; i++)); do grep -q 'route=echo' "$CT_TMP/access.log" 2>/dev/null && break; sleep 0.02; done
+ct_wait_until 60 grep -qs 'route=echo' "$CT_TMP/access.log"
 ct_check_match "access log: site and route" "$(cat "$CT_TMP/access.log")" '"GET /echo HTTP/1.1" 200 [0-9]+ .* site=www route=echo'
 
 # A host no site claims, no default site: as before sites (the origin answers).

@@ -70,26 +70,18 @@ get -H 'Host: two.test' "$P/gen?$NC" >/dev/null
 ct_check "client route: 127.0.0.2 to B, 127.0.0.1 to A" "$(counts)" "1 1 0"
 # the second listener's default site is "one": an unknown host goes to B there
 P2=""
-for ((i = 0; i < 500; i++)); do
+second_port() {
     P2=$(grep '^listening on http ' "$CT_TMP/proxy.out" 2>/dev/null | sed -n '2s/.*://p')
-    [ -n "$P2" ] && break
-    sleep 0.01
-done
+    [ -n "$P2" ]
+}
+ct_wait_until 60 second_port
 reset
 get -H 'Host: nobody.test' "$P/gen?$NC" >/dev/null
 get -H 'Host: nobody.test' "http://127.0.0.1:$P2/gen?$NC" >/dev/null
 ct_check "default_site per listener: unknown host to A on one, to B on the other" "$(counts)" "1 1 0"
 
 # ---- a reload swaps site one's group under a client loop --------------------
-reload() { # reload N: SIGHUP, wait until generation N is in use by every worker
-    kill -HUP "$PID"
-    local i
-    for ((i = 0; i < 1000; i++)); do
-        grep -q "SIGHUP: configuration $1 from .* in use by every worker" "$CT_TMP/proxy.err" && return 0
-        sleep 0.01
-    done
-    return 1
-}
+reload() { ct_reload "$PID" "$1"; } # reload N: SIGHUP, wait until N is in use by every worker
 STOP="$CT_TMP/stop"
 loop() {
     for ((i = 0; i < 100000; i++)); do
@@ -99,7 +91,7 @@ loop() {
 }
 loop &
 LOOP=$!
-for ((i = 0; i < 500; i++)); do [ -s "$CT_TMP/codes" ] && break; sleep 0.01; done
+ct_wait_until 60 test -s "$CT_TMP/codes"
 write_conf sea
 reload 1 || ct_failed "reload 1 (site one: bee -> sea)"
 reset

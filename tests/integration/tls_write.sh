@@ -184,10 +184,8 @@ traced() {
     rm -f "$CT_TMP/strace.err" # or the wait below sees the previous run's line
     strace -f -o "$CT_TMP/strace.out" -p "$PID" "$@" 2>"$CT_TMP/strace.err" &
     st=$!
-    for ((i = 0; i < 1000; i++)); do # "attached with N threads": every thread
-        grep -q 'attached' "$CT_TMP/strace.err" 2>/dev/null && break
-        sleep 0.01
-    done
+    # "attached with N threads": every thread
+    ct_wait_until 60 grep -qs 'attached' "$CT_TMP/strace.err"
     echo go >&"${HITS[1]}"
     res=$(cat <&"${HITS[0]}")
     kill -INT "$st"
