@@ -88,6 +88,8 @@ void ct_mem_stats(struct ct_mem_stats *out)
     out->slab_used = ss.used;
     out->slab_resident = ss.resident;
     out->slab_mapped = ss.mapped;
+    out->slab_regions_released = ss.released;
+    out->slab_slots_punched = ss.punched;
     out->releases = atomic_load_explicit(&releases, memory_order_relaxed);
 #ifdef CT_HAVE_JEMALLOC
     /* jemalloc's totals are refreshed by writing the epoch. */

@@ -41,6 +41,9 @@ struct ct_mem_stats {
     uint64_t slab_used;     /* bytes in live slots */
     uint64_t slab_resident; /* bytes of regions not given back (an upper bound) */
     uint64_t slab_mapped;   /* address space mapped for regions */
+    uint64_t slab_regions_released; /* empty regions given back since start */
+    uint64_t slab_slots_punched;    /* free slots of regions in use whose pages
+                                       were given back since start */
     uint64_t releases;      /* ct_mem_release() calls since start (trims, purges) */
 };
 

@@ -439,9 +439,12 @@ static void json_mem(struct ct_buf *o, const struct ct_mem_stats *m)
                         (unsigned long long)m->retained, (unsigned long long)m->rss);
     ct_buf_printf(o,
                   "\"slab_used\":%llu,\"slab_resident\":%llu,\"slab_mapped\":%llu,"
+                  "\"slab_regions_released\":%llu,\"slab_slots_punched\":%llu,"
                   "\"releases\":%llu}",
                   (unsigned long long)m->slab_used, (unsigned long long)m->slab_resident,
-                  (unsigned long long)m->slab_mapped, (unsigned long long)m->releases);
+                  (unsigned long long)m->slab_mapped,
+                  (unsigned long long)m->slab_regions_released,
+                  (unsigned long long)m->slab_slots_punched, (unsigned long long)m->releases);
 }
 
 void ct_stats_render_json(const struct ct_stats_view *v, struct ct_buf *o)
@@ -657,6 +660,15 @@ static void prom_mem(struct ct_buf *o, const struct ct_mem_stats *m)
                m->slab_resident);
     prom_gauge(o, "memory_slab_mapped_bytes", "Slabs: address space mapped for regions.",
                m->slab_mapped);
+    prom_head(o, "memory_slab_regions_released", "_total", "counter",
+              "Slabs: empty regions whose pages were given back to the kernel.");
+    ct_buf_printf(o, "cachet_memory_slab_regions_released_total %llu\n",
+                  (unsigned long long)m->slab_regions_released);
+    prom_head(o, "memory_slab_slots_punched", "_total", "counter",
+              "Slabs: free slots (two pages or more) of regions in use whose pages were "
+              "given back.");
+    ct_buf_printf(o, "cachet_memory_slab_slots_punched_total %llu\n",
+                  (unsigned long long)m->slab_slots_punched);
     prom_head(o, "memory_releases", "_total", "counter",
               "Free pages given back to the kernel by the allocator (glibc: malloc_trim).");
     ct_buf_printf(o, "cachet_memory_releases_total %llu\n", (unsigned long long)m->releases);

@@ -59,7 +59,12 @@ ct_check_match "metrics: resident, retained, rss" \
 ct_check_match "metrics: the allocator named" "$(curl -s "$A/metrics")" \
     'cachet_memory_allocator_info\{allocator="(glibc|jemalloc|sanitizer)"\} 1'
 ct_check_match "stats: memory object" "$(curl -s "$A/stats")" \
-    '"memory":\{"allocator":"(glibc|jemalloc|sanitizer)","allocated":[0-9]+,"resident":[0-9]+,"retained":[0-9]+,"rss":[1-9][0-9]*,"slab_used":[0-9]+,"slab_resident":[0-9]+,"slab_mapped":[1-9][0-9]*,"releases":[0-9]+\}'
+    '"memory":\{"allocator":"(glibc|jemalloc|sanitizer)","allocated":[0-9]+,"resident":[0-9]+,"retained":[0-9]+,"rss":[1-9][0-9]*,"slab_used":[0-9]+,"slab_resident":[0-9]+,"slab_mapped":[1-9][0-9]*,"slab_regions_released":[0-9]+,"slab_slots_punched":[0-9]+,"releases":[0-9]+\}'
+# evictions leave slots free in regions still in use: their pages go back a
+# sweep or two later (ct_slab_punch), counted
+punched() { p=$(prom cachet_memory_slab_slots_punched_total); [ "${p:-0}" -gt 0 ]; }
+ct_wait_until 60 punched
+ct_check_match "churn: free slots of regions in use given back" "$p" '^[1-9][0-9]*$'
 
 # purge everything: RSS within 10 % of the empty process within a minute
 # (issue 19's figure; glibc alone kept ~20 MiB of a 64 MiB cache's freed
@@ -90,5 +95,7 @@ slab_back() {
 for ((i = 0; i < 60; i++)); do slab_back && break; sleep 1; done
 ct_check "after the purge: slabs empty ($su B used) and given back (resident $sr of $sm B mapped: region headers)" \
     "$((su == 0 && sr * 256 <= sm))" 1
+ct_check_match "after the purge: empty regions given back, counted" \
+    "$(prom cachet_memory_slab_regions_released_total)" '^[1-9][0-9]*$'
 ct_check "still serving" "$(curl -s -o /dev/null -w '%{http_code}' "$P/gen?size=100&after=1")" 200
 ct_done

@@ -347,7 +347,9 @@ static void test_memory_figures(void)
     struct ct_cache_stats cs = {.bytes = 4096, .max_bytes = 65536};
     struct ct_mem_stats ms = {.allocator = "glibc", .allocated = 1000, .resident = 2000,
                               .retained = 300, .rss = 40960, .slab_used = 500,
-                              .slab_resident = 1500, .slab_mapped = 4096, .releases = 7};
+                              .slab_resident = 1500, .slab_mapped = 4096,
+                              .slab_regions_released = 11, .slab_slots_punched = 13,
+                              .releases = 7};
     v.cache = &cs;
     char *js = render(&v, true);
     char *t = render(&v, false);
@@ -361,7 +363,8 @@ static void test_memory_figures(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"memory\":{\"allocator\":\"glibc\",\"allocated\":1000,"
                                       "\"resident\":2000,\"retained\":300,\"rss\":40960,"
                                       "\"slab_used\":500,\"slab_resident\":1500,"
-                                      "\"slab_mapped\":4096,\"releases\":7}"));
+                                      "\"slab_mapped\":4096,\"slab_regions_released\":11,"
+                                      "\"slab_slots_punched\":13,\"releases\":7}"));
     t = render(&v, false);
     check_prom_format(t);
     CU_ASSERT_EQUAL(sample(t, "cachet_memory_allocator_info{allocator=\"glibc\"}"), 1);
@@ -372,6 +375,9 @@ static void test_memory_figures(void)
     CU_ASSERT_EQUAL(sample(t, "cachet_memory_slab_used_bytes"), 500);
     CU_ASSERT_EQUAL(sample(t, "cachet_memory_slab_resident_bytes"), 1500);
     CU_ASSERT_EQUAL(sample(t, "cachet_memory_slab_mapped_bytes"), 4096);
+    CU_ASSERT_EQUAL(sample(t, "cachet_memory_slab_regions_released_total"), 11);
+    CU_ASSERT_EQUAL(sample(t, "cachet_memory_slab_slots_punched_total"), 13);
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "# TYPE cachet_memory_slab_slots_punched_total counter\n"));
     CU_ASSERT_EQUAL(sample(t, "cachet_memory_releases_total"), 7);
     CU_ASSERT_PTR_NOT_NULL(strstr(t, "# TYPE cachet_memory_releases_total counter\n"));
     CU_ASSERT_EQUAL(sample(t, "cachet_cache_bytes"), 4096);
