@@ -440,6 +440,8 @@ struct ct_conf_fleet {
     uint64_t response_timeout_ms; /* response head, and silence in the body */
     uint64_t down_ms;  /* a peer that failed is not asked for this long */
     int owner_down;    /* enum ct_conf_owner_down */
+    unsigned load_factor; /* bounded-load ownership: % of the mean; 0: off */
+    unsigned load_floor;  /* ... never below this many in flight to the owner */
     struct ct_conf_addr redis; /* IP:PORT; host NULL ("off"): static members, no fan-out */
     char *redis_sentinel;      /* master name: REDIS is a Sentinel's address; NULL: not */
     char *redis_password;      /* AUTH to the Redis server(s); NULL: none */

@@ -176,6 +176,9 @@ void ct_conf_check_fleet(struct ct_conf *cf, struct ct_conf_errors *errs)
     if (fl->mirror_ttl_ms % 1000 != 0) /* object lifetimes are whole seconds (RFC 9111) */
         ERR("fleet.mirror_ttl", "%llu ms is not a whole number of seconds (expected 0s, 1s, "
                                 "2s, ...)", (unsigned long long)fl->mirror_ttl_ms);
+    if (fl->load_factor != 0 && fl->load_factor < 100)
+        ERR("fleet.load_factor", "%u is below the mean (expected 0, off, or 100 to 1000)",
+            fl->load_factor);
     if (fl->nmembers == 0)
         ERR("fleet.self", "set without fleet.members (expected every node of the fleet, this "
                           "one included)");

@@ -567,6 +567,16 @@ static const struct ct_conf_row fleet_rows[] = {
     ROW_ENUM(T, "owner_down", owner_down, 0, owner_downs, Q("origin"),
              "When the owner cannot be reached: `origin` (fail open: fetch from the origin "
              "here, counted) or `error` (fail closed: 502, to spare the origin)."),
+    ROW_UINT(T, "load_factor", load_factor, 0, 0, 1000, "0",
+             "Bounded-load ownership (Mirrokni et al.; HAProxy's `hash-balance-factor`): a miss "
+             "whose owner already has more than `load_factor` % of the mean this worker has in "
+             "flight to the other members (and more than `load_floor`) goes to the key's next "
+             "node, this one included (then to the origin from here), counted as a spill. `0`: "
+             "off, every miss goes to its owner; else 100 to 1000 (docs/fleet.md)."),
+    ROW_UINT(T, "load_floor", load_floor, 0, 1, 65536, "8",
+             "With `load_factor`: an owner is never passed over while this worker has at most "
+             "this many peer fetches in flight to it, so ordinary concurrency keeps the fleet's "
+             "one origin fetch per object."),
     ROW_ADDR(T, "redis", redis, CT_ROW_OFF, Q("off"),
              "`IP:PORT` of the Redis server (standalone, >= 5) that carries purge and ban "
              "fan-out and membership (docs/fleet.md), or `off`: the static member list only "
@@ -1319,6 +1329,11 @@ static const struct {
     {"fleet.owner_down", "no failed client request when a node dies (ledge#193: \"if Redis is "
                          "down, response is not fetched from origin\"); `error` is the opt-in "
                          "that protects the origin (ledge#60)."},
+    {"fleet.load_factor", "the owner's coalescing is what gives the fleet one origin fetch per "
+                          "object; spilling a hot owner's misses trades that for its load, the "
+                          "operator's call (HAProxy's `hash-balance-factor` is 0 too)."},
+    {"fleet.load_floor", "a few concurrent misses to one owner are ordinary; the bound is for "
+                         "an owner that piles up, not for two requests at once."},
 };
 
 const char *ct_conf_default_reason(const char *key)

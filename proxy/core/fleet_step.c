@@ -63,7 +63,16 @@ void ct_req_fleet_pick(struct ct_req *r, struct ct_upstream_pick *pick)
         kb = r->cr->key.bytes;
     }
     uint64_t key = ct_balance_hash(kb.p, kb.len);
-    size_t g = ct_fleet_owner_group(r->w->px->fleet, cf, key, ct_time_mono());
+    const struct ct_conf_fleet *fl = &cf->fleet;
+    unsigned busy[CT_BALANCE_MAX];
+    bool spilled = false;
+    if (fl->load_factor)
+        for (size_t i = 0; i < fl->nmembers && i < CT_BALANCE_MAX; i++)
+            busy[i] = i == fl->self_index ? 0 : ct_upstream_group_busy(r->w, fl->peer_group[i]);
+    size_t g = ct_fleet_owner_group(r->w->px->fleet, cf, key, ct_time_mono(),
+                                    fl->load_factor ? busy : NULL, &spilled);
+    if (spilled)
+        ct_stats_add(&r->w->stats->fleet_owner_spills[0], 1);
     if (g == SIZE_MAX)
         return;
     pick->group = g;

@@ -2,6 +2,7 @@
  * proxy/fleet/fleet.c: owners, down marks and the peer check (fleet.h).
  */
 #include <arpa/inet.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -174,8 +175,39 @@ void ct_fleet_member_live(struct ct_fleet *f, const struct ct_conf *cf, size_t i
     atomic_store_explicit(&f->absent[i].until_ms, live ? 0 : 1, memory_order_relaxed);
 }
 
+/* Plain rendezvous ranking: the members carry no load (see next_within_bound) */
+static const struct ct_balance_opts ranking = {.algo = CT_CONF_BALANCE_HASH, .factor_pct = 100};
+
+/* Bounded load over the rendezvous ranking of M, whose first choice K is a
+ * peer: that peer, or the next member down the ranking whose BUSY count is
+ * within the bound. This node is always within it (it is always up, so the
+ * walk ends there at the latest): the miss then goes to the origin from
+ * here. The mean is over the peers up, so this node's own fills, which
+ * BUSY does not count, do not lower it. */
+static int next_within_bound(const struct ct_conf_fleet *fl, struct ct_balance_member *m,
+                             size_t n, const unsigned *busy, uint64_t key, ct_time_t now, int k)
+{
+    uint64_t total = 0;
+    size_t npeers = 0;
+    for (size_t i = 0; i < n; i++)
+        if (m[i].up && i != fl->self_index) {
+            total += busy[i];
+            npeers++;
+        }
+    /* as ct_balance_pick's bound, counting this request, never below the floor */
+    double cap = ceil((double)fl->load_factor / 100.0 * (double)(total + 1) / (double)npeers);
+    if (cap < (double)fl->load_floor)
+        cap = (double)fl->load_floor;
+    for (; k >= 0; k = ct_balance_pick(&ranking, m, n, key, now)) {
+        if ((size_t)k == fl->self_index || (double)busy[k] + 1 <= cap)
+            break;
+        m[k].up = false; /* past the bound: the key's next choice */
+    }
+    return k;
+}
+
 size_t ct_fleet_owner_group(const struct ct_fleet *f, const struct ct_conf *cf, uint64_t key,
-                            ct_time_t now)
+                            ct_time_t now, const unsigned *busy, bool *spilled)
 {
     CT_CHECK_OBJ(f, CT_FLEET_MAGIC);
     const struct ct_conf_fleet *fl = &cf->fleet;
@@ -191,9 +223,13 @@ size_t ct_fleet_owner_group(const struct ct_fleet *f, const struct ct_conf *cf, 
             .name_hash = nh,
         };
     }
-    static const struct ct_balance_opts o = {.algo = CT_CONF_BALANCE_HASH, .factor_pct = 100};
-    int k = ct_balance_pick(&o, m, n, key, now);
-    if (k < 0 || (size_t)k == fl->self_index) /* self is always up: k >= 0 */
+    int k = ct_balance_pick(&ranking, m, n, key, now); /* self is always up: k >= 0 */
+    if (busy && fl->load_factor && (size_t)k != fl->self_index) {
+        int owner = k;
+        k = next_within_bound(fl, m, n, busy, key, now, k);
+        *spilled = k != owner;
+    }
+    if (k < 0 || (size_t)k == fl->self_index)
         return SIZE_MAX;
     return fl->peer_group[k];
 }

@@ -6,10 +6,10 @@
  * Ownership is weighted rendezvous hashing (proxy/balance/) of the request's
  * key over the member names not marked down, this node included: every node
  * with the same member list computes the same owner, a member leaving moves
- * only its own keys, one joining takes ~1/N. The bounded-load part of
- * ct_balance_pick is not used here: the load a node sees is its own, so
- * bounding by it would give two nodes two owners for one key and the owner's
- * coalescing would be lost (the fleet's one origin fetch per object).
+ * only its own keys, one joining takes ~1/N. Bounded load is opt-in
+ * (fleet.load_factor): the load a node sees is its own, so a spill gives
+ * two nodes two owners for one key for a while and costs the owner's
+ * coalescing (the fleet's one origin fetch per object).
  *
  * Pure: no sockets, no clock (NOW passed in); the outbox below is a locked
  * queue, its wake-up the caller's. One ct_fleet per process
@@ -36,9 +36,12 @@ void ct_fleet_free(struct ct_fleet **fp); /* NULLs *FP; NULL is fine */
 
 /* The backend group (ct_conf_group_at) a miss on KEY is fetched from under
  * CF: the owner's peer group, or SIZE_MAX when this node owns the key or CF
- * has no fleet. Any thread. */
+ * has no fleet. With fleet.load_factor and BUSY (per member of CF, the
+ * caller's peer fetches in flight to it; NULL: no bound), an owner past the
+ * bound is passed over for the key's next choice, and *SPILLED says so.
+ * Any thread. */
 size_t ct_fleet_owner_group(const struct ct_fleet *f, const struct ct_conf *cf, uint64_t key,
-                            ct_time_t now);
+                            ct_time_t now, const unsigned *busy, bool *spilled);
 
 /* A peer fetch from GROUP (a peer group of CF) failed before any response
  * byte: its member is not asked again for fleet.down_time. Any thread. */

@@ -157,6 +157,8 @@ enum ct_stats_route {
       "Requests a route answered itself: 403 (deny, require), redirect, respond, 429 (rate, concurrency).") \
     X(fleet_peer_fetches, COUNTER, NONE,                                        \
       "Misses fetched from the key's owner node (fleet, issue 17).")            \
+    X(fleet_owner_spills, COUNTER, NONE,                                        \
+      "Misses not sent to their owner: this worker had more than fleet.load_factor % of the mean in flight to it; sent to the key's next node (or the origin).") \
     X(fleet_owner_down, COUNTER, NONE,                                          \
       "Peer fetches that failed before a response (owner down or slow); fetched from the origin, or 502 with owner_down = error.") \
     X(fleet_client_purges, COUNTER, NONE,                                       \

@@ -181,6 +181,15 @@ static bool in_rotation(struct ct_backend_rt *be, ct_time_t now)
     return !down;
 }
 
+unsigned ct_upstream_group_busy(const struct ct_worker *w, size_t group)
+{
+    unsigned busy = 0;
+    for (size_t k = 0; k < w->nbe; k++)
+        if (group_of(w, k) == group)
+            busy += w->be[k]->nconns - w->be[k]->nidle;
+    return busy;
+}
+
 /* A backend of GROUP by the group's balancing (proxy/balance/balance.h:
  * smooth weighted round robin, least connections, bounded-load hashing of
  * KEY; slow start), among those in rotation. */

@@ -46,6 +46,9 @@ struct ct_upstream_pick {
 int ct_upstream_acquire(struct ct_worker *w, const struct ct_upstream_owner *oc, void *owner,
                         const struct ct_upstream_pick *pick, bool fresh, struct ct_upstream **up,
                         enum ct_close *why);
+/* W's connections to GROUP's backends lent out now (connecting or serving a
+ * request): the load the balancers count as in flight. */
+unsigned ct_upstream_group_busy(const struct ct_worker *w, size_t group);
 /* The owner is done with *UP (NULLed). Back to the pool if REUSABLE, else closed. */
 void ct_upstream_release(struct ct_upstream **up, bool reusable);
 bool ct_upstream_is_connected(const struct ct_upstream *u);

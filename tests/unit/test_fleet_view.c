@@ -32,6 +32,13 @@ static struct ct_conf *node(const char *self, const char *extra)
     return cf;
 }
 
+/* The owner's group of KEY on node CF at NOW, no load bound. */
+static size_t owner_of(const struct ct_fleet *f, const struct ct_conf *cf, uint64_t key,
+                       ct_time_t now)
+{
+    return ct_fleet_owner_group(f, cf, key, now, NULL, NULL);
+}
+
 static void test_checks(void)
 {
     EXPECT_ERR(BASE "fleet = {\n  self = \"d\";\n" MEMBERS "};\n",
@@ -54,6 +61,9 @@ static void test_checks(void)
     EXPECT_ERR(BASE "fleet = {\n  self = \"a\";\n" MEMBERS "  hop_header = \"a b\"; };\n",
                "t.conf:8: fleet.hop_header: invalid header name \"a b\" (expected a token such "
                "as X-Name)");
+    EXPECT_ERR(BASE "fleet = {\n  self = \"a\";\n" MEMBERS "  load_factor = 99; };\n",
+               "t.conf:8: fleet.load_factor: 99 is below the mean (expected 0, off, or 100 to "
+               "1000)");
     EXPECT_ERR(BASE "fleet = {\n  self = \"a\";\n" MEMBERS "  token = \"short\"; };\n",
                "t.conf:8: fleet.token: not a token (expected 16 to 256 visible ASCII "
                "characters, no spaces)");
@@ -194,7 +204,7 @@ static void test_peer_groups(void)
     EXPECT_OK(BASE, &one);
     CU_ASSERT_EQUAL(ct_conf_ngroups(one), 1);
     struct ct_fleet *f = ct_fleet_new();
-    CU_ASSERT_EQUAL(ct_fleet_owner_group(f, one, 42, 0), SIZE_MAX);
+    CU_ASSERT_EQUAL(owner_of(f, one, 42, 0), SIZE_MAX);
     ct_fleet_free(&f);
     ct_conf_free(&one);
 }
@@ -214,10 +224,10 @@ static void test_owners(void)
     unsigned per[3] = {0};
     for (uint64_t k = 0; k < 3000; k++) {
         uint64_t key = ct_balance_hash(&k, sizeof(k));
-        const char *o = owner_name(cf[0], ct_fleet_owner_group(f[0], cf[0], key, 100));
+        const char *o = owner_name(cf[0], owner_of(f[0], cf[0], key, 100));
         /* every node names the same owner */
-        CU_ASSERT_STRING_EQUAL(owner_name(cf[1], ct_fleet_owner_group(f[1], cf[1], key, 100)), o);
-        CU_ASSERT_STRING_EQUAL(owner_name(cf[2], ct_fleet_owner_group(f[2], cf[2], key, 100)), o);
+        CU_ASSERT_STRING_EQUAL(owner_name(cf[1], owner_of(f[1], cf[1], key, 100)), o);
+        CU_ASSERT_STRING_EQUAL(owner_name(cf[2], owner_of(f[2], cf[2], key, 100)), o);
         per[o[0] - 'a']++;
     }
     for (int i = 0; i < 3; i++) /* about a third each */
@@ -232,8 +242,8 @@ static void test_owners(void)
     unsigned moved = 0, wrong = 0;
     for (uint64_t k = 0; k < 3000; k++) {
         uint64_t key = ct_balance_hash(&k, sizeof(k));
-        const char *before = owner_name(cf[1], ct_fleet_owner_group(f[1], cf[1], key, 100));
-        const char *now = owner_name(cf[0], ct_fleet_owner_group(f[0], cf[0], key, 101));
+        const char *before = owner_name(cf[1], owner_of(f[1], cf[1], key, 100));
+        const char *now = owner_name(cf[0], owner_of(f[0], cf[0], key, 101));
         if (strcmp(before, now) != 0) {
             moved++;
             wrong += strcmp(before, "c") != 0 || strcmp(now, "c") == 0;
@@ -245,7 +255,7 @@ static void test_owners(void)
     unsigned back = 0;
     for (uint64_t k = 0; k < 3000; k++) {
         uint64_t key = ct_balance_hash(&k, sizeof(k));
-        back += ct_fleet_owner_group(f[0], cf[0], key, 105.5) == gc;
+        back += owner_of(f[0], cf[0], key, 105.5) == gc;
     }
     CU_ASSERT_EQUAL(back, per[2]);
     CU_ASSERT_EQUAL(ct_fleet_members_down(f[0], cf[0], 105.5), 0);
@@ -253,6 +263,69 @@ static void test_owners(void)
         ct_fleet_free(&f[i]);
         ct_conf_free(&cf[i]);
     }
+}
+
+/* Bounded load (fleet.load_factor): an owner is passed over only past the
+ * bound and the floor, for the key's next choice down the ranking; this
+ * node ranked next means the origin from here; the other nodes, with no
+ * load, still name the owner. */
+static void test_bounded_load(void)
+{
+    struct ct_conf *a = node("a", "  load_factor = 150; load_floor = 2;\n");
+    struct ct_conf *b = node("b", "");
+    struct ct_fleet *fa = ct_fleet_new(), *fb = ct_fleet_new();
+    size_t gb = a->fleet.peer_group[1], gc = a->fleet.peer_group[2];
+    /* a key b owns whose next choice is c, and one whose next is a */
+    uint64_t to_c = 0, to_a = 0;
+    bool got_c = false, got_a = false;
+    for (uint64_t k = 0; k < 1000 && !(got_c && got_a); k++) {
+        uint64_t key = ct_balance_hash(&k, sizeof(k));
+        if (owner_of(fa, a, key, 1) != gb)
+            continue;
+        unsigned full[3] = {0, 100, 0};
+        bool spilled = false;
+        size_t next = ct_fleet_owner_group(fa, a, key, 1, full, &spilled);
+        CU_ASSERT_TRUE(spilled);
+        if (next == gc && !got_c) {
+            to_c = key;
+            got_c = true;
+        } else if (next == SIZE_MAX && !got_a) {
+            to_a = key;
+            got_a = true;
+        }
+    }
+    CU_ASSERT_TRUE_FATAL(got_c && got_a);
+    bool spilled = true;
+    /* at the floor: 1 in flight to b, +1 is 2, within load_floor = 2 */
+    unsigned load[3] = {0, 1, 0};
+    CU_ASSERT_EQUAL(ct_fleet_owner_group(fa, a, to_c, 1, load, &spilled), gb);
+    CU_ASSERT_FALSE(spilled);
+    /* past the floor, within 150 % of the mean: b 4, c 4 -> cap ceil(1.5 * 9 / 2) = 7 */
+    unsigned even[3] = {0, 4, 4};
+    CU_ASSERT_EQUAL(ct_fleet_owner_group(fa, a, to_c, 1, even, &spilled), gb);
+    CU_ASSERT_FALSE(spilled);
+    /* b 6, c 1: cap ceil(1.5 * 8 / 2) = 6, and 6 + 1 > 6: the next choice */
+    unsigned hot[3] = {0, 6, 1};
+    CU_ASSERT_EQUAL(ct_fleet_owner_group(fa, a, to_c, 1, hot, &spilled), gc);
+    CU_ASSERT_TRUE(spilled);
+    spilled = false;
+    CU_ASSERT_EQUAL(ct_fleet_owner_group(fa, a, to_a, 1, hot, &spilled), SIZE_MAX);
+    CU_ASSERT_TRUE(spilled);
+    /* the bound is relative: b and c equally loaded, far past the floor, keep it */
+    unsigned both[3] = {0, 50, 50};
+    CU_ASSERT_EQUAL(ct_fleet_owner_group(fa, a, to_c, 1, both, &spilled), gb);
+    CU_ASSERT_FALSE(spilled);
+    /* b's own view, and a's without the counts, are unchanged */
+    CU_ASSERT_EQUAL(owner_of(fa, a, to_c, 1), gb);
+    CU_ASSERT_EQUAL(owner_of(fb, b, to_c, 1), SIZE_MAX);
+    /* load_factor = 0 (b's configuration): counts are ignored */
+    spilled = false;
+    CU_ASSERT_EQUAL(ct_fleet_owner_group(fb, b, to_c, 1, hot, &spilled), SIZE_MAX);
+    CU_ASSERT_FALSE(spilled);
+    ct_fleet_free(&fa);
+    ct_fleet_free(&fb);
+    ct_conf_free(&a);
+    ct_conf_free(&b);
 }
 
 static struct sockaddr_in v4(const char *ip)
@@ -339,6 +412,7 @@ void ct_test_register(void)
              {"peer groups derived", test_peer_groups},
              {"members learned through Redis", test_learned},
              {"owners agree, a down member moves only its keys", test_owners},
+             {"bounded load: past the bound and the floor, the next choice", test_bounded_load},
              {"hop header trust", test_hop_trust},
              {"PURGE queue bound and bursts", test_outbox});
 }
