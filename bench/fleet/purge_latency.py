@@ -249,7 +249,7 @@ fleet = {{ self = "{m}"; redis = "127.0.0.1:{seed[m]}";
         if "admin: purge" not in line or "warm" in line or stamp(line) is None:
             continue
         mi = idx.search(line)
-        if order >= n or bytag[order] != (mi is None) or (mi and int(mi.group(1)) != order):
+        if order >= n or not mi or int(mi.group(1)) != order:
             sys.exit(f"node a: line {order} out of order: {line.strip()}")
         sent[order] = stamp(line)
         order += 1

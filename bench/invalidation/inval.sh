@@ -113,7 +113,7 @@ for ((r = 0; r < ROUNDS; r++)); do
     pl=$(grep -h 'admin: purge of 1 tags' "$OUT/cachet.err" | tail -1)
     pcpu=$(echo "$pl" | sed -n 's/.*(\([0-9.]*\) ms CPU).*/\1/p')
     echo "$pcpu" >>"$OUT/purge_cpu"
-    echo "round $r: purge of g$((9 - r)): $(tr -d '\n' <"$OUT/purge$r.json") in $pt s wall (curl), ${pl#*: purge of 1 tags: }" | tee -a "$OUT/summary.txt"
+    echo "round $r: purge of g$((9 - r)): $(tr -d '\n' <"$OUT/purge$r.json") in $pt s wall (curl), ${pl#*: purge of 1 tags (*): }" | tee -a "$OUT/summary.txt"
     hits "ban$r"
     sleep 2
     b0=$(date +%s.%N)

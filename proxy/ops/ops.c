@@ -296,6 +296,17 @@ static unsigned purge_body(struct ct_stats_out *body, unsigned status, const cha
     return status;
 }
 
+/* S escaped as the access log escapes it (one line of printable ASCII), in
+ * B (the caller's, freed by it), NUL-terminated for a log line: a purge's
+ * URL or tag and a ban's expression are decoded or raw admin input. */
+static const char *log_text(struct ct_buf *b, struct ct_str s)
+{
+    ct_buf_reset(b);
+    ct_accesslog_escape(b, s);
+    ct_buf_put_byte(b, '\0');
+    return b->p;
+}
+
 /* This thread's CPU time, ms: what a purge cost the admin thread (its wall
  * time also counts the time the scheduler gave to others). */
 static double thread_cpu_ms(void)
@@ -311,6 +322,7 @@ static unsigned purge_tags(struct ct_ops *ops, struct ct_str query, enum ct_cach
 {
     char val[CT_CACHE_TAG_MAX_LEN + 2]; /* query_param keeps one byte free */
     size_t n = 0, ntags = 0;
+    struct ct_buf first = {0}; /* the first tag, for the log line */
     ct_time_t now = ct_time_real(), t0 = ct_time_mono();
     double cpu0 = thread_cpu_ms();
     for (size_t i = 0; i < query.len;) {
@@ -320,14 +332,18 @@ static unsigned purge_tags(struct ct_ops *ops, struct ct_str query, enum ct_cach
         i = end + 1;
         if (one.len < 4 || memcmp(one.p, "tag=", 4) != 0)
             continue;
-        if (!query_param(one, "tag", val, sizeof(val), &tag) || tag.len == 0)
+        if (!query_param(one, "tag", val, sizeof(val), &tag) || tag.len == 0) {
+            ct_buf_free(&first);
             return purge_body(body, 400, "a tag is empty, malformed or longer than 1024 bytes", 0);
+        }
         n += ct_cache_purge_tag(ops->cache, tag, mode, now);
-        ntags++;
+        if (ntags++ == 0)
+            log_text(&first, tag);
     }
-    CT_INFO("admin: purge%s of %zu tags: %zu objects in %.1f ms (%.1f ms CPU)",
-            mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "", ntags, n, (ct_time_mono() - t0) * 1e3,
-            thread_cpu_ms() - cpu0);
+    CT_INFO("admin: purge%s of %zu tags (%s%s): %zu objects in %.1f ms (%.1f ms CPU)",
+            mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "", ntags, first.p ? first.p : "",
+            ntags > 1 ? ", ..." : "", n, (ct_time_mono() - t0) * 1e3, thread_cpu_ms() - cpu0);
+    ct_buf_free(&first);
     return purge_body(body, n ? 200 : 404, NULL, n);
 }
 
@@ -416,8 +432,10 @@ unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_o
             n += ct_cache_purge_prefix_mode(ops->cache, variants, mode, ct_time_real());
     }
     free(buf);
-    CT_INFO("admin: purge%s %s %.*s: %zu objects", mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "",
-            prefix ? "prefix" : "url", (int)url.len, url.p, n);
+    struct ct_buf esc = {0};
+    CT_INFO("admin: purge%s %s %s: %zu objects", mode == CT_CACHE_PURGE_SOFT ? " (soft)" : "",
+            prefix ? "prefix" : "url", log_text(&esc, url), n);
+    ct_buf_free(&esc);
     return purge_body(body, n ? 200 : 404, NULL, n);
 }
 
@@ -453,8 +471,10 @@ unsigned ct_ops_ban(struct ct_ops *ops, struct ct_str query, struct ct_str expr,
     }
     struct ct_cache_stats st;
     ct_cache_stats(ops->cache, &st);
-    CT_INFO("admin: ban %llu%s added: %.*s (%llu active)", (unsigned long long)id,
-            is_soft ? " (soft)" : "", (int)expr.len, expr.p, (unsigned long long)st.bans_active);
+    struct ct_buf esc = {0};
+    CT_INFO("admin: ban %llu%s added: %s (%llu active)", (unsigned long long)id,
+            is_soft ? " (soft)" : "", log_text(&esc, expr), (unsigned long long)st.bans_active);
+    ct_buf_free(&esc);
     ct_stats_out_printf(body, "{\"id\":%llu,\"soft\":%s,\"expression\":\"",
                         (unsigned long long)id, is_soft ? "true" : "false");
     ct_buf_json_escape(body, expr, CT_JSON_UTF8);

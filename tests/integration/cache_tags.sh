@@ -35,7 +35,8 @@ ct_check_match "/stats: the index" "$(curl -s "$A/stats")" '"tags":4,"tag_links"
 out=$(curl -s -X POST "$A/purge?tag=prod-1")
 ct_check "admin purge ?tag=prod-1: two objects" "$out" '{"purged":2}'
 ct_check_match "the log says what the purge cost the admin thread" \
-    "$(grep 'admin: purge of 1 tags' "$CT_TMP/proxy.err")" 'purge of 1 tags: 2 objects in [0-9.]+ ms \([0-9.]+ ms CPU\)$'
+    "$(grep 'admin: purge of 1 tags' "$CT_TMP/proxy.err")" \
+    'purge of 1 tags \(prod-1\): 2 objects in [0-9.]+ ms \([0-9.]+ ms CPU\)$'
 ct_check_match "prod-1 (Surrogate-Key) purged" "$(cstatus "$U1")" 'fwd=[a-z-]*miss; stored'
 ct_check_match "prod-1 (xkey) purged" "$(cstatus "$U3")" 'fwd=[a-z-]*miss; stored'
 ct_check_match "Product-1 untouched" "$(cstatus "$U2")" '^cachet; hit;'
@@ -43,6 +44,14 @@ ct_check "a tag nobody has: 404" "$(curl -s -o /dev/null -w '%{http_code}' -X PO
 # several tags at once
 out=$(curl -s -X POST "$A/purge?tag=prod-2&tag=prod-1")
 ct_check "admin purge of two tags: three objects" "$out" '{"purged":3}'
+ct_check_match "... logged with the first tag named" \
+    "$(grep 'purge of 2 tags' "$CT_TMP/proxy.err")" \
+    'purge of 2 tags \(prod-2, \.\.\.\): 3 objects'
+# a decoded tag's control bytes are escaped in the log (one line per purge)
+curl -s -o /dev/null -X POST "$A/purge?tag=a%0Ab%22"
+escaped=$(grep -c 'purge of 1 tags (a\\x0Ab\\x22): 0 objects' "$CT_TMP/proxy.err")
+ct_check "a tag with a newline: logged escaped, on one line" \
+    "$escaped $(grep -c '^b' "$CT_TMP/proxy.err")" "1 0"
 
 # ---- every Vary variant
 V="$P/gen?size=10&$MA&k=v&vary=Accept-Encoding&hdr=$(enc 'Surrogate-Key: page')"

@@ -38,6 +38,10 @@ ct_check "purge without url= or prefix=: 400" \
     "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$A/purge?x=1")" 400
 ct_check "purge of a relative URL: 400" \
     "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$A/purge?url=/a")" 400
+# the decoded URL's control bytes are escaped in the log line: one line per purge
+curl -s -o /dev/null -X POST "$A/purge?url=http%3A%2F%2Fh.test%2Fa%0Db%0Ac"
+ct_check "purge of a URL with CR LF: logged escaped, on one line" \
+    "$(grep -c 'admin: purge url http://h.test/a\\x0Db\\x0Ac: 0 objects' "$CT_TMP/proxy.err")" 1
 ct_check "GET /purge: 405" "$(curl -s -o /dev/null -w '%{http_code}' "$A/purge?url=http://x/a")" 405
 ct_check "HEAD /stats: no body" "$(curl -s -I "$A/stats" -o /dev/null -w '%{size_download}')" 0
 # two requests on one admin connection (keep-alive)
