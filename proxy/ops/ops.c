@@ -296,13 +296,24 @@ static unsigned purge_body(struct ct_stats_out *body, unsigned status, const cha
     return status;
 }
 
-/* S escaped as the access log escapes it (one line of printable ASCII), in
- * B (the caller's, freed by it), NUL-terminated for a log line: a purge's
- * URL or tag and a ban's expression are decoded or raw admin input. */
+/* S in B (the caller's, freed by it), NUL-terminated for a log line, its
+ * control bytes as \xHH: a purge's URL or tag and a ban's expression are
+ * decoded or raw admin input, and a newline in them would forge a line.
+ * Not the access log's escaping: that one also escapes '"' and '\', which
+ * ban expressions are full of. */
 static const char *log_text(struct ct_buf *b, struct ct_str s)
 {
+    static const char hex[] = "0123456789ABCDEF";
     ct_buf_reset(b);
-    ct_accesslog_escape(b, s);
+    for (size_t i = 0; i < s.len; i++) {
+        unsigned char ch = (unsigned char)s.p[i];
+        if (ch < 0x20 || ch == 0x7f) {
+            char esc[4] = {'\\', 'x', hex[ch >> 4], hex[ch & 15]};
+            ct_buf_put(b, esc, 4);
+        } else {
+            ct_buf_put_byte(b, (char)ch);
+        }
+    }
     ct_buf_put_byte(b, '\0');
     return b->p;
 }
