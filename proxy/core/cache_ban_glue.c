@@ -12,10 +12,10 @@
 
 bool ct_cache_ban_field(const struct ct_obj *obj, struct ct_str name, struct ct_str *value)
 {
-    struct ct_cache_blk blk;
+    struct ct_stored_blk blk;
     struct ct_str wire;
     struct ct_hdrindex hx;
-    if (!ct_cache_blk_get(obj, &blk, &wire) || !ct_cache_blk_index(&blk, wire, &hx))
+    if (!ct_stored_blk_get(obj, &blk, &wire) || !ct_stored_index(&blk, wire, &hx))
         return false;
     enum ct_hdr_id id = ct_hdr_lookup(name);
     if (id != CT_HDR_UNKNOWN) {

@@ -1,7 +1,7 @@
 /*
  * proxy/core/cache_ban_glue.h: how bans read the proxy's stored heads (issue 16).
  * The store (cache/) keeps the head block opaque; the proxy's layout is a
- * struct ct_cache_blk prefix, the status line, then "Name: value" CRLF lines
+ * struct ct_stored_blk prefix, the status line, then "Name: value" CRLF lines
  * (proxy/core/cache_int.h). This is the ct_cache_config.field getter for it.
  */
 #ifndef CT_PROXY_CACHE_BAN_GLUE_H

@@ -26,34 +26,6 @@
 #define STREAM_PIECE (256 * 1024)
 
 
-/* Two digits per division (three numbers per hit: Age, ttl, length). */
-char *ct_cache_put_i64(char *p, int64_t v)
-{
-    static const char pairs[201] = "000102030405060708091011121314151617181920212223242526272829"
-                                   "303132333435363738394041424344454647484950515253545556575859"
-                                   "606162636465666768697071727374757677787980818283848586878889"
-                                   "90919293949596979899";
-    char tmp[24];
-    char *e = tmp + sizeof(tmp), *q = e;
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    while (u >= 100) {
-        unsigned d = (unsigned)(u % 100) * 2;
-        u /= 100;
-        *--q = pairs[d + 1];
-        *--q = pairs[d];
-    }
-    if (u >= 10) {
-        *--q = pairs[u * 2 + 1];
-        *--q = pairs[u * 2];
-    } else {
-        *--q = (char)('0' + u);
-    }
-    if (v < 0)
-        *p++ = '-';
-    memcpy(p, q, (size_t)(e - q));
-    return p + (e - q);
-}
-
 /* Hand what cr->obj has after cr->pos to the protocol, by reference, within
  * the range (cr->skip bytes dropped first, cr->body_left at most). Returns
  * END (the body or the range is all out), WAIT (nothing more yet), FAILED,
@@ -117,42 +89,6 @@ void ct_cache_obj_sent(struct ct_req *r, uint64_t k)
     r->body_out += k; /* access log $body_bytes_sent */
 }
 
-/* One single-range "bytes=" spec against LEN bytes (RFC 9110 §14.1.2).
- * 0: no usable range (serve 200); 1: [*first, *last]; -1: unsatisfiable. */
-int ct_cache_parse_range(struct ct_str v, uint64_t len, uint64_t *first, uint64_t *last)
-{
-    static const struct ct_str unit = CT_STR("bytes=");
-    if (v.len <= unit.len || !ct_str_eq_ci(ct_str_make(v.p, unit.len), unit))
-        return 0;
-    struct ct_str spec = ct_str_trim_ows(ct_str_make(v.p + unit.len, v.len - unit.len));
-    const char *dash = memchr(spec.p, '-', spec.len);
-    if (dash == NULL || memchr(spec.p, ',', spec.len))
-        return 0; /* malformed, or several ranges: the whole thing (allowed) */
-    struct ct_str a = ct_str_make(spec.p, (size_t)(dash - spec.p));
-    struct ct_str b = ct_str_make(dash + 1, spec.len - a.len - 1);
-    uint64_t x, y;
-    if (a.len == 0) { /* suffix: the last N bytes */
-        if (ct_str_to_u64(b, UINT64_MAX, &y) != CT_OK)
-            return 0;
-        if (y == 0 || len == 0)
-            return -1;
-        *first = len > y ? len - y : 0;
-        *last = len - 1;
-        return 1;
-    }
-    if (ct_str_to_u64(a, UINT64_MAX, &x) != CT_OK)
-        return 0;
-    if (b.len == 0)
-        y = UINT64_MAX;
-    else if (ct_str_to_u64(b, UINT64_MAX, &y) != CT_OK || y < x)
-        return 0;
-    if (x >= len)
-        return -1;
-    *first = x;
-    *last = y >= len ? len - 1 : y;
-    return 1;
-}
-
 /* If-Range (RFC 9110 §13.1.5): a strong ETag equal to ours, or our exact
  * Last-Modified date; anything else: send the whole representation. */
 static bool if_range_ok(const struct ct_http_msg *req, const struct ct_obj *obj)
@@ -169,7 +105,7 @@ static bool if_range_ok(const struct ct_http_msg *req, const struct ct_obj *obj)
 /* What to send for the request from the complete or streaming OBJ (§4.3.2,
  * Range) into *P; *FIRST: where the body starts. CR_BUF holds P's
  * Content-Range. */
-static void plan(struct ct_req *r, struct ct_obj *obj, const struct ct_cache_blk *blk,
+static void plan(struct ct_req *r, struct ct_obj *obj, const struct ct_stored_blk *blk,
                  struct ct_resp_plan *p, uint64_t *first, char *cr_buf, size_t cr_cap)
 {
     const struct ct_http_msg *req = r->msg;
@@ -197,7 +133,7 @@ static void plan(struct ct_req *r, struct ct_obj *obj, const struct ct_cache_blk
             p->own_status = true;
             p->body = false;
         } else if (req->method == CT_METHOD_GET && rf != NULL && len != UINT64_MAX &&
-                   if_range_ok(req, obj) && (rng = ct_cache_parse_range(rf->value, len, &a, &b)) != 0) {
+                   if_range_ok(req, obj) && (rng = ct_range_parse(rf->value, len, &a, &b)) != 0) {
             p->own_status = true;
             if (rng < 0) {
                 p->status = 416;
@@ -219,14 +155,14 @@ static void plan(struct ct_req *r, struct ct_obj *obj, const struct ct_cache_blk
 /* Does R's Range on OBJ wait for OBJ to be complete? Only for an object
  * still filling whose length is not known yet and bounded: one cachet
  * encodes as it fills from an origin's Content-Length (its length is the
- * encoder's, at the end; CT_CACHE_BLK_BOUNDED). The range is of the
+ * encoder's, at the end; CT_STORED_BOUNDED). The range is of the
  * representation the client receives
  * (issue 18), and its 206 names the complete length, and a suffix or open
  * range needs the end: so the head waits for the whole object. A Range
  * plan() would ignore (not GET, malformed, If-Range not matching, a 304
  * first) does not wait. */
 static bool range_waits(const struct ct_req *r, const struct ct_obj *obj,
-                        const struct ct_cache_blk *blk)
+                        const struct ct_stored_blk *blk)
 {
     const struct ct_http_msg *req = r->msg;
     enum ct_obj_state st = ct_obj_state(obj);
@@ -236,11 +172,11 @@ static bool range_waits(const struct ct_req *r, const struct ct_obj *obj,
     /* A fill that may outgrow max_object_size (an origin body of unknown
      * length) could fail with nothing sent: its Range is not held, and is
      * answered as before (RFC 9110 §14.2 lets a server ignore it). */
-    if (ct_cache_blk_may_outgrow(blk))
+    if (ct_stored_may_outgrow(blk))
         return false;
     const struct ct_http_field *rf = ct_http_msg_find(req, CT_HDR_RANGE, NULL);
     uint64_t a, b;
-    if (rf == NULL || ct_cache_parse_range(rf->value, UINT64_MAX - 1, &a, &b) == 0 ||
+    if (rf == NULL || ct_range_parse(rf->value, UINT64_MAX - 1, &a, &b) == 0 ||
         !if_range_ok(req, obj))
         return false;
     struct ct_cache_validators v = {.etag = ct_obj_etag(obj),
@@ -252,12 +188,12 @@ static bool range_waits(const struct ct_req *r, const struct ct_obj *obj,
 bool ct_cache_emit(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus, bool force_close)
 {
     struct ct_creq *cr = r->cr;
-    struct ct_cache_blk blk;
+    struct ct_stored_blk blk;
     struct ct_str wire;
     struct ct_resp_plan p;
     uint64_t first;
     char range[96];
-    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    CT_ASSERT(ct_stored_blk_get(obj, &blk, &wire));
     if (CT_UNLIKELY(range_waits(r, obj, &blk))) {
         /* Nothing is sent yet: STREAM waits for the object's end, then
          * emits again (ct_step_stream, ct_cache_self_end). */

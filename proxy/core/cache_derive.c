@@ -66,25 +66,14 @@ void ct_derive_free(struct ct_derive **dp)
     CT_FREE(dp);
 }
 
-uint32_t ct_cache_derive_blk_flags(const struct ct_http_msg *stored, bool weakened)
-{
-    enum ct_coding c = ct_coding_of_msg(stored);
-    _Static_assert(CT_CODING__COUNT <= CT_CACHE_BLK_CODING_MASK + 1, "codings fit the mask");
-    if (c <= CT_CODING_IDENTITY)
-        return 0;
-    const struct ct_http_field *et = ct_http_msg_find(stored, CT_HDR_ETAG, NULL);
-    bool weak = et && et->value.len > 2 && memcmp(et->value.p, "W/", 2) == 0;
-    return (uint32_t)c | (weakened && weak ? CT_CACHE_BLK_WEAKENED : 0);
-}
-
 /* The strong ETag an identity decoding of OBJ gives back (its stored W/"x"
  * as "x", a view into OBJ) when cachet weakened it; empty otherwise. */
 static struct ct_str origin_etag(const struct ct_obj *obj)
 {
-    struct ct_cache_blk blk;
+    struct ct_stored_blk blk;
     struct ct_str wire, et = ct_obj_etag(obj);
-    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
-    if (!(blk.flags & CT_CACHE_BLK_WEAKENED) || et.len < 4 || memcmp(et.p, "W/", 2) != 0)
+    CT_ASSERT(ct_stored_blk_get(obj, &blk, &wire));
+    if (!(blk.flags & CT_STORED_WEAKENED) || et.len < 4 || memcmp(et.p, "W/", 2) != 0)
         return CT_STR_NULL;
     return ct_str_make(et.p + 2, et.len - 2);
 }
@@ -109,11 +98,11 @@ static bool req_no_transform(const struct ct_req *r)
  * into d->stored. False if the head has no field index. */
 static bool stored_msg(struct ct_derive *d, struct ct_http_msg *msg)
 {
-    struct ct_cache_blk blk;
+    struct ct_stored_blk blk;
     struct ct_str wire;
     struct ct_hdrindex hx;
-    CT_ASSERT(ct_cache_blk_get(d->obj, &blk, &wire));
-    if (!ct_cache_blk_index(&blk, wire, &hx))
+    CT_ASSERT(ct_stored_blk_get(d->obj, &blk, &wire));
+    if (!ct_stored_index(&blk, wire, &hx))
         return false;
     unsigned n = ct_hdrindex_count(&hx), k = 0;
     d->stored = ct_xcalloc((size_t)n + 1, sizeof(*d->stored));
@@ -130,7 +119,7 @@ static bool stored_msg(struct ct_derive *d, struct ct_http_msg *msg)
     }
     n = k;
     double a = ct_obj_age(d->obj, ct_time_real());
-    char *e = ct_cache_put_i64(d->age, a > 0 ? (int64_t)a : 0);
+    char *e = ct_put_i64(d->age, a > 0 ? (int64_t)a : 0);
     d->stored[n] = (struct ct_http_field){CT_STR("Age"), ct_str_make(d->age, (size_t)(e - d->age)),
                                           CT_HDR_AGE};
     *msg = (struct ct_http_msg){.kind = CT_HTTP_RESPONSE,
@@ -183,7 +172,7 @@ static void count_decode(struct ct_req *r, enum ct_coding from, const struct ct_
     struct ct_stats *st = r->w->stats;
     ct_stats_add(&st->decode_bytes_in[from], ct_codec_bytes_in(dec) - in0);
     ct_stats_add(&st->decode_bytes_out[from], ct_codec_bytes_out(dec) - out0);
-    ct_stats_add(&st->decode_cpu_us[from], ct_cache_thread_cpu_us() - t0);
+    ct_stats_add(&st->decode_cpu_us[from], ct_thread_cpu_us() - t0);
 }
 
 static enum ct_req_next decode_run(struct ct_req *r, struct ct_derive *d);
@@ -204,7 +193,7 @@ enum ct_req_next ct_step_decode(struct ct_req *r)
 static enum ct_req_next decode_run(struct ct_req *r, struct ct_derive *d)
 {
     struct ct_creq *cr = r->cr;
-    uint64_t t0 = ct_cache_thread_cpu_us(), in0 = ct_codec_bytes_in(d->dec),
+    uint64_t t0 = ct_thread_cpu_us(), in0 = ct_codec_bytes_in(d->dec),
              out0 = ct_codec_bytes_out(d->dec);
     for (;;) {
         if (r->proto->output_full(r)) {
@@ -279,7 +268,7 @@ bool ct_cache_derive_drained(struct ct_req *r)
  * not decode. */
 static uint64_t decoded_len(struct ct_req *r, struct ct_obj *obj, enum ct_coding c)
 {
-    uint64_t t0 = ct_cache_thread_cpu_us();
+    uint64_t t0 = ct_thread_cpu_us();
     struct ct_codec *cd = ct_codec_new(c, CT_CODEC_DECODE, CT_CODEC_LEVEL_DEFAULT, 0);
     struct ct_obj_body_pos pos = CT_OBJ_BODY_POS_INIT;
     struct ct_str in = CT_STR_NULL;
@@ -330,7 +319,7 @@ static void plan_range(struct ct_req *r, struct ct_derive *d, enum ct_coding fro
     bool if_range = ir == NULL || (strong.len && ct_cache_etag_match(ir->value, strong, false));
     if (r->msg->method == CT_METHOD_GET && rf && if_range &&
         (len = decoded_len(r, d->obj, from)) != UINT64_MAX &&
-        (rng = ct_cache_parse_range(rf->value, len, &a, &b)) != 0) {
+        (rng = ct_range_parse(rf->value, len, &a, &b)) != 0) {
         if (rng < 0) {
             d->msg.status = 416;
             d->msg.framing = CT_FRAME_NONE;
@@ -343,7 +332,7 @@ static void plan_range(struct ct_req *r, struct ct_derive *d, enum ct_coding fro
             d->msg.content_length = d->left;
             snprintf(d->crange, sizeof(d->crange), "bytes %llu-%llu/%llu", (unsigned long long)a,
                      (unsigned long long)b, (unsigned long long)len);
-            char *e = ct_cache_put_i64(d->clen, (int64_t)d->left);
+            char *e = ct_put_i64(d->clen, (int64_t)d->left);
             d->sent[n++] = (struct ct_http_field){CT_STR("Content-Length"),
                                                   ct_str_make(d->clen, (size_t)(e - d->clen)),
                                                   CT_HDR_CONTENT_LENGTH};
@@ -417,11 +406,11 @@ static struct ct_str status_of(char *buf, size_t cap, struct ct_str base, const 
     return ct_str_make(buf, n < 0 ? 0 : CT_MIN((size_t)n, cap - 1));
 }
 
-bool ct_cache_derive_hit(struct ct_req *r, struct ct_obj *obj, const struct ct_cache_blk *blk,
+bool ct_cache_derive_hit(struct ct_req *r, struct ct_obj *obj, const struct ct_stored_blk *blk,
                          struct ct_str cstatus, bool *refuse)
 {
     *refuse = false;
-    enum ct_coding y = (enum ct_coding)(blk->flags & CT_CACHE_BLK_CODING_MASK);
+    enum ct_coding y = (enum ct_coding)(blk->flags & CT_STORED_CODING_MASK);
     /* The request's one Accept-Encoding field is the stored coding's name:
      * it takes it, and nothing needs parsing. With compression off no
      * class was chosen before the lookup (cr->ae_class is NONE), so every
@@ -483,12 +472,12 @@ static struct ct_obj *probe_variant(struct ct_req *r, enum ct_coding y, ct_time_
     free(f);
     if (obj == NULL)
         return NULL;
-    struct ct_cache_blk blk;
+    struct ct_stored_blk blk;
     struct ct_str wire;
-    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    CT_ASSERT(ct_stored_blk_get(obj, &blk, &wire));
     enum ct_cache_use use = ct_cache_policy_use(&blk.fresh, r->msg, ct_cache_popts(r), now);
     if (ct_obj_state(obj) != CT_OBJ_COMPLETE ||
-        (blk.flags & CT_CACHE_BLK_CODING_MASK) != (uint32_t)y || use != CT_CACHE_USE_FRESH)
+        (blk.flags & CT_STORED_CODING_MASK) != (uint32_t)y || use != CT_CACHE_USE_FRESH)
         ct_obj_release(&obj);
     return obj;
 }
@@ -520,12 +509,12 @@ static int recode(struct ct_req *r, struct ct_obj *src, enum ct_coding from, enu
                   struct ct_obj *fill)
 {
     struct ct_codec *dec = ct_codec_new(from, CT_CODEC_DECODE, CT_CODEC_LEVEL_DEFAULT, 0);
-    struct ct_codec *enc = ct_cache_encoder_new(&r->w->cf->compression, to, 0);
+    struct ct_codec *enc = ct_encoder_new(&r->w->cf->compression, to, 0);
     char *mid = ct_xmalloc(DERIVE_OUT), *out = ct_xmalloc(DERIVE_OUT);
     struct ct_obj_body_pos pos = CT_OBJ_BODY_POS_INIT;
     struct ct_str in = CT_STR_NULL;
     bool end = false, done = false;
-    uint64_t t0 = ct_cache_thread_cpu_us();
+    uint64_t t0 = ct_thread_cpu_us();
     int rc = dec && enc ? CT_OK : CT_EPROTO;
     while (rc == CT_OK) {
         if (in.len == 0 && !end) {
@@ -555,7 +544,7 @@ static int recode(struct ct_req *r, struct ct_obj *src, enum ct_coding from, enu
         ct_stats_add(&st->compress_objects[to], 1);
         ct_stats_add(&st->compress_bytes_in[to], ct_codec_bytes_in(enc));
         ct_stats_add(&st->compress_bytes_out[to], ct_codec_bytes_out(enc));
-        ct_stats_add(&st->compress_cpu_us[to], ct_cache_thread_cpu_us() - t0);
+        ct_stats_add(&st->compress_cpu_us[to], ct_thread_cpu_us() - t0);
     }
     free(mid);
     free(out);
@@ -667,12 +656,12 @@ enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
             }
             return transcoded(r, obj, y, fetch, now) ? CT_DERIVE_ANSWERED : CT_DERIVE_NONE;
         }
-        struct ct_cache_blk blk;
+        struct ct_stored_blk blk;
         struct ct_str wire;
-        CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+        CT_ASSERT(ct_stored_blk_get(obj, &blk, &wire));
         char base[64], buf[160];
         memcpy(base, "cachet; hit; ttl=", 17);
-        *ct_cache_put_i64(base + 17, (int64_t)ct_cache_policy_ttl(&blk.fresh, now)) = '\0';
+        *ct_put_i64(base + 17, (int64_t)ct_cache_policy_ttl(&blk.fresh, now)) = '\0';
         cr->cs = CT_STATS_CS_HIT;
         if (as_is) {
             drop_fetch(r, fetch);

@@ -33,7 +33,7 @@
  *
  * A decoded answer is 200 with the stored fields less Content-Encoding and
  * Content-Length, a strong ETag made weak (the bytes are not the stored
- * ones) unless cachet weakened it itself (CT_CACHE_BLK_WEAKENED: then the
+ * ones) unless cachet weakened it itself (CT_STORED_WEAKENED: then the
  * origin's strong one, the decoded bytes being the origin's), Vary: Accept-Encoding, Age, chunked for HTTP/1.1 (close-delimited
  * for HTTP/1.0) and without content-length on HTTP/2. Range is ignored for
  * it (RFC 9110 §14.2 allows that: the whole representation, 200); a
@@ -51,36 +51,14 @@
 
 struct ct_req;
 struct ct_obj;
-struct ct_cache_blk;
+struct ct_stored_blk;
 struct ct_derive; /* opaque; owned by the request's creq (cr->derive) */
-
-/* ct_cache_blk.flags: the stored body's coding (enum ct_coding; 0 identity),
- * set at store time, so a hit tells a coded object by a bit test. */
-#define CT_CACHE_BLK_CODING_MASK 0x7u
-/* ... and cachet made its ETag weak when it changed the coding (http_ae.h,
- * ct_ce_head_new): the body decoded is the origin's representation, which
- * the ETag without W/ names, so an identity answer decoded from it gives
- * the origin's strong ETag back. Not set for an origin's own coding. */
-#define CT_CACHE_BLK_WEAKENED 0x8u
-/* ... and its length, unknown until the end (cachet encodes it as it fills),
- * is bounded by the origin's Content-Length well under max_object_size: the
- * fill cannot outgrow the store, so a Range may wait for its end
- * (cache_deliver.c, range_waits). */
-#define CT_CACHE_BLK_BOUNDED 0x10u
-/* Can the fill described by BLK outgrow max_object_size on its way (no
- * length at the head, and no bound)? Readers of such a fill must not start
- * an answer they could not finish. */
-bool ct_cache_blk_may_outgrow(const struct ct_cache_blk *blk);
-struct ct_http_msg;
-/* The flags of STORED (the head to store); WEAKENED: cachet weakened its
- * ETag (only kept when STORED's ETag is weak). */
-uint32_t ct_cache_derive_blk_flags(const struct ct_http_msg *stored, bool weakened);
 
 /* The object's coding (from BLK's flags) is not R's class: does R need it
  * decoded? Then the decoded answer is sent (true). False: deliver OBJ as it
  * is. *REFUSE is set when the answer must be 406 instead (no-transform, or
  * identity refused); the caller sends it. */
-bool ct_cache_derive_hit(struct ct_req *r, struct ct_obj *obj, const struct ct_cache_blk *blk,
+bool ct_cache_derive_hit(struct ct_req *r, struct ct_obj *obj, const struct ct_stored_blk *blk,
                          struct ct_str cstatus, bool *refuse);
 
 /* What a lookup that found another class's variants (a Vary miss) may do

@@ -88,13 +88,13 @@ size_t ct_cache_tags_of(struct ct_req *r, const struct ct_http_msg *msg,
 }
 
 void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
-                           const struct ct_req *r, const struct ct_cache_blk *blk0)
+                           const struct ct_req *r, const struct ct_stored_blk *blk0)
 {
     const struct ct_cache_policy_opts *po = ct_cache_popts(r);
     const struct ct_conf_cache *cc = &r->w->cf->cache;
     /* a route's strip_set_cookie: stored (and so served) without Set-Cookie */
     bool strip_sc = r->route && r->route->conf && r->route->conf->strip_set_cookie;
-    struct ct_cache_blk blk = *blk0;
+    struct ct_stored_blk blk = *blk0;
     char line[160];
     int n = status_line(line, sizeof(line), msg);
     blk.status_len = (uint32_t)n;
@@ -154,9 +154,9 @@ static bool omit_ours(const struct ct_http_field *f, const void *arg)
 
 static void validators(struct ct_obj *obj, struct ct_cache_validators *v)
 {
-    struct ct_cache_blk blk;
+    struct ct_stored_blk blk;
     struct ct_str wire;
-    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    CT_ASSERT(ct_stored_blk_get(obj, &blk, &wire));
     *v = (struct ct_cache_validators){.etag = ct_obj_etag(obj),
                                       .last_modified = ct_obj_last_modified(obj),
                                       .response_time = blk.fresh.response_time};
@@ -278,7 +278,7 @@ static void windows(struct ct_req *r, const struct ct_cache_fresh *f, bool valid
 static void add_index(struct evbuffer *tmp)
 {
     size_t total = evbuffer_get_length(tmp);
-    struct ct_cache_blk blk;
+    struct ct_stored_blk blk;
     evbuffer_copyout(tmp, &blk, sizeof(blk));
     blk.wire_len = (uint32_t)(total - sizeof(blk));
     blk.index_len = 0;
@@ -310,19 +310,19 @@ static int store_head(struct ct_req *r, const struct ct_http_msg *msg, struct ct
 {
     struct ct_creq *cr = r->cr;
     const struct ct_cache_policy_opts *po = ct_cache_popts(r);
-    struct ct_cache_blk blk = {.length = UINT64_MAX};
+    struct ct_stored_blk blk = {.length = UINT64_MAX};
     char *vkey = NULL;
     size_t vlen = 0;
     ct_cache_policy_fresh(msg, po, cr->req_time, now, &blk.fresh);
     route_fresh(r, msg->status, &blk.fresh);
     if (CT_UNLIKELY(r->fleet_peer)) /* the owner's answer: an edge copy, kept briefly */
         ct_req_fleet_mirror_cap(r, &blk.fresh);
-    blk.flags = ct_cache_derive_blk_flags(msg, weakened); /* its coding, for hits (cache_derive.h) */
+    blk.flags = ct_stored_flags_of(msg, weakened); /* its coding, for hits (cache_derive.h) */
     /* the encoder's output past the origin's length: a few bytes per block
      * for input it cannot shrink; an eighth is far above that */
     if (cr->enc && cr->enc_bound &&
         ct_cache_fits(r->w->wc->cache, cr->enc_bound + cr->enc_bound / 8 + 4096))
-        blk.flags |= CT_CACHE_BLK_BOUNDED;
+        blk.flags |= CT_STORED_BOUNDED;
     if (body_src) {
         struct ct_str v = ct_obj_vary(body_src);
         vkey = v.len ? ct_xmalloc(v.len) : NULL;
@@ -476,10 +476,10 @@ static bool revalidated(struct ct_req *r, const struct ct_http_msg *r304,
     struct ct_creq *cr = r->cr;
     struct ct_obj *stale = cr->stale;
     struct ct_cache_validators v;
-    struct ct_cache_blk blk;
+    struct ct_stored_blk blk;
     struct ct_str wire;
     validators(stale, &v);
-    CT_ASSERT(ct_cache_blk_get(stale, &blk, &wire));
+    CT_ASSERT(ct_stored_blk_get(stale, &blk, &wire));
     cr->cs = CT_STATS_CS_STALE;
     if (!ct_cache_policy_304_selects(&v, r304) && !weakened_selects(&v, r304)) {
         drop_fill(cr, now, 0);
@@ -499,7 +499,7 @@ static bool revalidated(struct ct_req *r, const struct ct_http_msg *r304,
     if (blk.status_len > 15)
         m.reason = ct_str_make(wire.p + 13, blk.status_len - 15);
     /* the body is the stale one's: so is who weakened its ETag */
-    if (store_head(r, &m, stale, (blk.flags & CT_CACHE_BLK_WEAKENED) != 0, now) == CT_OK) {
+    if (store_head(r, &m, stale, (blk.flags & CT_STORED_WEAKENED) != 0, now) == CT_OK) {
         ct_obj_complete(cr->fill, now);
         struct ct_obj *obj = cr->fill;
         cr->fill = NULL;
@@ -554,15 +554,6 @@ static bool compressible(const struct ct_req *r, const struct ct_http_msg *msg)
     return ct_ce_should_encode(msg, r->msg->method, type_ok, cz->min_size_bytes) == CT_CE_YES;
 }
 
-struct ct_codec *ct_cache_encoder_new(const struct ct_conf_compression *cz, enum ct_coding c,
-                                      uint64_t size_hint)
-{
-    int level = c == CT_CODING_GZIP ? (int)cz->gzip_level
-                : c == CT_CODING_BR ? (int)cz->br_level
-                                    : (int)cz->zstd_level;
-    return ct_codec_new(c, CT_CODEC_ENCODE, level, size_hint);
-}
-
 int ct_cache_store_head_of(struct ct_req *r, struct ct_obj *fill, const struct ct_http_msg *msg,
                            bool weakened, ct_time_t now)
 {
@@ -581,7 +572,7 @@ static bool encoder_start(struct ct_req *r, enum ct_coding c, const struct ct_ht
 {
     struct ct_creq *cr = r->cr;
     const struct ct_conf_compression *cz = &r->w->cf->compression;
-    cr->enc = ct_cache_encoder_new(cz, c, msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0);
+    cr->enc = ct_encoder_new(cz, c, msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0);
     if (cr->enc == NULL)
         return false;
     cr->enc_bound = msg->framing == CT_FRAME_LENGTH ? msg->content_length : 0;
@@ -636,13 +627,6 @@ static bool on_the_fly(struct ct_req *r, const struct ct_http_msg *msg,
     return true;
 }
 
-uint64_t ct_cache_thread_cpu_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
-}
-
 /* Run the fill's encoder over all of IN (drained) into cr->zbuf; LAST ends
  * the stream. The output is bounded by the input (plus the coding's
  * framing), so nothing here waits for the client. Returns CT_OK, or
@@ -653,7 +637,7 @@ static int encode(struct ct_req *r, struct evbuffer *in, bool last)
     struct ct_codec *cd = cr->enc;
     if (!last && evbuffer_get_length(in) == 0)
         return CT_OK;
-    uint64_t t0 = ct_cache_thread_cpu_us(), in0 = ct_codec_bytes_in(cd), out0 = ct_codec_bytes_out(cd);
+    uint64_t t0 = ct_thread_cpu_us(), in0 = ct_codec_bytes_in(cd), out0 = ct_codec_bytes_out(cd);
     int rc = CT_OK;
     for (;;) {
         size_t avail = evbuffer_get_length(in), n = 0;
@@ -686,17 +670,12 @@ static int encode(struct ct_req *r, struct evbuffer *in, bool last)
     struct ct_stats *st = r->w->stats;
     ct_stats_add(&st->compress_bytes_in[c], ct_codec_bytes_in(cd) - in0);
     ct_stats_add(&st->compress_bytes_out[c], ct_codec_bytes_out(cd) - out0);
-    ct_stats_add(&st->compress_cpu_us[c], ct_cache_thread_cpu_us() - t0);
+    ct_stats_add(&st->compress_cpu_us[c], ct_thread_cpu_us() - t0);
     if (rc != CT_OK)
         CT_WARN("w%u c%llu: %.*s: %s encoder failed: %s", r->w->id,
                 (unsigned long long)r->conn_id, (int)r->msg->target.len, r->msg->target.p,
                 ct_coding_name(cr->ae_class), ct_codec_error(cd));
     return rc;
-}
-
-bool ct_cache_blk_may_outgrow(const struct ct_cache_blk *blk)
-{
-    return blk->length == UINT64_MAX && !(blk->flags & CT_CACHE_BLK_BOUNDED);
 }
 
 /* The fill object could not take N more bytes: over max_object_size (no
@@ -711,9 +690,9 @@ static void fill_outgrown(struct ct_req *r, size_t n)
 {
     struct ct_creq *cr = r->cr;
     struct ct_cache *cache = r->w->wc->cache;
-    struct ct_cache_blk blk;
+    struct ct_stored_blk blk;
     struct ct_str wire;
-    if (ct_cache_blk_get(cr->fill, &blk, &wire) && ct_cache_blk_may_outgrow(&blk)) {
+    if (ct_stored_blk_get(cr->fill, &blk, &wire) && ct_stored_may_outgrow(&blk)) {
         bool big = !ct_cache_fits(cache, (uint64_t)ct_obj_size(cr->fill) + n);
         double hfm = big ? (double)r->w->cf->cache.hit_for_miss_ms / 1000.0 : 0;
         ct_obj_abandon(cr->fill, ct_time_real(), hfm);

@@ -33,6 +33,7 @@
 #include "common/list.h"
 #include "http/http_ae.h"
 #include "proxy/core/core.h"
+#include "proxy/core/stored.h"
 #include "proxy/upstream/wire.h"
 
 struct ct_creq;
@@ -133,22 +134,6 @@ void ct_req_respond(struct ct_req *r);
 
 /* ---- inside the cache files ----------------------------------------------- */
 
-/* The stored head: this prefix, then the HTTP/1 block (the status line and
- * the fields, CRLF after each, no blank line), then the block's field index
- * (http/http_hdrindex.h), all rendered once at store time. The prefix
- * carries what the policy needs and the store does not keep (must-revalidate,
- * no-cache, stale-if-error...), so a hit reads it with one memcpy; HTTP/1
- * writes the block as is, and a protocol that needs (name, value) pairs
- * (HTTP/2) opens the index instead of parsing (ct_cache_blk_index). */
-struct ct_cache_blk {
-    struct ct_cache_fresh fresh;
-    uint32_t status_len; /* bytes of the status line, CRLF included */
-    uint32_t flags;
-    uint64_t length;     /* body length if known at store time, else UINT64_MAX */
-    uint32_t wire_len;   /* bytes of the HTTP/1 block; the index follows it */
-    uint32_t index_len;  /* bytes of the index (0: none, the block exceeds its format) */
-};
-
 struct ct_creq {
     unsigned magic;
 #define CT_CREQ_MAGIC 0xcac4e5e1u
@@ -248,7 +233,7 @@ struct ct_wcache {
 /* Render MSG's storable fields (and our Via) into OUT as the stored block
  * (prefix + status line + fields). */
 void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
-                           const struct ct_req *r, const struct ct_cache_blk *blk);
+                           const struct ct_req *r, const struct ct_stored_blk *blk);
 /* Is F one of cache.tag_headers (matched case-insensitively, RFC 9110 §5.1)? */
 bool ct_cache_is_tag_field(const struct ct_conf_cache *cc, const struct ct_http_field *f);
 /* The tags named by MSG's tag fields (cache.tag_headers) into OUT (at most
@@ -256,27 +241,13 @@ bool ct_cache_is_tag_field(const struct ct_conf_cache *cc, const struct ct_http_
  * leave out. Returns the count. */
 size_t ct_cache_tags_of(struct ct_req *r, const struct ct_http_msg *msg,
                         struct ct_str out[CT_CACHE_TAGS_MAX]);
-/* An encoder for coding C at its configured level (SIZE_HINT as for
- * ct_codec_new); NULL if it cannot be made. */
-struct ct_conf_compression;
-struct ct_codec *ct_cache_encoder_new(const struct ct_conf_compression *cz, enum ct_coding c,
-                                      uint64_t size_hint);
 /* Store MSG as the head of FILL (a BUSY object from R's lookup, not R's
  * cr->fill) as a fill of R's request would (WEAKENED: cachet made its ETag
- * weak, CT_CACHE_BLK_WEAKENED); CT_OK or the store's error. */
+ * weak, CT_STORED_WEAKENED); CT_OK or the store's error. */
 int ct_cache_store_head_of(struct ct_req *r, struct ct_obj *fill, const struct ct_http_msg *msg,
                            bool weakened, ct_time_t now);
-/* This thread's CPU time in µs (the compress_cpu_us counters). */
-uint64_t ct_cache_thread_cpu_us(void);
 /* cache_req.c, cache_deliver.c */
 const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_req *r);
-bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct ct_str *wire);
-/* Open the stored field index that follows WIRE (BLK and WIRE from
- * ct_cache_blk_get) into HX; false if it has none. Views valid while the
- * object is held. */
-struct ct_hdrindex;
-bool ct_cache_blk_index(const struct ct_cache_blk *blk, struct ct_str wire,
-                        struct ct_hdrindex *hx);
 /* A route's key rules over the cache section's: KO holds the options of
  * cache.key_* and gets ROUTE's (the query kept, dropped or sorted, another
  * key header); its key_drop_params leave tracking parameters out of TARGET
@@ -319,11 +290,6 @@ bool ct_cache_sie_ok(struct ct_req *r, struct ct_obj *stale, ct_time_t now);
 void ct_cache_finish(struct ct_req *r);
 /* Register on cr->obj; false if there is news already (read now). */
 bool ct_cache_wait_obj(struct ct_creq *cr, enum ct_obj_state seen, uint64_t have);
-/* One single-range "bytes=" value V against LEN bytes (RFC 9110 §14.1.2).
- * 0: no usable range (serve 200); 1: [*FIRST, *LAST]; -1: unsatisfiable. */
-int ct_cache_parse_range(struct ct_str v, uint64_t len, uint64_t *first, uint64_t *last);
-/* Write V in decimal at P; returns the end (no NUL). */
-char *ct_cache_put_i64(char *p, int64_t v);
 /* A new creq for C (c->cr). */
 struct ct_creq *ct_cache_creq_new(struct ct_req *r);
 /* cache_bg.c: refresh *FILL (our BUSY object; *STALE for its validators) as

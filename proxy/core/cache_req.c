@@ -426,32 +426,6 @@ void ct_cache_set_status(struct ct_creq *cr, const char *fmt, ...)
     cr->cstatus = ct_str_make(cr->cstatus_buf, n);
 }
 
-bool ct_cache_blk_get(const struct ct_obj *obj, struct ct_cache_blk *blk, struct ct_str *wire)
-{
-    struct ct_str h = ct_obj_head(obj);
-    if (h.len < sizeof(*blk))
-        return false;
-    memcpy(blk, h.p, sizeof(*blk)); /* the block is not aligned for the struct */
-    CT_ASSERT((size_t)blk->wire_len + blk->index_len == h.len - sizeof(*blk));
-    *wire = ct_str_make(h.p + sizeof(*blk), blk->wire_len);
-    /* A soft purge (cache.h) ended its freshness at ct_obj_expires(): every
-     * decision made from the stored freshness sees that. The store computed
-     * its expiry from these very fields, so only a purge makes them differ. */
-    struct ct_cache_fresh *f = &blk->fresh;
-    ct_time_t purged = ct_obj_expires(obj);
-    if (CT_UNLIKELY(purged < f->response_time - f->initial_age + (double)f->lifetime))
-        f->lifetime = (int64_t)CT_MAX(0.0, purged - f->response_time + f->initial_age); /* floor */
-    return true;
-}
-
-bool ct_cache_blk_index(const struct ct_cache_blk *blk, struct ct_str wire,
-                        struct ct_hdrindex *hx)
-{
-    /* The index lives right after the block, in the same stored head. */
-    return blk->index_len != 0 &&
-           ct_hdrindex_open(hx, wire.p + wire.len, blk->index_len, wire) == CT_OK;
-}
-
 /* ---- keys ------------------------------------------------------------------- */
 
 struct ct_str ct_cache_route_key(const struct ct_route *route, struct ct_str target,
@@ -607,14 +581,14 @@ static void relookup(struct ct_req *r)
  * waiter that had been sent its head then could only be cut, so it is sent
  * nothing until the object is complete, or fetches on its own when it is
  * dropped (nginx's proxy_cache_lock: a waiter never gets a broken answer).
- * A Content-Length or a bound (CT_CACHE_BLK_BOUNDED) says at the head that
+ * A Content-Length or a bound (CT_STORED_BOUNDED) says at the head that
  * it fits: those stream at once. A HEAD needs no body. */
 static bool waits_for_end(const struct ct_req *r, const struct ct_obj *obj)
 {
-    struct ct_cache_blk blk;
+    struct ct_stored_blk blk;
     struct ct_str wire;
-    return r->msg->method != CT_METHOD_HEAD && ct_cache_blk_get(obj, &blk, &wire) &&
-           ct_cache_blk_may_outgrow(&blk);
+    return r->msg->method != CT_METHOD_HEAD && ct_stored_blk_get(obj, &blk, &wire) &&
+           ct_stored_may_outgrow(&blk);
 }
 
 /* WAIT: the busy object we wait on changed (or the first look at it). */
@@ -810,7 +784,7 @@ static enum ct_req_next pass(struct ct_req *r, const char *detail)
     return CT_REQ_MORE;
 }
 
-static double ttl_left(const struct ct_cache_blk *blk, ct_time_t now)
+static double ttl_left(const struct ct_stored_blk *blk, ct_time_t now)
 {
     return ct_cache_policy_ttl(&blk->fresh, now);
 }
@@ -820,9 +794,9 @@ static double ttl_left(const struct ct_cache_blk *blk, ct_time_t now)
 static bool use_stored(struct ct_req *r, struct ct_obj *obj, ct_time_t now, bool stale)
 {
     struct ct_creq *cr = r->cr;
-    struct ct_cache_blk blk;
+    struct ct_stored_blk blk;
     struct ct_str wire;
-    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    CT_ASSERT(ct_stored_blk_get(obj, &blk, &wire));
     enum ct_cache_use use = ct_cache_policy_use(&blk.fresh, r->msg, ct_cache_popts(r), now);
     switch (use) {
     case CT_CACHE_USE_FRESH:
@@ -830,10 +804,10 @@ static bool use_stored(struct ct_req *r, struct ct_obj *obj, ct_time_t now, bool
         cr->cs = stale ? CT_STATS_CS_STALE : CT_STATS_CS_HIT;
         char *cs = cr->cstatus_buf; /* per hit: no printf */
         memcpy(cs, "cachet; hit; ttl=", 17);
-        char *end = ct_cache_put_i64(cs + 17, (int64_t)ttl_left(&blk, now));
+        char *end = ct_put_i64(cs + 17, (int64_t)ttl_left(&blk, now));
         struct ct_str cstatus = ct_str_make(cs, (size_t)(end - cs));
-        if (CT_UNLIKELY((blk.flags & CT_CACHE_BLK_CODING_MASK) != 0) &&
-            (int)(blk.flags & CT_CACHE_BLK_CODING_MASK) != cr->ae_class) {
+        if (CT_UNLIKELY((blk.flags & CT_STORED_CODING_MASK) != 0) &&
+            (int)(blk.flags & CT_STORED_CODING_MASK) != cr->ae_class) {
             bool refuse; /* stored coded, and not in the client's class */
             if (ct_cache_derive_hit(r, obj, &blk, cstatus, &refuse))
                 return true; /* DECODE next */
@@ -860,10 +834,10 @@ static bool use_stored(struct ct_req *r, struct ct_obj *obj, ct_time_t now, bool
  * not ask for a fresh answer. */
 static bool graceful(struct ct_req *r, struct ct_obj *obj, ct_time_t now)
 {
-    struct ct_cache_blk blk;
+    struct ct_stored_blk blk;
     struct ct_str wire;
     struct ct_cc cc;
-    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    CT_ASSERT(ct_stored_blk_get(obj, &blk, &wire));
     if (blk.fresh.flags & (CT_CACHE_F_MUST_REVALIDATE | CT_CACHE_F_NO_CACHE))
         return false;
     ct_cache_policy_req_cc(r->msg, ct_cache_popts(r), &cc);
@@ -882,10 +856,10 @@ static bool on_stale(struct ct_req *r, struct ct_cache_lookup_res *res, ct_time_
         return true;
     }
     if (graceful(r, res->obj, now) && !(r->msg->method == CT_METHOD_HEAD && res->fetch)) {
-        struct ct_cache_blk blk;
+        struct ct_stored_blk blk;
         struct ct_str wire;
         char cs[112];
-        CT_ASSERT(ct_cache_blk_get(res->obj, &blk, &wire));
+        CT_ASSERT(ct_stored_blk_get(res->obj, &blk, &wire));
         snprintf(cs, sizeof(cs), "cachet; hit; ttl=%lld; detail=stale-while-revalidate",
                  (long long)ttl_left(&blk, now));
         cr->cs = CT_STATS_CS_STALE;
@@ -1167,9 +1141,9 @@ static bool origin_error(enum ct_close why)
  * operator's stale_if_error)? */
 bool ct_cache_sie_ok(struct ct_req *r, struct ct_obj *stale, ct_time_t now)
 {
-    struct ct_cache_blk blk;
+    struct ct_stored_blk blk;
     struct ct_str wire;
-    if (stale == NULL || !ct_cache_blk_get(stale, &blk, &wire))
+    if (stale == NULL || !ct_stored_blk_get(stale, &blk, &wire))
         return false;
     if (blk.fresh.flags & (CT_CACHE_F_MUST_REVALIDATE | CT_CACHE_F_NO_CACHE))
         return false;

@@ -89,7 +89,7 @@ static size_t render_tail(struct ct_obj *obj, struct ct_str cstatus, const char 
               nc < 32);
     char *p = tail;
     p = put(p, "Age: ", 5);
-    p = ct_cache_put_i64(p, age > 0 ? (int64_t)age : 0);
+    p = ct_put_i64(p, age > 0 ? (int64_t)age : 0);
     p = put(p, "\r\nCache-Status: ", 16);
     p = put(p, cstatus.p, cstatus.len);
     p = put(p, "\r\n", 2);
@@ -232,9 +232,9 @@ static void direct_sendfile(struct ct_client *c, int fd, off_t base)
 static void h1_deliver_head(struct ct_req *r, struct ct_obj *obj, const struct ct_resp_plan *p)
 {
     struct ct_client *c = h1(r);
-    struct ct_cache_blk blk;
+    struct ct_stored_blk blk;
     struct ct_str wire;
-    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    CT_ASSERT(ct_stored_blk_get(obj, &blk, &wire));
     char frame[64] = "";
     struct ct_fwd_edit edits[CT_FWD_EDITS_MAX];
     char ebuf[2048];
@@ -268,7 +268,7 @@ static void h1_deliver_head(struct ct_req *r, struct ct_obj *obj, const struct c
             force_close = true;
     } else if (p->length_field) {
         char *q = put(frame, "Content-Length: ", 16);
-        q = ct_cache_put_i64(q, (int64_t)p->len);
+        q = ct_put_i64(q, (int64_t)p->len);
         put(q, "\r\n", 3); /* with the NUL */
     }
     c->obj_chunked = send_body && streaming && r->msg->version == 11;

@@ -76,11 +76,11 @@ static struct ct_http_field *fields_room(size_t n)
  * into ST's scratch. Returns their count and the block's status in *STATUS;
  * -1 if the object has no index (the store writes one for every block it
  * renders, cache_fill.c add_index). */
-static int stored_fields(struct ct_h2s_stream *st, const struct ct_cache_blk *blk,
+static int stored_fields(struct ct_h2s_stream *st, const struct ct_stored_blk *blk,
                          struct ct_str wire, unsigned *status)
 {
     struct ct_hdrindex hx;
-    if (!ct_cache_blk_index(blk, wire, &hx))
+    if (!ct_stored_index(blk, wire, &hx))
         return -1;
     unsigned n = ct_hdrindex_count(&hx);
     /* room for a route's response rules too (h2_deliver_head adds them) */
@@ -111,9 +111,9 @@ static void reset(struct ct_h2s_stream *st, uint32_t code)
 static void h2_deliver_head(struct ct_req *r, struct ct_obj *obj, const struct ct_resp_plan *p)
 {
     struct ct_h2s_stream *st = st_of(r);
-    struct ct_cache_blk blk;
+    struct ct_stored_blk blk;
     struct ct_str wire;
-    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
+    CT_ASSERT(ct_stored_blk_get(obj, &blk, &wire));
     unsigned status = 0;
     int n = stored_fields(st, &blk, wire, &status);
     if (n < 0) {
@@ -144,11 +144,11 @@ static void h2_deliver_head(struct ct_req *r, struct ct_obj *obj, const struct c
     double a = ct_obj_age(obj, ct_time_real());
     struct ct_http_field extra[4];
     size_t ne = 0;
-    extra[ne++] = field("age", ct_str_make(age, (size_t)(ct_cache_put_i64(age, a > 0 ? (int64_t)a : 0) - age)));
+    extra[ne++] = field("age", ct_str_make(age, (size_t)(ct_put_i64(age, a > 0 ? (int64_t)a : 0) - age)));
     extra[ne++] = field("cache-status", p->cache_status);
     if (p->length_field && p->len != UINT64_MAX)
         extra[ne++] = field("content-length",
-                            ct_str_make(clen, (size_t)(ct_cache_put_i64(clen, (int64_t)p->len) - clen)));
+                            ct_str_make(clen, (size_t)(ct_put_i64(clen, (int64_t)p->len) - clen)));
     if (p->content_range[0])
         extra[ne++] = field("content-range", ct_str_c(p->content_range));
     /* A body from the object or, after a fill's head, from the origin. */
@@ -185,7 +185,7 @@ static void h2_send_synth(struct ct_req *r, unsigned status, struct ct_str body,
         field("server", CT_STR("cachet")),
         field("date", ct_str_make(date, CT_HTTP_DATE_LEN)),
         field("content-type", r->synth_ctype.len ? r->synth_ctype : CT_STR("text/plain")),
-        field("content-length", ct_str_make(clen, (size_t)(ct_cache_put_i64(clen, (int64_t)body.len) - clen))),
+        field("content-length", ct_str_make(clen, (size_t)(ct_put_i64(clen, (int64_t)body.len) - clen))),
     };
     size_t nf = 4;
     if (r->synth_location.len) /* a route's redirect */

@@ -190,11 +190,11 @@ static void cap_deliver_head(struct ct_req *r, struct ct_obj *obj, const struct 
     c->from_object = true;
     copy_str(c->cache_status, sizeof(c->cache_status), plan->cache_status);
     /* What HTTP/2 will do: the stored fields from the index, no parsing. */
-    struct ct_cache_blk blk;
+    struct ct_stored_blk blk;
     struct ct_str wire;
     struct ct_hdrindex hx;
-    CT_ASSERT(ct_cache_blk_get(obj, &blk, &wire));
-    CT_ASSERT(ct_cache_blk_index(&blk, wire, &hx));
+    CT_ASSERT(ct_stored_blk_get(obj, &blk, &wire));
+    CT_ASSERT(ct_stored_index(&blk, wire, &hx));
     int i = ct_hdrindex_find(&hx, CT_HDR_ETAG, 0);
     if (i >= 0)
         copy_str(c->etag, sizeof(c->etag), ct_hdrindex_field(&hx, (unsigned)i).value);
