@@ -230,7 +230,7 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
     event_add(mt.ev, &(struct timeval){1, 0});
     if (ct_ops_new(&px) == NULL) /* admin listener, access log, SIGHUP/SIGUSR1 */
         goto out;
-    px.cache = ct_cache_from_conf(cf);
+    px.cache = ct_wcache_store_new(cf);
     px.fleet = ct_fleet_new(); /* kept even without a fleet: a reload may add one */
     /* 16 k clients per process (~1 MiB): enough for the busy ones; an idle
      * client's bucket is what a flood of new addresses takes over */

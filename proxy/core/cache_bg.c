@@ -293,7 +293,7 @@ static struct ct_bgreq *bg_new(struct ct_req *r)
         .logged = true, /* not a client's request: no access-log line, no request counters */
     };
     ct_req_route_share(&b->r, r); /* its trigger's backend group */
-    struct ct_creq *cr = ct_cache_creq_new(&b->r);
+    struct ct_creq *cr = ct_creq_new(&b->r);
     cr->bg_port = r->lc->kind == CT_LISTEN_HTTPS ? 443 : 80;
     ct_req_goto(&b->r, CT_STEP_FILL);
     cr->bg = true;
@@ -395,6 +395,6 @@ bool ct_cache_fill_detach(struct ct_req *r)
     if (r->phase != CT_RP_SEND || !adopt(r, true))
         return false;
     if (r->step == CT_STEP_DONE)
-        ct_cache_finish(r); /* its answer had no body to wait for (304, 416) */
+        ct_req_finish(r); /* its answer had no body to wait for (304, 416) */
     return true;
 }

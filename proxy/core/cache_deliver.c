@@ -254,19 +254,6 @@ void ct_cache_fill_head(struct ct_req *r, struct ct_obj *fill, const struct ct_h
     r->fwd_head = true; /* the body follows from the origin (ct_cache_resp_body) */
 }
 
-void ct_cache_to_deliver(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus)
-{
-    struct ct_creq *cr = r->cr;
-    ct_obj_release(&cr->obj);
-    cr->obj = obj;
-    if (cstatus.p != cr->cstatus_buf) {
-        cstatus.len = CT_MIN(cstatus.len, sizeof(cr->cstatus_buf) - 1);
-        memcpy(cr->cstatus_buf, cstatus.p, cstatus.len);
-    }
-    cr->cstatus = ct_str_make(cr->cstatus_buf, cstatus.len);
-    ct_req_goto(r, CT_STEP_DELIVER);
-}
-
 /* DELIVER: cr->obj as R's whole response. */
 enum ct_req_next ct_step_deliver(struct ct_req *r)
 {
@@ -275,7 +262,7 @@ enum ct_req_next ct_step_deliver(struct ct_req *r)
     ct_req_respond(r);
     r->head_sent = true;
     if (done) {
-        ct_cache_finish(r);
+        ct_req_finish(r);
         return CT_REQ_GONE;
     }
     return CT_REQ_MORE; /* STREAM (ct_cache_emit) */
@@ -291,7 +278,7 @@ static enum ct_req_next range_held(struct ct_req *r)
     for (;;) {
         enum ct_obj_state st = ct_obj_state(cr->obj);
         if (st == CT_OBJ_BUSY || st == CT_OBJ_STREAMING) {
-            if (ct_cache_wait_obj(cr, st, ct_obj_body_len(cr->obj)))
+            if (ct_creq_wait_obj(cr, st, ct_obj_body_len(cr->obj)))
                 return CT_REQ_PARK; /* on_obj_change() */
             continue;
         }
@@ -309,7 +296,7 @@ static enum ct_req_next range_held(struct ct_req *r)
             r->proto->flush(r);
             return CT_REQ_PARK;
         }
-        ct_cache_finish(r);
+        ct_req_finish(r);
         return CT_REQ_GONE;
     }
 }
@@ -325,7 +312,7 @@ enum ct_req_next ct_step_stream(struct ct_req *r)
         case CT_OBJ_BODY_DATA: /* output full: ct_cache_client_drained() resumes */
             return CT_REQ_PARK;
         case CT_OBJ_BODY_WAIT:
-            if (ct_cache_wait_obj(cr, CT_OBJ_STREAMING, cr->pos.off)) {
+            if (ct_creq_wait_obj(cr, CT_OBJ_STREAMING, cr->pos.off)) {
                 r->proto->flush(r);
                 return CT_REQ_PARK; /* on_obj_change() */
             }
@@ -337,7 +324,7 @@ enum ct_req_next ct_step_stream(struct ct_req *r)
                 r->proto->flush(r);
                 return CT_REQ_PARK;
             }
-            ct_cache_finish(r);
+            ct_req_finish(r);
             return CT_REQ_GONE;
         case CT_OBJ_BODY_FAILED:
             /* The fetch died: what was sent must look truncated. */
@@ -363,7 +350,7 @@ bool ct_cache_unhold(struct ct_req *r)
 void ct_cache_self_end(struct ct_req *r)
 {
     struct ct_creq *cr = r->cr;
-    ct_cache_unwait(cr);
+    ct_creq_unwait(cr);
     /* Complete now: references only, no back-pressure needed. */
     if (cr->range_hold) {
         /* The Range waited for this (ct_cache_emit). An object that was not

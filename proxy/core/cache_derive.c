@@ -157,7 +157,7 @@ static enum ct_req_next derive_end(struct ct_req *r)
 {
     struct ct_creq *cr = r->cr;
     ct_derive_free(&cr->derive);
-    ct_cache_finish(r);
+    ct_req_finish(r);
     return CT_REQ_GONE;
 }
 
@@ -379,6 +379,7 @@ static void decoded(struct ct_req *r, struct ct_derive *d, const struct ct_http_
     bool body = hm->framing != CT_FRAME_NONE && r->msg->method != CT_METHOD_HEAD;
     ct_derive_free(&cr->derive);
     cr->derive = d;
+    cr->derive_free = ct_derive_free; /* req.c ends it with the request */
     r->status = hm->status;
     ct_req_respond(r);
     r->head_sent = true;
@@ -475,7 +476,7 @@ static struct ct_obj *probe_variant(struct ct_req *r, enum ct_coding y, ct_time_
     struct ct_stored_blk blk;
     struct ct_str wire;
     CT_ASSERT(ct_stored_blk_get(obj, &blk, &wire));
-    enum ct_cache_use use = ct_cache_policy_use(&blk.fresh, r->msg, ct_cache_popts(r), now);
+    enum ct_cache_use use = ct_cache_policy_use(&blk.fresh, r->msg, ct_req_popts(r), now);
     if (ct_obj_state(obj) != CT_OBJ_COMPLETE ||
         (blk.flags & CT_STORED_CODING_MASK) != (uint32_t)y || use != CT_CACHE_USE_FRESH)
         ct_obj_release(&obj);
@@ -587,7 +588,7 @@ static bool transcoded(struct ct_req *r, struct ct_obj *obj, enum ct_coding y,
     char buf[96];
     snprintf(buf, sizeof(buf), "cachet; hit; detail=transcoded-%s", ct_coding_name(y));
     r->cr->cs = CT_STATS_CS_HIT;
-    ct_cache_to_deliver(r, fill, ct_str_c(buf)); /* takes our reference; DELIVER next */
+    ct_req_to_deliver(r, fill, ct_str_c(buf)); /* takes our reference; DELIVER next */
     return true;
 }
 
@@ -665,7 +666,7 @@ enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
         cr->cs = CT_STATS_CS_HIT;
         if (as_is) {
             drop_fetch(r, fetch);
-            ct_cache_to_deliver(r, obj, status_of(buf, sizeof(buf), ct_str_c(base), "stored", y));
+            ct_req_to_deliver(r, obj, status_of(buf, sizeof(buf), ct_str_c(base), "stored", y));
             return CT_DERIVE_ANSWERED;
         }
         struct ct_http_msg sm;

@@ -19,7 +19,7 @@
  *     copy: the object owns its memory) before the fetching client gets it
  *     (moved, not copied); waiters stream from the object;
  *   - the end: ct_obj_complete(); a failure anywhere before it ends the
- *     object FAILED (cache_req.c, ct_cache_client_fail): never stored, its
+ *     object FAILED (cache_req.c, ct_req_failing): never stored, its
  *     readers see a truncated body.
  */
 #include <event2/buffer.h>
@@ -90,7 +90,7 @@ size_t ct_cache_tags_of(struct ct_req *r, const struct ct_http_msg *msg,
 void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
                            const struct ct_req *r, const struct ct_stored_blk *blk0)
 {
-    const struct ct_cache_policy_opts *po = ct_cache_popts(r);
+    const struct ct_cache_policy_opts *po = ct_req_popts(r);
     const struct ct_conf_cache *cc = &r->w->cf->cache;
     /* a route's strip_set_cookie: stored (and so served) without Set-Cookie */
     bool strip_sc = r->route && r->route->conf && r->route->conf->strip_set_cookie;
@@ -146,7 +146,7 @@ static bool omit_ours(const struct ct_http_field *f, const void *arg)
     const struct ct_conf_cache *cc = &r->w->cf->cache;
     if (f->id != CT_HDR_UNKNOWN) /* per pass-response field: the common case first */
         return f->id == CT_HDR_CDN_CACHE_CONTROL;
-    return ct_cache_policy_field_targeted(f, ct_cache_popts(r)) ||
+    return ct_cache_policy_field_targeted(f, ct_req_popts(r)) ||
            (!cc->expose_tags && ct_cache_is_tag_field(cc, f));
 }
 
@@ -199,7 +199,7 @@ static void invalidate(struct ct_req *r, const struct ct_http_msg *resp)
     size_t n = ct_cache_policy_invalidate(r->msg, resp, targets);
     struct ct_cache_key key;
     for (size_t i = 0; i < n; i++) {
-        if (ct_cache_key_for(r, ct_str_c(targets[i]), &key)) {
+        if (ct_req_key_for(r, ct_str_c(targets[i]), &key)) {
             size_t k = ct_cache_purge(r->w->wc->cache, &key);
             CT_DEBUG("w%u c%llu: %.*s %.*s invalidates %s (%zu objects)", r->w->id,
                      (unsigned long long)r->conn_id, (int)r->msg->method_name.len,
@@ -309,7 +309,7 @@ static int store_head(struct ct_req *r, const struct ct_http_msg *msg, struct ct
                       bool weakened, ct_time_t now)
 {
     struct ct_creq *cr = r->cr;
-    const struct ct_cache_policy_opts *po = ct_cache_popts(r);
+    const struct ct_cache_policy_opts *po = ct_req_popts(r);
     struct ct_stored_blk blk = {.length = UINT64_MAX};
     char *vkey = NULL;
     size_t vlen = 0;
@@ -483,14 +483,14 @@ static bool revalidated(struct ct_req *r, const struct ct_http_msg *r304,
     cr->cs = CT_STATS_CS_STALE;
     if (!ct_cache_policy_304_selects(&v, r304) && !weakened_selects(&v, r304)) {
         drop_fill(cr, now, 0);
-        ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=304; detail=not-selected",
+        ct_creq_set_status(cr, "cachet; fwd=%s; fwd-status=304; detail=not-selected",
                             cr->fwd_kind);
         serve_instead(r, stale, cr->cstatus, close);
         return true;
     }
     struct ct_http_field *stored, *merged;
     size_t ns = parse_block(wire, blk.status_len, &stored);
-    size_t nm = ct_cache_policy_merge_304(stored, ns, r304, ct_cache_popts(r), &merged);
+    size_t nm = ct_cache_policy_merge_304(stored, ns, r304, ct_req_popts(r), &merged);
     keep_weak_etag(stored, ns, merged, nm);
     struct ct_http_msg m = {.kind = CT_HTTP_RESPONSE, .status = ct_obj_status(stale),
                             .version = 11, .fields = merged, .nfields = nm,
@@ -503,12 +503,12 @@ static bool revalidated(struct ct_req *r, const struct ct_http_msg *r304,
         ct_obj_complete(cr->fill, now);
         struct ct_obj *obj = cr->fill;
         cr->fill = NULL;
-        ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=304", cr->fwd_kind);
+        ct_creq_set_status(cr, "cachet; fwd=%s; fwd-status=304", cr->fwd_kind);
         serve_instead(r, obj, cr->cstatus, close);
         ct_obj_release(&obj);
     } else {
         drop_fill(cr, now, 0);
-        ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=304; detail=not-updated",
+        ct_creq_set_status(cr, "cachet; fwd=%s; fwd-status=304; detail=not-updated",
                             cr->fwd_kind);
         serve_instead(r, stale, cr->cstatus, close);
     }
@@ -524,7 +524,7 @@ static const char *not_storable(struct ct_req *r, const struct ct_http_msg *msg,
         *hfm = false; /* fleet.mirror_ttl 0: no edge copy, the next request asks the owner */
         return "fleet-no-mirror";
     }
-    enum ct_cache_store v = ct_cache_policy_storable(r->msg, msg, ct_cache_popts(r));
+    enum ct_cache_store v = ct_cache_policy_storable(r->msg, msg, ct_req_popts(r));
     *hfm = v != CT_CACHE_STORE_NOT_MODIFIED && v != CT_CACHE_STORE_PARTIAL &&
            v != CT_CACHE_STORE_REQ_NO_STORE;
     if (v != CT_CACHE_STORE_OK)
@@ -726,7 +726,7 @@ static bool fill_head(struct ct_req *r, const struct ct_http_msg *msg, bool clos
     const struct ct_conf_cache *cc = &r->w->cf->cache;
     if (cr->stale && msg->status == 304)
         return revalidated(r, msg, close, now);
-    if (cr->stale && !cr->validate && msg->status >= 500 && ct_cache_sie_ok(r, cr->stale, now)) {
+    if (cr->stale && !cr->validate && msg->status >= 500 && ct_req_sie_ok(r, cr->stale, now)) {
         drop_fill(cr, now, 0);
         cr->cs = CT_STATS_CS_STALE;
         serve_instead(r, cr->stale, CT_STR("cachet; hit; detail=stale-if-error"), close);
@@ -753,7 +753,7 @@ static bool fill_head(struct ct_req *r, const struct ct_http_msg *msg, bool clos
             cr->discard = true;
             return true;
         }
-        ct_cache_set_status(cr, "cachet; fwd=%s; detail=%s", cr->fwd_kind, why);
+        ct_creq_set_status(cr, "cachet; fwd=%s; detail=%s", cr->fwd_kind, why);
         return false;
     }
     cr->store_ok = true;
@@ -764,10 +764,10 @@ static bool fill_head(struct ct_req *r, const struct ct_http_msg *msg, bool clos
         return true; /* the body goes to the scratch buffer, unframed */
     }
     if (cr->stale)
-        ct_cache_set_status(cr, "cachet; fwd=%s; fwd-status=%u; stored", cr->fwd_kind,
+        ct_creq_set_status(cr, "cachet; fwd=%s; fwd-status=%u; stored", cr->fwd_kind,
                             msg->status);
     else
-        ct_cache_set_status(cr, "cachet; fwd=%s; stored", cr->fwd_kind);
+        ct_creq_set_status(cr, "cachet; fwd=%s; stored", cr->fwd_kind);
     if (stored->framing != CT_FRAME_LENGTH && !cr->stripped) {
         /* A body of unknown length may outgrow max_object_size on its way:
          * the object is then dropped, and the fetching client must get the
@@ -810,13 +810,13 @@ bool ct_cache_resp_head(struct ct_req *r, const struct ct_http_msg *msg, bool cl
     if (r->step == CT_STEP_FILL && fill_head(r, msg, close, now))
         return true;
     if (r->step != CT_STEP_FILL && cr->stale && !cr->validate && msg->status >= 500 &&
-        ct_cache_sie_ok(r, cr->stale, now)) {
+        ct_req_sie_ok(r, cr->stale, now)) {
         cr->cs = CT_STATS_CS_STALE;
         serve_instead(r, cr->stale, CT_STR("cachet; hit; detail=stale-if-error"), close);
         return true;
     }
     if (cr->cstatus.len == 0)
-        ct_cache_set_status(cr, "cachet; fwd=bypass");
+        ct_creq_set_status(cr, "cachet; fwd=bypass");
     *extra = (struct ct_fwd_resp_extra){
         .cache_status = cr->cstatus, .omit = omit_ours, .omit_arg = r};
     if (on_the_fly(r, msg, extra))

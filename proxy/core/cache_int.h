@@ -1,28 +1,26 @@
 /*
- * proxy/core/cache_int.h: the cache on the request path (cache_req.c: recv, lookup,
- * waiting; cache_deliver.c: responses from objects; cache_fill.c: storing),
- * and the few calls the proxy core makes into it. Inside proxy/ only.
+ * proxy/core/cache_int.h: what the files of the request core share and
+ * nobody else sees. Inside proxy/core only.
  *
  * Objects and owners:
  *   struct ct_cache   one per process, made by main from the config, borrowed
  *                     by every worker through px->cache (shared; thread-safe)
- *   struct ct_wcache  one per worker (w->wc): its policy options, its expiry
- *                     sweep timer and its wake queue (the only part other
- *                     threads touch, under its mutex)
- *   struct ct_creq    one per client connection (c->cr), made at its first
- *                     request, reused by every request on it: the key buffer,
- *                     the objects it holds references on, its waiter
+ *   struct ct_wcache  one per worker (w->wc, wcache.c): its policy options,
+ *                     its expiry sweep timer and its wake queue (the only
+ *                     part other threads touch, under its mutex)
+ *   struct ct_creq    the request's cache part (r->cr, req.c), made at the
+ *                     first request of a carrier and reset for each: the key
+ *                     buffer, the objects it holds references on, its waiter
  *
- * Its steps (req_step.h): cache, purge, lookup, wait, synth (cache_req.c),
- * deliver, stream (cache_deliver.c); they set the request's next step.
+ * The files call one way (scripts/check_layers.sh checks it):
  *
- * Hooks, all called on the client's worker thread:
- *   fetch.c   ct_cache_fwd_msg (request head for
- *             the origin), ct_cache_resp_head / _body / _end (the response),
- *             ct_cache_body_sink (where the origin's body goes), ct_cache_client_drained
- *             ct_cache_client_fail (before a failure is answered),
- *             ct_cache_client_free (ct_req_free)
- * and the cache calls back into fetch.c for ct_req_respond.
+ *   steps   cache_req.c (cache, purge, lookup, wait), cache_deliver.c
+ *           (deliver, stream), cache_derive.c (decode), route_step.c,
+ *           fetch.c (recv, route, pass, fill, done; and the fetch), cache_bg.c
+ *   fill    cache_fill.c: each piece of the origin's response into the object
+ *   leaves  req.c (start and end of every request, waiting), wcache.c (the
+ *           worker's side), stored.c (the stored head), fleet_step.c,
+ *           req_log.c, req_fsm.c (the step loop), cache_ban_glue.c
  */
 #ifndef CT_PROXY_CACHE_INT_H
 #define CT_PROXY_CACHE_INT_H
@@ -39,100 +37,6 @@
 struct ct_creq;
 struct ct_wcache;
 struct ct_bgreq;
-
-/* ---- process and worker (main.c, worker.c) -------------------------------- */
-
-/* The key options cache.key_query and cache.key_header configure. */
-void ct_cache_key_opts_of(const struct ct_conf_cache *cc, struct ct_cache_key_opts *o);
-/* The store for CF's cache settings; NULL when the cache is off (size 0). */
-struct ct_cache *ct_cache_from_conf(const struct ct_conf *cf);
-
-/* Worker W's cache side (W's base must exist); NULL CACHE: no cache, returns
- * NULL. Freed on W's thread after its loop ended, or before it started. */
-struct ct_wcache *ct_wcache_new(struct ct_worker *w, struct ct_cache *cache);
-/* On W's own thread, before its loop runs: readers this thread wakes (a
- * fill and its readers on one worker, the common case) are run from the
- * loop directly, without the eventfd's write and read. */
-void ct_wcache_bind(struct ct_wcache *wc);
-void ct_wcache_free(struct ct_wcache **wcp);
-
-/* ---- fetch.c ------------------------------------------------------------------ */
-
-/* The request as it goes to the origin: C's own, or a copy without the
- * client's conditionals and Range (a fill) and with our validators (a
- * revalidation). Valid until the response head is in. */
-const struct ct_http_msg *ct_cache_fwd_msg(struct ct_req *r);
-/* A final response head from the origin. True: the cache wrote the head for
- * the client itself (Cache-Status, Age; maybe from a stored object); false:
- * the caller forwards it as usual with *EXTRA (the cache's Cache-Status and
- * the fields it keeps to itself; zeroed: none). May reset c->resp_chunked. */
-bool ct_cache_resp_head(struct ct_req *r, const struct ct_http_msg *msg, bool close,
-                        struct ct_fwd_resp_extra *extra);
-/* Where the origin's body goes in SEND: to the client (a pass: the protocol's
- * body_out), dropped (an object was delivered instead), or into *SCRATCH,
- * unframed, which ct_cache_resp_body() empties (a fill, a background
- * refresh, a client reading its own fill). */
-enum ct_body_sink { CT_SINK_CLIENT, CT_SINK_DROP, CT_SINK_CACHE };
-enum ct_body_sink ct_cache_body_sink(struct ct_req *r, struct evbuffer **scratch);
-/* N body bytes just landed in the scratch sink: append them to the object
- * being filled, then move them to the client's output (chunk-framed if
- * c->resp_chunked) unless it reads the object or has its answer. True if
- * they went to the client. */
-bool ct_cache_resp_body(struct ct_req *r, size_t n);
-/* The origin's response is complete. */
-void ct_cache_resp_end(struct ct_req *r);
-/* C is filling an object: keep reading the origin whatever C's own output
- * holds, so other readers of the object are not held to C's pace. Memory
- * stays bounded: the object is capped at max_object_size and C's output
- * holds at most the same bytes (so 2 x max_object_size per fill). */
-bool ct_cache_filling(const struct ct_req *r);
-/* The client's output drained below the low mark. True if the cache is
- * delivering (the call was for it). */
-bool ct_cache_client_drained(struct ct_req *r);
-
-/* ---- client.c ----------------------------------------------------------------- */
-
-/* C is about to fail with WHY. True: the cache answered instead (a stale
- * object within stale-if-error); the failure is off. Otherwise the object
- * being filled is failed (never stored; its readers see a truncated body). */
-bool ct_cache_client_fail(struct ct_req *r, enum ct_close why);
-/* R's Range waited for its object (ct_cache_emit) and the object failed
- * first: nothing was sent, so the failure can still be answered. True if
- * so; R no longer counts its head as sent. */
-bool ct_cache_unhold(struct ct_req *r);
-/* C is being freed: drop every reference and registration. */
-void ct_cache_client_free(struct ct_req *r);
-/* An HTTP/2 connection's next stream reuses the last one's cache part (its
- * key buffer, timer and scratch), as an HTTP/1 connection's next request
- * keeps its ct_req's (issue 14). Take: R's part, reset as for a new request
- * and detached from R (NULL if it has none); R must have no upstream (a
- * fill may still need it: ct_req_free adopts it). Give: CR becomes R's
- * (R has none). Free: a part taken and never given. Worker thread only. */
-struct ct_creq *ct_cache_client_take(struct ct_req *r);
-void ct_cache_client_give(struct ct_req *r, struct ct_creq *cr);
-void ct_cache_creq_free(struct ct_creq **crp);
-/* Did C's request come over HTTPS? Its listener's scheme, or for an
- * internal background-refresh connection the triggering client's (so the
- * refresh carries the original X-Forwarded-Proto). */
-bool ct_cache_client_https(const struct ct_req *r);
-/* Answer R with a short response of our own (a route's redirect, fixed
- * answer or 403; proxy/core/route_step.c) through its protocol's send_synth,
- * and finish it. R may be gone afterwards. */
-void ct_cache_answer(struct ct_req *r, unsigned status, struct ct_str body, struct ct_str cstatus);
-/* How the cache took part in C's current request (enum ct_stats_cs). */
-unsigned ct_cache_client_cs(const struct ct_req *r);
-
-/* ---- fetch.c, for the cache path ------------------------------------------- */
-
-/* Hand FROM's fetch (its upstream, wherever the exchange is) to TO, which
- * carries on as if it had made it; then ct_req_fetch_resume(TO) reads on
- * what the upstream holds already. */
-void ct_req_fetch_move(struct ct_req *from, struct ct_req *to);
-void ct_req_fetch_resume(struct ct_req *r);
-/* R's response starts: its head is written next (phase SEND, proto->respond). */
-void ct_req_respond(struct ct_req *r);
-
-/* ---- inside the cache files ----------------------------------------------- */
 
 struct ct_creq {
     unsigned magic;
@@ -187,6 +91,7 @@ struct ct_creq {
                                     until the request ends */
     const struct ct_http_msg *ae_orig; /* the client's message, when r->msg is ae_msg */
     struct ct_derive *derive; /* a decoded delivery in progress (cache_derive.c, step DECODE) */
+    void (*derive_free)(struct ct_derive **); /* ... its end, set with it: req.c calls no step */
     struct ct_str cstatus; /* Cache-Status of the answer: forwarded, delivered or synth */
     char cstatus_buf[128];
     /* SYNTH: our own short answer */
@@ -229,7 +134,133 @@ struct ct_wcache {
     struct ct_http_date_cache date; /* Date of this second, formatted once */
 };
 
-/* cache_fill.c */
+/* ---- wcache.c: the worker's cache side ------------------------------------ */
+
+/* The key options cache.key_query and cache.key_header configure. */
+void ct_wcache_key_opts_of(const struct ct_conf_cache *cc, struct ct_cache_key_opts *o);
+/* The store for CF's cache settings; NULL when the cache is off (size 0). */
+struct ct_cache *ct_wcache_store_new(const struct ct_conf *cf);
+/* Worker W's cache side (W's base must exist); NULL CACHE: no cache, returns
+ * NULL. Freed on W's thread after its loop ended (and ct_worker_cut ended
+ * its background fetches), or before it started. */
+struct ct_wcache *ct_wcache_new(struct ct_worker *w, struct ct_cache *cache);
+/* On W's own thread, before its loop runs: readers this thread wakes (a
+ * fill and its readers on one worker, the common case) are run from the
+ * loop directly, without the eventfd's write and read. */
+void ct_wcache_bind(struct ct_wcache *wc);
+void ct_wcache_free(struct ct_wcache **wcp);
+/* The policy options follow CF (a reload switched the worker's
+ * configuration; the key options and the store's size need a restart). */
+void ct_wcache_follow(struct ct_wcache *wc, const struct ct_conf *cf);
+/* A route's key rules over the cache section's: KO holds the options of
+ * cache.key_* and gets ROUTE's (the query kept, dropped or sorted, another
+ * key header); its key_drop_params leave tracking parameters out of TARGET
+ * (the result may be a view into QBUF[QCAP]). ROUTE NULL or a fallback:
+ * TARGET and KO as they are. Returns the target to key on. The one place a
+ * route's key rules are applied: the request path (ct_req_key_for) and
+ * the admin's purge by URL (ops.c), so a purge fanned out from another node
+ * finds what a request for that URL stored. Any thread. */
+struct ct_route;
+struct ct_str ct_req_route_key(const struct ct_route *route, struct ct_str target,
+                               struct ct_cache_key_opts *ko, char *qbuf, size_t qcap);
+/* The waiter callback of every creq (ct_cache_waiter_init): any thread,
+ * under the object's shard lock; queues CR's request on its worker. */
+void ct_wcache_waiter_wake(void *arg);
+/* Take CR off its worker's wake queue (a wake not run yet is dropped). */
+void ct_wcache_dequeue(struct ct_creq *cr);
+
+/* ---- req.c: every request's start and end ---------------------------------- */
+
+/* A new creq for R (r->cr). */
+struct ct_creq *ct_creq_new(struct ct_req *r);
+/* Drop what the last request held. A fill still unended here was cut short. */
+void ct_creq_reset(struct ct_creq *cr);
+/* An HTTP/2 connection's next stream reuses the last one's cache part (its
+ * key buffer, timer and scratch), as an HTTP/1 connection's next request
+ * keeps its ct_req's (issue 14). Take: R's part, reset as for a new request
+ * and detached from R (NULL if it has none); R must have no upstream (a
+ * fill may still need it: ct_req_free adopts it). Give: CR becomes R's
+ * (R has none). Free: a part taken and never given (NULL-safe). */
+struct ct_creq *ct_creq_take(struct ct_req *r);
+void ct_creq_give(struct ct_req *r, struct ct_creq *cr);
+void ct_creq_free(struct ct_creq **crp);
+/* Register on cr->obj; false if there is news already (read now). */
+bool ct_creq_wait_obj(struct ct_creq *cr, enum ct_obj_state seen, uint64_t have);
+/* Unregister cr's waiter, dequeue its wake, stop its timer. */
+void ct_creq_unwait(struct ct_creq *cr);
+/* The answer's Cache-Status (cr->cstatus), formatted into cr->cstatus_buf. */
+void ct_creq_set_status(struct ct_creq *cr, const char *fmt, ...) CT_PRINTF(2, 3);
+/* Did R's request come over HTTPS? Its listener's scheme, or for a
+ * background refresh the triggering client's (so the refresh carries the
+ * original X-Forwarded-Proto). */
+bool ct_req_https(const struct ct_req *r);
+/* How the cache took part in R's current request (enum ct_stats_cs). */
+unsigned ct_req_cs(const struct ct_req *r);
+/* The storage policy options for R (its listener's and route's say). */
+const struct ct_cache_policy_opts *ct_req_popts(const struct ct_req *r);
+/* Build the key of TARGET for R's request into cr->keybuf / *KEY. */
+bool ct_req_key_for(struct ct_req *r, struct ct_str target, struct ct_cache_key *key);
+/* R's response starts: its head is written next (phase SEND, proto->respond). */
+void ct_req_respond(struct ct_req *r);
+/* The response is out: release what it held, flush, next request (R may be
+ * gone after this). */
+void ct_req_finish(struct ct_req *r);
+/* R's next step is SYNTH: STATUS with BODY (a view that must live until
+ * the step ran) and the Cache-Status set in cr->cstatus. */
+void ct_req_to_synth(struct ct_req *r, unsigned status, struct ct_str body);
+/* Answer R with a short response of our own (a route's redirect, fixed
+ * answer or 403; proxy/core/route_step.c) through its protocol's send_synth,
+ * and finish it. R may be gone afterwards. */
+void ct_req_answer(struct ct_req *r, unsigned status, struct ct_str body, struct ct_str cstatus);
+/* R's next step delivers OBJ (a new reference, taken) with CSTATUS (copied)
+ * as its whole response (step DELIVER; FETCH -> SEND, then the next
+ * request). */
+void ct_req_to_deliver(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus);
+/* May STALE be served instead of an origin error at NOW (RFC 5861 §4, or the
+ * operator's stale_if_error)? */
+bool ct_req_sie_ok(struct ct_req *r, struct ct_obj *stale, ct_time_t now);
+
+/* ---- fetch.c ------------------------------------------------------------------ */
+
+/* R is about to fail with WHY. True: the cache answered instead (a stale
+ * object within stale-if-error); the failure is off. Otherwise the object
+ * being filled is failed (never stored; its readers see a truncated body). */
+bool ct_req_failing(struct ct_req *r, enum ct_close why);
+/* Hand FROM's fetch (its upstream, wherever the exchange is) to TO, which
+ * carries on as if it had made it; then ct_req_fetch_resume(TO) reads on
+ * what the upstream holds already. */
+void ct_req_fetch_move(struct ct_req *from, struct ct_req *to);
+void ct_req_fetch_resume(struct ct_req *r);
+
+/* ---- cache_fill.c: the origin's response into the object -------------------- */
+
+/* The request as it goes to the origin: R's own, or a copy without the
+ * client's conditionals and Range (a fill) and with our validators (a
+ * revalidation). Valid until the response head is in. */
+const struct ct_http_msg *ct_cache_fwd_msg(struct ct_req *r);
+/* A final response head from the origin. True: the cache wrote the head for
+ * the client itself (Cache-Status, Age; maybe from a stored object); false:
+ * the caller forwards it as usual with *EXTRA (the cache's Cache-Status and
+ * the fields it keeps to itself; zeroed: none). */
+bool ct_cache_resp_head(struct ct_req *r, const struct ct_http_msg *msg, bool close,
+                        struct ct_fwd_resp_extra *extra);
+/* Where the origin's body goes in SEND: to the client (a pass: the protocol's
+ * body_out), dropped (an object was delivered instead), or into *SCRATCH,
+ * unframed, which ct_cache_resp_body() empties (a fill, a background
+ * refresh, a client reading its own fill). */
+enum ct_body_sink { CT_SINK_CLIENT, CT_SINK_DROP, CT_SINK_CACHE };
+enum ct_body_sink ct_cache_body_sink(struct ct_req *r, struct evbuffer **scratch);
+/* N body bytes just landed in the scratch sink: append them to the object
+ * being filled, then move them to the client's output unless it reads the
+ * object or has its answer. True if they went to the client. */
+bool ct_cache_resp_body(struct ct_req *r, size_t n);
+/* The origin's response is complete. */
+void ct_cache_resp_end(struct ct_req *r);
+/* R is filling an object: keep reading the origin whatever R's own output
+ * holds, so other readers of the object are not held to R's pace. Memory
+ * stays bounded: the object is capped at max_object_size and R's output
+ * holds at most the same bytes (so 2 x max_object_size per fill). */
+bool ct_cache_filling(const struct ct_req *r);
 /* Render MSG's storable fields (and our Via) into OUT as the stored block
  * (prefix + status line + fields). */
 void ct_cache_render_block(struct evbuffer *out, const struct ct_http_msg *msg,
@@ -246,23 +277,9 @@ size_t ct_cache_tags_of(struct ct_req *r, const struct ct_http_msg *msg,
  * weak, CT_STORED_WEAKENED); CT_OK or the store's error. */
 int ct_cache_store_head_of(struct ct_req *r, struct ct_obj *fill, const struct ct_http_msg *msg,
                            bool weakened, ct_time_t now);
-/* cache_req.c, cache_deliver.c */
-const struct ct_cache_policy_opts *ct_cache_popts(const struct ct_req *r);
-/* A route's key rules over the cache section's: KO holds the options of
- * cache.key_* and gets ROUTE's (the query kept, dropped or sorted, another
- * key header); its key_drop_params leave tracking parameters out of TARGET
- * (the result may be a view into QBUF[QCAP]). ROUTE NULL or a fallback:
- * TARGET and KO as they are. Returns the target to key on. The one place a
- * route's key rules are applied: the request path (ct_cache_key_for) and
- * the admin's purge by URL (ops.c), so a purge fanned out from another node
- * finds what a request for that URL stored. Any thread. */
-struct ct_route;
-struct ct_cache_key_opts;
-struct ct_str ct_cache_route_key(const struct ct_route *route, struct ct_str target,
-                                 struct ct_cache_key_opts *ko, char *qbuf, size_t qcap);
-/* Build the key of TARGET for C's request into cr->keybuf / *KEY. */
-bool ct_cache_key_for(struct ct_req *r, struct ct_str target, struct ct_cache_key *key);
-void ct_cache_set_status(struct ct_creq *cr, const char *fmt, ...) CT_PRINTF(2, 3);
+
+/* ---- cache_deliver.c: responses from objects ------------------------------- */
+
 /* The head of the object C fills (FILL, stored from the origin's MSG) with
  * CSTATUS; its body follows from the origin (fetch.c frames it). */
 void ct_cache_fill_head(struct ct_req *r, struct ct_obj *fill, const struct ct_http_msg *msg,
@@ -280,19 +297,20 @@ void ct_cache_obj_sent(struct ct_req *r, uint64_t k);
  * client's state is the caller's. */
 bool ct_cache_emit(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus,
                    bool force_close);
-/* R's next step delivers OBJ (a new reference, taken) with CSTATUS (copied)
- * as its whole response (step DELIVER; FETCH -> SEND, then the next
- * request). */
-void ct_cache_to_deliver(struct ct_req *r, struct ct_obj *obj, struct ct_str cstatus);
-bool ct_cache_sie_ok(struct ct_req *r, struct ct_obj *stale, ct_time_t now);
-/* The response is out: release what it held, flush, next request (C may be
- * gone after this). */
-void ct_cache_finish(struct ct_req *r);
-/* Register on cr->obj; false if there is news already (read now). */
-bool ct_cache_wait_obj(struct ct_creq *cr, enum ct_obj_state seen, uint64_t have);
-/* A new creq for C (c->cr). */
-struct ct_creq *ct_cache_creq_new(struct ct_req *r);
-/* cache_bg.c: refresh *FILL (our BUSY object; *STALE for its validators) as
+/* The fetcher reading its own fill (cr->self): the object is complete,
+ * queue the rest of its response now. */
+void ct_cache_self_end(struct ct_req *r);
+/* The client's output drained below the low mark. True if the cache is
+ * delivering (the call was for it). */
+bool ct_cache_client_drained(struct ct_req *r);
+/* R's Range waited for its object (ct_cache_emit) and the object failed
+ * first: nothing was sent, so the failure can still be answered. True if
+ * so; R no longer counts its head as sent. */
+bool ct_cache_unhold(struct ct_req *r);
+
+/* ---- cache_bg.c: background fetches ----------------------------------------- */
+
+/* Refresh *FILL (our BUSY object; *STALE for its validators) as
  * a request of its own with no client, so R's connection is free at once.
  * Takes both references (NULLs them) and returns true, or false with
  * nothing taken. */
@@ -314,10 +332,5 @@ bool ct_cache_fill_adopt(struct ct_req *r);
 bool ct_cache_fill_detach(struct ct_req *r);
 /* Worker exit: abandon the refreshes in flight (before the upstream pool goes). */
 void ct_cache_bg_free_all(struct ct_wcache *wc);
-/* Unregister cr's waiter, dequeue its wake, stop its timer. */
-void ct_cache_unwait(struct ct_creq *cr);
-/* The fetcher reading its own fill (cr->self): the object is complete,
- * queue the rest of its response now. */
-void ct_cache_self_end(struct ct_req *r);
 
 #endif /* CT_PROXY_CACHE_INT_H */

@@ -72,7 +72,7 @@ static void req_fail(struct ct_req *r, enum ct_close why)
 {
     if (why == CT_CLOSE_ORIGIN_TRUNC && ct_cache_unhold(r))
         why = CT_CLOSE_ORIGIN_CUT; /* a held Range: the client has no byte yet */
-    if (ct_cache_client_fail(r, why))
+    if (ct_req_failing(r, why))
         return;
     r->proto->fail(r, why);
 }
@@ -210,7 +210,7 @@ void ct_req_free(struct ct_req *r)
     if (r->u)
         ct_cache_fill_adopt(r); /* a fill others may read goes on without its client */
     ct_req_route_release(r); /* after: an adopted fill keeps the route's group */
-    ct_cache_client_free(r);
+    ct_creq_free(&r->cr);
     if (r->u)
         ct_upstream_release(&r->u, false);
 }
@@ -223,7 +223,7 @@ static void upstream_ready(void *owner)
     struct ct_fwd_req fr = {
         .msg = ct_cache_fwd_msg(r),
         .peer_ip = ct_str_make(r->peer, r->peer_ip_len),
-        .https = ct_cache_client_https(r), /* a background refresh: its trigger's */
+        .https = ct_req_https(r), /* a background refresh: its trigger's */
         .chunked_body = req->framing == CT_FRAME_CHUNKED,
         .default_host = ct_str_c(ba->name),
     };
@@ -307,12 +307,6 @@ void ct_req_body_readable(struct ct_req *r)
 }
 
 /* ---- the response ------------------------------------------------------------ */
-
-void ct_req_respond(struct ct_req *r)
-{
-    r->phase = CT_RP_SEND;
-    r->proto->respond(r);
-}
 
 /* A final response head: the protocol frames it; the cache may answer
  * instead (a stored object, stale-if-error) or adds its part. */
@@ -543,4 +537,54 @@ static void upstream_drained(void *owner)
         r->proto->body_hold(r, false);
         pump_request(r);
     }
+}
+
+static bool origin_error(enum ct_close why)
+{
+    return why == CT_CLOSE_NO_BACKEND || why == CT_CLOSE_ORIGIN_CONNECT ||
+           why == CT_CLOSE_ORIGIN_TIMEOUT ||
+           why == CT_CLOSE_ORIGIN_RESET || why == CT_CLOSE_ORIGIN_BAD ||
+           why == CT_CLOSE_ORIGIN_TRUNC;
+}
+
+bool ct_req_failing(struct ct_req *r, enum ct_close why)
+{
+    struct ct_creq *cr = r->cr;
+    if (cr == NULL)
+        return false;
+    if (!origin_error(why))
+        ct_cache_fill_adopt(r); /* the client's failure is not the fill's: it goes on */
+    if (cr->fill) { /* never stored, never complete: readers see it truncated */
+        ct_obj_fail(cr->fill);
+        ct_obj_release(&cr->fill);
+    }
+    if (cr->bg && origin_error(why)) {
+        /* The client already has its (stale) answer, or left its fill
+         * behind (ct_cache_fill_detach): a refresh or a fill, both in the
+         * background now, failed. */
+        CT_WARN("w%u c%llu %s: background fetch of %.*s failed: %s", r->w->id,
+                (unsigned long long)r->conn_id, r->peer, (int)r->msg->target.len, r->msg->target.p,
+                ct_close_text(why));
+        cr->bg = false;
+        if (r->u)
+            ct_upstream_release(&r->u, false);
+        if (r->phase == CT_RP_FETCH)
+            ct_req_respond(r);
+        r->head_sent = true;
+        ct_req_finish(r);
+        return true;
+    }
+    if (cr->stale && !cr->validate && !r->head_sent && r->phase == CT_RP_FETCH &&
+        origin_error(why) &&
+        ct_req_sie_ok(r, cr->stale, ct_time_real())) {
+        if (r->u)
+            ct_upstream_release(&r->u, false);
+        cr->cs = CT_STATS_CS_STALE;
+        struct ct_obj *stale = cr->stale;
+        cr->stale = NULL;
+        ct_req_to_deliver(r, stale, CT_STR("cachet; hit; detail=stale-if-error"));
+        ct_req_run(r);
+        return true;
+    }
+    return false;
 }

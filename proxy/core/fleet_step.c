@@ -58,7 +58,7 @@ void ct_req_fleet_pick(struct ct_req *r, struct ct_upstream_pick *pick)
      * its own that never looked up: its key is built here, else every
      * refresh would hash the empty key and go to one node */
     if (kb.len == 0) {
-        if (!ct_cache_key_for(r, r->msg->target, &r->cr->key))
+        if (!ct_req_key_for(r, r->msg->target, &r->cr->key))
             return;
         kb = r->cr->key.bytes;
     }

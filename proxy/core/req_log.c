@@ -82,7 +82,7 @@ void ct_req_log_end(struct ct_req *r, unsigned status)
     double rt = now - r->t0;
     double ut = r->tup > 0 ? now - r->tup : -1;
     if (r->cs == CT_STATS_CS_NONE)
-        r->cs = (uint8_t)ct_cache_client_cs(r); /* what the cache path decided */
+        r->cs = (uint8_t)ct_req_cs(r); /* what the cache path decided */
     if (r->w->stats) {
         ct_stats_req_done(r->w->stats, status, (uint64_t)(rt * 1e6), (enum ct_stats_cs)r->cs);
         ct_stats_req_bytes(r->w->stats, (r->msg ? r->msg->head_bytes : 0) + r->body_bytes,

@@ -128,7 +128,7 @@ static void vars_of(const struct ct_req *r, const struct ct_route_req *q, char *
     const char *qm = memchr(t.p, '?', t.len);
     size_t plen = qm ? (size_t)(qm - t.p) : t.len;
     memset(v, 0, sizeof(*v));
-    v->v[CT_CONF_VAR_SCHEME] = ct_cache_client_https(r) ? CT_STR("https") : CT_STR("http");
+    v->v[CT_CONF_VAR_SCHEME] = ct_req_https(r) ? CT_STR("https") : CT_STR("http");
     /* the host as the route table saw it: lower-case, without the port */
     v->v[CT_CONF_VAR_HOST] = q->host;
     const char *colon = q->host.len && q->host.p[0] != '[' ? memchr(q->host.p, ':', q->host.len)
@@ -168,7 +168,7 @@ static void route_answer(struct ct_req *r, const struct ct_route_req *q, unsigne
     if (r->route->conf && r->route->conf->respond.status && r->route->conf->respond.content_type[0])
         r->synth_ctype = ct_str_c(r->route->conf->respond.content_type);
     snprintf(cs, sizeof(cs), "cachet; detail=%s", detail);
-    ct_cache_answer(r, status, ct_str_make(buf, blen), ct_str_c(cs));
+    ct_req_answer(r, status, ct_str_make(buf, blen), ct_str_c(cs));
     r->synth_location = r->synth_ctype = r->synth_retry_after = CT_STR_NULL;
 }
 

@@ -334,7 +334,7 @@ void ct_client_fail(struct ct_client *c, enum ct_close why)
 {
     if (!may_fail(c))
         return;
-    if (c->r.msg && ct_cache_client_fail(&c->r, why))
+    if (c->r.msg && ct_req_failing(&c->r, why))
         return; /* answered from the cache (stale-if-error) */
     client_fail(c, why);
 }

@@ -210,7 +210,7 @@ static void stash_give(struct ct_creq **crp)
         stash[nstash++] = *crp;
         *crp = NULL;
     } else {
-        ct_cache_creq_free(crp);
+        ct_creq_free(crp);
     }
 }
 
@@ -265,7 +265,7 @@ static void stream_unlink_free(struct ct_h2s_stream *st)
         st->next->prev = st->prev;
     /* The next stream takes its cache part, unless a fill may still need it. */
     if (s->spare_cr == NULL && st->r.u == NULL)
-        s->spare_cr = ct_cache_client_take(&st->r);
+        s->spare_cr = ct_creq_take(&st->r);
     ct_req_free(&st->r); /* its cache part, and an upstream if it was cut short */
     ct_h2_resp_free(st);
     st->magic = 0;
@@ -329,7 +329,7 @@ static void *on_request(void *owner, int32_t sid, const struct ct_http_msg *msg,
     struct ct_creq *cr = s->spare_cr ? s->spare_cr : stash_take();
     s->spare_cr = NULL;
     if (cr)
-        ct_cache_client_give(&st->r, cr);
+        ct_creq_give(&st->r, cr);
     st->next = s->streams;
     if (s->streams)
         s->streams->prev = st;
@@ -782,7 +782,7 @@ void ct_h2s_abort_all(struct ct_worker *w)
     }
     /* the worker thread ends: what its connections shared goes */
     while (nstash)
-        ct_cache_creq_free(&stash[--nstash]);
+        ct_creq_free(&stash[--nstash]);
     while (spare_st) {
         struct ct_h2s_stream *st = spare_st;
         spare_st = st->next;

@@ -424,9 +424,9 @@ unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_o
         n = ct_cache_purge_prefix_mode(ops->cache, pfx, mode, ct_time_real());
     } else {
         struct ct_cache_key_opts opts;
-        ct_cache_key_opts_of(&ops->px->cf->cache, &opts);
+        ct_wcache_key_opts_of(&ops->px->cf->cache, &opts);
         char qbuf[2048];
-        path = ct_cache_route_key(purge_route(ops, host, path), path, &opts, qbuf, sizeof(qbuf));
+        path = ct_req_route_key(purge_route(ops, host, path), path, &opts, qbuf, sizeof(qbuf));
         struct ct_cache_key_in in = {.mclass = CT_CACHE_MCLASS_GET, .host = host,
                                      .default_port = port, .target = path};
         size_t need = ct_cache_key_size(&in) + 2;

@@ -142,7 +142,7 @@ static void worker_start(const char *cache)
     px.backends = ct_xcalloc(cf->nbackends, sizeof(*px.backends));
     for (size_t i = 0; i < cf->nbackends; i++)
         CT_ASSERT(ct_ops_backend_resolve(&cf->backends[i], &px.backends[i], ""));
-    px.cache = ct_cache_from_conf(cf);
+    px.cache = ct_wcache_store_new(cf);
     w = ct_worker_new(&px, 0);
     CT_ASSERT(w != NULL);
 }
