@@ -127,7 +127,8 @@ struct ct_proxy {
     unsigned nworkers;
     struct ct_ops *ops; /* proxy/ops/admin.h: admin, access log, health, signals */
     const struct ct_cli *cli; /* the command line, for SIGHUP reloads */
-    struct ct_cache *cache; /* the shared store (proxy/core/cache_int.h); NULL: no cache */
+    struct ct_cache *cache; /* the shared store (cache/cache.h, made by
+                               ct_wcache_store_new, proxy/core/core.h); NULL: no cache */
     struct ct_fleet *fleet; /* the fleet's down marks (proxy/fleet/); NULL: none kept */
     /* per-client limits of sites and routes, shared by every worker
      * (proxy/limit/limit.h); NULL: limits are not applied */

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "proxy/core/cache_int.h"
+#include "proxy/core/core.h"
 #include "proxy/ctx.h"
 #include "proxy/h1/h1.h"
 #include "proxy/h2/h2_serve.h"
@@ -295,7 +295,7 @@ void ct_worker_cut(struct ct_worker *w)
     ct_h2s_abort_all(w);
     ct_net_abort_all(w);
     if (w->wc)
-        ct_cache_bg_free_all(w->wc); /* refreshes in flight hold upstreams */
+        ct_fetch_bg_free_all(w->wc); /* refreshes in flight hold upstreams */
     ct_upstream_pool_free(w);
     ct_req_routes_free(w);
 }

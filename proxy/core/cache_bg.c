@@ -27,7 +27,7 @@
  * the object's other readers and the store still get it.
  *
  * Owned here, per worker: the requests in flight (wc->bgreqs, at most
- * CT_CACHE_BG_MAX), freed when they end or by ct_cache_bg_free_all() when
+ * CT_CACHE_BG_MAX), freed when they end or by ct_fetch_bg_free_all() when
  * the worker exits. Worker thread only.
  */
 #include <event2/buffer.h>
@@ -75,7 +75,7 @@ static void bg_free(struct ct_bgreq *b)
     free(b);
 }
 
-void ct_cache_bg_free_all(struct ct_wcache *wc)
+void ct_fetch_bg_free_all(struct ct_wcache *wc)
 {
     while (CT_LIST_FIRST(&wc->bgreqs))
         bg_free(CT_LIST_FIRST(&wc->bgreqs));

@@ -58,7 +58,7 @@ static enum ct_obj_body pump(struct ct_req *r, bool bp)
 
 /* ---- for the protocol's fast paths (complete objects) ------------------------ */
 
-bool ct_cache_obj_next(struct ct_req *r, struct ct_str *chunk)
+bool ct_req_obj_next(struct ct_req *r, struct ct_str *chunk)
 {
     struct ct_creq *cr = r->cr;
     CT_ASSERT(cr->skip == 0);
@@ -72,15 +72,15 @@ bool ct_cache_obj_next(struct ct_req *r, struct ct_str *chunk)
     return true;
 }
 
-bool ct_cache_obj_at_start(const struct ct_req *r) { return r->cr->skip == 0; }
+bool ct_req_obj_at_start(const struct ct_req *r) { return r->cr->skip == 0; }
 
-uint64_t ct_cache_obj_left(const struct ct_req *r, uint64_t *off)
+uint64_t ct_req_obj_left(const struct ct_req *r, uint64_t *off)
 {
     *off = r->cr->pos.off;
     return r->cr->body_left;
 }
 
-void ct_cache_obj_sent(struct ct_req *r, uint64_t k)
+void ct_req_obj_sent(struct ct_req *r, uint64_t k)
 {
     struct ct_creq *cr = r->cr;
     if (ct_obj_body_seek(cr->obj, &cr->pos, cr->pos.off + k) != CT_OK)

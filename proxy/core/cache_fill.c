@@ -19,7 +19,7 @@
  *     copy: the object owns its memory) before the fetching client gets it
  *     (moved, not copied); waiters stream from the object;
  *   - the end: ct_obj_complete(); a failure anywhere before it ends the
- *     object FAILED (cache_req.c, ct_req_failing): never stored, its
+ *     object FAILED (fetch.c, ct_req_failing): never stored, its
  *     readers see a truncated body.
  */
 #include <event2/buffer.h>

@@ -93,7 +93,7 @@ struct ct_creq {
     struct ct_derive *derive; /* a decoded delivery in progress (cache_derive.c, step DECODE) */
     void (*derive_free)(struct ct_derive **); /* ... its end, set with it: req.c calls no step */
     struct ct_str cstatus; /* Cache-Status of the answer: forwarded, delivered or synth */
-    char cstatus_buf[128];
+    char cstatus_buf[CT_REQ_CSTATUS_MAX];
     /* SYNTH: our own short answer */
     unsigned synth_status;
     struct ct_str synth_body;
@@ -107,7 +107,7 @@ struct ct_creq {
                               last armed: a fill held for its end that grew since is
                               waited for again (on_wait_timeout) */
     bool queued;           /* on the worker's wake queue (under wc->mu) */
-    struct ct_creq *wq_next;
+    CT_LIST_LINK(ct_creq) wq_link; /* wc->wq, while queued */
 };
 
 struct ct_wcache {
@@ -127,7 +127,7 @@ struct ct_wcache {
     bool bound;
     struct event *wake_ev;
     pthread_mutex_t mu;    /* guards the queue below */
-    struct ct_creq *wq_head, *wq_tail;
+    CT_LIST_HEAD(ct_creq) wq; /* readers woken, in the order of their wakes */
     struct ct_listener_conf bg_lc; /* what background refreshes read of "their listener" */
     CT_LIST_HEAD(ct_bgreq) bgreqs; /* background refreshes and fills in flight (cache_bg.c) */
     unsigned nbg;                  /* ... how many (at most CT_CACHE_BG_MAX) */
@@ -136,33 +136,6 @@ struct ct_wcache {
 
 /* ---- wcache.c: the worker's cache side ------------------------------------ */
 
-/* The key options cache.key_query and cache.key_header configure. */
-void ct_wcache_key_opts_of(const struct ct_conf_cache *cc, struct ct_cache_key_opts *o);
-/* The store for CF's cache settings; NULL when the cache is off (size 0). */
-struct ct_cache *ct_wcache_store_new(const struct ct_conf *cf);
-/* Worker W's cache side (W's base must exist); NULL CACHE: no cache, returns
- * NULL. Freed on W's thread after its loop ended (and ct_worker_cut ended
- * its background fetches), or before it started. */
-struct ct_wcache *ct_wcache_new(struct ct_worker *w, struct ct_cache *cache);
-/* On W's own thread, before its loop runs: readers this thread wakes (a
- * fill and its readers on one worker, the common case) are run from the
- * loop directly, without the eventfd's write and read. */
-void ct_wcache_bind(struct ct_wcache *wc);
-void ct_wcache_free(struct ct_wcache **wcp);
-/* The policy options follow CF (a reload switched the worker's
- * configuration; the key options and the store's size need a restart). */
-void ct_wcache_follow(struct ct_wcache *wc, const struct ct_conf *cf);
-/* A route's key rules over the cache section's: KO holds the options of
- * cache.key_* and gets ROUTE's (the query kept, dropped or sorted, another
- * key header); its key_drop_params leave tracking parameters out of TARGET
- * (the result may be a view into QBUF[QCAP]). ROUTE NULL or a fallback:
- * TARGET and KO as they are. Returns the target to key on. The one place a
- * route's key rules are applied: the request path (ct_req_key_for) and
- * the admin's purge by URL (ops.c), so a purge fanned out from another node
- * finds what a request for that URL stored. Any thread. */
-struct ct_route;
-struct ct_str ct_req_route_key(const struct ct_route *route, struct ct_str target,
-                               struct ct_cache_key_opts *ko, char *qbuf, size_t qcap);
 /* The waiter callback of every creq (ct_cache_waiter_init): any thread,
  * under the object's shard lock; queues CR's request on its worker. */
 void ct_wcache_waiter_wake(void *arg);
@@ -175,15 +148,6 @@ void ct_wcache_dequeue(struct ct_creq *cr);
 struct ct_creq *ct_creq_new(struct ct_req *r);
 /* Drop what the last request held. A fill still unended here was cut short. */
 void ct_creq_reset(struct ct_creq *cr);
-/* An HTTP/2 connection's next stream reuses the last one's cache part (its
- * key buffer, timer and scratch), as an HTTP/1 connection's next request
- * keeps its ct_req's (issue 14). Take: R's part, reset as for a new request
- * and detached from R (NULL if it has none); R must have no upstream (a
- * fill may still need it: ct_req_free adopts it). Give: CR becomes R's
- * (R has none). Free: a part taken and never given (NULL-safe). */
-struct ct_creq *ct_creq_take(struct ct_req *r);
-void ct_creq_give(struct ct_req *r, struct ct_creq *cr);
-void ct_creq_free(struct ct_creq **crp);
 /* Register on cr->obj; false if there is news already (read now). */
 bool ct_creq_wait_obj(struct ct_creq *cr, enum ct_obj_state seen, uint64_t have);
 /* Unregister cr's waiter, dequeue its wake, stop its timer. */
@@ -222,10 +186,6 @@ bool ct_req_sie_ok(struct ct_req *r, struct ct_obj *stale, ct_time_t now);
 
 /* ---- fetch.c ------------------------------------------------------------------ */
 
-/* R is about to fail with WHY. True: the cache answered instead (a stale
- * object within stale-if-error); the failure is off. Otherwise the object
- * being filled is failed (never stored; its readers see a truncated body). */
-bool ct_req_failing(struct ct_req *r, enum ct_close why);
 /* Hand FROM's fetch (its upstream, wherever the exchange is) to TO, which
  * carries on as if it had made it; then ct_req_fetch_resume(TO) reads on
  * what the upstream holds already. */
@@ -284,14 +244,6 @@ int ct_cache_store_head_of(struct ct_req *r, struct ct_obj *fill, const struct c
  * CSTATUS; its body follows from the origin (fetch.c frames it). */
 void ct_cache_fill_head(struct ct_req *r, struct ct_obj *fill, const struct ct_http_msg *msg,
                         struct ct_str cstatus);
-/* For the protocol's fast paths on a complete object being delivered: the
- * next body piece (false: none left or not there), whether the body starts
- * at the object's first byte, the bytes left and the offset they start at,
- * and K bytes sent past the pieces (sendfile). Each counts the bytes sent. */
-bool ct_cache_obj_next(struct ct_req *r, struct ct_str *chunk);
-bool ct_cache_obj_at_start(const struct ct_req *r);
-uint64_t ct_cache_obj_left(const struct ct_req *r, uint64_t *off);
-void ct_cache_obj_sent(struct ct_req *r, uint64_t k);
 /* Write the whole response from OBJ (head, and body as far as it is there).
  * True if it is all out; false: the body streams on (step STREAM). The
  * client's state is the caller's. */
@@ -330,7 +282,5 @@ bool ct_cache_fill_adopt(struct ct_req *r);
  * is one reader of the object among others, whatever its pace or fate. True
  * if it did (R may have ended: its answer had no body). */
 bool ct_cache_fill_detach(struct ct_req *r);
-/* Worker exit: abandon the refreshes in flight (before the upstream pool goes). */
-void ct_cache_bg_free_all(struct ct_wcache *wc);
 
 #endif /* CT_PROXY_CACHE_INT_H */

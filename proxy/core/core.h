@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "common/common.h"
 #include "proxy/core/proto.h"
@@ -48,7 +49,7 @@ struct ct_req {
     enum ct_req_phase phase;
     enum ct_req_step step;      /* where the request is (req_step.h) */
     uint64_t trail;             /* the last 16 steps, 4 bits each, newest lowest */
-    const struct ct_proto *proto;  /* what carries it (proxy/proto.h) */
+    const struct ct_proto *proto;  /* what carries it (proxy/core/proto.h) */
     /* what the request reads of its connection (set by the protocol) */
     struct ct_worker *w;
     const struct ct_listener_conf *lc; /* scheme, policy, mTLS subject field */
@@ -81,7 +82,7 @@ struct ct_req {
     bool up_keep_alive;         /* the origin connection may be reused */
     bool up_paused;             /* upstream reads stopped: client output full */
     bool up_got_byte;           /* some response byte came on this upstream */
-    /* operations (proxy/admin.h ct_ops_*): the log record */
+    /* operations (req_log.c): the log record */
     ct_time_t t0, t0_real;      /* head received: mono, wall clock */
     ct_time_t tup;              /* mono, first upstream asked for; 0: none */
     uint64_t body_out;          /* response body bytes forwarded */
@@ -157,5 +158,45 @@ void ct_req_log_start(struct ct_req *r);
 void ct_req_log_end(struct ct_req *r, unsigned status);
 /* An upstream event of the backend r->u belongs to (enum ct_stats_be). */
 void ct_req_log_upstream(struct ct_req *r, enum ct_stats_be what);
+
+
+/* ---- the worker's cache side (wcache.c), for main.c, worker.c, ops -------- */
+
+struct ct_cache;
+struct ct_wcache;
+struct ct_conf_cache;
+struct ct_cache_key_opts;
+/* The key options cache.key_query and cache.key_header configure. */
+void ct_wcache_key_opts_of(const struct ct_conf_cache *cc, struct ct_cache_key_opts *o);
+/* The store for CF's cache settings; NULL when the cache is off (size 0). */
+struct ct_cache *ct_wcache_store_new(const struct ct_conf *cf);
+/* Worker W's cache side (W's base must exist); NULL CACHE: no cache, returns
+ * NULL. Freed on W's thread after its loop ended (and ct_worker_cut ended
+ * its background fetches), or before it started. */
+struct ct_wcache *ct_wcache_new(struct ct_worker *w, struct ct_cache *cache);
+/* On W's own thread, before its loop runs: readers this thread wakes (a
+ * fill and its readers on one worker, the common case) are run from the
+ * loop directly, without the eventfd's write and read. */
+void ct_wcache_bind(struct ct_wcache *wc);
+void ct_wcache_free(struct ct_wcache **wcp);
+/* The policy options follow CF (a reload switched the worker's
+ * configuration; the key options and the store's size need a restart). */
+void ct_wcache_follow(struct ct_wcache *wc, const struct ct_conf *cf);
+/* A route's key rules over the cache section's: KO holds the options of
+ * cache.key_* and gets ROUTE's (the query kept, dropped or sorted, another
+ * key header); its key_drop_params leave tracking parameters out of TARGET
+ * (the result may be a view into QBUF[QCAP]). ROUTE NULL or a fallback:
+ * TARGET and KO as they are. Returns the target to key on. The one place a
+ * route's key rules are applied: the request path (ct_req_key_for) and
+ * the admin's purge by URL (ops.c), so a purge fanned out from another node
+ * finds what a request for that URL stored. Any thread. */
+struct ct_route;
+struct ct_str ct_req_route_key(const struct ct_route *route, struct ct_str target,
+                               struct ct_cache_key_opts *ko, char *qbuf, size_t qcap);
+/* Worker exit: abandon the refreshes in flight (before the upstream pool goes). */
+void ct_fetch_bg_free_all(struct ct_wcache *wc);
+/* The Date field value of NOW into OUT (CT_HTTP_DATE_LEN + 1 bytes, NUL
+ * included), from the worker's once-a-second copy when it has one. */
+void ct_req_date(const struct ct_req *r, time_t now, char *out);
 
 #endif /* CT_PROXY_CORE_H */

@@ -1,11 +1,9 @@
 /*
- * proxy/core/fetch.c: the request path after a head is read, Varnish's req FSM
- * in miniature:
+ * proxy/core/fetch.c: the protocol's entry into the request core (req.h:
+ * start, body readable, drained, free), the steps recv, route, pass, fill
+ * and done (req_step.h), and the fetch from the origin.
  *
- *   recv -> lookup -> { hit -> deliver | miss/pass -> fetch -> deliver }
- *
- * The cache (#5) slots in at lookup(); until it lands everything is a pass.
- * fetch: lend an upstream (pooled or new), write the request head, stream the
+ * The fetch: lend an upstream (pooled or new), write the request head, stream the
  * request body (de-chunked by the parser, re-chunked by us), parse the
  * response with the response parser, pass 1xx through, write the response
  * head, stream the body with back-pressure both ways, and hand the upstream

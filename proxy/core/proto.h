@@ -2,12 +2,13 @@
  * proxy/core/proto.h: what request logic may ask of the protocol that carries a
  * request (Varnish's struct transport, h2o's final output stream).
  *
- * The request path (fetch.c, cache_*.c) decides what to answer: a stored
- * object under a plan (status, range, length, Cache-Status), a short answer
- * of our own, body pieces. How that looks on the wire (status lines, chunk
- * framing, Connection, the writev/sendfile fast paths, TLS records) is the
- * protocol's: HTTP/1 is h1_resp.c (ct_h1_proto); an HTTP/2 stream will be
- * another table. A request reaches its protocol only through r->proto.
+ * The request core (proxy/core) decides what to answer: a stored object
+ * under a plan (status, range, length, Cache-Status), a short answer of our
+ * own, body pieces. How that looks on the wire (status lines, chunk framing,
+ * Connection, the writev/sendfile fast paths, TLS records, DATA frames) is
+ * the protocol's: HTTP/1 is proxy/h1/h1_resp.c (ct_h1_proto), HTTP/2
+ * proxy/h2/h2_resp.c (ct_h2_proto). A request reaches its protocol only
+ * through r->proto.
  *
  * Worker thread only. Every call may write to the socket at once.
  */
@@ -23,9 +24,21 @@
 struct ct_req;
 struct ct_obj;
 struct ct_http_msg;
-struct ct_fwd_resp_extra;
 struct evbuffer;
 
+struct ct_fwd_edit;
+struct ct_http_field;
+
+/* What the request adds to a forwarded response head (send_head): its Cache-Status value
+ * (appended after any upstream one, RFC 9211 §2) and fields it keeps from the
+ * client besides the hop-by-hop ones (targeted cache control, RFC 9213). */
+struct ct_fwd_resp_extra {
+    struct ct_str cache_status;
+    const struct ct_fwd_edit *edits; /* a route's response rules (proxy/ctx.h) */
+    size_t nedits;
+    bool (*omit)(const struct ct_http_field *f, const void *arg);
+    const void *omit_arg;
+};
 /* What the protocol's request body source gives (body_read). */
 enum ct_body_ev {
     CT_BODY_DATA,  /* *N bytes were moved */
@@ -53,7 +66,7 @@ struct ct_proto {
     const char *name; /* "http/1.1" */
     /* The head of a response from OBJ as PLAN says, and with PLAN->body
      * (complete object, from the range's start) as much of the body as the
-     * protocol can send at once (ct_cache_obj_next() gives it the pieces).
+     * protocol can send at once (ct_req_obj_next() gives it the pieces).
      * Then the request pumps the rest through send_obj_piece. */
     void (*deliver_head)(struct ct_req *r, struct ct_obj *obj, const struct ct_resp_plan *plan);
     /* A piece of OBJ's body, by reference: OBJ outlives the bytes. */
@@ -121,5 +134,18 @@ struct ct_proto {
      * was sent, else cut the response so it looks truncated. */
     void (*fail)(struct ct_req *r, enum ct_close why);
 };
+
+/* The longest Cache-Status value a response may carry (what a protocol
+ * reserves for it beside the stored head). */
+#define CT_REQ_CSTATUS_MAX 128
+
+/* For the protocol's fast paths on a complete object being delivered: the
+ * next body piece (false: none left or not there), whether the body starts
+ * at the object's first byte, the bytes left and the offset they start at,
+ * and K bytes sent past the pieces (sendfile). Each counts the bytes sent. */
+bool ct_req_obj_next(struct ct_req *r, struct ct_str *chunk);
+bool ct_req_obj_at_start(const struct ct_req *r);
+uint64_t ct_req_obj_left(const struct ct_req *r, uint64_t *off);
+void ct_req_obj_sent(struct ct_req *r, uint64_t k);
 
 #endif /* CT_PROXY_PROTO_H */

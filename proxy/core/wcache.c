@@ -109,12 +109,9 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
         CT_ERR("w%u cache wake: %s", wc->w->id, strerror(errno));
     for (unsigned i = 0; i < 100000; i++) {
         pthread_mutex_lock(&wc->mu);
-        struct ct_creq *cr = wc->wq_head;
+        struct ct_creq *cr = CT_LIST_FIRST(&wc->wq);
         if (cr) {
-            wc->wq_head = cr->wq_next;
-            if (wc->wq_head == NULL)
-                wc->wq_tail = NULL;
-            cr->wq_next = NULL;
+            CT_LIST_REMOVE(&wc->wq, cr, wq_link);
             cr->queued = false;
         }
         pthread_mutex_unlock(&wc->mu);
@@ -154,8 +151,8 @@ void ct_wcache_free(struct ct_wcache **wcp)
     if (wc == NULL)
         return;
     CT_CHECK_OBJ(wc, CT_WCACHE_MAGIC);
-    CT_ASSERT(wc->wq_head == NULL); /* every client dequeued itself when freed */
-    CT_ASSERT(CT_LIST_EMPTY(&wc->bgreqs)); /* ct_worker_cut ended them (ct_cache_bg_free_all) */
+    CT_ASSERT(CT_LIST_EMPTY(&wc->wq)); /* every client dequeued itself when freed */
+    CT_ASSERT(CT_LIST_EMPTY(&wc->bgreqs)); /* ct_worker_cut ended them (ct_fetch_bg_free_all) */
     event_free(wc->wake_ev);
     event_free(wc->sweep);
     close(wc->efd);
@@ -173,11 +170,7 @@ void ct_wcache_waiter_wake(void *arg)
     pthread_mutex_lock(&wc->mu);
     if (!cr->queued) {
         cr->queued = true;
-        if (wc->wq_tail)
-            wc->wq_tail->wq_next = cr;
-        else
-            wc->wq_head = cr;
-        wc->wq_tail = cr;
+        CT_LIST_INSERT_TAIL(&wc->wq, cr, wq_link);
     }
     pthread_mutex_unlock(&wc->mu);
     if (wc->bound && pthread_equal(wc->thread, pthread_self())) {
@@ -203,15 +196,7 @@ void ct_wcache_dequeue(struct ct_creq *cr)
     struct ct_wcache *wc = cr->r->w->wc;
     pthread_mutex_lock(&wc->mu);
     if (cr->queued) {
-        struct ct_creq **pp = &wc->wq_head, *prev = NULL;
-        while (*pp != cr) {
-            prev = *pp;
-            pp = &(*pp)->wq_next;
-        }
-        *pp = cr->wq_next;
-        if (wc->wq_tail == cr)
-            wc->wq_tail = prev;
-        cr->wq_next = NULL;
+        CT_LIST_REMOVE(&wc->wq, cr, wq_link);
         cr->queued = false;
     }
     pthread_mutex_unlock(&wc->mu);
@@ -243,4 +228,12 @@ struct ct_str ct_req_route_key(const struct ct_route *route, struct ct_str targe
         return ct_str_make(qbuf, plen); /* nothing left: no '?' either */
     qbuf[plen] = '?';
     return ct_str_make(qbuf, plen + 1 + n);
+}
+
+void ct_req_date(const struct ct_req *r, time_t now, char *out)
+{
+    if (r->w->wc)
+        memcpy(out, ct_http_date_cached(&r->w->wc->date, now), CT_HTTP_DATE_LEN + 1);
+    else
+        ct_http_date_format(now, out); /* no cache: no worker copy */
 }

@@ -39,7 +39,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "proxy/core/cache_int.h"
+#include "proxy/core/core.h"
 #include "proxy/core/req.h"
 #include "proxy/h1/h1.h"
 #include "proxy/h1/h1_wire.h"

@@ -79,7 +79,7 @@ static inline struct ct_client *ct_h1_of(struct ct_req *r)
     return CT_CONTAINER_OF(r, struct ct_client, r);
 }
 
-/* proxy/h1_resp.c: HTTP/1's side of proxy/proto.h. */
+/* proxy/h1/h1_resp.c: HTTP/1's side of proxy/core/proto.h. */
 extern const struct ct_proto ct_h1_proto;
 
 /* Take over the connection proxy/net/accept.c made (INFO->bev is ours from

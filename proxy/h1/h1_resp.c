@@ -27,7 +27,8 @@
 #include <time.h>
 
 #include "common/log.h"
-#include "proxy/core/cache_int.h"
+#include "proxy/core/core.h"
+#include "proxy/core/stored.h"
 #include "proxy/core/proto.h"
 #include "proxy/h1/h1.h"
 #include "proxy/h1/h1_wire.h"
@@ -78,14 +79,14 @@ static void add_ref(struct ct_client *c, struct evbuffer *out, struct ct_obj *ob
 /* The per-hit fields, built by hand into TAIL (TAIL_MAX bytes): this runs on
  * every hit, and printf's format parsing showed in profiles. Returns the
  * length, the head's final CRLF included. */
-#define TAIL_MAX (160 + 96 + 64 + 32 + sizeof(((struct ct_creq *)0)->cstatus_buf))
+#define TAIL_MAX (160 + 96 + 64 + 32 + CT_REQ_CSTATUS_MAX)
 
 static size_t render_tail(struct ct_obj *obj, struct ct_str cstatus, const char *extra,
                           const char *frame, const char *conn, char *tail)
 {
     double age = ct_obj_age(obj, ct_time_real());
     size_t ne = strlen(extra), nf = strlen(frame), nc = strlen(conn);
-    CT_ASSERT(cstatus.len <= sizeof(((struct ct_creq *)0)->cstatus_buf) && ne < 96 && nf < 64 &&
+    CT_ASSERT(cstatus.len <= CT_REQ_CSTATUS_MAX && ne < 96 && nf < 64 &&
               nc < 32);
     char *p = tail;
     p = put(p, "Age: ", 5);
@@ -202,7 +203,7 @@ static void direct_queue(void *arg, int i, const char *p, size_t len)
 static void direct_body(struct ct_client *c, struct direct *d)
 {
     struct ct_str chunk;
-    while (d->n < DIRECT_IOV && ct_cache_obj_next(&c->r, &chunk))
+    while (d->n < DIRECT_IOV && ct_req_obj_next(&c->r, &chunk))
         direct_add(d, chunk.p, chunk.len, true);
 }
 
@@ -217,13 +218,13 @@ static void direct_sendfile(struct ct_client *c, int fd, off_t base)
         return;
     int sock = ct_io_fd(&c->io);
     uint64_t off0, left;
-    while ((left = ct_cache_obj_left(&c->r, &off0)) > 0) {
+    while ((left = ct_req_obj_left(&c->r, &off0)) > 0) {
         off_t off = base + (off_t)off0;
         size_t want = (size_t)CT_MIN(left, (uint64_t)(1u << 30));
         ssize_t k = sendfile(sock, fd, &off, want);
         if (k <= 0)
             return; /* full (EAGAIN) or failing: the pump queues the rest, libevent reports */
-        ct_cache_obj_sent(&c->r, (uint64_t)k);
+        ct_req_obj_sent(&c->r, (uint64_t)k);
     }
 }
 
@@ -307,7 +308,7 @@ static void h1_deliver_head(struct ct_req *r, struct ct_obj *obj, const struct c
     }
     direct_add(&dw, tail, render_tail(obj, p->cache_status, extra, frame, conn, tail), false);
     off_t base = 0;
-    int bfd = send_body && !c->obj_chunked && ct_cache_obj_at_start(&c->r)
+    int bfd = send_body && !c->obj_chunked && ct_req_obj_at_start(&c->r)
                   ? ct_obj_body_fd(obj, &base)
                   : -1;
     if (send_body && bfd < 0)
@@ -349,12 +350,13 @@ static void h1_send_synth(struct ct_req *r, unsigned status, struct ct_str body,
      * connection cannot be reused then (those bytes are no next request) */
     bool unread = ct_http_msg_body_expected(r->msg) && !r->body_done;
     struct ct_str ctype = r->synth_ctype.len ? r->synth_ctype : CT_STR("text/plain");
+    char date[CT_HTTP_DATE_LEN + 1];
+    ct_req_date(r, time(NULL), date); /* the worker's copy; a cacheless worker has none */
     evbuffer_add_printf(cout(c),
                         "HTTP/1.1 %u %s\r\nServer: cachet\r\nDate: %s\r\n"
                         "Content-Type: %.*s\r\nContent-Length: %zu\r\n",
                         status, ct_http_status_reason(status),
-                        ct_http_date_cached(&c->w->wc->date, time(NULL)), (int)ctype.len,
-                        ctype.p, body.len);
+                        date, (int)ctype.len, ctype.p, body.len);
     if (r->synth_location.len)
         evbuffer_add_printf(cout(c), "Location: %.*s\r\n", (int)r->synth_location.len,
                             r->synth_location.p);

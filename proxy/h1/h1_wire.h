@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "http/http.h"
+#include "proxy/core/proto.h"
 #include "proxy/upstream/wire.h"
 
 struct evbuffer;

@@ -29,7 +29,8 @@
 
 #include "common/log.h"
 #include "http/http_hdrindex.h"
-#include "proxy/core/cache_int.h"
+#include "proxy/core/core.h"
+#include "proxy/core/stored.h"
 #include "proxy/core/proto.h"
 #include "proxy/h2/h2_serve_int.h"
 
@@ -177,10 +178,7 @@ static void h2_send_synth(struct ct_req *r, unsigned status, struct ct_str body,
     struct ct_h2s_stream *st = st_of(r);
     char date[CT_HTTP_DATE_LEN + 1], clen[24];
     time_t now = time(NULL);
-    if (r->w->wc)
-        memcpy(date, ct_http_date_cached(&r->w->wc->date, now), sizeof(date));
-    else
-        ct_http_date_format(now, date);
+    ct_req_date(r, now, date);
     struct ct_http_field f[7] = {
         field("server", CT_STR("cachet")),
         field("date", ct_str_make(date, CT_HTTP_DATE_LEN)),

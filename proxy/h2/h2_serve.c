@@ -46,7 +46,7 @@
 #include <sys/socket.h>
 
 #include "common/log.h"
-#include "proxy/core/cache_int.h"
+#include "proxy/core/core.h"
 #include "proxy/core/proto.h"
 #include "proxy/core/req.h"
 #include "proxy/h2/h2_serve_int.h"

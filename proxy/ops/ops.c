@@ -23,7 +23,6 @@
 
 #include "cache/cache.h"
 #include "common/log.h"
-#include "proxy/core/cache_int.h"
 #include "proxy/core/core.h"
 #include "proxy/ops/ops_int.h"
 #include "proxy/route/route.h"

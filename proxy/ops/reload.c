@@ -63,7 +63,7 @@
 
 #include "common/log.h"
 #include "conf/conf.h"
-#include "proxy/core/cache_int.h"
+#include "proxy/core/core.h"
 #include "proxy/ctx.h"
 #include "proxy/ops/ops_int.h"
 #include "proxy/stats/accesslog.h"
@@ -686,11 +686,11 @@ void ct_reload_worker_apply(struct ct_worker *w, ct_listeners_update_fn *listene
         w->alog = rl->alog_bufs ? rl->alog_bufs[w->id] : NULL;
     if (listeners_update(w, rl->add, rl->nadd, rl->del, rl->ndel) != CT_OK)
         CT_ERR("w%u SIGHUP: some added listeners could not be opened", w->id);
-    /* The cache's policy options follow the configuration at the next
-     * request (cache_req.c compares the pointer): make it compare unequal,
-     * since the new configuration may sit where a freed one was. */
+    /* The cache's policy options follow the new configuration now (a
+     * request compares the pointer, and the new one may sit where a freed
+     * one was). */
     if (w->wc)
-        w->wc->cf = NULL;
+        ct_wcache_follow(w->wc, cf);
     worker_switched(w, rl, rl->generation); /* after the listeners: what they took is old */
     atomic_fetch_sub(&rl->pending, 1); /* last: main may now retire what we left */
 }

@@ -39,16 +39,6 @@ struct ct_fwd_req {
  * once when nothing is queued (ct_io_writev), else queued on its output. */
 void ct_fwd_request_head(struct ct_io *io, const struct ct_fwd_req *fr);
 
-/* What the cache adds to a forwarded response head: its Cache-Status value
- * (appended after any upstream one, RFC 9211 §2) and fields it keeps from the
- * client besides the hop-by-hop ones (targeted cache control, RFC 9213). */
-struct ct_fwd_resp_extra {
-    struct ct_str cache_status;
-    const struct ct_fwd_edit *edits; /* a route's response rules (proxy/ctx.h) */
-    size_t nedits;
-    bool (*omit)(const struct ct_http_field *f, const void *arg);
-    const void *omit_arg;
-};
 /* Move N body bytes from SRC to OUT, as one chunk if CHUNKED. */
 void ct_fwd_body(struct evbuffer *out, struct evbuffer *src, size_t n, bool chunked);
 /* The last chunk, no trailers. */

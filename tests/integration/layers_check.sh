@@ -11,7 +11,8 @@ ct_check "the tree passes the layer check" "$rc" 0
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cp -r "$src/common" "$src/http" "$src/cache" "$src/conf" "$src/tls" "$src/origin" "$src/proxy" "$src/scripts" "$tmp/"
 for planted in "proxy/core/fetch.c:proxy/h1/h1.h" "proxy/net/io.c:proxy/core/core.h" \
-               "cache/store.c:proxy/ctx.h" "proxy/ctx.h:proxy/net/net.h"; do
+               "cache/store.c:proxy/ctx.h" "proxy/ctx.h:proxy/net/net.h" \
+               "proxy/h2/h2_resp.c:proxy/core/cache_int.h"; do
   f=${planted%%:*}; inc=${planted#*:}
   [ -f "$tmp/$f" ] || f=$(cd "$tmp" && ls ${f%/*}/*.c | head -1)
   cp "$tmp/$f" "$tmp/$f.orig"

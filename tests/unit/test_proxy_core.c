@@ -34,7 +34,8 @@
 
 #include "ct_test.h"
 #include "http/http_hdrindex.h"
-#include "proxy/core/cache_int.h"
+#include "proxy/core/core.h"
+#include "proxy/core/stored.h"
 #include "proxy/core/proto.h"
 #include "proxy/core/req.h"
 #include "proxy/ctx.h"
