@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "proxy/core/cache_derive.h"
 #include "proxy/core/cache_int.h"
 #include "proxy/core/proto.h"
 
@@ -367,8 +366,6 @@ void ct_cache_self_end(struct ct_req *r)
 bool ct_cache_client_drained(struct ct_req *r)
 {
     struct ct_creq *cr = r->cr;
-    if (cr && cr->derive)
-        return ct_cache_derive_drained(r);
     if (cr == NULL || r->step != CT_STEP_STREAM || r->phase != CT_RP_SEND)
         return false;
     if (!cr->waiting)

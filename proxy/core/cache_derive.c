@@ -8,7 +8,7 @@
  * content-length, and neither protocol knows it came from an object. One
  * piece of the object (DERIVE_IN) is decoded at a time into output pieces
  * of DERIVE_OUT bytes, and nothing more is decoded while the protocol says
- * its output is full: ct_cache_client_drained() resumes us.
+ * its output is full: ct_req_drained() (fetch.c) resumes us.
  */
 #include <stdio.h>
 #include <stdlib.h>

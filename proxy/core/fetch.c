@@ -30,6 +30,7 @@
 #include <sys/uio.h>
 
 #include "common/log.h"
+#include "proxy/core/cache_derive.h"
 #include "proxy/core/cache_int.h"
 #include "proxy/balance/balance.h"
 #include "proxy/core/core.h"
@@ -516,7 +517,9 @@ void ct_req_fetch_resume(struct ct_req *r)
 
 void ct_req_drained(struct ct_req *r)
 {
-    if (ct_cache_client_drained(r))
+    /* a decoded delivery (DECODE), else a stored one (STREAM), else the
+     * origin's body */
+    if (r->cr && r->cr->derive ? ct_cache_derive_drained(r) : ct_cache_client_drained(r))
         return;
     if (r->u == NULL || !r->up_paused)
         return;
