@@ -679,6 +679,159 @@ static void client_gone(bool before_head, bool chunked)
     teardown();
 }
 
+/* ---- one fetch, its readers (issue 38: what struct ct_fetch must keep) ------- */
+
+/* Run the loop until C was sent at least N body bytes, or ended (bounded:
+ * 60 s). */
+static bool body_reaches(struct cap *c, size_t n)
+{
+    ct_time_t end = ct_time_mono() + 60;
+    while (body_len(c) < n && !c->done && !c->failed) {
+        if (ct_time_mono() > end)
+            return false;
+        event_base_loop(w->base, EVLOOP_ONCE);
+    }
+    return body_len(c) >= n;
+}
+
+/* Do A and B hold the same body bytes? */
+static bool same_body(struct cap *a, struct cap *b)
+{
+    size_t n = body_len(a);
+    return n == body_len(b) &&
+           memcmp(evbuffer_pullup(a->body, -1), evbuffer_pullup(b->body, -1), n) == 0;
+}
+
+/* Did C fetch from the origin itself (a FILL or PASS step in its trail)? */
+static bool fetched(const struct cap *c)
+{
+    char buf[256];
+    ct_req_trail(&c->r, buf, sizeof(buf));
+    return strstr(buf, "fill") != NULL || strstr(buf, "pass") != NULL;
+}
+
+#define TRICKLED "/bytes/6000?" MAXAGE "&trickle=50&trickle-size=1000"
+
+/* One fill, three readers: the fetching client, one that joins once 1000
+ * bytes are in and one once 4000 are: one origin fetch, every reader gets
+ * every byte, in order, whatever point it joined at. */
+static void test_fetch_readers_join(void)
+{
+    setup("");
+    struct cap *c[3];
+    c[0] = request("GET", TRICKLED, NULL);
+    CU_ASSERT_TRUE(body_reaches(c[0], 1000));
+    c[1] = request("GET", TRICKLED, NULL);
+    CU_ASSERT_TRUE(body_reaches(c[0], 4000));
+    c[2] = request("GET", TRICKLED, NULL);
+    CU_ASSERT_TRUE(run_until_done(c, 3));
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(c[i]->status, 200);
+        CU_ASSERT_EQUAL(body_len(c[i]), 6000);
+        CU_ASSERT_FALSE(c[i]->failed);
+        CU_ASSERT_TRUE(same_body(c[0], c[i]));
+        CU_ASSERT_EQUAL(fetched(c[i]), i == 0);
+    }
+    CU_ASSERT_EQUAL(origin_total(), 1);
+    for (int i = 0; i < 3; i++)
+        cap_free(c[i]);
+    teardown();
+}
+
+/* One of three readers goes mid-body (its carrier closed): the others get
+ * the whole body from the one fetch, and the object is stored. */
+static void test_fetch_reader_leaves(void)
+{
+    setup("");
+    struct cap *c[3];
+    for (int i = 0; i < 3; i++)
+        c[i] = request("GET", TRICKLED, NULL);
+    CU_ASSERT_TRUE(body_reaches(c[1], 2000));
+    cap_free(c[1]);
+    struct cap *left[2] = {c[0], c[2]};
+    CU_ASSERT_TRUE(run_until_done(left, 2));
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(body_len(left[i]), 6000);
+        CU_ASSERT_FALSE(left[i]->failed);
+    }
+    struct cap *d = request("GET", TRICKLED, NULL);
+    CU_ASSERT_TRUE(run_one(d));
+    CU_ASSERT_TRUE(cache_status_has(d, "hit"));
+    CU_ASSERT_EQUAL(body_len(d), 6000);
+    CU_ASSERT_EQUAL(origin_total(), 1);
+    cap_free(c[0]);
+    cap_free(c[2]);
+    cap_free(d);
+    teardown();
+}
+
+/* Every reader goes mid-body, the fetching client first: the object is
+ * cacheable, so the policy is to finish the fill (as nginx does for a
+ * cacheable response, and Varnish for a non-pass fetch) and store it; the
+ * next request is served from it, and the origin was asked once. CHUNKED: a body of
+ * unknown length, whose fetch its client keeps until the end (it may
+ * outgrow max_object_size), is taken over all the same, and its waiters
+ * leave while they are held for its end. */
+static void all_readers_leave(bool chunked)
+{
+    setup("");
+    const char *t = chunked ? TRICKLED "&chunked=1" : TRICKLED;
+    struct cap *c[3];
+    for (int i = 0; i < 3; i++)
+        c[i] = request("GET", t, NULL);
+    /* A waiter on a body of unknown length is held until its end (it is
+     * sent nothing it could not finish), so it leaves while it waits. */
+    for (int i = 0; i < (chunked ? 1 : 3); i++)
+        CU_ASSERT_TRUE(body_reaches(c[i], 1000));
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_FALSE(c[i]->done); /* they left mid-body */
+        if (chunked && i > 0)
+            CU_ASSERT_EQUAL(body_len(c[i]), 0);
+        cap_free(c[i]);
+    }
+    /* The next request is served by that fill: a hit once it is stored,
+     * or a reader of it while it still fills; never a fetch of its own. */
+    struct cap *d = request("GET", t, NULL);
+    CU_ASSERT_TRUE(run_one(d));
+    CU_ASSERT_FALSE(fetched(d));
+    CU_ASSERT_EQUAL(body_len(d), 6000);
+    CU_ASSERT_EQUAL(origin_total(), 1);
+    cap_free(d);
+    teardown();
+}
+
+static void test_fetch_all_readers_leave(void) { all_readers_leave(false); }
+static void test_fetch_all_readers_leave_chunked(void) { all_readers_leave(true); }
+
+/* The origin closes half-way through a body whose length it announced: the
+ * fetching client and a reader that joined are both cut (their responses
+ * end failed, never as complete), and nothing is stored: the next request
+ * goes to the origin again. */
+static void test_fetch_origin_fails_mid_body(void)
+{
+    setup("");
+    const char *t = TRICKLED "&close=mid";
+    struct cap *c[2];
+    c[0] = request("GET", t, NULL);
+    CU_ASSERT_TRUE(body_reaches(c[0], 1000));
+    c[1] = request("GET", t, NULL);
+    CU_ASSERT_TRUE(run_until_done(c, 2));
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT_TRUE(c[i]->failed);
+        CU_ASSERT_FALSE(c[i]->done);
+        CU_ASSERT_TRUE(body_len(c[i]) < 6000);
+    }
+    CU_ASSERT_EQUAL(origin_total(), 1);
+    struct cap *d = request("GET", t, NULL);
+    CU_ASSERT_TRUE(run_one(d));
+    CU_ASSERT_TRUE(fetched(d));
+    CU_ASSERT_EQUAL(origin_total(), 2);
+    for (int i = 0; i < 2; i++)
+        cap_free(c[i]);
+    cap_free(d);
+    teardown();
+}
+
 /* A request body that comes in two pieces, the second after the core asked
  * for more (a slow client): forwarded whole, with the request, to the
  * origin (which echoes it); never stored. */
@@ -800,6 +953,12 @@ void ct_test_register(void)
              {"client gone mid-fill", test_client_gone_mid_fill},
              {"client gone mid-fill, chunked", test_client_gone_mid_chunked_fill},
              {"client gone before the head", test_client_gone_before_head},
+             {"one fetch, readers joining at 0, 1000 and 4000 bytes", test_fetch_readers_join},
+             {"one fetch, one of three readers leaves mid-body", test_fetch_reader_leaves},
+             {"one fetch, every reader leaves: the fill finishes", test_fetch_all_readers_leave},
+             {"one fetch, every reader leaves, chunked", test_fetch_all_readers_leave_chunked},
+             {"the origin fails mid-body: readers cut, nothing stored",
+              test_fetch_origin_fails_mid_body},
              {"a request body in two pieces, passed", test_request_body_pass},
              {"back-pressure on a forwarded response", test_pass_backpressure},
              {"waiter timeout: 504", test_wait_timeout_504},
