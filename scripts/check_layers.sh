@@ -8,6 +8,51 @@
 # it. "proxy" is proxy/'s own files: ctx.h (the context every proxy layer
 # reads), worker.c and main.c (the wiring: everything).
 set -euo pipefail
+
+# scripts/check_layers.sh --core-calls LIBCT_CORE.a: the file-level rule inside
+# proxy/core, on the built library (a call, unlike an include, shows only
+# there): each file calls only files of a lower rank, so its calls run one
+# way, from the steps down to the leaves:
+#   steps (and the fetch they start) -> background fetches, derived answers
+#   -> the fill -> delivery from objects, the log -> route and fleet hooks
+#   -> req.c (every request's start and end) -> the worker's cache side
+#   -> the ban glue -> the leaves (the stored head, the step loop).
+# The step loop (req_fsm.c) calls the steps through its table (ct_step_*),
+# the one way up, as Varnish's CNT_Request does. A file with no rank fails.
+if [ "${1:-}" = "--core-calls" ]; then
+  lib=${2:?usage: check_layers.sh --core-calls LIBCT_CORE.a}
+  nm -A "$lib" | awk '
+    BEGIN {
+      n = split("fetch:8 cache_req:8 cache_bg:7 cache_derive:7 cache_fill:6 cache_deliver:5 " \
+                "req_log:5 route_step:4 fleet_step:4 req:3 wcache:2 cache_ban_glue:1 stored:0 req_fsm:0", r, " ")
+      for (i = 1; i <= n; i++) { split(r[i], kv, ":"); rank[kv[1]] = kv[2] }
+    }
+    {
+      f = $1; sub(/^[^:]*:/, "", f); sub(/\.c\.o:.*/, "", f)
+      if ($2 == "U") { use[f, $3] = 1; users[f] = 1 }
+      else if ($2 ~ /^[TDBR]$/) def[$3] = f
+    }
+    END {
+      for (k in use) {
+        split(k, fs, SUBSEP); from = fs[1]; sym = fs[2]
+        if (!(sym in def)) continue
+        to = def[sym]
+        if (to == from || sym ~ /^ct_step_/) continue
+        if (!(from in rank) || !(to in rank)) {
+          x = (from in rank) ? to : from
+          if (!(x in told)) print "proxy/core/" x ".c has no rank in scripts/check_layers.sh (--core-calls)" > "/dev/stderr"
+          told[x] = 1; bad = 1; continue
+        }
+        if (rank[to] >= rank[from]) {
+          print "proxy/core/" from ".c calls " sym " of proxy/core/" to ".c: a call up or sideways (rank " rank[from] " -> " rank[to] ", scripts/check_layers.sh)" > "/dev/stderr"
+          bad = 1
+        }
+      }
+      exit bad
+    }'
+  exit
+fi
+
 cd "${1:-$(dirname "$0")/..}"
 
 declare -A allow=(

@@ -18,7 +18,7 @@
  * on the stack), ends when its response does (proto->done) or fails
  * (proto->fail), and is counted by its backend, not as a client request.
  *
- * The same kind of request adopts a client's fill (ct_cache_fill_adopt): the
+ * The same kind of request takes a client's fill over (fetch.c, ct_fetch_adopt): the
  * fetch (its upstream, mid-exchange) moves over, and the client is one
  * reader of the object among others (Varnish's busyobj). That happens when
  * the stored head is in and the client reads the object (so its pace does
@@ -41,6 +41,7 @@
 #include "proxy/core/cache_int.h"
 #include "proxy/core/proto.h"
 #include "proxy/core/req.h"
+#include "proxy/upstream/upstream.h"
 
 struct ct_bgreq {
     unsigned magic;
@@ -48,7 +49,6 @@ struct ct_bgreq {
     struct ct_req r;
     struct ct_wcache *wc;
     struct event *start;         /* the next loop turn: its fetch starts, or reads on */
-    bool adopted;                /* it took over a client's fetch (ct_cache_fill_adopt) */
     struct ct_http_msg msg;      /* the request, its views into BUF and FIELDS */
     struct ct_http_field *fields;
     char *buf;
@@ -65,7 +65,12 @@ static struct ct_bgreq *bg_of(struct ct_req *r)
 
 static void bg_free(struct ct_bgreq *b)
 {
-    ct_req_free(&b->r);
+    /* ct_req_free (fetch.c) for a request whose fill cannot be handed on
+     * (cr->bg): its route, its cache part, its upstream if it has one */
+    ct_req_route_release(&b->r);
+    ct_creq_free(&b->r.cr);
+    if (b->r.u)
+        ct_upstream_release(&b->r.u, false);
     CT_LIST_REMOVE(&b->wc->bgreqs, b, link);
     b->wc->nbg--;
     event_free(b->start);
@@ -257,12 +262,12 @@ static void on_start(evutil_socket_t fd, short what, void *arg)
     (void)fd, (void)what;
     struct ct_bgreq *b = arg;
     CT_CHECK_OBJ(b, CT_BGREQ_MAGIC);
-    if (b->adopted) {
-        ct_req_fetch_resume(&b->r); /* what the upstream holds is ours now (may free b) */
-        return;
-    }
-    b->r.phase = CT_RP_FETCH; /* nothing to look up: it holds the fetch slot */
-    ct_req_run(&b->r); /* at FILL (bg_new); may free b */
+    /* At FILL (bg_new): a refresh starts its fetch (nothing to look up: it
+     * holds the fetch slot); a fill handed over (ct_fetch_adopt, fetch.c)
+     * reads on what its upstream holds. May free b. */
+    if (b->r.u == NULL)
+        b->r.phase = CT_RP_FETCH;
+    ct_req_run(&b->r);
 }
 
 /* A request of its own for R's request head, carried by the null protocol,
@@ -324,77 +329,15 @@ bool ct_cache_bg_start(struct ct_req *r, struct ct_obj **fill, struct ct_obj **s
     return true;
 }
 
-/* ---- fills that outlive their client (Varnish's busyobj) ------------------------ */
+/* ---- fills that outlive their client (fetch.c hands them over) ------------------ */
 
-/* Can R's fetch go on as a request of its own? It fills an object (the
- * store's fetch slot) that other readers may be waiting on, its request is
- * all sent (fills are GETs: no body), and either its response head is not
- * in yet, or it was stored. DETACH (R stays, reading the object): only if
- * R reads the object like any reader (cr->self); a fill of unknown length
- * feeds its client itself until the end (cache_fill.c says why). */
-static bool adoptable(const struct ct_req *r, bool detach)
+struct ct_req *ct_bg_new(struct ct_req *r)
 {
-    const struct ct_creq *cr = r->cr;
-    if (cr == NULL || cr->fill == NULL || cr->bg || r->u == NULL || !r->body_done)
-        return false;
-    if (r->phase == CT_RP_FETCH)
-        return r->step == CT_STEP_FILL;
-    return r->phase == CT_RP_SEND && cr->store_ok && (cr->self || !detach);
-}
-
-static bool adopt(struct ct_req *r, bool detach)
-{
-    if (!adoptable(r, detach))
-        return false;
-    struct ct_wcache *wc = r->w->wc;
-    if (wc->nbg >= CT_CACHE_BG_MAX) {
-        CT_INFO("w%u c%llu %s: %u background fetches in flight: %.*s is not filled on", r->w->id,
-                (unsigned long long)r->conn_id, r->peer, wc->nbg, (int)r->msg->target.len,
-                r->msg->target.p);
-        return false;
-    }
     struct ct_bgreq *b = bg_new(r);
-    if (b == NULL)
-        return false;
-    struct ct_creq *cr = r->cr, *bc = b->r.cr;
-    bc->fill = cr->fill;
-    bc->stale = cr->stale;
-    cr->fill = cr->stale = NULL;
-    bc->store_ok = cr->store_ok;
-    bc->validate = cr->validate;
-    bc->fwd_kind = cr->fwd_kind;
-    bc->req_time = cr->req_time;
-    bc->cs = cr->cs;
-    /* an encoded fill's encoder goes with it (issue 18), and what it made
-     * that nobody has taken yet */
-    bc->enc = cr->enc;
-    cr->enc = NULL;
-    bc->ae_class = cr->ae_class;
-    if (bc->enc) {
-        if (bc->zbuf == NULL)
-            bc->zbuf = evbuffer_new();
-        if (bc->scratch == NULL)
-            bc->scratch = evbuffer_new();
-        if (cr->zbuf)
-            evbuffer_add_buffer(bc->zbuf, cr->zbuf);
-    }
-    cr->store_ok = cr->self = false;
-    r->fwd_head = false; /* nothing more from the origin for R */
-    ct_req_fetch_move(r, &b->r);
-    b->adopted = true;
-    event_active(b->start, EV_TIMEOUT, 0); /* reads on from the next loop turn */
-    CT_DEBUG("w%u c%llu %s: the fill of %.*s goes on as a request of its own", r->w->id,
-             (unsigned long long)r->conn_id, r->peer, (int)r->msg->target.len, r->msg->target.p);
-    return true;
+    return b ? &b->r : NULL;
 }
 
-bool ct_cache_fill_adopt(struct ct_req *r) { return adopt(r, false); }
-
-bool ct_cache_fill_detach(struct ct_req *r)
+void ct_bg_run(struct ct_req *br)
 {
-    if (r->phase != CT_RP_SEND || !adopt(r, true))
-        return false;
-    if (r->step == CT_STEP_DONE)
-        ct_req_finish(r); /* its answer had no body to wait for (304, 416) */
-    return true;
+    event_active(bg_of(br)->start, EV_TIMEOUT, 0);
 }

@@ -773,7 +773,7 @@ static bool fill_head(struct ct_req *r, const struct ct_http_msg *msg, bool clos
          * the object is then dropped, and the fetching client must get the
          * rest from the origin. So it is sent the origin's bytes, after the
          * object has them (ct_cache_resp_body), and keeps the fetch; if it
-         * goes, the fill goes on without it (ct_cache_fill_adopt). An
+         * goes, the fill goes on without it (ct_fetch_adopt). An
          * encoded fill is one of these (its length is known at the end):
          * the client gets the encoder's bytes, chunked for HTTP/1.1. */
         if (cr->enc)
@@ -786,7 +786,7 @@ static bool fill_head(struct ct_req *r, const struct ct_http_msg *msg, bool clos
      * (Varnish's busyobj): it gets what the store holds, its Range or
      * conditionals answered from it (issue 5: on a miss, fetch the whole
      * object and answer the range), and fetch.c hands the fill over to a
-     * request of its own (ct_cache_fill_detach), so the client's pace or
+     * request of its own (ct_fetch_detach), so the client's pace or
      * departure is nobody else's concern. */
     cr->self = true;
     if (ct_cache_emit(r, cr->fill, cr->cstatus, close))

@@ -191,6 +191,16 @@ bool ct_req_sie_ok(struct ct_req *r, struct ct_obj *stale, ct_time_t now);
  * what the upstream holds already. */
 void ct_req_fetch_move(struct ct_req *from, struct ct_req *to);
 void ct_req_fetch_resume(struct ct_req *r);
+/* The fill R fetches goes on as a request of its own (the null protocol),
+ * for the object's other readers and the store, if it can: before its
+ * response head, or once the head was stored and R reads the object like
+ * any reader. True if it did: R no longer has an upstream or a fill. Called
+ * when R's carrier goes (ct_req_free) or fails on its side. */
+bool ct_fetch_adopt(struct ct_req *r);
+/* After R's response head was stored: hand the fill over (as above), so R
+ * is one reader of the object among others, whatever its pace or fate. True
+ * if it did (R may have ended: its answer had no body). */
+bool ct_fetch_detach(struct ct_req *r);
 
 /* ---- cache_fill.c: the origin's response into the object -------------------- */
 
@@ -272,15 +282,12 @@ bool ct_cache_bg_start(struct ct_req *r, struct ct_obj **fill, struct ct_obj **s
  * went is abandoned (its readers fetch again), so a flood of cut requests
  * cannot turn into unbounded origin fetches. */
 #define CT_CACHE_BG_MAX 1024
-/* The fill R fetches goes on as a request of its own (the null protocol),
- * for the object's other readers and the store, if it can: before its
- * response head, or once the head was stored and R reads the object like
- * any reader. True if it did: R no longer has an upstream or a fill. Called
- * when R's carrier goes (ct_req_free) or fails on its side. */
-bool ct_cache_fill_adopt(struct ct_req *r);
-/* After R's response head was stored: hand the fill over (as above), so R
- * is one reader of the object among others, whatever its pace or fate. True
- * if it did (R may have ended: its answer had no body). */
-bool ct_cache_fill_detach(struct ct_req *r);
+/* A background request for R's request head (the null protocol, a cache
+ * part that answers nobody: cr->bg), at step FILL; NULL if the head does
+ * not fit its copy. The caller hands it a fill (ct_fetch_adopt) or a slot,
+ * then starts it with ct_bg_run: on the next loop turn it starts its fetch,
+ * or reads on the one it was handed. */
+struct ct_req *ct_bg_new(struct ct_req *r);
+void ct_bg_run(struct ct_req *br);
 
 #endif /* CT_PROXY_CACHE_INT_H */

@@ -194,7 +194,14 @@ enum ct_req_next ct_step_pass(struct ct_req *r)
     return CT_REQ_PARK;
 }
 
-enum ct_req_next ct_step_fill(struct ct_req *r) { return ct_step_pass(r); }
+enum ct_req_next ct_step_fill(struct ct_req *r)
+{
+    if (r->u) { /* a background request handed a fetch (ct_fetch_adopt): read on */
+        ct_req_fetch_resume(r);
+        return CT_REQ_PARK;
+    }
+    return ct_step_pass(r);
+}
 
 /* Answered; what ends the request (the fetch's end, the protocol) is an
  * event of its own. */
@@ -207,7 +214,7 @@ enum ct_req_next ct_step_done(struct ct_req *r)
 void ct_req_free(struct ct_req *r)
 {
     if (r->u)
-        ct_cache_fill_adopt(r); /* a fill others may read goes on without its client */
+        ct_fetch_adopt(r); /* a fill others may read goes on without its client */
     ct_req_route_release(r); /* after: an adopted fill keeps the route's group */
     ct_creq_free(&r->cr);
     if (r->u)
@@ -401,7 +408,7 @@ static void upstream_readable(void *owner)
             }
             else {
                 final_head(r, msg);
-                if (ct_cache_fill_detach(r))
+                if (ct_fetch_detach(r))
                     return; /* the fill reads on by itself (cache_bg.c); R reads the object */
             }
             break;
@@ -487,6 +494,79 @@ static void upstream_closed(void *owner, enum ct_close why)
     }
 }
 
+/* ---- fills that outlive their client (Varnish's busyobj) ------------------------ */
+/* Can R's fetch go on as a request of its own? It fills an object (the
+ * store's fetch slot) that other readers may be waiting on, its request is
+ * all sent (fills are GETs: no body), and either its response head is not
+ * in yet, or it was stored. DETACH (R stays, reading the object): only if
+ * R reads the object like any reader (cr->self); a fill of unknown length
+ * feeds its client itself until the end (cache_fill.c says why). */
+static bool adoptable(const struct ct_req *r, bool detach)
+{
+    const struct ct_creq *cr = r->cr;
+    if (cr == NULL || cr->fill == NULL || cr->bg || r->u == NULL || !r->body_done)
+        return false;
+    if (r->phase == CT_RP_FETCH)
+        return r->step == CT_STEP_FILL;
+    return r->phase == CT_RP_SEND && cr->store_ok && (cr->self || !detach);
+}
+
+static bool adopt(struct ct_req *r, bool detach)
+{
+    if (!adoptable(r, detach))
+        return false;
+    struct ct_wcache *wc = r->w->wc;
+    if (wc->nbg >= CT_CACHE_BG_MAX) {
+        CT_INFO("w%u c%llu %s: %u background fetches in flight: %.*s is not filled on", r->w->id,
+                (unsigned long long)r->conn_id, r->peer, wc->nbg, (int)r->msg->target.len,
+                r->msg->target.p);
+        return false;
+    }
+    struct ct_req *br = ct_bg_new(r);
+    if (br == NULL)
+        return false;
+    struct ct_creq *cr = r->cr, *bc = br->cr;
+    bc->fill = cr->fill;
+    bc->stale = cr->stale;
+    cr->fill = cr->stale = NULL;
+    bc->store_ok = cr->store_ok;
+    bc->validate = cr->validate;
+    bc->fwd_kind = cr->fwd_kind;
+    bc->req_time = cr->req_time;
+    bc->cs = cr->cs;
+    /* an encoded fill's encoder goes with it (issue 18), and what it made
+     * that nobody has taken yet */
+    bc->enc = cr->enc;
+    cr->enc = NULL;
+    bc->ae_class = cr->ae_class;
+    if (bc->enc) {
+        if (bc->zbuf == NULL)
+            bc->zbuf = evbuffer_new();
+        if (bc->scratch == NULL)
+            bc->scratch = evbuffer_new();
+        if (cr->zbuf)
+            evbuffer_add_buffer(bc->zbuf, cr->zbuf);
+    }
+    cr->store_ok = cr->self = false;
+    r->fwd_head = false; /* nothing more from the origin for R */
+    ct_req_fetch_move(r, br);
+    ct_bg_run(br); /* reads on from the next loop turn */
+    CT_DEBUG("w%u c%llu %s: the fill of %.*s goes on as a request of its own", r->w->id,
+             (unsigned long long)r->conn_id, r->peer, (int)r->msg->target.len, r->msg->target.p);
+    return true;
+}
+
+bool ct_fetch_adopt(struct ct_req *r) { return adopt(r, false); }
+
+bool ct_fetch_detach(struct ct_req *r)
+{
+    if (r->phase != CT_RP_SEND || !adopt(r, true))
+        return false;
+    if (r->step == CT_STEP_DONE)
+        ct_req_finish(r); /* its answer had no body to wait for (304, 416) */
+    return true;
+}
+
 void ct_req_fetch_move(struct ct_req *from, struct ct_req *to)
 {
     CT_ASSERT(from->u != NULL && to->u == NULL);
@@ -554,14 +634,14 @@ bool ct_req_failing(struct ct_req *r, enum ct_close why)
     if (cr == NULL)
         return false;
     if (!origin_error(why))
-        ct_cache_fill_adopt(r); /* the client's failure is not the fill's: it goes on */
+        ct_fetch_adopt(r); /* the client's failure is not the fill's: it goes on */
     if (cr->fill) { /* never stored, never complete: readers see it truncated */
         ct_obj_fail(cr->fill);
         ct_obj_release(&cr->fill);
     }
     if (cr->bg && origin_error(why)) {
         /* The client already has its (stale) answer, or left its fill
-         * behind (ct_cache_fill_detach): a refresh or a fill, both in the
+         * behind (ct_fetch_detach): a refresh or a fill, both in the
          * background now, failed. */
         CT_WARN("w%u c%llu %s: background fetch of %.*s failed: %s", r->w->id,
                 (unsigned long long)r->conn_id, r->peer, (int)r->msg->target.len, r->msg->target.p,
