@@ -186,11 +186,6 @@ bool ct_req_sie_ok(struct ct_req *r, struct ct_obj *stale, ct_time_t now);
 
 /* ---- fetch.c ------------------------------------------------------------------ */
 
-/* Hand FROM's fetch (its upstream, wherever the exchange is) to TO, which
- * carries on as if it had made it; then ct_req_fetch_resume(TO) reads on
- * what the upstream holds already. */
-void ct_req_fetch_move(struct ct_req *from, struct ct_req *to);
-void ct_req_fetch_resume(struct ct_req *r);
 /* The fill R fetches goes on as a request of its own (the null protocol),
  * for the object's other readers and the store, if it can: before its
  * response head, or once the head was stored and R reads the object like

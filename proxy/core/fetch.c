@@ -48,6 +48,11 @@ static void upstream_ready(void *owner);
 static void upstream_readable(void *owner);
 static void upstream_drained(void *owner);
 static void upstream_closed(void *owner, enum ct_close why);
+/* Hand FROM's fetch (its upstream, wherever the exchange is) to TO, which
+ * carries on as if it had made it; then fetch_resume(TO) reads on what the
+ * upstream holds already. */
+static void fetch_move(struct ct_req *from, struct ct_req *to);
+static void fetch_resume(struct ct_req *r);
 
 static const struct ct_upstream_owner upstream_owner = {
     .ready = upstream_ready,
@@ -197,7 +202,7 @@ enum ct_req_next ct_step_pass(struct ct_req *r)
 enum ct_req_next ct_step_fill(struct ct_req *r)
 {
     if (r->u) { /* a background request handed a fetch (ct_fetch_adopt): read on */
-        ct_req_fetch_resume(r);
+        fetch_resume(r);
         return CT_REQ_PARK;
     }
     return ct_step_pass(r);
@@ -549,7 +554,7 @@ static bool adopt(struct ct_req *r, bool detach)
     }
     cr->store_ok = cr->self = false;
     r->fwd_head = false; /* nothing more from the origin for R */
-    ct_req_fetch_move(r, br);
+    fetch_move(r, br);
     ct_bg_run(br); /* reads on from the next loop turn */
     CT_DEBUG("w%u c%llu %s: the fill of %.*s goes on as a request of its own", r->w->id,
              (unsigned long long)r->conn_id, r->peer, (int)r->msg->target.len, r->msg->target.p);
@@ -567,7 +572,7 @@ bool ct_fetch_detach(struct ct_req *r)
     return true;
 }
 
-void ct_req_fetch_move(struct ct_req *from, struct ct_req *to)
+static void fetch_move(struct ct_req *from, struct ct_req *to)
 {
     CT_ASSERT(from->u != NULL && to->u == NULL);
     to->u = from->u;
@@ -586,7 +591,7 @@ void ct_req_fetch_move(struct ct_req *from, struct ct_req *to)
     }
 }
 
-void ct_req_fetch_resume(struct ct_req *r)
+static void fetch_resume(struct ct_req *r)
 {
     /* Not connected yet: upstream_ready() sends the request when it is. */
     if (r->u && ct_upstream_is_connected(r->u))
