@@ -483,8 +483,7 @@ static bool revalidated(struct ct_req *r, const struct ct_http_msg *r304,
     cr->cs = CT_STATS_CS_STALE;
     if (!ct_cache_policy_304_selects(&v, r304) && !weakened_selects(&v, r304)) {
         drop_fill(cr, now, 0);
-        ct_creq_set_status(cr, "cachet; fwd=%s; fwd-status=304; detail=not-selected",
-                            cr->fwd_kind);
+        ct_creq_set_status(cr, "cachet; fwd=%s; fwd-status=304; detail=not-selected", cr->fwd_kind);
         serve_instead(r, stale, cr->cstatus, close);
         return true;
     }
@@ -508,8 +507,7 @@ static bool revalidated(struct ct_req *r, const struct ct_http_msg *r304,
         ct_obj_release(&obj);
     } else {
         drop_fill(cr, now, 0);
-        ct_creq_set_status(cr, "cachet; fwd=%s; fwd-status=304; detail=not-updated",
-                            cr->fwd_kind);
+        ct_creq_set_status(cr, "cachet; fwd=%s; fwd-status=304; detail=not-updated", cr->fwd_kind);
         serve_instead(r, stale, cr->cstatus, close);
     }
     free(stored);
@@ -764,8 +762,7 @@ static bool fill_head(struct ct_req *r, const struct ct_http_msg *msg, bool clos
         return true; /* the body goes to the scratch buffer, unframed */
     }
     if (cr->stale)
-        ct_creq_set_status(cr, "cachet; fwd=%s; fwd-status=%u; stored", cr->fwd_kind,
-                            msg->status);
+        ct_creq_set_status(cr, "cachet; fwd=%s; fwd-status=%u; stored", cr->fwd_kind, msg->status);
     else
         ct_creq_set_status(cr, "cachet; fwd=%s; stored", cr->fwd_kind);
     if (stored->framing != CT_FRAME_LENGTH && !cr->stripped) {

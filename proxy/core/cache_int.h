@@ -127,7 +127,7 @@ struct ct_wcache {
     bool bound;
     struct event *wake_ev;
     pthread_mutex_t mu;    /* guards the queue below */
-    CT_LIST_HEAD(ct_creq) wq; /* readers woken, in the order of their wakes */
+    CT_LIST_HEAD(ct_creq) wq;      /* readers woken, in the order of their wakes */
     struct ct_listener_conf bg_lc; /* what background refreshes read of "their listener" */
     CT_LIST_HEAD(ct_bgreq) bgreqs; /* background refreshes and fills in flight (cache_bg.c) */
     unsigned nbg;                  /* ... how many (at most CT_CACHE_BG_MAX) */

@@ -506,7 +506,7 @@ static bool lookup_as(struct ct_req *r, bool revalidate)
     ct_req_goto(r, cr->fill ? CT_STEP_FILL : CT_STEP_PASS);
     if (cr->fill == NULL)
         ct_creq_set_status(cr, "cachet; fwd=%s; detail=%s", cr->fwd_kind,
-                            head ? "head" : "no-memory");
+                           head ? "head" : "no-memory");
     return false;
 }
 

@@ -203,7 +203,7 @@ void ct_wcache_dequeue(struct ct_creq *cr)
 }
 
 struct ct_str ct_req_route_key(const struct ct_route *route, struct ct_str target,
-                                 struct ct_cache_key_opts *ko, char *qbuf, size_t qcap)
+                               struct ct_cache_key_opts *ko, char *qbuf, size_t qcap)
 {
     const struct ct_conf_route *rc = route ? route->conf : NULL;
     if (!rc)

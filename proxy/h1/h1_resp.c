@@ -86,8 +86,7 @@ static size_t render_tail(struct ct_obj *obj, struct ct_str cstatus, const char 
 {
     double age = ct_obj_age(obj, ct_time_real());
     size_t ne = strlen(extra), nf = strlen(frame), nc = strlen(conn);
-    CT_ASSERT(cstatus.len <= CT_REQ_CSTATUS_MAX && ne < 96 && nf < 64 &&
-              nc < 32);
+    CT_ASSERT(cstatus.len <= CT_REQ_CSTATUS_MAX && ne < 96 && nf < 64 && nc < 32);
     char *p = tail;
     p = put(p, "Age: ", 5);
     p = ct_put_i64(p, age > 0 ? (int64_t)age : 0);
