@@ -180,7 +180,15 @@ void ct_h2_stream_close(struct ct_h2_stream *st, uint32_t code)
 
 int ct_h2_on_stream_close(nghttp2_session *s, int32_t sid, uint32_t code, void *ud)
 {
-    conn_of(ud);
+    struct ct_h2_conn *h = conn_of(ud);
+    /* How it closed decides what later frames on it get (h2_rfc.c). A
+     * client's RST_STREAM marks the stream closed for reading too. */
+    enum ct_h2_closed how = sid == h->peer_rst_sid ? CT_H2_CLOSED_PEER_RESET
+                            : nghttp2_session_get_stream_remote_close(s, sid) == 1
+                                ? CT_H2_CLOSED_ENDED
+                                : CT_H2_CLOSED_WE_RESET;
+    h->peer_rst_sid = 0;
+    ct_h2_closed_note(h, sid, how);
     struct ct_h2_stream *st = nghttp2_session_get_stream_user_data(s, sid);
     if (st)
         ct_h2_stream_close(st, code);
