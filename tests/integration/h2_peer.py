@@ -17,6 +17,7 @@ import time
 import h2.config
 import h2.connection
 import h2.events
+import h2.exceptions
 import h2.settings
 
 DEADLINE = 20.0
@@ -550,11 +551,62 @@ def case_rfc(port, kind, plain="tls"):
             r.close_after_goaway()
 
 
+def case_upload(port, path, cl, n, extra="0", plain="tls"):
+    """A POST of N bytes with content-length CL ("-": none), sent as the
+    windows allow; then, if EXTRA > 0, EXTRA bytes more in a DATA frame of
+    their own (past a length already complete); END_STREAM on the last
+    frame. Prints "status S" or "reset CODE" (h2_body.sh)."""
+    if plain == "h2c":
+        s = socket.create_connection(("127.0.0.1", int(port)), timeout=DEADLINE)
+    else:
+        s = connect(int(port))
+    c = conn_of(s, validate=False)
+    extra_h = [] if cl == "-" else [("content-length", cl)]
+    c.send_headers(1, req_headers(int(port), path, "POST", extra_h))
+    s.sendall(c.data_to_send())
+    chunks = [int(n)] + ([int(extra)] if int(extra) > 0 else [])
+    outcome = []
+
+    def note(ev):
+        if isinstance(ev, h2.events.ResponseReceived):
+            outcome.append("status %s" % dict(ev.headers).get(":status"))
+        elif isinstance(ev, h2.events.StreamReset):
+            outcome.append("reset %d" % ev.error_code)
+        elif is_goaway(ev):
+            outcome.append("goaway %d" % ev.error_code)
+        return bool(outcome)
+
+    ended = False
+    try:
+        for i, left in enumerate(chunks):
+            last = i == len(chunks) - 1
+            while left > 0 and not outcome:
+                room = min(c.local_flow_control_window(1), c.max_outbound_frame_size, left)
+                if room <= 0:
+                    pump(s, c, lambda ev: isinstance(ev, h2.events.WindowUpdated) or note(ev),
+                         deadline=10)
+                    continue
+                left -= room
+                ended = last and left == 0
+                c.send_data(1, b"u" * room, end_stream=ended)
+                s.sendall(c.data_to_send())
+            if outcome:
+                break
+        if not ended and not outcome:
+            c.end_stream(1)
+            s.sendall(c.data_to_send())
+    except (h2.exceptions.StreamClosedError, OSError, ssl.SSLError):
+        pass
+    if not outcome:
+        pump(s, c, note)
+    print(outcome[0] if outcome else "nothing")
+
+
 CASES = {"preface": case_preface, "flood": case_flood, "get": case_get, "hold": case_hold,
          "malformed": case_malformed, "rapid_reset": case_rapid_reset,
          "cl_mismatch": case_cl_mismatch, "noread": case_noread, "many": case_many,
          "stall": case_stall, "trim": case_trim, "silent": case_silent,
-         "rfc": case_rfc}
+         "rfc": case_rfc, "upload": case_upload}
 
 if __name__ == "__main__":
     port = int(sys.argv[1])
