@@ -1180,9 +1180,10 @@ static const struct {
     {"limits.request_buffer", "nginx's proxy_request_buffering is on by default (in memory up to "
                               "client_body_buffer_size, 16 KiB, then a file); 64 KiB in memory "
                               "holds the usual form or API call whole, so the origin never sees "
-                              "a malformed one and a slow uploader holds no origin connection, "
-                              "for at most 64 KiB per upload in flight (one HTTP/2 stream "
-                              "window)."},
+                              "a malformed one and a slow uploader holds no origin connection; "
+                              "it costs at most 64 KiB per upload in flight (over HTTP/2 plus "
+                              "the stream window the engine held anyway) and 0.8k instructions "
+                              "per small POST, 4% (bench/micro/postcost.sh, docs/h2.md)."},
     {"limits.max_body", "bodies over limits.request_buffer are streamed to the origin, so "
                         "their size costs "
                         "no memory here; the origin knows its limits (nginx's 1 MiB exists "
