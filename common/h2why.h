@@ -14,6 +14,7 @@
     X(PEER_GOAWAY, 0x0, "the client sent GOAWAY")                                                  \
     X(PREFACE, 0x1, "bad connection preface")                                                      \
     X(PROTOCOL, 0x1, "protocol error")                                                             \
+    X(STREAM_CLOSED, 0x5, "a frame on a stream the client had ended")                              \
     X(FLOW_CONTROL, 0x3, "flow control error")                                                     \
     X(FRAME_SIZE, 0x6, "frame size error")                                                         \
     X(COMPRESSION, 0x9, "HPACK decoding error")                                                    \

@@ -359,6 +359,7 @@ struct ct_conf_limits {
     uint64_t max_header_bytes;
     unsigned max_header_count;
     uint64_t max_body_bytes; /* 0 = unlimited */
+    uint64_t request_buffer_bytes; /* bodies up to this are read whole first; 0: streamed */
     uint64_t client_header_timeout_ms;
     uint64_t client_body_timeout_ms;  /* whole body, from its head ... */
     uint64_t client_body_min_rate;    /* ... plus 1 s per this many bytes (0: fixed) */

@@ -69,6 +69,9 @@ struct ct_req {
     uint64_t body_t0_ms;        /* body deadline clock start (monotonic ms), moved
                                    forward by the time reads were paused */
     uint64_t body_paused_ms;    /* when reads paused for the upstream (0: not) */
+    /* the body read before the origin is asked (limits.request_buffer,
+     * fetch.c): framed for the origin; moved to it with the head */
+    struct evbuffer *body_buf;
     unsigned retries;
     struct ct_upstream *u;      /* borrowed from the pool during a fetch */
     struct ct_creq *cr;         /* the cache's part (cache_req.c), kept across requests */

@@ -71,9 +71,19 @@ static struct ct_req *req_of(void *owner)
     return r;
 }
 
+/* A buffered request body (body_buffer) goes. */
+static void body_buf_free(struct ct_req *r)
+{
+    if (r->body_buf) {
+        evbuffer_free(r->body_buf);
+        r->body_buf = NULL;
+    }
+}
+
 /* The request failed: stale-if-error may still answer it from the cache. */
 static void req_fail(struct ct_req *r, enum ct_close why)
 {
+    body_buf_free(r); /* the exchange may go on (a stale answer, a 502 with keep-alive) */
     if (why == CT_CLOSE_ORIGIN_TRUNC && ct_cache_unhold(r))
         why = CT_CLOSE_ORIGIN_CUT; /* a held Range: the client has no byte yet */
     if (ct_req_failing(r, why))
@@ -191,10 +201,60 @@ enum ct_req_next ct_step_route(struct ct_req *r)
     return CT_REQ_MORE;
 }
 
-/* PASS and FILL start the upstream's machine: its events carry R on. */
+/* Request-body buffering (limits.request_buffer; nginx's
+ * proxy_request_buffering, HAProxy's http-buffer-request): a body that fits
+ * is read whole before the origin is asked, so the origin gets the request
+ * in one piece, a slow uploader holds no origin connection, and a body the
+ * protocol finds malformed on the way (HTTP/2: longer or shorter than its
+ * content-length, RFC 9113 §8.1.1; HTTP/1.1: cut short, a bad chunk) never
+ * reaches it. A body whose content-length is over the buffer, or that turns
+ * out larger, is streamed from there on; the protocols keep a malformed one
+ * from looking complete to the origin (HTTP/2 holds back the byte that
+ * completes the content-length until END_STREAM, the last chunk is written
+ * only at the body's end) and a failed request never gives its origin
+ * connection back. Not for Expect: 100-continue, which asks for the origin's
+ * verdict before the body is sent. */
+enum body_go { BODY_GO, BODY_WAIT, BODY_GONE };
+
+static enum body_go body_buffer(struct ct_req *r)
+{
+    size_t cap = (size_t)r->w->cf->limits.request_buffer_bytes;
+    const struct ct_http_msg *req = r->msg;
+    if (r->body_done || cap == 0 || !ct_http_msg_body_expected(req) || req->expect_continue ||
+        (req->framing == CT_FRAME_LENGTH && req->content_length > cap))
+        return BODY_GO;
+    if (r->body_buf == NULL)
+        r->body_buf = evbuffer_new();
+    bool chunked = req->framing == CT_FRAME_CHUNKED;
+    while (evbuffer_get_length(r->body_buf) < cap) {
+        size_t n = 0;
+        switch (r->proto->body_read(r, r->body_buf, chunked, &n)) {
+        case CT_BODY_DATA: r->body_bytes += n; break;
+        case CT_BODY_NEED: return BODY_WAIT; /* ct_req_body_readable() comes back here */
+        case CT_BODY_END:
+            r->body_done = true;
+            if (chunked)
+                ct_fwd_body_end(r->body_buf);
+            return BODY_GO;
+        case CT_BODY_ERROR:
+            body_buf_free(r);
+            r->proto->fail(r, CT_CLOSE_RX_BAD);
+            return BODY_GONE;
+        }
+    }
+    return BODY_GO; /* larger than the buffer: the rest streams */
+}
+
+/* PASS and FILL start the upstream's machine: its events carry R on (once
+ * the body is buffered, if it is). */
 enum ct_req_next ct_step_pass(struct ct_req *r)
 {
     CT_ASSERT(r->phase == CT_RP_FETCH && r->u == NULL);
+    switch (body_buffer(r)) {
+    case BODY_GONE: return CT_REQ_GONE;
+    case BODY_WAIT: return CT_REQ_PARK;
+    case BODY_GO: break;
+    }
     fetch_connect(r, false);
     return CT_REQ_PARK;
 }
@@ -218,6 +278,7 @@ enum ct_req_next ct_step_done(struct ct_req *r)
 
 void ct_req_free(struct ct_req *r)
 {
+    body_buf_free(r);
     if (r->u)
         ct_fetch_adopt(r); /* a fill others may read goes on without its client */
     ct_req_route_release(r); /* after: an adopted fill keeps the route's group */
@@ -261,8 +322,12 @@ static void upstream_ready(void *owner)
     ct_fwd_request_head(ct_upstream_io(r->u), &fr);
     if (req->expect_continue && ct_http_msg_body_expected(req))
         r->proto->send_continue(r);
+    if (r->body_buf) { /* buffered: it goes with the head */
+        evbuffer_add_buffer(uout(r), r->body_buf);
+        body_buf_free(r);
+    }
     if (r->body_done) {
-        ct_upstream_request_sent(r->u); /* a retry: the body was empty */
+        ct_upstream_request_sent(r->u); /* a buffered body, or a retry: the body was empty */
         ct_io_flush(ct_upstream_io(r->u));
     } else {
         pump_request(r);
@@ -313,6 +378,11 @@ static void pump_request(struct ct_req *r)
 
 void ct_req_body_readable(struct ct_req *r)
 {
+    if (r->u == NULL && r->body_buf != NULL) { /* buffering (ct_step_pass) */
+        if (body_buffer(r) == BODY_GO)
+            fetch_connect(r, false);
+        return;
+    }
     if (!r->body_done && !r->body_paused)
         pump_request(r);
 }

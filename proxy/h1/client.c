@@ -571,8 +571,10 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         /* The request body's deadline: a trickle must not hold this
          * connection and its upstream for ever (408, or a close once the
          * response has begun). Only while cachet reads the body for an
-         * upstream; anything else that left the deadline set has ended it. */
-        if (!c->r.body_done && c->r.u != NULL && c->r.body_paused_ms == 0)
+         * upstream (or buffers it for one, fetch.c); anything else that left
+         * the deadline set has ended it. */
+        if (!c->r.body_done && (c->r.u != NULL || c->r.body_buf != NULL) &&
+            c->r.body_paused_ms == 0)
             ct_client_fail(c, CT_CLOSE_RX_TIMEOUT);
         break;
     case CT_CS_TUNNEL:

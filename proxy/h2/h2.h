@@ -208,7 +208,9 @@ int ct_h2_reset(struct ct_h2_conn *h, int32_t sid, uint32_t error_code);
 
 /* ---- request body (calls from the owner) --------------------------------- */
 
-/* Buffered request body of SID not yet taken. */
+/* Buffered request body of SID that may be taken now: all of it, but with
+ * a content-length the byte that completes it waits for END_STREAM (so a
+ * longer body never reaches the owner whole). */
 size_t ct_h2_body_unread(const struct ct_h2_conn *h, int32_t sid);
 /* Move up to MAX buffered body bytes of SID to DST and open the stream's
  * window by as much (WINDOW_UPDATE): the client sends more only as the owner

@@ -142,6 +142,7 @@ static int on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *ud)
         return 0;
     case NGHTTP2_RST_STREAM:
         h->counts.resets_recv++;
+        h->peer_rst_sid = f->hd.stream_id; /* nghttp2 closes it next (on_stream_close) */
         if (!ct_h2_bucket_take(&h->resets, h->now))
             return ct_h2_conn_fail(h, CT_H2_WHY_RAPID_RESET);
         return 0;
@@ -156,6 +157,7 @@ static enum ct_h2_why why_of_code(uint32_t code)
     switch (code) {
     case NGHTTP2_NO_ERROR: return CT_H2_WHY_DRAIN;
     case NGHTTP2_FLOW_CONTROL_ERROR: return CT_H2_WHY_FLOW_CONTROL;
+    case NGHTTP2_STREAM_CLOSED: return CT_H2_WHY_STREAM_CLOSED;
     case NGHTTP2_FRAME_SIZE_ERROR: return CT_H2_WHY_FRAME_SIZE;
     case NGHTTP2_COMPRESSION_ERROR: return CT_H2_WHY_COMPRESSION;
     case NGHTTP2_INTERNAL_ERROR: return CT_H2_WHY_INTERNAL;
@@ -179,6 +181,18 @@ static int on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *ud)
     return 0;
 }
 
+/* A frame nghttp2 answered with an error of its own. A request it refused
+ * without opening the stream (REFUSED_STREAM: over the concurrency it
+ * announced) closed by our reset, so the body the client sent with it is
+ * ignored, not taken for frames on a stream it ended (h2_rfc.c). */
+static int on_invalid_frame(nghttp2_session *s, const nghttp2_frame *f, int lib_error, void *ud)
+{
+    struct ct_h2_conn *h = conn_of(ud);
+    if (lib_error == NGHTTP2_ERR_REFUSED_STREAM && f->hd.type == NGHTTP2_HEADERS)
+        ct_h2_closed_note(h, f->hd.stream_id, CT_H2_CLOSED_WE_RESET);
+    return 0;
+}
+
 /* ---- the session ----------------------------------------------------------- */
 
 static nghttp2_session_callbacks *callbacks(void)
@@ -188,6 +202,7 @@ static nghttp2_session_callbacks *callbacks(void)
     nghttp2_session_callbacks_set_on_begin_frame_callback(cb, on_begin_frame);
     nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
     nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
+    nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cb, on_invalid_frame);
     nghttp2_session_callbacks_set_on_begin_headers_callback(cb, ct_h2_on_begin_headers);
     nghttp2_session_callbacks_set_on_header_callback(cb, ct_h2_on_header);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, ct_h2_on_data_chunk);
@@ -211,6 +226,7 @@ struct ct_h2_conn *ct_h2_conn_new(const struct ct_h2_settings *s, const struct c
     h->resets = (struct ct_h2_bucket){h->set.reset_burst, 0, h->set.reset_burst, h->set.reset_rate};
     h->empties =
         (struct ct_h2_bucket){h->set.empty_burst, 0, h->set.empty_burst, h->set.empty_rate};
+    h->scan.skip = NGHTTP2_CLIENT_MAGIC_LEN; /* then frames (h2_rfc.c) */
 
     nghttp2_option *opt;
     CT_ASSERT(nghttp2_option_new(&opt) == 0);
@@ -295,7 +311,7 @@ static enum ct_h2_why why_of_fatal(ssize_t rv)
     }
 }
 
-static bool failing(const struct ct_h2_conn *h)
+bool ct_h2_conn_failing(const struct ct_h2_conn *h)
 {
     return h->why != CT_H2_WHY_NONE && h->why != CT_H2_WHY_DRAIN && h->why != CT_H2_WHY_PEER_GOAWAY;
 }
@@ -307,14 +323,14 @@ int ct_h2_conn_recv(struct ct_h2_conn *h, const void *data, size_t len, ct_time_
         return why_tbl[h->why].code == NGHTTP2_ENHANCE_YOUR_CALM ? CT_ELIMIT : CT_EPROTO;
     h->now = now;
     h->counts.bytes_in += len;
-    ssize_t rv = nghttp2_session_mem_recv(h->session, data, len);
+    int rv = ct_h2_rfc_recv(h, data, len);
     if (rv < 0)
         return die(h, why_of_fatal(rv));
     /* nghttp2 found a connection error and queued its GOAWAY (on_frame_send
      * will name the code): it wants nothing more from this client. */
     if (!h->drained && h->why == CT_H2_WHY_NONE && !nghttp2_session_want_read(h->session))
         h->why = CT_H2_WHY_PROTOCOL;
-    if (failing(h))
+    if (ct_h2_conn_failing(h))
         return why_tbl[h->why].code == NGHTTP2_ENHANCE_YOUR_CALM ? CT_ELIMIT : CT_EPROTO;
     return CT_OK;
 }
@@ -346,7 +362,7 @@ int ct_h2_conn_send(struct ct_h2_conn *h, struct evbuffer *out, size_t max)
         h->counts.bytes_out += h->fin_len;
         h->fin_len = 0;
     }
-    if (h->dead || failing(h))
+    if (h->dead || ct_h2_conn_failing(h))
         return why_tbl[h->why].code == NGHTTP2_ENHANCE_YOUR_CALM ? CT_ELIMIT : CT_EPROTO;
     return CT_OK;
 }

@@ -106,6 +106,24 @@ struct ct_h2_stream {
     size_t out_queued; /* bytes in pieces not yet framed */
 };
 
+/* How a stream closed, as far as frames after it go (h2_rfc.c). */
+enum ct_h2_closed {
+    CT_H2_CLOSED_UNKNOWN,    /* not among the last CT_H2_CLOSED_MAX */
+    CT_H2_CLOSED_ENDED,      /* the client's END_STREAM had come */
+    CT_H2_CLOSED_PEER_RESET, /* the client's RST_STREAM */
+    CT_H2_CLOSED_WE_RESET,   /* our RST_STREAM, the client still sending */
+};
+/* Streams remembered after they close: 16 x 5 bytes per connection. */
+#define CT_H2_CLOSED_MAX 16
+
+/* Where the input is in the frame stream (h2_rfc.c): the client preface
+ * or a payload to pass (SKIP), or a frame header being held (HD). */
+struct ct_h2_scan {
+    uint32_t skip;
+    uint8_t hd[14]; /* header, and a PRIORITY frame's 5 payload bytes */
+    uint8_t have, need;
+};
+
 struct ct_h2_conn {
     unsigned magic;
     nghttp2_session *session;
@@ -126,6 +144,14 @@ struct ct_h2_conn {
     struct evbuffer *out; /* during ct_h2_conn_send() */
     size_t out_max;
     struct ct_h2_mem mem; /* the session's allocator */
+    /* RFC 9113 §5.1 after nghttp2 forgot a stream (h2_rfc.c). */
+    struct ct_h2_scan scan;
+    uint32_t max_sid;      /* the highest request stream id seen */
+    uint32_t forgot_below; /* the highest id that fell out of the ring */
+    int32_t peer_rst_sid;  /* the client's RST_STREAM being processed */
+    unsigned closed_next;  /* the ring's next slot */
+    uint32_t closed_id[CT_H2_CLOSED_MAX];
+    uint8_t closed_how[CT_H2_CLOSED_MAX]; /* enum ct_h2_closed */
 };
 
 /* h2_conn.c */
@@ -135,6 +161,15 @@ bool ct_h2_bucket_take(struct ct_h2_bucket *b, ct_time_t now);
  * WHY; the caller returns NGHTTP2_ERR_CALLBACK_FAILURE to nghttp2. */
 int ct_h2_conn_fail(struct ct_h2_conn *h, enum ct_h2_why why);
 struct ct_h2_stream *ct_h2_stream_get(const struct ct_h2_conn *h, int32_t sid);
+/* A connection error is under way (not a drain, not the client's GOAWAY). */
+bool ct_h2_conn_failing(const struct ct_h2_conn *h);
+
+/* h2_rfc.c: feed LEN received bytes to nghttp2, each DATA, HEADERS and
+ * PRIORITY frame header checked first (RFC 9113 §5.1, §5.1.1, §5.3.1,
+ * §6.3). Returns 0, or nghttp2's fatal error (the caller ends the session). */
+int ct_h2_rfc_recv(struct ct_h2_conn *h, const uint8_t *data, size_t len);
+/* Stream SID closed (or was refused unopened) so. */
+void ct_h2_closed_note(struct ct_h2_conn *h, int32_t sid, enum ct_h2_closed how);
 
 /* h2_stream.c: the nghttp2 callbacks about streams. */
 int ct_h2_on_begin_headers(nghttp2_session *s, const nghttp2_frame *f, void *ud);

@@ -492,7 +492,10 @@ static void linger(struct ct_h2s *s)
     SSL *ssl = bufferevent_openssl_get_ssl(s->bev); /* NULL: h2c */
     if (ssl && !ct_close_is_err(s->why))
         ct_tls_close_notify(ssl);
-    shutdown(bufferevent_getfd(s->bev), SHUT_WR);
+    /* The socket's own fd: after the TLS take-over the bufferevent's is -1,
+     * and a TLS client waited LINGER_MS for the FIN (RFC 9113 §5.4.1: close
+     * after the GOAWAY of a connection error). */
+    shutdown(ct_io_fd(&s->io), SHUT_WR);
     ct_io_read(&s->io, true);
     deadline_set(s, LINGER_MS);
 }

@@ -180,7 +180,15 @@ void ct_h2_stream_close(struct ct_h2_stream *st, uint32_t code)
 
 int ct_h2_on_stream_close(nghttp2_session *s, int32_t sid, uint32_t code, void *ud)
 {
-    conn_of(ud);
+    struct ct_h2_conn *h = conn_of(ud);
+    /* How it closed decides what later frames on it get (h2_rfc.c). A
+     * client's RST_STREAM marks the stream closed for reading too. */
+    enum ct_h2_closed how = sid == h->peer_rst_sid ? CT_H2_CLOSED_PEER_RESET
+                            : nghttp2_session_get_stream_remote_close(s, sid) == 1
+                                ? CT_H2_CLOSED_ENDED
+                                : CT_H2_CLOSED_WE_RESET;
+    h->peer_rst_sid = 0;
+    ct_h2_closed_note(h, sid, how);
     struct ct_h2_stream *st = nghttp2_session_get_stream_user_data(s, sid);
     if (st)
         ct_h2_stream_close(st, code);
@@ -343,16 +351,34 @@ void ct_h2_stream_response_sent(struct ct_h2_conn *h, int32_t sid)
     }
 }
 
+/* The buffered body ST may hand up now. With a content-length, the byte
+ * that completes it stays until END_STREAM shows nothing more follows:
+ * DATA past the length is a malformed message (RFC 9113 §8.1.1), and an
+ * origin given the whole length would take the request for complete
+ * before the excess is seen (issue 41). A short body at END_STREAM is
+ * refused the same way (request_end): the origin never has it all. */
+static size_t body_ready(const struct ct_h2_stream *st)
+{
+    size_t n = st->body_in ? evbuffer_get_length(st->body_in) : 0;
+    if (n > 0 && st->has_length && st->rx != CT_H2_RX_DONE &&
+        st->body_received == st->content_length)
+        n--;
+    return n;
+}
+
 size_t ct_h2_body_unread(const struct ct_h2_conn *h, int32_t sid)
 {
     struct ct_h2_stream *st = ct_h2_stream_get(h, sid);
-    return st && st->body_in ? evbuffer_get_length(st->body_in) : 0;
+    return st ? body_ready(st) : 0;
 }
 
 size_t ct_h2_body_read(struct ct_h2_conn *h, int32_t sid, struct evbuffer *dst, size_t max)
 {
     struct ct_h2_stream *st = ct_h2_stream_get(h, sid);
     if (st == NULL || st->body_in == NULL)
+        return 0;
+    max = CT_MIN(max, body_ready(st));
+    if (max == 0)
         return 0;
     int n = evbuffer_remove_buffer(st->body_in, dst, max);
     if (n <= 0)

@@ -681,7 +681,13 @@ void ct_io_writev(struct ct_io *io, const struct iovec *iov, int n, ct_io_queue_
         bufferevent_enable(bev, EV_WRITE);
 }
 
-int ct_io_fd(const struct ct_io *io) { return bufferevent_getfd(io->bev); }
+/* After a TLS take-over the bufferevent's events are parked on fd -1
+ * (tls_take_over), so bufferevent_getfd() says -1: the socket is our read
+ * event's. */
+int ct_io_fd(const struct ct_io *io)
+{
+    return io->rev ? event_get_fd(io->rev) : bufferevent_getfd(io->bev);
+}
 
 int ct_io_unsent(const struct ct_io *io)
 {

@@ -96,7 +96,7 @@ typedef void ct_io_queue_cb(void *arg, int i, const char *p, size_t len);
 bool ct_io_can_write_now(const struct ct_io *io);
 void ct_io_writev(struct ct_io *io, const struct iovec *iov, int n, ct_io_queue_cb *queue,
                   void *arg);
-/* The socket (for sendfile(2)). */
+/* The socket (sendfile(2), shutdown(2)), TLS taken over or not. */
 int ct_io_fd(const struct ct_io *io);
 /* Bytes the kernel holds that it has not sent yet (SIOCOUTQNSD; 0 on error). */
 int ct_io_unsent(const struct ct_io *io);

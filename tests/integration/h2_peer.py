@@ -17,6 +17,7 @@ import time
 import h2.config
 import h2.connection
 import h2.events
+import h2.exceptions
 import h2.settings
 
 DEADLINE = 20.0
@@ -396,10 +397,216 @@ def case_trim(port, *paths):
     get_all(paths)
 
 
+# ---- RFC 9113 cases in raw frames (h2_rfc.sh): python-h2's state machine
+# will not send a frame on a stream it knows is closed, so these write the
+# frames themselves and read the server's frames without interpreting them.
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PING, GOAWAY = 0x0, 0x1, 0x2, 0x3, 0x4, 0x6, 0x7
+END_STREAM, END_HEADERS = 0x1, 0x4
+
+
+class Raw:
+    """One connection: the preface and an empty SETTINGS sent; frames read
+    whole; our SETTINGS ACKed. ev(kind, sid, code) notes what came."""
+
+    def __init__(self, port, plain=False):
+        import hpack
+        self.port = port
+        if plain:
+            self.s = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE)
+        else:
+            self.s = connect(port)
+        self.enc = hpack.Encoder()
+        self.buf = b""
+        self.closed = False
+        self.s.sendall(PREFACE + raw_frame(SETTINGS, 0, 0))
+
+    def send(self, *frames):
+        try:
+            self.s.sendall(b"".join(frames))
+        except OSError:
+            pass
+
+    def headers(self, sid, path="/json", end=True, method="GET", extra=()):
+        block = self.enc.encode(req_headers(self.port, path, method, extra))
+        return raw_frame(HEADERS, END_HEADERS | (END_STREAM if end else 0), sid, block)
+
+    def frames(self, deadline):
+        """Yield (type, flags, sid, payload) until the server closes (then
+        self.closed) or DEADLINE seconds pass."""
+        end = time.time() + deadline
+        while True:
+            while len(self.buf) >= 9:
+                n = int.from_bytes(self.buf[:3], "big")
+                if len(self.buf) < 9 + n:
+                    break
+                typ, flags = self.buf[3], self.buf[4]
+                sid = int.from_bytes(self.buf[5:9], "big") & 0x7fffffff
+                payload = self.buf[9:9 + n]
+                self.buf = self.buf[9 + n:]
+                if typ == SETTINGS and not flags & 1:
+                    self.send(raw_frame(SETTINGS, 1, 0))
+                yield typ, flags, sid, payload
+            if time.time() >= end:
+                return
+            self.s.settimeout(max(0.05, end - time.time()))
+            try:
+                d = self.s.recv(65536)
+            except socket.timeout:
+                return
+            except (ssl.SSLError, OSError):
+                d = b""
+            if not d:
+                self.closed = True
+                return
+            self.buf += d
+
+    def until(self, want, deadline=10.0):
+        """Read until WANT(type, flags, sid) holds; print what ended the wait:
+        "rst SID CODE", "goaway CODE", "end SID", or "timeout"/"closed"."""
+        for typ, flags, sid, pl in self.frames(deadline):
+            if typ == RST_STREAM:
+                line = "rst %d %d" % (sid, int.from_bytes(pl[:4], "big"))
+            elif typ == GOAWAY:
+                line = "goaway %d" % int.from_bytes(pl[4:8], "big")
+            elif typ in (HEADERS, DATA) and flags & END_STREAM:
+                line = "end %d" % sid
+            else:
+                continue
+            if want(typ, flags, sid):
+                print(line)
+                return True
+        print("closed" if self.closed else "timeout")
+        return False
+
+    def close_after_goaway(self, deadline=10.0):
+        """After a GOAWAY: "closed" if the server's FIN (EOF) follows at
+        once: it leaves with the GOAWAY, so a second is a wide margin; a
+        server that lingers with the connection open (cachet's is 2 s)
+        shows as "closed after N s"."""
+        t0 = time.time()
+        for _ in self.frames(deadline):
+            pass
+        dt = time.time() - t0
+        if not self.closed:
+            print("still open after %.1f s" % dt)
+        else:
+            print("closed" if dt < 1.0 else "closed after %.1f s" % dt)
+
+
+def err_frame(typ, flags, sid):
+    return typ in (RST_STREAM, GOAWAY)
+
+
+def case_rfc(port, kind, plain="tls"):
+    """One RFC 9113 case (docs/h2.md's table); prints what the server said."""
+    r = Raw(int(port), plain == "h2c")
+    if kind in ("data_after_rst", "headers_after_rst"):
+        # §5.1 closed: a frame other than PRIORITY after the client's
+        # RST_STREAM is a stream error STREAM_CLOSED.
+        first = r.headers(1, "/echo", end=False, method="POST")  # HPACK: in wire order
+        late = (raw_frame(DATA, END_STREAM, 1, b"test") if kind == "data_after_rst"
+                else r.headers(1))
+        r.send(first, raw_frame(RST_STREAM, 0, 1, (8).to_bytes(4, "big")), late)
+        if r.until(err_frame):
+            r.send(r.headers(3))  # the connection serves on (a stream error)
+            r.until(lambda t, f, sid: sid == 3 and t in (HEADERS, DATA) and f & END_STREAM
+                    or t == GOAWAY)
+    elif kind in ("data_closed", "headers_closed"):
+        # §5.1 closed: after END_STREAM both ways, a connection error STREAM_CLOSED.
+        r.send(r.headers(1))
+        r.until(lambda t, f, sid: sid == 1 and f & END_STREAM)
+        late = (raw_frame(DATA, END_STREAM, 1, b"test") if kind == "data_closed"
+                else r.headers(1))
+        r.send(late)
+        if r.until(err_frame):
+            r.close_after_goaway()
+    elif kind == "lower_id":
+        # §5.1.1: a new stream's id must be greater than every one opened.
+        r.send(r.headers(5), r.headers(3))
+        r.until(lambda t, f, sid: t == GOAWAY or t == RST_STREAM and sid == 3)
+    elif kind == "priority_self_idle":
+        # §5.3.1: a stream cannot depend on itself (on an idle stream, no
+        # RST_STREAM may be sent: the connection error).
+        r.send(raw_frame(PRIORITY, 0, 1, (1).to_bytes(4, "big") + b"\xff"))
+        r.until(err_frame)
+    elif kind == "priority_self_open":
+        r.send(r.headers(1, "/echo", end=False, method="POST"),
+               raw_frame(PRIORITY, 0, 1, (1).to_bytes(4, "big") + b"\xff"))
+        if r.until(err_frame):
+            r.send(r.headers(3))
+            r.until(lambda t, f, sid: sid == 3 and t in (HEADERS, DATA) and f & END_STREAM
+                    or t == GOAWAY)
+    elif kind == "priority_zero":
+        # §6.3: PRIORITY on stream 0 is a connection error PROTOCOL_ERROR.
+        r.send(raw_frame(PRIORITY, 0, 0, (1).to_bytes(4, "big") + b"\x10"))
+        r.until(err_frame)
+    elif kind in ("ping_stream", "ping_length"):
+        # §5.4.1: after the GOAWAY of a connection error, close the connection.
+        bad = (raw_frame(PING, 0, 3, b"\0" * 8) if kind == "ping_stream"
+               else raw_frame(PING, 0, 0, b"\0" * 6))
+        r.send(bad)
+        if r.until(lambda t, f, sid: t == GOAWAY):
+            r.close_after_goaway()
+
+
+def case_upload(port, path, cl, n, extra="0", plain="tls"):
+    """A POST of N bytes with content-length CL ("-": none), sent as the
+    windows allow; then, if EXTRA > 0, EXTRA bytes more in a DATA frame of
+    their own (past a length already complete); END_STREAM on the last
+    frame. Prints "status S" or "reset CODE" (h2_body.sh)."""
+    if plain == "h2c":
+        s = socket.create_connection(("127.0.0.1", int(port)), timeout=DEADLINE)
+    else:
+        s = connect(int(port))
+    c = conn_of(s, validate=False)
+    extra_h = [] if cl == "-" else [("content-length", cl)]
+    c.send_headers(1, req_headers(int(port), path, "POST", extra_h))
+    s.sendall(c.data_to_send())
+    chunks = [int(n)] + ([int(extra)] if int(extra) > 0 else [])
+    outcome = []
+
+    def note(ev):
+        if isinstance(ev, h2.events.ResponseReceived):
+            outcome.append("status %s" % dict(ev.headers).get(":status"))
+        elif isinstance(ev, h2.events.StreamReset):
+            outcome.append("reset %d" % ev.error_code)
+        elif is_goaway(ev):
+            outcome.append("goaway %d" % ev.error_code)
+        return bool(outcome)
+
+    ended = False
+    try:
+        for i, left in enumerate(chunks):
+            last = i == len(chunks) - 1
+            while left > 0 and not outcome:
+                room = min(c.local_flow_control_window(1), c.max_outbound_frame_size, left)
+                if room <= 0:
+                    pump(s, c, lambda ev: isinstance(ev, h2.events.WindowUpdated) or note(ev),
+                         deadline=10)
+                    continue
+                left -= room
+                ended = last and left == 0
+                c.send_data(1, b"u" * room, end_stream=ended)
+                s.sendall(c.data_to_send())
+            if outcome:
+                break
+        if not ended and not outcome:
+            c.end_stream(1)
+            s.sendall(c.data_to_send())
+    except (h2.exceptions.StreamClosedError, OSError, ssl.SSLError):
+        pass
+    if not outcome:
+        pump(s, c, note)
+    print(outcome[0] if outcome else "nothing")
+
+
 CASES = {"preface": case_preface, "flood": case_flood, "get": case_get, "hold": case_hold,
          "malformed": case_malformed, "rapid_reset": case_rapid_reset,
          "cl_mismatch": case_cl_mismatch, "noread": case_noread, "many": case_many,
-         "stall": case_stall, "trim": case_trim, "silent": case_silent}
+         "stall": case_stall, "trim": case_trim, "silent": case_silent,
+         "rfc": case_rfc, "upload": case_upload}
 
 if __name__ == "__main__":
     port = int(sys.argv[1])

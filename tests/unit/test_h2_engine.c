@@ -152,6 +152,39 @@ static void test_post_with_length(void)
     rig_free(&g);
 }
 
+/* The byte that completes a content-length waits for END_STREAM: DATA
+ * carrying exactly the length, END_STREAM not yet seen, gives the owner
+ * all but one byte; a further DATA frame (past the length) resets the
+ * stream, and the owner never had the whole body (issue 41). */
+static void test_length_held_to_end(void)
+{
+    struct rig g;
+    rig_init(&g, NULL, true, 0);
+    hand_start(&g);
+    uint8_t buf[128], blk[] = {0x83, 0x87, 0x84, 0x01, 0x01, 't', 0x5c, 0x02, '1', '0'};
+    /* POST https / :authority t, content-length: 10 (static entry 28) */
+    to_server(&g, buf, frame(buf, NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1, blk, sizeof blk));
+    to_server(&g, buf, frame(buf, NGHTTP2_DATA, 0, 1, "0123456789", 10));
+    CU_ASSERT_EQUAL(ct_h2_body_unread(g.h, 1), 9);
+    struct evbuffer *b = evbuffer_new();
+    CU_ASSERT_EQUAL(ct_h2_body_read(g.h, 1, b, SIZE_MAX), 9);
+    CU_ASSERT_EQUAL(ct_h2_body_read(g.h, 1, b, SIZE_MAX), 0);
+    to_server(&g, buf, frame(buf, NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 1, "x", 1));
+    from_server(&g);
+    CU_ASSERT_EQUAL(rst_in_output(&g, 1), NGHTTP2_PROTOCOL_ERROR);
+    CU_ASSERT_EQUAL(ct_h2_body_read(g.h, 1, b, SIZE_MAX), 0);
+    CU_ASSERT_EQUAL(evbuffer_get_length(b), 9);
+    /* the same with an END_STREAM of no payload: the tenth byte comes */
+    uint8_t blk3[] = {0x83, 0x87, 0x84, 0x01, 0x01, 't', 0x5c, 0x02, '1', '0'};
+    to_server(&g, buf, frame(buf, NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 3, blk3, sizeof blk3));
+    to_server(&g, buf, frame(buf, NGHTTP2_DATA, 0, 3, "0123456789", 10));
+    CU_ASSERT_EQUAL(ct_h2_body_unread(g.h, 3), 9);
+    to_server(&g, buf, frame(buf, NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 3, NULL, 0));
+    CU_ASSERT_EQUAL(ct_h2_body_unread(g.h, 3), 10);
+    evbuffer_free(b);
+    rig_free(&g);
+}
+
 /* RFC 9113 §8.1.1: DATA that contradicts content-length is a stream error;
  * what goes past the length never reaches the owner. */
 static void test_content_length_mismatch(void)
@@ -539,6 +572,7 @@ void ct_test_register(void)
         {"response heads drop connection-specific fields, lower-case names", test_response_fields},
         {"a 1xx interim head, then the final one; no 101", test_interim_then_final},
         {"a POST with DATA and content-length", test_post_with_length},
+        {"the byte that completes a content-length waits for END_STREAM", test_length_held_to_end},
         {"DATA against content-length: RST_STREAM PROTOCOL_ERROR", test_content_length_mismatch},
         {"an unread request body does not stall another stream", test_unread_stream_does_not_stall},
         {"a stream whose window is 0 does not stop another",

@@ -368,6 +368,99 @@ static void test_concurrent_streams(void)
     rig_free(&g);
 }
 
+/* ---- RFC 9113 §5.1 after nghttp2 forgot the stream (h2_rfc.c) ------------ */
+
+/* A GET on SID (END_STREAM), by hand: HPACK static entries only. */
+static size_t get_frame(uint8_t *buf, uint32_t sid)
+{
+    static const uint8_t blk[] = {0x82, 0x87, 0x84, 0x01, 0x01, 't'}; /* GET https / t */
+    return frame(buf, NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, sid,
+                 blk, sizeof blk);
+}
+
+/* The body a client sent with a request nghttp2 refused (REFUSED_STREAM,
+ * never opened) is ignored, also once a later stream was accepted: the
+ * stream closed by our reset, not by the client's END_STREAM. */
+static void test_refused_body_ignored(void)
+{
+    struct ct_h2_settings s;
+    ct_h2_settings_default(&s);
+    s.max_concurrent_streams = 1;
+    struct rig g;
+    rig_init(&g, &s, true, 0);
+    hand_start(&g);
+    uint8_t buf[64], blk[] = {0x83, 0x87, 0x84, 0x01, 0x01, 'x'}; /* POST, body to come */
+    to_server(&g, buf, get_frame(buf, 1));
+    to_server(&g, buf, frame(buf, NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 3, blk, sizeof blk));
+    respond(&g, 1, 204, NULL, 0, NULL);
+    from_server(&g); /* stream 1 closes */
+    CU_ASSERT_EQUAL(rst_in_output(&g, 3), NGHTTP2_REFUSED_STREAM);
+    to_server(&g, buf, get_frame(buf, 5)); /* accepted: 3 is below the last one now */
+    to_server(&g, buf, frame(buf, NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 3, "abc", 3));
+    from_server(&g);
+    CU_ASSERT_PTR_NOT_NULL(sreq_of(&g, 5));
+    CU_ASSERT_EQUAL(goaway_in_output(&g, NULL), -1);
+    CU_ASSERT_EQUAL(g.rc, CT_OK);
+    rig_free(&g);
+}
+
+/* The last CT_H2_CLOSED_MAX (16) closed streams are remembered: DATA on one
+ * the client ended is GOAWAY STREAM_CLOSED; on one older than that, it is
+ * ignored (it might be one we reset, whose late frames must be). */
+static void data_after_close(uint32_t late_sid, long want_goaway)
+{
+    struct rig g;
+    rig_init(&g, NULL, true, 0);
+    hand_start(&g);
+    uint8_t buf[64];
+    for (uint32_t sid = 1; sid <= 39; sid += 2) { /* 20 streams, each answered and closed */
+        to_server(&g, buf, get_frame(buf, sid));
+        respond(&g, (int32_t)sid, 204, NULL, 0, NULL);
+        from_server(&g);
+    }
+    CU_ASSERT_EQUAL(ct_h2_conn_nstreams(g.h), 0);
+    to_server(&g, buf, frame(buf, NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, late_sid, "abc", 3));
+    from_server(&g);
+    CU_ASSERT_EQUAL(goaway_in_output(&g, NULL), want_goaway);
+    CU_ASSERT_EQUAL(ct_h2_conn_why(g.h),
+                    want_goaway < 0 ? CT_H2_WHY_NONE : CT_H2_WHY_STREAM_CLOSED);
+    rig_free(&g);
+}
+
+static void test_closed_ring(void)
+{
+    data_after_close(39, NGHTTP2_STREAM_CLOSED);
+    data_after_close(9, NGHTTP2_STREAM_CLOSED); /* the 16th from the end */
+    data_after_close(7, -1);                    /* the 17th: forgotten */
+}
+
+/* Frame headers cut anywhere (one byte per read): held until whole, then
+ * judged as in one piece. HEADERS, RST_STREAM from the client, DATA: the
+ * stream error STREAM_CLOSED (§5.1 closed); then PRIORITY on stream 0 (its
+ * payload cut too): GOAWAY PROTOCOL_ERROR (§6.3). */
+static void test_cut_headers(void)
+{
+    struct rig g;
+    rig_init(&g, NULL, true, 0);
+    hand_start(&g);
+    uint8_t buf[128], blk[] = {0x83, 0x87, 0x84, 0x01, 0x01, 'x'}, code[4] = {0, 0, 0, 8};
+    uint8_t pri[5] = {0, 0, 0, 1, 16};
+    size_t n = frame(buf, NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1, blk, sizeof blk);
+    n += frame(buf + n, NGHTTP2_RST_STREAM, 0, 1, code, 4);
+    n += frame(buf + n, NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 1, "abc", 3);
+    for (size_t i = 0; i < n; i++)
+        to_server(&g, buf + i, 1);
+    from_server(&g);
+    CU_ASSERT_EQUAL(rst_in_output(&g, 1), NGHTTP2_STREAM_CLOSED);
+    CU_ASSERT_EQUAL(goaway_in_output(&g, NULL), -1);
+    n = frame(buf, NGHTTP2_PRIORITY, 0, 0, pri, 5);
+    for (size_t i = 0; i < n; i++)
+        to_server(&g, buf + i, 1);
+    from_server(&g);
+    CU_ASSERT_EQUAL(goaway_in_output(&g, NULL), NGHTTP2_PROTOCOL_ERROR);
+    rig_free(&g);
+}
+
 static void test_why_table(void)
 {
     CU_ASSERT_STRING_EQUAL(ct_h2_why_name(CT_H2_WHY_RAPID_RESET), "RAPID_RESET");
@@ -392,5 +485,8 @@ void ct_test_register(void)
         {"a CONTINUATION flood is cut", test_continuation_flood},
         {"PRIORITY frames are ignored safely", test_priority_ignored},
         {"streams past max_concurrent_streams are refused", test_concurrent_streams},
+        {"the body of a refused stream is ignored", test_refused_body_ignored},
+        {"closed streams are remembered, 16 of them", test_closed_ring},
+        {"frame headers cut across reads are judged whole", test_cut_headers},
         {"why names and texts", test_why_table});
 }
