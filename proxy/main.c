@@ -28,6 +28,7 @@
 #include "proxy/ctx.h"
 #include "proxy/fleet/fleet.h"
 #include "proxy/limit/limit.h"
+#include "proxy/net/accept.h"
 #include "proxy/h1/h1.h"
 #include "proxy/ops/admin.h"
 #include "proxy/ops/ctl.h"
@@ -92,6 +93,14 @@ static int setup_listeners(struct ct_proxy *px)
         memcpy(&lc->sa, &l->addr.sa, l->addr.salen);
         lc->salen = l->addr.salen;
         ct_ops_addr_name((struct sockaddr *)&lc->sa, lc->name, sizeof(lc->name));
+        /* the port is ours alone before worker 0 binds it with SO_REUSEPORT
+         * (port 0: the one the kernel picks now, which every worker binds) */
+        int e = ct_net_listen_probe(&lc->sa, &lc->salen);
+        if (e != 0) {
+            CT_ERR("cannot listen on %s %s: %s", lc->kind == CT_LISTEN_HTTP ? "http" : "https",
+                   lc->name, ct_net_bind_error(e));
+            return CT_EIO;
+        }
     }
     return CT_OK;
 }

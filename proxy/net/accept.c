@@ -283,3 +283,28 @@ void ct_net_abort_all(struct ct_worker *w)
         w->nclients--;
     }
 }
+
+int ct_net_listen_probe(struct sockaddr_storage *sa, socklen_t *salen)
+{
+    int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return errno;
+    int one = 1, rc = 0;
+    socklen_t len = sizeof(*sa);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)); /* TIME_WAIT is no holder */
+    if (bind(fd, (struct sockaddr *)sa, *salen) != 0 ||
+        getsockname(fd, (struct sockaddr *)sa, &len) != 0)
+        rc = errno;
+    else
+        *salen = len;
+    close(fd);
+    return rc;
+}
+
+const char *ct_net_bind_error(int err)
+{
+    if (err == EADDRINUSE)
+        return "address in use (held by another socket; only this cachet's own workers "
+               "share a port)";
+    return strerror(err);
+}
