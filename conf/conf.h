@@ -53,6 +53,11 @@ struct ct_conf_errors {
 };
 
 void ct_conf_errors_init(struct ct_conf_errors *errs);
+/* Where setting PATH ("backends[1].address") of CF was written: "FILE:LINE",
+ * "command line (--opt)", or CF's source when it is not known. Valid while
+ * CF lives. For errors found outside conf/ (a name that does not resolve). */
+struct ct_conf;
+const char *ct_conf_where(const struct ct_conf *cf, const char *path);
 /* Print every message, one per line, then "(N more errors)" if some were
  * dropped. */
 void ct_conf_errors_print(const struct ct_conf_errors *errs, FILE *fp);

@@ -27,6 +27,11 @@ static const char *loc(const struct ct_conf *cf, const char *path)
     return ct_conf_locs_find(cf->_locs, path, cf->source);
 }
 
+const char *ct_conf_where(const struct ct_conf *cf, const char *path)
+{
+    return loc(cf, path);
+}
+
 #define CHECK_ERR(cf, errs, path, ...) ct_conf_err((errs), loc((cf), (path)), (path), __VA_ARGS__)
 
 /* RFC 9110 5.1: field-name = token. */

@@ -38,18 +38,47 @@
 
 #define CT_VERSION "0.1.0"
 
+/* Every backend resolved, each failure logged with its name and why. */
 static int resolve_backends(struct ct_proxy *px)
 {
     const struct ct_conf *cf = px->cf;
     px->backends = ct_xcalloc(cf->nflat ? cf->nflat : 1, sizeof(*px->backends));
     px->nbackends = cf->nflat;
-    for (size_t i = 0; i < cf->nflat; i++) {
-        const struct ct_conf_backend *b = &cf->flat_backends[i];
-        struct ct_backend_addr *ba = &px->backends[i];
-        if (!ct_ops_backend_resolve(b, ba, ""))
-            return CT_ECONF;
+    size_t bad = 0;
+    for (size_t i = 0; i < cf->nflat; i++)
+        if (!ct_ops_backend_resolve(&cf->flat_backends[i], &px->backends[i], ""))
+            bad++;
+    if (bad)
+        CT_ERR("cannot start: %zu of %zu backends do not resolve", bad, cf->nflat);
+    return px->nbackends && !bad ? CT_OK : CT_ECONF;
+}
+
+/* -t predicts start and reload: every backend must resolve as they need it
+ * to. Each failure on stderr as a configuration error (FILE:LINE: path:
+ * ...); the count of failures. */
+static size_t check_backends(const struct ct_conf *cf)
+{
+    size_t bad = 0;
+    for (size_t g = 0; g < 1 + cf->ngroups; g++) { /* fleet peers: checked at start */
+        const struct ct_conf_group *grp = ct_conf_group_at(cf, g);
+        for (size_t j = 0; j < grp->nbackends; j++) {
+            const struct ct_conf_backend *b = &grp->backends[j];
+            struct ct_backend_addr ba;
+            const char *why = ct_ops_backend_lookup(b, &ba);
+            if (why == NULL)
+                continue;
+            char path[96];
+            if (g == 0)
+                snprintf(path, sizeof(path), "backends[%zu].address", j);
+            else
+                snprintf(path, sizeof(path), "backend_groups[%zu].backends[%zu].address", g - 1,
+                         j);
+            fprintf(stderr, "%s: %s: backend %s: cannot resolve %s: %s\n", ct_conf_where(cf, path),
+                    path, b->name ? b->name : b->host, b->host, why);
+            bad++;
+        }
     }
-    return px->nbackends ? CT_OK : CT_ECONF;
+    return bad;
 }
 
 /* The TLS context of one HTTPS listener (tls/tls.h), from its config.
@@ -223,7 +252,9 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
     signal(SIGUSR1, SIG_IGN);
     if (setup_listeners(&px) != CT_OK)
         goto out;
-    if (resolve_backends(&px) != CT_OK || px.nlisteners == 0) {
+    if (resolve_backends(&px) != CT_OK)
+        goto out;
+    if (px.nlisteners == 0) {
         CT_ERR("nothing to do: %zu listeners, %zu backends", px.nlisteners, px.nbackends);
         goto out;
     }
@@ -317,7 +348,10 @@ int main(int argc, char **argv)
     if (cli.version) {
         printf("cachet %s\n", CT_VERSION);
     } else if (cli.test_only) {
-        printf("configuration ok\n");
+        if (check_backends(cf) == 0)
+            printf("configuration ok\n");
+        else
+            rc = 1;
     } else if (cli.dump) {
         ct_conf_dump(cf, stdout);
     } else {

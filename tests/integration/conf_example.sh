@@ -69,6 +69,28 @@ ct_check "unknown option exits 2" "$?" 2
 ct_check "unknown option suggests" "$(sed -n 1p "$CT_TMP/opt.err")" \
     'cachet: unknown option "--cache-sise" (did you mean --cache-size?)'
 
+# -t predicts start (issue 40, bug 3): a backend whose name does not resolve
+# fails both, located, naming the backend and why.
+cat >"$CT_TMP/unres.conf" <<'EOF'
+listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
+admin = { listen = "off"; };
+backends = (
+  { name = "good"; address = "127.0.0.1:8081"; },
+  { name = "lost"; address = "no-such-host.invalid:80"; }
+);
+EOF
+"$CACHET" -t -c "$CT_TMP/unres.conf" >"$CT_TMP/unres.out" 2>"$CT_TMP/unres.err"
+ct_check "-t with an unresolvable backend exits 1" "$?" 1
+ct_check "... says nothing is ok" "$(cat "$CT_TMP/unres.out")" ""
+ct_check_match "... names the backend, where, and why" "$(cat "$CT_TMP/unres.err")" \
+    'unres\.conf:5: backends\[1\]\.address: backend lost: cannot resolve no-such-host\.invalid: '
+timeout 30 "$CACHET" -c "$CT_TMP/unres.conf" >"$CT_TMP/unres.out" 2>"$CT_TMP/unres.err"
+rc=$?
+ct_check "start with an unresolvable backend fails" "$(((rc != 0 && rc != 124)))" 1
+ct_check_match "... naming the backend and why" "$(cat "$CT_TMP/unres.err")" \
+    'backend lost: cannot resolve no-such-host\.invalid: '
+ct_check "... not 'nothing to do'" "$(grep -c 'nothing to do' "$CT_TMP/unres.err")" 0
+
 # conf/sites.conf (two sites, backend groups, routes) checks, and -T shows
 # its routes in a file that dumps the same.
 SITES="$CT_SRC/conf/sites.conf"
