@@ -134,16 +134,26 @@ static void handshake_failed(struct ct_hs *h, short what)
     unsigned long e, last = 0;
     bool plain_http = false;
     char why[256] = "";
+    /* libevent queues SSL_get_error()'s value first, then OpenSSL's codes
+     * (newest popped first): the last real code popped is the first cause */
     while ((e = bufferevent_get_openssl_error(bev)) != 0) {
         plain_http |= ct_tls_error_is_plain_http(e);
-        last = e;
+        if (ct_tls_error_is_real(e))
+            last = e;
     }
+    struct ssl_st *ssl = bufferevent_openssl_get_ssl(bev);
+    const char *verify = ssl ? ct_tls_verify_error(ssl) : NULL;
     if (last)
         ct_tls_error_string(last, why, sizeof(why));
     else if (ct_tls_drain_errors(why, sizeof(why)) == 0)
-        snprintf(why, sizeof(why), "%s", (what & BEV_EVENT_EOF) ? "client closed" : "I/O error");
-    CT_INFO("w%u c%llu %s TLS handshake failed: %s%s", h->w->id, (unsigned long long)h->info.id,
-            h->info.peer, why, plain_http ? " (plain HTTP on the TLS port: answered 400)" : "");
+        snprintf(why, sizeof(why), "%s",
+                 (what & BEV_EVENT_EOF) ? "the client closed the connection during the handshake"
+                                        : "I/O error during the handshake");
+    /* the client's doing: INFO, rate-limited */
+    ct_log_client("w%u c%llu %s TLS handshake failed: %s%s%s%s", h->w->id,
+                  (unsigned long long)h->info.id, h->info.peer, why,
+                  verify ? "; client certificate: " : "", verify ? verify : "",
+                  plain_http ? " (plain HTTP on the TLS port: answered 400)" : "");
     if (!plain_http) {
         hs_close(h, CT_CLOSE_TLS_HANDSHAKE);
         return;

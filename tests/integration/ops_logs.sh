@@ -41,6 +41,24 @@ ct_check "old access log kept its lines" "$(grep -c 'before=\|moved=' "$ALOG.1")
 ct_check "no later line in the old file" "$(grep -c 'after=' "$ALOG.1")" 0
 ct_check "the proxy still serves" "$(curl -s -o /dev/null -w '%{http_code}' "$P/json")" 200
 
+# Client faults are the client's doing, not the operator's: INFO, never ERR
+# (issue 40, bug 5); ERR means "the operator must act".
+send_raw() { # send_raw BYTES: to the HTTP port, then read until the server closes
+    (
+        trap '' PIPE
+        exec 3<>"/dev/tcp/127.0.0.1/$PPORT"
+        printf '%b' "$1" >&3 2>/dev/null
+        timeout 10 cat <&3 >/dev/null 2>&1
+    )
+}
+send_raw 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'
+send_raw 'G@T / HTTP/1.1\r\nHost: x\r\n\r\n'
+echo | timeout 10 openssl s_client -connect "127.0.0.1:$PPORT" >/dev/null 2>&1 # TLS to the HTTP port
+ct_wait_until 30 sh -c "[ \$(grep -c 'close=RX_BAD' '$ELOG') -ge 3 ]" ||
+    ct_failed "three client faults logged" "$(cat "$ELOG")"
+ct_check "client faults logged at INFO" "$(grep 'close=RX_BAD' "$ELOG" | grep -c ' INFO ')" 3
+ct_check "client faults not at ERR" "$(grep -c ' ERR ' "$ELOG")" 0
+
 # A burst across several rotations: every request logged exactly once.
 for r in 1 2 3; do
     pids=()
@@ -57,7 +75,7 @@ ct_stop proxy
 total=$(cat "$CT_TMP"/access.log* | grep -c 'burst=')
 ct_check "60 burst requests logged exactly once" "$total" 60
 ct_check "every line complete" \
-    "$(cat "$CT_TMP"/access.log* | grep -cvE '^127\.0\.0\.1 - - \[.*\] ".*" [0-9]{3} [0-9]+ ".*" ".*" rt=[0-9.]+ ut=[0-9.-]+ cs=\S+ tls=\S+$')" 0
+    "$(cat "$CT_TMP"/access.log* | grep -cvE '^127\.0\.0\.1 - - \[.*\] ".*" [0-9]{3} [0-9]+ ".*" ".*" rt=[0-9.]+ ut=[0-9.-]+ us=([0-9]{3}|-) cs=\S+ tls=\S+$')" 0
 
 # Off by default: no access log, nothing on stdout but the announce lines.
 ct_start quiet "$CT_BIN/cachet" --http 127.0.0.1:0 --https off --admin off --workers 1 \
