@@ -275,7 +275,8 @@ static const struct ct_conf_row cache_rows[] = {
     ROW_SIZE(T, "size", size_bytes, 1 * MiB, 1 * TiB, Q("256M"),
              "Memory for objects, counting headers, body and bookkeeping."),
     ROW_SIZE(T, "max_object_size", max_object_bytes, 1, 1 * TiB, Q("16M"),
-             "Larger responses are passed through, not stored."),
+             "Larger responses are passed through, not stored. Unset: 1/16 of `cache.size` "
+             "(16M for the default 256M)."),
     ROW_DUR_DEP(T, "default_ttl", default_ttl_ms, CT_ROW_OFF, 0, 365 * DAY, Q("off"),
                 "Freshness for storable responses without any (no max-age, Expires or "
                 "Last-Modified); `off` = none, as the RFC says (Varnish's `default_ttl` is 120s, "
@@ -1112,8 +1113,9 @@ static const struct {
     {"backends[].health_check.fall", "HAProxy's `fall 3`: one lost probe is not an outage."},
     {"cache.size", "a demonstration size; set it to the memory the cache may use (Varnish's "
                    "default storage is 100 MB)."},
-    {"cache.max_object_size", "1/16 of the default cache, so one object cannot flush it "
-                              "(HAProxy caps objects at half of its cache)."},
+    {"cache.max_object_size", "1/16 of the cache (of whatever `cache.size` says), so one "
+                              "object cannot flush it (HAProxy caps objects at half of its "
+                              "cache)."},
     {"cache.default_ttl", "RFC 9111 §4.2.2 gives freshness only from the response or a "
                           "Last-Modified heuristic; inventing it serves content the origin never "
                           "allowed to be reused."},

@@ -64,6 +64,9 @@ ct_check_match "--admin off" "$dump3" $'admin = \\{\n  listen = "off";'
 ct_check "out-of-range override exits 1" "$?" 1
 ct_check_match "out-of-range override located on the command line" "$(cat "$CT_TMP/over.err")" \
     '^command line \(--cache-size\): cache\.size: out of range: "2T"'
+out=$("$CACHET" -t --cache-size 1M 2>&1)
+ct_check "--cache-size 1M alone: ok (max_object_size follows the cache)" "$out" "configuration ok"
+ct_check_match "... at 1/16 of it" "$("$CACHET" -T --cache-size 1M)" 'max_object_size = "64K";'
 "$CACHET" --cache-sise 1G >/dev/null 2>"$CT_TMP/opt.err"
 ct_check "unknown option exits 2" "$?" 2
 ct_check "unknown option suggests" "$(sed -n 1p "$CT_TMP/opt.err")" \
