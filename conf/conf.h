@@ -626,8 +626,10 @@ struct ct_cli {
  *   --backend HOST:PORT (repeatable)  --cert FILE --key FILE (together)
  *   --cache-size SIZE  --workers N|auto  --admin ADDR:PORT|off
  *   --log-level debug|info|warn|error  --access-log FILE|-|off
- * Values are syntax-checked here. Returns CT_OK, or CT_ECONF with a one-line
- * message in ERR ("--http: ...: expected ADDR:PORT"). */
+ * Values are syntax-checked here, every argument read whatever came before.
+ * Returns CT_OK, or CT_ECONF with every error in ERR, one per line, located
+ * as the overrides' are: "command line (--http): invalid value ... (expected
+ * ...)". */
 int ct_conf_cli_parse(int argc, char **argv, struct ct_cli *cli, char *err, size_t errlen);
 
 /* The usage text for -h. */

@@ -323,12 +323,12 @@ out:
 int main(int argc, char **argv)
 {
     struct ct_cli cli;
-    char err[512];
+    char err[2048];
     if (argc >= 2 && strcmp(argv[1], "ctl") == 0)
         return ct_ctl_main(argc - 1, argv + 1); /* cachet ctl top: talks to a running cachet */
     if (ct_conf_cli_parse(argc, argv, &cli, err, sizeof(err)) != CT_OK) {
-        fprintf(stderr, "cachet: %s\n", err);
-        ct_conf_cli_usage(argv[0], stderr);
+        /* every bad option, located; not the whole usage, which buries them */
+        fprintf(stderr, "%s\n(cachet --help lists the options)\n", err);
         return 2;
     }
     if (cli.help) {

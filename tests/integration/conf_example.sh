@@ -70,7 +70,15 @@ ct_check_match "... at 1/16 of it" "$("$CACHET" -T --cache-size 1M)" 'max_object
 "$CACHET" --cache-sise 1G >/dev/null 2>"$CT_TMP/opt.err"
 ct_check "unknown option exits 2" "$?" 2
 ct_check "unknown option suggests" "$(sed -n 1p "$CT_TMP/opt.err")" \
-    'cachet: unknown option "--cache-sise" (did you mean --cache-size?)'
+    'command line (--cache-sise): unknown option (did you mean --cache-size?)'
+# every bad option reported, located; not the whole usage (issue 40, bug 8)
+"$CACHET" --cache-size 12X --workers many --http nowhere >/dev/null 2>"$CT_TMP/opt.err"
+ct_check "bad option values exit 2" "$?" 2
+ct_check "each bad option on its own line" "$(head -3 "$CT_TMP/opt.err")" \
+    'command line (--cache-size): invalid value "12X" (expected a size such as 256M or 1G)
+command line (--workers): invalid value "many" (expected 1 to 1024, or auto)
+command line (--http): invalid value "nowhere" (expected IP:PORT such as 127.0.0.1:8080 or [::1]:8080, or off)'
+ct_check "no usage text" "$(grep -c 'usage:' "$CT_TMP/opt.err")" 0
 
 # -t predicts start (issue 40, bug 3): a backend whose name does not resolve
 # fails both, located, naming the backend and why.
