@@ -487,6 +487,7 @@ struct ct_conf {
     unsigned magic; /* CT_CONF_MAGIC */
     char *source;   /* file name, or "<default>" for the embedded default */
     unsigned workers; /* 0 = auto (one per core) */
+    char *pid_file;   /* written at start, removed at exit; NULL = none */
     struct ct_conf_listener *listeners;
     size_t nlisteners;
     struct ct_conf_backend *backends; /* the group "default" */

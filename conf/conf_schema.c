@@ -838,6 +838,10 @@ static const struct ct_conf_row root_rows[] = {
     ROW_UINT(T, "workers", workers, CT_ROW_AUTO, 1, 1024, Q("auto"),
              "Worker threads, each with its own event loop and SO_REUSEPORT sockets; `auto` = "
              "one per core."),
+    ROW_OPTSTR(T, "pid_file", pid_file, Q("off"),
+               "File cachet writes its process id to once its listeners are bound, and removes "
+               "at exit, for `kill -USR1 $(cat FILE)` (log rotation) and `kill -HUP` (reload). "
+               "Read at start only."),
     ROW_LIST(T, "listen", listeners, nlisteners, struct ct_conf_listener, ct_conf_listener_section,
              "Listeners: `( { kind = \"https\"; address = \"127.0.0.1:8443\"; tls = { ... }; }, "
              "... )`."),
@@ -1037,6 +1041,8 @@ static const struct {
 } reasons[] = {
     {"workers", "one event loop per core, as nginx's `worker_processes auto` and HAProxy's "
                 "`nbthread`."},
+    {"pid_file", "none: under systemd the unit knows the process (`$MAINPID`), and a file "
+                 "needs a writable place chosen by the packager (nginx's is a build option)."},
     {"listen[].redirect_to_https", "a listener serves what it is asked; redirecting is a site's "
                                    "policy (nginx needs a `return 301` too)."},
     {"listen[].redirect_port", "the port clients would use for HTTPS here."},

@@ -233,6 +233,32 @@ static int start_workers(struct ct_proxy *px, unsigned n)
     return CT_OK;
 }
 
+/* pid_file: written once the listeners are known to be ours, before they
+ * are announced (so a script that saw "listening on" finds the file). */
+static bool pid_file_write(const char *path)
+{
+    FILE *f = fopen(path, "we");
+    if (f == NULL || fprintf(f, "%ld\n", (long)getpid()) < 0 || fclose(f) != 0) {
+        CT_ERR("pid_file %s: cannot write: %s", path, strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+/* At exit: only if it still names this process (a second instance that
+ * started since may have written it). */
+static void pid_file_remove(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    long pid = 0;
+    if (f == NULL)
+        return;
+    bool ours = fscanf(f, "%ld", &pid) == 1 && pid == (long)getpid();
+    fclose(f);
+    if (ours && unlink(path) != 0)
+        CT_ERR("pid_file %s: cannot remove: %s", path, strerror(errno));
+}
+
 static int run(const struct ct_conf *cf, const struct ct_cli *cli)
 {
     struct ct_proxy px = {.magic = CT_PROXY_MAGIC, .cf = cf, .cli = cli};
@@ -244,6 +270,7 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
     struct mem_tick mt = {.px = &px};
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned n = cf->workers ? cf->workers : (unsigned)(cores > 0 ? cores : 1);
+    bool pid_written = false;
 
     signal(SIGPIPE, SIG_IGN);
     /* Until ct_ops_new() installs their handlers, a SIGHUP (a reload sent by
@@ -258,6 +285,8 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
         CT_ERR("nothing to do: %zu listeners, %zu backends", px.nlisteners, px.nbackends);
         goto out;
     }
+    if (cf->pid_file && !(pid_written = pid_file_write(cf->pid_file)))
+        goto out;
     sigs[0] = evsignal_new(base, SIGINT, on_signal, &px);
     sigs[1] = evsignal_new(base, SIGTERM, on_signal, &px);
     evsignal_add(sigs[0], NULL);
@@ -317,6 +346,8 @@ out:
     free(px.workers);
     free(px.backends);
     free(px.listeners);
+    if (pid_written)
+        pid_file_remove(cf->pid_file);
     return rc;
 }
 

@@ -15,9 +15,16 @@ listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
 admin = { listen = "127.0.0.1:0"; };
 backends = ( { address = "127.0.0.1:$OPORT"; } );
 logs = { error_log = "$ELOG"; level = "info"; access_log = "$ALOG"; };
+pid_file = "$CT_TMP/cachet.pid";
 EOF
 ct_start_proxy -c "$CT_TMP/l.conf"
 PID=$(ct_pid proxy)
+# pid_file (issue 40, bug 7): written at start, so rotation signals cachet by
+# its file, not by a process name that `cachet ctl top` shares
+ct_check "pid_file holds the server's PID" "$(cat "$CT_TMP/cachet.pid" 2>/dev/null)" "$PID"
+APORT=$(ct_wait_listen proxy admin) || exit 1
+ct_start top "$CT_BIN/cachet" ctl top --admin "127.0.0.1:$APORT" -i 1
+ct_wait_until 30 sh -c "[ -s '$CT_TMP/top.out' ]" || ct_failed "ctl top runs"
 
 # wait_lines FILE N: until FILE has N lines (the log is flushed every second)
 has_lines() { [ "$(wc -l <"$1" 2>/dev/null || echo 0)" -ge "$2" ]; }
@@ -31,7 +38,10 @@ mv "$ALOG" "$ALOG.1"
 mv "$ELOG" "$ELOG.1"
 # Logged after the move but before the signal: belongs to the old file.
 curl -s -o /dev/null "$P/json?moved=1"
-kill -USR1 "$PID"
+kill -USR1 "$(cat "$CT_TMP/cachet.pid")"
+# `kill -USR1 $(pidof cachet)` reaches ctl top too: it must ignore it
+kill -USR1 "$(ct_pid top)"
+kill -HUP "$(ct_pid top)"
 ct_wait_until 60 grep -qs 'SIGUSR1: log files reopened' "$ELOG"
 ct_check_match "error log reopened (new file)" "$(cat "$ELOG" 2>/dev/null)" 'SIGUSR1: log files reopened'
 for i in 1 2; do curl -s -o /dev/null "$P/json?after=$i"; done
@@ -71,7 +81,11 @@ for r in 1 2 3; do
     kill -USR1 "$PID"
     curl -s -o /dev/null "http://127.0.0.1:$PPORT/json?sync=$r" # after the reopen
 done
+ct_check "ctl top survives the server's signals (USR1, HUP)" \
+    "$(kill -0 "$(ct_pid top)" 2>/dev/null && echo alive)" alive
+ct_stop top
 ct_stop proxy
+ct_check "pid_file removed at exit" "$([ -e "$CT_TMP/cachet.pid" ] && echo there || echo gone)" gone
 total=$(cat "$CT_TMP"/access.log* | grep -c 'burst=')
 ct_check "60 burst requests logged exactly once" "$total" 60
 ct_check "every line complete" \
