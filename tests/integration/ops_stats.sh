@@ -188,7 +188,14 @@ ct_check "revalidated hits: /stats requests.3xx unchanged" \
     "$(jget "$(curl -s "$A/stats")" 'd["requests"]["3xx"]')" "$s3xx0"
 ct_check "revalidated hits: /metrics 3xx unchanged" \
     "$(prom "$(curl -s "$A/metrics")" 'cachet_requests_total{class="3xx"}')" "$m3xx0"
+# a PURGE answer is logged with its body's bytes, and as no cache outcome
+# ("-": nothing was looked up or passed to the origin; issue 40, bug 10)
+PB=$(curl -s -X PURGE "$RV" | wc -c)
+PB2=$(curl -s -X PURGE "$RV" | wc -c)
 ct_stop proxy # flushes the buffers
+ct_check "PURGE answers logged with their bytes and cs=-" \
+    "$(grep -F '"PURGE /gen?' "$ALOG" | grep -F 'k=rv' | sed -E 's/.*" ([0-9]{3}) ([0-9]+) .* cs=([^ ]+) .*/\1 \2 \3/' | sort | tr '\n' ' ')" \
+    "200 $PB - 404 $PB2 - "
 ct_check "revalidated hits logged 200, the origin's 304 as us=" \
     "$(grep -F 'k=rv' "$ALOG" | grep -c '" 200 100 .* us=304 cs=STALE')" 2
 ct_check "the miss logged with the origin's 200 as us=" \
@@ -201,7 +208,7 @@ ct_check_match "combined line" "$line" \
 ct_check_match "404 line" "$(grep -F 'status=404' "$ALOG")" '" 404 [0-9]+ '
 # (curl speaks h2 to the HTTPS listener: its line ends with the stream id)
 ct_check_match "TLS line says the version" "$(grep -F 'tls=TLS' "$ALOG")" 'tls=TLSv1\.[23]( sid=[0-9]+)?$'
-ct_check "one line per proxied request" "$(wc -l <"$ALOG")" 19
+ct_check "one line per proxied request" "$(wc -l <"$ALOG")" 21
 # (workers write their own batches: lines are whole but not in time order)
 ct_check "cache status in the log: HIT" "$(grep -F 'k=ops' "$ALOG" | grep -c '" 200 100 .* cs=HIT tls=-$')" 1
 ct_check "cache status in the log: MISS" "$(grep -F 'k=ops' "$ALOG" | grep -c '" 200 100 .* cs=MISS tls=-$')" 2
