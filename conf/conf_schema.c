@@ -120,9 +120,10 @@ _Static_assert(sizeof(enum ct_log_level) == sizeof(int), "enum size");
 
 #define T struct ct_conf_cert
 static const struct ct_conf_row cert_rows[] = {
-    ROW_STR(T, "cert", cert_file, CT_ROW_REQUIRED, NULL,
+    ROW_STR(T, "cert", cert_file, CT_ROW_REQUIRED | CT_ROW_PATH, NULL,
             "PEM certificate file; may hold the chain after the leaf."),
-    ROW_STR(T, "key", key_file, CT_ROW_REQUIRED, NULL, "PEM private key file matching `cert`."),
+    ROW_STR(T, "key", key_file, CT_ROW_REQUIRED | CT_ROW_PATH, NULL,
+            "PEM private key file matching `cert`."),
     ROW_STRLIST(T, "server_names", server_names, n_server_names, "[]",
                 "SNI names this certificate serves: exact (`example.com`) or wildcard "
                 "(`*.example.com`, one label)."),
@@ -160,7 +161,7 @@ static const struct ct_conf_row tls_rows[] = {
     ROW_BOOL(T, "http2", http2, "true",
              "Offer HTTP/2: ALPN `h2` first, then `http/1.1`; clients without ALPN or asking "
              "for `http/1.1` get HTTP/1.1. `false`: HTTP/1.1 only."),
-    ROW_OPTSTR(T, "client_ca", client_ca, Q("off"),
+    ROW_OPTSTR_F(T, "client_ca", client_ca, CT_ROW_PATH, Q("off"),
                "mTLS: PEM file of CAs that client certificates are verified against."),
     ROW_ENUM(T, "client_verify", client_verify, 0, verifies, Q("off"),
              "mTLS: `off`, `optional` (verified if sent) or `required`."),
@@ -467,7 +468,7 @@ static const struct ct_conf_row admin_rows[] = {
                "Bearer token every admin request but `GET /` must carry (`Authorization: "
                "Bearer TOKEN`, compared in constant time); 16 to 256 visible ASCII characters, "
                "or `off`. Prefer `token_file`."),
-    ROW_OPTSTR(T, "token_file", token_file, Q("off"),
+    ROW_OPTSTR_F(T, "token_file", token_file, CT_ROW_PATH, Q("off"),
                "File whose first line is the admin token (read at start and at each reload), "
                "or `off`. Not with `token`."),
 };
@@ -476,9 +477,9 @@ static const struct ct_conf_section admin_section = SECTION("admin", T, admin_ro
 
 #define T struct ct_conf_logs
 static const struct ct_conf_row logs_rows[] = {
-    ROW_STR(T, "error_log", error_log, 0, Q("-"), "Error log file, or `-` for stderr."),
+    ROW_STR(T, "error_log", error_log, CT_ROW_PATH, Q("-"), "Error log file, or `-` for stderr."),
     ROW_ENUM(T, "level", level, 0, levels, Q("info"), "`debug`, `info`, `warn` or `error`."),
-    ROW_OPTSTR(T, "access_log", access_log, Q("off"),
+    ROW_OPTSTR_F(T, "access_log", access_log, CT_ROW_PATH, Q("off"),
                "Access log file, `-` for stdout, or `off`."),
     ROW_ENUM(T, "access_format", access_format, 0, formats, Q("combined"),
              "`combined` (plus request time, upstream time, cache status, TLS version) or "
@@ -838,10 +839,10 @@ static const struct ct_conf_row root_rows[] = {
     ROW_UINT(T, "workers", workers, CT_ROW_AUTO, 1, 1024, Q("auto"),
              "Worker threads, each with its own event loop and SO_REUSEPORT sockets; `auto` = "
              "one per core."),
-    ROW_OPTSTR(T, "pid_file", pid_file, Q("off"),
+    ROW_OPTSTR_F(T, "pid_file", pid_file, CT_ROW_PATH, Q("off"),
                "File cachet writes its process id to once its listeners are bound, and removes "
-               "at exit, for `kill -USR1 $(cat FILE)` (log rotation) and `kill -HUP` (reload). "
-               "Read at start only."),
+               "at exit, for `kill -USR1 $(cat FILE)` (log rotation) and `kill -HUP` (reload); "
+               "relative to the configuration file's folder. Read at start only."),
     ROW_LIST(T, "listen", listeners, nlisteners, struct ct_conf_listener, ct_conf_listener_section,
              "Listeners: `( { kind = \"https\"; address = \"127.0.0.1:8443\"; tls = { ... }; }, "
              "... )`."),

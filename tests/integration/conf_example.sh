@@ -102,6 +102,40 @@ ct_check_match "... naming the backend and why" "$(cat "$CT_TMP/unres.err")" \
     'backend lost: cannot resolve no-such-host\.invalid: '
 ct_check "... not 'nothing to do'" "$(grep -c 'nothing to do' "$CT_TMP/unres.err")" 0
 
+# Relative paths in a file are relative to that file, whatever the working
+# directory (issue 40, bug 6): under systemd it is "/".
+mkdir -p "$CT_TMP/etc/certs" "$CT_TMP/etc/conf.d"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=rel \
+    -keyout "$CT_TMP/etc/certs/rel.key" -out "$CT_TMP/etc/certs/rel.pem" 2>/dev/null
+cat >"$CT_TMP/etc/conf.d/tls.conf" <<'EOF'
+certificates = ( { cert = "../certs/rel.pem"; key = "../certs/rel.key"; } );
+EOF
+cat >"$CT_TMP/etc/rel.conf" <<'EOF'
+listen = ( { kind = "https"; address = "127.0.0.1:0";
+             tls = {
+@include "conf.d/tls.conf"
+             }; } );
+admin = { listen = "off"; };
+backends = ( { address = "127.0.0.1:8081"; } );
+logs = { error_log = "log/error.log"; };
+pid_file = "cachet.pid";
+EOF
+mkdir -p "$CT_TMP/etc/log"
+out=$(cd / && "$CACHET" -t -c "$CT_TMP/etc/rel.conf" 2>&1)
+ct_check "-t from / with relative paths (one in an @include'd file)" "$out" "configuration ok"
+dump=$(cd / && "$CACHET" -T -c "$CT_TMP/etc/rel.conf" 2>&1)
+ct_check_match "... the certificate relative to the included file" "$dump" \
+    "cert = \"$(cd "$CT_TMP/etc" && pwd -P)/conf\.d/\.\./certs/rel\.pem\";"
+ct_check_match "... the logs and pid file relative to the main file" "$dump" \
+    "error_log = \"$(cd "$CT_TMP/etc" && pwd -P)/log/error\.log\";"
+ct_start rel sh -c "cd / && exec '$CACHET' -c '$CT_TMP/etc/rel.conf'"
+ct_wait_until 30 grep -qs 'listening on https' "$CT_TMP/rel.out" ||
+    ct_failed "started from / with relative paths" "$(cat "$CT_TMP/rel.err")"
+ct_check "... its pid file next to the configuration" "$(cat "$CT_TMP/etc/cachet.pid" 2>/dev/null)" \
+    "$(ct_pid rel)"
+ct_check "... its error log next to it" "$(grep -c 'cachet ' "$CT_TMP/etc/log/error.log" 2>/dev/null)" 1
+ct_stop rel
+
 # conf/sites.conf (two sites, backend groups, routes) checks, and -T shows
 # its routes in a file that dumps the same.
 SITES="$CT_SRC/conf/sites.conf"
