@@ -100,6 +100,34 @@ ct_check "/stats counts the 2 full handshakes that made the tickets" "$(($(tls_s
 # Session ids survive only because the proxy ends connections with
 # ct_tls_close_notify(): OpenSSL drops a session closed without one.
 resume_all "TLS 1.2 session id (no ticket)" -tls1_2 -no_ticket
+# A client that completes the handshake and sends nothing (a browser's
+# unused preconnect) still gets its TLS 1.3 ticket (issue 40, bug 11): read
+# for up to 5 s without writing, then resume with that session.
+tick=$(python3 -c 'import socket, ssl, sys
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+got = 0
+for i in range(3):
+    s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))))
+    s.settimeout(0.1)
+    for _ in range(50):  # the ticket is read by a read call, whatever it returns
+        try:
+            s.recv(1)
+        except (socket.timeout, ssl.SSLError, OSError):
+            pass
+        if s.session is not None and s.session.has_ticket:
+            break
+    sess = s.session
+    s.close()
+    if sess is None or not sess.has_ticket:
+        continue
+    r = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))), session=sess)
+    got += r.session_reused
+    r.close()
+print(got)' "$SPORT" 2>&1)
+ct_check "no request sent: a ticket all the same, and it resumes (3 of 3)" "$tick" 3
 ct_check_match "a fresh connection is a full handshake" "$(s_client -tls1_3)" '^New, TLSv1.3|
 New, TLSv1.3'
 
