@@ -55,4 +55,11 @@ static inline bool ct_close_is_err(enum ct_close why)
     return ct_close_row(why)->is_err;
 }
 
+/* The client's fault (close_tbl.h's group from RX_BAD to TLS_HANDSHAKE):
+ * logged at INFO and rate-limited (ct_log_client), not at ERR. */
+static inline bool ct_close_is_client(enum ct_close why)
+{
+    return why >= CT_CLOSE_RX_BAD && why <= CT_CLOSE_TLS_HANDSHAKE;
+}
+
 #endif /* CT_CLOSE_H */

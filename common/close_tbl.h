@@ -17,7 +17,8 @@ CT_CLOSE(RESP_DONE,      0,   0, "response complete, no keep-alive")
 CT_CLOSE(IDLE_TIMEOUT,   0,   0, "keep-alive idle timeout")
 CT_CLOSE(DRAIN,          0,   0, "server shutting down")
 CT_CLOSE(TUNNEL_DONE,    0,   0, "upgraded tunnel closed")
-/* the client's fault */
+/* the client's fault (this group, RX_BAD to TLS_HANDSHAKE, in this order:
+ * ct_close_is_client) */
 CT_CLOSE(RX_BAD,         1, 400, "malformed request")
 CT_CLOSE(RX_TIMEOUT,     1, 408, "client request timeout")
 CT_CLOSE(METHOD,         1, 405, "method not allowed on a reverse proxy")

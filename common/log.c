@@ -83,7 +83,53 @@ int ct_log_reopen(void)
     return CT_OK;
 }
 
+static void vlog(enum ct_log_level level, const char *suffix, const char *fmt, va_list ap)
+    CT_PRINTF(3, 0);
+
 void ct_log(enum ct_log_level level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(level, "", fmt, ap);
+    va_end(ap);
+}
+
+bool ct_log_limit_pass(struct ct_log_limit *l, uint64_t now_s, unsigned *dropped)
+{
+    if (now_s != l->second) {
+        l->second = now_s;
+        l->n = 0;
+    }
+    if (l->n >= CT_LOG_LIMIT_PER_S) {
+        l->dropped++;
+        return false;
+    }
+    l->n++;
+    *dropped = l->dropped;
+    l->dropped = 0;
+    return true;
+}
+
+void ct_log_client(const char *fmt, ...)
+{
+    static _Thread_local struct ct_log_limit limit;
+    if (CT_LOG_INFO < atomic_load_explicit(&log_level, memory_order_relaxed))
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    unsigned dropped;
+    if (!ct_log_limit_pass(&limit, (uint64_t)ts.tv_sec, &dropped))
+        return;
+    char suffix[64] = "";
+    if (dropped)
+        snprintf(suffix, sizeof(suffix), " (%u more client faults not logged)", dropped);
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(CT_LOG_INFO, suffix, fmt, ap);
+    va_end(ap);
+}
+
+static void vlog(enum ct_log_level level, const char *suffix, const char *fmt, va_list ap)
 {
     if ((int)level < atomic_load_explicit(&log_level, memory_order_relaxed))
         return;
@@ -95,11 +141,12 @@ void ct_log(enum ct_log_level level, const char *fmt, ...)
     int n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ %s ",
                      tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
                      tm.tm_sec, (int)(tv.tv_usec / 1000), level_names[level]);
-    va_list ap;
-    va_start(ap, fmt);
     int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-    va_end(ap);
     size_t len = (size_t)n + (m < 0 ? 0 : CT_MIN((size_t)m, sizeof(line) - (size_t)n - 2));
+    if (*suffix) {
+        int k = snprintf(line + len, sizeof(line) - len - 1, "%s", suffix);
+        len += k < 0 ? 0 : CT_MIN((size_t)k, sizeof(line) - len - 2);
+    }
     line[len++] = '\n';
     int saved = errno;
     ssize_t w = write(atomic_load(&log_fd), line, len);

@@ -29,6 +29,23 @@ int ct_log_reopen(void);
 
 void ct_log(enum ct_log_level level, const char *fmt, ...) CT_PRINTF(2, 3);
 
+/* At most CT_LOG_LIMIT_PER_S lines a second pass a limiter; the others are
+ * counted, and the next line that passes says how many were left out. */
+#define CT_LOG_LIMIT_PER_S 20
+struct ct_log_limit {
+    uint64_t second;  /* the second being counted (any clock, in seconds) */
+    unsigned n;       /* lines passed in it */
+    unsigned dropped; /* left out since the last line that passed */
+};
+/* May one more line be logged at NOW_S? If so, *DROPPED receives how many
+ * were left out before it (and the count restarts). Pure; one thread per L. */
+bool ct_log_limit_pass(struct ct_log_limit *l, uint64_t now_s, unsigned *dropped);
+/* A client's fault (a malformed request, a failed TLS handshake, a TLS or
+ * HTTP/2 preface on the wrong port): something the operator need not act
+ * on, so INFO, and rate-limited per thread (a scanner must not flood the
+ * log): "... (N more client faults not logged)" on the next line. */
+void ct_log_client(const char *fmt, ...) CT_PRINTF(1, 2);
+
 #define CT_DEBUG(...)                                                          \
     do {                                                                       \
         if (CT_UNLIKELY(ct_log_get_level() <= CT_LOG_DEBUG))                   \

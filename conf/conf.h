@@ -53,6 +53,11 @@ struct ct_conf_errors {
 };
 
 void ct_conf_errors_init(struct ct_conf_errors *errs);
+/* Where setting PATH ("backends[1].address") of CF was written: "FILE:LINE",
+ * "command line (--opt)", or CF's source when it is not known. Valid while
+ * CF lives. For errors found outside conf/ (a name that does not resolve). */
+struct ct_conf;
+const char *ct_conf_where(const struct ct_conf *cf, const char *path);
 /* Print every message, one per line, then "(N more errors)" if some were
  * dropped. */
 void ct_conf_errors_print(const struct ct_conf_errors *errs, FILE *fp);
@@ -483,6 +488,7 @@ struct ct_conf {
     unsigned magic; /* CT_CONF_MAGIC */
     char *source;   /* file name, or "<default>" for the embedded default */
     unsigned workers; /* 0 = auto (one per core) */
+    char *pid_file;   /* written at start, removed at exit; NULL = none */
     struct ct_conf_listener *listeners;
     size_t nlisteners;
     struct ct_conf_backend *backends; /* the group "default" */
@@ -622,8 +628,10 @@ struct ct_cli {
  *   --backend HOST:PORT (repeatable)  --cert FILE --key FILE (together)
  *   --cache-size SIZE  --workers N|auto  --admin ADDR:PORT|off
  *   --log-level debug|info|warn|error  --access-log FILE|-|off
- * Values are syntax-checked here. Returns CT_OK, or CT_ECONF with a one-line
- * message in ERR ("--http: ...: expected ADDR:PORT"). */
+ * Values are syntax-checked here, every argument read whatever came before.
+ * Returns CT_OK, or CT_ECONF with every error in ERR, one per line, located
+ * as the overrides' are: "command line (--http): invalid value ... (expected
+ * ...)". */
 int ct_conf_cli_parse(int argc, char **argv, struct ct_cli *cli, char *err, size_t errlen);
 
 /* The usage text for -h. */

@@ -27,6 +27,11 @@ static const char *loc(const struct ct_conf *cf, const char *path)
     return ct_conf_locs_find(cf->_locs, path, cf->source);
 }
 
+const char *ct_conf_where(const struct ct_conf *cf, const char *path)
+{
+    return loc(cf, path);
+}
+
 #define CHECK_ERR(cf, errs, path, ...) ct_conf_err((errs), loc((cf), (path)), (path), __VA_ARGS__)
 
 /* RFC 9110 5.1: field-name = token. */
@@ -371,6 +376,10 @@ int ct_conf_finish(struct ct_conf *cf, struct ct_conf_errors *errs)
     check_backends(cf, errs);
     ct_conf_check_fleet(cf, errs);
     ct_conf_check_routes(cf, errs);
+    /* an unset max_object_size follows the cache, at the default's ratio
+     * (1/16): setting only cache.size must not fail on a key never written */
+    if (ct_conf_locs_exact(cf->_locs, "cache.max_object_size") == NULL)
+        cf->cache.max_object_bytes = cf->cache.size_bytes / 16;
     check_cache(cf, errs);
     check_compression(cf, errs);
     check_admin(cf, errs);

@@ -9,6 +9,7 @@
  * records "command line (--opt)" as the location of what it set, so the
  * cross-checks that follow name the option instead of a file line.
  */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,7 +145,31 @@ static const struct opt *find_opt(const char *arg, const char **inline_val)
     return NULL;
 }
 
-static int unknown_opt(const char *arg, char *err, size_t errlen)
+/* Every error of the command line, one per line in ERR:
+ * "command line (--opt): reason", as the overrides' errors are located. */
+struct cli_errs {
+    char *p;
+    size_t len, used;
+    unsigned n;
+};
+
+static void cli_err(struct cli_errs *e, const char *opt, const char *fmt, ...) CT_PRINTF(3, 4);
+static void cli_err(struct cli_errs *e, const char *opt, const char *fmt, ...)
+{
+    e->n++;
+    if (e->used + 1 >= e->len)
+        return;
+    int n = snprintf(e->p + e->used, e->len - e->used, "%scommand line (%s): ", e->used ? "\n" : "",
+                     opt);
+    e->used = n < 0 ? e->used : CT_MIN(e->len - 1, e->used + (size_t)n);
+    va_list ap;
+    va_start(ap, fmt);
+    n = vsnprintf(e->p + e->used, e->len - e->used, fmt, ap);
+    va_end(ap);
+    e->used = n < 0 ? e->used : CT_MIN(e->len - 1, e->used + (size_t)n);
+}
+
+static void unknown_opt(const char *arg, struct cli_errs *e)
 {
     const char *best = NULL;
     unsigned best_d = 3;
@@ -158,93 +183,90 @@ static int unknown_opt(const char *arg, char *err, size_t errlen)
         }
     }
     if (best)
-        snprintf(err, errlen, "unknown option \"%s\" (did you mean %s?)", name, best);
+        cli_err(e, name, "unknown option (did you mean %s?)", best);
     else
-        snprintf(err, errlen, "unknown option \"%s\" (try --help)", name);
-    return CT_ECONF;
+        cli_err(e, name, "unknown option (try --help)");
 }
 
-static int set_value(const struct opt *o, const char *val, struct ct_cli *cli, char *err,
-                     size_t errlen)
+static void set_value(const struct opt *o, const char *val, struct ct_cli *cli, struct cli_errs *e)
 {
     char *base = (char *)cli;
     if (o->check && o->check(val) != CT_OK) {
-        snprintf(err, errlen, "%s: invalid value \"%s\" (expected %s)", o->name, val, o->expect);
-        return CT_ECONF;
+        cli_err(e, o->name, "invalid value \"%s\" (expected %s)", val, o->expect);
+        return;
     }
     if (o->kind == OPT_VALUE) {
         const char **slot = (const char **)(base + o->off);
-        if (*slot) {
-            snprintf(err, errlen, "%s: given twice (expected it once)", o->name);
-            return CT_ECONF;
-        }
-        *slot = val;
-        return CT_OK;
+        if (*slot)
+            cli_err(e, o->name, "given twice (expected it once)");
+        else
+            *slot = val;
+        return;
     }
     size_t *n = (size_t *)(base + o->count_off);
     if (*n == CT_CLI_MAX_REPEAT) {
-        snprintf(err, errlen, "%s: given more than %d times", o->name, CT_CLI_MAX_REPEAT);
-        return CT_ECONF;
+        cli_err(e, o->name, "given more than %d times", CT_CLI_MAX_REPEAT);
+        return;
     }
     ((const char **)(base + o->off))[(*n)++] = val;
-    return CT_OK;
 }
 
 /* Rules between options, once all are read. */
-static int check_combination(const struct ct_cli *cli, char *err, size_t errlen)
+static void check_combination(const struct ct_cli *cli, struct cli_errs *e)
 {
-    if (!cli->cert_file != !cli->key_file) {
-        snprintf(err, errlen, "%s: given without %s (expected both)",
-                 cli->cert_file ? "--cert" : "--key", cli->cert_file ? "--key" : "--cert");
-        return CT_ECONF;
-    }
-    if (cli->test_only && cli->dump) {
-        snprintf(err, errlen, "-t and -T: both given (expected one of them)");
-        return CT_ECONF;
-    }
+    if (!cli->cert_file != !cli->key_file)
+        cli_err(e, cli->cert_file ? "--cert" : "--key", "given without %s (expected both)",
+                cli->cert_file ? "--key" : "--cert");
+    if (cli->test_only && cli->dump)
+        cli_err(e, "-t, -T", "both given (expected one of them)");
     const char *const *lists[] = {cli->http, cli->https};
     const size_t counts[] = {cli->nhttp, cli->nhttps};
     for (int k = 0; k < 2; k++) {
         for (size_t i = 0; counts[k] > 1 && i < counts[k]; i++) {
             if (strcmp(lists[k][i], "off") == 0) {
-                snprintf(err, errlen, "%s: off together with addresses (expected one or the "
-                                      "other)", k ? "--https" : "--http");
-                return CT_ECONF;
+                cli_err(e, k ? "--https" : "--http",
+                        "off together with addresses (expected one or the other)");
+                break;
             }
         }
     }
-    return CT_OK;
 }
 
 int ct_conf_cli_parse(int argc, char **argv, struct ct_cli *cli, char *err, size_t errlen)
 {
     memset(cli, 0, sizeof(*cli));
+    struct cli_errs e = {err, errlen, 0, 0};
+    if (errlen)
+        err[0] = '\0';
     for (int i = 1; i < argc; i++) {
         const char *val;
         const struct opt *o = find_opt(argv[i], &val);
         if (!o && argv[i][0] != '-') {
-            snprintf(err, errlen, "unexpected argument \"%s\" (expected options; try --help)",
-                     argv[i]);
-            return CT_ECONF;
+            cli_err(&e, argv[i], "unexpected argument (expected options; try --help)");
+            continue;
         }
-        if (!o)
-            return unknown_opt(argv[i], err, errlen);
+        if (!o) {
+            unknown_opt(argv[i], &e);
+            /* "--cahce-size 1G": its value is not an argument of its own */
+            if (!strchr(argv[i], '=') && i + 1 < argc && argv[i + 1][0] != '-')
+                i++;
+            continue;
+        }
         if (o->kind == OPT_FLAG) {
-            if (val) {
-                snprintf(err, errlen, "%s: takes no value", o->name);
-                return CT_ECONF;
-            }
-            *(bool *)((char *)cli + o->off) = true;
+            if (val)
+                cli_err(&e, o->name, "takes no value");
+            else
+                *(bool *)((char *)cli + o->off) = true;
             continue;
         }
         if (!val && i + 1 == argc) {
-            snprintf(err, errlen, "%s: missing value (expected %s)", o->name, o->expect);
-            return CT_ECONF;
+            cli_err(&e, o->name, "missing value (expected %s)", o->expect);
+            continue;
         }
-        if (set_value(o, val ? val : argv[++i], cli, err, errlen) != CT_OK)
-            return CT_ECONF;
+        set_value(o, val ? val : argv[++i], cli, &e);
     }
-    return check_combination(cli, err, errlen);
+    check_combination(cli, &e);
+    return e.n ? CT_ECONF : CT_OK;
 }
 
 /* ---- applying overrides ------------------------------------------------------ */
@@ -255,8 +277,8 @@ struct apply {
 };
 
 /* Set one row from a command-line string through the file's row parser. */
-static int cli_set(struct apply *ap, const struct ct_conf_section *sec, const char *row,
-                   void *base, const char *path, const char *value, const char *opt)
+static int cli_set(struct apply *ap, const struct ct_conf_section *sec, const char *row, void *base,
+                   const char *path, const char *value, const char *opt)
 {
     const struct ct_conf_row *r = ct_conf_find_row(sec, row);
     CT_ASSERT(r != NULL);
@@ -486,9 +508,9 @@ int ct_conf_build_learned(const struct ct_cli *cli, const struct ct_conf_fleet_m
     struct ct_conf *cf;
     /* overrides go in before the cross-checks: a --cert must be able to stand
      * in for a file's unreadable certificate */
-    int rc = cli->conf_file ? ct_conf_read_file(cli->conf_file, &cf, errs, false)
-                            : ct_conf_read_string(ct_conf_embedded_default, "<default>", &cf,
-                                                  errs, false);
+    int rc = cli->conf_file
+                 ? ct_conf_read_file(cli->conf_file, &cf, errs, false)
+                 : ct_conf_read_string(ct_conf_embedded_default, "<default>", &cf, errs, false);
     *out = NULL;
     if (rc != CT_OK)
         return rc;

@@ -47,6 +47,7 @@ enum ct_row_type {
 #define CT_ROW_TYPES 0x40u   /* STRLIST: media types, type/subtype or type and a star */
 #define CT_ROW_INHERIT 0x80u /* DUR: "inherit" means CT_CONF_INHERIT (route overrides) */
 #define CT_ROW_TEXT 0x100u   /* STRLIST: any non-empty strings, judged by conf_route.c */
+#define CT_ROW_PATH 0x200u   /* STR/OPTSTR: a file; relative = to the file that names it */
 
 struct ct_conf_enum {
     const char *name;

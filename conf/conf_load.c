@@ -125,6 +125,34 @@ static int parse_number(struct ct_conf_loadctx *lc, const struct ct_conf_row *r,
     return CT_OK;
 }
 
+/* A relative path written in a file is relative to that file's folder (as
+ * @include), never to the working directory: under systemd that is "/",
+ * and a file checked with -t in its own folder would then fail to start.
+ * The folder is made absolute, so a reload finds the same files. A value
+ * from the command line, "-" (stdout/stderr) and a text without a file
+ * (the embedded default, tests' strings) stay as written. A new string. */
+static char *file_relative(const struct ct_conf_loadctx *lc, const config_setting_t *s,
+                           const char *str)
+{
+    if (lc->no_line || !lc->incdir || str[0] == '/' || strcmp(str, "-") == 0)
+        return ct_xstrdup(str);
+    const char *file = config_setting_source_file(s);
+    char dir[4096];
+    const char *slash = file ? strrchr(file, '/') : NULL;
+    if (file && file[0] == '/')
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - file), file);
+    else if (slash && strcmp(file, lc->name) != 0) /* an @include'd file in a subfolder */
+        snprintf(dir, sizeof(dir), "%s/%.*s", lc->incdir, (int)(slash - file), file);
+    else
+        snprintf(dir, sizeof(dir), "%s", lc->incdir);
+    char *abs = realpath(dir, NULL);
+    size_t n = strlen(abs ? abs : dir) + strlen(str) + 2;
+    char *out = ct_xmalloc(n);
+    snprintf(out, n, "%s/%s", abs ? abs : dir, str);
+    free(abs);
+    return out;
+}
+
 static int parse_scalar(struct ct_conf_loadctx *lc, const struct ct_conf_row *r,
                         const config_setting_t *s, void *f, const char *path)
 {
@@ -154,7 +182,7 @@ static int parse_scalar(struct ct_conf_loadctx *lc, const struct ct_conf_row *r,
             return bad(lc, r, s, path, "invalid value");
         CT_FREE((char **)f);
         if (!(r->type == CT_ROW_OPTSTR && strcmp(str, "off") == 0))
-            *(char **)f = ct_xstrdup(str);
+            *(char **)f = r->flags & CT_ROW_PATH ? file_relative(lc, s, str) : ct_xstrdup(str);
         return CT_OK;
     case CT_ROW_ENUM:
         for (const struct ct_conf_enum *e = r->enums; str && e->name; e++) {

@@ -120,9 +120,10 @@ _Static_assert(sizeof(enum ct_log_level) == sizeof(int), "enum size");
 
 #define T struct ct_conf_cert
 static const struct ct_conf_row cert_rows[] = {
-    ROW_STR(T, "cert", cert_file, CT_ROW_REQUIRED, NULL,
+    ROW_STR(T, "cert", cert_file, CT_ROW_REQUIRED | CT_ROW_PATH, NULL,
             "PEM certificate file; may hold the chain after the leaf."),
-    ROW_STR(T, "key", key_file, CT_ROW_REQUIRED, NULL, "PEM private key file matching `cert`."),
+    ROW_STR(T, "key", key_file, CT_ROW_REQUIRED | CT_ROW_PATH, NULL,
+            "PEM private key file matching `cert`."),
     ROW_STRLIST(T, "server_names", server_names, n_server_names, "[]",
                 "SNI names this certificate serves: exact (`example.com`) or wildcard "
                 "(`*.example.com`, one label)."),
@@ -160,7 +161,7 @@ static const struct ct_conf_row tls_rows[] = {
     ROW_BOOL(T, "http2", http2, "true",
              "Offer HTTP/2: ALPN `h2` first, then `http/1.1`; clients without ALPN or asking "
              "for `http/1.1` get HTTP/1.1. `false`: HTTP/1.1 only."),
-    ROW_OPTSTR(T, "client_ca", client_ca, Q("off"),
+    ROW_OPTSTR_F(T, "client_ca", client_ca, CT_ROW_PATH, Q("off"),
                "mTLS: PEM file of CAs that client certificates are verified against."),
     ROW_ENUM(T, "client_verify", client_verify, 0, verifies, Q("off"),
              "mTLS: `off`, `optional` (verified if sent) or `required`."),
@@ -275,7 +276,8 @@ static const struct ct_conf_row cache_rows[] = {
     ROW_SIZE(T, "size", size_bytes, 1 * MiB, 1 * TiB, Q("256M"),
              "Memory for objects, counting headers, body and bookkeeping."),
     ROW_SIZE(T, "max_object_size", max_object_bytes, 1, 1 * TiB, Q("16M"),
-             "Larger responses are passed through, not stored."),
+             "Larger responses are passed through, not stored. Unset: 1/16 of `cache.size` "
+             "(16M for the default 256M)."),
     ROW_DUR_DEP(T, "default_ttl", default_ttl_ms, CT_ROW_OFF, 0, 365 * DAY, Q("off"),
                 "Freshness for storable responses without any (no max-age, Expires or "
                 "Last-Modified); `off` = none, as the RFC says (Varnish's `default_ttl` is 120s, "
@@ -470,7 +472,7 @@ static const struct ct_conf_row admin_rows[] = {
                "Bearer token every admin request but `GET /` must carry (`Authorization: "
                "Bearer TOKEN`, compared in constant time); 16 to 256 visible ASCII characters, "
                "or `off`. Prefer `token_file`."),
-    ROW_OPTSTR(T, "token_file", token_file, Q("off"),
+    ROW_OPTSTR_F(T, "token_file", token_file, CT_ROW_PATH, Q("off"),
                "File whose first line is the admin token (read at start and at each reload), "
                "or `off`. Not with `token`."),
 };
@@ -479,9 +481,9 @@ static const struct ct_conf_section admin_section = SECTION("admin", T, admin_ro
 
 #define T struct ct_conf_logs
 static const struct ct_conf_row logs_rows[] = {
-    ROW_STR(T, "error_log", error_log, 0, Q("-"), "Error log file, or `-` for stderr."),
+    ROW_STR(T, "error_log", error_log, CT_ROW_PATH, Q("-"), "Error log file, or `-` for stderr."),
     ROW_ENUM(T, "level", level, 0, levels, Q("info"), "`debug`, `info`, `warn` or `error`."),
-    ROW_OPTSTR(T, "access_log", access_log, Q("off"),
+    ROW_OPTSTR_F(T, "access_log", access_log, CT_ROW_PATH, Q("off"),
                "Access log file, `-` for stdout, or `off`."),
     ROW_ENUM(T, "access_format", access_format, 0, formats, Q("combined"),
              "`combined` (plus request time, upstream time, cache status, TLS version) or "
@@ -841,6 +843,10 @@ static const struct ct_conf_row root_rows[] = {
     ROW_UINT(T, "workers", workers, CT_ROW_AUTO, 1, 1024, Q("auto"),
              "Worker threads, each with its own event loop and SO_REUSEPORT sockets; `auto` = "
              "one per core."),
+    ROW_OPTSTR_F(T, "pid_file", pid_file, CT_ROW_PATH, Q("off"),
+               "File cachet writes its process id to once its listeners are bound, and removes "
+               "at exit, for `kill -USR1 $(cat FILE)` (log rotation) and `kill -HUP` (reload); "
+               "relative to the configuration file's folder. Read at start only."),
     ROW_LIST(T, "listen", listeners, nlisteners, struct ct_conf_listener, ct_conf_listener_section,
              "Listeners: `( { kind = \"https\"; address = \"127.0.0.1:8443\"; tls = { ... }; }, "
              "... )`."),
@@ -1040,6 +1046,8 @@ static const struct {
 } reasons[] = {
     {"workers", "one event loop per core, as nginx's `worker_processes auto` and HAProxy's "
                 "`nbthread`."},
+    {"pid_file", "none: under systemd the unit knows the process (`$MAINPID`), and a file "
+                 "needs a writable place chosen by the packager (nginx's is a build option)."},
     {"listen[].redirect_to_https", "a listener serves what it is asked; redirecting is a site's "
                                    "policy (nginx needs a `return 301` too)."},
     {"listen[].redirect_port", "the port clients would use for HTTPS here."},
@@ -1116,8 +1124,9 @@ static const struct {
     {"backends[].health_check.fall", "HAProxy's `fall 3`: one lost probe is not an outage."},
     {"cache.size", "a demonstration size; set it to the memory the cache may use (Varnish's "
                    "default storage is 100 MB)."},
-    {"cache.max_object_size", "1/16 of the default cache, so one object cannot flush it "
-                              "(HAProxy caps objects at half of its cache)."},
+    {"cache.max_object_size", "1/16 of the cache (of whatever `cache.size` says), so one "
+                              "object cannot flush it (HAProxy caps objects at half of its "
+                              "cache)."},
     {"cache.default_ttl", "RFC 9111 §4.2.2 gives freshness only from the response or a "
                           "Last-Modified heuristic; inventing it serves content the origin never "
                           "allowed to be reused."},

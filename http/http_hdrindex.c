@@ -203,6 +203,23 @@ struct ct_hdrindex_field ct_hdrindex_field(const struct ct_hdrindex *hx, unsigne
     return f;
 }
 
+struct ct_str ct_hdrindex_wire_name(const struct ct_hdrindex *hx, unsigned i)
+{
+    struct ent e = entry(hx, i);
+    if (e.where != W_NAMES) { /* name_off is the block's */
+        CT_ASSERT((uint64_t)e.name_off + e.name_len <= hx->_block_len);
+        return ct_str_make(hx->_block + e.name_off, e.name_len);
+    }
+    /* a copy in "names": the block's spelling starts its line, "Name:",
+     * the line the value is on (values hold no LF: build checked) */
+    CT_ASSERT((uint64_t)e.value_off <= hx->_block_len && e.name_len < e.value_off);
+    const char *v = hx->_block + e.value_off, *line = v;
+    while (line > hx->_block && line[-1] != '\n')
+        line--;
+    CT_ASSERT(line + e.name_len < v && line[e.name_len] == ':');
+    return ct_str_make(line, e.name_len);
+}
+
 int ct_hdrindex_find(const struct ct_hdrindex *hx, enum ct_hdr_id id, unsigned from)
 {
     for (unsigned i = from; i < hx->_n; i++) {

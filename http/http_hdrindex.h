@@ -86,6 +86,10 @@ struct ct_hdrindex_field {
 /* Field I (0 <= I < count), in block order. */
 struct ct_hdrindex_field ct_hdrindex_field(const struct ct_hdrindex *hx, unsigned i);
 
+/* Field I's name as the block spells it (HTTP/1.1 keeps the origin's case;
+ * ct_hdrindex_field gives HTTP/2's lower case): a view into the block. */
+struct ct_str ct_hdrindex_wire_name(const struct ct_hdrindex *hx, unsigned i);
+
 /* The position of the first field with ID at or after FROM, or -1. Walk all
  * of them with: for (int i = find(hx, id, 0); i >= 0; i = find(hx, id, i + 1)). */
 int ct_hdrindex_find(const struct ct_hdrindex *hx, enum ct_hdr_id id, unsigned from);

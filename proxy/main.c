@@ -29,6 +29,7 @@
 #include "proxy/ctx.h"
 #include "proxy/fleet/fleet.h"
 #include "proxy/limit/limit.h"
+#include "proxy/net/accept.h"
 #include "proxy/h1/h1.h"
 #include "proxy/ops/admin.h"
 #include "proxy/ops/ctl.h"
@@ -38,18 +39,47 @@
 
 #define CT_VERSION "0.1.0"
 
+/* Every backend resolved, each failure logged with its name and why. */
 static int resolve_backends(struct ct_proxy *px)
 {
     const struct ct_conf *cf = px->cf;
     px->backends = ct_xcalloc(cf->nflat ? cf->nflat : 1, sizeof(*px->backends));
     px->nbackends = cf->nflat;
-    for (size_t i = 0; i < cf->nflat; i++) {
-        const struct ct_conf_backend *b = &cf->flat_backends[i];
-        struct ct_backend_addr *ba = &px->backends[i];
-        if (!ct_ops_backend_resolve(b, ba, ""))
-            return CT_ECONF;
+    size_t bad = 0;
+    for (size_t i = 0; i < cf->nflat; i++)
+        if (!ct_ops_backend_resolve(&cf->flat_backends[i], &px->backends[i], ""))
+            bad++;
+    if (bad)
+        CT_ERR("cannot start: %zu of %zu backends do not resolve", bad, cf->nflat);
+    return px->nbackends && !bad ? CT_OK : CT_ECONF;
+}
+
+/* -t predicts start and reload: every backend must resolve as they need it
+ * to. Each failure on stderr as a configuration error (FILE:LINE: path:
+ * ...); the count of failures. */
+static size_t check_backends(const struct ct_conf *cf)
+{
+    size_t bad = 0;
+    for (size_t g = 0; g < 1 + cf->ngroups; g++) { /* fleet peers: checked at start */
+        const struct ct_conf_group *grp = ct_conf_group_at(cf, g);
+        for (size_t j = 0; j < grp->nbackends; j++) {
+            const struct ct_conf_backend *b = &grp->backends[j];
+            struct ct_backend_addr ba;
+            const char *why = ct_ops_backend_lookup(b, &ba);
+            if (why == NULL)
+                continue;
+            char path[96];
+            if (g == 0)
+                snprintf(path, sizeof(path), "backends[%zu].address", j);
+            else
+                snprintf(path, sizeof(path), "backend_groups[%zu].backends[%zu].address", g - 1,
+                         j);
+            fprintf(stderr, "%s: %s: backend %s: cannot resolve %s: %s\n", ct_conf_where(cf, path),
+                    path, b->name ? b->name : b->host, b->host, why);
+            bad++;
+        }
     }
-    return px->nbackends ? CT_OK : CT_ECONF;
+    return bad;
 }
 
 /* The TLS context of one HTTPS listener (tls/tls.h), from its config.
@@ -93,6 +123,14 @@ static int setup_listeners(struct ct_proxy *px)
         memcpy(&lc->sa, &l->addr.sa, l->addr.salen);
         lc->salen = l->addr.salen;
         ct_ops_addr_name((struct sockaddr *)&lc->sa, lc->name, sizeof(lc->name));
+        /* the port is ours alone before worker 0 binds it with SO_REUSEPORT
+         * (port 0: the one the kernel picks now, which every worker binds) */
+        int e = ct_net_listen_probe(&lc->sa, &lc->salen);
+        if (e != 0) {
+            CT_ERR("cannot listen on %s %s: %s", lc->kind == CT_LISTEN_HTTP ? "http" : "https",
+                   lc->name, ct_net_bind_error(e));
+            return CT_EIO;
+        }
     }
     return CT_OK;
 }
@@ -196,6 +234,32 @@ static int start_workers(struct ct_proxy *px, unsigned n)
     return CT_OK;
 }
 
+/* pid_file: written once the listeners are known to be ours, before they
+ * are announced (so a script that saw "listening on" finds the file). */
+static bool pid_file_write(const char *path)
+{
+    FILE *f = fopen(path, "we");
+    if (f == NULL || fprintf(f, "%ld\n", (long)getpid()) < 0 || fclose(f) != 0) {
+        CT_ERR("pid_file %s: cannot write: %s", path, strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+/* At exit: only if it still names this process (a second instance that
+ * started since may have written it). */
+static void pid_file_remove(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    long pid = 0;
+    if (f == NULL)
+        return;
+    bool ours = fscanf(f, "%ld", &pid) == 1 && pid == (long)getpid();
+    fclose(f);
+    if (ours && unlink(path) != 0)
+        CT_ERR("pid_file %s: cannot remove: %s", path, strerror(errno));
+}
+
 static int run(const struct ct_conf *cf, const struct ct_cli *cli)
 {
     struct ct_proxy px = {.magic = CT_PROXY_MAGIC, .cf = cf, .cli = cli};
@@ -207,6 +271,7 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
     struct mem_tick mt = {.px = &px};
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned n = cf->workers ? cf->workers : (unsigned)(cores > 0 ? cores : 1);
+    bool pid_written = false;
 
     signal(SIGPIPE, SIG_IGN);
     /* Until ct_ops_new() installs their handlers, a SIGHUP (a reload sent by
@@ -215,10 +280,14 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
     signal(SIGUSR1, SIG_IGN);
     if (setup_listeners(&px) != CT_OK)
         goto out;
-    if (resolve_backends(&px) != CT_OK || px.nlisteners == 0) {
+    if (resolve_backends(&px) != CT_OK)
+        goto out;
+    if (px.nlisteners == 0) {
         CT_ERR("nothing to do: %zu listeners, %zu backends", px.nlisteners, px.nbackends);
         goto out;
     }
+    if (cf->pid_file && !(pid_written = pid_file_write(cf->pid_file)))
+        goto out;
     sigs[0] = evsignal_new(base, SIGINT, on_signal, &px);
     sigs[1] = evsignal_new(base, SIGTERM, on_signal, &px);
     evsignal_add(sigs[0], NULL);
@@ -278,18 +347,20 @@ out:
     free(px.workers);
     free(px.backends);
     free(px.listeners);
+    if (pid_written)
+        pid_file_remove(cf->pid_file);
     return rc;
 }
 
 int main(int argc, char **argv)
 {
     struct ct_cli cli;
-    char err[512];
+    char err[2048];
     if (argc >= 2 && strcmp(argv[1], "ctl") == 0)
         return ct_ctl_main(argc - 1, argv + 1); /* cachet ctl top: talks to a running cachet */
     if (ct_conf_cli_parse(argc, argv, &cli, err, sizeof(err)) != CT_OK) {
-        fprintf(stderr, "cachet: %s\n", err);
-        ct_conf_cli_usage(argv[0], stderr);
+        /* every bad option, located; not the whole usage, which buries them */
+        fprintf(stderr, "%s\n(cachet --help lists the options)\n", err);
         return 2;
     }
     if (cli.help) {
@@ -309,7 +380,10 @@ int main(int argc, char **argv)
     if (cli.version) {
         printf("cachet %s\n", CT_VERSION);
     } else if (cli.test_only) {
-        printf("configuration ok\n");
+        if (check_backends(cf) == 0)
+            printf("configuration ok\n");
+        else
+            rc = 1;
     } else if (cli.dump) {
         ct_conf_dump(cf, stdout);
     } else {

@@ -224,6 +224,12 @@ bool ct_tls_ktls_recv(SSL *ssl);
 size_t ct_tls_drain_errors(char *buf, size_t len);
 /* One error code (e.g. from bufferevent_get_openssl_error()) as text. */
 void ct_tls_error_string(unsigned long e, char *buf, size_t len);
+/* Is E one of OpenSSL's error codes (not the SSL_get_error() value that
+ * libevent queues first among them, "error:00000001:lib(0)::reason(1)")? */
+bool ct_tls_error_is_real(unsigned long e);
+/* Why SSL's peer certificate failed verification (mTLS), in words; NULL if
+ * it did not (or none was asked for). */
+const char *ct_tls_verify_error(const struct ssl_st *ssl);
 /* Whether the code says the client spoke plain HTTP on the TLS port (answer
  * it like nginx's 497: a short plain-text 400, then close). */
 bool ct_tls_error_is_plain_http(unsigned long e);

@@ -115,6 +115,17 @@ size_t ct_tls_drain_errors(char *buf, size_t len)
     return count;
 }
 
+bool ct_tls_error_is_real(unsigned long e)
+{
+    return ERR_GET_LIB(e) != 0;
+}
+
+const char *ct_tls_verify_error(const SSL *ssl)
+{
+    long v = SSL_get_verify_result(ssl);
+    return v == X509_V_OK ? NULL : X509_verify_cert_error_string(v);
+}
+
 bool ct_tls_error_is_plain_http(unsigned long e)
 {
     return ERR_GET_LIB(e) == ERR_LIB_SSL && (ERR_GET_REASON(e) == SSL_R_HTTP_REQUEST ||

@@ -115,7 +115,9 @@ static bool stored_msg(struct ct_derive *d, struct ct_http_msg *msg)
         if (x.id == CT_HDR_VIA && x.value.len > 12 &&
             ct_str_eq(ct_str_make(x.value.p + x.value.len - 12, 12), CT_STR(", 1.1 cachet")))
             x.value.len -= 12;
-        d->stored[k++] = (struct ct_http_field){.name = x.name, .value = x.value, .id = x.id};
+        /* the origin's spelling: HTTP/1.1 sends it as is (h2 lower-cases) */
+        d->stored[k++] = (struct ct_http_field){
+            .name = ct_hdrindex_wire_name(&hx, i), .value = x.value, .id = x.id};
     }
     n = k;
     double a = ct_obj_age(d->obj, ct_time_real());
@@ -353,6 +355,14 @@ static void decoded(struct ct_req *r, struct ct_derive *d, const struct ct_http_
     struct ct_obj *obj = d->obj;
     d->head = ct_ce_head_new(sm, CT_CODING_IDENTITY, true);
     struct ct_http_msg *hm = &d->head->msg;
+    /* A Range of the decoded body costs a whole decoding pass
+     * (decoded_len): answered if asked, not advertised, so a download
+     * manager does not split one decoded transfer into many ranges. */
+    size_t k = 0;
+    for (size_t i = 0; i < hm->nfields; i++)
+        if (hm->fields[i].id != CT_HDR_ACCEPT_RANGES)
+            d->head->fields[k++] = hm->fields[i];
+    ct_http_msg_set_fields(hm, d->head->fields, k);
     /* Its validators are the decoded representation's: the origin's strong
      * ETag when cachet only weakened it, else a weak one. */
     struct ct_str strong = origin_etag(obj);

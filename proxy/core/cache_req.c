@@ -228,7 +228,9 @@ static bool peer_may_purge(const struct ct_req *r)
 enum ct_req_next ct_step_purge(struct ct_req *r)
 {
     struct ct_creq *cr = r->cr;
-    cr->cs = CT_STATS_CS_PASS;
+    /* no cache outcome: nothing was looked up for the client nor passed to
+     * the origin (logged "-", not counted as a pass) */
+    cr->cs = CT_STATS_CS_NONE;
     if (!peer_may_purge(r)) {
         answer(r, 403, "403 PURGE not allowed from this address\n", "cachet; detail=purge");
         return CT_REQ_MORE;

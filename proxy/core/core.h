@@ -81,7 +81,10 @@ struct ct_req {
     bool fwd_head;              /* the client's body follows from the origin, through
                                    send_body .. send_end (its head was the origin's,
                                    or the object's being filled) */
-    unsigned status;
+    unsigned status;            /* what the client got (logged and counted) */
+    unsigned up_status;         /* the origin's answer, logged apart ($upstream_status):
+                                   a revalidated hit is the object's 200 to the client
+                                   and the origin's 304; 0: no origin answered */
     bool up_keep_alive;         /* the origin connection may be reused */
     bool up_paused;             /* upstream reads stopped: client output full */
     bool up_got_byte;           /* some response byte came on this upstream */

@@ -398,14 +398,19 @@ static void final_head(struct ct_req *r, const struct ct_http_msg *msg)
     struct ct_fwd_resp_extra extra;
     r->body_with_head = false;
     struct evbuffer *scratch;
+    r->up_status = msg->status;
     if (!ct_cache_resp_head(r, msg, close, &extra)) {
         r->proto->send_head(r, msg, &extra,
                             !ct_cache_filling(r) &&
                                 ct_cache_body_sink(r, &scratch) == CT_SINK_CLIENT);
         r->fwd_head = true;
+        r->status = msg->status;
+    } else if (r->status == 0) {
+        /* the cache answers from an object (a revalidated hit, a fill):
+         * its delivery set what the client got; until then, the origin's */
+        r->status = msg->status;
     }
     r->head_sent = true;
-    r->status = msg->status;
     if (r->phase == CT_RP_FETCH)
         ct_req_respond(r);
     ct_upstream_head_received(r->u, msg->status);

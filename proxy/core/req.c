@@ -286,6 +286,8 @@ enum ct_req_next ct_step_synth(struct ct_req *r)
     ct_req_respond(r);
     r->head_sent = true;
     r->status = cr->synth_status;
+    if (r->msg->method != CT_METHOD_HEAD)
+        r->body_out += cr->synth_body.len; /* access log $body_bytes_sent */
     ct_req_finish(r);
     return CT_REQ_GONE;
 }

@@ -19,6 +19,7 @@ void ct_req_log_start(struct ct_req *r)
     r->t0 = ct_time_mono();
     r->t0_real = ct_time_real();
     r->tup = 0;
+    r->status = r->up_status = 0;
     r->body_out = 0;
     r->cs = CT_STATS_CS_NONE;
     r->logged = false;
@@ -52,6 +53,7 @@ static void access_log(struct ct_req *q, unsigned status, double rt, double ut)
         .body_bytes = q->body_out,
         .request_time_s = rt,
         .upstream_time_s = ut,
+        .upstream_status = q->up_status,
         .cache_status = cs_text(q->cs),
         .tls_version = q->tls ? SSL_get_version(q->tls) : NULL,
         .site = q->route ? q->route->site_name : NULL,

@@ -305,7 +305,12 @@ static void client_fail(struct ct_client *c, enum ct_close why)
         status = ct_http_parser_error_status(c->rp);
         detail = ct_http_parser_error_reason(c->rp);
     }
-    if (ct_close_is_err(why)) {
+    if (ct_close_is_client(why)) {
+        ct_log_client("w%u c%llu r%u %s %s: %s%s%s (status=%u close=%s)", c->w->id,
+                      (unsigned long long)c->id, c->nreq, c->peer, action(c), ct_close_text(why),
+                      *detail ? ": " : "", detail, c->r.head_sent ? 0 : status,
+                      ct_close_name(why));
+    } else if (ct_close_is_err(why)) {
         const char *be = c->r.u ? ct_upstream_backend(c->r.u)->name : "";
         CT_ERR("w%u c%llu r%u %s %s%s%s: %s%s%s (status=%u close=%s)", c->w->id,
                (unsigned long long)c->id, c->nreq, c->peer, action(c), *be ? " via " : "", be,

@@ -398,7 +398,11 @@ static void h2_fail(struct ct_req *r, enum ct_close why)
 {
     struct ct_h2s_stream *st = st_of(r);
     unsigned status = ct_close_status(why);
-    if (ct_close_is_err(why))
+    if (ct_close_is_client(why))
+        ct_log_client("w%u c%llu s%d %s: %s (status=%u close=%s)", r->w->id,
+                      (unsigned long long)r->conn_id, st->sid, r->peer, ct_close_text(why),
+                      r->head_sent ? 0 : status, ct_close_name(why));
+    else if (ct_close_is_err(why))
         CT_ERR("w%u c%llu s%d %s: %s (status=%u close=%s)", r->w->id,
                (unsigned long long)r->conn_id, st->sid, r->peer, ct_close_text(why),
                r->head_sent ? 0 : status, ct_close_name(why));

@@ -134,16 +134,26 @@ static void handshake_failed(struct ct_hs *h, short what)
     unsigned long e, last = 0;
     bool plain_http = false;
     char why[256] = "";
+    /* libevent queues SSL_get_error()'s value first, then OpenSSL's codes
+     * (newest popped first): the last real code popped is the first cause */
     while ((e = bufferevent_get_openssl_error(bev)) != 0) {
         plain_http |= ct_tls_error_is_plain_http(e);
-        last = e;
+        if (ct_tls_error_is_real(e))
+            last = e;
     }
+    struct ssl_st *ssl = bufferevent_openssl_get_ssl(bev);
+    const char *verify = ssl ? ct_tls_verify_error(ssl) : NULL;
     if (last)
         ct_tls_error_string(last, why, sizeof(why));
     else if (ct_tls_drain_errors(why, sizeof(why)) == 0)
-        snprintf(why, sizeof(why), "%s", (what & BEV_EVENT_EOF) ? "client closed" : "I/O error");
-    CT_INFO("w%u c%llu %s TLS handshake failed: %s%s", h->w->id, (unsigned long long)h->info.id,
-            h->info.peer, why, plain_http ? " (plain HTTP on the TLS port: answered 400)" : "");
+        snprintf(why, sizeof(why), "%s",
+                 (what & BEV_EVENT_EOF) ? "the client closed the connection during the handshake"
+                                        : "I/O error during the handshake");
+    /* the client's doing: INFO, rate-limited */
+    ct_log_client("w%u c%llu %s TLS handshake failed: %s%s%s%s", h->w->id,
+                  (unsigned long long)h->info.id, h->info.peer, why,
+                  verify ? "; client certificate: " : "", verify ? verify : "",
+                  plain_http ? " (plain HTTP on the TLS port: answered 400)" : "");
     if (!plain_http) {
         hs_close(h, CT_CLOSE_TLS_HANDSHAKE);
         return;
@@ -282,4 +292,29 @@ void ct_net_abort_all(struct ct_worker *w)
         hs_unlink_free(h);
         w->nclients--;
     }
+}
+
+int ct_net_listen_probe(struct sockaddr_storage *sa, socklen_t *salen)
+{
+    int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return errno;
+    int one = 1, rc = 0;
+    socklen_t len = sizeof(*sa);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)); /* TIME_WAIT is no holder */
+    if (bind(fd, (struct sockaddr *)sa, *salen) != 0 ||
+        getsockname(fd, (struct sockaddr *)sa, &len) != 0)
+        rc = errno;
+    else
+        *salen = len;
+    close(fd);
+    return rc;
+}
+
+const char *ct_net_bind_error(int err)
+{
+    if (err == EADDRINUSE)
+        return "address in use (held by another socket; only this cachet's own workers "
+               "share a port)";
+    return strerror(err);
 }

@@ -54,6 +54,16 @@ void ct_net_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int f
  * ct_net_accept() with the header's source address. */
 void ct_pp_accept(struct ct_worker *w, const struct ct_listener_conf *lc, int fd,
                   const struct sockaddr *sa, socklen_t salen, ct_net_take_fn *take);
+/* Before the workers bind SA with SO_REUSEPORT: bind it alone (SO_REUSEADDR
+ * only, no listen) and let go, so a port another process holds fails here
+ * with EADDRINUSE (even one that set SO_REUSEPORT too: Linux lets any
+ * socket of the same user join its group, and our workers would silently
+ * take a share of its connections, issue 40). Port 0 becomes the port the
+ * kernel picked, written into SA and *SALEN. 0 or an errno. Any thread. */
+int ct_net_listen_probe(struct sockaddr_storage *sa, socklen_t *salen);
+/* ERR (an errno of a bind) in words for the error log: EADDRINUSE is
+ * "address in use" with who may share a port. Static storage. */
+const char *ct_net_bind_error(int err);
 /* Draining or worker exit: close the connections still waiting for their
  * header (they sent no request yet). */
 void ct_pp_abort_all(struct ct_worker *w);

@@ -664,7 +664,8 @@ static int top(int argc, char **argv)
             if (!once)
                 fputs("\033[H\033[2J", stdout); /* home, clear: a refreshing screen */
             show(stdout, &t, n ? &prev : NULL, &cur);
-            fflush(stdout);
+            if (fflush(stdout) == EOF || ferror(stdout))
+                break; /* nobody reads any more (a closed terminal, a pipe) */
         }
         reading_free(&prev);
         prev = cur;
@@ -863,6 +864,12 @@ static int simple_get(const char *cmd, int argc, char **argv)
 
 int ct_ctl_main(int argc, char **argv)
 {
+    /* The server's signals (SIGUSR1 reopen logs, SIGHUP reload), sent with
+     * `kill -USR1 $(pidof cachet)`, reach this process too (the same name):
+     * they must not end a `ctl top` session. A hung-up terminal still ends
+     * it: its writes fail (top stops then). */
+    signal(SIGUSR1, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
     const char *cmd = argc >= 2 ? argv[1] : "";
     if (strcmp(cmd, "top") == 0)
         return top(argc - 1, argv + 1);

@@ -47,8 +47,7 @@ void ct_ops_addr_name(const struct sockaddr *sa, char *out, size_t len)
     }
 }
 
-bool ct_ops_backend_resolve(const struct ct_conf_backend *b, struct ct_backend_addr *ba,
-                            const char *during)
+const char *ct_ops_backend_lookup(const struct ct_conf_backend *b, struct ct_backend_addr *ba)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_NUMERICSERV};
@@ -56,16 +55,23 @@ bool ct_ops_backend_resolve(const struct ct_conf_backend *b, struct ct_backend_a
     char port[8];
     snprintf(port, sizeof(port), "%u", b->port);
     int rc = getaddrinfo(b->host, port, &hints, &res);
-    if (rc != 0 || res == NULL) {
-        CT_ERR("%sbackend %s: cannot resolve %s: %s", during, b->name ? b->name : b->host,
-               b->host, gai_strerror(rc));
-        return false;
-    }
+    if (rc != 0 || res == NULL)
+        return rc != 0 ? gai_strerror(rc) : "no address";
     memcpy(&ba->sa, res->ai_addr, res->ai_addrlen);
     ba->salen = res->ai_addrlen;
     freeaddrinfo(res);
     snprintf(ba->name, sizeof(ba->name), "%s:%u", b->host, b->port);
-    return true;
+    return NULL;
+}
+
+bool ct_ops_backend_resolve(const struct ct_conf_backend *b, struct ct_backend_addr *ba,
+                            const char *during)
+{
+    const char *why = ct_ops_backend_lookup(b, ba);
+    if (why)
+        CT_ERR("%sbackend %s: cannot resolve %s: %s", during, b->name ? b->name : b->host,
+               b->host, why);
+    return why == NULL;
 }
 
 /* ---- signals and timers ------------------------------------------------------- */

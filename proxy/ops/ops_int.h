@@ -129,6 +129,9 @@ void ct_ops_addr_name(const struct sockaddr *sa, char *out, size_t len);
  * false. Main thread (getaddrinfo may block). */
 struct ct_conf_backend;
 struct ct_backend_addr;
+/* The same without logging (cachet -t reports it in its own words): NULL,
+ * or why B does not resolve (static storage). */
+const char *ct_ops_backend_lookup(const struct ct_conf_backend *b, struct ct_backend_addr *ba);
 bool ct_ops_backend_resolve(const struct ct_conf_backend *b, struct ct_backend_addr *ba,
                             const char *during);
 

@@ -65,6 +65,7 @@
 #include "conf/conf.h"
 #include "proxy/core/core.h"
 #include "proxy/ctx.h"
+#include "proxy/net/accept.h"
 #include "proxy/ops/ops_int.h"
 #include "proxy/stats/accesslog.h"
 #include "proxy/upstream/health.h"
@@ -445,10 +446,39 @@ static void switch_admin(struct ct_ops *ops)
 
 /* ---- building ---------------------------------------------------------------- */
 
-/* Bind (no listen) a socket on SA to learn the port the kernel picks for 0;
- * the workers then bind that port with SO_REUSEPORT. Returns the fd or -1. */
-static int reserve_port(struct ct_listener_conf *lc)
+/* Is SA the address of one of the running listeners (their real ports)? */
+static bool ours(const struct ct_reload *rl, const struct sockaddr_storage *sa)
 {
+    for (size_t i = 0; i < rl->nactive; i++) {
+        const struct ct_listener_conf *a = rl->active[i].lc;
+        if (a->sa.ss_family != sa->ss_family)
+            continue;
+        if (sa->ss_family == AF_INET) {
+            const struct sockaddr_in *x = (const void *)&a->sa, *y = (const void *)sa;
+            if (x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr)
+                return true;
+        } else if (sa->ss_family == AF_INET6) {
+            const struct sockaddr_in6 *x = (const void *)&a->sa, *y = (const void *)sa;
+            if (x->sin6_port == y->sin6_port &&
+                memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr)) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+/* Bind (no listen) a socket on SA to learn the port the kernel picks for 0;
+ * the workers then bind that port with SO_REUSEPORT. Only our own running
+ * listeners may already hold it (a listener that changes kind or settings,
+ * or a :0 one now named by its port): a port another process holds is
+ * refused (ct_net_listen_probe). Returns the fd or -1 (errno set). */
+static int reserve_port(const struct ct_reload *rl, struct ct_listener_conf *lc)
+{
+    int e = ct_net_listen_probe(&lc->sa, &lc->salen);
+    if (e != 0 && !(e == EADDRINUSE && ours(rl, &lc->sa))) {
+        errno = e;
+        return -1;
+    }
     int fd = socket(lc->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd < 0)
@@ -536,10 +566,10 @@ static struct ct_listener_conf *new_listener(struct ct_ops *ops, const struct ct
     if (same == NULL) {
         /* Port 0: learn the port every worker will bind. Any port: find out
          * now, while nothing has changed, that it cannot be bound. */
-        int fd = reserve_port(lc);
+        int fd = reserve_port(rl, lc);
         if (fd < 0) {
             CT_ERR("SIGHUP: cannot listen on %s:%u: %s", l->addr.host, l->addr.port,
-                   strerror(errno));
+                   ct_net_bind_error(errno));
             ct_tls_ctx_free(&lc->tls);
             free(lc);
             return NULL;

@@ -162,6 +162,11 @@ static void format_combined(const struct ct_accesslog_rec *r, struct ct_buf *o)
         out_secs(o, r->upstream_time_s);
     else
         CT_BUF_LIT(o, "-");
+    CT_BUF_LIT(o, " us=");
+    if (r->upstream_status)
+        ct_buf_put_u64(o, r->upstream_status);
+    else
+        CT_BUF_LIT(o, "-");
     CT_BUF_LIT(o, " cs=");
     const char *cs = r->cache_status ? r->cache_status : "-";
     ct_buf_put(o, cs, strlen(cs));
@@ -221,6 +226,11 @@ static void format_json(const struct ct_accesslog_rec *r, struct ct_buf *o)
     CT_BUF_LIT(o, ",\"upstream_time\":");
     if (r->upstream_time_s >= 0)
         out_secs(o, r->upstream_time_s);
+    else
+        CT_BUF_LIT(o, "null");
+    CT_BUF_LIT(o, ",\"upstream_status\":");
+    if (r->upstream_status)
+        ct_buf_put_u64(o, r->upstream_status);
     else
         CT_BUF_LIT(o, "null");
     json_field(o, "cache_status", ct_str_c(r->cache_status));

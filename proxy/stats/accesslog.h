@@ -5,13 +5,16 @@
  *   combined (nginx's "combined" plus four fields):
  *     $remote_addr - - [$time_local] "$request" $status $body_bytes_sent
  *     "$http_referer" "$http_user_agent" rt=$request_time ut=$upstream_time
- *     cs=$cache_status tls=$tls_version [sid=$stream_id (HTTP/2)]
+ *     us=$upstream_status cs=$cache_status tls=$tls_version
+ *     [sid=$stream_id (HTTP/2)]
  *   e.g.
  *     127.0.0.1 - - [30/Nov/2026:03:37:00 +0000] "GET /a HTTP/1.1" 200 1024
- *     "-" "curl/7.88.1" rt=0.001 ut=0.001 cs=MISS tls=TLSv1.3
+ *     "-" "curl/7.88.1" rt=0.001 ut=0.001 us=200 cs=MISS tls=TLSv1.3
  *   rt: seconds from the first byte of the request head to the last byte of
  *   the response queued, ms precision; ut: seconds from asking for an upstream
  *   connection to the end of its response, "-" when no upstream was used;
+ *   us: the status the origin answered, "-" when none did ($status is what
+ *   the client got: a hit revalidated by a 304 is "200 ... us=304");
  *   cs: HIT MISS STALE PASS COALESCED HIT_FOR_MISS or "-" (no cache);
  *   tls: the protocol version, "-" over plain HTTP. Strings are escaped like
  *   nginx: '"', '\' and bytes outside 0x20..0x7e become \xHH; an absent field
@@ -21,7 +24,8 @@
  *     {"time":"2026-11-30T03:37:00.123Z","remote_addr":"127.0.0.1",
  *      "request":"GET /a HTTP/1.1","method":"GET","uri":"/a","status":200,
  *      "body_bytes_sent":1024,"referer":null,"user_agent":"curl/7.88.1",
- *      "request_time":0.001,"upstream_time":0.001,"cache_status":"MISS",
+ *      "request_time":0.001,"upstream_time":0.001,"upstream_status":200,
+ *      "cache_status":"MISS",
  *      "tls":"TLSv1.3"}
  *
  * Writing. Each worker appends to its own buffer (struct ct_accesslog_buf)
@@ -62,6 +66,7 @@ struct ct_accesslog_rec {
     struct ct_str user_agent;
     double request_time_s;
     double upstream_time_s; /* < 0: no upstream */
+    unsigned upstream_status; /* the origin's status ($upstream_status); 0: none */
     const char *cache_status; /* NULL: "-" */
     const char *tls_version;  /* NULL: plain HTTP */
     const char *site, *route; /* the request's site and route; NULL: no sites configured */

@@ -43,10 +43,12 @@ coalesced() {
     echo "= $N $2 $want"
 }
 
-# ---- chunked, 2 MiB (twice max_object_size), 64 KiB every 100 ms: it
-# outgrows the store after ~1.6 s, with every waiter already coalesced.
+# ---- chunked, 2 MiB (twice max_object_size), 64 KiB every 250 ms: it
+# outgrows the store after ~4 s, with every waiter already coalesced (the
+# waiters start as soon as the origin has the fill's request; on a loaded
+# machine that took more than the 1.6 s a 100 ms pace left).
 r0=$(released)
-out=$(coalesced "$P/bytes/2097152?trickle=100&trickle-size=65536&chunked=1&$MA&big=1" 2097152)
+out=$(coalesced "$P/bytes/2097152?trickle=250&trickle-size=65536&chunked=1&$MA&big=1" 2097152)
 ct_check "chunked over max_object_size: every client byte-exact" \
     "$(head -n -1 <<<"$out")" "$(tail -n 1 <<<"$out" | cut -c3-)"
 ct_check "chunked over max_object_size: each waiter fetched on its own" "$(ct_origin_total "$OPORT")" "$N"
@@ -55,9 +57,12 @@ ct_check "chunked over max_object_size: the waiters say why" \
     "$(cat "$CT_TMP"/h.* | grep -ci '^cache-status: cachet; fwd=uri-miss; detail=too-big')" $((N - 1))
 
 # ---- chunked, 512 KiB (fits): one origin fetch for all, and a held waiter
-# whose client goes away (curl --max-time) is freed.
+# whose client goes away (curl --max-time 0.5) is freed. The body takes
+# ~3.2 s (64 KiB every 400 ms), so that client is surely still held when it
+# gives up, even if it started seconds late on a loaded machine (at 100 ms a
+# piece the body could end within its 0.5 s: "got 0", issue 40).
 r0=$(released)
-SU="$P/bytes/524288?trickle=100&trickle-size=65536&chunked=1&$MA&small=1"
+SU="$P/bytes/524288?trickle=400&trickle-size=65536&chunked=1&$MA&small=1"
 out=$(coalesced "$SU" 524288 gone)
 ct_check "a held waiter that went away: cut by its client (curl 28)" "$(cat "$CT_TMP/gone")" 28
 ct_check "chunked within max_object_size: every client byte-exact" \

@@ -64,10 +64,77 @@ ct_check_match "--admin off" "$dump3" $'admin = \\{\n  listen = "off";'
 ct_check "out-of-range override exits 1" "$?" 1
 ct_check_match "out-of-range override located on the command line" "$(cat "$CT_TMP/over.err")" \
     '^command line \(--cache-size\): cache\.size: out of range: "2T"'
+out=$("$CACHET" -t --cache-size 1M 2>&1)
+ct_check "--cache-size 1M alone: ok (max_object_size follows the cache)" "$out" "configuration ok"
+ct_check_match "... at 1/16 of it" "$("$CACHET" -T --cache-size 1M)" 'max_object_size = "64K";'
 "$CACHET" --cache-sise 1G >/dev/null 2>"$CT_TMP/opt.err"
 ct_check "unknown option exits 2" "$?" 2
 ct_check "unknown option suggests" "$(sed -n 1p "$CT_TMP/opt.err")" \
-    'cachet: unknown option "--cache-sise" (did you mean --cache-size?)'
+    'command line (--cache-sise): unknown option (did you mean --cache-size?)'
+# every bad option reported, located; not the whole usage (issue 40, bug 8)
+"$CACHET" --cache-size 12X --workers many --http nowhere >/dev/null 2>"$CT_TMP/opt.err"
+ct_check "bad option values exit 2" "$?" 2
+ct_check "each bad option on its own line" "$(head -3 "$CT_TMP/opt.err")" \
+    'command line (--cache-size): invalid value "12X" (expected a size such as 256M or 1G)
+command line (--workers): invalid value "many" (expected 1 to 1024, or auto)
+command line (--http): invalid value "nowhere" (expected IP:PORT such as 127.0.0.1:8080 or [::1]:8080, or off)'
+ct_check "no usage text" "$(grep -c 'usage:' "$CT_TMP/opt.err")" 0
+
+# -t predicts start (issue 40, bug 3): a backend whose name does not resolve
+# fails both, located, naming the backend and why.
+cat >"$CT_TMP/unres.conf" <<'EOF'
+listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
+admin = { listen = "off"; };
+backends = (
+  { name = "good"; address = "127.0.0.1:8081"; },
+  { name = "lost"; address = "no-such-host.invalid:80"; }
+);
+EOF
+"$CACHET" -t -c "$CT_TMP/unres.conf" >"$CT_TMP/unres.out" 2>"$CT_TMP/unres.err"
+ct_check "-t with an unresolvable backend exits 1" "$?" 1
+ct_check "... says nothing is ok" "$(cat "$CT_TMP/unres.out")" ""
+ct_check_match "... names the backend, where, and why" "$(cat "$CT_TMP/unres.err")" \
+    'unres\.conf:5: backends\[1\]\.address: backend lost: cannot resolve no-such-host\.invalid: '
+timeout 30 "$CACHET" -c "$CT_TMP/unres.conf" >"$CT_TMP/unres.out" 2>"$CT_TMP/unres.err"
+rc=$?
+ct_check "start with an unresolvable backend fails" "$(((rc != 0 && rc != 124)))" 1
+ct_check_match "... naming the backend and why" "$(cat "$CT_TMP/unres.err")" \
+    'backend lost: cannot resolve no-such-host\.invalid: '
+ct_check "... not 'nothing to do'" "$(grep -c 'nothing to do' "$CT_TMP/unres.err")" 0
+
+# Relative paths in a file are relative to that file, whatever the working
+# directory (issue 40, bug 6): under systemd it is "/".
+mkdir -p "$CT_TMP/etc/certs" "$CT_TMP/etc/conf.d"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=rel \
+    -keyout "$CT_TMP/etc/certs/rel.key" -out "$CT_TMP/etc/certs/rel.pem" 2>/dev/null
+cat >"$CT_TMP/etc/conf.d/tls.conf" <<'EOF'
+certificates = ( { cert = "../certs/rel.pem"; key = "../certs/rel.key"; } );
+EOF
+cat >"$CT_TMP/etc/rel.conf" <<'EOF'
+listen = ( { kind = "https"; address = "127.0.0.1:0";
+             tls = {
+@include "conf.d/tls.conf"
+             }; } );
+admin = { listen = "off"; };
+backends = ( { address = "127.0.0.1:8081"; } );
+logs = { error_log = "log/error.log"; };
+pid_file = "cachet.pid";
+EOF
+mkdir -p "$CT_TMP/etc/log"
+out=$(cd / && "$CACHET" -t -c "$CT_TMP/etc/rel.conf" 2>&1)
+ct_check "-t from / with relative paths (one in an @include'd file)" "$out" "configuration ok"
+dump=$(cd / && "$CACHET" -T -c "$CT_TMP/etc/rel.conf" 2>&1)
+ct_check_match "... the certificate relative to the included file" "$dump" \
+    "cert = \"$(cd "$CT_TMP/etc" && pwd -P)/conf\.d/\.\./certs/rel\.pem\";"
+ct_check_match "... the logs and pid file relative to the main file" "$dump" \
+    "error_log = \"$(cd "$CT_TMP/etc" && pwd -P)/log/error\.log\";"
+ct_start rel sh -c "cd / && exec '$CACHET' -c '$CT_TMP/etc/rel.conf'"
+ct_wait_until 30 grep -qs 'listening on https' "$CT_TMP/rel.out" ||
+    ct_failed "started from / with relative paths" "$(cat "$CT_TMP/rel.err")"
+ct_check "... its pid file next to the configuration" "$(cat "$CT_TMP/etc/cachet.pid" 2>/dev/null)" \
+    "$(ct_pid rel)"
+ct_check "... its error log next to it" "$(grep -c 'cachet ' "$CT_TMP/etc/log/error.log" 2>/dev/null)" 1
+ct_stop rel
 
 # conf/sites.conf (two sites, backend groups, routes) checks, and -T shows
 # its routes in a file that dumps the same.

@@ -103,7 +103,7 @@ write_conf ',
     { kind = "http"; address = "127.0.0.1:'"$APORT"'"; }' ""
 kill -HUP "$PID"
 ct_wait_until 60 grep -q "cannot listen on 127.0.0.1:$APORT" "$CT_TMP/proxy.err"
-ct_check_match "busy port refused" "$(cat "$CT_TMP/proxy.err")" "SIGHUP: cannot listen on 127.0.0.1:$APORT: Address already in use"
+ct_check_match "busy port refused" "$(cat "$CT_TMP/proxy.err")" "SIGHUP: cannot listen on 127.0.0.1:$APORT: address in use"
 ct_check "admin still answers" "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$APORT/stats")" 200
 ct_check "generation count unchanged" "$(grep -c 'in use by every worker' "$CT_TMP/proxy.err")" 5
 ct_check "/stats: reloads by result, the last one refused" \
@@ -212,5 +212,55 @@ ct_check "HTTPS listener added by a reload answers" \
     "$(curl -sk -o /dev/null -w '%{http_code}' "https://127.0.0.1:$HS/json")" 200
 ct_stop p2
 ct_check "exits 0 (the reload's TLS objects freed)" "$?" 0
+
+# ---- no silent port sharing (issue 40, bug 2) ------------------------------------------------
+# Only cachet's own workers share a listener (SO_REUSEPORT): a port another
+# process holds, even one that set SO_REUSEPORT too, is refused at start and
+# by a reload, as nginx's "bind() failed (98: Address already in use)".
+read -r XP <<<"$(ct_free_ports 1)"
+ct_start holder python3 -c 'import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+print("held", flush=True)
+time.sleep(600)' "$XP"
+ct_wait_until 30 grep -qs held "$CT_TMP/holder.out" || ct_failed "the other program holds its port"
+timeout 20 "$CT_BIN/cachet" --http "127.0.0.1:$XP" --https off --admin off \
+    --backend "127.0.0.1:$OPORT" >"$CT_TMP/x.out" 2>"$CT_TMP/x.err"
+rc=$?
+ct_check "start on another program's (SO_REUSEPORT) port fails" "$(((rc != 0 && rc != 124)))" 1
+ct_check_match "... with address in use" "$(cat "$CT_TMP/x.err")" \
+    "cannot listen on http 127\.0\.0\.1:$XP: address in use"
+ct_check "... and announces nothing" "$(grep -c '^listening on' "$CT_TMP/x.out")" 0
+C4="$CT_TMP/own.conf"
+cat >"$C4" <<EOF
+workers = 2;
+listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
+backends = ( { address = "127.0.0.1:$OPORT"; } );
+EOF
+ct_start p4 "$CT_BIN/cachet" -c "$C4" --admin off
+P4=$(ct_wait_listen p4 http) || exit 1
+timeout 20 "$CT_BIN/cachet" --http "127.0.0.1:$P4" --https off --admin off \
+    --backend "127.0.0.1:$OPORT" >"$CT_TMP/x.out" 2>"$CT_TMP/x.err"
+rc=$?
+ct_check "a second cachet on the first one's port fails" "$(((rc != 0 && rc != 124)))" 1
+ct_check_match "... with address in use" "$(cat "$CT_TMP/x.err")" "127\.0\.0\.1:$P4: address in use"
+# a reload onto the other program's port: refused, nothing changes
+sed -i "s|127.0.0.1:0|127.0.0.1:$XP|" "$C4"
+kill -HUP "$(ct_pid p4)"
+ct_wait_until 60 grep -q 'configuration refused' "$CT_TMP/p4.err"
+ct_check_match "reload onto another program's port refused" "$(cat "$CT_TMP/p4.err")" \
+    "SIGHUP: cannot listen on 127\.0\.0\.1:$XP: address in use"
+ct_check "the old listener still serves" \
+    "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$P4/json")" 200
+# a reload onto cachet's own port (the :0 listener's, now named): applied,
+# the port keeps answering
+sed -i "s|127.0.0.1:$XP|127.0.0.1:$P4|" "$C4"
+ct_reload "$(ct_pid p4)" 1 "$CT_TMP/p4.err" || ct_failed "reload onto cachet's own port applied"
+ct_check "its own port still answers after that reload" \
+    "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$P4/json")" 200
+ct_stop p4
+ct_stop holder
 
 ct_done

@@ -13,6 +13,7 @@ workers = 2;
 listen = ( { kind = "https"; address = "127.0.0.1:0";
              tls = { self_signed = true; handshake_timeout = "1s"; }; } );
 backends = ( { address = "127.0.0.1:$OPORT"; } );
+logs = { level = "info"; };
 EOF
 ct_start proxy "$CT_BIN/cachet" -c "$CT_TMP/cachet.conf" --admin 127.0.0.1:0
 SPORT=$(ct_wait_listen proxy https) || exit 1
@@ -99,6 +100,34 @@ ct_check "/stats counts the 2 full handshakes that made the tickets" "$(($(tls_s
 # Session ids survive only because the proxy ends connections with
 # ct_tls_close_notify(): OpenSSL drops a session closed without one.
 resume_all "TLS 1.2 session id (no ticket)" -tls1_2 -no_ticket
+# A client that completes the handshake and sends nothing (a browser's
+# unused preconnect) still gets its TLS 1.3 ticket (issue 40, bug 11): read
+# for up to 5 s without writing, then resume with that session.
+tick=$(python3 -c 'import socket, ssl, sys
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+got = 0
+for i in range(3):
+    s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))))
+    s.settimeout(0.1)
+    for _ in range(50):  # the ticket is read by a read call, whatever it returns
+        try:
+            s.recv(1)
+        except (socket.timeout, ssl.SSLError, OSError):
+            pass
+        if s.session is not None and s.session.has_ticket:
+            break
+    sess = s.session
+    s.close()
+    if sess is None or not sess.has_ticket:
+        continue
+    r = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))), session=sess)
+    got += r.session_reused
+    r.close()
+print(got)' "$SPORT" 2>&1)
+ct_check "no request sent: a ticket all the same, and it resumes (3 of 3)" "$tick" 3
 ct_check_match "a fresh connection is a full handshake" "$(s_client -tls1_3)" '^New, TLSv1.3|
 New, TLSv1.3'
 
@@ -138,6 +167,42 @@ exec 4<&- 5<&-
 ct_check_match "truncated/silent handshakes closed by the 1 s handshake timeout (${ms} ms)" \
     "$ms" '^(9[0-9][0-9]|1[0-9][0-9][0-9]|2[0-4][0-9][0-9])$'
 ct_check "still serving after bad input" "$(curl -sk -o /dev/null -w '%{http_code}' "$S/1k")" 200
+
+# Why each handshake failed, in words (issue 40, bug 4): never OpenSSL's
+# "error:00000001:lib(0)::reason(1)" (the SSL_get_error value libevent
+# queues first); at INFO (the client's fault) and rate-limited.
+hs=$(grep 'TLS handshake failed' "$CT_TMP/proxy.err")
+ct_check "no handshake failure logged as lib(0)" "$(grep -c 'lib(0)' <<<"$hs")" 0
+ct_check_match "TLS 1.1 client: the reason in words" "$hs" 'TLS handshake failed: SSL routines: unsupported protocol'
+ct_check_match "plain HTTP on the TLS port: the reason in words" "$hs" \
+    'TLS handshake failed: SSL routines: http request \(plain HTTP on the TLS port'
+# a client that does not trust our certificate says so with an alert
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=other \
+    -keyout "$CT_TMP/other.key" -out "$CT_TMP/other.pem" 2>/dev/null
+s_client -CAfile "$CT_TMP/other.pem" -verify_return_error >/dev/null
+ct_wait_until 30 grep -q 'TLS handshake failed: .*alert' "$CT_TMP/proxy.err"
+ct_check_match "a client that rejects our certificate: its alert" \
+    "$(grep 'TLS handshake failed' "$CT_TMP/proxy.err")" 'TLS handshake failed: SSL routines: tlsv1 alert unknown ca'
+ct_check "handshake failures at INFO, not ERR" \
+    "$(grep 'TLS handshake failed' "$CT_TMP/proxy.err" | grep -vc ' INFO ')" 0
+# 300 failed handshakes at once: the log keeps a few lines a second and says
+# how many it left out
+python3 -c 'import socket, sys
+for i in range(300):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+    s.sendall(b"\x47\x00\xff\x13\x37garbage")
+    s.close()' "$SPORT"
+# the count of the lines left out comes with the next one that is logged
+garbage() { python3 -c 'import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"\x47garbage")
+s.recv(1)' "$SPORT" 2>/dev/null; grep -q 'client faults not logged' "$CT_TMP/proxy.err"; }
+ct_wait_until 30 garbage
+ct_check_match "a flood of failed handshakes is rate-limited" \
+    "$(grep -c 'TLS handshake failed' "$CT_TMP/proxy.err")" '^([0-9]|[0-9][0-9]|1[0-9][0-9])$'
+ct_check_match "... saying how many lines were left out" "$(cat "$CT_TMP/proxy.err")" \
+    '\([0-9]+ more client faults not logged\)'
+ct_check "still serving after the flood" "$(curl -sk -o /dev/null -w '%{http_code}' "$S/1k")" 200
 
 ct_stop proxy
 ct_check "no sanitizer report" "$(grep -cE 'ERROR: (Address|Leak)Sanitizer|runtime error' "$CT_TMP/proxy.err")" 0

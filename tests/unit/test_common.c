@@ -1,5 +1,6 @@
 /* tests/unit/test_common.c: string views, integer parsing, error names. */
 #include "common/common.h"
+#include "common/log.h"
 
 #include <stdio.h>
 #include "tests/unit/ct_test.h"
@@ -71,11 +72,28 @@ static void test_strerror(void)
     CU_ASSERT_STRING_EQUAL(ct_strerror(12345), "unknown error");
 }
 
+/* Client faults are rate-limited: CT_LOG_LIMIT_PER_S lines a second, the
+ * rest counted and reported by the next line that passes. */
+static void test_log_limit(void)
+{
+    struct ct_log_limit l = {0};
+    unsigned dropped = 99, passed = 0;
+    for (int i = 0; i < 100; i++)
+        passed += ct_log_limit_pass(&l, 1000, &dropped);
+    CU_ASSERT_EQUAL(passed, CT_LOG_LIMIT_PER_S);
+    CU_ASSERT_EQUAL(dropped, 0);
+    CU_ASSERT_TRUE(ct_log_limit_pass(&l, 1001, &dropped)); /* the next second */
+    CU_ASSERT_EQUAL(dropped, 100 - CT_LOG_LIMIT_PER_S);
+    CU_ASSERT_TRUE(ct_log_limit_pass(&l, 1001, &dropped));
+    CU_ASSERT_EQUAL(dropped, 0); /* reported once */
+}
+
 void ct_test_register(void)
 {
     CT_SUITE("common", {"ASCII case-insensitive compare", test_str_eq_ci},
              {"case-insensitive compare, every byte pair", test_str_eq_ci_every_byte},
              {"tail loads", test_load_tail},
              {"OWS trimming", test_trim_ows}, {"decimal parsing with limits", test_to_u64},
-             {"error names", test_strerror});
+             {"error names", test_strerror},
+             {"log lines of client faults rate-limited", test_log_limit});
 }

@@ -339,6 +339,17 @@ static void test_backend_settings(void)
 
 static void test_err_cache(void)
 {
+    /* an unset max_object_size follows the cache: 1/16 of it (issue 40) */
+    struct ct_conf *cf = NULL;
+    EXPECT_OK(BASE "cache = { size = \"1M\"; };\n", &cf);
+    CU_ASSERT_EQUAL(cf->cache.max_object_bytes, 64 * 1024);
+    ct_conf_free(&cf);
+    EXPECT_OK(BASE "cache = { size = \"1G\"; };\n", &cf);
+    CU_ASSERT_EQUAL(cf->cache.max_object_bytes, 64 * 1024 * 1024);
+    ct_conf_free(&cf);
+    EXPECT_OK(BASE "cache = { size = \"1G\"; max_object_size = \"1M\"; };\n", &cf);
+    CU_ASSERT_EQUAL(cf->cache.max_object_bytes, 1024 * 1024); /* as written */
+    ct_conf_free(&cf);
     EXPECT_ERR(BASE "cache = { size = \"1M\";\n  max_object_size = \"2M\"; };\n",
                "t.conf:4: cache.max_object_size: 2M is larger than the whole cache, cache.size "
                "= 1M (expected at most cache.size)");

@@ -6,20 +6,19 @@
 #include "tests/unit/test_conf_helpers.h"
 
 static struct ct_cli cli;
-static char err[256];
+static char err[1024];
 
 /* Parse a NULL-terminated list of arguments (argv[0] is added). */
-#define PARSE(...)                                                             \
-    ({                                                                         \
-        char *argv_[] = {"cachet", __VA_ARGS__, NULL};                         \
-        ct_conf_cli_parse((int)CT_ARRAY_LEN(argv_) - 1, argv_, &cli, err,      \
-                          sizeof(err));                                        \
+#define PARSE(...)                                                                                 \
+    ({                                                                                             \
+        char *argv_[] = {"cachet", __VA_ARGS__, NULL};                                             \
+        ct_conf_cli_parse((int)CT_ARRAY_LEN(argv_) - 1, argv_, &cli, err, sizeof(err));            \
     })
 
-#define EXPECT_CLI_ERR(msg, ...)                                               \
-    do {                                                                       \
-        CU_ASSERT_EQUAL(PARSE(__VA_ARGS__), CT_ECONF);                         \
-        CU_ASSERT_STRING_EQUAL(err, msg);                                      \
+#define EXPECT_CLI_ERR(msg, ...)                                                                   \
+    do {                                                                                           \
+        CU_ASSERT_EQUAL(PARSE(__VA_ARGS__), CT_ECONF);                                             \
+        CU_ASSERT_STRING_EQUAL(err, msg);                                                          \
     } while (0)
 
 static struct ct_conf *build(void)
@@ -50,9 +49,9 @@ static void test_parse_all(void)
 {
     CU_ASSERT_EQUAL_FATAL(PARSE("-c", "x.conf", "-t", "--http", "127.0.0.1:0", "--http=[::1]:0",
                                 "--https", "off", "--backend", "a.example:81", "--backend",
-                                "127.0.0.1:82", "--cert", "c.pem", "--key", "k.pem",
-                                "--cache-size", "1G", "--workers", "3", "--admin=off",
-                                "--log-level", "debug", "--access-log", "-"),
+                                "127.0.0.1:82", "--cert", "c.pem", "--key", "k.pem", "--cache-size",
+                                "1G", "--workers", "3", "--admin=off", "--log-level", "debug",
+                                "--access-log", "-"),
                           CT_OK);
     CU_ASSERT_STRING_EQUAL(cli.conf_file, "x.conf");
     CU_ASSERT_TRUE(cli.test_only);
@@ -83,31 +82,49 @@ static void test_parse_all(void)
 
 static void test_parse_errors(void)
 {
-    EXPECT_CLI_ERR("unknown option \"--htp\" (did you mean --http?)", "--htp", "x");
-    EXPECT_CLI_ERR("unknown option \"--frobnicate\" (try --help)", "--frobnicate=1");
-    EXPECT_CLI_ERR("unknown option \"-x\" (try --help)", "-x");
-    EXPECT_CLI_ERR("unexpected argument \"extra\" (expected options; try --help)", "extra");
-    EXPECT_CLI_ERR("--http: missing value (expected IP:PORT such as 127.0.0.1:8080 or "
-                   "[::1]:8080, or off)", "--http");
-    EXPECT_CLI_ERR("--http: invalid value \"localhost:80\" (expected IP:PORT such as "
-                   "127.0.0.1:8080 or [::1]:8080, or off)", "--http", "localhost:80");
-    EXPECT_CLI_ERR("--backend: invalid value \"a.example\" (expected HOST:PORT such as "
-                   "127.0.0.1:8081)", "--backend", "a.example");
-    EXPECT_CLI_ERR("--cache-size: invalid value \"lots\" (expected a size such as 256M or 1G)",
-                   "--cache-size", "lots");
-    EXPECT_CLI_ERR("--workers: invalid value \"0\" (expected 1 to 1024, or auto)", "--workers", "0");
-    EXPECT_CLI_ERR("--log-level: invalid value \"loud\" (expected debug, info, warn or error)",
-                   "--log-level", "loud");
-    EXPECT_CLI_ERR("--cache-size: given twice (expected it once)", "--cache-size", "1G",
-                   "--cache-size", "2G");
-    EXPECT_CLI_ERR("--cert: given without --key (expected both)", "--cert", "c.pem");
-    EXPECT_CLI_ERR("--key: given without --cert (expected both)", "--key", "k.pem");
-    EXPECT_CLI_ERR("-t and -T: both given (expected one of them)", "-t", "-T");
-    EXPECT_CLI_ERR("--https: off together with addresses (expected one or the other)", "--https",
-                   "127.0.0.1:0", "--https", "off");
-    EXPECT_CLI_ERR("--version: takes no value", "--version=2");
-    EXPECT_CLI_ERR("unknown option \"-tT\" (try --help)", "-tT");
-    EXPECT_CLI_ERR("--config: invalid value \"\" (expected a file name)", "-c", "");
+    EXPECT_CLI_ERR("command line (--htp): unknown option (did you mean --http?)", "--htp", "x");
+    EXPECT_CLI_ERR("command line (--frobnicate): unknown option (try --help)", "--frobnicate=1");
+    EXPECT_CLI_ERR("command line (-x): unknown option (try --help)", "-x");
+    EXPECT_CLI_ERR("command line (extra): unexpected argument (expected options; try --help)",
+                   "extra");
+    EXPECT_CLI_ERR(
+        "command line (--http): missing value (expected IP:PORT such as 127.0.0.1:8080 or "
+        "[::1]:8080, or off)",
+        "--http");
+    EXPECT_CLI_ERR(
+        "command line (--http): invalid value \"localhost:80\" (expected IP:PORT such as "
+        "127.0.0.1:8080 or [::1]:8080, or off)",
+        "--http", "localhost:80");
+    EXPECT_CLI_ERR(
+        "command line (--backend): invalid value \"a.example\" (expected HOST:PORT such as "
+        "127.0.0.1:8081)",
+        "--backend", "a.example");
+    EXPECT_CLI_ERR(
+        "command line (--cache-size): invalid value \"lots\" (expected a size such as 256M or 1G)",
+        "--cache-size", "lots");
+    EXPECT_CLI_ERR("command line (--workers): invalid value \"0\" (expected 1 to 1024, or auto)",
+                   "--workers", "0");
+    EXPECT_CLI_ERR(
+        "command line (--log-level): invalid value \"loud\" (expected debug, info, warn or error)",
+        "--log-level", "loud");
+    EXPECT_CLI_ERR("command line (--cache-size): given twice (expected it once)", "--cache-size",
+                   "1G", "--cache-size", "2G");
+    EXPECT_CLI_ERR("command line (--cert): given without --key (expected both)", "--cert", "c.pem");
+    EXPECT_CLI_ERR("command line (--key): given without --cert (expected both)", "--key", "k.pem");
+    EXPECT_CLI_ERR("command line (-t, -T): both given (expected one of them)", "-t", "-T");
+    EXPECT_CLI_ERR(
+        "command line (--https): off together with addresses (expected one or the other)",
+        "--https", "127.0.0.1:0", "--https", "off");
+    EXPECT_CLI_ERR("command line (--version): takes no value", "--version=2");
+    EXPECT_CLI_ERR("command line (-tT): unknown option (try --help)", "-tT");
+    EXPECT_CLI_ERR("command line (--config): invalid value \"\" (expected a file name)", "-c", "");
+    /* every bad option, not only the first (issue 40) */
+    EXPECT_CLI_ERR("command line (--cache-size): invalid value \"12X\" (expected a size such as "
+                   "256M or 1G)\ncommand line (--workers): invalid value \"many\" (expected 1 "
+                   "to 1024, or auto)\ncommand line (--cahce-size): unknown option (did you mean "
+                   "--cache-size?)\ncommand line (--key): given without --cert (expected both)",
+                   "--cache-size", "12X", "--workers", "many", "--cahce-size", "1G", "--key",
+                   "k.pem");
 }
 
 static void test_parse_repeat_cap(void)
@@ -119,7 +136,7 @@ static void test_parse_repeat_cap(void)
         argv[argc++] = "127.0.0.1:81";
     }
     CU_ASSERT_EQUAL(ct_conf_cli_parse(argc, argv, &cli, err, sizeof(err)), CT_ECONF);
-    CU_ASSERT_STRING_EQUAL(err, "--backend: given more than 16 times");
+    CU_ASSERT_STRING_EQUAL(err, "command line (--backend): given more than 16 times");
 }
 
 static void test_usage(void)
@@ -129,9 +146,9 @@ static void test_usage(void)
     FILE *fp = open_memstream(&buf, &len);
     ct_conf_cli_usage("cachet", fp);
     fclose(fp);
-    const char *opts[] = {"-c, --config", "-t", "-T", "--version", "--http", "--https",
-                          "--backend", "--cert", "--key", "--cache-size", "--workers",
-                          "--admin", "--log-level", "--access-log"};
+    const char *opts[] = {"-c, --config", "-t",        "-T",          "--version",   "--http",
+                          "--https",      "--backend", "--cert",      "--key",       "--cache-size",
+                          "--workers",    "--admin",   "--log-level", "--access-log"};
     for (size_t i = 0; i < CT_ARRAY_LEN(opts); i++)
         CU_ASSERT_PTR_NOT_NULL(strstr(buf, opts[i]));
     free(buf);
@@ -144,8 +161,8 @@ static void test_default_with_overrides(void)
 {
     CU_ASSERT_EQUAL_FATAL(PARSE("--http", "127.0.0.1:0", "--https", "127.0.0.1:0", "--backend",
                                 "127.0.0.1:9001", "--backend", "o.example:9002", "--cache-size",
-                                "64M", "--workers", "2", "--admin", "127.0.0.1:0",
-                                "--log-level", "warn", "--access-log", "-"),
+                                "64M", "--workers", "2", "--admin", "127.0.0.1:0", "--log-level",
+                                "warn", "--access-log", "-"),
                           CT_OK);
     struct ct_conf *cf = build();
     CU_ASSERT_PTR_NOT_NULL_FATAL(cf);
@@ -177,14 +194,14 @@ static void test_default_with_overrides(void)
     ct_conf_free(&cf);
 }
 
-#define FILE_CONF                                                                            \
-    "listen = (\n"                                                                            \
-    "  { kind = \"http\"; address = \"127.0.0.1:8080\"; redirect_to_https = true; },\n"        \
-    "  { kind = \"https\"; address = \"127.0.0.1:8443\";\n"                                   \
-    "    tls = { self_signed = true; min_version = \"1.3\"; }; }\n"                           \
-    ");\n"                                                                                    \
-    "backends = ( { name = \"o\"; address = \"127.0.0.1:8081\"; connect_timeout = \"2s\"; } );\n" \
-    "cache = { size = \"128M\"; max_object_size = \"1M\"; };\n"                               \
+#define FILE_CONF                                                                                  \
+    "listen = (\n"                                                                                 \
+    "  { kind = \"http\"; address = \"127.0.0.1:8080\"; redirect_to_https = true; },\n"            \
+    "  { kind = \"https\"; address = \"127.0.0.1:8443\";\n"                                        \
+    "    tls = { self_signed = true; min_version = \"1.3\"; }; }\n"                                \
+    ");\n"                                                                                         \
+    "backends = ( { name = \"o\"; address = \"127.0.0.1:8081\"; connect_timeout = \"2s\"; } );\n"  \
+    "cache = { size = \"128M\"; max_object_size = \"1M\"; };\n"                                    \
     "workers = 6;\n"
 
 /* The file wins over the defaults, the command line over the file; a single
@@ -192,9 +209,9 @@ static void test_default_with_overrides(void)
 static void test_file_with_overrides(void)
 {
     write_conf(FILE_CONF);
-    CU_ASSERT_EQUAL_FATAL(PARSE("-c", conf_path, "--http", "127.0.0.1:0", "--https",
-                                "127.0.0.1:0", "--cache-size", "32M", "--backend",
-                                "127.0.0.1:7001", "--backend", "127.0.0.1:7002"),
+    CU_ASSERT_EQUAL_FATAL(PARSE("-c", conf_path, "--http", "127.0.0.1:0", "--https", "127.0.0.1:0",
+                                "--cache-size", "32M", "--backend", "127.0.0.1:7001", "--backend",
+                                "127.0.0.1:7002"),
                           CT_OK);
     struct ct_conf *cf = build();
     CU_ASSERT_PTR_NOT_NULL_FATAL(cf);
@@ -231,9 +248,9 @@ static void test_file_with_overrides(void)
 static void test_listener_replacement(void)
 {
     write_conf(FILE_CONF);
-    CU_ASSERT_EQUAL_FATAL(PARSE("-c", conf_path, "--https", "127.0.0.1:0", "--https",
-                                "[::1]:0", "--http", "off"),
-                          CT_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        PARSE("-c", conf_path, "--https", "127.0.0.1:0", "--https", "[::1]:0", "--http", "off"),
+        CT_OK);
     struct ct_conf *cf = build();
     CU_ASSERT_PTR_NOT_NULL_FATAL(cf);
     CU_ASSERT_EQUAL_FATAL(cf->nlisteners, 2);
@@ -249,21 +266,23 @@ static void test_listener_replacement(void)
 /* An error after listeners were renumbered still points at the file line. */
 static void test_locations_survive_overrides(void)
 {
-    write_conf("listen = (\n"
-               "  { kind = \"http\"; address = \"127.0.0.1:8080\"; },\n"
-               "  { kind = \"https\"; address = \"127.0.0.1:8443\"; tls = { self_signed = true; }; },\n"
-               "  { kind = \"http\"; address = \"127.0.0.1:8081\"; },\n"
-               "  { kind = \"https\"; address = \"127.0.0.1:8444\";\n"
-               "    tls = { self_signed = true; client_verify = \"required\"; }; }\n"
-               ");\n"
-               "backends = ( { address = \"127.0.0.1:9\"; } );\n");
+    write_conf(
+        "listen = (\n"
+        "  { kind = \"http\"; address = \"127.0.0.1:8080\"; },\n"
+        "  { kind = \"https\"; address = \"127.0.0.1:8443\"; tls = { self_signed = true; }; },\n"
+        "  { kind = \"http\"; address = \"127.0.0.1:8081\"; },\n"
+        "  { kind = \"https\"; address = \"127.0.0.1:8444\";\n"
+        "    tls = { self_signed = true; client_verify = \"required\"; }; }\n"
+        ");\n"
+        "backends = ( { address = \"127.0.0.1:9\"; } );\n");
     CU_ASSERT_EQUAL_FATAL(PARSE("-c", conf_path, "--http", "127.0.0.1:0"), CT_OK);
     CU_ASSERT_PTR_NULL(build());
     char want[256];
     /* listen[3] of the file became listen[2]: the http ones collapsed into one */
     snprintf(want, sizeof(want),
              "%s:6: listen[2].tls.client_verify: client certificates verified against nothing "
-             "(expected client_ca = \"FILE\" with it)", conf_path);
+             "(expected client_ca = \"FILE\" with it)",
+             conf_path);
     CU_ASSERT_TRUE(has_err(want));
     unlink(conf_path);
 }
@@ -279,11 +298,12 @@ static void test_override_errors(void)
     CU_ASSERT_TRUE(has_err("command line (--cache-size): cache.size: out of range: \"2T\" "
                            "(expected a size such as 512K, 256M, 1G or a byte count, from 1M "
                            "to 1T)"));
-    CU_ASSERT_EQUAL_FATAL(PARSE("--cache-size", "8M"), CT_OK); /* below the 16M object cap */
-    CU_ASSERT_PTR_NULL(build());
-    CU_ASSERT_TRUE(has_err("command line (--cache-size): cache.max_object_size: 16M is larger "
-                           "than the whole cache, cache.size = 8M (expected at most "
-                           "cache.size)"));
+    /* below the default 16M object cap: the unset cap follows (1/16) */
+    CU_ASSERT_EQUAL_FATAL(PARSE("--cache-size", "8M"), CT_OK);
+    struct ct_conf *cf = build();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cf);
+    CU_ASSERT_EQUAL(cf->cache.max_object_bytes, 512 * 1024);
+    ct_conf_free(&cf);
     CU_ASSERT_EQUAL_FATAL(PARSE("--http", "127.0.0.1:8443"), CT_OK);
     CU_ASSERT_PTR_NULL(build());
     CU_ASSERT_TRUE(has_err("<default>:3: listen[1].address: address 127.0.0.1:8443 is already "
@@ -303,9 +323,10 @@ static void test_override_errors(void)
  * before the cross-checks. */
 static void test_cert_override_replaces_file_certs(void)
 {
-    write_conf("listen = ( { kind = \"https\"; address = \"127.0.0.1:8443\";\n"
-               "  tls = { certificates = ( { cert = \"/gone.pem\"; key = \"/gone.key\"; } ); }; } );\n"
-               "backends = ( { address = \"127.0.0.1:9\"; } );\n");
+    write_conf(
+        "listen = ( { kind = \"https\"; address = \"127.0.0.1:8443\";\n"
+        "  tls = { certificates = ( { cert = \"/gone.pem\"; key = \"/gone.key\"; } ); }; } );\n"
+        "backends = ( { address = \"127.0.0.1:9\"; } );\n");
     CU_ASSERT_EQUAL_FATAL(PARSE("-c", conf_path), CT_OK);
     CU_ASSERT_PTR_NULL(build());
     CU_ASSERT_EQUAL_FATAL(PARSE("-c", conf_path, "--cert", "/also-gone.pem", "--key", "/k"), CT_OK);

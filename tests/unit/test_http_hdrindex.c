@@ -79,6 +79,16 @@ static void test_typical(void)
     CU_ASSERT_TRUE(within(ct_hdrindex_field(&hx, 5).name, typical, sizeof(typical) - 1));
     CU_ASSERT_TRUE(within(ct_hdrindex_field(&hx, 4).name, ix, len));
     CU_ASSERT_TRUE(within(ct_hdrindex_field(&hx, 8).name, ix, len));
+    /* the names as the block spells them (HTTP/1.1 keeps the origin's
+     * case): table, copied and lower-case ones alike (issue 40) */
+    static const char *const wire[] = {"Content-Type", "cache-control", "ETag", "Last-Modified",
+                                        "X-Request-Id", "x-lower", "Set-Cookie", "Set-Cookie",
+                                        "X-Empty", "Date"};
+    for (unsigned i = 0; i < CT_ARRAY_LEN(wire); i++) {
+        struct ct_str w = ct_hdrindex_wire_name(&hx, i);
+        CU_ASSERT_TRUE(ct_str_eq(w, ct_str_c(wire[i])));
+        CU_ASSERT_TRUE(within(w, typical, sizeof(typical) - 1));
+    }
     /* find: every Set-Cookie in order, then none; absent ids */
     CU_ASSERT_EQUAL(ct_hdrindex_find(&hx, CT_HDR_SET_COOKIE, 0), 6);
     CU_ASSERT_EQUAL(ct_hdrindex_find(&hx, CT_HDR_SET_COOKIE, 7), 7);

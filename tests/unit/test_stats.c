@@ -539,6 +539,7 @@ static struct ct_accesslog_rec sample_rec(void)
         .user_agent = CT_STR("curl/7.88.1"),
         .request_time_s = 0.0012,
         .upstream_time_s = 0.001,
+        .upstream_status = 200,
         .cache_status = "MISS",
         .tls_version = "TLSv1.3",
     };
@@ -554,7 +555,7 @@ static void test_alog_combined(void)
     ct_accesslog_format(CT_ACCESSLOG_COMBINED, &r, &o);
     CU_ASSERT_STRING_EQUAL(o.p, "127.0.0.1 - - [01/Dec/2026:03:37:00 +0000] \"GET /a?b=1 "
                                 "HTTP/1.1\" 200 1024 \"-\" \"curl/7.88.1\" rt=0.001 ut=0.001 "
-                                "cs=MISS tls=TLSv1.3\n");
+                                "us=200 cs=MISS tls=TLSv1.3\n");
     /* the formatted second is cached per thread: a new second shows */
     o.len = 0;
     r.time += 61;
@@ -570,6 +571,7 @@ static void test_alog_combined(void)
     r.user_agent = CT_STR("evil\"agent\r\n127.0.0.1 - - fake");
     r.referer = CT_STR("http://r/");
     r.upstream_time_s = -1;
+    r.upstream_status = 0;
     r.cache_status = NULL;
     r.tls_version = NULL;
     r.version = 10;
@@ -577,7 +579,7 @@ static void test_alog_combined(void)
     CU_ASSERT_STRING_EQUAL(o.p, "127.0.0.1 - - [01/Dec/2026:03:37:00 +0000] \"GET "
                                 "/x\\x22y\\x5Cz\\x01\\x7F\\xFF HTTP/1.0\" 200 1024 \"http://r/\" "
                                 "\"evil\\x22agent\\x0D\\x0A127.0.0.1 - - fake\" rt=0.001 ut=- "
-                                "cs=- tls=-\n");
+                                "us=- cs=- tls=-\n");
     CU_ASSERT_PTR_NULL(memchr(o.p, '\n', o.len - 1)); /* one line */
     /* seconds rounded to ms without printf; big numbers */
     o.len = 0;
@@ -619,17 +621,20 @@ static void test_alog_json(void)
                                 "\"GET\",\"uri\":\"/a?b=1\",\"status\":200,\"body_bytes_sent\":"
                                 "1024,\"referer\":null,\"user_agent\":\"curl/7.88.1\","
                                 "\"request_time\":0.001,\"upstream_time\":0.001,"
-                                "\"cache_status\":\"MISS\",\"tls\":\"TLSv1.3\"}\n");
+                                "\"upstream_status\":200,\"cache_status\":\"MISS\","
+                                "\"tls\":\"TLSv1.3\"}\n");
     o.len = 0;
     r.target = CT_STR("/q\"\\\x01\xc3\xa9\xff");
     r.user_agent = CT_STR("a\tb\"c");
     r.upstream_time_s = -1;
+    r.upstream_status = 0;
     r.cache_status = NULL;
     ct_accesslog_format(CT_ACCESSLOG_JSON, &r, &o);
     CU_ASSERT_TRUE(json_valid(o.p, o.len));
     CU_ASSERT_PTR_NOT_NULL(strstr(o.p, "\"uri\":\"/q\\\"\\\\\\u0001\xc3\xa9\\u00ff\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(o.p, "\"user_agent\":\"a\\tb\\\"c\""));
-    CU_ASSERT_PTR_NOT_NULL(strstr(o.p, "\"upstream_time\":null,\"cache_status\":null"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.p, "\"upstream_time\":null,\"upstream_status\":null,"
+                                         "\"cache_status\":null"));
     ct_buf_free(&o);
 }
 
