@@ -1158,6 +1158,7 @@ enum ct_req_next ct_step_cache(struct ct_req *r)
 static bool origin_error(enum ct_close why)
 {
     return why == CT_CLOSE_NO_BACKEND || why == CT_CLOSE_ORIGIN_CONNECT ||
+           why == CT_CLOSE_ORIGIN_TLS ||
            why == CT_CLOSE_ORIGIN_TIMEOUT ||
            why == CT_CLOSE_ORIGIN_RESET || why == CT_CLOSE_ORIGIN_BAD ||
            why == CT_CLOSE_ORIGIN_TRUNC;

@@ -27,8 +27,9 @@ struct ct_upstream_owner {
     void (*ready)(void *owner);     /* connected: send the request */
     void (*readable)(void *owner);  /* response bytes in its input */
     void (*drained)(void *owner);   /* its output went down to the low mark */
-    /* The connection failed or closed (WHY: ORIGIN_CONNECT, ORIGIN_TIMEOUT
-     * or ORIGIN_RESET). The upstream is dead; the owner releases it. */
+    /* The connection failed or closed (WHY: ORIGIN_CONNECT, ORIGIN_TLS,
+     * ORIGIN_TIMEOUT or ORIGIN_RESET). The upstream is dead; the owner
+     * releases it. */
     void (*closed)(void *owner, enum ct_close why);
 };
 
@@ -37,6 +38,9 @@ struct ct_upstream_owner {
 struct ct_upstream_pick {
     size_t group;
     uint64_t key;
+    /* the request's host (no port), for a TLS backend with
+     * `server_name = "$host"`; empty: the backend's name */
+    struct ct_str host;
 };
 
 /* Pick a backend (PICK: NULL is the group "default"; passive and active
@@ -53,6 +57,10 @@ unsigned ct_upstream_group_busy(const struct ct_worker *w, size_t group);
 void ct_upstream_release(struct ct_upstream **up, bool reusable);
 bool ct_upstream_is_connected(const struct ct_upstream *u);
 bool ct_upstream_is_reused(const struct ct_upstream *u);
+/* TLS to the origin: the version ("1.2", "1.3"; NULL for cleartext) and
+ * whether the handshake resumed a session (access log's utls=, uts=). */
+const char *ct_upstream_tls_version(const struct ct_upstream *u);
+bool ct_upstream_tls_resumed(const struct ct_upstream *u);
 struct bufferevent *ct_upstream_bev(struct ct_upstream *u);
 struct ct_io *ct_upstream_io(struct ct_upstream *u);
 struct ct_http_parser *ct_upstream_parser(struct ct_upstream *u);
