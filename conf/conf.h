@@ -445,6 +445,7 @@ struct ct_conf_fleet_member {
     char *name;              /* stable: ownership hashes on it, not on the address */
     struct ct_conf_addr addr; /* IP:PORT of its HTTP listener peers fetch from */
     struct ct_conf_addr admin; /* its admin listener, for HTTP fan-out; host NULL: none */
+    struct ct_conf_backend_tls tls; /* peer fetches over TLS (on: address is an https one) */
     /* not a row: learned from its registration in Redis (fleet.learn_members),
      * merged in by ct_conf_build_learned, never in the file */
     bool learned;

@@ -542,6 +542,11 @@ static const struct ct_conf_row fleet_member_rows[] = {
     ROW_ADDR(T, "admin", admin, CT_ROW_OFF, Q("off"),
              "`IP:PORT` of the member's admin listener: purges and bans are sent there over "
              "HTTP while Redis is down, and always without `redis`; `off` = none."),
+    {.name = "tls", .type = CT_ROW_GROUP, .flags = CT_ROW_PRESENCE, FLD(T, tls),
+     .sub = &backend_tls_section,
+     .help = "Peer fetches to this member over TLS (group, the keys of `backends[].tls`): "
+             "`address` is then its https listener; verified against its IP address unless "
+             "`server_name` is set. Members learned from Redis are fetched from in cleartext."},
 };
 static bool member_learned(const void *elem)
 {
@@ -1401,6 +1406,13 @@ const char *ct_conf_default_reason(const char *key)
     for (size_t i = 0; i < CT_ARRAY_LEN(reasons); i++)
         if (strcmp(reasons[i].key, key) == 0)
             return reasons[i].why;
+    /* a fleet member's TLS takes the backends' */
+    static const char mtls[] = "fleet.members[].tls.";
+    if (strncmp(key, mtls, sizeof(mtls) - 1) == 0) {
+        char k[128];
+        snprintf(k, sizeof(k), "backends[].tls.%s", key + sizeof(mtls) - 1);
+        return ct_conf_default_reason(k);
+    }
     /* a group's backends take the top-level backends' rows and reasons */
     static const char grp[] = "backend_groups[].";
     if (strncmp(key, grp, sizeof(grp) - 1) == 0 &&
