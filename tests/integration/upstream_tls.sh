@@ -20,7 +20,8 @@
 # - a cleartext answer on the TLS port, a close during the handshake: 502;
 #   a stall: 504 bounded by handshake_timeout;
 # - sessions: new connections resume (nginx's $ssl_session_reused), a burst
-#   of 40 connections at once resumes; active health checks over TLS.
+#   of 40 connections at once resumes; active health checks over TLS;
+# - an Upgrade tunnel (websocket-like) through a TLS origin.
 # needs: cachet cachet-origin
 # (and nginx, openssl, python3: the Makefile's TEST_PKGS)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -37,7 +38,7 @@ ct_ca_client "$D/ca" client || exit 1
 C=$D/ca
 
 ct_start_origin
-read -r A B PL ST CL < <(ct_free_ports 5)
+read -r A B PL ST CL WS < <(ct_free_ports 6)
 
 # nginx: TLS on A (SNI picks the certificate) and B (a certificate without
 # the IP address), cleartext on PL; $ssl_session_reused in its access log.
@@ -86,9 +87,42 @@ http {
 }
 EOF
 ct_start nginx nginx -p "$D/ng" -e "$D/ng/error.log" -c "$D/ng/nginx.conf"
-# stall: listens, never answers; close: accepts and closes at once
+# stall: listens, never answers; close: accepts and closes at once; ws: a
+# TLS origin that answers a request carrying Upgrade with 101, then echoes
+# every byte upper-cased (a websocket-like tunnel)
 ct_start peers python3 -c "
-import socket, threading
+import socket, ssl, threading
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain('$C/origin.pem', '$C/origin.key')
+ws = socket.socket(); ws.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ws.bind(('127.0.0.1', $WS)); ws.listen(16)
+def tunnel(c):
+    try:
+        s = ctx.wrap_socket(c, server_side=True)
+        buf = b''
+        while b'\\r\\n\\r\\n' not in buf:
+            d = s.recv(4096)
+            if not d:
+                return
+            buf += d
+        if b'\\nupgrade:' not in buf.lower():
+            s.sendall(b'HTTP/1.1 400 Bad Request\\r\\nContent-Length: 0\\r\\nConnection: close\\r\\n\\r\\n')
+            return
+        s.sendall(b'HTTP/1.1 101 Switching Protocols\\r\\nConnection: Upgrade\\r\\nUpgrade: shout\\r\\n\\r\\n')
+        rest = buf.split(b'\\r\\n\\r\\n', 1)[1]
+        while True:
+            if rest:
+                s.sendall(rest.upper())
+            rest = s.recv(65536)
+            if not rest:
+                break
+    except Exception:
+        pass
+def wsloop():
+    while True:
+        c, _ = ws.accept()
+        threading.Thread(target=tunnel, args=(c,), daemon=True).start()
+threading.Thread(target=wsloop, daemon=True).start()
 st = socket.socket(); st.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 st.bind(('127.0.0.1', $ST)); st.listen(64)
 cl = socket.socket(); cl.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -129,6 +163,7 @@ be mtlsno "$A" "$CA server_name = \"mtls.test\";"
 be plain "$PL" "$CA server_name = \"origin.test\";"
 be stall "$ST" "$CA handshake_timeout = \"1s\";"
 be close "$CL" "$CA"
+be ws "$WS" "$CA server_name = \"origin.test\";"
 be reuse "$A" "$CA server_name = \"origin.test\";" "pool_max_idle = 0;"
 be health "$A" "$CA server_name = \"origin.test\";" "health_check = { enabled = true; interval = \"200ms\"; path = \"/json\"; };"
 be healthbad "$A" "$CA server_name = \"wrong.test\";" "health_check = { enabled = true; interval = \"200ms\"; path = \"/json\"; };"
@@ -146,6 +181,7 @@ $(site plain '"plain.test"')
 $(site stall '"stall.test"')
 $(site close '"close.test"')
 $(site reuse '"reuse.test"')
+$(site ws '"ws.test"')
   { name = "origin"; hosts = [ "origin.test" ]; }
 );
 EOF
@@ -197,6 +233,20 @@ alog() { grep -q 'utls=1.3 uts=' "$D/access.log"; }
 ct_wait_until 10 alog
 ct_check_match "access log: the origin's TLS version and handshake" \
     "$(grep -m1 'GET /json' "$D/access.log")" ' utls=1\.3 uts=f'
+
+# ---- a tunnel (websocket-like) through a TLS origin --------------------------------
+exec 3<>"/dev/tcp/127.0.0.1/$PPORT"
+printf 'GET /ws HTTP/1.1\r\nHost: ws.test\r\nConnection: Upgrade\r\nUpgrade: shout\r\n\r\n' >&3
+IFS= read -r -t 30 status <&3
+ct_check "Upgrade through a TLS origin: 101" "${status%$'\r'}" "HTTP/1.1 101 Switching Protocols"
+while IFS= read -r -t 30 line <&3; do [ -z "${line%$'\r'}" ] && break; done
+printf 'hello tunnel\n' >&3
+IFS= read -r -t 30 echo1 <&3
+ct_check "... bytes go through the TLS tunnel both ways" "$echo1" "HELLO TUNNEL"
+head -c 200000 /dev/zero | tr '\0' 'a' >&3
+got=$(head -c 200000 <&3 | tr -d 'A' | wc -c)
+ct_check "... 200 KB through it intact" "$got" 0
+exec 3<&-
 
 # ---- IP literal ------------------------------------------------------------------
 ct_check "IP literal: no SNI, the certificate's IP address verified" "$(get ip.test /json)" \
