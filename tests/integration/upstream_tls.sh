@@ -330,4 +330,20 @@ if ct_wait_until 20 probes; then ct_pass "health checks over TLS reach the origi
     ct_failed "health checks over TLS reach the origin"; fi
 ct_check "... and never mark the good one down" "$(grep -c "backend health/127.0.0.1:$A .* is down" "$CT_TMP/proxy.err")" 0
 
+# ---- the dashboard's backends table ------------------------------------------------------
+if [ -x "${CT_CHROMIUM:-/usr/bin/chromium}" ]; then
+    hit='/gen?size=10&cache-control=max-age%3D600&t=dash'
+    get origin.test "$hit" >/dev/null
+    python3 "$CT_SRC/tests/integration/dashboard_cdp.py" "http://127.0.0.1:$APORT/" "$D" \
+        "for i in \$(seq 1 5); do curl -s -o /dev/null -H 'Host: origin.test' '$P$hit'; done" 5 \
+        >"$D/cdp.out" 2>&1
+    cells=$(sed -n 's/^backend_cells=//p' "$D/cdp.out")
+    ct_check_match "dashboard: TLS failures by reason for the \$host backend" \
+        "$(tr ';' '\n' <<<"$cells" | grep "^host/")" 'expired [1-9].*name [1-9]'
+    ct_check_match "dashboard: full / resumed handshakes for the pool-less backend" \
+        "$(tr ';' '\n' <<<"$cells" | grep "^reuse/")" '\|[0-9]+ / [1-9][0-9]*\|0$'
+else
+    ct_pass "dashboard not checked: no chromium"
+fi
+
 ct_done
