@@ -45,9 +45,17 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static X509_STORE *system_store; /* the system's CAs, built once; one reference held */
 static char system_err[256];
 
+static pthread_once_t system_once = PTHREAD_ONCE_INIT;
+
 static void init_once(void)
 {
     sink_idx = SSL_get_ex_new_index(0, (void *)"cachet: session sink", NULL, NULL, NULL);
+}
+
+/* Parsing Debian's bundle costs ~250 M instructions: only for a backend
+ * that uses it. */
+static void system_store_once(void)
+{
     system_store = X509_STORE_new();
     if (system_store && !X509_STORE_set_default_paths(system_store)) {
         ct_tls_set_err(system_err, sizeof(system_err), "cannot load the system CA store");
@@ -73,6 +81,7 @@ static int set_ca(struct ct_tls_client *c, const struct ct_tls_client_conf *cf, 
     if (!cf->verify)
         return CT_OK;
     if (cf->ca_file == NULL) {
+        pthread_once(&system_once, system_store_once);
         if (system_store == NULL) {
             snprintf(err, errlen, "%s", system_err[0] ? system_err : "no system CA store");
             return CT_ECONF;
