@@ -10,7 +10,8 @@
 #   cachet -t), and the running configuration keeps serving;
 # - the origin rotates to a certificate of another CA: 502 "unable to get
 #   local issuer certificate" until the CA file is replaced and cachet
-#   reloaded, then 200.
+#   reloaded, then 200; meanwhile an object allowing stale-if-error is
+#   served stale.
 # needs: cachet cachet-origin
 # (and nginx, openssl: the Makefile's TEST_PKGS)
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -128,6 +129,8 @@ ct_check "... the running configuration serves on" "$(code)" 200
 conf "$D/ca.pem" >"$D/c.conf"
 
 # ---- the origin rotates to another CA ------------------------------------------------
+sie='/gen?size=10&cache-control=max-age%3D1%2C%20stale-if-error%3D600&t=sie'
+ct_check "an object allowing stale-if-error stored over TLS" "$(code "$sie")" 200
 ngconf "$D/ca2"
 kill -HUP "$(ct_pid nginx)"
 ct_wait_until 30 up "$D/ca2/ca.pem" "$A" origin.test || ct_failed "nginx rotated"
@@ -136,6 +139,9 @@ if ct_wait_until 30 fails; then ct_pass "the origin's new CA is not trusted yet:
     ct_failed "the origin's new CA is not trusted yet: 502" "$(code)"; fi
 ct_check_match "... unable to get local issuer certificate" \
     "$(grep 'TLS handshake failed' "$CT_TMP/proxy.err" | tail -1)" 'unable to get local issuer certificate'
+stale() { [[ "$(curl -s -m 30 -D - -o /dev/null -H 'Host: origin.test' "$P$sie" | tr -d '\r')" == *"detail=stale-if-error"* ]]; }
+if ct_wait_until 20 stale; then ct_pass "... served stale (stale-if-error) while the origin's TLS fails"
+else ct_failed "... served stale (stale-if-error) while the origin's TLS fails"; fi
 cp "$D/ca2/ca.pem" "$D/ca.pem" # the CA file rotated in place, same name
 ct_reload "$(ct_pid proxy)" 2 || ct_failed "reload 2 applied"
 ct_check "after the reload with the rotated CA file: 200" "$(code)" 200
