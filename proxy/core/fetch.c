@@ -455,8 +455,12 @@ static bool may_retry(const struct ct_req *r, enum ct_close why)
     /* Refused: nothing was sent, any method may go to the next backend (as
      * nginx's proxy_next_upstream error); the one that refused counts a
      * failure for passive health. */
-    if (why == CT_CLOSE_ORIGIN_CONNECT || why == CT_CLOSE_ORIGIN_TLS)
+    if (why == CT_CLOSE_ORIGIN_CONNECT)
         return r->w->nbe > 1; /* the worker's own set: a reload swaps px's on the main thread */
+    /* A TLS failure (a certificate, a name) would fail again on the same
+     * backend: only another one of the group may do better. */
+    if (why == CT_CLOSE_ORIGIN_TLS)
+        return ct_upstream_other_live(r->u);
     return why == CT_CLOSE_ORIGIN_RESET && ct_upstream_is_reused(r->u) && !r->up_got_byte &&
            (ct_http_method_flags(r->msg->method) & CT_METHOD_IDEMPOTENT) != 0;
 }

@@ -380,6 +380,11 @@ static bool other_backend_live(struct ct_worker *w, const struct ct_backend_rt *
     return false;
 }
 
+bool ct_upstream_other_live(const struct ct_upstream *u)
+{
+    return other_backend_live(u->w, u->be, ct_time_mono());
+}
+
 void ct_upstream_mark_failed(struct ct_upstream *u, enum ct_conf_fail kind)
 {
     struct ct_backend_rt *be = u->be;

@@ -77,6 +77,8 @@ void ct_upstream_set_owner(struct ct_upstream *u, const struct ct_upstream_owner
  * backend's passive_fail_on lists it. Never takes out the last backend in
  * rotation. */
 void ct_upstream_mark_failed(struct ct_upstream *u, enum ct_conf_fail kind);
+/* Is another backend of U's group in rotation (a retry could go elsewhere)? */
+bool ct_upstream_other_live(const struct ct_upstream *u);
 /* Per-backend counter WHAT += 1 for U's backend (any worker). */
 void ct_upstream_count(struct ct_upstream *u, enum ct_stats_be what);
 /* W's backends at start, or after a reload (on W's thread): backend i is
