@@ -50,6 +50,13 @@ static inline unsigned ct_close_status(enum ct_close why)
 {
     return ct_close_row(why)->status;
 }
+/* The Cache-Status (RFC 9211) of the error answer for WHY, when it says
+ * more than the status: NULL for none. */
+static inline const char *ct_close_cache_status(enum ct_close why)
+{
+    return why == CT_CLOSE_ORIGIN_TLS ? "cachet; detail=origin-tls" : NULL;
+}
+
 static inline bool ct_close_is_err(enum ct_close why)
 {
     return ct_close_row(why)->is_err;

@@ -29,6 +29,7 @@ CT_CLOSE(TLS_HANDSHAKE,  1,   0, "TLS handshake failed")
 /* the origin's fault */
 CT_CLOSE(NO_BACKEND,     1, 503, "no live backend")
 CT_CLOSE(ORIGIN_CONNECT, 1, 502, "cannot connect to origin")
+CT_CLOSE(ORIGIN_TLS,     1, 502, "TLS handshake with origin failed")
 CT_CLOSE(ORIGIN_RESET,   1, 502, "origin closed the connection before a response")
 CT_CLOSE(ORIGIN_BAD,     1, 502, "malformed response from origin")
 CT_CLOSE(ORIGIN_TIMEOUT, 1, 504, "origin did not answer in time")

@@ -144,6 +144,25 @@ struct ct_conf_health {
     unsigned fall; /* consecutive failures to mark down */
 };
 
+/* TLS to one origin (backends[].tls, issue 39). A backend speaks TLS when
+ * its `tls` group is written (ON): `tls = {};` verifies against the
+ * system's CA store, with SNI and the name check on the backend's host. */
+struct ct_conf_backend_tls {
+    bool on;            /* derived: the group is in the file (or --backend https://) */
+    bool verify;        /* the origin's certificate chain and name */
+    char *ca;           /* PEM CA bundle; "system": the system's store */
+    char *server_name;  /* SNI and checked name; NULL: the host, "$host": the request's */
+    char *cert, *key;   /* mTLS: our client certificate and key; NULL: none */
+    int min_version;    /* TLS1_2_VERSION or TLS1_3_VERSION */
+    char *ciphers;      /* TLS <= 1.2 */
+    char *ciphersuites; /* TLS 1.3 */
+    char **alpn;        /* protocols offered, in order */
+    size_t nalpn;
+    bool session_reuse; /* resume saved sessions (ids or tickets) */
+    uint64_t handshake_timeout_ms;
+};
+#define CT_CONF_SERVER_NAME_HOST "$host"
+
 struct ct_conf_backend {
     char *name;
     char *host; /* name or IP; resolved by proxy/ */
@@ -160,6 +179,7 @@ struct ct_conf_backend {
     size_t n_passive_fail_on;
     unsigned passive_fail_mask; /* derived: CT_CONF_FAIL_* of passive_fail_on */
     struct ct_conf_health health;
+    struct ct_conf_backend_tls tls;
 };
 
 /* What counts as a failure for passive health (backends[].passive_fail_on). */
@@ -431,6 +451,7 @@ struct ct_conf_fleet_member {
     char *name;              /* stable: ownership hashes on it, not on the address */
     struct ct_conf_addr addr; /* IP:PORT of its HTTP listener peers fetch from */
     struct ct_conf_addr admin; /* its admin listener, for HTTP fan-out; host NULL: none */
+    struct ct_conf_backend_tls tls; /* peer fetches over TLS (on: address is an https one) */
     /* not a row: learned from its registration in Redis (fleet.learn_members),
      * merged in by ct_conf_build_learned, never in the file */
     bool learned;
@@ -613,6 +634,7 @@ struct ct_cli {
     size_t nhttps;
     const char *backend[CT_CLI_MAX_REPEAT];
     size_t nbackend;
+    const char *backend_ca; /* --backend-ca FILE: the CA of https:// backends */
     const char *cert_file;
     const char *key_file;
     const char *cache_size;
@@ -625,7 +647,8 @@ struct ct_cli {
 /* Parse cachet's whole command line (argv[0] is skipped):
  *   -c FILE  -t  -T  --version  -h/--help
  *   --http ADDR:PORT|off (repeatable)  --https ADDR:PORT|off (repeatable)
- *   --backend HOST:PORT (repeatable)  --cert FILE --key FILE (together)
+ *   --backend [http://|https://]HOST:PORT (repeatable)  --backend-ca FILE
+ *   --cert FILE --key FILE (together)
  *   --cache-size SIZE  --workers N|auto  --admin ADDR:PORT|off
  *   --log-level debug|info|warn|error  --access-log FILE|-|off
  * Values are syntax-checked here, every argument read whatever came before.

@@ -225,6 +225,7 @@ void ct_conf_check_backend_list(struct ct_conf *cf, struct ct_conf_errors *errs,
             CHECK_ERR(cf, errs, path, "invalid request target \"%s\" (expected a path "
                                       "starting with /)", b->health.path);
         }
+        ct_conf_check_backend_tls(cf, errs, prefix, i, b);
     }
 }
 

@@ -40,8 +40,20 @@ static int check_listen(const char *v)
     return CT_OK;
 }
 
+/* "https://HOST:PORT" -> true and HOST:PORT in *REST; "http://" or none -> false. */
+static bool backend_scheme(const char *v, const char **rest)
+{
+    if (strncmp(v, "https://", 8) == 0) {
+        *rest = v + 8;
+        return true;
+    }
+    *rest = strncmp(v, "http://", 7) == 0 ? v + 7 : v;
+    return false;
+}
+
 static int check_backend(const char *v)
 {
+    (void)backend_scheme(v, &v);
     char *host;
     uint16_t port;
     if (ct_conf_parse_hostport(v, &host, &port) != CT_OK)
@@ -86,7 +98,8 @@ static const struct opt opts[] = {
     {"--http", 0, OPT_REPEAT, F(http), F(nhttp), check_listen, LISTEN_EXPECT},
     {"--https", 0, OPT_REPEAT, F(https), F(nhttps), check_listen, LISTEN_EXPECT},
     {"--backend", 0, OPT_REPEAT, F(backend), F(nbackend), check_backend,
-     "HOST:PORT such as 127.0.0.1:8081"},
+     "HOST:PORT such as 127.0.0.1:8081, or https://HOST:PORT"},
+    {"--backend-ca", 0, OPT_VALUE, F(backend_ca), 0, check_nonempty, "a PEM file"},
     {"--cert", 0, OPT_VALUE, F(cert_file), 0, check_nonempty, "a PEM file"},
     {"--key", 0, OPT_VALUE, F(key_file), 0, check_nonempty, "a PEM file"},
     {"--cache-size", 0, OPT_VALUE, F(cache_size), 0, check_size, "a size such as 256M or 1G"},
@@ -110,7 +123,9 @@ void ct_conf_cli_usage(const char *prog, FILE *fp)
             "overrides (they win over the file):\n"
             "  --http ADDR:PORT|off  HTTP listener (repeatable)\n"
             "  --https ADDR:PORT|off HTTPS listener (repeatable)\n"
-            "  --backend HOST:PORT   origin (repeatable; replaces the file's backends)\n"
+            "  --backend [https://]HOST:PORT  origin (repeatable; replaces the file's\n"
+            "                        backends); https:// speaks verified TLS to it\n"
+            "  --backend-ca FILE     CA bundle the https backends are verified against\n"
             "  --cert FILE --key FILE  certificate of every HTTPS listener\n"
             "  --cache-size SIZE     e.g. 256M, 1G\n"
             "  --workers N|auto      worker threads\n"
@@ -448,10 +463,36 @@ static void apply_backends(struct apply *ap, const struct ct_cli *cli)
         snprintf(path, sizeof(path), "backends[%zu]", i);
         ct_conf_locs_set(cf->_locs, path, "command line (--backend)");
         snprintf(path, sizeof(path), "backends[%zu].address", i);
-        cli_set(ap, &ct_conf_backend_section, "address", b, path, cli->backend[i], "--backend");
+        const char *addr;
+        /* https:// turns TLS on (with the file's first backend's TLS
+         * settings if it has some, else the defaults); http:// and a bare
+         * address are cleartext */
+        b->tls.on = backend_scheme(cli->backend[i], &addr);
+        cli_set(ap, &ct_conf_backend_section, "address", b, path, addr, "--backend");
     }
     cf->nbackends = cli->nbackend;
     ct_conf_section_free(&ct_conf_backend_section, &tmpl);
+}
+
+/* --backend-ca: the CA bundle of every TLS backend of the top-level list. */
+static void apply_backend_ca(struct apply *ap, const struct ct_cli *cli)
+{
+    struct ct_conf *cf = ap->cf;
+    const struct ct_conf_row *tls = ct_conf_find_row(&ct_conf_backend_section, "tls");
+    bool used = false;
+    for (size_t i = 0; i < cf->nbackends; i++) {
+        struct ct_conf_backend *b = &cf->backends[i];
+        if (!b->tls.on)
+            continue;
+        char path[64];
+        snprintf(path, sizeof(path), "backends[%zu].tls.ca", i);
+        cli_set(ap, tls->sub, "ca", &b->tls, path, cli->backend_ca, "--backend-ca");
+        used = true;
+    }
+    if (!used)
+        ct_conf_err(ap->errs, "command line (--backend-ca)", NULL,
+                    "no TLS backend to use it (expected --backend https://HOST:PORT, or a "
+                    "backend with a tls group in the file)");
 }
 
 /* One scalar override: SECTION.ROW of the root, e.g. cache.size. */
@@ -480,6 +521,8 @@ static void apply_all(struct ct_conf *cf, const struct ct_cli *cli, struct ct_co
     if (cli->cert_file)
         apply_cert(&ap, cli);
     apply_backends(&ap, cli);
+    if (cli->backend_ca)
+        apply_backend_ca(&ap, cli);
     apply_one(&ap, "cache", "size", cli->cache_size, "--cache-size");
     apply_one(&ap, NULL, "workers", cli->workers, "--workers");
     apply_one(&ap, "admin", "listen", cli->admin, "--admin");

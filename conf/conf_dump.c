@@ -171,6 +171,8 @@ static void dump_section(const struct ct_conf_section *sec, const void *base, in
         const struct ct_conf_row *r = &sec->rows[i];
         if (sec->why_not && sec->why_not(r->name, base))
             continue;
+        if ((r->flags & CT_ROW_PRESENCE) && !*(const bool *)((const char *)base + r->off))
+            continue; /* not written: off (e.g. a cleartext backend's tls) */
         if ((r->flags & CT_ROW_SECRET) && *(char *const *)((const char *)base + r->off)) {
             /* the output is shown and pasted around: a comment, so that a
              * file made from it fails loudly (no token) rather than carry it */

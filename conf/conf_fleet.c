@@ -59,6 +59,10 @@ static void peer_backend(const struct ct_conf_fleet *fl, const struct ct_conf_fl
     b->max_fails = 0;
     b->passive_fail_mask = 0;
     b->health.enabled = false;
+    /* fetches over TLS: the member's group, as a backend's */
+    const struct ct_conf_section *tls = ct_conf_find_row(&ct_conf_backend_section, "tls")->sub;
+    ct_conf_section_free(tls, &b->tls);
+    ct_conf_section_copy(tls, &b->tls, &m->tls);
 }
 
 static bool is_name(const char *s)
@@ -201,6 +205,10 @@ void ct_conf_check_fleet(struct ct_conf *cf, struct ct_conf_errors *errs)
         }
         if (strcmp(m->name, fl->self) == 0)
             fl->self_index = i;
+        if (m->tls.on) { /* its files and names, as a backend's (conf_tls.c) */
+            struct ct_conf_backend b = {.tls = m->tls};
+            ct_conf_check_backend_tls(cf, errs, "fleet.members", i, &b);
+        }
     }
     if (fl->nmembers && fl->self_index == SIZE_MAX)
         ERR("fleet.self", "\"%s\" is not a member's name (expected one of fleet.members)",

@@ -48,6 +48,9 @@ enum ct_row_type {
 #define CT_ROW_INHERIT 0x80u /* DUR: "inherit" means CT_CONF_INHERIT (route overrides) */
 #define CT_ROW_TEXT 0x100u   /* STRLIST: any non-empty strings, judged by conf_route.c */
 #define CT_ROW_PATH 0x200u   /* STR/OPTSTR: a file; relative = to the file that names it */
+/* GROUP: optional, on when written: its struct starts with `bool on`, set
+ * when the file has the group; `cachet -T` leaves it out while off */
+#define CT_ROW_PRESENCE 0x400u
 
 struct ct_conf_enum {
     const char *name;
@@ -213,5 +216,10 @@ bool ct_conf_token_ok(const char *t, size_t len);
 /* The OpenSSL part of the cross-checks: files readable, certificate matches
  * key, CA file holds certificates. */
 void ct_conf_check_tls_files(const struct ct_conf *cf, struct ct_conf_errors *errs);
+/* The same for backend I of the list at PREFIX when it speaks TLS: CA,
+ * client certificate and key (both or neither, matching), server_name,
+ * cipher lists and ALPN names. */
+void ct_conf_check_backend_tls(const struct ct_conf *cf, struct ct_conf_errors *errs,
+                               const char *prefix, size_t i, const struct ct_conf_backend *b);
 
 #endif /* CT_CONF_INT_H */

@@ -309,6 +309,8 @@ int ct_conf_row_parse(struct ct_conf_loadctx *lc, const struct ct_conf_row *r,
     case CT_ROW_GROUP:
         if (config_setting_type(s) != CONFIG_TYPE_GROUP)
             return bad(lc, r, s, path, "invalid value");
+        if (r->flags & CT_ROW_PRESENCE)
+            *(bool *)((char *)base + r->off) = true;
         ct_conf_section_load(lc, r->sub, s, (char *)base + r->off, path);
         return CT_OK;
     case CT_ROW_LIST:

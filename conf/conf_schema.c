@@ -235,6 +235,40 @@ static const struct ct_conf_row health_rows[] = {
 static const struct ct_conf_section health_section = SECTION("health_check", T, health_rows);
 #undef T
 
+#define T struct ct_conf_backend_tls
+static const struct ct_conf_row backend_tls_rows[] = {
+    ROW_BOOL_DEP(T, "verify", verify, "true",
+                 "Verify the origin's certificate: its chain against `ca` and its name against "
+                 "`server_name` (or the IP address of an IP literal). A failure answers 502 and "
+                 "logs OpenSSL's reason.",
+                 "RFC 9110 §4.3.4 (an https origin's certificate must be verified)"),
+    ROW_STR(T, "ca", ca, 0, Q("system"),
+            "PEM file of the CAs the origin's certificate is verified against; `system` = "
+            "the system's CA store."),
+    ROW_OPTSTR(T, "server_name", server_name, Q("off"),
+               "Name sent as SNI and checked in the certificate; `off` = the backend's host "
+               "(for an IP literal: no SNI, and the certificate must hold that IP address); "
+               "`$host` = the request's Host (without its port)."),
+    ROW_OPTSTR(T, "cert", cert, Q("off"),
+               "mTLS: PEM client certificate (chain after the leaf) shown to the origin."),
+    ROW_OPTSTR(T, "key", key, Q("off"), "mTLS: PEM private key of `cert`."),
+    ROW_ENUM(T, "min_version", min_version, 0, tls_versions, Q("1.2"),
+             "Lowest TLS version offered to the origin."),
+    ROW_STR(T, "ciphers", ciphers, 0, Q(CT_MOZ_INTERMEDIATE),
+            "TLS 1.2 cipher list offered (OpenSSL syntax)."),
+    ROW_STR(T, "ciphersuites", ciphersuites, 0, Q(CT_TLS13_SUITES), "TLS 1.3 cipher suites offered."),
+    ROW_TEXTLIST(T, "alpn", alpn, nalpn, "[" Q("http/1.1") "]",
+                 "ALPN protocols offered, in order; `[]` = no ALPN extension."),
+    ROW_BOOL(T, "session_reuse", session_reuse, "true",
+             "Resume a recent session (ticket or session id) on new connections, kept per "
+             "worker, backend, SNI name and verification settings."),
+    ROW_DUR(T, "handshake_timeout", handshake_timeout_ms, 0, 1, 10 * MIN, Q("5s"),
+            "From the TCP connection to the end of the TLS handshake; past it the request "
+            "fails with 504."),
+};
+static const struct ct_conf_section backend_tls_section = SECTION("tls", T, backend_tls_rows);
+#undef T
+
 #define T struct ct_conf_backend
 static const struct ct_conf_row backend_rows[] = {
     ROW_STR(T, "name", name, 0, Q(""), "Name in logs and metrics; empty = the address."),
@@ -266,6 +300,10 @@ static const struct ct_conf_row backend_rows[] = {
                 "`timeout` (no response head in time), `reset` (closed before a response "
                 "head), `invalid` (malformed head), `5xx`."),
     ROW_GROUP(T, "health_check", health, health_section, "Active health check (group)."),
+    {.name = "tls", .type = CT_ROW_GROUP, .flags = CT_ROW_PRESENCE, FLD(T, tls),
+     .sub = &backend_tls_section,
+     .help = "TLS to the origin (group): a backend with a `tls` group speaks HTTPS to it, "
+             "`tls = {};` with every default. Without one, cleartext HTTP/1.1."},
 };
 #undef T
 const struct ct_conf_section ct_conf_backend_section =
@@ -510,6 +548,11 @@ static const struct ct_conf_row fleet_member_rows[] = {
     ROW_ADDR(T, "admin", admin, CT_ROW_OFF, Q("off"),
              "`IP:PORT` of the member's admin listener: purges and bans are sent there over "
              "HTTP while Redis is down, and always without `redis`; `off` = none."),
+    {.name = "tls", .type = CT_ROW_GROUP, .flags = CT_ROW_PRESENCE, FLD(T, tls),
+     .sub = &backend_tls_section,
+     .help = "Peer fetches to this member over TLS (group, the keys of `backends[].tls`): "
+             "`address` is then its https listener; verified against its IP address unless "
+             "`server_name` is set. Members learned from Redis are fetched from in cleartext."},
 };
 static bool member_learned(const void *elem)
 {
@@ -1122,6 +1165,28 @@ static const struct {
     {"backends[].health_check.expect_status", "a healthy `/` answers 200."},
     {"backends[].health_check.rise", "HAProxy's `rise 2`: one good probe could be luck."},
     {"backends[].health_check.fall", "HAProxy's `fall 3`: one lost probe is not an outage."},
+    {"backends[].tls.verify", "HAProxy's `ssl-server-verify required`: an unverified origin can be "
+                              "anyone on the path; nginx's `proxy_ssl_verify off` is its known "
+                              "foot-gun."},
+    {"backends[].tls.ca", "the CAs the system trusts are what a browser asking the origin "
+                          "directly would trust (HAProxy's `@system-ca`)."},
+    {"backends[].tls.server_name", "the name the backend is configured by is the name its "
+                                   "certificate is for; SNI-routed origins (CDNs, cloud load "
+                                   "balancers) need it sent (RFC 6066 §3 forbids it for IP "
+                                   "literals)."},
+    {"backends[].tls.cert", "few origins ask for a client certificate."},
+    {"backends[].tls.key", "goes with `cert`."},
+    {"backends[].tls.min_version", "TLS 1.0 and 1.1 are deprecated (RFC 8996); every origin of "
+                                   "today speaks 1.2."},
+    {"backends[].tls.ciphers", "the listener's list (Mozilla intermediate): what a modern "
+                               "origin accepts."},
+    {"backends[].tls.ciphersuites", "OpenSSL's TLS 1.3 defaults, Mozilla's too."},
+    {"backends[].tls.alpn", "cachet speaks HTTP/1.1 to origins; saying so keeps an origin that "
+                            "prefers h2 from choosing it."},
+    {"backends[].tls.session_reuse", "a resumed handshake skips the certificate exchange and "
+                                     "its verification (nginx `proxy_ssl_session_reuse on`)."},
+    {"backends[].tls.handshake_timeout", "as connect_timeout: a handshake on a live origin takes "
+                                         "milliseconds."},
     {"cache.size", "a demonstration size; set it to the memory the cache may use (Varnish's "
                    "default storage is 100 MB)."},
     {"cache.max_object_size", "1/16 of the cache (of whatever `cache.size` says), so one "
@@ -1362,6 +1427,13 @@ const char *ct_conf_default_reason(const char *key)
     for (size_t i = 0; i < CT_ARRAY_LEN(reasons); i++)
         if (strcmp(reasons[i].key, key) == 0)
             return reasons[i].why;
+    /* a fleet member's TLS takes the backends' */
+    static const char mtls[] = "fleet.members[].tls.";
+    if (strncmp(key, mtls, sizeof(mtls) - 1) == 0) {
+        char k[128];
+        snprintf(k, sizeof(k), "backends[].tls.%s", key + sizeof(mtls) - 1);
+        return ct_conf_default_reason(k);
+    }
     /* a group's backends take the top-level backends' rows and reasons */
     static const char grp[] = "backend_groups[].";
     if (strncmp(key, grp, sizeof(grp) - 1) == 0 &&

@@ -4,8 +4,10 @@
  * and PEM, each certificate matching its key, the client CA file holding
  * certificates, and the cipher, suite and group lists understood by this
  * OpenSSL. Each check drains OpenSSL's error queue so nothing leaks into the
- * caller's next TLS call on this thread.
+ * caller's next TLS call on this thread. The same for TLS to origins
+ * (backends[].tls): CA bundle, client certificate and key, names, lists.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -122,4 +124,95 @@ void ct_conf_check_tls_files(const struct ct_conf *cf, struct ct_conf_errors *er
     }
     SSL_CTX_free(ctx);
     ERR_clear_error();
+}
+
+/* ---- TLS to origins (backends[].tls) ------------------------------------------ */
+
+/* A CA bundle: readable, PEM, at least one certificate. */
+static void check_ca(const struct ct_conf *cf, struct ct_conf_errors *errs, const char *path,
+                     const char *file)
+{
+    X509 *x = read_cert(cf, errs, path, file);
+    X509_free(x);
+}
+
+static void check_client_pair(const struct ct_conf *cf, struct ct_conf_errors *errs,
+                              const char *at, const struct ct_conf_backend_tls *t)
+{
+    char cpath[200], kpath[200];
+    snprintf(cpath, sizeof(cpath), "%s.cert", at);
+    snprintf(kpath, sizeof(kpath), "%s.key", at);
+    if (!t->cert != !t->key) {
+        TLS_ERR(cf, errs, t->cert ? cpath : kpath, "a client certificate needs its key (expected "
+                                                   "both cert and key, or neither)");
+        return;
+    }
+    if (!t->cert)
+        return;
+    X509 *x = read_cert(cf, errs, cpath, t->cert);
+    EVP_PKEY *pk = read_key(cf, errs, kpath, t->key);
+    if (x && pk && X509_check_private_key(x, pk) != 1)
+        TLS_ERR(cf, errs, kpath, "key \"%s\" does not match certificate \"%s\" (expected the "
+                                 "private key of that certificate)", t->key, t->cert);
+    ERR_clear_error();
+    X509_free(x);
+    EVP_PKEY_free(pk);
+}
+
+static bool name_ok(const char *s)
+{
+    unsigned char ip[16];
+    char *lc = NULL;
+    if (inet_pton(AF_INET, s, ip) == 1 || inet_pton(AF_INET6, s, ip) == 1)
+        return true;
+    if (strchr(s, '*') || ct_conf_parse_server_name(s, &lc) != CT_OK)
+        return false;
+    free(lc);
+    return true;
+}
+
+static void check_backend_lists(const struct ct_conf *cf, struct ct_conf_errors *errs,
+                                const char *at, const struct ct_conf_backend_tls *t)
+{
+    char path[200];
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    CT_ASSERT(ctx != NULL);
+    snprintf(path, sizeof(path), "%s.ciphers", at);
+    if (SSL_CTX_set_cipher_list(ctx, t->ciphers) != 1)
+        TLS_ERR(cf, errs, path, "no usable cipher in \"%s\" (expected an OpenSSL cipher list "
+                                "such as ECDHE-ECDSA-AES128-GCM-SHA256:...)", t->ciphers);
+    snprintf(path, sizeof(path), "%s.ciphersuites", at);
+    if (SSL_CTX_set_ciphersuites(ctx, t->ciphersuites) != 1)
+        TLS_ERR(cf, errs, path, "invalid TLS 1.3 suites \"%s\" (expected a list such as "
+                                "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384)", t->ciphersuites);
+    SSL_CTX_free(ctx);
+    ERR_clear_error();
+    snprintf(path, sizeof(path), "%s.alpn", at);
+    for (size_t k = 0; k < t->nalpn; k++)
+        if (strlen(t->alpn[k]) > 255)
+            TLS_ERR(cf, errs, path, "protocol name of %zu bytes (expected at most 255, RFC 7301 "
+                                    "§3.1)", strlen(t->alpn[k]));
+}
+
+void ct_conf_check_backend_tls(const struct ct_conf *cf, struct ct_conf_errors *errs,
+                               const char *prefix, size_t i, const struct ct_conf_backend *b)
+{
+    const struct ct_conf_backend_tls *t = &b->tls;
+    if (!t->on)
+        return;
+    char at[160], path[200];
+    snprintf(at, sizeof(at), "%s[%zu].tls", prefix, i);
+    if (strcmp(t->ca, "system") != 0) {
+        snprintf(path, sizeof(path), "%s.ca", at);
+        check_ca(cf, errs, path, t->ca);
+    }
+    check_client_pair(cf, errs, at, t);
+    if (t->server_name && strcmp(t->server_name, CT_CONF_SERVER_NAME_HOST) != 0 &&
+        !name_ok(t->server_name)) {
+        snprintf(path, sizeof(path), "%s.server_name", at);
+        TLS_ERR(cf, errs, path, "invalid name \"%s\" (expected a host name such as "
+                                "origin.example.com, an IP address, \"$host\" or off)",
+                t->server_name);
+    }
+    check_backend_lists(cf, errs, at, t);
 }

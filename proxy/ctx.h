@@ -41,6 +41,8 @@ struct bufferevent;
 struct ct_conf;
 struct ct_tls_ctx;
 struct ct_tls_shared;
+struct ct_tls_client;
+struct ssl_session_st;
 struct ct_ops;
 struct ct_stats;
 struct ct_accesslog_buf;
@@ -63,6 +65,12 @@ struct ct_backend_addr {
      * these (/metrics sums the chain), NULL for a new name */
     _Atomic uint64_t counts[CT_STATS_BE__COUNT];
     const struct ct_backend_addr *prev;
+    /* TLS to the origin (issue 39): its client context (tls/tls.h), NULL for
+     * cleartext; the name sent as SNI and verified (the backend's host or
+     * tls.server_name), empty with tls_host: the request's Host instead */
+    struct ct_tls_client *tls;
+    char tls_name[256];
+    bool tls_host;
 };
 
 struct ct_listener_conf {
@@ -153,6 +161,9 @@ struct ct_backend_rt {
     ct_time_t up_since;      /* mono, when it last came back; 0: up from the start */
     ct_time_t down_until;    /* mono; skipped until then */
     struct ct_upstream *idle; /* pool: idle keep-alive connections */
+    /* TLS: sessions saved for new connections (upstream.c), by client
+     * context generation and SNI name; NULL until the first one */
+    struct ct_backend_sess *sess;
     unsigned nidle;
     unsigned nconns; /* upstreams pointing here (idle or lent) */
     bool retired;    /* not in w->be any more: freed with its last upstream */

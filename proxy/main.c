@@ -345,7 +345,7 @@ out:
         ct_tls_ctx_free(&px.listeners[i].tls);
     ct_tls_shared_release(&px.tickets);
     free(px.workers);
-    free(px.backends);
+    ct_ops_backends_free(&px.backends, px.nbackends);
     free(px.listeners);
     if (pid_written)
         pid_file_remove(cf->pid_file);

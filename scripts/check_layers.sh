@@ -74,7 +74,8 @@ declare -A allow=(
   [proxy/fleet]="common conf proxy/balance"
   [proxy/stats]="common cache"
   [proxy/net]="common conf tls proxy/ctx proxy/stats proxy/realip"
-  [proxy/upstream]="common http conf proxy/ctx proxy/net proxy/stats proxy/balance"
+  # TLS to origins (issue 39): client contexts and sessions from tls/
+  [proxy/upstream]="common http conf tls proxy/ctx proxy/net proxy/stats proxy/balance"
   [proxy/core]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/route proxy/balance proxy/realip proxy/limit proxy/fleet"
   # h1 relays bodies through the upstream's pump and hands an upgraded
   # upstream connection to its tunnel, so it may use proxy/upstream.

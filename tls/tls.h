@@ -216,6 +216,92 @@ void ct_tls_close_notify(SSL *ssl);
 bool ct_tls_ktls_send(SSL *ssl);
 bool ct_tls_ktls_recv(SSL *ssl);
 
+/* ---- TLS to origins (tls_client.c) --------------------------------------- */
+
+typedef struct ssl_session_st SSL_SESSION;
+struct ct_tls_client; /* opaque; one per TLS backend and configuration generation */
+
+struct ct_tls_client_conf {
+    bool verify;            /* chain and name (SSL_VERIFY_PEER) */
+    const char *ca_file;    /* PEM bundle; NULL: the system's store (loaded once) */
+    const char *cert_file;  /* mTLS client certificate; NULL: none */
+    const char *key_file;
+    int min_version;        /* CT_TLS_V1_2 (0) or CT_TLS_V1_3 */
+    const char *ciphers;    /* NULL: CT_TLS_DEFAULT_CIPHERS */
+    const char *ciphersuites;
+    const char *const *alpn; /* offered, in order; none: no extension */
+    size_t nalpn;
+    bool session_reuse;     /* new sessions go to the connections' sinks */
+};
+
+/* Build the client context of one backend (main thread). Returns NULL with
+ * a one-line reason in ERR. Any thread may then call ct_tls_client_ssl(). */
+struct ct_tls_client *ct_tls_client_new(const struct ct_tls_client_conf *cf, char *err,
+                                        size_t errlen);
+/* From conf/'s backends[].tls (tls_conf.c). */
+struct ct_conf_backend_tls;
+struct ct_tls_client *ct_tls_client_from_conf(const struct ct_conf_backend_tls *t, char *err,
+                                              size_t errlen);
+/* Sets *CP = NULL. SSLs made from it may outlive it (they hold its SSL_CTX). */
+void ct_tls_client_free(struct ct_tls_client **cp);
+/* A number no other client context of this process has: saved sessions
+ * are keyed by it (and the name), so none resumes under other settings. */
+uint64_t ct_tls_client_gen(const struct ct_tls_client *c);
+
+/* Where a connection's new resumable sessions go: FN(ARG, S) takes the
+ * reference to S (free it with ct_tls_session_free). Owned by the caller,
+ * it must outlive the SSL. */
+struct ct_tls_sess_sink {
+    void (*fn)(void *arg, SSL_SESSION *s);
+    void *arg;
+};
+
+/* A client SSL for one connection to NAME (a host name, or an IP literal:
+ * then no SNI and the certificate's IP address is checked), resuming RESUME
+ * if not NULL (the SSL takes its own reference), new sessions to SINK (NULL:
+ * none kept). Owned by the caller (normally handed to bufferevent_openssl).
+ * NULL on failure (OpenSSL's queue says why). */
+SSL *ct_tls_client_ssl(struct ct_tls_client *c, const char *name, SSL_SESSION *resume,
+                       const struct ct_tls_sess_sink *sink);
+void ct_tls_session_free(SSL_SESSION **sp);
+void ct_tls_session_ref(SSL_SESSION *s);
+/* Is S a TLS 1.3 ticket, to be offered once (RFC 8446 §C.4)? */
+bool ct_tls_session_single_use(SSL_SESSION *s);
+/* Before freeing a client SSL closed without close_notify: keep its session
+ * (shared with the saved one) resumable. OpenSSL marks the session of a
+ * connection freed mid-way not resumable, and the saved copy with it, so
+ * one reset would stop resumption for that name until a full handshake. */
+void ct_tls_session_keep(SSL *ssl);
+bool ct_tls_name_is_ip(const char *name);
+
+/* Why a client handshake failed, for metrics (X-macro: id, label as a
+ * word, which names counters). */
+#define CT_TLS_FAIL_TABLE(X)                                                   \
+    X(UNTRUSTED, untrusted) /* unknown CA, self-signed */                   \
+    X(EXPIRED, expired)     /* expired or not yet valid */                  \
+    X(NAME, name)           /* hostname or IP address mismatch */           \
+    X(VERIFY, verify)       /* another verification failure */              \
+    X(HANDSHAKE, handshake) /* alert, cleartext answer, close mid-way */    \
+    X(TIMEOUT, timeout)     /* no handshake within handshake_timeout */
+enum ct_tls_fail {
+#define CT_TLS_FAIL_ENUM(id, label) CT_TLS_FAIL_##id,
+    CT_TLS_FAIL_TABLE(CT_TLS_FAIL_ENUM)
+#undef CT_TLS_FAIL_ENUM
+};
+/* Classify a failed client handshake on SSL (E: the first OpenSSL error
+ * code of the failure, 0 for none) and say it in words into BUF, with
+ * OpenSSL's verify reason ("certificate has expired", "hostname mismatch"). */
+enum ct_tls_fail ct_tls_client_failure(SSL *ssl, unsigned long e, char *buf, size_t len);
+/* E as OpenSSL's error, or 0 for none: bufferevent_openssl records
+ * SSL_get_error()'s value (5, SSL_ERROR_SYSCALL: the socket failed or
+ * closed) as an error of library 0 when OpenSSL's queue had none. */
+unsigned long ct_tls_error_real(unsigned long e);
+/* Did the peer's certificate verify (or was it not checked, or not seen yet)? */
+bool ct_tls_verify_ok(SSL *ssl);
+/* "1.2" / "1.3" (access log's ut=); whether the session was resumed. */
+const char *ct_tls_version_name(SSL *ssl);
+bool ct_tls_session_reused(SSL *ssl);
+
 /* ---- errors ------------------------------------------------------------ */
 
 /* Pop this thread's OpenSSL error queue into BUF ("reason; reason", NUL-

@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "conf/conf.h"
 #include "tls/tls.h"
@@ -51,4 +52,22 @@ struct ct_tls_ctx *ct_tls_ctx_from_conf(const struct ct_conf_tls *t, struct ct_t
     struct ct_tls_ctx *lc = ct_tls_ctx_new(&cf, sh, err, errlen);
     free(certs);
     return lc;
+}
+
+struct ct_tls_client *ct_tls_client_from_conf(const struct ct_conf_backend_tls *t, char *err,
+                                              size_t errlen)
+{
+    struct ct_tls_client_conf cf = {
+        .verify = t->verify,
+        .ca_file = strcmp(t->ca, "system") == 0 ? NULL : t->ca,
+        .cert_file = t->cert,
+        .key_file = t->key,
+        .min_version = t->min_version,
+        .ciphers = t->ciphers,
+        .ciphersuites = t->ciphersuites,
+        .alpn = (const char *const *)t->alpn,
+        .nalpn = t->nalpn,
+        .session_reuse = t->session_reuse,
+    };
+    return ct_tls_client_new(&cf, err, errlen);
 }

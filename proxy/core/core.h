@@ -109,6 +109,8 @@ struct ct_req {
     uint8_t lim_family;
     uint8_t lim_addr[16];
     bool logged;                /* counted and logged (ct_req_log_end) */
+    bool up_tls_resumed;        /* TLS to the origin resumed a session (access log uts=r) */
+    const char *up_tls;         /* TLS to the origin: "1.2", "1.3"; NULL: none (utls=) */
     /* the fleet (fleet_step.c, issue 17) */
     bool fleet_hop;      /* a trusted peer's fetch: never forwarded to an owner again */
     bool fleet_peer;     /* this fetch goes to the key's owner node, not the origin */

@@ -120,6 +120,14 @@ static void pick_of(const struct ct_req *r, struct ct_upstream_pick *pick)
     const struct ct_conf *cf = r->w->cf;
     pick->group = ct_req_route_group(r);
     pick->key = 0;
+    pick->host = CT_STR_NULL;
+    const struct ct_http_field *hf = ct_http_msg_find(r->msg, CT_HDR_HOST, NULL);
+    if (hf) { /* a TLS backend's `server_name = "$host"`: the name without its port */
+        const char *colon = memchr(hf->value.p, ':', hf->value.len);
+        if (hf->value.len == 0 || hf->value.p[0] != '[')
+            pick->host = ct_str_make(hf->value.p, colon ? (size_t)(colon - hf->value.p)
+                                                        : hf->value.len);
+    }
     const struct ct_conf_group *g = ct_conf_group_at(cf, pick->group);
     if (g->balance != CT_CONF_BALANCE_HASH)
         return;
@@ -292,6 +300,8 @@ static void upstream_ready(void *owner)
     struct ct_req *r = req_of(owner);
     const struct ct_http_msg *req = r->msg;
     const struct ct_backend_addr *ba = ct_upstream_backend(r->u);
+    r->up_tls = ct_upstream_tls_version(r->u); /* the access log's utls= and uts= */
+    r->up_tls_resumed = ct_upstream_tls_resumed(r->u);
     struct ct_fwd_req fr = {
         .msg = ct_cache_fwd_msg(r),
         .peer_ip = ct_str_make(r->peer, r->peer_ip_len),
@@ -527,6 +537,10 @@ static bool may_retry(const struct ct_req *r, enum ct_close why)
      * failure for passive health. */
     if (why == CT_CLOSE_ORIGIN_CONNECT)
         return r->w->nbe > 1; /* the worker's own set: a reload swaps px's on the main thread */
+    /* A TLS failure (a certificate, a name) would fail again on the same
+     * backend: only another one of the group may do better. */
+    if (why == CT_CLOSE_ORIGIN_TLS)
+        return ct_upstream_other_live(r->u);
     return why == CT_CLOSE_ORIGIN_RESET && ct_upstream_is_reused(r->u) && !r->up_got_byte &&
            (ct_http_method_flags(r->msg->method) & CT_METHOD_IDEMPOTENT) != 0;
 }
@@ -703,6 +717,7 @@ static void upstream_drained(void *owner)
 static bool origin_error(enum ct_close why)
 {
     return why == CT_CLOSE_NO_BACKEND || why == CT_CLOSE_ORIGIN_CONNECT ||
+           why == CT_CLOSE_ORIGIN_TLS ||
            why == CT_CLOSE_ORIGIN_TIMEOUT ||
            why == CT_CLOSE_ORIGIN_RESET || why == CT_CLOSE_ORIGIN_BAD ||
            why == CT_CLOSE_ORIGIN_TRUNC;

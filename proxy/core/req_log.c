@@ -23,6 +23,7 @@ void ct_req_log_start(struct ct_req *r)
     r->body_out = 0;
     r->cs = CT_STATS_CS_NONE;
     r->logged = false;
+    r->up_tls = NULL;
 }
 
 static const char *cs_text(unsigned cs)
@@ -56,6 +57,8 @@ static void access_log(struct ct_req *q, unsigned status, double rt, double ut)
         .upstream_status = q->up_status,
         .cache_status = cs_text(q->cs),
         .tls_version = q->tls ? SSL_get_version(q->tls) : NULL,
+        .up_tls_version = q->up_tls,
+        .up_tls_resumed = q->up_tls_resumed,
         .site = q->route ? q->route->site_name : NULL,
         .route = q->route ? q->route->route_name : NULL,
         .stream_id = q->stream_id,

@@ -325,7 +325,8 @@ static void client_fail(struct ct_client *c, enum ct_close why)
     }
     bool head_only = c->r.msg && c->r.msg->method == CT_METHOD_HEAD;
     ct_req_log_end(&c->r, status);
-    ct_h1_error(bufferevent_get_output(c->bev), status, head_only, true);
+    ct_h1_error(bufferevent_get_output(c->bev), status, head_only, true,
+                ct_close_cache_status(why));
     ct_client_finish(c, why);
 }
 

@@ -100,7 +100,8 @@ static void response_head(struct ct_headw *out, const struct ct_http_msg *msg, b
     CT_HEADW_LIT(out, "\r\n");
 }
 
-void ct_h1_error(struct evbuffer *out, unsigned status, bool head_only, bool close)
+void ct_h1_error(struct evbuffer *out, unsigned status, bool head_only, bool close,
+                 const char *cache_status)
 {
     char date[CT_HTTP_DATE_LEN + 1];
     char body[96];
@@ -110,8 +111,10 @@ void ct_h1_error(struct evbuffer *out, unsigned status, bool head_only, bool clo
     ct_http_date_format(time(NULL), date);
     evbuffer_add_printf(out,
                         "HTTP/1.1 %u %s\r\nServer: cachet\r\nDate: %s\r\n"
-                        "Content-Type: text/plain\r\nContent-Length: %d\r\n%s\r\n",
-                        status, reason, date, blen, close ? "Connection: close\r\n" : "");
+                        "Content-Type: text/plain\r\nContent-Length: %d\r\n%s%s%s%s\r\n",
+                        status, reason, date, blen, cache_status ? "Cache-Status: " : "",
+                        cache_status ? cache_status : "", cache_status ? "\r\n" : "",
+                        close ? "Connection: close\r\n" : "");
     if (!head_only)
         evbuffer_add(out, body, (size_t)blen);
 }

@@ -32,8 +32,10 @@ void ct_h1_response_head(struct evbuffer *out, const struct ct_http_msg *msg, bo
 size_t ct_h1_response_head_buf(struct evbuffer *out, char *buf, size_t cap,
                                 const struct ct_http_msg *msg, bool chunked, enum ct_h1_conn conn,
                                 const struct ct_fwd_resp_extra *extra);
-/* A short plain-text error response; CLOSE adds Connection: close. */
-void ct_h1_error(struct evbuffer *out, unsigned status, bool head_only, bool close);
+/* A short plain-text error response; CLOSE adds Connection: close,
+ * CACHE_STATUS (NULL: none) a Cache-Status field. */
+void ct_h1_error(struct evbuffer *out, unsigned status, bool head_only, bool close,
+                 const char *cache_status);
 
 
 #endif /* CT_PROXY_H1_WIRE_H */

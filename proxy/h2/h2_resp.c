@@ -409,7 +409,8 @@ static void h2_fail(struct ct_req *r, enum ct_close why)
     if (!r->head_sent && status != 0 && !st->closed) {
         char body[96];
         int n = snprintf(body, sizeof(body), "%u %s\n", status, ct_http_status_reason(status));
-        h2_send_synth(r, status, ct_str_make(body, (size_t)n), CT_STR_NULL);
+        const char *cs = ct_close_cache_status(why);
+        h2_send_synth(r, status, ct_str_make(body, (size_t)n), cs ? ct_str_c(cs) : CT_STR_NULL);
         r->head_sent = true;
         r->status = status;
     } else if (!st->closed) {

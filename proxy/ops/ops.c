@@ -29,6 +29,7 @@
 #include "proxy/stats/accesslog.h"
 #include "proxy/upstream/health.h"
 #include "proxy/upstream/upstream.h"
+#include "tls/tls.h"
 
 /* Buffers of the access log are written out at least this often. */
 #define ALOG_FLUSH_MS 1000
@@ -68,10 +69,32 @@ bool ct_ops_backend_resolve(const struct ct_conf_backend *b, struct ct_backend_a
                             const char *during)
 {
     const char *why = ct_ops_backend_lookup(b, ba);
-    if (why)
+    if (why) {
         CT_ERR("%sbackend %s: cannot resolve %s: %s", during, b->name ? b->name : b->host,
                b->host, why);
-    return why == NULL;
+        return false;
+    }
+    if (!b->tls.on)
+        return true;
+    /* TLS to the origin: its client context, built here (main thread) for
+     * this generation of the backend set, shared by every worker */
+    char err[256];
+    ba->tls = ct_tls_client_from_conf(&b->tls, err, sizeof(err));
+    if (ba->tls == NULL) {
+        CT_ERR("%sbackend %s: TLS: %s", during, b->name ? b->name : b->host, err);
+        return false;
+    }
+    const char *sn = b->tls.server_name;
+    ba->tls_host = sn && strcmp(sn, CT_CONF_SERVER_NAME_HOST) == 0;
+    snprintf(ba->tls_name, sizeof(ba->tls_name), "%s", sn && !ba->tls_host ? sn : b->host);
+    return true;
+}
+
+void ct_ops_backends_free(struct ct_backend_addr **ap, size_t n)
+{
+    for (size_t i = 0; *ap && i < n; i++)
+        ct_tls_client_free(&(*ap)[i].tls);
+    CT_FREE(ap);
 }
 
 /* ---- signals and timers ------------------------------------------------------- */

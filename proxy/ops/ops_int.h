@@ -125,7 +125,7 @@ void ct_ops_events_counts(const struct ct_ops *ops, uint64_t *open, uint64_t *dr
 void ct_ops_start_alog_timer(struct ct_ops *ops);
 void ct_ops_addr_name(const struct sockaddr *sa, char *out, size_t len);
 /* Resolve backend B (numeric or by name) into BA's address and "host:port"
- * name. On failure logs "DURING backend NAME: cannot resolve ..." and returns
+ * name, and build its TLS client context if it has one. On failure logs "DURING backend NAME: cannot resolve ..." and returns
  * false. Main thread (getaddrinfo may block). */
 struct ct_conf_backend;
 struct ct_backend_addr;
@@ -134,5 +134,7 @@ struct ct_backend_addr;
 const char *ct_ops_backend_lookup(const struct ct_conf_backend *b, struct ct_backend_addr *ba);
 bool ct_ops_backend_resolve(const struct ct_conf_backend *b, struct ct_backend_addr *ba,
                             const char *during);
+/* Free a backend array of N (their TLS client contexts too); *AP = NULL. */
+void ct_ops_backends_free(struct ct_backend_addr **ap, size_t n);
 
 #endif /* CT_OPS_INT_H */

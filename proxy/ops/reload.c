@@ -257,7 +257,7 @@ static void old_backends_free(struct ct_proxy *px, struct ct_reload *rl)
             atomic_fetch_add(&next[i].counts[k], atomic_load(&p->counts[k]));
         next[i].prev = p->prev; /* NULL: its own predecessors went first */
     }
-    free(o->a);
+    ct_ops_backends_free(&o->a, o->n);
     memmove(o, o + 1, (--rl->nold_backends) * sizeof(*o));
 }
 
@@ -324,13 +324,16 @@ static void worker_switched(struct ct_worker *w, struct ct_reload *rl, unsigned 
 static const char *opt(const char *s) { return s ? s : ""; }
 
 /* Same backends (name, host, port) in the same order: only settings change,
- * the running objects stay. */
+ * the running objects stay. Never with TLS backends: their client contexts
+ * are rebuilt on every reload (a CA or certificate file may have changed
+ * under the same name), which takes a new set. */
 static bool backends_same(const struct ct_conf *a, const struct ct_conf *b)
 {
     if (a->nflat != b->nflat)
         return false;
     for (size_t i = 0; i < a->nflat; i++)
-        if (a->flat_backends[i].port != b->flat_backends[i].port ||
+        if (a->flat_backends[i].tls.on || b->flat_backends[i].tls.on ||
+            a->flat_backends[i].port != b->flat_backends[i].port ||
             strcmp(a->flat_backends[i].host, b->flat_backends[i].host) != 0 ||
             strcmp(opt(a->flat_backends[i].name), opt(b->flat_backends[i].name)) != 0 ||
             a->flat_group[i] != b->flat_group[i])
@@ -355,7 +358,7 @@ static struct ct_backend_addr *plan_backends(const struct ct_proxy *px, const st
     for (size_t i = 0; i < cf->nflat; i++) {
         const struct ct_conf_backend *bc = &cf->flat_backends[i];
         if (!ct_ops_backend_resolve(bc, &nb[i], "SIGHUP: ")) {
-            free(nb);
+            ct_ops_backends_free(&nb, i);
             return NULL;
         }
         for (size_t j = 0; j < px->nbackends; j++) {
@@ -842,7 +845,7 @@ void ct_ops_reload(struct ct_ops *ops)
         ct_conf_free(&cf);
     }
     if (cf == NULL) { /* planned here, never handed over */
-        CT_FREE(&rl->next_backends);
+        ct_ops_backends_free(&rl->next_backends, rl->next_nbackends);
         rl->next_nbackends = 0;
     }
     if (cf == NULL) {
@@ -899,7 +902,7 @@ void ct_reload_free_retired(struct ct_ops *ops)
     }
     free(rl->lcs);
     for (size_t i = 0; i < rl->nold_backends; i++)
-        free(rl->old_backends[i].a);
+        ct_ops_backends_free(&rl->old_backends[i].a, rl->old_backends[i].n);
     free(rl->old_backends);
     /* The last one may be px->cf: nothing reads it after the workers. */
     for (size_t i = 0; i < rl->nconfs; i++)

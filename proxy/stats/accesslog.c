@@ -173,6 +173,14 @@ static void format_combined(const struct ct_accesslog_rec *r, struct ct_buf *o)
     CT_BUF_LIT(o, " tls=");
     const char *tls = r->tls_version ? r->tls_version : "-";
     ct_buf_put(o, tls, strlen(tls));
+    if (r->up_tls_version) { /* the origin's TLS: utls=1.3 uts=r (resumed) or f (full) */
+        CT_BUF_LIT(o, " utls=");
+        ct_buf_put(o, r->up_tls_version, strlen(r->up_tls_version));
+        if (r->up_tls_resumed)
+            CT_BUF_LIT(o, " uts=r");
+        else
+            CT_BUF_LIT(o, " uts=f");
+    }
     if (r->stream_id) {
         CT_BUF_LIT(o, " sid=");
         ct_buf_put_u64(o, r->stream_id);
@@ -235,6 +243,14 @@ static void format_json(const struct ct_accesslog_rec *r, struct ct_buf *o)
         CT_BUF_LIT(o, "null");
     json_field(o, "cache_status", ct_str_c(r->cache_status));
     json_field(o, "tls", ct_str_c(r->tls_version));
+    if (r->up_tls_version) {
+        json_field(o, "upstream_tls", ct_str_c(r->up_tls_version));
+        CT_BUF_LIT(o, ",\"upstream_tls_resumed\":");
+        if (r->up_tls_resumed)
+            CT_BUF_LIT(o, "true");
+        else
+            CT_BUF_LIT(o, "false");
+    }
     if (r->stream_id) {
         CT_BUF_LIT(o, ",\"stream_id\":");
         ct_buf_put_u64(o, r->stream_id);

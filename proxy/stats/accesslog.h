@@ -69,6 +69,8 @@ struct ct_accesslog_rec {
     unsigned upstream_status; /* the origin's status ($upstream_status); 0: none */
     const char *cache_status; /* NULL: "-" */
     const char *tls_version;  /* NULL: plain HTTP */
+    const char *up_tls_version; /* TLS to the origin: "1.2", "1.3"; NULL: none (or cleartext) */
+    bool up_tls_resumed;        /* ... and its handshake resumed a session */
     const char *site, *route; /* the request's site and route; NULL: no sites configured */
     uint32_t stream_id;       /* HTTP/2: the request's stream; 0: HTTP/1 (not shown) */
 };

@@ -212,7 +212,15 @@ enum ct_stats_route {
     X(upstream_connections, "New connections opened to the backend.")          \
     X(upstream_errors, "Connect errors, resets and malformed responses.")      \
     X(upstream_timeouts, "Connect, header or read timeouts.")                  \
-    X(upstream_retries, "Requests retried on another connection.")
+    X(upstream_retries, "Requests retried on another connection.")            \
+    X(upstream_tls_handshakes_full, "TLS handshakes to the backend with a new session.") \
+    X(upstream_tls_handshakes_resumed, "TLS handshakes to the backend resuming a session.") \
+    X(upstream_tls_fail_untrusted, "TLS failures: certificate of an unknown CA or self-signed.") \
+    X(upstream_tls_fail_expired, "TLS failures: certificate expired or not yet valid.") \
+    X(upstream_tls_fail_name, "TLS failures: certificate not for the name (or IP address).") \
+    X(upstream_tls_fail_verify, "TLS failures: other certificate verification errors.") \
+    X(upstream_tls_fail_handshake, "TLS failures: alert, cleartext answer or close mid-handshake.") \
+    X(upstream_tls_fail_timeout, "TLS failures: no handshake within handshake_timeout.")
 
 enum ct_stats_be {
 #define CT_STATS_BE_ENUM(id, help) CT_STATS_BE_##id,

@@ -8,11 +8,14 @@
  *                          +---- error/timeout -----+--> IDLE (failure)
  *
  * Everything runs on the main thread's event_base; only `up` is shared
- * (an atomic read by the workers).
+ * (an atomic read by the workers). A TLS backend is probed over TLS, with
+ * its client context (verified as requests are; no session kept): a probe
+ * that cannot complete the handshake failed, with the reason in words.
  */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -24,6 +27,7 @@
 #include "proxy/upstream/health.h"
 #include "proxy/upstream/upstream.h"
 #include "proxy/upstream/wire.h"
+#include "tls/tls.h"
 
 enum probe_state { PROBE_IDLE, PROBE_CONNECTING, PROBE_WAIT_HEAD };
 
@@ -125,6 +129,21 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
                       : pr->state == PROBE_CONNECTING ? "cannot connect"
                       : (what & BEV_EVENT_EOF)         ? "closed before a response"
                                                        : "read error";
+    char tls_why[340];
+    SSL *ssl = bufferevent_openssl_get_ssl(bev);
+    if (ssl && pr->state == PROBE_CONNECTING && !(what & BEV_EVENT_TIMEOUT)) {
+        unsigned long e = bufferevent_get_openssl_error(bev), more;
+        while ((more = bufferevent_get_openssl_error(bev)) != 0)
+            ;
+        char s[320];
+        ct_tls_client_failure(ssl, e, s, sizeof(s));
+        snprintf(tls_why, sizeof(tls_why), "TLS: %s", s);
+        why = tls_why;
+    }
+    if (ssl) {
+        char rest[256];
+        ct_tls_drain_errors(rest, sizeof(rest)); /* none left for the next TLS call here */
+    }
     probe_end(pr, false, why);
 }
 
@@ -134,7 +153,17 @@ static void probe_start(evutil_socket_t fd, short what, void *arg)
     CT_CHECK_OBJ(pr, CT_PROBE_MAGIC);
     CT_ASSERT(pr->state == PROBE_IDLE && pr->bev == NULL);
     const struct ct_conf_backend *bc = pr->bc;
-    pr->bev = bufferevent_socket_new(pr->h->base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (pr->addr->tls) {
+        SSL *ssl = ct_tls_client_ssl(pr->addr->tls,
+                                     pr->addr->tls_host ? bc->host : pr->addr->tls_name, NULL,
+                                     NULL);
+        pr->bev = ssl ? bufferevent_openssl_socket_new(pr->h->base, -1, ssl,
+                                                       BUFFEREVENT_SSL_CONNECTING,
+                                                       BEV_OPT_CLOSE_ON_FREE)
+                      : NULL;
+    } else {
+        pr->bev = bufferevent_socket_new(pr->h->base, -1, BEV_OPT_CLOSE_ON_FREE);
+    }
     if (pr->bev == NULL) {
         probe_end(pr, false, "out of sockets");
         return;

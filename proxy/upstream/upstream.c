@@ -19,13 +19,26 @@
  * once and the connection dropped from the pool, never handed out dead; the
  * race that remains (origin closes as we send) is covered by fetch.c's retry.
  *
+ * TLS (issue 39): a backend with a client context (be->addr->tls) gets
+ * bufferevent_openssl connections, the handshake done while CONNECTING
+ * (tls.handshake_timeout on its reads, connect_timeout on its connect).
+ * Pooled connections stay TLS; the pool and the saved sessions are keyed
+ * by the client context's generation (every setting) and the SNI name, so
+ * a connection or session made under other settings or for another name is
+ * never handed out (OpenSSL does not verify again on resumption). Sessions
+ * are saved per worker and backend (struct ct_backend_sess: a stock of
+ * single-use TLS 1.3 tickets, or a TLS 1.2 session), and dropped when a
+ * handshake offering one fails or does not resume.
+ *
  * Timeouts (per backend, from conf): connect; then sending the request
  * (header timeout as a write timeout); then the response head (read timeout
  * from the end of the request); then idle between body reads.
  */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdint.h>
@@ -38,6 +51,7 @@
 #include "proxy/ctx.h"
 #include "proxy/net/net.h"
 #include "proxy/upstream/upstream.h"
+#include "tls/tls.h"
 
 #define CT_UPSTREAM_STATES(X)                                                  \
     X(CONNECTING, "connecting")                                               \
@@ -74,6 +88,28 @@ struct ct_upstream {
     unsigned nreq;
     bool reused;
     bool head_seen;
+    /* TLS: the client context generation and name it was made for (the
+     * pool's key), where its new sessions go, what the handshake gave */
+    uint64_t tls_gen;
+    char *sni;
+    struct ct_tls_sess_sink sink;
+    bool tls_resuming; /* offered a saved session */
+    bool tls_resumed;
+    const char *tls_version;
+};
+
+/* Saved TLS sessions of one backend in one worker, by name (a `$host`
+ * backend has several) and client context generation. A stock, not one:
+ * TLS 1.3 tickets are used once (OpenSSL origins, nginx's among them,
+ * refuse a ticket offered again, and RFC 8446 §C.4 says clients should not),
+ * and each connection brings one or two new ones, so a burst of new
+ * connections resumes as far as the stock goes; a TLS 1.2 session is
+ * offered again and again. Oldest replaced first when full. */
+#define SESS_MAX 128
+struct ct_backend_sess {
+    uint64_t gen, stamp;
+    SSL_SESSION *s;
+    char name[256];
 };
 
 static void on_read(struct bufferevent *bev, void *arg);
@@ -129,12 +165,104 @@ static struct ct_upstream **list_of(struct ct_upstream *u)
     return u->state == CT_US_IDLE ? &u->be->idle : &u->w->busy;
 }
 
+/* ---- saved TLS sessions --------------------------------------------------------- */
+
+/* Made under TLS settings (or for a TLS-ness) its backend no longer has? */
+static bool tls_stale(const struct ct_upstream *u)
+{
+    const struct ct_tls_client *tc = u->be->addr->tls;
+    return (u->sni != NULL) != (tc != NULL) || (tc && u->tls_gen != ct_tls_client_gen(tc));
+}
+
+/* The newest session saved for (GEN, NAME), or NULL. */
+static struct ct_backend_sess *sess_find(struct ct_backend_rt *be, uint64_t gen, const char *name)
+{
+    struct ct_backend_sess *best = NULL;
+    for (size_t i = 0; be->sess && i < SESS_MAX; i++) {
+        struct ct_backend_sess *e = &be->sess[i];
+        if (e->s && e->gen == gen && strcmp(e->name, name) == 0 &&
+            (best == NULL || e->stamp > best->stamp))
+            best = e;
+    }
+    return best;
+}
+
+/* A session to offer for (GEN, NAME), the caller's reference (NULL: none):
+ * a TLS 1.3 ticket leaves the stock, a TLS 1.2 session stays. */
+static SSL_SESSION *sess_take(struct ct_backend_rt *be, uint64_t gen, const char *name)
+{
+    struct ct_backend_sess *e = sess_find(be, gen, name);
+    if (e == NULL)
+        return NULL;
+    SSL_SESSION *s = e->s;
+    if (ct_tls_session_single_use(s))
+        e->s = NULL;
+    else
+        ct_tls_session_ref(s);
+    return s;
+}
+
+/* The origin refused what was offered for (GEN, NAME): drop the rest
+ * too (HAProxy frees its reused_sess on failure); the next full handshake
+ * brings new ones. */
+static void sess_drop(struct ct_backend_rt *be, uint64_t gen, const char *name)
+{
+    for (size_t i = 0; be->sess && i < SESS_MAX; i++)
+        if (be->sess[i].s && be->sess[i].gen == gen && strcmp(be->sess[i].name, name) == 0)
+            ct_tls_session_free(&be->sess[i].s);
+}
+
+static void sess_free_all(struct ct_backend_rt *be)
+{
+    for (size_t i = 0; be->sess && i < SESS_MAX; i++)
+        ct_tls_session_free(&be->sess[i].s);
+    CT_FREE(&be->sess);
+}
+
+/* A connection of U's got a resumable session (a TLS 1.2 handshake's, or
+ * a TLS 1.3 ticket): into the stock, in a free slot or one of another
+ * generation, else over the oldest. A TLS 1.2 session replaces the name's
+ * previous one (it is offered again and again). */
+static void on_session(void *arg, SSL_SESSION *s)
+{
+    struct ct_upstream *u = arg;
+    CT_CHECK_OBJ(u, CT_UPSTREAM_MAGIC);
+    struct ct_backend_rt *be = u->be;
+    if (be->sess == NULL)
+        be->sess = ct_xcalloc(SESS_MAX, sizeof(*be->sess));
+    uint64_t stamp = 0;
+    for (size_t i = 0; i < SESS_MAX; i++)
+        stamp = CT_MAX(stamp, be->sess[i].stamp);
+    struct ct_backend_sess *e = ct_tls_session_single_use(s) ? NULL
+                                                              : sess_find(be, u->tls_gen, u->sni);
+    for (size_t i = 0; e == NULL && i < SESS_MAX; i++)
+        if (be->sess[i].s == NULL || be->sess[i].gen != u->tls_gen)
+            e = &be->sess[i];
+    if (e == NULL) { /* all in use: the oldest goes */
+        e = &be->sess[0];
+        for (size_t i = 1; i < SESS_MAX; i++)
+            if (be->sess[i].stamp < e->stamp)
+                e = &be->sess[i];
+    }
+    ct_tls_session_free(&e->s);
+    e->s = s;
+    e->gen = u->tls_gen;
+    e->stamp = stamp + 1;
+    snprintf(e->name, sizeof(e->name), "%s", u->sni);
+}
+
+static void backend_free(struct ct_backend_rt *be)
+{
+    sess_free_all(be);
+    free(be);
+}
+
 /* One upstream less points at BE: a retired backend goes with its last. */
 static void backend_unref(struct ct_backend_rt *be)
 {
     CT_ASSERT(be->nconns > 0);
     if (--be->nconns == 0 && be->retired)
-        free(be);
+        backend_free(be);
 }
 
 static void upstream_close(struct ct_upstream *u)
@@ -143,10 +271,17 @@ static void upstream_close(struct ct_upstream *u)
     list_del(list_of(u), u);
     if (u->state == CT_US_IDLE)
         be->nidle--;
+    /* A pooled TLS connection ends cleanly: close_notify (a TLS 1.2 origin
+     * then keeps its session resumable). */
+    if (u->sni && u->state == CT_US_IDLE)
+        ct_tls_close_notify(bufferevent_openssl_get_ssl(u->bev));
+    else if (u->sni)
+        ct_tls_session_keep(bufferevent_openssl_get_ssl(u->bev));
     set_state(u, CT_US_CLOSED);
     ct_io_detach(&u->io);
     bufferevent_free(u->bev);
     ct_http_parser_free(&u->rp);
+    free(u->sni);
     u->magic = 0;
     free(u);
     backend_unref(be);
@@ -245,6 +380,11 @@ static bool other_backend_live(struct ct_worker *w, const struct ct_backend_rt *
     return false;
 }
 
+bool ct_upstream_other_live(const struct ct_upstream *u)
+{
+    return other_backend_live(u->w, u->be, ct_time_mono());
+}
+
 void ct_upstream_mark_failed(struct ct_upstream *u, enum ct_conf_fail kind)
 {
     struct ct_backend_rt *be = u->be;
@@ -270,16 +410,44 @@ void ct_upstream_mark_failed(struct ct_upstream *u, enum ct_conf_fail kind)
 
 /* ---- connecting ------------------------------------------------------------- */
 
-static struct ct_upstream *upstream_new(struct ct_worker *w, struct ct_backend_rt *be)
+/* A TLS bufferevent for U to NAME, resuming the session saved for it.
+ * NULL on failure (with CLOSE_ON_FREE libevent has freed the SSL then). */
+static struct bufferevent *tls_bev(struct ct_worker *w, struct ct_upstream *u, const char *name)
 {
-    struct bufferevent *bev = bufferevent_socket_new(w->base, -1, BEV_OPT_CLOSE_ON_FREE);
-    if (bev == NULL)
+    struct ct_backend_rt *be = u->be;
+    u->tls_gen = ct_tls_client_gen(be->addr->tls);
+    u->sni = ct_xstrdup(name);
+    u->sink = (struct ct_tls_sess_sink){on_session, u};
+    SSL_SESSION *saved = sess_take(be, u->tls_gen, name);
+    u->tls_resuming = saved != NULL;
+    SSL *ssl = ct_tls_client_ssl(be->addr->tls, name, saved, &u->sink);
+    ct_tls_session_free(&saved); /* the SSL holds its own reference */
+    if (ssl == NULL) {
+        char why[256];
+        ct_tls_drain_errors(why, sizeof(why));
+        CT_ERR("w%u backend %s: cannot make a TLS connection: %s", w->id, be->bc->name, why);
         return NULL;
+    }
+    return bufferevent_openssl_socket_new(w->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
+                                          BEV_OPT_CLOSE_ON_FREE);
+}
+
+static struct ct_upstream *upstream_new(struct ct_worker *w, struct ct_backend_rt *be,
+                                        const char *name)
+{
     struct ct_upstream *u = ct_xcalloc(1, sizeof(*u));
     u->magic = CT_UPSTREAM_MAGIC;
+    u->be = be;
+    struct bufferevent *bev = be->addr->tls ? tls_bev(w, u, name)
+                                            : bufferevent_socket_new(w->base, -1,
+                                                                     BEV_OPT_CLOSE_ON_FREE);
+    if (bev == NULL) {
+        free(u->sni);
+        free(u);
+        return NULL;
+    }
     u->state = CT_US_CONNECTING;
     u->w = w;
-    u->be = be;
     u->bev = bev;
     u->id = ++w->next_conn_id;
     u->rp = ct_http_parser_new(CT_HTTP_RESPONSE, NULL);
@@ -293,7 +461,10 @@ static struct ct_upstream *upstream_new(struct ct_worker *w, struct ct_backend_r
      * the connect with the write event on its own, under the write timeout,
      * and drops the event once connected. */
     bufferevent_disable(bev, EV_READ | EV_WRITE);
-    ct_io_bev_timeouts(bev, 0, be->bc->connect_timeout_ms);
+    /* TLS: the handshake's reads wait at most handshake_timeout (an origin
+     * that accepts and stalls, or never answers the ClientHello). */
+    ct_io_bev_timeouts(bev, u->sni ? be->bc->tls.handshake_timeout_ms : 0,
+                       be->bc->connect_timeout_ms);
     if (bufferevent_socket_connect(bev, (struct sockaddr *)&be->addr->sa,
                                    (int)be->addr->salen) != 0) {
         upstream_close(u);
@@ -301,7 +472,7 @@ static struct ct_upstream *upstream_new(struct ct_worker *w, struct ct_backend_r
     }
     int one = 1;
     setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    ct_io_attach(&u->io, w->base, bev, true, on_read, on_event, u);
+    ct_io_attach(&u->io, w->base, bev, u->sni == NULL, on_read, on_event, u);
     u->io.write_ms = be->bc->connect_timeout_ms;
     return u;
 }
@@ -315,7 +486,21 @@ int ct_upstream_acquire(struct ct_worker *w, const struct ct_upstream_owner *oc,
         *why = CT_CLOSE_NO_BACKEND;
         return CT_EIO;
     }
+    /* TLS: the name the connection is for, the pool's key with the settings */
+    char name[256] = "";
+    if (be->addr->tls) {
+        struct ct_str h = pick ? pick->host : CT_STR_NULL;
+        if (be->addr->tls_host && h.len > 0 && h.len < sizeof(name))
+            memcpy(name, h.p, h.len);
+        else
+            snprintf(name, sizeof(name), "%s", be->addr->tls_name[0] ? be->addr->tls_name
+                                                                      : be->bc->host);
+        for (char *p = name; *p; p++)
+            *p = ct_ascii_lower(*p);
+    }
     struct ct_upstream *u = fresh ? NULL : be->idle;
+    while (u && (tls_stale(u) || (u->sni && strcmp(u->sni, name) != 0)))
+        u = u->next;
     if (u) {
         list_del(&be->idle, u);
         be->nidle--;
@@ -324,7 +509,7 @@ int ct_upstream_acquire(struct ct_worker *w, const struct ct_upstream_owner *oc,
         u->reused = true;
         ct_io_timeouts(&u->io, 0, be->bc->header_timeout_ms);
     } else {
-        u = upstream_new(w, be);
+        u = upstream_new(w, be, name);
         if (u == NULL) {
             *why = CT_CLOSE_ORIGIN_CONNECT;
             return CT_EIO;
@@ -347,6 +532,7 @@ void ct_upstream_release(struct ct_upstream **up, bool reusable)
     u->oc = NULL;
     u->owner = NULL;
     if (!reusable || u->state != CT_US_ACTIVE || u->w->draining || be->retired ||
+        tls_stale(u) ||
         be->nidle >= be->bc->pool_max_idle ||
         evbuffer_get_length(bufferevent_get_input(u->bev)) != 0 ||
         evbuffer_get_length(bufferevent_get_output(u->bev)) != 0) {
@@ -401,6 +587,8 @@ void ct_upstream_tunnel(struct ct_upstream *u)
 
 bool ct_upstream_is_connected(const struct ct_upstream *u) { return u->state == CT_US_ACTIVE; }
 bool ct_upstream_is_reused(const struct ct_upstream *u) { return u->reused; }
+const char *ct_upstream_tls_version(const struct ct_upstream *u) { return u->tls_version; }
+bool ct_upstream_tls_resumed(const struct ct_upstream *u) { return u->tls_resumed; }
 struct bufferevent *ct_upstream_bev(struct ct_upstream *u) { return u->bev; }
 struct ct_io *ct_upstream_io(struct ct_upstream *u) { return &u->io; }
 struct ct_http_parser *ct_upstream_parser(struct ct_upstream *u) { return u->rp; }
@@ -441,11 +629,65 @@ static void on_write(struct bufferevent *bev, void *arg)
         u->oc->drained(u->owner);
 }
 
+/* The TLS handshake is done: count it, note what it gave. */
+static void tls_connected(struct ct_upstream *u)
+{
+    SSL *ssl = bufferevent_openssl_get_ssl(u->bev);
+    u->tls_resumed = ct_tls_session_reused(ssl);
+    u->tls_version = ct_tls_version_name(ssl);
+    ct_upstream_count(u, u->tls_resumed ? CT_STATS_BE_upstream_tls_handshakes_resumed
+                                        : CT_STATS_BE_upstream_tls_handshakes_full);
+    if (u->tls_resuming && !u->tls_resumed)
+        sess_drop(u->be, u->tls_gen, u->sni); /* the origin refused it: not offered again */
+}
+
+/* The TLS connection failed before its handshake was done. Returns the
+ * close reason: ORIGIN_CONNECT when TCP never connected (refused,
+ * unreachable), ORIGIN_TIMEOUT, else ORIGIN_TLS; says why in words. */
+static enum ct_close tls_failed(struct ct_upstream *u, short what, int err)
+{
+    struct ct_backend_rt *be = u->be;
+    SSL *ssl = bufferevent_openssl_get_ssl(u->bev);
+    unsigned long e = 0, more;
+    while ((more = bufferevent_get_openssl_error(u->bev)) != 0)
+        e = e ? e : ct_tls_error_real(more);
+    char rest[256];
+    ct_tls_drain_errors(rest, sizeof(rest)); /* none left for the next connection */
+    if (u->tls_resuming)
+        sess_drop(be, u->tls_gen, u->sni); /* HAProxy frees reused_sess on failure too */
+    if (what & BEV_EVENT_TIMEOUT) {
+        ct_upstream_count(u, CT_STATS_BE_upstream_tls_fail_timeout);
+        CT_ERR("w%u u%llu backend %s: no TLS connection (name %s) within %llu ms (connect "
+               "or handshake timeout)", u->w->id, (unsigned long long)u->id, be->bc->name,
+               u->sni, (unsigned long long)be->bc->tls.handshake_timeout_ms);
+        return CT_CLOSE_ORIGIN_TIMEOUT;
+    }
+    if (e == 0 && ct_tls_verify_ok(ssl) &&
+        (err == ECONNREFUSED || err == EHOSTUNREACH || err == ENETUNREACH))
+        return CT_CLOSE_ORIGIN_CONNECT; /* TCP's failure, logged as any connect */
+    char why[320];
+    enum ct_tls_fail kind = ct_tls_client_failure(ssl, e, why, sizeof(why));
+    static const enum ct_stats_be counters[] = {
+#define CT_UP_TLS_FAIL(id, label) [CT_TLS_FAIL_##id] = CT_STATS_BE_upstream_tls_fail_##label,
+        CT_TLS_FAIL_TABLE(CT_UP_TLS_FAIL)
+#undef CT_UP_TLS_FAIL
+    };
+    ct_upstream_count(u, counters[kind]);
+    CT_ERR("w%u u%llu backend %s: TLS handshake failed (name %s): %s%s%s", u->w->id,
+           (unsigned long long)u->id, be->bc->name, u->sni, why,
+           e == 0 && err != 0 && !(what & BEV_EVENT_EOF) ? ": " : "",
+           e == 0 && err != 0 && !(what & BEV_EVENT_EOF) ? strerror(err) : "");
+    return CT_CLOSE_ORIGIN_TLS;
+}
+
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
     struct ct_upstream *u = arg;
+    int err = errno; /* a TLS connect's failure: refused, or the handshake's */
     CT_CHECK_OBJ(u, CT_UPSTREAM_MAGIC);
     if (what & BEV_EVENT_CONNECTED) {
+        if (u->sni)
+            tls_connected(u);
         set_state(u, CT_US_ACTIVE);
         ct_io_timeouts(&u->io, 0, u->be->bc->header_timeout_ms);
         ct_io_read(&u->io, true);
@@ -459,6 +701,9 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         return;
     case CT_US_CONNECTING:
         why = (what & BEV_EVENT_TIMEOUT) ? CT_CLOSE_ORIGIN_TIMEOUT : CT_CLOSE_ORIGIN_CONNECT;
+        if (u->sni)
+            why = tls_failed(u, what, err);
+        /* a failed TLS handshake is a failed connect for passive health */
         ct_upstream_mark_failed(u, CT_CONF_FAIL_CONNECT);
         break;
     case CT_US_ACTIVE:
@@ -494,7 +739,7 @@ void ct_upstream_pool_free(struct ct_worker *w)
     while (w->busy)
         upstream_close(w->busy); /* frees the retired backends */
     for (size_t i = 0; i < w->nbe; i++)
-        free(w->be[i]);
+        backend_free(w->be[i]);
     CT_FREE(&w->be);
     w->nbe = 0;
 }
@@ -529,6 +774,13 @@ void ct_upstream_backends_set(struct ct_worker *w, struct ct_backend_addr *addrs
     w->nbe = n;
     for (size_t i = 0; i < n; i++) {
         struct ct_backend_rt *be = take_same(old, nold, &addrs[i]);
+        if (be != NULL && (be->addr->tls != NULL || addrs[i].tls != NULL)) {
+            /* TLS settings (CA, certificate, name...) may have changed:
+             * new connections use the new ones; idle ones made under the
+             * old ones are closed and their sessions dropped */
+            close_idle(be);
+            sess_free_all(be);
+        }
         if (be == NULL)
             be = ct_xcalloc(1, sizeof(*be));
         be->addr = &addrs[i]; /* same backend, this generation's shared object */
@@ -544,7 +796,7 @@ void ct_upstream_backends_set(struct ct_worker *w, struct ct_backend_addr *addrs
         close_idle(be); /* before RETIRED: the last close must not free it here */
         be->retired = true;
         if (be->nconns == 0)
-            free(be);
+            backend_free(be);
         else
             CT_INFO("w%u backend %s retired; %u connections finish first", w->id,
                     be->addr->name, be->nconns);

@@ -27,8 +27,9 @@ struct ct_upstream_owner {
     void (*ready)(void *owner);     /* connected: send the request */
     void (*readable)(void *owner);  /* response bytes in its input */
     void (*drained)(void *owner);   /* its output went down to the low mark */
-    /* The connection failed or closed (WHY: ORIGIN_CONNECT, ORIGIN_TIMEOUT
-     * or ORIGIN_RESET). The upstream is dead; the owner releases it. */
+    /* The connection failed or closed (WHY: ORIGIN_CONNECT, ORIGIN_TLS,
+     * ORIGIN_TIMEOUT or ORIGIN_RESET). The upstream is dead; the owner
+     * releases it. */
     void (*closed)(void *owner, enum ct_close why);
 };
 
@@ -37,6 +38,9 @@ struct ct_upstream_owner {
 struct ct_upstream_pick {
     size_t group;
     uint64_t key;
+    /* the request's host (no port), for a TLS backend with
+     * `server_name = "$host"`; empty: the backend's name */
+    struct ct_str host;
 };
 
 /* Pick a backend (PICK: NULL is the group "default"; passive and active
@@ -53,6 +57,10 @@ unsigned ct_upstream_group_busy(const struct ct_worker *w, size_t group);
 void ct_upstream_release(struct ct_upstream **up, bool reusable);
 bool ct_upstream_is_connected(const struct ct_upstream *u);
 bool ct_upstream_is_reused(const struct ct_upstream *u);
+/* TLS to the origin: the version ("1.2", "1.3"; NULL for cleartext) and
+ * whether the handshake resumed a session (access log's utls=, uts=). */
+const char *ct_upstream_tls_version(const struct ct_upstream *u);
+bool ct_upstream_tls_resumed(const struct ct_upstream *u);
 struct bufferevent *ct_upstream_bev(struct ct_upstream *u);
 struct ct_io *ct_upstream_io(struct ct_upstream *u);
 struct ct_http_parser *ct_upstream_parser(struct ct_upstream *u);
@@ -69,6 +77,8 @@ void ct_upstream_set_owner(struct ct_upstream *u, const struct ct_upstream_owner
  * backend's passive_fail_on lists it. Never takes out the last backend in
  * rotation. */
 void ct_upstream_mark_failed(struct ct_upstream *u, enum ct_conf_fail kind);
+/* Is another backend of U's group in rotation (a retry could go elsewhere)? */
+bool ct_upstream_other_live(const struct ct_upstream *u);
 /* Per-backend counter WHAT += 1 for U's backend (any worker). */
 void ct_upstream_count(struct ct_upstream *u, enum ct_stats_be what);
 /* W's backends at start, or after a reload (on W's thread): backend i is

@@ -207,6 +207,11 @@ def main():
         out["requests_chart_colored"] = next(
             (c["colored"] for c in charts if c["title"].startswith("Requests/s")), 0)
         out["backend_rows"] = ev("document.querySelectorAll('#backends tbody tr').length")
+        # every backend row's cells, "|"-joined, rows ";"-joined
+        out["backend_cells"] = ev("Array.from(document.querySelectorAll('#backends tbody tr'))"
+                                  ".map(function (tr) { return Array.from(tr.cells)"
+                                  ".map(function (td) { return td.textContent; }).join('|'); })"
+                                  ".join(';')")
         out["listener_rows"] = ev("document.querySelectorAll('#listeners tbody tr').length")
         out["purge_shown"] = ev("!document.getElementById('purge-card').hidden")
         out["state"] = ev("document.getElementById('state').textContent")

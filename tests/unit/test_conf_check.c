@@ -492,9 +492,94 @@ static void test_admin_token(void)
     unlink(path);
 }
 
+/* ---- TLS to origins (backends[].tls, issue 39) ------------------------------ */
+
+/* A file whose line 2 is a backend with TLS group body TLS (line 3: a group's). */
+static const char *backend_tls_conf(const char *tls)
+{
+    static char text[4096];
+    FMT(text,
+        "listen = ( { kind = \"http\"; address = \"127.0.0.1:8080\"; } );\n"
+        "backends = ( { address = \"origin.example:443\"; tls = { %s }; } );\n"
+        "backend_groups = ( { name = \"g\"; backends = ( { address = \"10.0.0.1:443\"; "
+        "tls = { %s }; } ); } );\n",
+        tls, tls);
+    return text;
+}
+
+static void test_backend_tls_ok(void)
+{
+    struct ct_conf *cf;
+    EXPECT_OK(backend_tls_conf(""), &cf); /* tls = {}: every default */
+    const struct ct_conf_backend_tls *t = &cf->backends[0].tls;
+    CU_ASSERT_TRUE(t->on);
+    CU_ASSERT_TRUE(t->verify);
+    CU_ASSERT_STRING_EQUAL(t->ca, "system");
+    CU_ASSERT_PTR_NULL(t->server_name);
+    CU_ASSERT_PTR_NULL(t->cert);
+    CU_ASSERT_EQUAL(t->handshake_timeout_ms, 5000);
+    CU_ASSERT_TRUE(t->session_reuse);
+    CU_ASSERT_EQUAL_FATAL(t->nalpn, 1);
+    CU_ASSERT_STRING_EQUAL(t->alpn[0], "http/1.1");
+    CU_ASSERT_TRUE(cf->groups[0].backends[0].tls.on);
+    ct_conf_free(&cf);
+    EXPECT_OK("listen = ( { kind = \"http\"; address = \"127.0.0.1:8080\"; } );\n"
+              "backends = ( { address = \"127.0.0.1:80\"; } );\n", &cf);
+    CU_ASSERT_FALSE(cf->backends[0].tls.on); /* no group: cleartext */
+    ct_conf_free(&cf);
+    char tls[1024];
+    FMT(tls, "ca = \"%s\"; cert = \"%s\"; key = \"%s\"; server_name = \"$host\"; "
+             "min_version = \"1.3\"; alpn = []; session_reuse = false;", cert_b, cert_a, key_a);
+    EXPECT_OK(backend_tls_conf(tls), &cf);
+    t = &cf->backends[0].tls;
+    CU_ASSERT_STRING_EQUAL(t->server_name, "$host");
+    CU_ASSERT_STRING_EQUAL(t->cert, cert_a);
+    CU_ASSERT_EQUAL(t->nalpn, 0);
+    CU_ASSERT_FALSE(t->session_reuse);
+    ct_conf_free(&cf);
+}
+
+static void test_err_backend_tls(void)
+{
+    char tls[1024], want[512];
+    EXPECT_ERR(backend_tls_conf("ca = \"/nonexistent-ca.pem\";"),
+               "t.conf:2: backends[0].tls.ca: cannot read \"/nonexistent-ca.pem\": No such file "
+               "or directory (expected a readable PEM file)");
+    EXPECT_ERR(backend_tls_conf("ca = \"/nonexistent-ca.pem\";"),
+               "t.conf:3: backend_groups[0].backends[0].tls.ca: cannot read "
+               "\"/nonexistent-ca.pem\": No such file or directory (expected a readable PEM "
+               "file)");
+    FMT(tls, "ca = \"%s\";", key_a);
+    FMT(want, "t.conf:2: backends[0].tls.ca: no certificate in \"%s\" (expected a PEM "
+              "certificate)", key_a);
+    EXPECT_ERR(backend_tls_conf(tls), want);
+    FMT(tls, "cert = \"%s\"; key = \"%s\";", cert_a, key_b);
+    FMT(want, "t.conf:2: backends[0].tls.key: key \"%s\" does not match certificate \"%s\" "
+              "(expected the private key of that certificate)", key_b, cert_a);
+    EXPECT_ERR(backend_tls_conf(tls), want);
+    FMT(tls, "cert = \"%s\";", cert_a);
+    EXPECT_ERR(backend_tls_conf(tls), "t.conf:2: backends[0].tls.cert: a client certificate "
+                                      "needs its key (expected both cert and key, or neither)");
+    FMT(tls, "cert = \"%s\"; key = \"%s\";", cert_a, cert_a);
+    FMT(want, "t.conf:2: backends[0].tls.key: no usable private key in \"%s\" (expected an "
+              "unencrypted PEM private key)", cert_a);
+    EXPECT_ERR(backend_tls_conf(tls), want);
+    EXPECT_ERR(backend_tls_conf("server_name = \"*.example.com\";"),
+               "t.conf:2: backends[0].tls.server_name: invalid name \"*.example.com\" (expected "
+               "a host name such as origin.example.com, an IP address, \"$host\" or off)");
+    EXPECT_ERR(backend_tls_conf("ciphers = \"NOPE\";"),
+               "t.conf:2: backends[0].tls.ciphers: no usable cipher in \"NOPE\" (expected an "
+               "OpenSSL cipher list such as ECDHE-ECDSA-AES128-GCM-SHA256:...)");
+    EXPECT_ERR(backend_tls_conf("handshake_timeout = \"0s\";"),
+               "t.conf:2: backends[0].tls.handshake_timeout: out of range: \"0s\" (expected a "
+               "duration such as 500ms, 10s, 5m or 1h, from 1ms to 10m)");
+}
+
 void ct_test_register(void)
 {
     CU_pSuite s = CU_add_suite("conf TLS files", setup, teardown);
+    CU_add_test(s, "backend TLS settings", test_backend_tls_ok);
+    CU_add_test(s, "backend TLS errors", test_err_backend_tls);
     CU_add_test(s, "certificates load", test_cert_ok);
     CU_add_test(s, "cert unreadable", test_err_cert_unreadable);
     CU_add_test(s, "no certificate in file", test_err_no_cert_in_file);

@@ -97,8 +97,12 @@ static void test_parse_errors(void)
         "--http", "localhost:80");
     EXPECT_CLI_ERR(
         "command line (--backend): invalid value \"a.example\" (expected HOST:PORT such as "
-        "127.0.0.1:8081)",
+        "127.0.0.1:8081, or https://HOST:PORT)",
         "--backend", "a.example");
+    EXPECT_CLI_ERR(
+        "command line (--backend): invalid value \"https://a.example\" (expected HOST:PORT such "
+        "as 127.0.0.1:8081, or https://HOST:PORT)",
+        "--backend", "https://a.example");
     EXPECT_CLI_ERR(
         "command line (--cache-size): invalid value \"lots\" (expected a size such as 256M or 1G)",
         "--cache-size", "lots");
@@ -340,6 +344,38 @@ static void test_cert_override_replaces_file_certs(void)
     unlink(conf_path);
 }
 
+/* --backend https:// speaks TLS (verified against the system store, or
+ * --backend-ca), http:// and a bare address do not. */
+static void test_backend_tls_overrides(void)
+{
+    CU_ASSERT_EQUAL_FATAL(PARSE("--backend", "https://origin.example:443", "--backend",
+                                "http://127.0.0.1:8081", "--backend", "127.0.0.1:8082"),
+                          CT_OK);
+    struct ct_conf *cf = build();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cf);
+    CU_ASSERT_EQUAL_FATAL(cf->nbackends, 3);
+    CU_ASSERT_TRUE(cf->backends[0].tls.on);
+    CU_ASSERT_STRING_EQUAL(cf->backends[0].host, "origin.example");
+    CU_ASSERT_EQUAL(cf->backends[0].port, 443);
+    CU_ASSERT_STRING_EQUAL(cf->backends[0].tls.ca, "system");
+    CU_ASSERT_FALSE(cf->backends[1].tls.on);
+    CU_ASSERT_STRING_EQUAL(cf->backends[1].host, "127.0.0.1");
+    CU_ASSERT_FALSE(cf->backends[2].tls.on);
+    ct_conf_free(&cf);
+    CU_ASSERT_EQUAL_FATAL(PARSE("--backend", "https://origin.example:443", "--backend-ca",
+                                "/nonexistent-ca.pem"),
+                          CT_OK);
+    CU_ASSERT_PTR_NULL(build());
+    CU_ASSERT_TRUE(has_err("command line (--backend-ca): backends[0].tls.ca: cannot read "
+                           "\"/nonexistent-ca.pem\": No such file or directory (expected a "
+                           "readable PEM file)"));
+    CU_ASSERT_EQUAL_FATAL(PARSE("--backend", "127.0.0.1:8081", "--backend-ca", "/ca.pem"), CT_OK);
+    CU_ASSERT_PTR_NULL(build());
+    CU_ASSERT_TRUE(has_err("command line (--backend-ca): no TLS backend to use it (expected "
+                           "--backend https://HOST:PORT, or a backend with a tls group in the "
+                           "file)"));
+}
+
 void ct_test_register(void)
 {
     CT_SUITE("conf command line", {"parse every option", test_parse_all},
@@ -350,5 +386,6 @@ void ct_test_register(void)
              {"listener replacement", test_listener_replacement},
              {"locations survive renumbering", test_locations_survive_overrides},
              {"override errors", test_override_errors},
-             {"--cert replaces file certificates", test_cert_override_replaces_file_certs});
+             {"--cert replaces file certificates", test_cert_override_replaces_file_certs},
+             {"--backend https:// and --backend-ca", test_backend_tls_overrides});
 }
