@@ -579,6 +579,9 @@ void ct_conf_dump(const struct ct_conf *cf, FILE *fp);
 /* Print the configuration reference (Markdown) generated from the schema
  * table: every key, type, default and help. docs/config.md embeds its output. */
 void ct_conf_print_reference(FILE *fp);
+/* The same reference as roff (.SS per top-level key, .TP per setting), for
+ * cachet.conf(5): docs/man/cachet.conf.5 embeds its output. */
+void ct_conf_print_reference_man(FILE *fp);
 
 /* The reason a setting's default was chosen (the reference's "Why this
  * default"), by its reference key such as "cache.grace" or

@@ -1002,7 +1002,7 @@ const char *ct_conf_enum_name(const struct ct_conf_enum *e, int value)
 
 /* ---- the reference -------------------------------------------------------- */
 
-static const char *type_name(const struct ct_conf_row *r)
+const char *ct_conf_row_type_name(const struct ct_conf_row *r)
 {
     switch (r->type) {
     case CT_ROW_BOOL: return "bool";
@@ -1358,40 +1358,60 @@ size_t ct_conf_default_reasons(const char ***keys)
     return CT_ARRAY_LEN(reasons);
 }
 
-/* Markdown cells must not contain '|'; the defaults don't, the help neither. */
-static void print_rows(const struct ct_conf_section *sec, const char *prefix, FILE *fp)
+/* Every row under SEC in reference order, each with its reference key
+ * ("listen[].tls.min_version") and its depth (0 at the top). */
+static void walk_rows(const struct ct_conf_section *sec, const char *prefix, unsigned depth,
+                      ct_conf_ref_cb *cb, void *arg)
 {
     for (size_t i = 0; i < sec->nrows; i++) {
         const struct ct_conf_row *r = &sec->rows[i];
-        char key[160], expect[400];
+        char key[160];
         snprintf(key, sizeof(key), "%s%s%s", prefix, *prefix ? "." : "", r->name);
-        ct_conf_row_expect(r, expect, sizeof(expect));
-        const char *def = r->def ? r->def : (r->flags & CT_ROW_REQUIRED) ? "required" : "";
-        /* "Expected" only where it says more than the type column */
-        bool say = r->type != CT_ROW_STR && r->type != CT_ROW_GROUP && r->type != CT_ROW_LIST &&
-                   r->type != CT_ROW_BOOL;
-        fprintf(fp, "| `%s` | %s | %s%s%s | %s%s%s%s", key, type_name(r), r->def ? "`" : "",
-                def, r->def ? "`" : "", r->help, say ? " Expected: " : "", say ? expect : "",
-                say ? "." : "");
-        const char *why = ct_conf_default_reason(key);
-        if (why)
-            fprintf(fp, " *Why this default:* %s", why);
-        if (r->departs)
-            fprintf(fp, " **Any other value is an opt-in that departs from %s.**", r->departs);
-        fputs(" |\n", fp);
+        cb(key, r, depth, arg);
         if (r->type == CT_ROW_GROUP)
-            print_rows(r->sub, key, fp);
+            walk_rows(r->sub, key, depth + 1, cb, arg);
         if (r->type == CT_ROW_LIST) {
             snprintf(key + strlen(key), sizeof(key) - strlen(key), "[]");
-            print_rows(r->sub, key, fp);
+            walk_rows(r->sub, key, depth + 1, cb, arg);
         }
     }
+}
+
+void ct_conf_reference_walk(ct_conf_ref_cb *cb, void *arg)
+{
+    walk_rows(&ct_conf_root_section, "", 0, cb, arg);
+}
+
+bool ct_conf_row_says_expected(const struct ct_conf_row *r)
+{
+    /* "Expected" only where it says more than the type column */
+    return r->type != CT_ROW_STR && r->type != CT_ROW_GROUP && r->type != CT_ROW_LIST &&
+           r->type != CT_ROW_BOOL;
+}
+
+/* Markdown cells must not contain '|'; the defaults don't, the help neither. */
+static void md_row(const char *key, const struct ct_conf_row *r, unsigned depth, void *arg)
+{
+    FILE *fp = arg;
+    char expect[400];
+    ct_conf_row_expect(r, expect, sizeof(expect));
+    const char *def = r->def ? r->def : (r->flags & CT_ROW_REQUIRED) ? "required" : "";
+    bool say = ct_conf_row_says_expected(r);
+    fprintf(fp, "| `%s` | %s | %s%s%s | %s%s%s%s", key, ct_conf_row_type_name(r),
+            r->def ? "`" : "", def, r->def ? "`" : "", r->help, say ? " Expected: " : "",
+            say ? expect : "", say ? "." : "");
+    const char *why = ct_conf_default_reason(key);
+    if (why)
+        fprintf(fp, " *Why this default:* %s", why);
+    if (r->departs)
+        fprintf(fp, " **Any other value is an opt-in that departs from %s.**", r->departs);
+    fputs(" |\n", fp);
 }
 
 void ct_conf_print_reference(FILE *fp)
 {
     fprintf(fp, "| key | type | default | meaning |\n| --- | --- | --- | --- |\n");
-    print_rows(&ct_conf_root_section, "", fp);
+    ct_conf_reference_walk(md_row, fp);
 }
 
 /* ---- what a row expects (the "(expected ...)" of every error) ------------ */
