@@ -31,7 +31,10 @@ else()
 endif()
 
 # The unit with this install's paths (a build tree knows none of them, so the
-# same build installs to any prefix).
-set(unit "${CT_BUILD}/cachet.service")
+# same build installs to any prefix). Filled in under a name of its own per
+# prefix and DESTDIR: two installs from one build at once (the install and
+# package tests under ctest -j) must not copy each other's unit.
+string(MD5 tag "${prefix}|$ENV{DESTDIR}")
+set(unit "${CT_BUILD}/install-units/${tag}/cachet.service")
 configure_file("${CT_SRC}/conf/cachet.service.in" "${unit}" @ONLY)
 file(INSTALL DESTINATION "${CT_UNITDIR}" TYPE FILE FILES "${unit}")
