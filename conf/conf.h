@@ -600,6 +600,7 @@ struct ct_cli {
     bool test_only;        /* -t: validate and exit */
     bool dump;             /* -T: print the effective configuration and exit */
     bool version;          /* --version */
+    bool build_info;       /* -V: versions of the build and its libraries */
     bool help;             /* -h, --help */
     /* Overrides; a NULL/0 field means "not given". Listener values may be
      * "off" to remove every listener of that kind. */

@@ -25,6 +25,7 @@
 #include "common/mem.h"
 #include "conf/conf.h"
 #include "proxy/core/cache_int.h"
+#include "proxy/build_info.h"
 #include "proxy/ctx.h"
 #include "proxy/fleet/fleet.h"
 #include "proxy/limit/limit.h"
@@ -34,8 +35,6 @@
 #include "proxy/ops/ops_int.h"
 #include "proxy/upstream/upstream.h"
 #include "tls/tls.h"
-
-#define CT_VERSION "0.1.0"
 
 static int resolve_backends(struct ct_proxy *px)
 {
@@ -244,7 +243,7 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
         goto out;
     }
     ct_ops_start(px.ops);
-    CT_INFO("cachet %s: %u workers, %zu listeners, %zu backends", CT_VERSION, n, px.nlisteners,
+    CT_INFO("cachet %s: %u workers, %zu listeners, %zu backends", ct_build_version(), n, px.nlisteners,
             px.nbackends);
     event_base_dispatch(base); /* until a signal */
     rc = 0;
@@ -295,6 +294,10 @@ int main(int argc, char **argv)
         ct_conf_cli_usage(argv[0], stdout);
         return 0;
     }
+    if (cli.build_info) { /* as nginx -V: no configuration is read */
+        ct_build_info_print(stdout);
+        return 0;
+    }
     struct ct_conf_errors *errs = ct_xcalloc(1, sizeof(*errs));
     struct ct_conf *cf = NULL;
     ct_conf_errors_init(errs);
@@ -306,7 +309,7 @@ int main(int argc, char **argv)
     }
     free(errs);
     if (cli.version) {
-        printf("cachet %s\n", CT_VERSION);
+        printf("cachet %s\n", ct_build_version());
     } else if (cli.test_only) {
         printf("configuration ok\n");
     } else if (cli.dump) {
