@@ -472,6 +472,10 @@ struct ct_conf_fleet {
 enum ct_conf_access_format { CT_CONF_ACCESS_COMBINED, CT_CONF_ACCESS_JSON };
 
 struct ct_conf_logs {
+    enum ct_log_target target; /* common/log.h: error_log's file, syslog, JSON on stdout */
+    int syslog_facility;       /* a syslog.h value: LOG_DAEMON, LOG_LOCAL0, ... */
+    char *syslog_tag;
+    char *syslog_socket;
     char *error_log; /* path, or "-" for stderr */
     enum ct_log_level level;
     char *access_log; /* NULL = off; "-" = stdout; else a path */

@@ -12,6 +12,7 @@
 #include <libconfig.h>
 #include <openssl/ssl.h>
 #include <stdlib.h>
+#include <syslog.h>
 
 #include "conf/conf_int.h"
 
@@ -110,6 +111,16 @@ static const struct ct_conf_enum levels[] = {{"debug", CT_LOG_DEBUG},
                                              {"warn", CT_LOG_WARN},
                                              {"error", CT_LOG_ERR},
                                              {NULL, 0}};
+static const struct ct_conf_enum log_targets[] = {{"file", CT_LOG_TO_FILE},
+                                                  {"syslog", CT_LOG_TO_SYSLOG},
+                                                  {"json", CT_LOG_TO_JSON},
+                                                  {NULL, 0}};
+static const struct ct_conf_enum facilities[] = {
+    {"user", LOG_USER},     {"daemon", LOG_DAEMON}, {"auth", LOG_AUTH},     {"authpriv", LOG_AUTHPRIV},
+    {"syslog", LOG_SYSLOG}, {"local0", LOG_LOCAL0}, {"local1", LOG_LOCAL1}, {"local2", LOG_LOCAL2},
+    {"local3", LOG_LOCAL3}, {"local4", LOG_LOCAL4}, {"local5", LOG_LOCAL5}, {"local6", LOG_LOCAL6},
+    {"local7", LOG_LOCAL7}, {NULL, 0}};
+_Static_assert(sizeof(enum ct_log_target) == sizeof(int), "enum size");
 static const struct ct_conf_enum formats[] = {
     {"combined", CT_CONF_ACCESS_COMBINED}, {"json", CT_CONF_ACCESS_JSON}, {NULL, 0}};
 
@@ -482,6 +493,19 @@ static const struct ct_conf_row logs_rows[] = {
     ROW_ENUM(T, "access_format", access_format, 0, formats, Q("combined"),
              "`combined` (plus request time, upstream time, cache status, TLS version) or "
              "`json` (one object per line)."),
+    ROW_ENUM(T, "target", target, 0, log_targets, Q("file"),
+             "Where the error log goes: `file` (`error_log`: a file, or stderr), `syslog` (the "
+             "`syslog_socket`, RFC 3164 lines as syslog(3) writes them, with "
+             "`syslog_facility` and `syslog_tag`; the level is the severity) or `json` (one JSON "
+             "object a line on stdout, `time`, `level`, `msg`: for containers). The access log "
+             "has its own `access_log`."),
+    ROW_ENUM(T, "syslog_facility", syslog_facility, 0, facilities, Q("daemon"),
+             "The facility of the error log's syslog lines."),
+    ROW_STR(T, "syslog_tag", syslog_tag, 0, Q("cachet"),
+            "The program name of the error log's syslog lines (`TAG[PID]:`)."),
+    ROW_STR(T, "syslog_socket", syslog_socket, 0, Q("/dev/log"),
+            "The unix datagram socket syslog lines are sent to: journald's and rsyslog's "
+            "`/dev/log`, or another daemon's."),
 };
 static const struct ct_conf_section logs_section = SECTION("logs", T, logs_rows);
 #undef T
@@ -1287,6 +1311,13 @@ static const struct {
     {"trusted_proxies", "a forwarding field is the client's to write unless a proxy we trust "
                         "wrote it (nginx's `set_real_ip_from`)."},
     {"real_ip_header", "what nginx, HAProxy and every load balancer send."},
+    {"logs.target", "the error log where `error_log` says (stderr by default), as every peer "
+                    "starts; syslog and JSON are a host's or a container's choice."},
+    {"logs.syslog_facility", "`daemon`, the facility of system daemons, which syslog(3) "
+                             "gives a daemon that names none."},
+    {"logs.syslog_tag", "the program's name, as syslog(3) takes it by default."},
+    {"logs.syslog_socket", "where glibc's syslog(3) writes: journald and rsyslog both listen "
+                           "there."},
     {"logs.error_log", "stderr, so systemd's journal or a terminal has it."},
     {"logs.level", "errors and what changes state (start, reload, backend up/down), not every "
                    "request."},

@@ -315,9 +315,7 @@ int main(int argc, char **argv)
     } else if (cli.dump) {
         ct_conf_dump(cf, stdout);
     } else {
-        if (cf->logs.error_log && ct_log_open(cf->logs.error_log) != CT_OK)
-            fprintf(stderr, "cachet: cannot open %s: %s\n", cf->logs.error_log, strerror(errno));
-        ct_log_set_level(cf->logs.level);
+        ct_ops_log_apply(cf, NULL, ""); /* on failure the reason is on stderr */
         rc = run(cf, &cli);
     }
     ct_conf_free(&cf);

@@ -69,6 +69,46 @@ bool ct_ops_backend_resolve(const struct ct_conf_backend *b, struct ct_backend_a
     return true;
 }
 
+/* ---- the error log's destination -------------------------------------------------- */
+
+static bool same_str(const char *a, const char *b)
+{
+    return (a == NULL && b == NULL) || (a && b && strcmp(a, b) == 0);
+}
+
+static bool same_log_dest(const struct ct_conf_logs *a, const struct ct_conf_logs *b)
+{
+    if (a->target != b->target)
+        return false;
+    if (a->target == CT_LOG_TO_FILE)
+        return same_str(a->error_log, b->error_log);
+    if (a->target == CT_LOG_TO_SYSLOG)
+        return a->syslog_facility == b->syslog_facility &&
+               same_str(a->syslog_tag, b->syslog_tag) &&
+               same_str(a->syslog_socket, b->syslog_socket);
+    return true;
+}
+
+bool ct_ops_log_apply(const struct ct_conf *cf, const struct ct_conf *old, const char *when)
+{
+    const struct ct_conf_logs *l = &cf->logs;
+    ct_log_set_level(l->level);
+    if (old && same_log_dest(l, &old->logs))
+        return true;
+    struct ct_log_dest d = {.target = l->target, .path = l->error_log,
+                            .socket = l->syslog_socket, .facility = l->syslog_facility,
+                            .tag = l->syslog_tag};
+    char err[512];
+    if (ct_log_set_dest(&d, err, sizeof(err)) != CT_OK) {
+        CT_ERR("%slogs.target = \"%s\": %s; the error log stays where it was", when,
+               l->target == CT_LOG_TO_SYSLOG ? "syslog" : l->target == CT_LOG_TO_JSON ? "json"
+                                                                                       : "file",
+               err);
+        return false;
+    }
+    return true;
+}
+
 /* ---- signals and timers ------------------------------------------------------- */
 
 static void on_usr1(evutil_socket_t sig, short what, void *arg)

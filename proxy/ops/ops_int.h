@@ -123,6 +123,12 @@ void ct_ops_events_free(struct ct_ops *ops);
 void ct_ops_events_counts(const struct ct_ops *ops, uint64_t *open, uint64_t *dropped);
 /* ops.c: the access log's flush timer. */
 void ct_ops_start_alog_timer(struct ct_ops *ops);
+/* Point the error log at CF's logs.target (file or stderr, syslog, JSON on
+ * stdout) and level, unless OLD (the running configuration, or NULL at
+ * start) has the same destination. WHEN prefixes the error line ("SIGHUP:
+ * " or ""). False if the destination could not be opened: the previous one
+ * stays, and the reason is logged. Main thread. */
+bool ct_ops_log_apply(const struct ct_conf *cf, const struct ct_conf *old, const char *when);
 void ct_ops_addr_name(const struct sockaddr *sa, char *out, size_t len);
 /* Resolve backend B (numeric or by name) into BA's address and "host:port"
  * name. On failure logs "DURING backend NAME: cannot resolve ..." and returns

@@ -821,11 +821,7 @@ void ct_ops_reload(struct ct_ops *ops)
         return;
     }
     warn_restart_only(px->cf, cf);
-    ct_log_set_level(cf->logs.level);
-    if (cf->logs.error_log && (px->cf->logs.error_log == NULL ||
-                               strcmp(cf->logs.error_log, px->cf->logs.error_log) != 0) &&
-        ct_log_open(cf->logs.error_log) != CT_OK)
-        CT_ERR("SIGHUP: cannot open the error log %s: %s", cf->logs.error_log, strerror(errno));
+    ct_ops_log_apply(cf, px->cf, "SIGHUP: ");
     rl->confs = ct_xrealloc(rl->confs, (rl->nconfs + 1) * sizeof(*rl->confs));
     rl->confs[rl->nconfs++] = cf;
     rl->generation++;
