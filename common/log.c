@@ -37,6 +37,14 @@ struct dest {
 static struct dest stderr_dest = {.target = CT_LOG_TO_FILE, .fd = STDERR_FILENO};
 static _Atomic(struct dest *) cur_dest = &stderr_dest;
 static struct dest *retired; /* main thread only */
+static _Thread_local struct ct_buf *capture;
+static _Thread_local enum ct_log_level capture_min;
+
+void ct_log_capture(struct ct_buf *b, enum ct_log_level min)
+{
+    capture = b;
+    capture_min = min;
+}
 
 static _Atomic int log_level = CT_LOG_INFO;
 static const char *const level_names[] = {"DEBUG", "INFO", "WARN", "ERR"};
@@ -202,6 +210,10 @@ void ct_log(enum ct_log_level level, const char *fmt, ...)
     int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
     va_end(ap);
     size_t len = (size_t)n + (m < 0 ? 0 : CT_MIN((size_t)m, sizeof(line) - (size_t)n - 2));
+    if (capture && level >= capture_min) {
+        ct_buf_put(capture, line + n, len - (size_t)n);
+        ct_buf_put_byte(capture, '\n');
+    }
     if (d->target == CT_LOG_TO_SYSLOG) { /* a datagram is a line: no newline */
         write_line(d->fd, line, len);
         return;

@@ -50,6 +50,13 @@ int ct_log_reopen(void);
 
 void ct_log(enum ct_log_level level, const char *fmt, ...) CT_PRINTF(2, 3);
 
+struct ct_buf;
+/* While set, the lines of level MIN and above that THIS thread logs are
+ * also appended to B, the message alone, one per line (their destination
+ * still gets them): `cachet ctl reload` answers with the reload's warnings
+ * and errors. NULL stops. Per thread; B stays the caller's. */
+void ct_log_capture(struct ct_buf *b, enum ct_log_level min);
+
 #define CT_DEBUG(...)                                                          \
     do {                                                                       \
         if (CT_UNLIKELY(ct_log_get_level() <= CT_LOG_DEBUG))                   \

@@ -270,9 +270,7 @@ static int hexval(char ch)
     return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
 }
 
-/* The value of NAME in the query string Q, percent-decoded into BUF.
- * Returns false if absent, malformed or too long. */
-static bool query_param(struct ct_str q, const char *name, char *buf, size_t cap,
+bool ct_ops_query_param(struct ct_str q, const char *name, char *buf, size_t cap,
                         struct ct_str *out)
 {
     size_t nlen = strlen(name);
@@ -383,7 +381,7 @@ static unsigned purge_tags(struct ct_ops *ops, struct ct_str query, enum ct_cach
         i = end + 1;
         if (one.len < 4 || memcmp(one.p, "tag=", 4) != 0)
             continue;
-        if (!query_param(one, "tag", val, sizeof(val), &tag) || tag.len == 0) {
+        if (!ct_ops_query_param(one, "tag", val, sizeof(val), &tag) || tag.len == 0) {
             ct_buf_free(&first);
             return purge_body(body, 400, "a tag is empty, malformed or longer than 1024 bytes", 0);
         }
@@ -443,13 +441,13 @@ unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_o
     struct ct_str url, host, path, soft;
     unsigned port;
     enum ct_cache_purge mode =
-        query_param(query, "soft", val, sizeof(val), &soft) && ct_str_eq(soft, CT_STR("1"))
+        ct_ops_query_param(query, "soft", val, sizeof(val), &soft) && ct_str_eq(soft, CT_STR("1"))
             ? CT_CACHE_PURGE_SOFT
             : CT_CACHE_PURGE_HARD;
-    if (query_param(query, "tag", val, sizeof(val), &url))
+    if (ct_ops_query_param(query, "tag", val, sizeof(val), &url))
         return purge_tags(ops, query, mode, body);
-    bool prefix = query_param(query, "prefix", val, sizeof(val), &url);
-    if (!prefix && !query_param(query, "url", val, sizeof(val), &url))
+    bool prefix = ct_ops_query_param(query, "prefix", val, sizeof(val), &url);
+    if (!prefix && !ct_ops_query_param(query, "url", val, sizeof(val), &url))
         return purge_body(body, 400, "expected ?url=URL, ?prefix=URL or ?tag=TAG", 0);
     if (!split_url(url, &host, &port, &path))
         return purge_body(body, 400, "expected an absolute http:// or https:// URL", 0);
@@ -508,7 +506,7 @@ unsigned ct_ops_ban(struct ct_ops *ops, struct ct_str query, struct ct_str expr,
     char val[8], err[256];
     struct ct_str soft;
     bool is_soft =
-        query_param(query, "soft", val, sizeof(val), &soft) && ct_str_eq(soft, CT_STR("1"));
+        ct_ops_query_param(query, "soft", val, sizeof(val), &soft) && ct_str_eq(soft, CT_STR("1"));
     expr = ct_str_trim_ows(expr);
     while (expr.len && (expr.p[expr.len - 1] == '\n' || expr.p[expr.len - 1] == '\r'))
         expr = ct_str_trim_ows(ct_str_make(expr.p, expr.len - 1)); /* curl -d @file, echo */

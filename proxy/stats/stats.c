@@ -348,6 +348,8 @@ static void json_backends(struct ct_buf *o, const struct ct_stats_view *v)
         json_str(o, v->backend_names ? v->backend_names[i] : "");
         if (v->backend_up)
             ct_buf_printf(o, ",\"up\":%s", v->backend_up[i] ? "true" : "false");
+        if (v->backend_drain)
+            ct_buf_printf(o, ",\"drain\":%s", v->backend_drain[i] ? "true" : "false");
         for (size_t k = 0; k < CT_STATS_BE__COUNT; k++)
             ct_buf_printf(o, ",\"%s\":%llu", be_names[k],
                                 (unsigned long long)ct_stats_get(&s->be[i][k]));

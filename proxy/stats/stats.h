@@ -335,6 +335,7 @@ struct ct_stats_view {
     const struct ct_stats *sum;
     const char *const *backend_names; /* sum->nbackends names */
     const int *backend_up;            /* per backend 1/0; NULL: not checked */
+    const int *backend_drain;         /* per backend 1/0 (cachet ctl backend); NULL: none */
     const struct ct_cache_stats *cache; /* NULL: no cache */
     const struct ct_mem_stats *mem;   /* the allocator's figures; NULL: not shown */
     bool tls;                         /* an HTTPS listener exists */

@@ -207,6 +207,8 @@ def main():
         out["requests_chart_colored"] = next(
             (c["colored"] for c in charts if c["title"].startswith("Requests/s")), 0)
         out["backend_rows"] = ev("document.querySelectorAll('#backends tbody tr').length")
+        out["backend_health"] = ev("(document.querySelector('#backends tbody tr td:nth-child(2)')"
+                                   " || {}).textContent")
         out["listener_rows"] = ev("document.querySelectorAll('#listeners tbody tr').length")
         out["purge_shown"] = ev("!document.getElementById('purge-card').hidden")
         out["state"] = ev("document.getElementById('state').textContent")

@@ -104,10 +104,13 @@ else
     # machine 30 curls fit in one, and a chart of rates then has one point
     # and no line (a pace, not a wait for a condition)
     more="for i in \$(seq 30); do curl -s -o /dev/null '$P/gen?size=1024&cache-control=max-age%3D600&k=1'; sleep 0.1; done"
+    # then the backend is drained (cachet ctl backend): the page must say so
+    more+="; '$CT_BIN/cachet' ctl backend 127.0.0.1:$OPORT drain --admin 127.0.0.1:$APORT >/dev/null"
     rm -f "$SHOTS/dashboard.png" "$SHOTS/dashboard-narrow.png"
     python3 "$CT_SRC/tests/integration/dashboard_cdp.py" "$A/" "$SHOTS" "$more" 30 "$P/gen?size=1024&cache-control=max-age%3D600&k=1" >"$CT_TMP/cdp.out" \
         2>"$CT_TMP/cdp.err"
     r() { sed -n "s/^$1=//p" "$CT_TMP/cdp.out"; }
+    "$CT_BIN/cachet" ctl backend "127.0.0.1:$OPORT" enable --admin "127.0.0.1:$APORT" >/dev/null
     [ -s "$CT_TMP/cdp.out" ] || ct_failed "drive chromium" "$(tail -5 "$CT_TMP/cdp.err")"
     ct_check_match "the page shows snapshots from /events" "$(r updates)" '^([3-9]|[1-9][0-9]+)$'
     ct_check "the page says live" "$(r state)" live
@@ -120,6 +123,7 @@ else
     ct_check_match "requests chart has its data drawn" "$(r requests_chart_colored)" '^[1-9][0-9]+$'
     ct_check_match "most charts have data drawn" "$(r charts_with_data)" '^[6-9]$'
     ct_check "backends table: one row" "$(r backend_rows)" 1
+    ct_check "backends table: the drained backend says drain" "$(r backend_health)" drain
     ct_check "listeners table: http, https, admin" "$(r listener_rows)" 3
     ct_check "purge shown (the admin listener has a cache to purge)" "$(r purge_shown)" True
     ct_check "narrow window: nothing wider than 400 px" "$(r narrow_overflow)" 0
