@@ -61,6 +61,12 @@ void ct_stats_conn_proto(struct ct_stats *s, enum ct_stats_proto p, bool open)
         ct_stats_sub(&s->connections_open_by_proto[p], 1);
 }
 
+void ct_stats_conn_spoke(struct ct_stats *s, enum ct_stats_proto p)
+{
+    if ((unsigned)p < CT_STATS_PROTO__COUNT)
+        ct_stats_add(&s->connections_by_proto[p], 1);
+}
+
 void ct_stats_req_bytes(struct ct_stats *s, uint64_t in_bytes, uint64_t out_body_bytes)
 {
     ct_stats_add(&s->request_bytes[0], in_bytes);

@@ -210,6 +210,9 @@ def main():
         out["backend_health"] = ev("(document.querySelector('#backends tbody tr td:nth-child(2)')"
                                    " || {}).textContent")
         out["listener_rows"] = ev("document.querySelectorAll('#listeners tbody tr').length")
+        out["listener_protos"] = ev("Array.prototype.map.call(document.querySelectorAll("
+                                    "'#listeners tbody tr td:nth-child(2)'), function (td) {"
+                                    " return td.textContent; }).join(' | ')")
         out["purge_shown"] = ev("!document.getElementById('purge-card').hidden")
         out["state"] = ev("document.getElementById('state').textContent")
         # the page, not the empty viewport below it

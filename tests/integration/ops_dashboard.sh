@@ -87,6 +87,21 @@ kill "$slow" 2>/dev/null
 wait "$slow" 2>/dev/null
 ct_check_match "dropped one logged" "$(cat "$CT_TMP/proxy.err")" 'event stream closed: the client left [0-9]+ bytes unread'
 
+# ---- cache statuses: a colour each, miss and hit-for-miss far apart ----------------
+# (they were amber and orange: told apart only side by side)
+colours=$(python3 - "$CT_SRC/proxy/ops/dashboard.html" <<'PY'
+import itertools, re, sys
+cs = dict(re.findall(r'\["([a-z_]+)", "#([0-9a-f]{6})"\]',
+                     re.search(r"var CS = \[(.*?)\];", open(sys.argv[1]).read(), re.S).group(1)))
+rgb = lambda h: [int(h[i:i + 2], 16) for i in (0, 2, 4)]
+d = lambda a, b: sum((x - y) ** 2 for x, y in zip(rgb(cs[a]), rgb(cs[b]))) ** 0.5
+close = [a + "/" + b for a, b in itertools.combinations(cs, 2) if d(a, b) < 60]
+print(len(cs), round(d("miss", "hit_for_miss")), " ".join(close) or "none")
+PY
+)
+ct_check_match "seven cache statuses, miss and hit-for-miss at least 120 apart in RGB" \
+    "$colours" '^7 (1[2-9][0-9]|[2-9][0-9][0-9]) none$'
+
 # ---- the page in Chromium --------------------------------------------------------------
 traffic() { # misses, then hits, over HTTP and HTTPS
     local i
@@ -96,6 +111,9 @@ traffic() { # misses, then hits, over HTTP and HTTPS
     done
 }
 traffic 20
+# one HTTPS connection of each protocol: the listener row names what was used
+curl -sk --http1.1 -o /dev/null "$S/gen?size=10&cache-control=max-age%3D600&k=p1"
+curl -sk --http2 -o /dev/null "$S/gen?size=10&cache-control=max-age%3D600&k=p2"
 if [ ! -x "$CHROMIUM" ]; then
     ct_failed "chromium" "$CHROMIUM is missing (make deps-test installs it)"
 else
@@ -125,6 +143,8 @@ else
     ct_check "backends table: one row" "$(r backend_rows)" 1
     ct_check "backends table: the drained backend says drain" "$(r backend_health)" drain
     ct_check "listeners table: http, https, admin" "$(r listener_rows)" 3
+    ct_check "listeners table: the protocols really used" "$(r listener_protos)" \
+        "HTTP (HTTP/1.1) | HTTPS (TLS: HTTP/1.1, HTTP/2) | admin"
     ct_check "purge shown (the admin listener has a cache to purge)" "$(r purge_shown)" True
     ct_check "narrow window: nothing wider than 400 px" "$(r narrow_overflow)" 0
     ct_check "purge from the page: confirmed, then done" "$(r purge)" \
