@@ -287,6 +287,15 @@ static void route(struct admin_conn *ac, const struct ct_http_msg *req)
         else
             respond(ac, req, 200, "text/html; charset=utf-8", DASHBOARD_HEADERS,
                     (const char *)ct_dashboard_html, ct_dashboard_html_len);
+    } else if (ct_str_eq(path, CT_STR("/history"))) {
+        if (!get) {
+            error(ac, req, 405, "Allow: GET, HEAD\r\n");
+        } else {
+            struct ct_stats_out out = {0};
+            ct_ops_events_history(ac->ops, &out);
+            respond(ac, req, 200, "application/json", NULL, out.p, out.len);
+            ct_stats_out_free(&out);
+        }
     } else if (ct_str_eq(path, CT_STR("/events"))) {
         if (req->method != CT_METHOD_GET)
             error(ac, req, 405, "Allow: GET\r\n");

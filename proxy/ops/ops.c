@@ -197,6 +197,8 @@ void ct_ops_start(struct ct_ops *ops)
         ct_ops_start_alog_timer(ops);
     ct_ops_start_lurker(ops);
     ct_ops_fleet_start(ops);
+    if (ops->lev) /* the dashboard's history, streams or not */
+        ct_ops_events_start(ops);
 }
 
 void ct_ops_start_alog_timer(struct ct_ops *ops)

@@ -119,6 +119,10 @@ void ct_ops_render(struct ct_ops *ops, bool json, struct ct_stats_out *out);
  * Answers 503 itself when too many streams are open. */
 void ct_ops_events_add(struct ct_ops *ops, struct bufferevent *bev);
 void ct_ops_events_free(struct ct_ops *ops);
+/* Arm the once-a-second snapshot (streams and history) from the start. */
+void ct_ops_events_start(struct ct_ops *ops);
+/* GET /history: the kept snapshots as one JSON array, oldest first. */
+void ct_ops_events_history(struct ct_ops *ops, struct ct_stats_out *body);
 /* Streams open now, and those closed because their client did not read. */
 void ct_ops_events_counts(const struct ct_ops *ops, uint64_t *open, uint64_t *dropped);
 /* ops.c: the access log's flush timer. */

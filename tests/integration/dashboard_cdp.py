@@ -187,6 +187,12 @@ def main():
                     return v
                 time.sleep(0.2)
 
+        # cachet's history (GET /history) is drawn before any live snapshot
+        hist = "window.cachetDashboard ? window.cachetDashboard.history : -1"
+        out["history"] = poll(hist, lambda v: v is not None and v > 0)
+        first = json.loads(ev(CHARTS_JS) or "[]")
+        out["history_requests_colored"] = next(
+            (c["colored"] for c in first if c["title"].startswith("Requests/s")), 0)
         upd = "window.cachetDashboard ? window.cachetDashboard.updates : -1"
         out["updates"] = poll(upd, lambda v: v is not None and v >= 3)
         out["title"] = ev("document.title")

@@ -114,6 +114,24 @@ traffic 20
 # one HTTPS connection of each protocol: the listener row names what was used
 curl -sk --http1.1 -o /dev/null "$S/gen?size=10&cache-control=max-age%3D600&k=p1"
 curl -sk --http2 -o /dev/null "$S/gen?size=10&cache-control=max-age%3D600&k=p2"
+
+# ---- GET /history: the snapshots cachet keeps (15 minutes at 1 s) -----------------------
+# hist_info: "N increasing HITS" (N snapshots, their uptimes increasing, the
+# newest's hits) or the error
+hist_info() { curl -s "$A/history" | python3 -c '
+import json, sys
+h = json.load(sys.stdin)
+up = [s["uptime_s"] for s in h]
+print(len(h), "increasing" if all(b > a for a, b in zip(up, up[1:])) else "not-increasing",
+      h[-1]["cache_requests"]["hit"] if h else -1)' 2>&1; }
+hist_ge() { local n; n=$(hist_info | cut -d" " -f1); [ "${n:-0}" -ge "$1" ] 2>/dev/null; }
+ct_wait_until 30 hist_ge 3
+h=$(hist_info)
+ct_check_match "/history: snapshots, a second apart, oldest first ($h)" "$h" '^([3-9]|[1-9][0-9]+) increasing [1-9]'
+ct_check "/history: at most one snapshot a second since the start" \
+    "$(python3 -c 'import sys; n, up = int(sys.argv[1]), float(sys.argv[2]); print("ok" if n <= up + 2 else "%d > %.0f" % (n, up))' \
+        "${h%% *}" "$(jget "$(curl -s "$A/stats")" 'd["uptime_s"]')")" ok
+ct_check "/history: POST refused" "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$A/history")" 405
 if [ ! -x "$CHROMIUM" ]; then
     ct_failed "chromium" "$CHROMIUM is missing (make deps-test installs it)"
 else
@@ -131,6 +149,10 @@ else
     "$CT_BIN/cachet" ctl backend "127.0.0.1:$OPORT" enable --admin "127.0.0.1:$APORT" >/dev/null
     [ -s "$CT_TMP/cdp.out" ] || ct_failed "drive chromium" "$(tail -5 "$CT_TMP/cdp.err")"
     ct_check_match "the page shows snapshots from /events" "$(r updates)" '^([3-9]|[1-9][0-9]+)$'
+    ct_check_match "the page drew cachet's history first ($(r history) snapshots)" "$(r history)" \
+        '^([2-9]|[1-9][0-9]+)$'
+    ct_check_match "... its requests chart had data from the history alone" \
+        "$(r history_requests_colored)" '^[1-9][0-9]*$'
     ct_check "the page says live" "$(r state)" live
     b=$(r hits_before)
     a=$(r hits_after)
