@@ -7,6 +7,10 @@
 #   make test    every test through CTest, plain and under ASan+UBSan; the
 #                unit tests and a subset of the integration tests under TSan
 #                (TSAN_TESTS); every fuzz target for FUZZ_SHORT_SECONDS
+#   make install cachet to PREFIX/sbin, cachet-origin to PREFIX/bin, man pages,
+#                the example configuration, the systemd unit, the docs
+#                (PREFIX=/usr/local; DESTDIR=/scratch stages it; docs/operations.md)
+#   make deb     the Debian package, ../cachet_VERSION_ARCH.deb (dpkg-buildpackage)
 #   make bench   the benchmark harness (bench/run.sh; BENCH_ARGS=--quick|--full)
 #   make fuzz    libFuzzer on every fuzz target, FUZZ_SECONDS (60) each
 #   make soak    the 10-minute soak under load and faults (SOAK_SECONDS=600;
@@ -34,18 +38,23 @@ FUZZ_SHORT_SECONDS ?= 15
 TSAN_TESTS ?= ^(unit\.|integ\.(proxy_basic|ops_reload|ops_reload_retire|cache_coalesce|cache_bg_proto|tls_basic|route_limits|route_groups|fleet_peer|fleet_client_purge)$$)
 TSAN_SKIP  ?= ^unit\.test_tls_leak$$
 BENCH_ARGS ?= --quick
+PREFIX     ?= /usr/local
+DESTDIR    ?=
 
 BUILD_PKGS = gcc make cmake pkg-config libc6-dev libevent-dev libssl-dev \
              libhttp-parser-dev libcunit1-dev libconfig-dev libnghttp2-dev libpcre2-dev openssl \
              zlib1g-dev libbrotli-dev libzstd-dev libhiredis-dev
 TEST_PKGS  = curl procps iproute2 psmisc python3 strace chromium gnuplot-nox python3-brotli zstd \
-             nghttp2-client python3-h2 redis-server nginx-light
+             nghttp2-client python3-h2 redis-server nginx-light man-db groff-base
+# Building the Debian package (make deb; tests/integration/deb_package.sh
+# builds one in make test, so deps-test pulls these in too).
+DEB_PKGS   = dpkg-dev debhelper lintian fakeroot
 FUZZ_PKGS  = clang libclang-rt-14-dev
 BENCH_PKGS = wrk lighttpd nginx-light varnish haproxy h2o nghttp2-client gnuplot-nox \
              util-linux
 
-.PHONY: all deps deps-test deps-fuzz deps-bench build build-san build-tsan build-fuzz run \
-        test test-plain test-san test-tsan test-fuzz bench fuzz soak clean
+.PHONY: all deps deps-test deps-deb deps-fuzz deps-bench build build-san build-tsan build-fuzz run \
+        test test-plain test-san test-tsan test-fuzz bench fuzz soak clean install deb
 
 all: build
 
@@ -66,8 +75,10 @@ endef
 
 deps:
 	$(call install_missing,$(BUILD_PKGS))
-deps-test: deps
+deps-test: deps deps-deb
 	$(call install_missing,$(TEST_PKGS))
+deps-deb: deps
+	$(call install_missing,$(DEB_PKGS))
 deps-fuzz: deps
 	$(call install_missing,$(FUZZ_PKGS))
 deps-bench: deps
@@ -84,6 +95,15 @@ build-san: deps
 build-tsan: deps
 	cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=Debug -DCT_TSAN=ON >/dev/null
 	cmake --build $(BUILD_TSAN) -j $(JOBS)
+
+# DESTDIR stages the tree (packagers); without it, install as root.
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix $(PREFIX)
+
+# A full build from the tree with Debian's flags (debian/rules), unsigned;
+# the .deb and .buildinfo land in the parent folder, as dpkg-buildpackage's.
+deb: deps-deb
+	dpkg-buildpackage -b -uc -us
 
 run: build
 	./scripts/run.sh $(BUILD)/bin

@@ -283,7 +283,7 @@ run_micro() {
         taskset -c "$SERVER_CPU" timeout -k 5 300 "$BIN/$b" "${args[@]}" 2>&1 || echo "$b: failed ($?)"
         echo
     done
-    # Lookups again as conf/cachet.service runs cachet: glibc's malloc asking
+    # Lookups again as conf/cachet.service.in runs cachet: glibc's malloc asking
     # for transparent huge pages (Debian's THP mode is "madvise"), which
     # takes the TLB miss off a uniform lookup over 1 M objects.
     if [ -x "$BIN/bench_cache" ]; then

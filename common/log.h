@@ -21,10 +21,31 @@ enum ct_log_level ct_log_get_level(void);
 /* Parse "debug", "info", "warn", "error". Returns CT_OK or CT_EPROTO. */
 int ct_log_level_parse(const char *name, enum ct_log_level *out);
 
+/* Where the lines go (logs.target). */
+enum ct_log_target {
+    CT_LOG_TO_FILE,   /* "2026-...Z LEVEL message" to a file, or stderr */
+    CT_LOG_TO_SYSLOG, /* RFC 3164 as glibc's syslog(3) writes it, to a unix datagram socket */
+    CT_LOG_TO_JSON,   /* {"time":...,"level":...,"msg":...} lines on stdout (containers) */
+};
+
+struct ct_log_dest {
+    enum ct_log_target target;
+    const char *path;   /* FILE: the file, or NULL / "-" for stderr */
+    const char *socket; /* SYSLOG: the socket's path, "/dev/log" */
+    int facility;       /* SYSLOG: a syslog.h facility (LOG_DAEMON, LOG_LOCAL0, ...) */
+    const char *tag;    /* SYSLOG: the program name of each line, "cachet" */
+};
+
+/* Send the lines to D (copied). Returns CT_OK, or CT_EIO with the reason in
+ * ERR (the file cannot be opened, the socket cannot be reached) and the
+ * previous destination kept. Main thread; workers logging meanwhile write
+ * to the old or the new destination, never to a closed one's reuse. */
+int ct_log_set_dest(const struct ct_log_dest *d, char *err, size_t errlen);
 /* Send the log to PATH (appending), or to stderr when PATH is NULL or "-".
  * Returns CT_OK or CT_EIO (errno set; the previous destination stays). */
 int ct_log_open(const char *path);
-/* Reopen the current file (logrotate, SIGUSR1). Returns CT_OK or CT_EIO. */
+/* Reopen the current file, or reconnect the syslog socket (logrotate,
+ * SIGUSR1; a restarted syslog daemon). Returns CT_OK or CT_EIO. */
 int ct_log_reopen(void);
 
 void ct_log(enum ct_log_level level, const char *fmt, ...) CT_PRINTF(2, 3);
@@ -45,6 +66,12 @@ bool ct_log_limit_pass(struct ct_log_limit *l, uint64_t now_s, unsigned *dropped
  * on, so INFO, and rate-limited per thread (a scanner must not flood the
  * log): "... (N more client faults not logged)" on the next line. */
 void ct_log_client(const char *fmt, ...) CT_PRINTF(1, 2);
+struct ct_buf;
+/* While set, the lines of level MIN and above that THIS thread logs are
+ * also appended to B, the message alone, one per line (their destination
+ * still gets them): `cachet ctl reload` answers with the reload's warnings
+ * and errors. NULL stops. Per thread; B stays the caller's. */
+void ct_log_capture(struct ct_buf *b, enum ct_log_level min);
 
 #define CT_DEBUG(...)                                                          \
     do {                                                                       \

@@ -499,6 +499,10 @@ struct ct_conf_fleet {
 enum ct_conf_access_format { CT_CONF_ACCESS_COMBINED, CT_CONF_ACCESS_JSON };
 
 struct ct_conf_logs {
+    enum ct_log_target target; /* common/log.h: error_log's file, syslog, JSON on stdout */
+    int syslog_facility;       /* a syslog.h value: LOG_DAEMON, LOG_LOCAL0, ... */
+    char *syslog_tag;
+    char *syslog_socket;
     char *error_log; /* path, or "-" for stderr */
     enum ct_log_level level;
     char *access_log; /* NULL = off; "-" = stdout; else a path */
@@ -607,6 +611,9 @@ void ct_conf_dump(const struct ct_conf *cf, FILE *fp);
 /* Print the configuration reference (Markdown) generated from the schema
  * table: every key, type, default and help. docs/config.md embeds its output. */
 void ct_conf_print_reference(FILE *fp);
+/* The same reference as roff (.SS per top-level key, .TP per setting), for
+ * cachet.conf(5): docs/man/cachet.conf.5 embeds its output. */
+void ct_conf_print_reference_man(FILE *fp);
 
 /* The reason a setting's default was chosen (the reference's "Why this
  * default"), by its reference key such as "cache.grace" or
@@ -625,6 +632,7 @@ struct ct_cli {
     bool test_only;        /* -t: validate and exit */
     bool dump;             /* -T: print the effective configuration and exit */
     bool version;          /* --version */
+    bool build_info;       /* -V: versions of the build and its libraries */
     bool help;             /* -h, --help */
     /* Overrides; a NULL/0 field means "not given". Listener values may be
      * "off" to remove every listener of that kind. */

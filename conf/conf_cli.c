@@ -94,6 +94,7 @@ static const struct opt opts[] = {
     {"--test", 't', OPT_FLAG, F(test_only), 0, NULL, NULL},
     {"--dump", 'T', OPT_FLAG, F(dump), 0, NULL, NULL},
     {"--version", 0, OPT_FLAG, F(version), 0, NULL, NULL},
+    {"-V", 'V', OPT_FLAG, F(build_info), 0, NULL, NULL},
     {"--help", 'h', OPT_FLAG, F(help), 0, NULL, NULL},
     {"--http", 0, OPT_REPEAT, F(http), F(nhttp), check_listen, LISTEN_EXPECT},
     {"--https", 0, OPT_REPEAT, F(https), F(nhttps), check_listen, LISTEN_EXPECT},
@@ -119,6 +120,8 @@ void ct_conf_cli_usage(const char *prog, FILE *fp)
             "  -t, --test            check the configuration and exit\n"
             "  -T, --dump            print the effective configuration and exit\n"
             "      --version         print the version and exit\n"
+            "  -V                    print the version, git revision, compiler and the\n"
+            "                        libraries' versions (built with, running with)\n"
             "  -h, --help            this text\n"
             "overrides (they win over the file):\n"
             "  --http ADDR:PORT|off  HTTP listener (repeatable)\n"
@@ -191,6 +194,8 @@ static void unknown_opt(const char *arg, struct cli_errs *e)
     char name[64];
     snprintf(name, sizeof(name), "%.*s", (int)strcspn(arg, "="), arg);
     for (size_t i = 0; i < CT_ARRAY_LEN(opts); i++) {
+        if (opts[i].name[1] != '-')
+            continue; /* "-V" alone: any one-letter typo is one edit from it */
         unsigned d = ct_conf_edit_distance(name, opts[i].name);
         if (d < best_d) {
             best_d = d;

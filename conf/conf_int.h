@@ -174,6 +174,17 @@ void ct_conf_section_load(struct ct_conf_loadctx *lc, const struct ct_conf_secti
                           const struct config_setting_t *grp, void *base, const char *path);
 /* "(expected ...)" text for a row. */
 void ct_conf_row_expect(const struct ct_conf_row *r, char *buf, size_t len);
+/* The reference's type column ("duration or \"off\""); static storage. */
+const char *ct_conf_row_type_name(const struct ct_conf_row *r);
+/* Whether the reference adds the row's "Expected: ..." (where it says more
+ * than the type). */
+bool ct_conf_row_says_expected(const struct ct_conf_row *r);
+
+/* Call CB on every row of the schema in reference order (docs/config.md's
+ * table, cachet.conf(5)), with its reference key and its nesting depth. */
+typedef void ct_conf_ref_cb(const char *key, const struct ct_conf_row *r, unsigned depth,
+                            void *arg);
+void ct_conf_reference_walk(ct_conf_ref_cb *cb, void *arg);
 const char *ct_conf_enum_name(const struct ct_conf_enum *e, int value);
 
 /* Where a loaded setting is: "FILE:LINE". */

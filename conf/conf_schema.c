@@ -12,6 +12,7 @@
 #include <libconfig.h>
 #include <openssl/ssl.h>
 #include <stdlib.h>
+#include <syslog.h>
 
 #include "conf/conf_int.h"
 
@@ -110,6 +111,16 @@ static const struct ct_conf_enum levels[] = {{"debug", CT_LOG_DEBUG},
                                              {"warn", CT_LOG_WARN},
                                              {"error", CT_LOG_ERR},
                                              {NULL, 0}};
+static const struct ct_conf_enum log_targets[] = {{"file", CT_LOG_TO_FILE},
+                                                  {"syslog", CT_LOG_TO_SYSLOG},
+                                                  {"json", CT_LOG_TO_JSON},
+                                                  {NULL, 0}};
+static const struct ct_conf_enum facilities[] = {
+    {"user", LOG_USER},     {"daemon", LOG_DAEMON}, {"auth", LOG_AUTH},     {"authpriv", LOG_AUTHPRIV},
+    {"syslog", LOG_SYSLOG}, {"local0", LOG_LOCAL0}, {"local1", LOG_LOCAL1}, {"local2", LOG_LOCAL2},
+    {"local3", LOG_LOCAL3}, {"local4", LOG_LOCAL4}, {"local5", LOG_LOCAL5}, {"local6", LOG_LOCAL6},
+    {"local7", LOG_LOCAL7}, {NULL, 0}};
+_Static_assert(sizeof(enum ct_log_target) == sizeof(int), "enum size");
 static const struct ct_conf_enum formats[] = {
     {"combined", CT_CONF_ACCESS_COMBINED}, {"json", CT_CONF_ACCESS_JSON}, {NULL, 0}};
 
@@ -526,6 +537,19 @@ static const struct ct_conf_row logs_rows[] = {
     ROW_ENUM(T, "access_format", access_format, 0, formats, Q("combined"),
              "`combined` (plus request time, upstream time, cache status, TLS version) or "
              "`json` (one object per line)."),
+    ROW_ENUM(T, "target", target, 0, log_targets, Q("file"),
+             "Where the error log goes: `file` (`error_log`: a file, or stderr), `syslog` (the "
+             "`syslog_socket`, RFC 3164 lines as syslog(3) writes them, with "
+             "`syslog_facility` and `syslog_tag`; the level is the severity) or `json` (one JSON "
+             "object a line on stdout, `time`, `level`, `msg`: for containers). The access log "
+             "has its own `access_log`."),
+    ROW_ENUM(T, "syslog_facility", syslog_facility, 0, facilities, Q("daemon"),
+             "The facility of the error log's syslog lines."),
+    ROW_STR(T, "syslog_tag", syslog_tag, 0, Q("cachet"),
+            "The program name of the error log's syslog lines (`TAG[PID]:`)."),
+    ROW_STR(T, "syslog_socket", syslog_socket, 0, Q("/dev/log"),
+            "The unix datagram socket syslog lines are sent to: journald's and rsyslog's "
+            "`/dev/log`, or another daemon's."),
 };
 static const struct ct_conf_section logs_section = SECTION("logs", T, logs_rows);
 #undef T
@@ -1055,7 +1079,7 @@ const char *ct_conf_enum_name(const struct ct_conf_enum *e, int value)
 
 /* ---- the reference -------------------------------------------------------- */
 
-static const char *type_name(const struct ct_conf_row *r)
+const char *ct_conf_row_type_name(const struct ct_conf_row *r)
 {
     switch (r->type) {
     case CT_ROW_BOOL: return "bool";
@@ -1373,6 +1397,13 @@ static const struct {
     {"trusted_proxies", "a forwarding field is the client's to write unless a proxy we trust "
                         "wrote it (nginx's `set_real_ip_from`)."},
     {"real_ip_header", "what nginx, HAProxy and every load balancer send."},
+    {"logs.target", "the error log where `error_log` says (stderr by default), as every peer "
+                    "starts; syslog and JSON are a host's or a container's choice."},
+    {"logs.syslog_facility", "`daemon`, the facility of system daemons, which syslog(3) "
+                             "gives a daemon that names none."},
+    {"logs.syslog_tag", "the program's name, as syslog(3) takes it by default."},
+    {"logs.syslog_socket", "where glibc's syslog(3) writes: journald and rsyslog both listen "
+                           "there."},
     {"logs.error_log", "stderr, so systemd's journal or a terminal has it."},
     {"logs.level", "errors and what changes state (start, reload, backend up/down), not every "
                    "request."},
@@ -1451,40 +1482,60 @@ size_t ct_conf_default_reasons(const char ***keys)
     return CT_ARRAY_LEN(reasons);
 }
 
-/* Markdown cells must not contain '|'; the defaults don't, the help neither. */
-static void print_rows(const struct ct_conf_section *sec, const char *prefix, FILE *fp)
+/* Every row under SEC in reference order, each with its reference key
+ * ("listen[].tls.min_version") and its depth (0 at the top). */
+static void walk_rows(const struct ct_conf_section *sec, const char *prefix, unsigned depth,
+                      ct_conf_ref_cb *cb, void *arg)
 {
     for (size_t i = 0; i < sec->nrows; i++) {
         const struct ct_conf_row *r = &sec->rows[i];
-        char key[160], expect[400];
+        char key[160];
         snprintf(key, sizeof(key), "%s%s%s", prefix, *prefix ? "." : "", r->name);
-        ct_conf_row_expect(r, expect, sizeof(expect));
-        const char *def = r->def ? r->def : (r->flags & CT_ROW_REQUIRED) ? "required" : "";
-        /* "Expected" only where it says more than the type column */
-        bool say = r->type != CT_ROW_STR && r->type != CT_ROW_GROUP && r->type != CT_ROW_LIST &&
-                   r->type != CT_ROW_BOOL;
-        fprintf(fp, "| `%s` | %s | %s%s%s | %s%s%s%s", key, type_name(r), r->def ? "`" : "",
-                def, r->def ? "`" : "", r->help, say ? " Expected: " : "", say ? expect : "",
-                say ? "." : "");
-        const char *why = ct_conf_default_reason(key);
-        if (why)
-            fprintf(fp, " *Why this default:* %s", why);
-        if (r->departs)
-            fprintf(fp, " **Any other value is an opt-in that departs from %s.**", r->departs);
-        fputs(" |\n", fp);
+        cb(key, r, depth, arg);
         if (r->type == CT_ROW_GROUP)
-            print_rows(r->sub, key, fp);
+            walk_rows(r->sub, key, depth + 1, cb, arg);
         if (r->type == CT_ROW_LIST) {
             snprintf(key + strlen(key), sizeof(key) - strlen(key), "[]");
-            print_rows(r->sub, key, fp);
+            walk_rows(r->sub, key, depth + 1, cb, arg);
         }
     }
+}
+
+void ct_conf_reference_walk(ct_conf_ref_cb *cb, void *arg)
+{
+    walk_rows(&ct_conf_root_section, "", 0, cb, arg);
+}
+
+bool ct_conf_row_says_expected(const struct ct_conf_row *r)
+{
+    /* "Expected" only where it says more than the type column */
+    return r->type != CT_ROW_STR && r->type != CT_ROW_GROUP && r->type != CT_ROW_LIST &&
+           r->type != CT_ROW_BOOL;
+}
+
+/* Markdown cells must not contain '|'; the defaults don't, the help neither. */
+static void md_row(const char *key, const struct ct_conf_row *r, unsigned depth, void *arg)
+{
+    FILE *fp = arg;
+    char expect[400];
+    ct_conf_row_expect(r, expect, sizeof(expect));
+    const char *def = r->def ? r->def : (r->flags & CT_ROW_REQUIRED) ? "required" : "";
+    bool say = ct_conf_row_says_expected(r);
+    fprintf(fp, "| `%s` | %s | %s%s%s | %s%s%s%s", key, ct_conf_row_type_name(r),
+            r->def ? "`" : "", def, r->def ? "`" : "", r->help, say ? " Expected: " : "",
+            say ? expect : "", say ? "." : "");
+    const char *why = ct_conf_default_reason(key);
+    if (why)
+        fprintf(fp, " *Why this default:* %s", why);
+    if (r->departs)
+        fprintf(fp, " **Any other value is an opt-in that departs from %s.**", r->departs);
+    fputs(" |\n", fp);
 }
 
 void ct_conf_print_reference(FILE *fp)
 {
     fprintf(fp, "| key | type | default | meaning |\n| --- | --- | --- | --- |\n");
-    print_rows(&ct_conf_root_section, "", fp);
+    ct_conf_reference_walk(md_row, fp);
 }
 
 /* ---- what a row expects (the "(expected ...)" of every error) ------------ */

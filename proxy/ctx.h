@@ -60,6 +60,10 @@ struct ct_backend_addr {
     socklen_t salen;
     char name[80]; /* "host:port" for logs */
     _Atomic bool down; /* active health checks (health.c writes, workers read) */
+    /* `cachet ctl backend NAME drain` (the admin thread writes, workers
+     * read): no new request is sent to it; requests in flight finish on
+     * their connection (HAProxy's `set server ... state drain`) */
+    _Atomic bool drain;
     /* per-backend counters (enum ct_stats_be), every worker adds (fetch_add);
      * PREV: the same-named backend of the previous set, whose counts continue
      * these (/metrics sums the chain), NULL for a new name */

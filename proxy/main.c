@@ -26,6 +26,7 @@
 #include "conf/conf.h"
 #include "cache/cache.h"
 #include "proxy/core/core.h"
+#include "proxy/build_info.h"
 #include "proxy/ctx.h"
 #include "proxy/fleet/fleet.h"
 #include "proxy/limit/limit.h"
@@ -36,8 +37,6 @@
 #include "proxy/ops/ops_int.h"
 #include "proxy/upstream/upstream.h"
 #include "tls/tls.h"
-
-#define CT_VERSION "0.1.0"
 
 /* Every backend resolved, each failure logged with its name and why. */
 static int resolve_backends(struct ct_proxy *px)
@@ -314,7 +313,7 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
         goto out;
     }
     ct_ops_start(px.ops);
-    CT_INFO("cachet %s: %u workers, %zu listeners, %zu backends", CT_VERSION, n, px.nlisteners,
+    CT_INFO("cachet %s: %u workers, %zu listeners, %zu backends", ct_build_version(), n, px.nlisteners,
             px.nbackends);
     event_base_dispatch(base); /* until a signal */
     rc = 0;
@@ -367,6 +366,10 @@ int main(int argc, char **argv)
         ct_conf_cli_usage(argv[0], stdout);
         return 0;
     }
+    if (cli.build_info) { /* as nginx -V: no configuration is read */
+        ct_build_info_print(stdout);
+        return 0;
+    }
     struct ct_conf_errors *errs = ct_xcalloc(1, sizeof(*errs));
     struct ct_conf *cf = NULL;
     ct_conf_errors_init(errs);
@@ -378,7 +381,7 @@ int main(int argc, char **argv)
     }
     free(errs);
     if (cli.version) {
-        printf("cachet %s\n", CT_VERSION);
+        printf("cachet %s\n", ct_build_version());
     } else if (cli.test_only) {
         if (check_backends(cf) == 0)
             printf("configuration ok\n");
@@ -387,9 +390,7 @@ int main(int argc, char **argv)
     } else if (cli.dump) {
         ct_conf_dump(cf, stdout);
     } else {
-        if (cf->logs.error_log && ct_log_open(cf->logs.error_log) != CT_OK)
-            fprintf(stderr, "cachet: cannot open %s: %s\n", cf->logs.error_log, strerror(errno));
-        ct_log_set_level(cf->logs.level);
+        ct_ops_log_apply(cf, NULL, ""); /* on failure the reason is on stderr */
         rc = run(cf, &cli);
     }
     ct_conf_free(&cf);

@@ -11,7 +11,7 @@ trap stop EXIT INT TERM
 "$bin/cachet-origin" --port 8081 &
 pids+=($!)
 if [ -x "$bin/cachet" ]; then
-    # as conf/cachet.service runs it: malloc may use transparent huge pages
+    # as conf/cachet.service.in runs it: malloc may use transparent huge pages
     GLIBC_TUNABLES=glibc.malloc.hugetlb=1 "$bin/cachet" &
     pids+=($!)
     cat <<EOT

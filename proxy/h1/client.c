@@ -170,6 +170,7 @@ static void conn_counted_close(struct ct_client *c)
     if (c->w->stats) {
         ct_stats_conn_close(c->w->stats, (unsigned)c->why);
         ct_stats_conn_proto(c->w->stats, proto_of(c), false);
+        ct_stats_conn_spoke(c->w->stats, proto_of(c));
     }
 }
 

@@ -440,7 +440,9 @@ static void conn_close(struct ct_h2s *s)
         count(s);
         ct_stats_add(&w->stats->h2_connections_ended[ct_h2_conn_why(s->h)], 1);
         ct_stats_conn_close(w->stats, (unsigned)s->why);
-        ct_stats_conn_proto(w->stats, CT_STATS_PROTO_h2, false);
+        enum ct_stats_proto p = ssl ? CT_STATS_PROTO_h2 : CT_STATS_PROTO_h2c;
+        ct_stats_conn_proto(w->stats, p, false);
+        ct_stats_conn_spoke(w->stats, p);
     }
     uint64_t id = s->id; /* for w->conn_gone, after the free */
     conn_free(s);
@@ -712,7 +714,7 @@ void ct_h2s_take(struct ct_worker *w, const struct ct_conn_info *ci)
     bool plain = ci->tls == NULL; /* h2c with prior knowledge (listen[].h2c) */
     if (w->stats) {
         ct_stats_conn_proto(w->stats, plain ? CT_STATS_PROTO_http : CT_STATS_PROTO_https, false);
-        ct_stats_conn_proto(w->stats, CT_STATS_PROTO_h2, true);
+        ct_stats_conn_proto(w->stats, plain ? CT_STATS_PROTO_h2c : CT_STATS_PROTO_h2, true);
     }
     bufferevent_setcb(bev, plain ? NULL : on_read, on_write, on_event, s);
     bufferevent_setwatermark(bev, EV_WRITE, CT_BP_LOW, 0);

@@ -143,15 +143,18 @@ void ct_ops_render(struct ct_ops *ops, bool json, struct ct_stats_out *out)
     struct ct_stats *sum = sum_workers(ops);
     const char **names = ct_xcalloc(px->nbackends + 1, sizeof(*names));
     int *up = ct_xcalloc(px->nbackends + 1, sizeof(*up));
+    int *drain = ct_xcalloc(px->nbackends + 1, sizeof(*drain));
     for (size_t i = 0; i < px->nbackends; i++) {
         const struct ct_conf_backend *b = &px->cf->flat_backends[i];
         names[i] = b->name ? b->name : px->backends[i].name;
         up[i] = ct_ops_backend_up(px, i);
+        drain[i] = atomic_load(&px->backends[i].drain);
     }
     struct ct_stats_view v = {
         .sum = sum,
         .backend_names = names,
         .backend_up = ops->health ? up : NULL,
+        .backend_drain = drain,
         .uptime_s = ct_time_mono() - ops->started,
         .reload = ops->reload,
         .purge = ops->cache != NULL,
@@ -195,6 +198,7 @@ void ct_ops_render(struct ct_ops *ops, bool json, struct ct_stats_out *out)
         ct_stats_render_prom(&v, out);
     free(names);
     free(up);
+    free(drain);
     ct_stats_free(&sum);
 }
 
@@ -283,6 +287,15 @@ static void route(struct admin_conn *ac, const struct ct_http_msg *req)
         else
             respond(ac, req, 200, "text/html; charset=utf-8", DASHBOARD_HEADERS,
                     (const char *)ct_dashboard_html, ct_dashboard_html_len);
+    } else if (ct_str_eq(path, CT_STR("/history"))) {
+        if (!get) {
+            error(ac, req, 405, "Allow: GET, HEAD\r\n");
+        } else {
+            struct ct_stats_out out = {0};
+            ct_ops_events_history(ac->ops, &out);
+            respond(ac, req, 200, "application/json", NULL, out.p, out.len);
+            ct_stats_out_free(&out);
+        }
     } else if (ct_str_eq(path, CT_STR("/events"))) {
         if (req->method != CT_METHOD_GET)
             error(ac, req, 405, "Allow: GET\r\n");
@@ -303,6 +316,16 @@ static void route(struct admin_conn *ac, const struct ct_http_msg *req)
             error(ac, req, 405, "Allow: POST\r\n");
         else
             serve_ban(ac, req, query);
+    } else if (ct_str_eq(path, CT_STR("/reload")) || ct_str_eq(path, CT_STR("/backend"))) {
+        if (req->method != CT_METHOD_POST) {
+            error(ac, req, 405, "Allow: POST\r\n");
+        } else {
+            struct ct_stats_out out = {0};
+            unsigned status = path.len == 7 ? ct_ops_reload_cmd(ac->ops, &out)
+                                            : ct_ops_backend_cmd(ac->ops, query, &out);
+            respond(ac, req, status, "application/json", NULL, out.p, out.len);
+            ct_stats_out_free(&out);
+        }
     } else if (ct_str_eq(path, CT_STR("/bans"))) {
         if (!get)
             error(ac, req, 405, "Allow: GET, HEAD\r\n");

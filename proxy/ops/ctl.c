@@ -1,8 +1,13 @@
 /*
  * proxy/ops/ctl.c: `cachet ctl ...` (proxy/ops/ctl.h), varnishadm-style commands over
- * the admin listener's HTTP: top, stats, purge, ban, bans. Each request goes
+ * the admin listener's HTTP: top, stats, purge, ban, bans, reload, backend. Each request goes
  * on its own connection with the admin token when there is one (--token,
  * --token-file, or the -c FILE's admin.token / admin.token_file).
+ *
+ * `reload` (POST /reload) prints "applied: configuration N" and the reload's
+ * warnings, or "refused:" and each reason, as the error log has them.
+ * `backend NAME drain|enable` (POST /backend) takes a backend out of
+ * rotation or puts it back (HAProxy's `set server ... state drain`).
  *
  * `top` reads GET /stats from the
  * admin listener every interval and prints the figures the dashboard shows,
@@ -496,8 +501,10 @@ static void show(FILE *fp, const struct target *t, const struct reading *p,
         char rate[32] = "-";
         if (p && !isnan(pr) && r >= pr)
             fmt_num(rate, sizeof(rate), (r - pr) / dt, false);
+        const char *dr = get(c, "backends.%zu.drain", i);
+        bool drained = dr && strcmp(dr, "true") == 0;
         fprintf(fp, "%-28s %-11s %12.0f %10s %9.0f %9.0f %9.0f\n", get(c, "backends.%zu.name", i),
-                upv == NULL ? "not checked" : strcmp(upv, "true") == 0 ? "up" : "DOWN", r, rate,
+                drained ? "DRAIN" : upv == NULL ? "not checked" : strcmp(upv, "true") == 0 ? "up" : "DOWN", r, rate,
                 NUM(c, "backends.%zu.upstream_errors", i),
                 NUM(c, "backends.%zu.upstream_timeouts", i),
                 NUM(c, "backends.%zu.upstream_retries", i));
@@ -522,6 +529,9 @@ static int usage(FILE *fp, int rc)
             "  ban [--soft] 'EXPR'            ban, e.g. 'obj.http.x-tag ~ \"^a\" && "
             "obj.url ^= \"/img/\"'\n"
             "  bans                           the active bans (JSON)\n"
+            "  reload                         reload the configuration: applied or refused, and why\n"
+            "  backend NAME drain|enable      take a backend out of rotation (in-flight requests\n"
+            "                                 finish) or put it back\n"
             "The admin listener is 127.0.0.1:8082 unless --admin or -c FILE (its admin.listen\n"
             "and its token) say otherwise. Exit status: 0 done, 1 cachet could not be read,\n"
             "2 bad command line, 3 cachet refused the request (the reason on stderr).\n");
@@ -862,6 +872,91 @@ static int simple_get(const char *cmd, int argc, char **argv)
     return 0;
 }
 
+/* Options every command takes, and nothing else but "-h"; the exit status
+ * of a bad one (2), 0 if all were fine, -1 after printing the usage. */
+static int only_common(const char *cmd, struct common *co, int argc, char **argv, int first)
+{
+    int rc = 0;
+    for (int i = first; i < argc; i++) {
+        if (common_opt(co, argc, argv, &i, &rc)) {
+            if (rc)
+                return rc;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(stdout, 0);
+            return -1;
+        } else {
+            fprintf(stderr, "cachet ctl %s: unknown or incomplete option '%s'\n", cmd, argv[i]);
+            return usage(stderr, 2);
+        }
+    }
+    return 0;
+}
+
+static int reload(int argc, char **argv)
+{
+    struct common co = {0};
+    struct target t;
+    int rc = only_common("reload", &co, argc, argv, 1);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if ((rc = resolve(&co, &t)) != 0)
+        return rc;
+    unsigned status = 0;
+    char *resp = NULL, err[384];
+    if (request(&t, "POST", "/reload", NULL, &status, &resp, err, sizeof(err)) != CT_OK) {
+        fprintf(stderr, "cachet ctl reload: %s\n", err);
+        return 1;
+    }
+    struct reading r = {0};
+    bool ok = parse(resp, strlen(resp), &r);
+    const char *res = ok ? get(&r, "result") : NULL;
+    if (status == 200 && res && strcmp(res, "applied") == 0) {
+        printf("applied: configuration %s\n", get(&r, "configuration"));
+        for (size_t i = 0; get(&r, "warnings.%zu", i); i++)
+            printf("warning: %s\n", get(&r, "warnings.%zu", i));
+        rc = 0;
+    } else if (res && strcmp(res, "refused") == 0) {
+        fprintf(stderr, "refused%s\n", get(&r, "errors.0") ? ":" : "");
+        for (size_t i = 0; get(&r, "errors.%zu", i); i++)
+            fprintf(stderr, "  %s\n", get(&r, "errors.%zu", i));
+        rc = 3;
+    } else {
+        const char *e = ok ? get(&r, "error") : NULL;
+        fprintf(stderr, "cachet ctl reload: %u: %s%s", status, e ? e : resp, e ? "\n" : "");
+        rc = status >= 500 ? 1 : 3;
+    }
+    reading_free(&r);
+    free(resp);
+    return rc;
+}
+
+static int backend(int argc, char **argv)
+{
+    struct common co = {0};
+    struct target t;
+    if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0))
+        return usage(stdout, 0);
+    if (argc < 3 || argv[1][0] == '-' ||
+        (strcmp(argv[2], "drain") != 0 && strcmp(argv[2], "enable") != 0)) {
+        fprintf(stderr, "cachet ctl backend: expected NAME drain|enable\n");
+        return 2;
+    }
+    int rc = only_common("backend", &co, argc, argv, 3);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    char path[1024] = "/backend?name=";
+    size_t len = strlen(path);
+    if (!put_enc(path, sizeof(path), &len, argv[1]) ||
+        !put_lit(path, sizeof(path), &len, "&state=") ||
+        !put_lit(path, sizeof(path), &len, argv[2])) {
+        fprintf(stderr, "cachet ctl backend: the name is too long\n");
+        return 2;
+    }
+    if ((rc = resolve(&co, &t)) != 0)
+        return rc;
+    return send_cmd("backend", &t, "POST", path, NULL, false);
+}
+
 int ct_ctl_main(int argc, char **argv)
 {
     /* The server's signals (SIGUSR1 reopen logs, SIGHUP reload), sent with
@@ -879,8 +974,13 @@ int ct_ctl_main(int argc, char **argv)
         return ban(argc - 1, argv + 1);
     if (strcmp(cmd, "stats") == 0 || strcmp(cmd, "bans") == 0)
         return simple_get(cmd, argc - 1, argv + 1);
+    if (strcmp(cmd, "reload") == 0)
+        return reload(argc - 1, argv + 1);
+    if (strcmp(cmd, "backend") == 0)
+        return backend(argc - 1, argv + 1);
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0)
         return usage(stdout, 0);
-    fprintf(stderr, "cachet ctl: expected a command: top, stats, purge, ban or bans\n");
+    fprintf(stderr, "cachet ctl: expected a command: top, stats, purge, ban, bans, reload or "
+                    "backend\n");
     return usage(stderr, 2);
 }

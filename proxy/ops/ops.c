@@ -97,6 +97,46 @@ void ct_ops_backends_free(struct ct_backend_addr **ap, size_t n)
     CT_FREE(ap);
 }
 
+/* ---- the error log's destination -------------------------------------------------- */
+
+static bool same_str(const char *a, const char *b)
+{
+    return (a == NULL && b == NULL) || (a && b && strcmp(a, b) == 0);
+}
+
+static bool same_log_dest(const struct ct_conf_logs *a, const struct ct_conf_logs *b)
+{
+    if (a->target != b->target)
+        return false;
+    if (a->target == CT_LOG_TO_FILE)
+        return same_str(a->error_log, b->error_log);
+    if (a->target == CT_LOG_TO_SYSLOG)
+        return a->syslog_facility == b->syslog_facility &&
+               same_str(a->syslog_tag, b->syslog_tag) &&
+               same_str(a->syslog_socket, b->syslog_socket);
+    return true;
+}
+
+bool ct_ops_log_apply(const struct ct_conf *cf, const struct ct_conf *old, const char *when)
+{
+    const struct ct_conf_logs *l = &cf->logs;
+    ct_log_set_level(l->level);
+    if (old && same_log_dest(l, &old->logs))
+        return true;
+    struct ct_log_dest d = {.target = l->target, .path = l->error_log,
+                            .socket = l->syslog_socket, .facility = l->syslog_facility,
+                            .tag = l->syslog_tag};
+    char err[512];
+    if (ct_log_set_dest(&d, err, sizeof(err)) != CT_OK) {
+        CT_ERR("%slogs.target = \"%s\": %s; the error log stays where it was", when,
+               l->target == CT_LOG_TO_SYSLOG ? "syslog" : l->target == CT_LOG_TO_JSON ? "json"
+                                                                                       : "file",
+               err);
+        return false;
+    }
+    return true;
+}
+
 /* ---- signals and timers ------------------------------------------------------- */
 
 static void on_usr1(evutil_socket_t sig, short what, void *arg)
@@ -185,6 +225,8 @@ void ct_ops_start(struct ct_ops *ops)
         ct_ops_start_alog_timer(ops);
     ct_ops_start_lurker(ops);
     ct_ops_fleet_start(ops);
+    if (ops->lev) /* the dashboard's history, streams or not */
+        ct_ops_events_start(ops);
 }
 
 void ct_ops_start_alog_timer(struct ct_ops *ops)
@@ -258,9 +300,7 @@ static int hexval(char ch)
     return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
 }
 
-/* The value of NAME in the query string Q, percent-decoded into BUF.
- * Returns false if absent, malformed or too long. */
-static bool query_param(struct ct_str q, const char *name, char *buf, size_t cap,
+bool ct_ops_query_param(struct ct_str q, const char *name, char *buf, size_t cap,
                         struct ct_str *out)
 {
     size_t nlen = strlen(name);
@@ -371,7 +411,7 @@ static unsigned purge_tags(struct ct_ops *ops, struct ct_str query, enum ct_cach
         i = end + 1;
         if (one.len < 4 || memcmp(one.p, "tag=", 4) != 0)
             continue;
-        if (!query_param(one, "tag", val, sizeof(val), &tag) || tag.len == 0) {
+        if (!ct_ops_query_param(one, "tag", val, sizeof(val), &tag) || tag.len == 0) {
             ct_buf_free(&first);
             return purge_body(body, 400, "a tag is empty, malformed or longer than 1024 bytes", 0);
         }
@@ -431,13 +471,13 @@ unsigned ct_ops_purge(struct ct_ops *ops, struct ct_str query, struct ct_stats_o
     struct ct_str url, host, path, soft;
     unsigned port;
     enum ct_cache_purge mode =
-        query_param(query, "soft", val, sizeof(val), &soft) && ct_str_eq(soft, CT_STR("1"))
+        ct_ops_query_param(query, "soft", val, sizeof(val), &soft) && ct_str_eq(soft, CT_STR("1"))
             ? CT_CACHE_PURGE_SOFT
             : CT_CACHE_PURGE_HARD;
-    if (query_param(query, "tag", val, sizeof(val), &url))
+    if (ct_ops_query_param(query, "tag", val, sizeof(val), &url))
         return purge_tags(ops, query, mode, body);
-    bool prefix = query_param(query, "prefix", val, sizeof(val), &url);
-    if (!prefix && !query_param(query, "url", val, sizeof(val), &url))
+    bool prefix = ct_ops_query_param(query, "prefix", val, sizeof(val), &url);
+    if (!prefix && !ct_ops_query_param(query, "url", val, sizeof(val), &url))
         return purge_body(body, 400, "expected ?url=URL, ?prefix=URL or ?tag=TAG", 0);
     if (!split_url(url, &host, &port, &path))
         return purge_body(body, 400, "expected an absolute http:// or https:// URL", 0);
@@ -496,7 +536,7 @@ unsigned ct_ops_ban(struct ct_ops *ops, struct ct_str query, struct ct_str expr,
     char val[8], err[256];
     struct ct_str soft;
     bool is_soft =
-        query_param(query, "soft", val, sizeof(val), &soft) && ct_str_eq(soft, CT_STR("1"));
+        ct_ops_query_param(query, "soft", val, sizeof(val), &soft) && ct_str_eq(soft, CT_STR("1"));
     expr = ct_str_trim_ows(expr);
     while (expr.len && (expr.p[expr.len - 1] == '\n' || expr.p[expr.len - 1] == '\r'))
         expr = ct_str_trim_ows(ct_str_make(expr.p, expr.len - 1)); /* curl -d @file, echo */

@@ -119,10 +119,33 @@ void ct_ops_render(struct ct_ops *ops, bool json, struct ct_stats_out *out);
  * Answers 503 itself when too many streams are open. */
 void ct_ops_events_add(struct ct_ops *ops, struct bufferevent *bev);
 void ct_ops_events_free(struct ct_ops *ops);
+/* Arm the once-a-second snapshot (streams and history) from the start. */
+void ct_ops_events_start(struct ct_ops *ops);
+/* GET /history: the kept snapshots as one JSON array, oldest first. */
+void ct_ops_events_history(struct ct_ops *ops, struct ct_stats_out *body);
 /* Streams open now, and those closed because their client did not read. */
 void ct_ops_events_counts(const struct ct_ops *ops, uint64_t *open, uint64_t *dropped);
 /* ops.c: the access log's flush timer. */
 void ct_ops_start_alog_timer(struct ct_ops *ops);
+/* The value of NAME in the query string Q, percent-decoded into BUF[CAP]
+ * (*OUT points into it). False if absent, malformed or too long. */
+bool ct_ops_query_param(struct ct_str q, const char *name, char *buf, size_t cap,
+                        struct ct_str *out);
+/* POST /reload (`cachet ctl reload`): reload as SIGHUP does and answer
+ * with the outcome: 200 {"result":"applied",...} with the reload's
+ * warnings, or 422 {"result":"refused","error":...} with every reason
+ * (409 while the previous reload is still being applied). Main thread. */
+unsigned ct_ops_reload_cmd(struct ct_ops *ops, struct ct_stats_out *body);
+/* POST /backend?name=NAME&state=drain|enable (`cachet ctl backend`): take
+ * a backend out of rotation (requests in flight finish) or put it back.
+ * 200 with its state, 404 for an unknown name, 400 for a bad query. */
+unsigned ct_ops_backend_cmd(struct ct_ops *ops, struct ct_str query, struct ct_stats_out *body);
+/* Point the error log at CF's logs.target (file or stderr, syslog, JSON on
+ * stdout) and level, unless OLD (the running configuration, or NULL at
+ * start) has the same destination. WHEN prefixes the error line ("SIGHUP:
+ * " or ""). False if the destination could not be opened: the previous one
+ * stays, and the reason is logged. Main thread. */
+bool ct_ops_log_apply(const struct ct_conf *cf, const struct ct_conf *old, const char *when);
 void ct_ops_addr_name(const struct sockaddr *sa, char *out, size_t len);
 /* Resolve backend B (numeric or by name) into BA's address and "host:port"
  * name, and build its TLS client context if it has one. On failure logs "DURING backend NAME: cannot resolve ..." and returns

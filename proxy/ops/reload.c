@@ -350,8 +350,8 @@ static const char *be_label(const struct ct_conf_backend *bc, const struct ct_ba
 
 /* A new backend set for CF (NULL if an address does not resolve: the
  * reload is refused). A backend named like a running one continues its
- * counters (PREV); with the same address and checks on both sides, its
- * active-health state too. */
+ * counters (PREV) and its drain; with the same address and checks on both
+ * sides, its active-health state too. */
 static struct ct_backend_addr *plan_backends(const struct ct_proxy *px, const struct ct_conf *cf)
 {
     struct ct_backend_addr *nb = ct_xcalloc(cf->nflat + 1, sizeof(*nb));
@@ -367,6 +367,8 @@ static struct ct_backend_addr *plan_backends(const struct ct_proxy *px, const st
             if (strcmp(be_label(obc, o), be_label(bc, &nb[i])) != 0)
                 continue;
             nb[i].prev = o;
+            /* drained stays drained under its name, whatever its address */
+            atomic_store(&nb[i].drain, atomic_load(&o->drain));
             if (o->salen == nb[i].salen && memcmp(&o->sa, &nb[i].sa, o->salen) == 0 &&
                 obc->health.enabled && bc->health.enabled)
                 atomic_store(&nb[i].down, atomic_load(&o->down));
@@ -854,11 +856,7 @@ void ct_ops_reload(struct ct_ops *ops)
         return;
     }
     warn_restart_only(px->cf, cf);
-    ct_log_set_level(cf->logs.level);
-    if (cf->logs.error_log && (px->cf->logs.error_log == NULL ||
-                               strcmp(cf->logs.error_log, px->cf->logs.error_log) != 0) &&
-        ct_log_open(cf->logs.error_log) != CT_OK)
-        CT_ERR("SIGHUP: cannot open the error log %s: %s", cf->logs.error_log, strerror(errno));
+    ct_ops_log_apply(cf, px->cf, "SIGHUP: ");
     rl->confs = ct_xrealloc(rl->confs, (rl->nconfs + 1) * sizeof(*rl->confs));
     rl->confs[rl->nconfs++] = cf;
     rl->generation++;

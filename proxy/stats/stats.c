@@ -61,6 +61,12 @@ void ct_stats_conn_proto(struct ct_stats *s, enum ct_stats_proto p, bool open)
         ct_stats_sub(&s->connections_open_by_proto[p], 1);
 }
 
+void ct_stats_conn_spoke(struct ct_stats *s, enum ct_stats_proto p)
+{
+    if ((unsigned)p < CT_STATS_PROTO__COUNT)
+        ct_stats_add(&s->connections_by_proto[p], 1);
+}
+
 void ct_stats_req_bytes(struct ct_stats *s, uint64_t in_bytes, uint64_t out_body_bytes)
 {
     ct_stats_add(&s->request_bytes[0], in_bytes);
@@ -348,6 +354,8 @@ static void json_backends(struct ct_buf *o, const struct ct_stats_view *v)
         json_str(o, v->backend_names ? v->backend_names[i] : "");
         if (v->backend_up)
             ct_buf_printf(o, ",\"up\":%s", v->backend_up[i] ? "true" : "false");
+        if (v->backend_drain)
+            ct_buf_printf(o, ",\"drain\":%s", v->backend_drain[i] ? "true" : "false");
         for (size_t k = 0; k < CT_STATS_BE__COUNT; k++)
             ct_buf_printf(o, ",\"%s\":%llu", be_names[k],
                                 (unsigned long long)ct_stats_get(&s->be[i][k]));

@@ -62,7 +62,9 @@ enum ct_stats_cs {
 /* The protocol a client connection speaks: HTTP/1 on its listener's kind
  * (http, https), or HTTP/2 (h2: ALPN chose it on an HTTPS listener; a
  * connection counts as https until its handshake is done). */
-#define CT_STATS_PROTO_TABLE(X) X(http) X(https) X(h2)
+/* http, https: HTTP/1.1 in clear text, over TLS; h2: HTTP/2 over TLS; h2c:
+ * HTTP/2 in clear text (listen[].h2c). */
+#define CT_STATS_PROTO_TABLE(X) X(http) X(https) X(h2) X(h2c)
 
 enum ct_stats_proto {
 #define CT_STATS_PROTO_ENUM(name) CT_STATS_PROTO_##name,
@@ -113,6 +115,8 @@ enum ct_stats_route {
     X(connections_accepted, COUNTER, NONE, "Client connections accepted.")      \
     X(connections_open, GAUGE, NONE, "Client connections open now.")            \
     X(connections_open_by_proto, GAUGE, PROTO, "Client connections open now, by protocol.") \
+    X(connections_by_proto, COUNTER, PROTO,                                     \
+      "Client connections that ended, by the protocol they spoke.")             \
     X(requests, COUNTER, CLASS, "Client requests finished, by response status class.") \
     X(cache_requests, COUNTER, CACHE, "Client requests finished, by cache status.") \
     X(connections_closed, COUNTER, CLOSE, "Client connections closed, by reason.") \
@@ -284,6 +288,9 @@ void ct_stats_conn_open(struct ct_stats *s);
 void ct_stats_conn_close(struct ct_stats *s, unsigned why);
 /* A connection of protocol P opened (OPEN) or closed (!OPEN). */
 void ct_stats_conn_proto(struct ct_stats *s, enum ct_stats_proto p, bool open);
+/* A connection that spoke P ended (the dashboard's listener rows name the
+ * protocols used, from these and the open ones). */
+void ct_stats_conn_spoke(struct ct_stats *s, enum ct_stats_proto p);
 /* A request read IN_BYTES from its client and sent OUT_BODY_BYTES of body. */
 void ct_stats_req_bytes(struct ct_stats *s, uint64_t in_bytes, uint64_t out_body_bytes);
 /* A request finished with STATUS (0: no response) after LATENCY_US, with
@@ -343,6 +350,7 @@ struct ct_stats_view {
     const struct ct_stats *sum;
     const char *const *backend_names; /* sum->nbackends names */
     const int *backend_up;            /* per backend 1/0; NULL: not checked */
+    const int *backend_drain;         /* per backend 1/0 (cachet ctl backend); NULL: none */
     const struct ct_cache_stats *cache; /* NULL: no cache */
     const struct ct_mem_stats *mem;   /* the allocator's figures; NULL: not shown */
     bool tls;                         /* an HTTPS listener exists */

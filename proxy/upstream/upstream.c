@@ -300,6 +300,8 @@ static size_t group_of(const struct ct_worker *w, size_t k)
  * slow start (balance.h) from now. */
 static bool in_rotation(struct ct_backend_rt *be, ct_time_t now)
 {
+    if (atomic_load_explicit(&be->addr->drain, memory_order_relaxed))
+        return false; /* drained by the operator: not down, so no slow start after */
     bool down = atomic_load_explicit(&be->addr->down, memory_order_relaxed);
     if (!down && be->down_until != 0) {
         if (now < be->down_until)
@@ -363,7 +365,7 @@ static struct ct_backend_rt *pick_backend(struct ct_worker *w, size_t group, uin
 }
 
 /* Is some backend of BE's group other than BE in rotation now (not skipped
- * by passive or active health)? */
+ * by passive or active health, not drained)? */
 static bool other_backend_live(struct ct_worker *w, const struct ct_backend_rt *be, ct_time_t now)
 {
     size_t group = SIZE_MAX;
@@ -374,6 +376,7 @@ static bool other_backend_live(struct ct_worker *w, const struct ct_backend_rt *
         const struct ct_backend_rt *o = w->be[k];
         if (o != be && group_of(w, k) == group &&
             !atomic_load_explicit(&o->addr->down, memory_order_relaxed) &&
+            !atomic_load_explicit(&o->addr->drain, memory_order_relaxed) &&
             (o->down_until == 0 || now >= o->down_until))
             return true;
     }

@@ -86,6 +86,25 @@ label=$(awk -v h="$h_rps" 'BEGIN { if (h >= 10000) printf "%.1fk", h / 1000; els
 ct_check_match "recorded run has the 1 KiB HTTP hit of cachet and HAProxy" "$c_rps $h_rps" '^[0-9]+ [0-9]+$'
 ct_check "rps: HAProxy's bar says its req/s and cachet's ratio ($ratio)" \
     "$(grep -cF ">$label   (cachet $ratio×)</text>" "$r1/latest-rps.svg")" 1
+
+# "origin alone, 1 KiB" is one figure in every picture (issue 40): the
+# origin-1k cell, which the req/s chart's origin-1k panel shows. The cache
+# chart drew the origin's pass-1k cell (another URL, another moment) under
+# that name, so the two pictures disagreed.
+kfmt() { awk -v v="$1" 'BEGIN { if (v >= 10000) printf "%.1fk", v / 1000; else printf "%d", v }'; }
+o1k=$(kfmt "$(rps_of origin-1k/http co)") opass=$(kfmt "$(rps_of pass-1k/http co)")
+ct_check_match "recorded run has two different origin figures ($o1k, $opass)" \
+    "$([ "$o1k" != "$opass" ] && echo "$o1k $opass")" '^[0-9.k]+ [0-9.k]+$'
+ct_check "rps: the origin-1k panel shows cachet-origin at $o1k" \
+    "$(grep -cF "<text>$o1k</text>" "$r1/latest-rps.svg")" 1
+n_co=$(grep -cF '<text>origin alone, 1 KiB (cachet-origin)</text>' "$r1/latest-cache.svg")
+ct_check "cache: every 'origin alone' bar of cachet-origin says $o1k ($n_co panels)" \
+    "$(grep -cF "<text>$o1k</text>" "$r1/latest-cache.svg")" "$n_co"
+ct_check "cache: the origin's pass-1k figure is no 'origin alone' bar" \
+    "$(grep -cF "<text>$opass</text>" "$r1/latest-cache.svg")" 0
+ct_check "cache: a pass is compared with the same URL from the origin directly" \
+    "$(grep -cF "× direct: $opass)</text>" "$r1/latest-cache.svg" |
+        awk '{ print ($1 > 0) ? "yes" : "no" }')" yes
 ct_check "no HTTP/2 picture without h2 cells" "$(ls "$r1"/latest-h2.* 2>/dev/null | wc -l)" 0
 
 # The markdown table: same columns plus the ratio; systems in full.

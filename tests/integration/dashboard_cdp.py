@@ -187,6 +187,12 @@ def main():
                     return v
                 time.sleep(0.2)
 
+        # cachet's history (GET /history) is drawn before any live snapshot
+        hist = "window.cachetDashboard ? window.cachetDashboard.history : -1"
+        out["history"] = poll(hist, lambda v: v is not None and v > 0)
+        first = json.loads(ev(CHARTS_JS) or "[]")
+        out["history_requests_colored"] = next(
+            (c["colored"] for c in first if c["title"].startswith("Requests/s")), 0)
         upd = "window.cachetDashboard ? window.cachetDashboard.updates : -1"
         out["updates"] = poll(upd, lambda v: v is not None and v >= 3)
         out["title"] = ev("document.title")
@@ -212,7 +218,12 @@ def main():
                                   ".map(function (tr) { return Array.from(tr.cells)"
                                   ".map(function (td) { return td.textContent; }).join('|'); })"
                                   ".join(';')")
+        out["backend_health"] = ev("(document.querySelector('#backends tbody tr td:nth-child(2)')"
+                                   " || {}).textContent")
         out["listener_rows"] = ev("document.querySelectorAll('#listeners tbody tr').length")
+        out["listener_protos"] = ev("Array.prototype.map.call(document.querySelectorAll("
+                                    "'#listeners tbody tr td:nth-child(2)'), function (td) {"
+                                    " return td.textContent; }).join(' | ')")
         out["purge_shown"] = ev("!document.getElementById('purge-card').hidden")
         out["state"] = ev("document.getElementById('state').textContent")
         # the page, not the empty viewport below it

@@ -69,10 +69,10 @@ printf 'PRI * HTTP/1.1\r\nHost: a\r\n\r\n' >&3
 resp=$(timeout 20 head -1 <&3 | tr -d '\r')
 exec 3>&-
 ct_check_match "PRI * HTTP/1.1: an HTTP/1.1 answer" "$resp" '^HTTP/1\.1 4[0-9][0-9] '
-ct_check "an h2c connection is counted as h2 while open" "$(
+ct_check "an h2c connection is counted as h2c while open" "$(
     exec 4<>"/dev/tcp/127.0.0.1/$H2C"
     printf 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0' >&4
-    one_h2() { [ "$(prom 'cachet_connections_open_by_proto{proto="h2"}')" = 1 ]; }
+    one_h2() { [ "$(prom 'cachet_connections_open_by_proto{proto="h2c"}')" = 1 ]; }
     ct_wait_until 30 one_h2 && echo 1
     exec 4>&-)" 1
 

@@ -87,6 +87,21 @@ kill "$slow" 2>/dev/null
 wait "$slow" 2>/dev/null
 ct_check_match "dropped one logged" "$(cat "$CT_TMP/proxy.err")" 'event stream closed: the client left [0-9]+ bytes unread'
 
+# ---- cache statuses: a colour each, miss and hit-for-miss far apart ----------------
+# (they were amber and orange: told apart only side by side)
+colours=$(python3 - "$CT_SRC/proxy/ops/dashboard.html" <<'PY'
+import itertools, re, sys
+cs = dict(re.findall(r'\["([a-z_]+)", "#([0-9a-f]{6})"\]',
+                     re.search(r"var CS = \[(.*?)\];", open(sys.argv[1]).read(), re.S).group(1)))
+rgb = lambda h: [int(h[i:i + 2], 16) for i in (0, 2, 4)]
+d = lambda a, b: sum((x - y) ** 2 for x, y in zip(rgb(cs[a]), rgb(cs[b]))) ** 0.5
+close = [a + "/" + b for a, b in itertools.combinations(cs, 2) if d(a, b) < 60]
+print(len(cs), round(d("miss", "hit_for_miss")), " ".join(close) or "none")
+PY
+)
+ct_check_match "seven cache statuses, miss and hit-for-miss at least 120 apart in RGB" \
+    "$colours" '^7 (1[2-9][0-9]|[2-9][0-9][0-9]) none$'
+
 # ---- the page in Chromium --------------------------------------------------------------
 traffic() { # misses, then hits, over HTTP and HTTPS
     local i
@@ -96,6 +111,27 @@ traffic() { # misses, then hits, over HTTP and HTTPS
     done
 }
 traffic 20
+# one HTTPS connection of each protocol: the listener row names what was used
+curl -sk --http1.1 -o /dev/null "$S/gen?size=10&cache-control=max-age%3D600&k=p1"
+curl -sk --http2 -o /dev/null "$S/gen?size=10&cache-control=max-age%3D600&k=p2"
+
+# ---- GET /history: the snapshots cachet keeps (15 minutes at 1 s) -----------------------
+# hist_info: "N increasing HITS" (N snapshots, their uptimes increasing, the
+# newest's hits) or the error
+hist_info() { curl -s "$A/history" | python3 -c '
+import json, sys
+h = json.load(sys.stdin)
+up = [s["uptime_s"] for s in h]
+print(len(h), "increasing" if all(b > a for a, b in zip(up, up[1:])) else "not-increasing",
+      h[-1]["cache_requests"]["hit"] if h else -1)' 2>&1; }
+hist_ge() { local n; n=$(hist_info | cut -d" " -f1); [ "${n:-0}" -ge "$1" ] 2>/dev/null; }
+ct_wait_until 30 hist_ge 3
+h=$(hist_info)
+ct_check_match "/history: snapshots, a second apart, oldest first ($h)" "$h" '^([3-9]|[1-9][0-9]+) increasing [1-9]'
+ct_check "/history: at most one snapshot a second since the start" \
+    "$(python3 -c 'import sys; n, up = int(sys.argv[1]), float(sys.argv[2]); print("ok" if n <= up + 2 else "%d > %.0f" % (n, up))' \
+        "${h%% *}" "$(jget "$(curl -s "$A/stats")" 'd["uptime_s"]')")" ok
+ct_check "/history: POST refused" "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$A/history")" 405
 if [ ! -x "$CHROMIUM" ]; then
     ct_failed "chromium" "$CHROMIUM is missing (make deps-test installs it)"
 else
@@ -104,12 +140,19 @@ else
     # machine 30 curls fit in one, and a chart of rates then has one point
     # and no line (a pace, not a wait for a condition)
     more="for i in \$(seq 30); do curl -s -o /dev/null '$P/gen?size=1024&cache-control=max-age%3D600&k=1'; sleep 0.1; done"
+    # then the backend is drained (cachet ctl backend): the page must say so
+    more+="; '$CT_BIN/cachet' ctl backend 127.0.0.1:$OPORT drain --admin 127.0.0.1:$APORT >/dev/null"
     rm -f "$SHOTS/dashboard.png" "$SHOTS/dashboard-narrow.png"
     python3 "$CT_SRC/tests/integration/dashboard_cdp.py" "$A/" "$SHOTS" "$more" 30 "$P/gen?size=1024&cache-control=max-age%3D600&k=1" >"$CT_TMP/cdp.out" \
         2>"$CT_TMP/cdp.err"
     r() { sed -n "s/^$1=//p" "$CT_TMP/cdp.out"; }
+    "$CT_BIN/cachet" ctl backend "127.0.0.1:$OPORT" enable --admin "127.0.0.1:$APORT" >/dev/null
     [ -s "$CT_TMP/cdp.out" ] || ct_failed "drive chromium" "$(tail -5 "$CT_TMP/cdp.err")"
     ct_check_match "the page shows snapshots from /events" "$(r updates)" '^([3-9]|[1-9][0-9]+)$'
+    ct_check_match "the page drew cachet's history first ($(r history) snapshots)" "$(r history)" \
+        '^([2-9]|[1-9][0-9]+)$'
+    ct_check_match "... its requests chart had data from the history alone" \
+        "$(r history_requests_colored)" '^[1-9][0-9]*$'
     ct_check "the page says live" "$(r state)" live
     b=$(r hits_before)
     a=$(r hits_after)
@@ -120,7 +163,10 @@ else
     ct_check_match "requests chart has its data drawn" "$(r requests_chart_colored)" '^[1-9][0-9]+$'
     ct_check_match "most charts have data drawn" "$(r charts_with_data)" '^[6-9]$'
     ct_check "backends table: one row" "$(r backend_rows)" 1
+    ct_check "backends table: the drained backend says drain" "$(r backend_health)" drain
     ct_check "listeners table: http, https, admin" "$(r listener_rows)" 3
+    ct_check "listeners table: the protocols really used" "$(r listener_protos)" \
+        "HTTP (HTTP/1.1) | HTTPS (TLS: HTTP/1.1, HTTP/2) | admin"
     ct_check "purge shown (the admin listener has a cache to purge)" "$(r purge_shown)" True
     ct_check "narrow window: nothing wider than 400 px" "$(r narrow_overflow)" 0
     ct_check "purge from the page: confirmed, then done" "$(r purge)" \

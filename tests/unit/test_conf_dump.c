@@ -206,6 +206,67 @@ static void test_doc_reference(void)
     free(doc);
 }
 
+/* cachet.conf(5) holds the roff reference between its BEGIN and END
+ * REFERENCE lines verbatim (issue 40: the man page never drifts from the
+ * schema). On a difference the fresh block goes to cachet.conf.5.ref in the
+ * test's directory for scripts/sync-conf-reference.py. */
+#define MAN_DOC "docs/man/cachet.conf.5"
+#define MAN_BEGIN ".\\\" BEGIN REFERENCE (generated: ct_conf_print_reference_man)\n"
+#define MAN_END ".\\\" END REFERENCE\n"
+
+static void test_man_reference(void)
+{
+    char path[512];
+    src_path(MAN_DOC, path, sizeof(path));
+    char *doc = slurp(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    char *begin = strstr(doc, MAN_BEGIN), *end = begin ? strstr(begin, MAN_END) : NULL;
+    if (!begin || !end)
+        fprintf(stderr, "%s lacks its BEGIN/END REFERENCE lines\n", MAN_DOC);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(end);
+    begin += strlen(MAN_BEGIN);
+    *end = '\0';
+    char *man = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&man, &len);
+    ct_conf_print_reference_man(fp);
+    fclose(fp);
+    /* every key of the Markdown table has its own entry */
+    char *ref = reference();
+    size_t nkeys = 0;
+    for (char *line = ref; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, "| `", 3) != 0)
+            continue;
+        char key[160], entry[200];
+        snprintf(key, sizeof(key), "%.*s", (int)strcspn(line + 3, "`"), line + 3);
+        bool top = strchr(key, '.') == NULL;
+        snprintf(entry, sizeof(entry), "%s%s\n", top ? ".SS " : ".B ", key);
+        nkeys++;
+        if (!strstr(man, entry)) {
+            fprintf(stderr, "ct_conf_print_reference_man() has no entry \"%.*s\"\n",
+                    (int)strlen(entry) - 1, entry);
+            CU_FAIL("a key missing from the man page's reference");
+        }
+    }
+    CU_ASSERT(nkeys > 70);
+    if (strcmp(begin, man) != 0) {
+        FILE *out = fopen("cachet.conf.5.ref", "w");
+        if (out) {
+            fputs(man, out);
+            fclose(out);
+        }
+        fprintf(stderr,
+                "%s's reference differs from ct_conf_print_reference_man(): run "
+                "scripts/sync-conf-reference.py (it pastes cachet.conf.5.ref, written in the "
+                "test's directory), then this test again\n",
+                MAN_DOC);
+        CU_FAIL("docs/man/cachet.conf.5 reference out of date");
+    }
+    free(ref);
+    free(man);
+    free(doc);
+}
+
 /* Every default has its reason written beside it (issue 12), and no reason
  * outlives its setting. */
 static void test_every_default_has_a_reason(void)
@@ -249,5 +310,6 @@ void ct_test_register(void)
              {"round trip of every setting", test_round_trip_everything},
              {"conf/cachet.conf loads", test_example_loads},
              {"docs/config.md reference matches the table", test_doc_reference},
+             {"cachet.conf(5) reference matches the schema", test_man_reference},
              {"every default has a reason", test_every_default_has_a_reason});
 }

@@ -245,7 +245,7 @@ static void test_err_unknown_expected(void)
 {
     EXPECT_ERR(BASE "logs = { zzzzzz = 1; };\n",
                "t.conf:3: logs.zzzzzz: unknown setting (expected one of: error_log, level, "
-               "access_log, access_format)");
+               "access_log, access_format, target, syslog_facility, syslog_tag, syslog_socket)");
 }
 
 static void test_err_invalid_value(void)

@@ -483,7 +483,7 @@ static void test_dashboard_figures(void)
     const struct ct_stats_listener ls[] = {{"http", "127.0.0.1:8080"}, {"admin", "[::1]:\"8082"}};
     char *js = render(&v, true);
     CU_ASSERT_TRUE(json_valid(js, strlen(js)));
-    CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"connections_open_by_proto\":{\"http\":1,\"https\":1,\"h2\":0}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"connections_open_by_proto\":{\"http\":1,\"https\":1,\"h2\":0,\"h2c\":0}"));
     CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"request_bytes\":100,\"response_body_bytes\":1024"));
     CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"listeners\":[]"));
     CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"reload\":{\"generation\":0,\"ok\":0,\"failed\":0,"
