@@ -37,9 +37,9 @@ BENCH_ARGS ?= --quick
 
 BUILD_PKGS = gcc make cmake pkg-config libc6-dev libevent-dev libssl-dev \
              libhttp-parser-dev libcunit1-dev libconfig-dev libnghttp2-dev libpcre2-dev openssl \
-             zlib1g-dev libbrotli-dev libzstd-dev libhiredis-dev
+             zlib1g-dev libbrotli-dev libzstd-dev libhiredis-dev libjson-c-dev
 TEST_PKGS  = curl procps iproute2 psmisc python3 strace chromium gnuplot-nox python3-brotli zstd \
-             nghttp2-client python3-h2 redis-server
+             nghttp2-client python3-h2 redis-server pebble
 FUZZ_PKGS  = clang libclang-rt-14-dev
 BENCH_PKGS = wrk lighttpd nginx-light varnish haproxy h2o nghttp2-client gnuplot-nox \
              util-linux

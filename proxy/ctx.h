@@ -41,6 +41,7 @@ struct bufferevent;
 struct ct_conf;
 struct ct_tls_ctx;
 struct ct_tls_shared;
+struct ct_tls_chal;
 struct ct_ops;
 struct ct_stats;
 struct ct_accesslog_buf;
@@ -133,6 +134,9 @@ struct ct_proxy {
      * (proxy/limit/limit.h); NULL: limits are not applied */
     struct ct_limit_table *limits;
     struct ct_stats_names *route_names; /* per-route counters' slots (proxy/stats) */
+    /* ACME challenge answers (tls/tls.h), written by the ACME client on the
+     * main thread, read by every worker; NULL: no listener has tls.acme */
+    struct ct_tls_chal *acme_chal;
 };
 
 /* ---- workers (worker.c) -------------------------------------------------- */

@@ -494,6 +494,8 @@ static int https_ctx(struct ct_ops *ops, struct ct_listener_conf *lc,
         event_add(rl->ticket_timer, &(struct timeval){1, 0});
     }
     lc->tls = ct_tls_ctx_from_conf(&l->tls, px->tickets, err, sizeof(err));
+    if (lc->tls && px->acme_chal)
+        ct_tls_ctx_set_chal(lc->tls, px->acme_chal);
     if (lc->tls == NULL) {
         CT_ERR("SIGHUP: https listener %s:%u: %s", l->addr.host, l->addr.port, err);
         return CT_ETLS;
