@@ -571,7 +571,8 @@ static void on_resp(void *arg, const struct ct_acme_resp *r)
             ct_acme_problem_free(&p);
         }
         if (bad_nonce && ++j->bad_nonces <= BAD_NONCE_MAX) {
-            CT_DEBUG("acme %s: badNonce, retrying with the new one", j->name);
+            CT_INFO("acme %s: the CA refused the nonce (badNonce) while %s; retrying with "
+                    "its new one", j->name, step_doing[j->st]);
             post(j, j->req_st, j->req_url, j->req_payload);
             return;
         }

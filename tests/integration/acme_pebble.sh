@@ -112,6 +112,9 @@ ct_check_match "cachet ctl certs lists them" \
     "$("$CT_BIN/cachet" ctl certs --admin "127.0.0.1:$AP" | grep -c '^[ab].test *valid *issued')" '^2$'
 sa=$(serial a.test)
 
+ct_check_match "badNonce (pebble rejecting 30 % of good nonces) retried" \
+    "$(grep -c 'refused the nonce (badNonce)' "$D/proxy.err")" '^[1-9]'
+
 # ---- restart: the stored certificates, no new order ------------------------------
 stop proxy
 orders_before=$(grep -c 'ordering a certificate' "$D/proxy.err")
@@ -120,6 +123,87 @@ ct_wait_until 20 grep -q 'acme b.test: using the stored certificate' "$D/proxy.e
 ct_check "restart: a.test served from storage at once (same serial)" "$(serial a.test)" "$sa"
 ct_check "restart: no new order" "$(grep -c 'ordering a certificate' "$D/proxy.err")" 0
 verifies a.test && ct_pass "restart: curl verifies a.test" || ct_failed "restart: curl verifies a.test"
+stop proxy
+
+# ---- HTTP-01 for two names; a 40 s certificate renewed live ----------------------
+stop pebble
+start_pebble 40
+conf http '["http-01"]' store2
+start_cachet http
+ct_wait_until 60 eval '[ "$(issued a.test)" -ge 1 ] && [ "$(issued b.test)" -ge 1 ]'
+ct_check "a.test and b.test issued by HTTP-01" "$(issued a.test)$(issued b.test)" 11
+ct_check_match "HTTP-01 challenges were answered on the http listener" \
+    "$(grep -c 'ACME HTTP-01 challenge answered' "$D/proxy.err")" '^[1-9]'
+verifies a.test && ct_pass "curl verifies a.test (HTTP-01) with pebble's root" ||
+    ct_failed "curl verifies a.test (HTTP-01) with pebble's root"
+verifies b.test && ct_pass "curl verifies b.test (HTTP-01) with pebble's root" ||
+    ct_failed "curl verifies b.test (HTTP-01) with pebble's root"
+ct_check "an unknown token is not answered by ACME (routed as any request)" \
+    "$(curl -s -o /dev/null -w '%{http_code}' \
+        "http://127.0.0.1:$HP/.well-known/acme-challenge/AAAAAAAAAAAAAAAAAAAAAAAAAAAA")" 404
+# a client keeps a connection open across the renewal (a third of 40 s left)
+s1=$(serial a.test)
+python3 - "$SP" "$D/root.pem" "$D/held" >"$D/held.out" 2>&1 <<'PY' &
+import os, socket, ssl, sys, time
+port, ca, flag = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+ctx = ssl.create_default_context(cafile=ca)
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="a.test")
+print("serial", "%X" % int(s.getpeercert()["serialNumber"], 16), flush=True)
+buf = b""
+def get():  # one keep-alive request on the held connection: its status line
+    global buf
+    s.sendall(b"GET /1k HTTP/1.1\r\nHost: a.test\r\n\r\n")
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(65536) or b"EOF\r\n\r\n"
+    head, buf = buf.split(b"\r\n\r\n", 1)
+    n = [int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
+    while n and len(buf) < n[0]:
+        buf += s.recv(65536)
+    buf = buf[n[0]:] if n else b""
+    return head.split(b"\r\n")[0].decode()
+print("before", get(), flush=True)
+open(flag, "w").close()
+while os.path.exists(flag):  # requests keep it from idling out meanwhile
+    get()
+    time.sleep(0.5)
+print("after", get(), flush=True)
+PY
+held=$!
+ct_wait_until 20 test -e "$D/held"
+ct_wait_until 60 eval '[ "$(issued a.test)" -ge 2 ]'
+ct_check_match "a.test renewed before expiry (second certificate)" "$(issued a.test)" '^[2-9]'
+s2=$(serial a.test)
+[ -n "$s2" ] && [ "$s2" != "$s1" ] && ct_pass "new handshakes get the renewed certificate" ||
+    ct_failed "new handshakes get the renewed certificate" "before $s1 after $s2"
+rm -f "$D/held"
+wait "$held"
+ct_check "the connection open across the renewal kept its certificate" \
+    "$(sed -n 's/^serial //p' "$D/held.out")" "${s1#serial=}"
+ct_check "... and is still served" "$(sed -n 's/^after //p' "$D/held.out")" "HTTP/1.1 200 OK"
+ct_check_match "the renewal is logged with its next one" \
+    "$(grep 'acme a.test: certificate issued' "$D/proxy.err" | tail -1)" 'renewal in [0-9]+s$'
+stop proxy
+
+# ---- a name that cannot validate: backoff, the other name unaffected -------------
+curl -s -X POST -d '{"host":"bad.test","addresses":["127.0.0.2"]}' \
+    "http://127.0.0.1:$PDNSM/add-a" >/dev/null
+sed -e 's/"b.test"/"bad.test"/' "$D/http.conf" >"$D/bad.conf"
+sed -i -e 's/store2/store3/' -e 's/\["http-01"\]/["tls-alpn-01"]/' "$D/bad.conf"
+start_cachet bad
+ct_wait_until 60 grep -q 'acme bad.test: order failed' "$D/proxy.err"
+ct_check_match "bad.test's failure is logged with pebble's problem and the backoff" \
+    "$(grep 'acme bad.test: order failed' "$D/proxy.err" | head -1)" \
+    'problem urn:ietf:params:acme:error:[a-zA-Z]+: .*; attempt 1 failed, next in 60s$'
+ct_wait_until 60 eval '[ "$(issued a.test)" -ge 1 ]'
+verifies a.test && ct_pass "a.test issued and served meanwhile" ||
+    ct_failed "a.test issued and served meanwhile"
+certs=$(curl -s "http://127.0.0.1:$AP/certs")
+ct_check_match "/certs: bad.test failed, waiting, next attempt planned" \
+    "$(echo "$certs" | python3 -c 'import json,sys,time
+for c in json.load(sys.stdin):
+    if c["name"] == "bad.test":
+        print(c["outcome"], c["state"], c["failures"], c["next"] > time.time() + 30, bool(c["detail"]))')" \
+    '^failed waiting 1 True True$'
 stop proxy
 
 ct_done
