@@ -27,11 +27,12 @@ FUZZ_SHORT_SECONDS ?= 15
 # shared cache), the shared TLS ticket store, the per-client limit table and
 # the backend groups every worker shares (route_limits, route_groups), the
 # fleet's outbox of clients' PURGEs (fleet_client_purge: workers push, the
-# main thread pops and publishes; 1.3 s under TSan), and
-# the plain proxy path as a baseline. About 3 minutes on 2 cores; the other
+# main thread pops and publishes; 1.3 s under TSan), ACME's certificate
+# swaps and challenge store (acme_pebble: the main thread installs while
+# workers handshake; 50 s under TSan), and the plain proxy path as a baseline. About 3 minutes on 2 cores; the other
 # integration tests run one
 # worker's thread mostly alone, which ASan already covers.
-TSAN_TESTS ?= ^(unit\.|integ\.(proxy_basic|ops_reload|ops_reload_retire|cache_coalesce|cache_bg_proto|tls_basic|route_limits|route_groups|fleet_peer|fleet_client_purge)$$)
+TSAN_TESTS ?= ^(unit\.|integ\.(proxy_basic|ops_reload|ops_reload_retire|cache_coalesce|cache_bg_proto|tls_basic|route_limits|route_groups|fleet_peer|fleet_client_purge|acme_pebble)$$)
 TSAN_SKIP  ?= ^unit\.test_tls_leak$$
 BENCH_ARGS ?= --quick
 

@@ -135,7 +135,8 @@ struct ct_proxy {
     struct ct_limit_table *limits;
     struct ct_stats_names *route_names; /* per-route counters' slots (proxy/stats) */
     /* ACME challenge answers (tls/tls.h), written by the ACME client on the
-     * main thread, read by every worker; NULL: no listener has tls.acme */
+     * main thread, read by every worker; made at start whatever the config
+     * (a reload may add tls.acme), empty without it */
     struct ct_tls_chal *acme_chal;
 };
 

@@ -82,9 +82,8 @@ static struct ct_tls_ctx *https_ctx(struct ct_proxy *px, const struct ct_conf_li
 static int setup_listeners(struct ct_proxy *px)
 {
     const struct ct_conf *cf = px->cf;
-    for (size_t i = 0; i < cf->nlisteners && px->acme_chal == NULL; i++)
-        if (cf->listeners[i].kind == CT_CONF_LISTEN_HTTPS && cf->listeners[i].tls.acme.directory)
-            px->acme_chal = ct_tls_chal_new();
+    /* always made: a reload may add tls.acme, and workers read the pointer */
+    px->acme_chal = ct_tls_chal_new();
     px->listeners = ct_xcalloc(cf->nlisteners ? cf->nlisteners : 1, sizeof(*px->listeners));
     for (size_t i = 0; i < cf->nlisteners; i++) {
         const struct ct_conf_listener *l = &cf->listeners[i];

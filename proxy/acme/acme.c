@@ -122,9 +122,9 @@ struct ct_acme {
     struct ct_tls_chal *chal;
     ct_acme_install_fn *install;
     void *install_arg;
-    struct issuer *issuers;
+    struct issuer **issuers;
     size_t nissuers;
-    struct job *jobs;
+    struct job **jobs;
     size_t njobs;
 };
 
@@ -764,53 +764,117 @@ static void job_load(struct job *j)
     free(pem);
 }
 
-struct ct_acme *ct_acme_new(struct event_base *base, const struct ct_conf *cf,
-                            struct ct_tls_chal *chal, ct_acme_install_fn *install, void *arg)
+/* An issuer for AC: an existing one with the same CA and storage (the
+ * account is the same), else a new one. NULL when it cannot start. */
+static struct issuer *issuer_for(struct ct_acme *a, const struct ct_conf_acme *ac)
 {
-    size_t nis = 0, njobs = 0;
-    for (size_t i = 0; i < cf->nlisteners; i++)
-        if (cf->listeners[i].kind == CT_CONF_LISTEN_HTTPS && cf->listeners[i].tls.acme.directory) {
-            nis++;
-            njobs += cf->listeners[i].tls.acme.nnames;
-        }
-    if (nis == 0)
-        return NULL;
-    struct ct_acme *a = ct_xcalloc(1, sizeof(*a));
-    a->base = base;
-    a->chal = chal;
-    a->install = install;
-    a->install_arg = arg;
-    a->issuers = ct_xcalloc(nis, sizeof(*a->issuers));
-    a->jobs = ct_xcalloc(njobs, sizeof(*a->jobs));
+    for (size_t i = 0; i < a->nissuers; i++) {
+        struct issuer *is = a->issuers[i];
+        if (strcmp(is->cf->directory, ac->directory) == 0 &&
+            strcmp(is->cf->storage, ac->storage) == 0)
+            return is->http ? is : NULL;
+    }
+    struct issuer *is = ct_xcalloc(1, sizeof(*is));
+    a->issuers = ct_xrealloc(a->issuers, (a->nissuers + 1) * sizeof(*a->issuers));
+    a->issuers[a->nissuers++] = is;
+    return issuer_init(a, is, ac) ? is : NULL; /* logged; its names keep the placeholder */
+}
+
+static struct job *job_find(const struct ct_acme *a, const char *name)
+{
+    for (size_t m = 0; m < a->njobs; m++)
+        if (strcmp(a->jobs[m]->name, name) == 0)
+            return a->jobs[m];
+    return NULL;
+}
+
+/* Jobs for the names of CF's listeners that have none yet; a name already
+ * ordered keeps its job (and an order in flight) whatever else changed. */
+static void add_names(struct ct_acme *a, const struct ct_conf *cf)
+{
     for (size_t i = 0; i < cf->nlisteners; i++) {
         const struct ct_conf_acme *ac = &cf->listeners[i].tls.acme;
         if (cf->listeners[i].kind != CT_CONF_LISTEN_HTTPS || ac->directory == NULL)
             continue;
-        struct issuer *is = &a->issuers[a->nissuers++];
-        if (!issuer_init(a, is, ac))
-            continue; /* logged; its names keep the placeholder */
+        struct issuer *is = NULL;
         for (size_t k = 0; k < ac->nnames; k++) {
-            bool dup = false;
-            for (size_t m = 0; m < a->njobs; m++)
-                dup |= strcmp(a->jobs[m].name, ac->names[k]) == 0;
-            if (dup)
+            if (job_find(a, ac->names[k]))
                 continue; /* ordered once, installed wherever it is served */
-            CT_INFO("acme %s: certificates from %s, challenges in this order: %s%s%s", ac->names[k],
-                    ac->directory, ac->challenges[0], ac->nchallenges > 1 ? ", " : "",
+            if (is == NULL && (is = issuer_for(a, ac)) == NULL)
+                break;
+            CT_INFO("acme %s: certificates from %s, challenges in this order: %s%s%s",
+                    ac->names[k], ac->directory, ac->challenges[0], ac->nchallenges > 1 ? ", " : "",
                     ac->nchallenges > 1 ? ac->challenges[1] : "");
-            struct job *j = &a->jobs[a->njobs++];
+            struct job *j = ct_xcalloc(1, sizeof(*j));
             j->magic = JOB_MAGIC;
             j->a = a;
             j->is = is;
             j->name = ct_xstrdup(ac->names[k]);
             j->outcome = "none";
             j->state = "none";
-            j->timer = evtimer_new(base, on_timer, j);
+            j->timer = evtimer_new(a->base, on_timer, j);
+            a->jobs = ct_xrealloc(a->jobs, (a->njobs + 1) * sizeof(*a->jobs));
+            a->jobs[a->njobs++] = j;
+            job_load(j);
         }
     }
-    for (size_t m = 0; m < a->njobs; m++)
-        job_load(&a->jobs[m]);
+}
+
+struct ct_acme *ct_acme_new(struct event_base *base, const struct ct_conf *cf,
+                            struct ct_tls_chal *chal, ct_acme_install_fn *install, void *arg)
+{
+    bool any = false;
+    for (size_t i = 0; i < cf->nlisteners; i++)
+        any |= cf->listeners[i].kind == CT_CONF_LISTEN_HTTPS && cf->listeners[i].tls.acme.directory;
+    if (!any)
+        return NULL;
+    struct ct_acme *a = ct_xcalloc(1, sizeof(*a));
+    a->base = base;
+    a->chal = chal;
+    a->install = install;
+    a->install_arg = arg;
+    add_names(a, cf);
     return a;
+}
+
+static void job_free(struct job *j)
+{
+    attempt_reset(j);
+    if (j->timer)
+        event_free(j->timer);
+    free(j->name);
+    j->magic = 0;
+    free(j);
+}
+
+static bool conf_has_name(const struct ct_conf *cf, const char *name)
+{
+    for (size_t i = 0; i < cf->nlisteners; i++) {
+        const struct ct_conf_acme *ac = &cf->listeners[i].tls.acme;
+        for (size_t k = 0; cf->listeners[i].kind == CT_CONF_LISTEN_HTTPS && ac->directory &&
+                           k < ac->nnames;
+             k++)
+            if (strcmp(ac->names[k], name) == 0)
+                return true;
+    }
+    return false;
+}
+
+void ct_acme_update(struct ct_acme *a, const struct ct_conf *cf)
+{
+    for (size_t m = 0; m < a->njobs;) {
+        struct job *j = a->jobs[m];
+        if (conf_has_name(cf, j->name)) {
+            m++;
+            continue;
+        }
+        CT_INFO("acme %s: no longer configured; its orders and renewals stop", j->name);
+        if (j->st != ST_IDLE) /* a request in flight calls back into the job: let it go */
+            ct_acme_http_cancel(j->is->http, j);
+        job_free(j);
+        a->jobs[m] = a->jobs[--a->njobs];
+    }
+    add_names(a, cf);
 }
 
 void ct_acme_free(struct ct_acme **ap)
@@ -820,17 +884,11 @@ void ct_acme_free(struct ct_acme **ap)
     if (a == NULL)
         return;
     for (size_t i = 0; i < a->nissuers; i++) /* no callback after this */
-        ct_acme_http_free(&a->issuers[i].http);
-    for (size_t m = 0; m < a->njobs; m++) {
-        struct job *j = &a->jobs[m];
-        attempt_reset(j);
-        if (j->timer)
-            event_free(j->timer);
-        free(j->name);
-        j->magic = 0;
-    }
+        ct_acme_http_free(&a->issuers[i]->http);
+    for (size_t m = 0; m < a->njobs; m++)
+        job_free(a->jobs[m]);
     for (size_t i = 0; i < a->nissuers; i++) {
-        struct issuer *is = &a->issuers[i];
+        struct issuer *is = a->issuers[i];
         EVP_PKEY_free(is->key);
         free(is->jwk);
         free(is->thumb);
@@ -838,6 +896,7 @@ void ct_acme_free(struct ct_acme **ap)
         free(is->nonce);
         ct_acme_directory_free(&is->dir);
         own_free(&is->own);
+        free(is);
     }
     free(a->issuers);
     free(a->jobs);
@@ -847,7 +906,7 @@ void ct_acme_free(struct ct_acme **ap)
 size_t ct_acme_each(const struct ct_acme *a, ct_acme_info_fn *fn, void *arg)
 {
     for (size_t m = 0; a && m < a->njobs; m++) {
-        const struct job *j = &a->jobs[m];
+        const struct job *j = a->jobs[m];
         struct ct_acme_info in = {
             .name = j->name,
             .state = j->state,

@@ -44,6 +44,11 @@ typedef void ct_acme_install_fn(void *arg, const char *name, const char *cert_pe
  * CF must outlive it; CHAL is the store the listeners answer from. */
 struct ct_acme *ct_acme_new(struct event_base *base, const struct ct_conf *cf,
                             struct ct_tls_chal *chal, ct_acme_install_fn *install, void *arg);
+/* After a reload to CF: names no longer configured stop (their request in
+ * flight is dropped), new names are loaded from storage or ordered; a name
+ * kept keeps its certificate, its order in flight and its issuer (a changed
+ * directory or storage for it takes a restart). */
+void ct_acme_update(struct ct_acme *a, const struct ct_conf *cf);
 /* Stop every timer and request; sets *AP = NULL. */
 void ct_acme_free(struct ct_acme **ap);
 
@@ -150,6 +155,9 @@ typedef void ct_acme_http_cb(void *arg, const struct ct_acme_resp *r);
 struct ct_acme_http *ct_acme_http_new(struct event_base *base, const char *ca_file, char *err,
                                       size_t errlen);
 void ct_acme_http_free(struct ct_acme_http **hp);
+/* Drop the request in flight whose callback argument is ARG, if any: its
+ * callback is never called. */
+void ct_acme_http_cancel(struct ct_acme_http *h, void *arg);
 /* METHOD "GET", "HEAD" or "POST" (BODY, as application/jose+json) to URL;
  * CB is called once, later, from the loop. Returns CT_OK or an error with
  * ERR (then CB is never called). */

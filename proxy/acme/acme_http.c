@@ -114,6 +114,15 @@ void ct_acme_http_free(struct ct_acme_http **hp)
     free(h);
 }
 
+void ct_acme_http_cancel(struct ct_acme_http *h, void *arg)
+{
+    for (struct hreq *hr = CT_LIST_FIRST(&h->live), *next; hr; hr = next) {
+        next = CT_LIST_NEXT(hr, link);
+        if (hr->arg == arg && hr->free_ev == NULL)
+            hreq_free(hr); /* evhttp_connection_free drops its request uncalled */
+    }
+}
+
 static void on_free(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what;

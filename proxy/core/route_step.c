@@ -327,9 +327,9 @@ static bool acme_http01(struct ct_req *r)
     struct ct_tls_chal *ch = r->w->px->acme_chal;
     struct ct_str t = r->msg->target;
     size_t plen = sizeof(ACME_PATH) - 1;
-    if (CT_LIKELY(ch == NULL) || r->lc == NULL || r->lc->kind != CT_LISTEN_HTTP ||
-        (r->msg->method != CT_METHOD_GET && r->msg->method != CT_METHOD_HEAD) ||
-        t.len <= plen || memcmp(t.p, ACME_PATH, plen) != 0)
+    if (CT_LIKELY(t.len <= plen || memcmp(t.p, ACME_PATH, plen) != 0) || ch == NULL ||
+        r->lc == NULL || r->lc->kind != CT_LISTEN_HTTP ||
+        (r->msg->method != CT_METHOD_GET && r->msg->method != CT_METHOD_HEAD))
         return false;
     char ka[512];
     size_t n = ct_tls_chal_http_get(ch, t.p + plen, t.len - plen, ka, sizeof(ka));

@@ -48,6 +48,14 @@ void ct_ops_acme_start(struct ct_ops *ops)
         ops->acme = ct_acme_new(px->main_base, px->cf, px->acme_chal, install, ops);
 }
 
+void ct_ops_acme_reloaded(struct ct_ops *ops)
+{
+    if (ops->acme)
+        ct_acme_update(ops->acme, ops->px->cf);
+    else
+        ct_ops_acme_start(ops);
+}
+
 void ct_ops_acme_stop(struct ct_ops *ops)
 {
     ct_acme_free(&ops->acme);

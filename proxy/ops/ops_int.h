@@ -63,6 +63,9 @@ struct ct_ops {
 struct ct_buf;
 void ct_ops_acme_start(struct ct_ops *ops);
 void ct_ops_acme_stop(struct ct_ops *ops);
+/* After a reload is in use by every worker (its listeners' contexts are the
+ * ones installs go to): new names ordered, removed ones stopped. */
+void ct_ops_acme_reloaded(struct ct_ops *ops);
 void ct_ops_acme_render(const struct ct_ops *ops, bool json, struct ct_buf *out);
 void ct_ops_acme_json(const struct ct_ops *ops, struct ct_buf *out);
 /* The table `cachet ctl certs` prints (GET /certs?format=text). */

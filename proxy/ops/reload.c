@@ -729,6 +729,7 @@ static void finish(struct ct_ops *ops)
     rl->nactive = rl->next_nactive;
     rl->next_active = NULL;
     rl->next_nactive = 0;
+    ct_ops_acme_reloaded(ops); /* installs go to rl->active from now on */
     CT_FREE(&rl->add);
     for (size_t i = 0; i < rl->ndel; i++) /* no worker listens on them any more */
         retire(ops, RL_LISTENER, (void *)rl->del[i], rl->generation);

@@ -68,6 +68,7 @@ EOF
 }
 # start_cachet CONF: runs as "proxy"; AP = its admin port
 start_cachet() {
+    cat "$D/proxy.err" >>"$D/all.err" 2>/dev/null # every run's log, for the totals
     ct_start proxy "$CT_BIN/cachet" -c "$D/$1.conf"
     ct_wait_listen proxy https >/dev/null || { ct_failed "cachet starts"; exit 1; }
     AP=$(ct_wait_listen proxy admin)
@@ -111,9 +112,6 @@ ct_check_match "/metrics has each name's expiry" \
 ct_check_match "cachet ctl certs lists them" \
     "$("$CT_BIN/cachet" ctl certs --admin "127.0.0.1:$AP" | grep -c '^[ab].test *valid *issued')" '^2$'
 sa=$(serial a.test)
-
-ct_check_match "badNonce (pebble rejecting 30 % of good nonces) retried" \
-    "$(grep -c 'refused the nonce (badNonce)' "$D/proxy.err")" '^[1-9]'
 
 # ---- restart: the stored certificates, no new order ------------------------------
 stop proxy
@@ -204,6 +202,20 @@ for c in json.load(sys.stdin):
     if c["name"] == "bad.test":
         print(c["outcome"], c["state"], c["failures"], c["next"] > time.time() + 30, bool(c["detail"]))')" \
     '^failed waiting 1 True True$'
+cat "$D/proxy.err" >>"$D/all.err"
+ct_check_match "badNonce (pebble rejecting 30 % of good nonces) retried, every order done" \
+    "$(grep -c 'refused the nonce (badNonce)' "$D/all.err")" '^[1-9]'
+
+# ---- reload: bad.test replaced by c.test; a.test untouched ---------------------------
+sed -i 's/"bad.test"/"c.test"/' "$D/bad.conf"
+ct_reload "$(ct_pid proxy)" 1 || ct_failed "reload" "$(tail -3 "$D/proxy.err")"
+ct_wait_until 60 eval '[ "$(issued c.test)" -ge 1 ]'
+verifies c.test && ct_pass "reload: c.test added, ordered and served" ||
+    ct_failed "reload: c.test added, ordered and served" "$(grep 'c.test' "$D/proxy.err" | tail -3)"
+ct_check_match "reload: bad.test's retries stop" \
+    "$(grep -c 'acme bad.test: no longer configured' "$D/proxy.err")" '^1$'
+ct_check "reload: a.test keeps its job (not started again)" \
+    "$(grep -c 'acme a.test: certificates from' "$D/proxy.err")" 1
 stop proxy
 
 ct_done
