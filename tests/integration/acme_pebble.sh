@@ -113,14 +113,38 @@ ct_check_match "cachet ctl certs lists them" \
     "$("$CT_BIN/cachet" ctl certs --admin "127.0.0.1:$AP" | grep -c '^[ab].test *valid *issued')" '^2$'
 sa=$(serial a.test)
 
-# ---- restart: the stored certificates, no new order ------------------------------
+# ---- restart: the stored certificates, no new order (b.test's is corrupt) --------
 stop proxy
-orders_before=$(grep -c 'ordering a certificate' "$D/proxy.err")
+printf -- '-----BEGIN CERTIFICATE-----\ngarbage\n-----END CERTIFICATE-----\n' \
+    >"$D/store1/b.test/cert.pem"
 start_cachet alpn
-ct_wait_until 20 grep -q 'acme b.test: using the stored certificate' "$D/proxy.err"
+ct_wait_until 20 grep -q 'acme a.test: using the stored certificate' "$D/proxy.err"
 ct_check "restart: a.test served from storage at once (same serial)" "$(serial a.test)" "$sa"
-ct_check "restart: no new order" "$(grep -c 'ordering a certificate' "$D/proxy.err")" 0
+ct_check "restart: no new order for a.test" \
+    "$(grep -c 'acme a.test: ordering a certificate' "$D/proxy.err")" 0
 verifies a.test && ct_pass "restart: curl verifies a.test" || ct_failed "restart: curl verifies a.test"
+ct_check_match "restart: b.test's corrupt stored certificate is logged and ordered again" \
+    "$(grep -c 'acme b.test: stored certificate .* is unreadable; ordering a new one' "$D/proxy.err")" '^1$'
+ct_wait_until 60 eval '[ "$(issued b.test)" = 1 ]'
+verifies b.test && ct_pass "restart: b.test served again" || ct_failed "restart: b.test served again"
+stop proxy
+
+# ---- a directory that does not answer, one whose TLS does not verify ---------------
+read -r CLOSED < <(ct_free_ports 1)
+sed -e "s|https://127.0.0.1:$PDIR/dir|https://127.0.0.1:$CLOSED/dir|" -e 's/store1/store0/' \
+    "$D/alpn.conf" >"$D/down.conf"
+start_cachet down
+ct_wait_until 30 grep -q 'order failed' "$D/proxy.err"
+ct_check_match "an unreachable directory: logged, backed off, the placeholder kept" \
+    "$(grep -m1 'acme a.test: order failed' "$D/proxy.err")" \
+    'while reading the directory: no answer from the CA: .*; attempt 1 failed, next in 60s$'
+stop proxy
+sed -e "s|$D/ca.crt|$D/root.pem|" -e 's/store1/store0/' "$D/alpn.conf" >"$D/untrusted.conf"
+start_cachet untrusted
+ct_wait_until 30 grep -q 'order failed' "$D/proxy.err"
+ct_check_match "a directory whose certificate does not verify is refused" \
+    "$(grep -m1 'acme a.test: order failed' "$D/proxy.err")" \
+    'no answer from the CA: TLS: (unable to get local issuer certificate|certificate verify failed)'
 stop proxy
 
 # ---- HTTP-01 for two names; a 40 s certificate renewed live ----------------------
