@@ -268,9 +268,9 @@ int ct_tls_acme_placeholder(const char *const *names, size_t n, X509 **xp, EVP_P
         return CT_ETLS;
     }
     int w = snprintf(note, notelen,
-                     "ACME: until the CA issues them, %s%s%s gets a self-signed EC P-256 "
+                     "ACME: until the CA issues them, %s%s gets a self-signed EC P-256 "
                      "certificate (made in memory), SHA-256 ",
-                     n ? names[0] : "?", n > 1 ? " and " : "", n > 1 ? "the other names" : "");
+                     n ? names[0] : "?", n > 1 ? " (and every other ACME name of the listener)" : "");
     if (w > 0 && (size_t)w < notelen)
         ct_tls_fingerprint(x, note, notelen);
     *xp = x;

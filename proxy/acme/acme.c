@@ -153,6 +153,14 @@ static double renew_at(const struct job *j, double nb, double na)
 {
     double rb = j->is->cf->renew_before_ms ? (double)j->is->cf->renew_before_ms / 1000.0
                                            : (na - nb) / 3.0;
+    if (rb >= na - nb) {
+        /* renew_before longer than the lifetime (a 90-day setting with
+         * 45-day certificates) would order again at once, every time, into
+         * the CA's rate limits: a third of the lifetime instead */
+        CT_WARN("acme %s: renew_before (%.0f s) is not shorter than the certificate's lifetime "
+                "(%.0f s); renewing when a third is left", j->name, rb, na - nb);
+        rb = (na - nb) / 3.0;
+    }
     double jit = rb / 10.0 > 3600.0 ? 3600.0 : rb / 10.0;
     return na - rb - jitter_upto(jit);
 }
