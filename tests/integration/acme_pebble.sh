@@ -107,6 +107,10 @@ certs=$(curl -s "http://127.0.0.1:$AP/certs")
 ct_check_match "/certs shows both names issued by tls-alpn-01" \
     "$(echo "$certs" | python3 -c 'import json,sys; print(" ".join(c["name"]+":"+c["outcome"]+":"+c["challenge"] for c in json.load(sys.stdin)))')" \
     '^a.test:issued:tls-alpn-01 b.test:issued:tls-alpn-01$'
+ct_check_match "/stats carries the names under \"acme\" (the dashboard's table)" \
+    "$(curl -s "http://127.0.0.1:$AP/stats" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["acme"]))')" '^2$'
+ct_check_match "the dashboard page has the certificates table" \
+    "$(curl -s "http://127.0.0.1:$AP/" | grep -c 'id="acme-card"')" '^1$'
 ct_check_match "/metrics has each name's expiry" \
     "$(curl -s "http://127.0.0.1:$AP/metrics" | grep -c '^cachet_acme_cert_expiry_seconds{name="[ab].test"} [1-9]')" '^2$'
 ct_check_match "cachet ctl certs lists them" \
@@ -199,8 +203,10 @@ s2=$(serial a.test)
     ct_failed "new handshakes get the renewed certificate" "before $s1 after $s2"
 rm -f "$D/held"
 wait "$held"
+held_serial=$(sed -n 's/^serial //p' "$D/held.out")
+s1_hex=${s1#serial=}
 ct_check "the connection open across the renewal kept its certificate" \
-    "$(sed -n 's/^serial //p' "$D/held.out")" "${s1#serial=}"
+    "$held_serial" "$(echo "$s1_hex" | sed 's/^0*//')"
 ct_check "... and is still served" "$(sed -n 's/^after //p' "$D/held.out")" "HTTP/1.1 200 OK"
 ct_check_match "the renewal is logged with its next one" \
     "$(grep 'acme a.test: certificate issued' "$D/proxy.err" | tail -1)" 'renewal in [0-9]+s$'
