@@ -248,4 +248,8 @@ ct_check "reload: a.test keeps its job (not started again)" \
     "$(grep -c 'acme a.test: certificates from' "$D/proxy.err")" 1
 stop proxy
 
+cat "$D/proxy.err" >>"$D/all.err"
+# under ASan/UBSan (build-san) every run's exit report lands in its log
+ct_check "no sanitizer report in any run's log" "$(grep -c 'Sanitizer' "$D/all.err")" 0
+
 ct_done
