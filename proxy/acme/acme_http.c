@@ -44,6 +44,7 @@ struct hreq {
     void *arg;
     enum evhttp_request_error herr;
     bool had_error;
+    char where[200]; /* "host:port", for errors (a long host is cut) */
     CT_LIST_LINK(hreq) link;
 };
 
@@ -159,17 +160,20 @@ static void why_failed(struct hreq *hr, char *buf, size_t len)
     unsigned long e = 0, last = 0;
     while (bev && (e = bufferevent_get_openssl_error(bev)) != 0)
         last = e;
-    if (last) {
+    SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
+    long vr = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
+    if (vr != X509_V_OK) {
+        snprintf(buf, len, "TLS: the CA's certificate does not verify: %s",
+                 X509_verify_cert_error_string(vr));
+    } else if (last && ERR_GET_LIB(last) != 0) {
         char s[200];
         ERR_error_string_n(last, s, sizeof(s));
-        SSL *ssl = bufferevent_openssl_get_ssl(bev);
-        long vr = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
-        if (vr != X509_V_OK)
-            snprintf(buf, len, "TLS: %s (%s)", X509_verify_cert_error_string(vr), s);
-        else
-            snprintf(buf, len, "TLS: %s", s);
+        snprintf(buf, len, "TLS: %s", s);
+    } else if (last) { /* libevent queues the socket's errno when the connect fails */
+        snprintf(buf, len, "cannot connect to %.200s", hr->where);
     } else {
-        snprintf(buf, len, "%s", hr->had_error ? herr_name(hr->herr) : "cannot connect");
+        snprintf(buf, len, "%s%.200s", hr->had_error ? herr_name(hr->herr) : "cannot connect to ",
+                 hr->had_error ? "" : hr->where);
     }
     ERR_clear_error();
 }
@@ -256,6 +260,7 @@ int ct_acme_http_req(struct ct_acme_http *h, const char *method, const char *url
     hr->conn = conn;
     hr->cb = cb;
     hr->arg = arg;
+    snprintf(hr->where, sizeof(hr->where), "%s:%d", host, port);
     CT_LIST_INSERT_HEAD(&h->live, hr, link);
     struct evhttp_request *req = evhttp_request_new(on_done, hr);
     evhttp_request_set_error_cb(req, on_error);
