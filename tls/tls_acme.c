@@ -133,18 +133,6 @@ size_t ct_tls_chal_http_get(struct ct_tls_chal *ch, const char *token, size_t tl
 
 /* ---- certificates made here ------------------------------------------------ */
 
-static int set_serial(X509 *x)
-{
-    unsigned char raw[16];
-    if (RAND_bytes(raw, sizeof(raw)) != 1)
-        return 0;
-    raw[0] &= 0x7f;
-    BIGNUM *bn = BN_bin2bn(raw, sizeof(raw), NULL);
-    int ok = bn != NULL && BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) != NULL;
-    BN_free(bn);
-    return ok;
-}
-
 /* RFC 8737 §3: the acmeIdentifier extension, critical, extnValue = the DER
  * of "Authorization ::= OCTET STRING (SIZE (32))". */
 static int add_acme_id(X509 *x, const unsigned char digest[32])
@@ -172,7 +160,7 @@ static X509 *self_signed(EVP_PKEY *key, const char *cn, const char *san, int day
     if (x == NULL)
         return NULL;
     X509_NAME *name = X509_get_subject_name(x);
-    int ok = X509_set_version(x, X509_VERSION_3) && set_serial(x) &&
+    int ok = X509_set_version(x, X509_VERSION_3) && ct_tls_set_random_serial(x) &&
              X509_gmtime_adj(X509_getm_notBefore(x), -3600) &&
              X509_time_adj_ex(X509_getm_notAfter(x), days, 0, NULL) && X509_set_pubkey(x, key) &&
              X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1,

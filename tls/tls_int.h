@@ -25,6 +25,9 @@ struct ct_tls_shared *ct_tls_ctx_shared_of(SSL_CTX *sctx);
 int ct_tls_selfsigned_make(X509 **xp, EVP_PKEY **keyp, char *note, size_t notelen, char *err,
                            size_t errlen);
 
+/* A random positive 127-bit serial number on X (tls_selfsigned.c): 1 or 0. */
+int ct_tls_set_random_serial(X509 *x);
+
 /* Append the SHA-256 fingerprint of X as "AB:CD:..." to BUF. */
 void ct_tls_fingerprint(X509 *x, char *buf, size_t len);
 

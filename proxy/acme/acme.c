@@ -359,7 +359,12 @@ static void do_new_order(struct job *j)
     json_object_array_add(ids, id);
     json_object_object_add(o, "identifiers", ids);
     char *p = json_payload(o);
-    CT_INFO("acme %s: ordering a certificate from %s", j->name, j->is->cf->directory);
+    double left = j->not_after - ct_time_real();
+    if (j->not_after > 0 && left > 0)
+        CT_INFO("acme %s: renewing: ordering a certificate from %s (the current one expires "
+                "in %.0f s)", j->name, j->is->cf->directory, left);
+    else
+        CT_INFO("acme %s: ordering a certificate from %s", j->name, j->is->cf->directory);
     j->orders++;
     post(j, ST_NEW_ORDER, j->is->dir.new_order, p);
     free(p);

@@ -335,8 +335,9 @@ static bool acme_http01(struct ct_req *r)
     size_t n = ct_tls_chal_http_get(ch, t.p + plen, t.len - plen, ka, sizeof(ka));
     if (n == 0)
         return false;
-    CT_INFO("w%u c%llu %.*s: ACME HTTP-01 challenge answered", r->w->id,
-            (unsigned long long)r->conn_id, (int)ct_req_client(r).len, ct_req_client(r).p);
+    CT_INFO("w%u c%llu %.*s: ACME HTTP-01 challenge answered (token %.12s...)", r->w->id,
+            (unsigned long long)r->conn_id, (int)ct_req_client(r).len, ct_req_client(r).p,
+            t.p + plen);
     r->synth_ctype = CT_STR("application/octet-stream");
     ct_cache_answer(r, 200, ct_str_make(ka, n), CT_STR("cachet; detail=acme-http-01"));
     r->synth_ctype = CT_STR_NULL;
