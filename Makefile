@@ -31,11 +31,12 @@ FUZZ_SHORT_SECONDS ?= 15
 # shared cache), the shared TLS ticket store, the per-client limit table and
 # the backend groups every worker shares (route_limits, route_groups), the
 # fleet's outbox of clients' PURGEs (fleet_client_purge: workers push, the
-# main thread pops and publishes; 1.3 s under TSan), and
-# the plain proxy path as a baseline. About 3 minutes on 2 cores; the other
+# main thread pops and publishes; 1.3 s under TSan), ACME's certificate
+# swaps and challenge store (acme_pebble: the main thread installs while
+# workers handshake; 50 s under TSan), and the plain proxy path as a baseline. About 3 minutes on 2 cores; the other
 # integration tests run one
 # worker's thread mostly alone, which ASan already covers.
-TSAN_TESTS ?= ^(unit\.|integ\.(proxy_basic|ops_reload|ops_reload_retire|cache_coalesce|cache_bg_proto|tls_basic|route_limits|route_groups|fleet_peer|fleet_client_purge)$$)
+TSAN_TESTS ?= ^(unit\.|integ\.(proxy_basic|ops_reload|ops_reload_retire|cache_coalesce|cache_bg_proto|tls_basic|route_limits|route_groups|fleet_peer|fleet_client_purge|acme_pebble)$$)
 TSAN_SKIP  ?= ^unit\.test_tls_leak$$
 BENCH_ARGS ?= --quick
 PREFIX     ?= /usr/local
@@ -43,9 +44,9 @@ DESTDIR    ?=
 
 BUILD_PKGS = gcc make cmake pkg-config libc6-dev libevent-dev libssl-dev \
              libhttp-parser-dev libcunit1-dev libconfig-dev libnghttp2-dev libpcre2-dev openssl \
-             zlib1g-dev libbrotli-dev libzstd-dev libhiredis-dev
+             zlib1g-dev libbrotli-dev libzstd-dev libhiredis-dev libjson-c-dev
 TEST_PKGS  = curl procps iproute2 psmisc python3 strace chromium gnuplot-nox python3-brotli zstd \
-             nghttp2-client python3-h2 redis-server nginx-light man-db groff-base
+             nghttp2-client python3-h2 redis-server nginx-light pebble man-db groff-base
 # Building the Debian package (make deb; tests/integration/deb_package.sh
 # builds one in make test, so deps-test pulls these in too).
 DEB_PKGS   = dpkg-dev debhelper lintian fakeroot

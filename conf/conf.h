@@ -92,6 +92,26 @@ enum ct_conf_verify {
     CT_CONF_VERIFY_REQUIRED, /* handshake fails without a valid one */
 };
 
+/* ACME (RFC 8555) on an HTTPS listener (proxy/acme/): certificates ordered,
+ * renewed and installed by cachet. Off while directory is NULL. */
+enum ct_conf_acme_key { CT_CONF_ACME_EC_P256 };
+#define CT_CONF_ACME_TLS_ALPN 0x1u /* challenge "tls-alpn-01" (RFC 8737) */
+#define CT_CONF_ACME_HTTP 0x2u     /* challenge "http-01" (RFC 8555 §8.3) */
+struct ct_conf_acme {
+    char *directory;    /* the CA's directory URL (https://...); NULL: ACME off */
+    char *email;        /* account contact; NULL: none */
+    char **names;       /* names to order; none: every site's hosts */
+    size_t nnames;
+    char **challenges;  /* as written, in order of preference */
+    size_t nchallenges;
+    char *storage;      /* directory of the account key, keys and certificates */
+    uint64_t renew_before_ms; /* 0: when a third of the lifetime is left */
+    enum ct_conf_acme_key key_type;
+    char *directory_ca; /* PEM CAs verifying the directory's TLS; NULL: the system's */
+    /* derived by ct_conf_finish */
+    unsigned challenge_mask; /* CT_CONF_ACME_* */
+};
+
 struct ct_conf_tls {
     struct ct_conf_cert *certs;
     size_t ncerts;
@@ -115,6 +135,7 @@ struct ct_conf_tls {
     char *client_ca;
     enum ct_conf_verify client_verify;
     char *client_subject_header; /* header passing the verified subject; NULL = none */
+    struct ct_conf_acme acme;
 };
 
 struct ct_conf_listener {

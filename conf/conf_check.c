@@ -102,11 +102,11 @@ static void check_certs(struct ct_conf *cf, size_t i, struct ct_conf_errors *err
 {
     struct ct_conf_tls *t = &cf->listeners[i].tls;
     char path[96];
-    if (t->ncerts == 0 && !t->self_signed) {
+    if (t->ncerts == 0 && !t->self_signed && !t->acme.directory) {
         snprintf(path, sizeof(path), "listen[%zu].tls.certificates", i);
         CHECK_ERR(cf, errs, path, "https listener without a certificate (expected "
-                                  "certificates = ( { cert = \"...\"; key = \"...\"; } ), or "
-                                  "self_signed = true)");
+                                  "certificates = ( { cert = \"...\"; key = \"...\"; } ), "
+                                  "self_signed = true, or acme = { ... })");
     }
     if (t->ncerts > 0 && t->self_signed) {
         snprintf(path, sizeof(path), "listen[%zu].tls.self_signed", i);
@@ -387,5 +387,6 @@ int ct_conf_finish(struct ct_conf *cf, struct ct_conf_errors *errs)
     if (cf->logs.error_log[0] == '\0')
         CHECK_ERR(cf, errs, "logs.error_log", "empty (expected a file name, or \"-\")");
     ct_conf_check_tls_files(cf, errs);
+    ct_conf_check_acme(cf, errs);
     return errs->n + errs->dropped == before ? CT_OK : CT_ECONF;
 }

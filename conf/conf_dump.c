@@ -99,6 +99,8 @@ static void put_value(const struct ct_conf_row *r, const void *base, int indent,
         uint64_t v = load_uint(f, r->size);
         if (v == 0 && (r->flags & CT_ROW_OFF))
             snprintf(buf, sizeof(buf), "off");
+        else if (v == 0 && (r->flags & CT_ROW_AUTO))
+            snprintf(buf, sizeof(buf), "auto");
         else if (v == CT_CONF_INHERIT && (r->flags & CT_ROW_INHERIT))
             snprintf(buf, sizeof(buf), "inherit");
         else

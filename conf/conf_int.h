@@ -227,6 +227,9 @@ bool ct_conf_token_ok(const char *t, size_t len);
 /* The OpenSSL part of the cross-checks: files readable, certificate matches
  * key, CA file holds certificates. */
 void ct_conf_check_tls_files(const struct ct_conf *cf, struct ct_conf_errors *errs);
+/* listen[].tls.acme (conf_acme.c): URL, names (derived from the sites when
+ * none), challenges, storage, directory_ca. */
+void ct_conf_check_acme(struct ct_conf *cf, struct ct_conf_errors *errs);
 /* The same for backend I of the list at PREFIX when it speaks TLS: CA,
  * client certificate and key (both or neither, matching), server_name,
  * cipher lists and ALPN names. */

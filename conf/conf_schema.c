@@ -145,6 +145,37 @@ static const struct ct_conf_row cert_rows[] = {
 static const struct ct_conf_section cert_section = SECTION("certificate", T, cert_rows);
 #undef T
 
+static const struct ct_conf_enum acme_keys[] = {{"ec-p256", CT_CONF_ACME_EC_P256}, {NULL, 0}};
+_Static_assert(sizeof(enum ct_conf_acme_key) == sizeof(int), "enum size");
+
+#define T struct ct_conf_acme
+static const struct ct_conf_row acme_rows[] = {
+    ROW_OPTSTR(T, "directory", directory, Q("off"),
+               "The ACME CA's directory URL, `https://...` (Let's Encrypt: "
+               "`https://acme-v02.api.letsencrypt.org/directory`); `off`: no ACME."),
+    ROW_OPTSTR(T, "email", email, Q("off"),
+               "Contact address given to the CA with the account (expiry notices)."),
+    ROW_STRLIST(T, "names", names, nnames, "[]",
+                "Names to obtain certificates for, one certificate each; none: every site's "
+                "`hosts`. No wildcards (they need DNS-01)."),
+    ROW_WORDLIST(T, "challenges", challenges, nchallenges,
+                 "[" Q("tls-alpn-01") ", " Q("http-01") "]",
+                 "Challenges answered, in order of preference: `tls-alpn-01` (on this "
+                 "listener, RFC 8737), `http-01` (on the http listeners, port 80 for a real CA)."),
+    ROW_STR(T, "storage", storage, 0, Q("/var/lib/cachet/acme"),
+            "Directory for the account key, certificate keys and certificates (files 0600)."),
+    ROW_DUR(T, "renew_before", renew_before_ms, CT_ROW_AUTO, 1 * SEC, 365 * DAY, Q("auto"),
+            "Renew when this much of a certificate's life is left; `auto`: a third of its "
+            "lifetime."),
+    ROW_ENUM(T, "key_type", key_type, 0, acme_keys, Q("ec-p256"),
+             "Key of the certificates and of the account: `ec-p256` (ES256)."),
+    ROW_OPTSTR(T, "directory_ca", directory_ca, Q("off"),
+               "PEM CAs that verify the directory's certificate (a private CA such as "
+               "pebble's); `off`: the system's store."),
+};
+static const struct ct_conf_section acme_section = SECTION("acme", T, acme_rows);
+#undef T
+
 #define T struct ct_conf_tls
 static const struct ct_conf_row tls_rows[] = {
     ROW_BOOL(T, "self_signed", self_signed, "false",
@@ -178,6 +209,9 @@ static const struct ct_conf_row tls_rows[] = {
              "mTLS: `off`, `optional` (verified if sent) or `required`."),
     ROW_OPTSTR(T, "client_subject_header", client_subject_header, Q("off"),
                "mTLS: request header carrying the verified client subject to the origin."),
+    ROW_GROUP(T, "acme", acme, acme_section,
+              "Certificates obtained and renewed by ACME (RFC 8555), docs/acme.md: "
+              "`{ directory = \"URL\"; storage = \"DIR\"; ... }`."),
 };
 static const struct ct_conf_section tls_section = SECTION("tls", T, tls_rows);
 #undef T
@@ -1087,6 +1121,7 @@ const char *ct_conf_row_type_name(const struct ct_conf_row *r)
     case CT_ROW_SIZE: return "size";
     case CT_ROW_DUR:
         return r->flags & CT_ROW_OFF       ? "duration or \"off\""
+               : r->flags & CT_ROW_AUTO    ? "duration or \"auto\""
                : r->flags & CT_ROW_INHERIT ? "duration or \"inherit\""
                                            : "duration";
     case CT_ROW_FRAC: return "number";
@@ -1158,6 +1193,14 @@ static const struct {
     {"listen[].tls.client_ca", "client certificates are a site's policy."},
     {"listen[].tls.client_verify", "client certificates are a site's policy."},
     {"listen[].tls.client_subject_header", "nothing is added to requests unless asked."},
+    {"listen[].tls.acme.directory", "a certificate is ordered only from a CA the operator names."},
+    {"listen[].tls.acme.email", "RFC 8555 §7.3 makes the contact optional; nothing is sent unless given."},
+    {"listen[].tls.acme.names", "the names the sites already claim are the ones clients will ask for."},
+    {"listen[].tls.acme.challenges", "both need no DNS access; TLS-ALPN-01 first since it needs only this listener (port 443), HTTP-01 as Caddy and certbot fall back to it."},
+    {"listen[].tls.acme.storage", "the FHS place for a daemon's state (/var/lib), so keys and certificates survive restarts and no new order is made while they are valid."},
+    {"listen[].tls.acme.renew_before", "a third of the lifetime left, as certmagic and certbot renew (30 of 90 days), leaves room for days of CA outage."},
+    {"listen[].tls.acme.key_type", "P-256 is what every client accepts and the fastest handshake here; ES256 is the JWS algorithm every ACME CA takes."},
+    {"listen[].tls.acme.directory_ca", "a public CA's directory is verified against the system's store like any HTTPS server."},
     {"backends[].name", "the address names the backend well enough."},
     {"backends[].weight", "equal shares, as nginx's `weight=1`."},
     {"backends[].connect_timeout",
@@ -1552,6 +1595,7 @@ void ct_conf_row_expect(const struct ct_conf_row *r, char *buf, size_t len)
 {
     char lo[32], hi[32];
     const char *off = (r->flags & CT_ROW_OFF)       ? ", or \"off\""
+                      : (r->flags & CT_ROW_AUTO)    ? ", or \"auto\""
                       : (r->flags & CT_ROW_INHERIT) ? ", or \"inherit\""
                                                     : "";
     switch (r->type) {

@@ -41,6 +41,7 @@ struct bufferevent;
 struct ct_conf;
 struct ct_tls_ctx;
 struct ct_tls_shared;
+struct ct_tls_chal;
 struct ct_tls_client;
 struct ssl_session_st;
 struct ct_ops;
@@ -146,6 +147,10 @@ struct ct_proxy {
      * (proxy/limit/limit.h); NULL: limits are not applied */
     struct ct_limit_table *limits;
     struct ct_stats_names *route_names; /* per-route counters' slots (proxy/stats) */
+    /* ACME challenge answers (tls/tls.h), written by the ACME client on the
+     * main thread, read by every worker; made at start whatever the config
+     * (a reload may add tls.acme), empty without it */
+    struct ct_tls_chal *acme_chal;
 };
 
 /* ---- workers (worker.c) -------------------------------------------------- */

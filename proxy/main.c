@@ -101,6 +101,8 @@ static struct ct_tls_ctx *https_ctx(struct ct_proxy *px, const struct ct_conf_li
         CT_ERR("https listener %s:%u: %s", l->addr.host, l->addr.port, err);
         return NULL;
     }
+    if (px->acme_chal)
+        ct_tls_ctx_set_chal(ctx, px->acme_chal);
     CT_INFO("https listener %s:%u: %s", l->addr.host, l->addr.port, ct_tls_ctx_describe(ctx));
     if (ct_tls_ctx_selfsigned_note(ctx))
         CT_INFO("%s", ct_tls_ctx_selfsigned_note(ctx));
@@ -110,6 +112,8 @@ static struct ct_tls_ctx *https_ctx(struct ct_proxy *px, const struct ct_conf_li
 static int setup_listeners(struct ct_proxy *px)
 {
     const struct ct_conf *cf = px->cf;
+    /* always made: a reload may add tls.acme, and workers read the pointer */
+    px->acme_chal = ct_tls_chal_new();
     px->listeners = ct_xcalloc(cf->nlisteners ? cf->nlisteners : 1, sizeof(*px->listeners));
     for (size_t i = 0; i < cf->nlisteners; i++) {
         const struct ct_conf_listener *l = &cf->listeners[i];
@@ -343,6 +347,7 @@ out:
     for (size_t i = 0; i < px.nlisteners; i++)
         ct_tls_ctx_free(&px.listeners[i].tls);
     ct_tls_shared_release(&px.tickets);
+    ct_tls_chal_free(&px.acme_chal); /* after every context that reads it */
     free(px.workers);
     ct_ops_backends_free(&px.backends, px.nbackends);
     free(px.listeners);

@@ -81,8 +81,11 @@ declare -A allow=(
   # upstream connection to its tunnel, so it may use proxy/upstream.
   [proxy/h1]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core proxy/route proxy/balance proxy/realip proxy/limit proxy/fleet"
   [proxy/h2]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/core proxy/route proxy/balance proxy/realip proxy/limit proxy/fleet"
-  [proxy/ops]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core proxy/route proxy/balance proxy/realip proxy/limit proxy/fleet"
-  [proxy]="common http http/coding conf cache tls proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core proxy/h1 proxy/h2 proxy/ops proxy/route proxy/balance proxy/realip proxy/limit proxy/fleet"
+  # the ACME client (issue 45): below ops, which runs it on the main thread
+  # and installs what it gets; it reaches the listeners only through tls/
+  [proxy/acme]="common conf tls"
+  [proxy/ops]="common http http/coding conf cache tls proxy/acme proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core proxy/route proxy/balance proxy/realip proxy/limit proxy/fleet"
+  [proxy]="common http http/coding conf cache tls proxy/acme proxy/ctx proxy/net proxy/stats proxy/upstream proxy/core proxy/h1 proxy/h2 proxy/ops proxy/route proxy/balance proxy/realip proxy/limit proxy/fleet"
 )
 # ctx.h is read by every proxy layer, so it may only include what all of them may.
 ctx_allow="common http conf proxy/stats"

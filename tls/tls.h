@@ -62,6 +62,7 @@ typedef struct ssl_st SSL;
 typedef struct x509_st X509;
 
 struct ct_tls_shared; /* opaque; refcounted */
+struct ct_tls_chal;   /* opaque; one per process (ACME challenges) */
 struct ct_tls_ctx;    /* opaque; single owner (the listener) */
 
 /* TLS protocol versions as on the wire (= OpenSSL's TLS1_x_VERSION). */
@@ -121,6 +122,14 @@ struct ct_tls_listener_conf {
     const char *client_ca_file;  /* mTLS: PEM CA bundle; needs verify != OFF */
     enum ct_tls_verify verify;
     unsigned verify_depth; /* 0: default */
+    /* ACME (proxy/acme/): names whose certificate is installed at run time
+     * (ct_tls_ctx_acme_install). Until then they get a self-signed
+     * placeholder; with no certificate besides, it is the default one too.
+     * ACME_STORAGE: where NAME/cert.pem and NAME/key.pem are looked for
+     * when the context is built (start, reload), NULL for none. */
+    const char *const *acme_names;
+    size_t nacme;
+    const char *acme_storage;
 };
 
 /* ---- shared ticket keys ---------------------------------------------- */
@@ -187,6 +196,40 @@ struct ct_tls_stats {
 };
 void ct_tls_ctx_stats(const struct ct_tls_ctx *ctx, struct ct_tls_stats *out);
 
+/* ---- ACME ----------------------------------------------------------------- */
+
+/* The challenge store, shared by the ACME client (main thread, writes) and
+ * every worker (reads). All calls are thread-safe. */
+struct ct_tls_chal *ct_tls_chal_new(void);
+void ct_tls_chal_free(struct ct_tls_chal **chp); /* sets *CHP = NULL */
+/* HTTP-01 (RFC 8555 §8.3): the key authorization answered at
+ * /.well-known/acme-challenge/TOKEN. */
+void ct_tls_chal_http_set(struct ct_tls_chal *ch, const char *token, const char *keyauth);
+void ct_tls_chal_http_del(struct ct_tls_chal *ch, const char *token);
+/* Copy TOKEN[0..TLEN)'s key authorization into OUT (NUL-terminated);
+ * returns its length, 0 when there is none (or it does not fit). */
+size_t ct_tls_chal_http_get(struct ct_tls_chal *ch, const char *token, size_t tlen, char *out,
+                            size_t outlen);
+/* TLS-ALPN-01 (RFC 8737): make NAME's validation certificate for KEYAUTH;
+ * a handshake for NAME offering only ALPN "acme-tls/1" gets it. Returns
+ * CT_OK, or CT_ECONF/CT_ETLS with ERR. */
+int ct_tls_chal_alpn_set(struct ct_tls_chal *ch, const char *name, const char *keyauth,
+                         char *err, size_t errlen);
+void ct_tls_chal_alpn_del(struct ct_tls_chal *ch, const char *name);
+
+/* Answer TLS-ALPN-01 on CTX from CH (borrowed: it outlives CTX). Call once,
+ * before CTX is used by any worker. */
+void ct_tls_ctx_set_chal(struct ct_tls_ctx *ctx, struct ct_tls_chal *ch);
+/* Whether CTX orders NAME by ACME (it has a slot for it). */
+bool ct_tls_ctx_has_acme(const struct ct_tls_ctx *ctx, const char *name);
+/* Install NAME's certificate (PEM leaf then chain, and its PEM key) on CTX:
+ * new handshakes in every worker get it; connections already open keep
+ * theirs. Any thread. Returns CT_OK, CT_ENOENT (no slot for NAME on CTX)
+ * or CT_ECONF with ERR (bad PEM, key mismatch, NAME not in it). */
+int ct_tls_ctx_acme_install(struct ct_tls_ctx *ctx, const char *name, const char *cert_pem,
+                            size_t cert_len, const char *key_pem, size_t key_len, char *err,
+                            size_t errlen);
+
 /* ---- per connection ----------------------------------------------------- */
 
 /* The verified client certificate's subject, one line in RFC 2253 form
@@ -201,6 +244,9 @@ void ct_tls_conn_describe(SSL *ssl, char *buf, size_t len);
 
 /* Did ALPN choose h2 on this (handshaken) connection? */
 bool ct_tls_alpn_is_h2(SSL *ssl);
+/* Did ALPN choose acme-tls/1 (a TLS-ALPN-01 validation: close it, RFC 8737
+ * §3 says no application data follows)? */
+bool ct_tls_alpn_is_acme(SSL *ssl);
 
 /* Send close_notify (RFC 8446 §6.1) before freeing a connection that ends
  * normally, without waiting for the peer's. It also keeps the session

@@ -48,6 +48,9 @@ struct ct_tls_ctx *ct_tls_ctx_from_conf(const struct ct_conf_tls *t, struct ct_t
         .disable_h2 = !t->http2,
         .client_ca_file = t->client_verify != CT_CONF_VERIFY_OFF ? t->client_ca : NULL,
         .verify = verify_of(t->client_verify),
+        .acme_names = t->acme.directory ? (const char *const *)t->acme.names : NULL,
+        .nacme = t->acme.directory ? t->acme.nnames : 0,
+        .acme_storage = t->acme.directory ? t->acme.storage : NULL,
     };
     struct ct_tls_ctx *lc = ct_tls_ctx_new(&cf, sh, err, errlen);
     free(certs);

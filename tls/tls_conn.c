@@ -62,6 +62,14 @@ bool ct_tls_alpn_is_h2(SSL *ssl)
     return alpn_len == 2 && memcmp(alpn, "h2", 2) == 0;
 }
 
+bool ct_tls_alpn_is_acme(SSL *ssl)
+{
+    const unsigned char *alpn = NULL;
+    unsigned int alpn_len = 0;
+    SSL_get0_alpn_selected(ssl, &alpn, &alpn_len);
+    return alpn_len == 10 && memcmp(alpn, "acme-tls/1", 10) == 0;
+}
+
 void ct_tls_close_notify(SSL *ssl)
 {
     /* SSL_shutdown() sets SSL_SENT_SHUTDOWN before trying to write, so the

@@ -19,7 +19,19 @@
  * switches and across workers, which all make their SSLs from the same
  * default SSL_CTX.
  *
- * Threads: built once, then read-only; the counters are atomics.
+ * ACME names (proxy/acme/) each have a slot: the SSL_CTX serving that name,
+ * checked before the SNI table. Until a certificate is installed it is the
+ * placeholder's (tls_acme.c); ct_tls_ctx_acme_install() builds a new
+ * SSL_CTX with the same settings and swaps it in under a write lock, so a
+ * handshake (which takes its own reference under the read lock, in
+ * SSL_set_SSL_CTX) never sees a freed one and connections already up keep
+ * the certificate they had. TLS-ALPN-01 (RFC 8737) is picked in the
+ * ClientHello callback, which runs before SNI and ALPN are handled and sees
+ * both: a ClientHello offering only "acme-tls/1" gets the validation
+ * certificate on its SSL alone, and SNI switching leaves it alone.
+ *
+ * Threads: built once, then read-only except the ACME slots (rwlock); the
+ * counters are atomics.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -40,8 +52,22 @@ struct name_ent {
     SSL_CTX *sctx;
 };
 
+struct acme_slot {
+    char *name; /* normalised */
+    SSL_CTX *sctx; /* under acme_lock; one reference */
+};
+
 struct ct_tls_ctx {
     unsigned magic;
+    /* ACME: slots sorted by name, the settings new SSL_CTXs are made with */
+    struct acme_slot *acme;
+    size_t nacme;
+    pthread_rwlock_t acme_lock;
+    struct ct_tls_listener_conf keep; /* strings owned (kept_*) */
+    char *kept[4];
+    X509_STORE *keep_store;
+    STACK_OF(X509_NAME) * keep_ca_names;
+    struct ct_tls_chal *chal; /* borrowed; NULL: no TLS-ALPN-01 */
     SSL_CTX *def;    /* SSLs are made from it; owns the session cache */
     SSL_CTX **sctxs; /* every SSL_CTX, def included; one reference each */
     size_t nsctx;
@@ -61,12 +87,14 @@ struct name_mask {
 };
 
 static int ssl_idx_counted = -1;
+static int ssl_idx_acme = -1; /* set: a TLS-ALPN-01 validation handshake */
 static pthread_once_t idx_once = PTHREAD_ONCE_INIT;
 
 static void idx_init(void)
 {
     ssl_idx_counted =
         SSL_get_ex_new_index(0, (void *)"cachet: handshake counted", NULL, NULL, NULL);
+    ssl_idx_acme = SSL_get_ex_new_index(0, (void *)"cachet: acme-tls/1", NULL, NULL, NULL);
 }
 
 /* ---- callbacks ---------------------------------------------------------- */
@@ -112,11 +140,43 @@ static SSL_CTX *sni_lookup(const struct ct_tls_ctx *lc, const char *sni)
     return name_find(lc, dot - 1);
 }
 
+static int slot_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct acme_slot *)a)->name, ((const struct acme_slot *)b)->name);
+}
+
+static struct acme_slot *slot_find(const struct ct_tls_ctx *lc, const char *norm)
+{
+    struct acme_slot key = {.name = (char *)norm};
+    return lc->nacme ? bsearch(&key, lc->acme, lc->nacme, sizeof(key), slot_cmp) : NULL;
+}
+
+/* An ACME name's current SSL_CTX onto SSL; false when SNI is no ACME name. */
+static bool acme_switch(struct ct_tls_ctx *lc, SSL *ssl, const char *sni)
+{
+    char norm[CT_TLS_MAX_NAME + 1];
+    if (lc->nacme == 0 || !ct_tls_name_norm(sni, strlen(sni), norm))
+        return false;
+    struct acme_slot *sl = slot_find(lc, norm);
+    if (sl == NULL)
+        return false;
+    pthread_rwlock_rdlock(&lc->acme_lock);
+    if (sl->sctx != SSL_get_SSL_CTX(ssl))
+        SSL_set_SSL_CTX(ssl, sl->sctx); /* takes its own reference */
+    pthread_rwlock_unlock(&lc->acme_lock);
+    return true;
+}
+
 static int servername_cb(SSL *ssl, int *alert, void *arg)
 {
     struct ct_tls_ctx *lc = arg;
     CT_CHECK_OBJ(lc, CT_TLS_CTX_MAGIC);
+    (void)alert;
+    if (SSL_get_ex_data(ssl, ssl_idx_acme) != NULL)
+        return SSL_TLSEXT_ERR_OK; /* the validation certificate stays */
     const char *sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+    if (sni && acme_switch(lc, ssl, sni))
+        return SSL_TLSEXT_ERR_OK;
     SSL_CTX *want = sni ? sni_lookup(lc, sni) : NULL;
     if (want != NULL && want != SSL_get_SSL_CTX(ssl))
         SSL_set_SSL_CTX(ssl, want);
@@ -153,12 +213,54 @@ static int alpn_cb(SSL *ssl, const unsigned char **out, unsigned char *outlen,
 {
     struct ct_tls_ctx *lc = arg;
     CT_CHECK_OBJ(lc, CT_TLS_CTX_MAGIC);
-    (void)ssl;
+    if (SSL_get_ex_data(ssl, ssl_idx_acme) != NULL)
+        return alpn_find(in, inlen, "acme-tls/1", out, outlen) ? SSL_TLSEXT_ERR_OK
+                                                                : SSL_TLSEXT_ERR_ALERT_FATAL;
     if (lc->h2 && alpn_find(in, inlen, "h2", out, outlen))
         return SSL_TLSEXT_ERR_OK;
     if (alpn_find(in, inlen, "http/1.1", out, outlen))
         return SSL_TLSEXT_ERR_OK;
     return SSL_TLSEXT_ERR_NOACK;
+}
+
+/* The host name of a ClientHello's server_name extension (RFC 6066 §3),
+ * normalised into OUT. */
+static bool hello_sni(SSL *ssl, char *out)
+{
+    const unsigned char *p;
+    size_t len;
+    if (!SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &p, &len) || len < 5)
+        return false;
+    size_t list = (size_t)p[0] << 8 | p[1];
+    size_t nlen = (size_t)p[3] << 8 | p[4];
+    if (list + 2 != len || p[2] != TLSEXT_NAMETYPE_host_name || nlen + 5 > len)
+        return false;
+    return memchr(p + 5, '\0', nlen) == NULL && ct_tls_name_norm((const char *)p + 5, nlen, out);
+}
+
+/* RFC 8737 §3: a ClientHello whose ALPN offers exactly "acme-tls/1" is a
+ * validation; it gets the challenge's certificate or fails. Any other
+ * ClientHello (acme-tls/1 among others included) is a normal client. */
+static int client_hello_cb(SSL *ssl, int *alert, void *arg)
+{
+    static const unsigned char only_acme[] = "\x00\x0b\x0a"
+                                             "acme-tls/1";
+    struct ct_tls_ctx *lc = arg;
+    CT_CHECK_OBJ(lc, CT_TLS_CTX_MAGIC);
+    const unsigned char *p;
+    size_t len;
+    if (lc->chal == NULL ||
+        !SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_application_layer_protocol_negotiation, &p,
+                                   &len) ||
+        len != sizeof(only_acme) - 1 || memcmp(p, only_acme, len) != 0)
+        return SSL_CLIENT_HELLO_SUCCESS;
+    char name[CT_TLS_MAX_NAME + 1];
+    if (!hello_sni(ssl, name) || !ct_tls_chal_alpn_use(lc->chal, ssl, name)) {
+        *alert = SSL_AD_UNRECOGNIZED_NAME;
+        return SSL_CLIENT_HELLO_ERROR;
+    }
+    SSL_set_ex_data(ssl, ssl_idx_acme, (void *)1);
+    return SSL_CLIENT_HELLO_SUCCESS;
 }
 
 /* Count each completed handshake once, full or resumed. */
@@ -300,6 +402,7 @@ static int configure(struct ct_tls_ctx *lc, SSL_CTX *sctx, const struct ct_tls_l
     SSL_CTX_set_tlsext_servername_callback(sctx, servername_cb);
     SSL_CTX_set_tlsext_servername_arg(sctx, lc);
     SSL_CTX_set_alpn_select_cb(sctx, alpn_cb, lc);
+    SSL_CTX_set_client_hello_cb(sctx, client_hello_cb, lc);
     SSL_CTX_set_info_callback(sctx, info_cb);
     return CT_OK;
 }
@@ -361,6 +464,17 @@ static int load_all(struct build *b, char *note, size_t notelen, char *err, size
     }
     b->ncerts = cf->ncerts ? cf->ncerts : 1;
     b->certs = ct_xcalloc(b->ncerts, sizeof(*b->certs));
+    if (cf->ncerts == 0 && cf->nacme > 0) {
+        /* the placeholder is the default too: no other certificate */
+        struct ct_tls_cert *lc = &b->certs[0];
+        int rc = ct_tls_acme_placeholder(cf->acme_names, cf->nacme, &lc->x, &lc->key, note,
+                                         notelen, err, errlen);
+        if (rc != CT_OK)
+            return rc;
+        ct_tls_names_from_cert(lc);
+        snprintf(lc->label, sizeof(lc->label), "ECDSA prime256v1 ACME placeholder (self-signed)");
+        return CT_OK;
+    }
     if (cf->ncerts == 0) {
         struct ct_tls_cert *lc = &b->certs[0];
         int rc = ct_tls_selfsigned_make(&lc->x, &lc->key, note, notelen, err, errlen);
@@ -534,8 +648,184 @@ static void describe(struct ct_tls_ctx *lc, const struct build *b)
             cf->verify == CT_TLS_VERIFY_REQUIRED ? "required" : "optional", cf->client_ca_file);
     if (cf->ktls)
         ADD(", kTLS allowed");
+    if (lc->nacme)
+        ADD(", ACME for %zu name%s", lc->nacme, lc->nacme == 1 ? "" : "s");
     ADD(", ALPN %s", cf->disable_h2 ? "http/1.1" : "h2,http/1.1");
 #undef ADD
+}
+
+/* ---- ACME slots ------------------------------------------------------------- */
+
+static char *read_all(const char *path, size_t *lenp)
+{
+    FILE *fp = fopen(path, "r");
+    if (fp == NULL)
+        return NULL;
+    size_t cap = 4096, len = 0, n;
+    char *buf = ct_xmalloc(cap);
+    while ((n = fread(buf + len, 1, cap - len, fp)) > 0) {
+        len += n;
+        if (len == cap && cap < (1u << 20))
+            buf = ct_xrealloc(buf, cap *= 2);
+        else if (len == cap)
+            break;
+    }
+    fclose(fp);
+    *lenp = len;
+    return buf;
+}
+
+/* A certificate stored by proxy/acme (STORAGE/NAME/cert.pem, key.pem) is
+ * used at once if it is still valid; a missing, corrupt or expired one
+ * leaves the placeholder (proxy/acme logs it and orders a new one). */
+static void acme_load_stored(struct ct_tls_ctx *lc, const char *storage, const char *name)
+{
+    char cpath[4096], kpath[4096], err[256];
+    snprintf(cpath, sizeof(cpath), "%s/%s/cert.pem", storage, name);
+    snprintf(kpath, sizeof(kpath), "%s/%s/key.pem", storage, name);
+    size_t clen = 0, klen = 0;
+    char *c = read_all(cpath, &clen);
+    char *k = c ? read_all(kpath, &klen) : NULL;
+    if (c && k)
+        ct_tls_ctx_acme_install(lc, name, c, clen, k, klen, err, sizeof(err));
+    free(c);
+    if (k)
+        OPENSSL_cleanse(k, klen);
+    free(k);
+    ERR_clear_error();
+}
+
+/* A new SSL_CTX with the listener's settings serving X (and CHAIN) with KEY. */
+static SSL_CTX *acme_sctx(struct ct_tls_ctx *lc, X509 *x, STACK_OF(X509) * chain, EVP_PKEY *key,
+                          char *err, size_t errlen)
+{
+    SSL_CTX *sctx = SSL_CTX_new(TLS_server_method());
+    if (sctx == NULL) {
+        ct_tls_set_err(err, errlen, "cannot create the TLS context");
+        return NULL;
+    }
+    if (configure(lc, sctx, &lc->keep, lc->keep_store, lc->keep_ca_names, err, errlen) != CT_OK ||
+        !SSL_CTX_use_cert_and_key(sctx, x, key, chain, 1)) {
+        if (!err[0])
+            ct_tls_set_err(err, errlen, "cannot use the certificate");
+        SSL_CTX_free(sctx);
+        return NULL;
+    }
+    return sctx;
+}
+
+static void keep_settings(struct ct_tls_ctx *lc, const struct build *b)
+{
+    lc->keep = *b->cf;
+    lc->keep.certs = NULL;
+    lc->keep.ncerts = 0;
+    lc->keep.acme_names = NULL;
+    lc->keep.nacme = 0;
+    lc->keep.acme_storage = NULL;
+    const char **strs[] = {&lc->keep.ciphers, &lc->keep.ciphersuites, &lc->keep.groups,
+                           &lc->keep.client_ca_file};
+    for (size_t i = 0; i < CT_ARRAY_LEN(strs); i++)
+        if (*strs[i])
+            *strs[i] = lc->kept[i] = ct_xstrdup(*strs[i]);
+    if (b->store && X509_STORE_up_ref(b->store))
+        lc->keep_store = b->store;
+    if (b->ca_names)
+        lc->keep_ca_names = SSL_dup_CA_list(b->ca_names);
+}
+
+static int acme_setup(struct ct_tls_ctx *lc, const struct build *b, char *err, size_t errlen)
+{
+    const struct ct_tls_listener_conf *cf = b->cf;
+    keep_settings(lc, b);
+    SSL_CTX *ph = NULL;
+    if (cf->ncerts == 0) {
+        ph = lc->def; /* built from the placeholder by load_all() */
+        SSL_CTX_up_ref(ph);
+    } else {
+        X509 *x = NULL;
+        EVP_PKEY *key = NULL;
+        int rc = ct_tls_acme_placeholder(cf->acme_names, cf->nacme, &x, &key, lc->note,
+                                         sizeof(lc->note), err, errlen);
+        if (rc != CT_OK)
+            return rc;
+        ph = acme_sctx(lc, x, NULL, key, err, errlen);
+        X509_free(x);
+        EVP_PKEY_free(key);
+        if (ph == NULL)
+            return CT_ETLS;
+    }
+    lc->acme = ct_xcalloc(cf->nacme, sizeof(*lc->acme));
+    char norm[CT_TLS_MAX_NAME + 1];
+    for (size_t i = 0; i < cf->nacme; i++) {
+        const char *n = cf->acme_names[i];
+        if (!ct_tls_name_norm(n, strlen(n), norm) || norm[0] == '*') {
+            snprintf(err, errlen, "ACME name \"%s\" is not a host name", n);
+            SSL_CTX_free(ph);
+            return CT_ECONF;
+        }
+        if (slot_find(lc, norm))
+            continue;
+        SSL_CTX_up_ref(ph);
+        lc->acme[lc->nacme++] = (struct acme_slot){ct_xstrdup(norm), ph};
+        qsort(lc->acme, lc->nacme, sizeof(*lc->acme), slot_cmp);
+    }
+    SSL_CTX_free(ph);
+    for (size_t i = 0; cf->acme_storage && i < lc->nacme; i++)
+        acme_load_stored(lc, cf->acme_storage, lc->acme[i].name);
+    return CT_OK;
+}
+
+void ct_tls_ctx_set_chal(struct ct_tls_ctx *lc, struct ct_tls_chal *ch)
+{
+    CT_CHECK_OBJ(lc, CT_TLS_CTX_MAGIC);
+    lc->chal = ch;
+}
+
+bool ct_tls_ctx_has_acme(const struct ct_tls_ctx *lc, const char *name)
+{
+    CT_CHECK_OBJ(lc, CT_TLS_CTX_MAGIC);
+    char norm[CT_TLS_MAX_NAME + 1];
+    return ct_tls_name_norm(name, strlen(name), norm) && slot_find(lc, norm) != NULL;
+}
+
+int ct_tls_ctx_acme_install(struct ct_tls_ctx *lc, const char *name, const char *cert_pem,
+                            size_t cert_len, const char *key_pem, size_t key_len, char *err,
+                            size_t errlen)
+{
+    CT_CHECK_OBJ(lc, CT_TLS_CTX_MAGIC);
+    char norm[CT_TLS_MAX_NAME + 1];
+    struct acme_slot *sl = ct_tls_name_norm(name, strlen(name), norm) ? slot_find(lc, norm) : NULL;
+    if (sl == NULL) {
+        snprintf(err, errlen, "%s is not an ACME name of this listener", name);
+        return CT_ENOENT;
+    }
+    X509 *x;
+    STACK_OF(X509) *chain;
+    EVP_PKEY *key;
+    err[0] = '\0';
+    int rc = ct_tls_pem_load(cert_pem, cert_len, key_pem, key_len, &x, &chain, &key, err, errlen);
+    if (rc != CT_OK)
+        return rc;
+    SSL_CTX *sctx = NULL;
+    if (X509_check_host(x, norm, 0, 0, NULL) != 1)
+        snprintf(err, errlen, "the certificate is not for %s", norm);
+    else if (X509_cmp_current_time(X509_get0_notAfter(x)) <= 0)
+        snprintf(err, errlen, "the certificate has expired");
+    else
+        sctx = acme_sctx(lc, x, chain, key, err, errlen);
+    X509_free(x);
+    sk_X509_pop_free(chain, X509_free);
+    EVP_PKEY_free(key);
+    if (sctx == NULL) {
+        ERR_clear_error();
+        return CT_ECONF;
+    }
+    pthread_rwlock_wrlock(&lc->acme_lock);
+    SSL_CTX *old = sl->sctx;
+    sl->sctx = sctx;
+    pthread_rwlock_unlock(&lc->acme_lock);
+    SSL_CTX_free(old); /* connections made from it hold their own references */
+    return CT_OK;
 }
 
 struct ct_tls_ctx *ct_tls_ctx_new(const struct ct_tls_listener_conf *cf,
@@ -548,6 +838,7 @@ struct ct_tls_ctx *ct_tls_ctx_new(const struct ct_tls_listener_conf *cf,
     }
     struct ct_tls_ctx *lc = ct_xcalloc(1, sizeof(*lc));
     lc->magic = CT_TLS_CTX_MAGIC;
+    pthread_rwlock_init(&lc->acme_lock, NULL);
     atomic_init(&lc->hs_full, 0);
     atomic_init(&lc->hs_resumed, 0);
     lc->h2 = !cf->disable_h2;
@@ -559,6 +850,8 @@ struct ct_tls_ctx *ct_tls_ctx_new(const struct ct_tls_listener_conf *cf,
         rc = load_client_ca(&b, err, errlen);
     if (rc == CT_OK)
         rc = build_sni(lc, &b, err, errlen);
+    if (rc == CT_OK && cf->nacme > 0)
+        rc = acme_setup(lc, &b, err, errlen);
     if (rc == CT_OK)
         describe(lc, &b);
     build_free(&b);
@@ -582,6 +875,16 @@ void ct_tls_ctx_free(struct ct_tls_ctx **ctxp)
     for (size_t i = 0; i < lc->nnames; i++)
         free(lc->names[i].name);
     free(lc->names);
+    for (size_t i = 0; i < lc->nacme; i++) {
+        free(lc->acme[i].name);
+        SSL_CTX_free(lc->acme[i].sctx);
+    }
+    free(lc->acme);
+    for (size_t i = 0; i < CT_ARRAY_LEN(lc->kept); i++)
+        free(lc->kept[i]);
+    X509_STORE_free(lc->keep_store);
+    sk_X509_NAME_pop_free(lc->keep_ca_names, X509_NAME_free);
+    pthread_rwlock_destroy(&lc->acme_lock);
     ct_tls_shared_release(&lc->shared);
     lc->magic = 0;
     free(lc);

@@ -25,6 +25,9 @@ struct ct_tls_shared *ct_tls_ctx_shared_of(SSL_CTX *sctx);
 int ct_tls_selfsigned_make(X509 **xp, EVP_PKEY **keyp, char *note, size_t notelen, char *err,
                            size_t errlen);
 
+/* A random positive 127-bit serial number on X (tls_selfsigned.c): 1 or 0. */
+int ct_tls_set_random_serial(X509 *x);
+
 /* Append the SHA-256 fingerprint of X as "AB:CD:..." to BUF. */
 void ct_tls_fingerprint(X509 *x, char *buf, size_t len);
 
@@ -53,5 +56,21 @@ bool ct_tls_name_norm(const char *s, size_t len, char *out);
 /* Fill ERR with the message and, when OpenSSL queued reasons, ": reason"
  * (the queue is emptied either way). */
 void ct_tls_set_err(char *err, size_t errlen, const char *fmt, ...) CT_PRINTF(3, 4);
+
+/* ---- ACME (tls_acme.c) ---------------------------------------------------- */
+
+/* Serve the TLS-ALPN-01 validation certificate of NAME (normalised) on SSL,
+ * replacing its certificates. False when there is none. Any thread. */
+bool ct_tls_chal_alpn_use(struct ct_tls_chal *ch, SSL *ssl, const char *name);
+/* The placeholder served for ACME names until their first certificate: a
+ * self-signed EC P-256 certificate for NAMES[0..N). NOTE: one line for the
+ * log. Returns CT_OK (caller owns *XP, *KEYP) or CT_ETLS with ERR. */
+int ct_tls_acme_placeholder(const char *const *names, size_t n, X509 **xp, EVP_PKEY **keyp,
+                            char *note, size_t notelen, char *err, size_t errlen);
+/* A PEM certificate (leaf, then chain) and its PEM key, checked to match.
+ * Returns CT_OK (caller owns the three) or CT_ECONF with ERR. */
+int ct_tls_pem_load(const char *cert_pem, size_t cert_len, const char *key_pem, size_t key_len,
+                    X509 **xp, STACK_OF(X509) * *chainp, EVP_PKEY **keyp, char *err,
+                    size_t errlen);
 
 #endif /* CT_TLS_INT_H */

@@ -43,7 +43,7 @@ int ct_tls_x509_add_ext(X509 *x, X509 *issuer, int nid, const char *value)
 }
 
 /* A random positive 127-bit serial (RFC 5280 §4.1.2.2: unique, <= 20 bytes). */
-static int set_serial(X509 *x)
+int ct_tls_set_random_serial(X509 *x)
 {
     unsigned char raw[16];
     if (RAND_bytes(raw, sizeof(raw)) != 1)
@@ -59,7 +59,7 @@ static X509 *make_cert(EVP_PKEY *key)
 {
     X509 *x = X509_new();
     X509_NAME *name = X509_get_subject_name(x);
-    int ok = x != NULL && X509_set_version(x, X509_VERSION_3) && set_serial(x) &&
+    int ok = x != NULL && X509_set_version(x, X509_VERSION_3) && ct_tls_set_random_serial(x) &&
              X509_gmtime_adj(X509_getm_notBefore(x), -3600) &&
              X509_time_adj_ex(X509_getm_notAfter(x), SELFSIGNED_DAYS, 0, NULL) &&
              X509_set_pubkey(x, key) &&

@@ -28,6 +28,7 @@
 #include "proxy/stats/stats.h"
 #include "proxy/route/route.h"
 #include "proxy/upstream/wire.h"
+#include "tls/tls.h"
 
 struct ct_wroutes {
     struct ct_route_table *t;
@@ -313,12 +314,44 @@ static long site_for(struct ct_req *r, const struct ct_wroutes *wr, const struct
     return site;
 }
 
+/* ACME HTTP-01 (RFC 8555 §8.3): GET /.well-known/acme-challenge/TOKEN on
+ * an http listener, for a token the ACME client (proxy/acme/) is waiting
+ * on, is answered with its key authorization before any route, redirect or
+ * cache lookup: a site redirecting everything to https must not hide it
+ * (the CA follows redirects, but only to ports 80 and 443). Other tokens go
+ * on as any request. */
+#define ACME_PATH "/.well-known/acme-challenge/"
+
+static bool acme_http01(struct ct_req *r)
+{
+    struct ct_tls_chal *ch = r->w->px->acme_chal;
+    struct ct_str t = r->msg->target;
+    size_t plen = sizeof(ACME_PATH) - 1;
+    if (CT_LIKELY(t.len <= plen || memcmp(t.p, ACME_PATH, plen) != 0) || ch == NULL ||
+        r->lc == NULL || r->lc->kind != CT_LISTEN_HTTP ||
+        (r->msg->method != CT_METHOD_GET && r->msg->method != CT_METHOD_HEAD))
+        return false;
+    char ka[512];
+    size_t n = ct_tls_chal_http_get(ch, t.p + plen, t.len - plen, ka, sizeof(ka));
+    if (n == 0)
+        return false;
+    CT_INFO("w%u c%llu %.*s: ACME HTTP-01 challenge answered (token %.12s...)", r->w->id,
+            (unsigned long long)r->conn_id, (int)ct_req_client(r).len, ct_req_client(r).p,
+            t.p + plen);
+    r->synth_ctype = CT_STR("application/octet-stream");
+    ct_cache_answer(r, 200, ct_str_make(ka, n), CT_STR("cachet; detail=acme-http-01"));
+    r->synth_ctype = CT_STR_NULL;
+    return true;
+}
+
 bool ct_req_route(struct ct_req *r)
 {
     ct_req_route_release(r);
     struct ct_worker *w = r->w;
     real_client(r);
     r->synth_location = r->synth_ctype = r->synth_retry_after = CT_STR_NULL;
+    if (CT_UNLIKELY(acme_http01(r)))
+        return true;
     if (w->cf->nsites == 0)
         return false; /* no sites: every request as before, at no cost */
     struct ct_wroutes *wr = current(w);

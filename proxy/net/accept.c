@@ -191,6 +191,15 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         return;
     }
     h->info.tls = bufferevent_openssl_get_ssl(bev);
+    if (ct_tls_alpn_is_acme(h->info.tls)) {
+        /* a TLS-ALPN-01 validation (RFC 8737 §3): the handshake was the
+         * answer; no application data follows */
+        CT_INFO("w%u c%llu %s: ACME TLS-ALPN-01 validation handshake answered", h->w->id,
+                (unsigned long long)h->info.id, h->info.peer);
+        ct_tls_close_notify(h->info.tls);
+        hs_close(h, CT_CLOSE_RESP_DONE);
+        return;
+    }
     hs_done(h, ct_tls_alpn_is_h2(h->info.tls));
 }
 

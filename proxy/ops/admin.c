@@ -196,6 +196,7 @@ void ct_ops_render(struct ct_ops *ops, bool json, struct ct_stats_out *out)
         ct_stats_render_json(&v, out);
     else
         ct_stats_render_prom(&v, out);
+    ct_ops_acme_render(ops, json, out);
     free(names);
     free(up);
     free(drain);
@@ -324,6 +325,22 @@ static void route(struct admin_conn *ac, const struct ct_http_msg *req)
             unsigned status = path.len == 7 ? ct_ops_reload_cmd(ac->ops, &out)
                                             : ct_ops_backend_cmd(ac->ops, query, &out);
             respond(ac, req, status, "application/json", NULL, out.p, out.len);
+            ct_stats_out_free(&out);
+        }
+    } else if (ct_str_eq(path, CT_STR("/certs"))) {
+        if (!get) {
+            error(ac, req, 405, "Allow: GET, HEAD\r\n");
+        } else {
+            struct ct_stats_out out = {0};
+            bool text = ct_str_eq(query, CT_STR("format=text"));
+            if (text) {
+                ct_ops_acme_text(ac->ops, &out);
+            } else {
+                ct_ops_acme_json(ac->ops, &out);
+                CT_BUF_LIT(&out, "\n");
+            }
+            respond(ac, req, 200, text ? "text/plain; charset=utf-8" : "application/json", NULL,
+                    out.p, out.len);
             ct_stats_out_free(&out);
         }
     } else if (ct_str_eq(path, CT_STR("/bans"))) {

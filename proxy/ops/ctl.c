@@ -532,6 +532,7 @@ static int usage(FILE *fp, int rc)
             "  reload                         reload the configuration: applied or refused, and why\n"
             "  backend NAME drain|enable      take a backend out of rotation (in-flight requests\n"
             "                                 finish) or put it back\n"
+            "  certs [--json]                 ACME certificates: expiry, last order, next renewal\n"
             "The admin listener is 127.0.0.1:8082 unless --admin or -c FILE (its admin.listen\n"
             "and its token) say otherwise. Exit status: 0 done, 1 cachet could not be read,\n"
             "2 bad command line, 3 cachet refused the request (the reason on stderr).\n");
@@ -841,6 +842,7 @@ static int simple_get(const char *cmd, int argc, char **argv)
     struct common co = {0};
     struct target t;
     bool json = strcmp(cmd, "bans") == 0;
+    bool certs = strcmp(cmd, "certs") == 0;
     int rc = 0;
     for (int i = 1; i < argc; i++) {
         if (common_opt(&co, argc, argv, &i, &rc)) {
@@ -857,6 +859,8 @@ static int simple_get(const char *cmd, int argc, char **argv)
     }
     if ((rc = resolve(&co, &t)) != 0)
         return rc;
+    if (certs) /* the table is cachet's (it knows the names' states) */
+        return send_cmd(cmd, &t, "GET", json ? "/certs" : "/certs?format=text", NULL, false);
     if (json)
         return send_cmd(cmd, &t, "GET", strcmp(cmd, "bans") == 0 ? "/bans" : "/stats", NULL,
                         false);
@@ -972,7 +976,7 @@ int ct_ctl_main(int argc, char **argv)
         return purge(argc - 1, argv + 1);
     if (strcmp(cmd, "ban") == 0)
         return ban(argc - 1, argv + 1);
-    if (strcmp(cmd, "stats") == 0 || strcmp(cmd, "bans") == 0)
+    if (strcmp(cmd, "stats") == 0 || strcmp(cmd, "bans") == 0 || strcmp(cmd, "certs") == 0)
         return simple_get(cmd, argc - 1, argv + 1);
     if (strcmp(cmd, "reload") == 0)
         return reload(argc - 1, argv + 1);
@@ -980,7 +984,7 @@ int ct_ctl_main(int argc, char **argv)
         return backend(argc - 1, argv + 1);
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0)
         return usage(stdout, 0);
-    fprintf(stderr, "cachet ctl: expected a command: top, stats, purge, ban, bans, reload or "
+    fprintf(stderr, "cachet ctl: expected a command: top, stats, purge, ban, bans, certs, reload or "
                     "backend\n");
     return usage(stderr, 2);
 }

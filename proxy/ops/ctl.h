@@ -7,6 +7,7 @@
  *     cachet ctl purge --tag T [--tag U] | --url URL | --prefix URL [--soft]
  *     cachet ctl ban [--soft] 'EXPR'              POST /ban
  *     cachet ctl bans                             GET /bans
+ *     cachet ctl certs [--json]                   GET /certs: the ACME names
  *
  * each with [--admin ADDR:PORT | -c FILE] [--token-file FILE | --token TOKEN].
  *

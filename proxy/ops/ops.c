@@ -227,6 +227,7 @@ void ct_ops_start(struct ct_ops *ops)
     ct_ops_fleet_start(ops);
     if (ops->lev) /* the dashboard's history, streams or not */
         ct_ops_events_start(ops);
+    ct_ops_acme_start(ops);
 }
 
 void ct_ops_start_alog_timer(struct ct_ops *ops)
@@ -244,6 +245,7 @@ void ct_ops_free(struct ct_ops **opsp)
         return;
     CT_CHECK_OBJ(ops, CT_OPS_MAGIC);
     ct_ops_events_free(ops);
+    ct_ops_acme_stop(ops);
     ct_ops_fleet_stop(ops);
     ct_ops_admin_close(ops);
     ct_health_free(&ops->health);

@@ -53,7 +53,23 @@ struct ct_ops {
      * since the last reload */
     struct ct_route_table *purge_routes;
     struct ct_route_scratch *purge_scratch;
+    struct ct_acme *acme;          /* the ACME client (ops_acme.c); NULL: no tls.acme */
 };
+
+/* ops_acme.c: the ACME client (proxy/acme/acme.h), its installs and its
+ * figures: start after the workers, stop before the main base goes;
+ * RENDER appends to /stats (JSON: the "acme" member) or /metrics; JSON
+ * writes the array /certs serves. */
+struct ct_buf;
+void ct_ops_acme_start(struct ct_ops *ops);
+void ct_ops_acme_stop(struct ct_ops *ops);
+/* After a reload is in use by every worker (its listeners' contexts are the
+ * ones installs go to): new names ordered, removed ones stopped. */
+void ct_ops_acme_reloaded(struct ct_ops *ops);
+void ct_ops_acme_render(const struct ct_ops *ops, bool json, struct ct_buf *out);
+void ct_ops_acme_json(const struct ct_ops *ops, struct ct_buf *out);
+/* The table `cachet ctl certs` prints (GET /certs?format=text). */
+void ct_ops_acme_text(const struct ct_ops *ops, struct ct_buf *out);
 
 /* ops_fleet.c: the fleet's fan-out (proxy/fleet/fleet_bus.h). Start: the bus
  * when the configuration has a fleet (over HTTP only without fleet.redis);

@@ -529,6 +529,8 @@ static int https_ctx(struct ct_ops *ops, struct ct_listener_conf *lc,
         event_add(rl->ticket_timer, &(struct timeval){1, 0});
     }
     lc->tls = ct_tls_ctx_from_conf(&l->tls, px->tickets, err, sizeof(err));
+    if (lc->tls && px->acme_chal)
+        ct_tls_ctx_set_chal(lc->tls, px->acme_chal);
     if (lc->tls == NULL) {
         CT_ERR("SIGHUP: https listener %s:%u: %s", l->addr.host, l->addr.port, err);
         return CT_ETLS;
@@ -762,6 +764,7 @@ static void finish(struct ct_ops *ops)
     rl->nactive = rl->next_nactive;
     rl->next_active = NULL;
     rl->next_nactive = 0;
+    ct_ops_acme_reloaded(ops); /* installs go to rl->active from now on */
     CT_FREE(&rl->add);
     for (size_t i = 0; i < rl->ndel; i++) /* no worker listens on them any more */
         retire(ops, RL_LISTENER, (void *)rl->del[i], rl->generation);

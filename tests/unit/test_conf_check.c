@@ -154,14 +154,14 @@ static void test_err_https_without_cert(void)
 {
     EXPECT_ERR(https_conf("min_version = \"1.2\";"),
                "t.conf:3: listen[0].tls.certificates: https listener without a certificate "
-               "(expected certificates = ( { cert = \"...\"; key = \"...\"; } ), or "
-               "self_signed = true)");
+               "(expected certificates = ( { cert = \"...\"; key = \"...\"; } ), "
+               "self_signed = true, or acme = { ... })");
     /* no tls group at all: located at the listener */
     EXPECT_ERR("backends = ( { address = \"127.0.0.1:8081\"; } );\n"
                "listen = ( { kind = \"https\";\n address = \"127.0.0.1:8443\"; } );\n",
                "t.conf:2: listen[0].tls.certificates: https listener without a certificate "
-               "(expected certificates = ( { cert = \"...\"; key = \"...\"; } ), or "
-               "self_signed = true)");
+               "(expected certificates = ( { cert = \"...\"; key = \"...\"; } ), "
+               "self_signed = true, or acme = { ... })");
 }
 
 static void test_err_self_signed_and_certs(void)
