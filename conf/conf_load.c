@@ -134,7 +134,10 @@ static int parse_number(struct ct_conf_loadctx *lc, const struct ct_conf_row *r,
 static char *file_relative(const struct ct_conf_loadctx *lc, const config_setting_t *s,
                            const char *str)
 {
-    if (lc->no_line || !lc->incdir || str[0] == '/' || strcmp(str, "-") == 0)
+    /* "-" is stderr (logs), "system" the system CA store (backends[].tls.ca):
+     * keywords, not file names */
+    if (lc->no_line || !lc->incdir || str[0] == '/' || strcmp(str, "-") == 0 ||
+        strcmp(str, "system") == 0)
         return ct_xstrdup(str);
     const char *file = config_setting_source_file(s);
     char dir[4096];

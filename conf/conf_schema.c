@@ -162,14 +162,14 @@ static const struct ct_conf_row acme_rows[] = {
                  "[" Q("tls-alpn-01") ", " Q("http-01") "]",
                  "Challenges answered, in order of preference: `tls-alpn-01` (on this "
                  "listener, RFC 8737), `http-01` (on the http listeners, port 80 for a real CA)."),
-    ROW_STR(T, "storage", storage, 0, Q("/var/lib/cachet/acme"),
+    ROW_STR(T, "storage", storage, CT_ROW_PATH, Q("/var/lib/cachet/acme"),
             "Directory for the account key, certificate keys and certificates (files 0600)."),
     ROW_DUR(T, "renew_before", renew_before_ms, CT_ROW_AUTO, 1 * SEC, 365 * DAY, Q("auto"),
             "Renew when this much of a certificate's life is left; `auto`: a third of its "
             "lifetime."),
     ROW_ENUM(T, "key_type", key_type, 0, acme_keys, Q("ec-p256"),
              "Key of the certificates and of the account: `ec-p256` (ES256)."),
-    ROW_OPTSTR(T, "directory_ca", directory_ca, Q("off"),
+    ROW_OPTSTR_F(T, "directory_ca", directory_ca, CT_ROW_PATH, Q("off"),
                "PEM CAs that verify the directory's certificate (a private CA such as "
                "pebble's); `off`: the system's store."),
 };
@@ -287,16 +287,16 @@ static const struct ct_conf_row backend_tls_rows[] = {
                  "`server_name` (or the IP address of an IP literal). A failure answers 502 and "
                  "logs OpenSSL's reason.",
                  "RFC 9110 §4.3.4 (an https origin's certificate must be verified)"),
-    ROW_STR(T, "ca", ca, 0, Q("system"),
+    ROW_STR(T, "ca", ca, CT_ROW_PATH, Q("system"),
             "PEM file of the CAs the origin's certificate is verified against; `system` = "
             "the system's CA store."),
     ROW_OPTSTR(T, "server_name", server_name, Q("off"),
                "Name sent as SNI and checked in the certificate; `off` = the backend's host "
                "(for an IP literal: no SNI, and the certificate must hold that IP address); "
                "`$host` = the request's Host (without its port)."),
-    ROW_OPTSTR(T, "cert", cert, Q("off"),
+    ROW_OPTSTR_F(T, "cert", cert, CT_ROW_PATH, Q("off"),
                "mTLS: PEM client certificate (chain after the leaf) shown to the origin."),
-    ROW_OPTSTR(T, "key", key, Q("off"), "mTLS: PEM private key of `cert`."),
+    ROW_OPTSTR_F(T, "key", key, CT_ROW_PATH, Q("off"), "mTLS: PEM private key of `cert`."),
     ROW_ENUM(T, "min_version", min_version, 0, tls_versions, Q("1.2"),
              "Lowest TLS version offered to the origin."),
     ROW_STR(T, "ciphers", ciphers, 0, Q(CT_MOZ_INTERMEDIATE),
@@ -581,7 +581,7 @@ static const struct ct_conf_row logs_rows[] = {
              "The facility of the error log's syslog lines."),
     ROW_STR(T, "syslog_tag", syslog_tag, 0, Q("cachet"),
             "The program name of the error log's syslog lines (`TAG[PID]:`)."),
-    ROW_STR(T, "syslog_socket", syslog_socket, 0, Q("/dev/log"),
+    ROW_STR(T, "syslog_socket", syslog_socket, CT_ROW_PATH, Q("/dev/log"),
             "The unix datagram socket syslog lines are sent to: journald's and rsyslog's "
             "`/dev/log`, or another daemon's."),
 };

@@ -339,7 +339,7 @@ static bool acme_http01(struct ct_req *r)
             (unsigned long long)r->conn_id, (int)ct_req_client(r).len, ct_req_client(r).p,
             t.p + plen);
     r->synth_ctype = CT_STR("application/octet-stream");
-    ct_cache_answer(r, 200, ct_str_make(ka, n), CT_STR("cachet; detail=acme-http-01"));
+    ct_req_answer(r, 200, ct_str_make(ka, n), CT_STR("cachet; detail=acme-http-01"));
     r->synth_ctype = CT_STR_NULL;
     return true;
 }
