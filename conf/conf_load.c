@@ -357,6 +357,22 @@ static void unknown_key(struct ct_conf_loadctx *lc, const struct ct_conf_section
         ct_conf_err(lc->errs, where, path, "unknown setting (expected one of: %s)", list);
 }
 
+/* `log = { target = "syslog"; ... }` is the `logs` group under the singular
+ * name operators also write (issue 40 names `log.target`; nginx's
+ * `error_log`, HAProxy's `log`): the same rows, errors named as written.
+ * Both spellings in one file would set the group twice: refused. */
+static const struct ct_conf_row *log_group(struct ct_conf_loadctx *lc, const config_setting_t *grp,
+                                           const config_setting_t *s, const char *spath)
+{
+    if (config_setting_get_member(grp, "logs")) {
+        char where[300];
+        ct_conf_setting_where(lc, s, where, sizeof(where));
+        ct_conf_err(lc->errs, where, spath, "given twice (as \"log\" and \"logs\"; expected one)");
+        return NULL;
+    }
+    return ct_conf_find_row(&ct_conf_root_section, "logs");
+}
+
 void ct_conf_section_load(struct ct_conf_loadctx *lc, const struct ct_conf_section *sec,
                           const config_setting_t *grp, void *base, const char *path)
 {
@@ -366,6 +382,8 @@ void ct_conf_section_load(struct ct_conf_loadctx *lc, const struct ct_conf_secti
         char spath[256];
         snprintf(spath, sizeof(spath), "%s%s%s", path, *path ? "." : "", config_setting_name(s));
         const struct ct_conf_row *r = ct_conf_find_row(sec, config_setting_name(s));
+        if (!r && sec == &ct_conf_root_section && strcmp(config_setting_name(s), "log") == 0)
+            r = log_group(lc, grp, s, spath);
         if (!r)
             unknown_key(lc, sec, s, spath);
         else

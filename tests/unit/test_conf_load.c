@@ -241,6 +241,21 @@ static void test_err_unknown_did_you_mean(void)
                "t.conf:4: listen_address: unknown setting (did you mean \"listen\"?)");
 }
 
+/* log.target as issue 40 writes it: the logs group under its singular name */
+static void test_log_singular(void)
+{
+    struct ct_conf *cf;
+    EXPECT_OK(BASE "log = { target = \"syslog\"; syslog_tag = \"edge\"; };\n", &cf);
+    CU_ASSERT_EQUAL(cf->logs.target, CT_LOG_TO_SYSLOG);
+    CU_ASSERT_STRING_EQUAL(cf->logs.syslog_tag, "edge");
+    ct_conf_free(&cf);
+    EXPECT_ERR(BASE "log = { target = \"pigeon\"; };\n",
+               "t.conf:3: log.target: invalid value \"pigeon\" (expected one of \"file\", "
+               "\"syslog\" or \"json\")");
+    EXPECT_ERR(BASE "logs = { level = \"info\"; };\nlog = { target = \"json\"; };\n",
+               "t.conf:4: log: given twice (as \"log\" and \"logs\"; expected one)");
+}
+
 static void test_err_unknown_expected(void)
 {
     EXPECT_ERR(BASE "logs = { zzzzzz = 1; };\n",
@@ -398,6 +413,7 @@ void ct_test_register(void)
     CT_SUITE("conf load errors", {"syntax error", test_err_syntax},
              {"cannot open", test_err_cannot_open},
              {"unknown setting, did you mean", test_err_unknown_did_you_mean},
+             {"log is the logs group", test_log_singular},
              {"unknown setting, expected one of", test_err_unknown_expected},
              {"invalid value per type", test_err_invalid_value},
              {"invalid list", test_err_invalid_list}, {"out of range", test_err_out_of_range},
