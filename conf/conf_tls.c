@@ -66,20 +66,29 @@ static EVP_PKEY *read_key(const struct ct_conf *cf, struct ct_conf_errors *errs,
     return pk;
 }
 
+/* CERT_FILE and KEY_FILE (at CPATH, KPATH) readable, PEM, and a pair: a
+ * listener's certificate or a backend's client certificate alike. */
+static void check_cert_key(const struct ct_conf *cf, struct ct_conf_errors *errs,
+                           const char *cpath, const char *cert_file, const char *kpath,
+                           const char *key_file)
+{
+    X509 *x = read_cert(cf, errs, cpath, cert_file);
+    EVP_PKEY *pk = read_key(cf, errs, kpath, key_file);
+    if (x && pk && X509_check_private_key(x, pk) != 1)
+        TLS_ERR(cf, errs, kpath, "key \"%s\" does not match certificate \"%s\" (expected the "
+                                 "private key of that certificate)", key_file, cert_file);
+    ERR_clear_error();
+    X509_free(x);
+    EVP_PKEY_free(pk);
+}
+
 static void check_pair(const struct ct_conf *cf, struct ct_conf_errors *errs, size_t i, size_t k)
 {
     const struct ct_conf_cert *c = &cf->listeners[i].tls.certs[k];
     char cpath[96], kpath[96];
     snprintf(cpath, sizeof(cpath), "listen[%zu].tls.certificates[%zu].cert", i, k);
     snprintf(kpath, sizeof(kpath), "listen[%zu].tls.certificates[%zu].key", i, k);
-    X509 *x = read_cert(cf, errs, cpath, c->cert_file);
-    EVP_PKEY *pk = read_key(cf, errs, kpath, c->key_file);
-    if (x && pk && X509_check_private_key(x, pk) != 1)
-        TLS_ERR(cf, errs, kpath, "key \"%s\" does not match certificate \"%s\" (expected the "
-                                 "private key of that certificate)", c->key_file, c->cert_file);
-    ERR_clear_error();
-    X509_free(x);
-    EVP_PKEY_free(pk);
+    check_cert_key(cf, errs, cpath, c->cert_file, kpath, c->key_file);
 }
 
 static void check_lists(const struct ct_conf *cf, struct ct_conf_errors *errs, SSL_CTX *ctx,
@@ -147,16 +156,8 @@ static void check_client_pair(const struct ct_conf *cf, struct ct_conf_errors *e
                                                    "both cert and key, or neither)");
         return;
     }
-    if (!t->cert)
-        return;
-    X509 *x = read_cert(cf, errs, cpath, t->cert);
-    EVP_PKEY *pk = read_key(cf, errs, kpath, t->key);
-    if (x && pk && X509_check_private_key(x, pk) != 1)
-        TLS_ERR(cf, errs, kpath, "key \"%s\" does not match certificate \"%s\" (expected the "
-                                 "private key of that certificate)", t->key, t->cert);
-    ERR_clear_error();
-    X509_free(x);
-    EVP_PKEY_free(pk);
+    if (t->cert)
+        check_cert_key(cf, errs, cpath, t->cert, kpath, t->key);
 }
 
 static bool name_ok(const char *s)
