@@ -187,15 +187,29 @@ static struct ct_backend_sess *sess_find(struct ct_backend_rt *be, uint64_t gen,
     return best;
 }
 
-/* A session to offer for (GEN, NAME), the caller's reference (NULL: none):
- * a TLS 1.3 ticket leaves the stock, a TLS 1.2 session stays. */
+static size_t sess_count(const struct ct_backend_rt *be, uint64_t gen, const char *name)
+{
+    size_t n = 0;
+    for (size_t i = 0; be->sess && i < SESS_MAX; i++)
+        n += be->sess[i].s && be->sess[i].gen == gen && strcmp(be->sess[i].name, name) == 0;
+    return n;
+}
+
+/* A session to offer for (GEN, NAME), the caller's reference (NULL: none).
+ * A TLS 1.2 session stays in the stock. A TLS 1.3 ticket leaves it while
+ * others are left (RFC 8446 C.4: a client SHOULD NOT reuse one), but the
+ * last one stays and is offered to every new connection until a new one
+ * arrives, as nginx (proxy_ssl_session_reuse) and HAProxy do with the one
+ * they keep: else a burst of new connections, all opened before the first
+ * ones' tickets arrive, would do full handshakes. An origin that takes a
+ * ticket only once answers with a full handshake, which drops it. */
 static SSL_SESSION *sess_take(struct ct_backend_rt *be, uint64_t gen, const char *name)
 {
     struct ct_backend_sess *e = sess_find(be, gen, name);
     if (e == NULL)
         return NULL;
     SSL_SESSION *s = e->s;
-    if (ct_tls_session_single_use(s))
+    if (ct_tls_session_single_use(s) && sess_count(be, gen, name) > 1)
         e->s = NULL;
     else
         ct_tls_session_ref(s);

@@ -307,8 +307,8 @@ ct_check "10 new connections (pool off): 9 resumed at the origin (\$ssl_session_
 ct_check "... and in /metrics" \
     "$(metric "upstream_tls_handshakes_resumed_total{backend=\"reuse/127.0.0.1:$A\"}")" 9
 ct_check_match "... access log uts=r" "$(sleep 1.2; grep 'reuse=5' "$D/access.log")" ' uts=r'
-# Tickets are used once (nginx refuses one offered again): the stock the
-# connections above left, and what each new one brings, carries a burst.
+# A ticket is used once while others are in stock, the last one again and
+# again: a burst opened before new tickets arrive still resumes.
 for i in $(seq 11 30); do get reuse.test "/json?reuse=$i" >/dev/null; done
 f0=$(metric "upstream_tls_handshakes_full_total{backend=\"reuse/127.0.0.1:$A\"}")
 r0=$(metric "upstream_tls_handshakes_resumed_total{backend=\"reuse/127.0.0.1:$A\"}")
