@@ -300,4 +300,8 @@ bool ct_tls_session_single_use(SSL_SESSION *s)
     return SSL_SESSION_get_protocol_version(s) == TLS1_3_VERSION;
 }
 
+bool ct_tls_session_resumable(SSL_SESSION *s) { return SSL_SESSION_is_resumable(s) == 1; }
+
+SSL_SESSION *ct_tls_session_copy(SSL_SESSION *s) { return SSL_SESSION_dup(s); }
+
 unsigned long ct_tls_error_real(unsigned long e) { return ERR_GET_LIB(e) == 0 ? 0 : e; }
