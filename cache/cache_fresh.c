@@ -237,26 +237,32 @@ enum ct_cache_use ct_cache_policy_use(const struct ct_cache_fresh *f, const stru
 {
     struct ct_cc rq;
     ct_cache_policy_req_cc(req, opts, &rq);
+    return ct_cache_policy_use_cc(f, &rq, now);
+}
+
+enum ct_cache_use ct_cache_policy_use_cc(const struct ct_cache_fresh *f, const struct ct_cc *rq,
+                                         ct_time_t now)
+{
     double age = ct_cache_policy_age(f, now);
     double left = (double)f->lifetime - age;
     /* no-cache either side (§5.2.1.4, §5.2.2.4): validate on every use */
-    if ((rq.flags & CT_CC_NO_CACHE) || (f->flags & CT_CACHE_F_NO_CACHE))
-        return need_origin(f, &rq);
-    if (rq.max_age != CT_CC_UNSET && age > (double)rq.max_age) /* §5.2.1.1 */
-        return need_origin(f, &rq);
-    if (rq.min_fresh != CT_CC_UNSET && left < (double)rq.min_fresh) /* §5.2.1.3 */
-        return need_origin(f, &rq);
+    if ((rq->flags & CT_CC_NO_CACHE) || (f->flags & CT_CACHE_F_NO_CACHE))
+        return need_origin(f, rq);
+    if (rq->max_age != CT_CC_UNSET && age > (double)rq->max_age) /* §5.2.1.1 */
+        return need_origin(f, rq);
+    if (rq->min_fresh != CT_CC_UNSET && left < (double)rq->min_fresh) /* §5.2.1.3 */
+        return need_origin(f, rq);
     if (left > 0) /* §4.2: fresh = freshness_lifetime > current_age */
         return CT_CACHE_USE_FRESH;
     /* stale: only with the client's max-stale (§5.2.1.2), and never against
      * must-revalidate / proxy-revalidate / s-maxage (§4.2.4, §5.2.2.2) */
     double s = staleness(f, now);
     if (s >= 0) {
-        if (rq.max_stale != CT_CC_UNSET ? s <= (double)rq.max_stale
-                                        : (rq.flags & CT_CC_MAX_STALE_ANY) != 0)
+        if (rq->max_stale != CT_CC_UNSET ? s <= (double)rq->max_stale
+                                        : (rq->flags & CT_CC_MAX_STALE_ANY) != 0)
             return CT_CACHE_USE_STALE_OK;
     }
-    return need_origin(f, &rq);
+    return need_origin(f, rq);
 }
 
 enum ct_cache_use ct_cache_policy_on_miss(const struct ct_http_msg *req,
@@ -264,5 +270,10 @@ enum ct_cache_use ct_cache_policy_on_miss(const struct ct_http_msg *req,
 {
     struct ct_cc rq;
     ct_cache_policy_req_cc(req, opts, &rq);
-    return (rq.flags & CT_CC_ONLY_IF_CACHED) ? CT_CACHE_USE_GATEWAY_TIMEOUT : CT_CACHE_USE_FETCH;
+    return ct_cache_policy_on_miss_cc(&rq);
+}
+
+enum ct_cache_use ct_cache_policy_on_miss_cc(const struct ct_cc *rq)
+{
+    return (rq->flags & CT_CC_ONLY_IF_CACHED) ? CT_CACHE_USE_GATEWAY_TIMEOUT : CT_CACHE_USE_FETCH;
 }

@@ -230,11 +230,16 @@ enum ct_cache_use {
  * Stale-while-revalidate is left to the caller (ct_cache_policy_swr_ok). */
 enum ct_cache_use ct_cache_policy_use(const struct ct_cache_fresh *f, const struct ct_http_msg *req,
                                       const struct ct_cache_policy_opts *opts, ct_time_t now);
+/* The same with the request's directives already read (ct_cache_policy_req_cc):
+ * for a caller that asks more than once per request. */
+enum ct_cache_use ct_cache_policy_use_cc(const struct ct_cache_fresh *f, const struct ct_cc *rq,
+                                         ct_time_t now);
 
 /* Nothing is stored for REQ: FETCH, or GATEWAY_TIMEOUT with only-if-cached
  * (§5.2.1.7; not when opts->ignore_req_cc). */
 enum ct_cache_use ct_cache_policy_on_miss(const struct ct_http_msg *req,
                                           const struct ct_cache_policy_opts *opts);
+enum ct_cache_use ct_cache_policy_on_miss_cc(const struct ct_cc *rq);
 
 /* The client's request Cache-Control into *CC, or an empty one (ct_cc_init)
  * with opts->ignore_req_cc. A request without Cache-Control that says

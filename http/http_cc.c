@@ -219,7 +219,8 @@ void ct_cc_from_msg(struct ct_cc *cc, const struct ct_http_msg *msg, enum ct_hdr
     /* Starts from ct_cc_init(): the directives of every line of ID, in order
      * (several lines are one list, RFC 9110 §5.3). */
     ct_cc_init(cc);
-    for (size_t i = 0; i < msg->nfields; i++)
-        if (msg->fields[i].id == id)
-            (void)ct_cc_parse(cc, msg->fields[i].value);
+    /* ct_http_msg_find, not a scan: its set of present ids answers at once
+     * for a message without the field, as most requests are. */
+    for (const struct ct_http_field *f = NULL; (f = ct_http_msg_find(msg, id, f)) != NULL;)
+        (void)ct_cc_parse(cc, f->value);
 }

@@ -291,14 +291,15 @@ static double ttl_left(const struct ct_stored_blk *blk, ct_time_t now)
 }
 
 /* A complete stored OBJ for this request at NOW (HIT or STALE). The request's
- * own directives decide (§5.2.1). Returns true if answered. */
-static bool use_stored(struct ct_req *r, struct ct_obj *obj, ct_time_t now, bool stale)
+ * own directives RQ decide (§5.2.1). Returns true if answered. */
+static bool use_stored(struct ct_req *r, struct ct_obj *obj, const struct ct_cc *rq, ct_time_t now,
+                       bool stale)
 {
     struct ct_creq *cr = r->cr;
     struct ct_stored_blk blk;
     struct ct_str wire;
     CT_ASSERT(ct_stored_blk_get(obj, &blk, &wire));
-    enum ct_cache_use use = ct_cache_policy_use(&blk.fresh, r->msg, ct_req_popts(r), now);
+    enum ct_cache_use use = ct_cache_policy_use_cc(&blk.fresh, rq, now);
     switch (use) {
     case CT_CACHE_USE_FRESH:
     case CT_CACHE_USE_STALE_OK: {
@@ -333,30 +334,29 @@ static bool use_stored(struct ct_req *r, struct ct_obj *obj, ct_time_t now, bool
 
 /* Within grace (or the response's stale-while-revalidate), and the client did
  * not ask for a fresh answer. */
-static bool graceful(struct ct_req *r, struct ct_obj *obj, ct_time_t now)
+static bool graceful(struct ct_obj *obj, const struct ct_cc *rq, ct_time_t now)
 {
     struct ct_stored_blk blk;
     struct ct_str wire;
-    struct ct_cc cc;
     CT_ASSERT(ct_stored_blk_get(obj, &blk, &wire));
     if (blk.fresh.flags & (CT_CACHE_F_MUST_REVALIDATE | CT_CACHE_F_NO_CACHE))
         return false;
-    ct_cache_policy_req_cc(r->msg, ct_req_popts(r), &cc);
-    if ((cc.flags & CT_CC_NO_CACHE) || cc.max_age != CT_CC_UNSET || cc.min_fresh != CT_CC_UNSET)
+    if ((rq->flags & CT_CC_NO_CACHE) || rq->max_age != CT_CC_UNSET || rq->min_fresh != CT_CC_UNSET)
         return false;
     return ct_obj_in_grace(obj, now);
 }
 
-static bool on_stale(struct ct_req *r, struct ct_cache_lookup_res *res, ct_time_t now)
+static bool on_stale(struct ct_req *r, struct ct_cache_lookup_res *res, const struct ct_cc *rq,
+                     ct_time_t now)
 {
     struct ct_creq *cr = r->cr;
-    if (use_stored(r, res->obj, now, true)) {
+    if (use_stored(r, res->obj, rq, now, true)) {
         if (res->fetch)
             ct_obj_abandon(res->fetch, now, 0);
         ct_cache_lookup_res_release(res);
         return true;
     }
-    if (graceful(r, res->obj, now) && !(r->msg->method == CT_METHOD_HEAD && res->fetch)) {
+    if (graceful(res->obj, rq, now) && !(r->msg->method == CT_METHOD_HEAD && res->fetch)) {
         struct ct_stored_blk blk;
         struct ct_str wire;
         char cs[112];
@@ -440,20 +440,21 @@ static bool lookup_as(struct ct_req *r, bool revalidate)
     const struct ct_http_msg *req = r->msg;
     ct_time_t now = ct_time_real();
     bool head = req->method == CT_METHOD_HEAD;
+    struct ct_cc rq; /* read once: every answer below asks */
+    ct_cache_policy_req_cc(req, ct_req_popts(r), &rq);
     struct ct_cache_lookup_req lr = {
         .key = &cr->key,
         .match = ct_cache_vary_match_cb,
         .match_arg = (void *)req,
         /* HEAD is answered from a stored GET but never fills one. */
-        .no_insert = head || ct_cache_policy_on_miss(req, ct_req_popts(r)) ==
-                                 CT_CACHE_USE_GATEWAY_TIMEOUT,
+        .no_insert = head || ct_cache_policy_on_miss_cc(&rq) == CT_CACHE_USE_GATEWAY_TIMEOUT,
         .revalidate = revalidate,
     };
     struct ct_cache_lookup_res res = {0};
     cr->req_time = now;
     switch (ct_cache_lookup(wc->cache, &lr, now, &res)) {
     case CT_CACHE_HIT:
-        if (use_stored(r, res.obj, now, false)) {
+        if (use_stored(r, res.obj, &rq, now, false)) {
             ct_cache_lookup_res_release(&res);
             return true;
         }
@@ -467,7 +468,7 @@ static bool lookup_as(struct ct_req *r, bool revalidate)
     case CT_CACHE_STALE:
         cr->fwd_kind = revalidate ? "request" : "stale";
         cr->validate = revalidate;
-        return on_stale(r, &res, now);
+        return on_stale(r, &res, &rq, now);
     case CT_CACHE_BUSY: {
         struct ct_obj *busy = res.busy;
         res.busy = NULL;

@@ -64,6 +64,13 @@
  * libevent adds its header (it rounds a chain up to a power of two), for
  * most reads (requests, small responses) the one allocation they need. */
 #define CT_READ_ROOM (16 * 1024 - 256)
+/* What a read reserves while reads are small (requests, small responses):
+ * libevent makes that a 1 KiB chain with its header, which glibc's
+ * per-thread cache hands out and takes back in a few instructions, where a
+ * 16 KiB chain went through the arena's bins: ~340 instructions of
+ * malloc/free per keep-alive request (bench/micro/reqcost.sh). A read that
+ * fills it switches the connection to CT_READ_ROOM until one does not. */
+#define CT_READ_SMALL 768
 /* Room for a TLS record per SSL_read, less libevent's chain header: a full
  * 16 KiB reservation became a 32 KiB chain (rounded up to a power of two
  * with the header); the last 256 bytes of a full record are read by the
@@ -156,7 +163,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
     /* The bufferevent froze the input's end so only it appends; we are its
      * reader now, so we unfreeze around our own append. */
     evbuffer_unfreeze(in, 0);
-    int nv = evbuffer_reserve_space(in, CT_READ_ROOM, v, 2);
+    int nv = evbuffer_reserve_space(in, io->big_reads ? CT_READ_ROOM : CT_READ_SMALL, v, 2);
     CT_ASSERT(nv > 0);
     size_t room = 0;
     for (int i = 0; i < nv; i++)
@@ -165,6 +172,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
     /* evbuffer_iovec is struct iovec on POSIX (event2/buffer.h). */
     ssize_t n = readv(fd, (struct iovec *)v, nv + 1);
     if (n > 0) {
+        io->big_reads = (size_t)n > CT_READ_SMALL;
         size_t left = CT_MIN((size_t)n, room);
         int used = 0;
         for (int i = 0; i < nv && left > 0; i++, used++) {
@@ -254,7 +262,8 @@ static void on_tls_readable(evutil_socket_t fd, short what, void *arg)
             break;
         }
         struct evbuffer_iovec v;
-        if (evbuffer_reserve_space(in, CT_TLS_READ_CHUNK, &v, 1) != 1) {
+        if (evbuffer_reserve_space(in, io->big_reads ? CT_TLS_READ_CHUNK : CT_READ_SMALL, &v, 1) !=
+            1) {
             err = SSL_ERROR_SSL;
             break;
         }
@@ -265,6 +274,7 @@ static void on_tls_readable(evutil_socket_t fd, short what, void *arg)
             evbuffer_commit_space(in, &v, 0);
             break;
         }
+        io->big_reads = (size_t)r >= CT_MIN(v.iov_len, (size_t)CT_READ_SMALL);
         v.iov_len = (size_t)r;
         evbuffer_commit_space(in, &v, 1);
         got += (size_t)r;
@@ -489,7 +499,7 @@ void ct_io_attach(struct ct_io *io, struct event_base *base, struct bufferevent 
     io->readcb = readcb;
     io->eventcb = eventcb;
     io->arg = arg;
-    io->reading = io->rd_wants_w = false;
+    io->reading = io->rd_wants_w = io->big_reads = false;
     io->werr = 0;
     io->wretry = 0;
     io->ssl = NULL;

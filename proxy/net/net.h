@@ -40,6 +40,7 @@ struct ct_io {
     struct event *wev; /* TLS after the take-over: our write event (made when first blocked) */
     struct ssl_st *ssl; /* TLS after the take-over (the bufferevent still owns it) */
     bool reading;
+    bool big_reads;   /* the last read filled CT_READ_SMALL: reserve CT_READ_ROOM (io.c) */
     bool rd_wants_w;  /* TLS: an SSL_read needs the socket writable */
     uint8_t werr;     /* TLS: 1 write error to report, 2 reported (writes stop) */
     size_t wretry;    /* TLS: length of the SSL_write that got WANT_WRITE (0: none) */
