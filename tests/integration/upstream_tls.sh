@@ -10,8 +10,9 @@
 # - IP literal: no SNI, the certificate's IP address verified; one whose
 #   certificate lacks the IP: 502 "IP address mismatch";
 # - `server_name = "$host"`: expired, wrong name, self-signed certificates
-#   each 502 with Cache-Status detail=origin-tls, OpenSSL's reason in the
-#   error log and a counter by reason; passive health counts them;
+#   each 502 with Cache-Status detail=origin-tls (over HTTP/1.1 and to an h2c
+#   client), OpenSSL's reason in the error log and a counter by reason;
+#   passive health counts them;
 # - the system store does not know the test CA: 502 "unable to get local
 #   issuer certificate"; verify = false accepts anything and -T says it
 #   departs from RFC 9110;
@@ -146,7 +147,7 @@ be() { # be NAME PORT TLS-BODY [MORE]: a backend group of one backend
 site() { echo "  { name = \"$1\"; hosts = [ $2 ]; backend_group = \"$1\"; },"; }
 CA="ca = \"$C/ca.pem\";"
 cat >"$D/c.conf" <<EOF
-listen = ( { kind = "http"; address = "127.0.0.1:0"; } );
+listen = ( { kind = "http"; address = "127.0.0.1:0"; h2c = true; } );
 admin = { listen = "127.0.0.1:0"; };
 workers = 1;
 logs = { access_log = "$D/access.log"; };
@@ -262,6 +263,11 @@ fails() { # fails HOST REASON METRIC: 502, detail=origin-tls, the reason logged 
     ct_check_match "$1: error log says \"$2\"" \
         "$(grep 'TLS handshake failed' "$CT_TMP/proxy.err" | grep -F "$1" | tail -1)" "$2"
     ct_check_match "$1: counted in /metrics ($3)" "$(metric "$3")" '^[1-9]'
+    # the same answer to an HTTP/2 client (h2c, prior knowledge): the 502
+    # and its detail come from the request core, not from the h1 framing
+    cs=$(curl -s -m 30 --http2-prior-knowledge -D - -o /dev/null -H "Host: $1" "$P/json" | tr -d '\r')
+    ct_check_match "$1: HTTP/2 client: 502 with Cache-Status detail=origin-tls" "$cs" \
+        '^HTTP/2 502.*cache-status: cachet; detail=origin-tls'
 }
 fails expired.test 'certificate has expired' 'upstream_tls_fail_expired_total{backend="host/127.0.0.1:'"$A"'"}'
 fails wrong.test 'hostname mismatch' 'upstream_tls_fail_name_total{backend="host/127.0.0.1:'"$A"'"}'
