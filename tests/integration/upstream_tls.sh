@@ -46,6 +46,7 @@ read -r A B PL ST CL WS < <(ct_free_ports 6)
 mkdir -p "$D/ng"
 cat >"$D/ng/nginx.conf" <<EOF
 worker_processes 1;
+master_process off; # one process: lib.sh's KILL at exit leaves no orphaned worker
 daemon off;
 pid $D/ng/nginx.pid;
 error_log $D/ng/error.log info;
