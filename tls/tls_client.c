@@ -293,7 +293,7 @@ void ct_tls_session_keep(SSL *ssl)
         SSL_set_shutdown(ssl, SSL_get_shutdown(ssl) | SSL_SENT_SHUTDOWN);
 }
 
-void ct_tls_session_ref(SSL_SESSION *s) { SSL_SESSION_up_ref(s); }
+SSL_SESSION *ct_tls_session_copy(SSL_SESSION *s) { return SSL_SESSION_dup(s); }
 
 bool ct_tls_session_single_use(SSL_SESSION *s)
 {
