@@ -17,8 +17,9 @@
 #                         the proxy's CPU per request (utime+stime of all its
 #                         processes from /proc/PID/stat, before and after);
 #                         new upstream connections seen by the origin in the
-#                         cell (the pool's work: about C in the first round,
-#                         0 after), full/resumed
+#                         cell (the pool's work: up to C a round, as idle
+#                         pooled connections may time out between rounds),
+#                         full/resumed
 #   pass-1k/clear-origin  the same to the cleartext port (what TLS adds)
 #   storm-100/tls-origin  after one request (a session to resume), B (5)
 #                         bursts of 100 concurrent misses for new URLs (curl
@@ -322,7 +323,7 @@ cpu_of() { awk -F, -v c="$1" -v s="$2" '$1 == c && $2 == s { print $5 }' "$OUT/l
         printf "storm: cachet %d full handshakes of %d new connections (target <= 1/5: %d)\n", $8, $7, $7 / 5 }' "$OUT/latest.csv"
     echo
     echo "New upstream connections: those the origin saw in the cell (its access log, the first request"
-    echo "of each); in the pass cells the pool's (about $CONNS in the first round, then none)."
+    echo "of each); in the pass cells the pool's (up to $CONNS a round: idle ones may time out between rounds)."
     if [ -n "$cg" ]; then
         echo
         echo "User-space instructions per 1 KiB pass (callgrind, one keep-alive client connection, $CG_N requests):"
