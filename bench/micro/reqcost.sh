@@ -47,14 +47,8 @@ OPORT=$(wait_port "$TMP/origin.out" '^listening on' $!) || exit 1
 # certificate (IP 127.0.0.1) from a CA made here, verified by cachet.
 TBACKEND=()
 if [[ " $CELLS " == *" http-tlspass "* ]]; then
-    openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$TMP/ca.key" \
-        -out "$TMP/ca.pem" -days 2 -subj "/CN=reqcost CA" -addext "basicConstraints=critical,CA:TRUE" \
-        -addext "keyUsage=critical,keyCertSign" 2>/dev/null &&
-        openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$TMP/o.key" \
-            -out "$TMP/o.csr" -subj "/CN=127.0.0.1" 2>/dev/null &&
-        printf 'subjectAltName=IP:127.0.0.1\n' >"$TMP/o.ext" &&
-        openssl x509 -req -in "$TMP/o.csr" -CA "$TMP/ca.pem" -CAkey "$TMP/ca.key" -CAcreateserial \
-            -days 2 -extfile "$TMP/o.ext" -out "$TMP/o.pem" 2>/dev/null || { echo "reqcost: openssl" >&2; exit 1; }
+    . "$(dirname "$0")/../lib/tls_ca.sh"
+    b_test_ca "$TMP" 127.0.0.1 IP:127.0.0.1 || exit 1
     TPORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     mkdir -p "$TMP/ng"
     cat >"$TMP/ng/nginx.conf" <<EOF
@@ -74,7 +68,7 @@ http {
     keepalive_requests 1000000;
     upstream co { server 127.0.0.1:$OPORT; keepalive 16; }
     server { listen 127.0.0.1:$TPORT ssl; ssl_protocols TLSv1.3;
-             ssl_certificate $TMP/o.pem; ssl_certificate_key $TMP/o.key;
+             ssl_certificate $TMP/origin.pem; ssl_certificate_key $TMP/origin.key;
              location / { proxy_pass http://co; proxy_http_version 1.1; proxy_set_header Connection ""; } }
 }
 EOF

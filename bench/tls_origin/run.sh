@@ -63,21 +63,14 @@ for t in wrk nginx haproxy openssl curl taskset; do
 done
 [ -x "$BIN/cachet" ] || { echo "bench/tls_origin: no $BIN/cachet (build first)" >&2; exit 2; }
 . "$ROOT/bench/lib/bench.sh"
+. "$ROOT/bench/lib/tls_ca.sh"
 b_init "$(mktemp -d "${TMPDIR:-/tmp}/ct-tlsorigin.XXXXXX")"
 T=$B_TMP
 trap 'b_cleanup; [ -n "${KEEP:-}" ] && echo "bench/tls_origin: kept $T" >&2 || rm -rf "$T"' EXIT
 mkdir -p "$OUT"
 
 # ---- a test CA and the origin's certificate (name and IP) -----------------------
-openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/ca.key" \
-    -out "$T/ca.pem" -days 2 -subj "/CN=cachet bench CA" \
-    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign" 2>/dev/null &&
-    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/origin.key" \
-        -out "$T/origin.csr" -subj "/CN=origin.bench" 2>/dev/null &&
-    printf 'subjectAltName=DNS:origin.bench,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$T/ext" &&
-    openssl x509 -req -in "$T/origin.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
-        -days 2 -extfile "$T/ext" -out "$T/origin.pem" 2>/dev/null ||
-    { echo "bench/tls_origin: openssl could not make the test CA" >&2; exit 1; }
+b_test_ca "$T" origin.bench "DNS:origin.bench,IP:127.0.0.1" || exit 1
 CA=$T/ca.pem
 
 # ---- the origin: nginx, one worker on CPU 0 (beside wrk) ---------------------------
