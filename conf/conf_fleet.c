@@ -217,6 +217,11 @@ void ct_conf_check_fleet(struct ct_conf *cf, struct ct_conf_errors *errs)
         ct_conf_locs_exact(cf->_locs, "fleet.learn_members"))
         ERR("fleet.learn_members", "true without fleet.redis (expected fleet.redis, through "
                                    "which members register, or learn_members = false)");
+    /* Without Redis nothing is learned: the effective value is false, so -T
+     * prints what runs, and -t accepts what -T printed (it printed `true`,
+     * set explicitly, which the check above refuses). */
+    if (!fl->redis.host)
+        fl->learn_members = false;
     if (fl->nredis_sentinels && !fl->redis_sentinel)
         ERR("fleet.redis_sentinels", "set without fleet.redis_sentinel (expected the master's "
                                      "name, which these Sentinels watch)");

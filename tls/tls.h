@@ -310,16 +310,17 @@ struct ct_tls_sess_sink {
 SSL *ct_tls_client_ssl(struct ct_tls_client *c, const char *name, SSL_SESSION *resume,
                        const struct ct_tls_sess_sink *sink);
 void ct_tls_session_free(SSL_SESSION **sp);
-void ct_tls_session_ref(SSL_SESSION *s);
+/* A copy of S for one connection to offer (the caller's; NULL if out of
+ * memory): a session offered again stays in the stock, and OpenSSL marks
+ * the session a connection holds not resumable when that connection fails
+ * (a fatal alert, an unexpected EOF, SSL_CTX_remove_session), which would
+ * end it for every other connection sharing the object. */
+SSL_SESSION *ct_tls_session_copy(SSL_SESSION *s);
 /* Is S a TLS 1.3 ticket, to be offered once (RFC 8446 §C.4)? */
 bool ct_tls_session_single_use(SSL_SESSION *s);
 /* Can S still be offered? OpenSSL marks a session not resumable for good
  * when a connection using it sends a fatal alert or is freed mid-way. */
 bool ct_tls_session_resumable(SSL_SESSION *s);
-/* A copy of S, the caller's (NULL: out of memory): a session offered to
- * several connections at once is given to each as its own copy, so that
- * one connection's failure does not mark it not resumable for the others. */
-SSL_SESSION *ct_tls_session_copy(SSL_SESSION *s);
 /* Before freeing a client SSL closed without close_notify: keep its session
  * (shared with the saved one) resumable. OpenSSL marks the session of a
  * connection freed mid-way not resumable, and the saved copy with it, so

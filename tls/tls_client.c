@@ -293,7 +293,7 @@ void ct_tls_session_keep(SSL *ssl)
         SSL_set_shutdown(ssl, SSL_get_shutdown(ssl) | SSL_SENT_SHUTDOWN);
 }
 
-void ct_tls_session_ref(SSL_SESSION *s) { SSL_SESSION_up_ref(s); }
+SSL_SESSION *ct_tls_session_copy(SSL_SESSION *s) { return SSL_SESSION_dup(s); }
 
 bool ct_tls_session_single_use(SSL_SESSION *s)
 {
@@ -302,6 +302,5 @@ bool ct_tls_session_single_use(SSL_SESSION *s)
 
 bool ct_tls_session_resumable(SSL_SESSION *s) { return SSL_SESSION_is_resumable(s) == 1; }
 
-SSL_SESSION *ct_tls_session_copy(SSL_SESSION *s) { return SSL_SESSION_dup(s); }
 
 unsigned long ct_tls_error_real(unsigned long e) { return ERR_GET_LIB(e) == 0 ? 0 : e; }

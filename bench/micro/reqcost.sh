@@ -6,7 +6,9 @@
 #
 # For each cell (HTTP hit, HTTP pass, HTTPS hit, HTTPS pass; 1 KiB bodies;
 # CELLS="h2-hit h2-pass" adds HTTP/2 over TLS, one stream at a time;
-# SCHEME-miss cells fetch a new URL each time and store it)
+# SCHEME-miss cells fetch a new URL each time and store it; http-tlspass is
+# the HTTP pass to a TLS 1.3 origin, nginx terminating TLS in front of the
+# same cachet-origin, verified against a CA made here: issue 39)
 # one cachet worker runs under valgrind --tool=callgrind and one keep-alive
 # connection makes N requests after a warm-up; the counters are zeroed after
 # the warm-up and dumped after the N (callgrind_control), so start-up is not
@@ -39,6 +41,43 @@ stop() { kill -TERM "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 "$BIN/cachet-origin" --port 0 --workers 1 >"$TMP/origin.out" 2>&1 &
 pids+=($!)
 OPORT=$(wait_port "$TMP/origin.out" '^listening on' $!) || exit 1
+
+# http-tlspass (issue 39): the pass over a TLS 1.3 origin, nginx (one
+# worker) terminating TLS in front of the same cachet-origin, its
+# certificate (IP 127.0.0.1) from a CA made here, verified by cachet.
+TBACKEND=()
+if [[ " $CELLS " == *" http-tlspass "* ]]; then
+    . "$(dirname "$0")/../lib/tls_ca.sh"
+    b_test_ca "$TMP" 127.0.0.1 IP:127.0.0.1 || exit 1
+    TPORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    mkdir -p "$TMP/ng"
+    cat >"$TMP/ng/nginx.conf" <<EOF
+$([ "$(id -u)" = 0 ] && echo "user root;")
+worker_processes 1;
+daemon off;
+pid $TMP/ng/nginx.pid;
+error_log $TMP/ng/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path $TMP/ng/body;
+    proxy_temp_path $TMP/ng/proxy;
+    fastcgi_temp_path $TMP/ng/fcgi;
+    uwsgi_temp_path $TMP/ng/uwsgi;
+    scgi_temp_path $TMP/ng/scgi;
+    keepalive_requests 1000000;
+    upstream co { server 127.0.0.1:$OPORT; keepalive 16; }
+    server { listen 127.0.0.1:$TPORT ssl; ssl_protocols TLSv1.3;
+             ssl_certificate $TMP/origin.pem; ssl_certificate_key $TMP/origin.key;
+             location / { proxy_pass http://co; proxy_http_version 1.1; proxy_set_header Connection ""; } }
+}
+EOF
+    nginx -p "$TMP/ng" -e "$TMP/ng/error.log" -c "$TMP/ng/nginx.conf" >"$TMP/ng/out" 2>&1 &
+    NGPID=$! # its master stops its worker on TERM; a KILL would leave the worker
+    trap 'kill -TERM $NGPID 2>/dev/null; wait $NGPID 2>/dev/null; cleanup' EXIT
+    for ((i = 0; i < 1000; i++)); do (exec 3<>"/dev/tcp/127.0.0.1/$TPORT") 2>/dev/null && break; sleep 0.01; done
+    TBACKEND=(--backend "https://127.0.0.1:$TPORT" --backend-ca "$TMP/ca.pem")
+fi
 
 client() { # SCHEME PORT PATH N ZERO(0/1) DIR
     "${PY:-/usr/bin/python3}" - "$@" <<'PY'
@@ -106,6 +145,8 @@ PY
 
 for cell in $CELLS; do
     scheme=${cell%-*}; kind=${cell#*-}
+    backend=(--backend "127.0.0.1:$OPORT")
+    [ "$kind" = tlspass ] && backend=("${TBACKEND[@]}")
     case $kind in
         hit) path="/1k?cache-control=max-age%3D3600" ;;
         miss) path="/gen?size=1024&cache-control=max-age%3D3600&n={i}" ;; # fetched and stored
@@ -115,7 +156,7 @@ for cell in $CELLS; do
     if [ "$scheme" = https ] || [ "$scheme" = h2 ]; then lopt=(--http off --https 127.0.0.1:0); pat='^listening on https '; else lopt=(--http 127.0.0.1:0); pat='^listening on http '; fi
     # instructions
     (cd "$d" && exec valgrind --tool=callgrind --callgrind-out-file="$d/cg.%p" "$BIN/cachet" "${lopt[@]}" \
-        --admin off --workers 1 --backend "127.0.0.1:$OPORT" --access-log off >"$d/cachet.out" 2>"$d/cachet.err") &
+        --admin off --workers 1 "${backend[@]}" --access-log off >"$d/cachet.out" 2>"$d/cachet.err") &
     vp=$!; pids+=($vp)
     port=$(wait_port "$d/cachet.out" "$pat" $vp) || exit 1
     cs=$(CG_PID=$vp client "$scheme" "$port" "$path" "$N" 1 "$d") || exit 1
@@ -128,7 +169,7 @@ for cell in $CELLS; do
     stop $vp
     # syscalls
     rm -f "$d"/go "$d"/ready
-    "$BIN/cachet" "${lopt[@]}" --admin off --workers 1 --backend "127.0.0.1:$OPORT" --access-log off \
+    "$BIN/cachet" "${lopt[@]}" --admin off --workers 1 "${backend[@]}" --access-log off \
         >"$d/s.out" 2>"$d/s.err" &
     sp=$!; pids+=($sp)
     port=$(wait_port "$d/s.out" "$pat" $sp) || exit 1

@@ -157,6 +157,30 @@ ct_check_match "bad regex located, with PCRE2's offset" "$(cat "$CT_TMP/badsites
 ct_check_match "unknown group located" "$(cat "$CT_TMP/badsites.err")" \
     'badsites\.conf:[0-9]+: sites\[0\]\.routes\[0\]\.backend_group: unknown backend group "statics"'
 
+# A fleet without Redis: -T prints what runs (nothing is learned without
+# Redis, so learn_members = false), and -t accepts it: the dump printed
+# `learn_members = true`, which -t refuses without fleet.redis.
+cat >"$CT_TMP/fleet.conf" <<'EOF'
+listen = ( { kind = "http"; address = "127.0.0.1:9001"; } );
+backends = ( { address = "127.0.0.1:8081"; } );
+fleet = { self = "a";
+  members = ( { name = "a"; address = "127.0.0.1:9001"; }, { name = "b"; address = "127.0.0.2:9002"; } ); };
+EOF
+"$CACHET" -T -c "$CT_TMP/fleet.conf" >"$CT_TMP/fleet1.conf"
+ct_check "-T of a fleet without Redis exits 0" "$?" 0
+ct_check_match "... and says nothing is learned" "$(cat "$CT_TMP/fleet1.conf")" 'learn_members = false;'
+out=$("$CACHET" -t -c "$CT_TMP/fleet1.conf" 2>&1)
+ct_check "-t accepts it" "$out" "configuration ok"
+"$CACHET" -T -c "$CT_TMP/fleet1.conf" >"$CT_TMP/fleet2.conf"
+ct_check "... and it round-trips" "$(tail -n +2 "$CT_TMP/fleet1.conf")" "$(tail -n +2 "$CT_TMP/fleet2.conf")"
+# A member's address is IP:PORT (nothing to resolve): a host name is a
+# located error under -t, as a backend's unresolvable host is.
+sed 's/127.0.0.2:9002/nowhere.invalid:9002/' "$CT_TMP/fleet.conf" >"$CT_TMP/fleetname.conf"
+"$CACHET" -t -c "$CT_TMP/fleetname.conf" >/dev/null 2>"$CT_TMP/fleetname.err"
+ct_check "-t on a member named by host exits 1" "$?" 1
+ct_check_match "... located" "$(cat "$CT_TMP/fleetname.err")" \
+    'fleetname\.conf:4: fleet\.members\[1\]\.address: invalid value "nowhere\.invalid:9002"'
+
 # The example runs: moved to ephemeral ports, its listeners come up.
 ct_start ex "$CACHET" -c "$EXAMPLE" --http 127.0.0.1:0 --https 127.0.0.1:0 --admin 127.0.0.1:0 \
     --workers 1

@@ -146,4 +146,5 @@ cp "$D/ca2/ca.pem" "$D/ca.pem" # the CA file rotated in place, same name
 ct_reload "$(ct_pid proxy)" 2 || ct_failed "reload 2 applied"
 ct_check "after the reload with the rotated CA file: 200" "$(code)" 200
 
+ct_stop nginx # TERM: its master stops its worker (lib.sh's KILL at exit would orphan it)
 ct_done
