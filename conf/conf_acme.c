@@ -146,7 +146,7 @@ static void check_storage(const struct ct_conf *cf, struct ct_conf_errors *errs,
         ACME_ERR(cf, errs, path, "\"%s\": %s", dir, strerror(errno));
         return;
     }
-    char *parent = ct_conf_dirname(dir);
+    char *parent = ct_path_dir(dir);
     if (access(parent, W_OK | X_OK) != 0)
         ACME_ERR(cf, errs, path, "\"%s\" does not exist and cannot be created in \"%s\": %s "
                                  "(expected a writable directory)", dir, parent, strerror(errno));

@@ -239,14 +239,6 @@ static void check_backends(struct ct_conf *cf, struct ct_conf_errors *errs)
     ct_conf_check_backend_list(cf, errs, "backends", cf->backends, cf->nbackends);
 }
 
-char *ct_conf_dirname(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (slash == NULL)
-        return ct_xstrdup(".");
-    return ct_xstrndup(path, slash == path ? 1 : (size_t)(slash - path));
-}
-
 /* cache.persist: written at every graceful stop, so its directory must
  * take a new file (the snapshot is a temporary file renamed over it); a
  * wrong path found at the stop would lose the cache it was meant to keep. */
@@ -258,7 +250,7 @@ static void check_persist(const struct ct_conf *cf, struct ct_conf_errors *errs,
                   "name for the snapshot)", file);
         return;
     }
-    char *dir = ct_conf_dirname(file);
+    char *dir = ct_path_dir(file);
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
         CHECK_ERR(cf, errs, "cache.persist", "directory \"%s\" of \"%s\" does not exist "
                   "(expected an existing directory this user may write)", dir, file);

@@ -222,9 +222,6 @@ void ct_conf_fleet_free_derived(struct ct_conf_fleet *fl);
  * learned); see ct_conf_build_learned. */
 void ct_conf_fleet_add_learned(struct ct_conf *cf, const struct ct_conf_fleet_member *learned,
                                size_t n);
-/* conf_check.c: the directory part of PATH ("." if none, "/" for the root),
- * newly allocated: the caller frees it. */
-char *ct_conf_dirname(const char *path);
 /* conf_check.c: a secret for an HTTP field: visible ASCII, 16 to 256 bytes. */
 bool ct_conf_token_ok(const char *t, size_t len);
 /* The OpenSSL part of the cross-checks: files readable, certificate matches

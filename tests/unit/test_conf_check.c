@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "conf/conf_int.h"
 #include "tests/unit/test_conf_helpers.h"
 
 /* Test text must never be cut short: a truncated config would test something else. */
@@ -295,15 +294,6 @@ static void test_err_persist(void)
                "cache = { persist = \"/tmp\"; };\n",
                "t.conf:3: cache.persist: \"/tmp\" is not a regular file (expected a file name "
                "for the snapshot)");
-    char *d = ct_conf_dirname("/a/b/c");
-    CU_ASSERT_STRING_EQUAL(d, "/a/b");
-    free(d);
-    d = ct_conf_dirname("/c");
-    CU_ASSERT_STRING_EQUAL(d, "/");
-    free(d);
-    d = ct_conf_dirname("c");
-    CU_ASSERT_STRING_EQUAL(d, ".");
-    free(d);
 }
 
 static void test_err_backend_names(void)
