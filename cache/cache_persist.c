@@ -11,8 +11,9 @@
  *     0 "CACHETSN"  8 u32 format version  12 u32 key scheme (CT_CACHE_KEY_SCHEME)
  *    16 f64 time written (wall clock)  24 char build[32], NUL-padded
  *    56 u32 0 (reserved)  60 u32 crc32 of bytes 0..59
- *   records, one per object, oldest first (each shard's SIEVE queue from its
- *   tail), so that a load into a smaller store evicts the oldest ones:
+ *   records, one per object, oldest response first (each shard's SIEVE
+ *   order, merged by response_time), so that a load into a smaller store
+ *   evicts among the oldest ones:
  *     u32 LEN, u32 crc32 of (the LEN field, then the LEN payload bytes),
  *     payload: u16 status, u16 ntags, u32 key, head, etag, last-modified,
  *     date and vary lengths, u64 body length, f64 response_time, expires,
@@ -273,15 +274,20 @@ static int write_record(struct ct_obj *obj, struct rec_out *r, struct sink *s,
     return rc;
 }
 
-/* References to SH's complete objects, oldest first, in *OUT (the caller
- * releases them and frees the array). Pending bans are applied on the way,
- * as a lookup would: a hard match is removed and not saved, a soft one is
- * saved stale. Expired ones are left out. */
-static size_t collect(struct ct_cache_shard *sh, ct_time_t now, struct ct_obj ***out)
+/* Append references to SH's complete objects, oldest first, to *V (N used,
+ * CAP allocated; the caller releases them and frees it). Pending bans are
+ * applied on the way, as a lookup would: a hard match is removed and not
+ * saved, a soft one is saved stale. Expired ones are left out. */
+static void collect(struct ct_cache_shard *sh, ct_time_t now, struct ct_obj ***vp, size_t *np,
+                    size_t *capp)
 {
     pthread_mutex_lock(&sh->mtx);
-    struct ct_obj **v = ct_xmalloc((sh->qlen ? sh->qlen : 1) * sizeof(*v));
-    size_t n = 0;
+    if (*np + sh->qlen > *capp) {
+        *capp = CT_MAX(*np + sh->qlen, *capp * 2);
+        *vp = ct_xrealloc(*vp, *capp * sizeof(**vp));
+    }
+    struct ct_obj **v = *vp;
+    size_t n = *np;
     struct ct_obj *obj, *prev;
     CT_LIST_FOREACH_REVERSE_SAFE(obj, &sh->q, qlink, prev) {
         if ((obj->flags & OBJ_F_HFM) || ct_cache_obj_state(obj) != CT_OBJ_COMPLETE)
@@ -294,8 +300,34 @@ static size_t collect(struct ct_cache_shard *sh, ct_time_t now, struct ct_obj **
             v[n++] = ct_cache_obj_ref(obj);
     }
     pthread_mutex_unlock(&sh->mtx);
-    *out = v;
-    return n;
+    *np = n;
+}
+
+/* Oldest response first; equal times keep their shard order (qsort is not
+ * stable, so the position breaks ties: the array is sorted by (time, index)
+ * through a copy of each index taken before). */
+struct by_time {
+    struct ct_obj *obj;
+    size_t idx;
+};
+
+static int cmp_time(const void *a, const void *b)
+{
+    const struct by_time *x = a, *y = b;
+    if (x->obj->response_time != y->obj->response_time)
+        return x->obj->response_time < y->obj->response_time ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static void sort_by_time(struct ct_obj **v, size_t n)
+{
+    struct by_time *t = ct_xmalloc((n ? n : 1) * sizeof(*t));
+    for (size_t i = 0; i < n; i++)
+        t[i] = (struct by_time){v[i], i};
+    qsort(t, n, sizeof(*t), cmp_time);
+    for (size_t i = 0; i < n; i++)
+        v[i] = t[i].obj;
+    free(t);
 }
 
 int ct_cache_persist_save(struct ct_cache *cache, ct_time_t now, const char *build,
@@ -313,16 +345,20 @@ int ct_cache_persist_save(struct ct_cache *cache, ct_time_t now, const char *bui
     r.tag_views = ct_xmalloc(CT_CACHE_TAGS_MAX * sizeof(*r.tag_views));
     r.tag_bytes = ct_xmalloc((size_t)CT_CACHE_TAGS_MAX * CT_CACHE_TAG_MAX_LEN);
     struct sink s = {write, arg};
-    for (unsigned i = 0; rc == CT_OK && i < cache->cfg.shards; i++) {
-        struct ct_obj **v;
-        size_t cnt = collect(&cache->shards[i], now, &v);
-        for (size_t k = 0; k < cnt; k++) {
-            if (rc == CT_OK)
-                rc = write_record(v[k], &r, &s, n);
-            ct_obj_release(&v[k]);
-        }
-        free(v);
+    /* a reference on every object at once (8 bytes each), so that the file
+     * can be in one order across shards: a smaller store loading it evicts
+     * round-robin across shards, each from its oldest */
+    struct ct_obj **v = NULL;
+    size_t cnt = 0, cap = 0;
+    for (unsigned i = 0; i < cache->cfg.shards; i++)
+        collect(&cache->shards[i], now, &v, &cnt, &cap);
+    sort_by_time(v, cnt);
+    for (size_t k = 0; k < cnt; k++) {
+        if (rc == CT_OK)
+            rc = write_record(v[k], &r, &s, n);
+        ct_obj_release(&v[k]);
     }
+    free(v);
     free(r.tags);
     free(r.tag_views);
     free(r.tag_bytes);

@@ -266,7 +266,7 @@ static void test_bans_applied(void)
 
 static void test_smaller_store_keeps_newest(void)
 {
-    struct ct_cache *c = mk_cache(64 << 20, 1 << 20, 1);
+    struct ct_cache *c = mk_cache(64 << 20, 1 << 20, 8); /* the file merges the shards */
     char *body = big_body(8000);
     char target[32];
     for (int i = 0; i < 400; i++) { /* ~3.2 MB of bodies, in order */
@@ -276,7 +276,7 @@ static void test_smaller_store_keeps_newest(void)
     struct mem m = {0};
     CU_ASSERT_EQUAL(save(c, T0 + 1, &m).objects, 400);
     ct_cache_free(&c);
-    struct ct_cache *d = mk_cache(1 << 20, 1 << 20, 1);
+    struct ct_cache *d = mk_cache(1 << 20, 1 << 20, 8);
     struct ct_cache_persist_report rep = load(d, &m, T0 + 2);
     CU_ASSERT_EQUAL(rep.fates[CT_CACHE_PERSIST_LOADED], 400); /* each fitted when loaded */
     struct ct_cache_stats st;
