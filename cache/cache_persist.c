@@ -413,10 +413,13 @@ static const char *rec_decode(const unsigned char *p, size_t len, struct rec_in 
     r->initial_age = getf(p + 52);
     r->grace = getf(p + 60);
     r->keep = getf(p + 68);
+    /* Bounds the object can hold as it is (durations are floats, so a
+     * larger one would come back as infinity) and that leave its sums
+     * finite: times in the epoch's first 3000 years, durations under 10. */
     const double t[] = {r->response_time, r->expires, r->initial_age, r->grace, r->keep};
     for (size_t i = 0; i < CT_ARRAY_LEN(t); i++)
-        if (!isfinite(t[i]) || (i >= 2 && t[i] < 0))
-            return "a time is not a finite number (or a duration is negative)";
+        if (!(t[i] >= 0 && t[i] <= (i < 2 ? 1e11 : 3.2e8)))
+            return "a time or a duration is out of range (or not a number)";
     /* cache_key.c's layout: a method class, NUL, host, NUL, target... */
     struct ct_str k = r->parts[0];
     if (k.len < 3 || k.p[1] != '\0' || memchr(k.p + 2, '\0', k.len - 2) == NULL ||
@@ -435,11 +438,17 @@ static enum ct_cache_persist_fate restore(struct ct_cache *cache, const struct r
         return CT_CACHE_PERSIST_EXPIRED;
     struct ct_cache_key key;
     ct_cache_key_from_bytes(r->parts[0], &key);
-    struct ct_cache_lookup_req req = {.key = &key, .vary = r->parts[5], .uncounted = true};
+    /* revalidate: a fresh object found is handed back with a fetch slot
+     * (as STALE), so that a record of another variant is stored beside one
+     * that answers every request (stored without Vary) instead of being
+     * taken for it; only the same Vary bytes make a duplicate */
+    struct ct_cache_lookup_req req = {
+        .key = &key, .vary = r->parts[5], .revalidate = true, .uncounted = true};
     struct ct_cache_lookup_res res;
     ct_cache_lookup(cache, &req, now, &res);
     enum ct_cache_persist_fate fate = CT_CACHE_PERSIST_DUPLICATE;
-    if (res.fetch && !res.obj && !res.busy) {
+    bool dup = (res.obj && ct_str_eq(ct_obj_vary(res.obj), r->parts[5])) || res.busy;
+    if (res.fetch && !dup) {
         struct ct_obj_meta m = {
             .status = r->status,
             .head = r->parts[1],
@@ -466,8 +475,8 @@ static enum ct_cache_persist_fate restore(struct ct_cache *cache, const struct r
             fate = CT_CACHE_PERSIST_LOADED;
         }
     } else if (res.fetch) {
-        ct_obj_abandon(res.fetch, now, 0); /* a newer copy is there already */
-    } else if (!res.obj && !res.busy) {
+        ct_obj_abandon(res.fetch, now, 0); /* that copy is there already */
+    } else if (!dup) {
         fate = CT_CACHE_PERSIST_NOROOM; /* not even the entry fits */
     }
     ct_cache_lookup_res_release(&res);
