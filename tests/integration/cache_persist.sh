@@ -111,8 +111,12 @@ ct_check "... one request to the origin" "$(ct_origin_total "$OPORT")" "$((origi
 ct_check "tags came back: purge by tag" "$(curl -s -X POST "$A/purge?tag=grp")" '{"purged":2}'
 ct_check_match "... the tagged object is gone" "$(get "${URLS[20]}" | cut -d'|' -f1)" 'miss; stored'
 
-# ---- a smaller cache.size keeps what fits, nothing over the cap
-ct_stop proxy TERM
+# ---- a smaller cache.size keeps what fits, nothing over the cap (and SIGQUIT
+# is a graceful stop that writes the snapshot too)
+ct_stop proxy QUIT
+ct_check "SIGQUIT: exit 0" "$?" 0
+ct_check_match "SIGQUIT: the snapshot written" "$(grep 'cache.persist: wrote' "$CT_TMP/proxy.err")" \
+    'wrote 2[0-9] objects'
 # (objects of 100 KB are more than 1/16 of 1 MiB, the default max_object_size)
 printf 'cache = { persist = "snap/cache.snap"; size = "1M"; max_object_size = "256K"; };\n' \
     >"$CT_TMP/small.conf"
