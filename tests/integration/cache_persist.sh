@@ -6,7 +6,8 @@
 # validator revalidated (a 304), the origin asked nothing else; a smaller
 # cache.size keeps what fits; a flipped byte, a truncated file, another
 # format version and a foreign file are refused with the reason logged and
-# their objects not served; a full disk at the stop is logged, the temporary
+# their objects not served; a kill -9 in the middle of writing leaves the
+# previous snapshot whole; a full disk at the stop is logged, the temporary
 # file removed, the exit clean; -t checks the directory.
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -142,7 +143,7 @@ ct_stop proxy TERM
 
 # ---- bad files: each start goes on, says why, serves none of what was refused
 # (the snapshot of the second run: 25 objects, 24 after the tag purge and the refresh)
-restart_with() { # FILE: put it in place, start, the first line of the log about it
+restart_with() { # FILE: put it in place as the snapshot, start
     cp "$1" "$SNAP"
     start
 }
@@ -152,12 +153,11 @@ hits_of_urls() {
     echo "$n"
 }
 size=$(stat -c %s "$CT_TMP/good.snap")
-# a flipped byte inside the last record (one of the 20 large bodies? no: the
-# newest, the stale one; so flip inside a large body at a known offset instead)
+# a flipped byte inside the first record (the oldest: a large body)
 python3 - "$CT_TMP/good.snap" "$CT_TMP/flip.snap" <<'EOF'
 import sys
 d = bytearray(open(sys.argv[1], "rb").read())
-d[64 + 8 + 76 + 5000] ^= 0x10   # inside the first record (the oldest: a large body)
+d[64 + 8 + 76 + 5000] ^= 0x10   # header, length and crc, fixed part, then into the body
 open(sys.argv[2], "wb").write(d)
 EOF
 restart_with "$CT_TMP/flip.snap"
@@ -166,16 +166,29 @@ ct_check_match "a flipped byte: the record refused, the reason logged" \
     'refused 1 records \(first: record at byte 64: checksum mismatch: corrupted\); they are not served'
 ct_check "... the others loaded" "$(stat_of restored) $(stat_of restore_refused)" "24 1"
 ct_check "... and the refused one is fetched again, not served" "$(hits_of_urls)" 19
-ct_stop proxy TERM
+
+# kill -9 in the middle of writing: the previous snapshot stays whole. The
+# temporary file is made a FIFO that we hold open (reading end too, so the
+# open does not wait): the writer fills the pipe and blocks mid-write
+cp "$CT_TMP/good.snap" "$SNAP" # the previous snapshot
+pid=$(ct_pid proxy)
+fifo="$SNAP.tmp.$pid"
+mkfifo "$fifo"
+exec 3<>"$fifo"
+kill -TERM "$pid"
+ct_check "kill -9 mid-write: the writer had begun" "$(timeout 60 head -c 4096 <&3 | wc -c)" 4096
+ct_stop proxy KILL
+exec 3<&-
+cmp -s "$SNAP" "$CT_TMP/good.snap" && ct_pass "... the previous snapshot is intact" ||
+    ct_failed "... the previous snapshot is intact" "$(ls -l "$CT_TMP/snap")"
 
 head -c $((size - 40)) "$CT_TMP/good.snap" >"$CT_TMP/trunc.snap"
-: >"$CT_TMP/snap/cache.snap.tmp.99999" # what a kill -9 during a write leaves
 restart_with "$CT_TMP/trunc.snap"
 ct_check_match "truncated: the cut record refused" "$(grep 'cache.persist:.*refused' "$CT_TMP/proxy.err")" \
     'refused 1 records \(first: record at byte [0-9]+: truncated'
 ct_check "... the others loaded" "$(stat_of restored)" 24
 ct_check_match "a kill -9's temporary file is removed at start" \
-    "$(grep 'left by a stop that did not finish' "$CT_TMP/proxy.err")" 'cache.snap.tmp.99999'
+    "$(grep 'left by a stop that did not finish' "$CT_TMP/proxy.err")" "cache.snap.tmp.$pid"
 ct_check "... gone" "$(ls "$CT_TMP/snap")" ""
 ct_stop proxy TERM
 
