@@ -94,7 +94,8 @@ int ct_persist_save(struct ct_cache *cache, const char *path, const char *build)
         CT_ERR("cache.persist: %s: path too long; the cache is not saved", path);
         return CT_EIO;
     }
-    struct out o = {.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)};
+    /* NOFOLLOW: a symbolic link planted under that name must not redirect the cache */
+    struct out o = {.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)};
     if (o.fd < 0) {
         CT_ERR("cache.persist: cannot create %s: %s; the cache is not saved", tmp, strerror(errno));
         return CT_EIO;
