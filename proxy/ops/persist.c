@@ -125,7 +125,8 @@ int ct_persist_save(struct ct_cache *cache, const char *path, const char *build)
     }
     if (fsync_dir(path) != 0)
         CT_WARN("cache.persist: syncing the directory of %s: %s (the rename may not survive a "
-                "power cut)", path, strerror(errno));
+                "power cut)",
+                path, strerror(errno));
     CT_INFO("cache.persist: wrote %llu objects (%llu body bytes, %llu bytes in all) to %s in "
             "%.0f ms",
             (unsigned long long)n.objects, (unsigned long long)n.body_bytes,
@@ -154,8 +155,7 @@ static void remove_leftovers(const char *path)
             continue;
         snprintf(file, sizeof(file), "%s/%s", dir, e->d_name);
         if (unlink(file) == 0)
-            CT_WARN("cache.persist: removed %s, left by a stop that did not finish writing",
-                    file);
+            CT_WARN("cache.persist: removed %s, left by a stop that did not finish writing", file);
     }
     closedir(d);
     free(dir);
@@ -174,8 +174,8 @@ static void log_report(const char *path, const struct ct_cache_persist_report *r
             (unsigned long long)f[CT_CACHE_PERSIST_DUPLICATE],
             (unsigned long long)f[CT_CACHE_PERSIST_NOROOM]);
     if (r->refused)
-        CT_WARN("cache.persist: %s: refused %llu records (first: %s); they are not served",
-                path, (unsigned long long)r->refused, r->why);
+        CT_WARN("cache.persist: %s: refused %llu records (first: %s); they are not served", path,
+                (unsigned long long)r->refused, r->why);
 }
 
 void ct_persist_load(struct ct_cache *cache, const char *path)

@@ -71,9 +71,8 @@ static void fix_checksums(unsigned char *p, size_t len)
 
 static struct ct_cache *store(size_t max_bytes)
 {
-    struct ct_cache_config cfg = {.max_bytes = max_bytes,
-                                  .max_object_size = CT_MIN(max_bytes, (size_t)1 << 16),
-                                  .shards = 4};
+    struct ct_cache_config cfg = {
+        .max_bytes = max_bytes, .max_object_size = CT_MIN(max_bytes, (size_t)1 << 16), .shards = 4};
     struct ct_cache *c = ct_cache_new(&cfg);
     FUZZ_CHECK(c != NULL);
     return c;
