@@ -446,7 +446,9 @@ bool ct_cache_fits(const struct ct_cache *cache, uint64_t bytes);
     X(soft_banned, "objects marked stale by a soft ban")                                       \
     X(ban_tested, "objects tested against the bans (lookups and the lurker)")                  \
     X(ban_lurker_tested, "objects the ban lurker tested")                                      \
-    X(ban_regex_limited, "objects a ban regex gave up on (its match limit): not banned")
+    X(ban_regex_limited, "objects a ban regex gave up on (its match limit): not banned")        \
+    X(restored, "objects loaded from a snapshot at start (cache.persist)")                     \
+    X(restore_refused, "snapshot records refused: bad checksum, malformed or truncated")
 
 struct ct_cache_stats {
 #define CT_CACHE_STAT_FIELD(name, text) uint64_t name;
@@ -470,6 +472,86 @@ struct ct_cache_stats {
 };
 
 void ct_cache_stats(const struct ct_cache *cache, struct ct_cache_stats *st);
+
+/* ---- snapshot (cache_persist.c) ------------------------------------------ */
+
+/* The store as bytes (a file written at a graceful stop, read at the next
+ * start: cache.persist), and back. The layout is described in
+ * cache_persist.c; a reader refuses a header of another version or key
+ * scheme, and each record carries its own checksum. */
+#define CT_CACHE_PERSIST_VERSION 1
+#define CT_CACHE_PERSIST_HDR_LEN 64
+/* Bump when cache_key.c lays key bytes out differently: stored keys would
+ * no longer be the keys requests build. */
+#define CT_CACHE_KEY_SCHEME 1
+
+/* A sink for the bytes: CT_OK, or an error that stops the save (returned). */
+typedef int ct_cache_persist_write_fn(void *arg, const void *p, size_t n);
+
+struct ct_cache_persist_counts {
+    uint64_t objects;    /* records written */
+    uint64_t body_bytes; /* body bytes in them */
+    uint64_t file_bytes; /* bytes given to the sink, header included */
+};
+
+/* Write the header and one record per complete object to WRITE (oldest
+ * first per shard, so a smaller store loading them keeps the newest). Bans
+ * not yet applied are applied first (a hard match is removed, a soft one
+ * saved stale); objects past ttl + grace + keep at NOW are left out. BUILD
+ * (up to 31 bytes kept) names the writer, for the reader's logs. Returns
+ * CT_OK or WRITE's first error (then the bytes written are incomplete). Any
+ * thread; meant for a store no worker uses any more. */
+int ct_cache_persist_save(struct ct_cache *cache, ct_time_t now, const char *build,
+                          ct_cache_persist_write_fn *write, void *arg,
+                          struct ct_cache_persist_counts *counts);
+
+/* What a header says. */
+struct ct_cache_persist_hdr {
+    uint32_t version, key_scheme;
+    ct_time_t written;
+    char build[32]; /* NUL-terminated, printable */
+};
+
+/* The header ct_cache_persist_save writes, into OUT. */
+void ct_cache_persist_header(unsigned char out[CT_CACHE_PERSIST_HDR_LEN], ct_time_t written,
+                             const char *build);
+
+/* Check the header at BUF[0..LEN): CT_OK with *H filled, or CT_EPROTO with
+ * the reason in ERR (ERRLEN > 0 bytes, NUL-terminated): too short, not a
+ * snapshot, checksum, another format version or key scheme. Pure. */
+int ct_cache_persist_header_check(const void *buf, size_t len, struct ct_cache_persist_hdr *h,
+                                  char *err, size_t errlen);
+
+/* What became of a well-formed record. */
+enum ct_cache_persist_fate {
+    CT_CACHE_PERSIST_LOADED,    /* stored, as it was (its age grew with the time on disk) */
+    CT_CACHE_PERSIST_EXPIRED,   /* past ttl + grace + keep now: dropped */
+    CT_CACHE_PERSIST_DUPLICATE, /* the store has that key and variant already */
+    CT_CACHE_PERSIST_NOROOM,    /* larger than max_object_size, or no memory even after
+                                   evicting (a load larger than the store evicts the
+                                   oldest loaded objects instead, as any fill does) */
+    CT_CACHE_PERSIST__FATES
+};
+
+struct ct_cache_persist_report {
+    bool header_refused; /* nothing loaded: why says why */
+    struct ct_cache_persist_hdr hdr;
+    uint64_t records;    /* records met (refused ones included) */
+    uint64_t fates[CT_CACHE_PERSIST__FATES];
+    uint64_t body_bytes; /* body bytes of the loaded ones */
+    uint64_t refused;    /* records whose checksum failed, malformed or truncated */
+    char why[160];       /* the header's refusal, or the first record's, "" if none */
+};
+
+/* Load the snapshot BUF[0..LEN) into CACHE at NOW through the path that
+ * fills objects from origins (so eviction, tags, variants and the cap work
+ * as for any fill): objects already expired are dropped; Age is counted
+ * from the stored response_time, so it includes the time on disk. A bad
+ * header loads nothing; a bad record is skipped (counted, the first reason
+ * kept), a truncated one ends the load. Counts restored and refused records
+ * in the store's stats. Never trusts BUF: any bytes are safe. Any thread. */
+void ct_cache_persist_load(struct ct_cache *cache, const void *buf, size_t len, ct_time_t now,
+                           struct ct_cache_persist_report *rep);
 
 /* ---- objects ------------------------------------------------------------ */
 

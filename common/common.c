@@ -137,3 +137,11 @@ ct_time_t ct_time_mono(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+char *ct_path_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL)
+        return ct_xstrdup(".");
+    return ct_xstrndup(path, slash == path ? 1 : (size_t)(slash - path));
+}

@@ -76,6 +76,9 @@ char *ct_xstrndup_at(const char *s, size_t n, const char *file, int line);
 #define ct_xrealloc(p, n) ct_xrealloc_at((p), (n), __FILE__, __LINE__)
 #define ct_xstrndup(s, n) ct_xstrndup_at((s), (n), __FILE__, __LINE__)
 #define ct_xstrdup(s) ct_xstrndup_at((s), strlen(s), __FILE__, __LINE__)
+/* The directory part of PATH, newly allocated (the caller frees it): "." when
+ * PATH has no slash, "/" for a file in the root. */
+char *ct_path_dir(const char *path);
 
 /* Free *pp and set it to NULL, so a stale pointer fails fast. */
 #define CT_FREE(pp)                                                            \

@@ -385,6 +385,7 @@ struct ct_conf_cache {
     unsigned max_bans;             /* bans active at once (POST /ban refuses past it) */
     unsigned ban_lurker_batch;     /* objects the ban lurker tests per slice */
     uint64_t ban_lurker_sleep_ms;  /* pause between the lurker's slices */
+    char *persist;                 /* snapshot file (issue 44); NULL = off */
 };
 
 /* HTTP/2 connections (limits.http2): SETTINGS we announce and the floods

@@ -146,14 +146,7 @@ static void check_storage(const struct ct_conf *cf, struct ct_conf_errors *errs,
         ACME_ERR(cf, errs, path, "\"%s\": %s", dir, strerror(errno));
         return;
     }
-    char *parent = ct_xstrdup(dir);
-    char *slash = strrchr(parent, '/');
-    if (slash == parent)
-        slash[1] = '\0';
-    else if (slash)
-        *slash = '\0';
-    else
-        snprintf(parent, strlen(parent) + 1, ".");
+    char *parent = ct_path_dir(dir);
     if (access(parent, W_OK | X_OK) != 0)
         ACME_ERR(cf, errs, path, "\"%s\" does not exist and cannot be created in \"%s\": %s "
                                  "(expected a writable directory)", dir, parent, strerror(errno));

@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "conf/conf_int.h"
 #include "http/http.h"
@@ -237,9 +239,32 @@ static void check_backends(struct ct_conf *cf, struct ct_conf_errors *errs)
     ct_conf_check_backend_list(cf, errs, "backends", cf->backends, cf->nbackends);
 }
 
+/* cache.persist: written at every graceful stop, so its directory must
+ * take a new file (the snapshot is a temporary file renamed over it); a
+ * wrong path found at the stop would lose the cache it was meant to keep. */
+static void check_persist(const struct ct_conf *cf, struct ct_conf_errors *errs, const char *file)
+{
+    struct stat st;
+    if (stat(file, &st) == 0 && !S_ISREG(st.st_mode)) {
+        CHECK_ERR(cf, errs, "cache.persist", "\"%s\" is not a regular file (expected a file "
+                  "name for the snapshot)", file);
+        return;
+    }
+    char *dir = ct_path_dir(file);
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        CHECK_ERR(cf, errs, "cache.persist", "directory \"%s\" of \"%s\" does not exist "
+                  "(expected an existing directory this user may write)", dir, file);
+    else if (access(dir, W_OK | X_OK) != 0)
+        CHECK_ERR(cf, errs, "cache.persist", "directory \"%s\" of \"%s\" is not writable: %s "
+                  "(expected a directory this user may write)", dir, file, strerror(errno));
+    free(dir);
+}
+
 static void check_cache(const struct ct_conf *cf, struct ct_conf_errors *errs)
 {
     const struct ct_conf_cache *c = &cf->cache;
+    if (c->persist)
+        check_persist(cf, errs, c->persist);
     if (c->max_object_bytes > c->size_bytes) {
         char a[32], b[32];
         ct_conf_fmt_size(c->max_object_bytes, a, sizeof(a));

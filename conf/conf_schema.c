@@ -425,6 +425,11 @@ static const struct ct_conf_row cache_rows[] = {
              "a time)."),
     ROW_DUR(T, "ban_lurker_sleep", ban_lurker_sleep_ms, 0, 1, 1 * MIN, Q("10ms"),
             "Pause between two slices of the ban lurker."),
+    ROW_OPTSTR_F(T, "persist", persist, CT_ROW_PATH, Q("off"),
+                 "Snapshot file: the cache is written there on a graceful stop (SIGTERM, "
+                 "SIGQUIT, SIGINT; atomically, mode 0600) and loaded from it at the next start "
+                 "before the listeners accept (a relative path is taken from the config file's "
+                 "directory); `off` = a start is cold."),
 };
 static const struct ct_conf_section cache_section = SECTION("cache", T, cache_rows);
 #undef T
@@ -1355,6 +1360,10 @@ static const struct {
     {"cache.ban_lurker_batch", "Varnish's `ban_lurker_batch` (1000)."},
     {"cache.ban_lurker_sleep", "Varnish's `ban_lurker_sleep` (0.010 s): 1 M objects are "
                                "walked in about 10 s of mostly idle time."},
+    {"cache.persist", "writing the cache to disk needs a place the packager or operator "
+                      "chooses, and a stop then takes as long as writing it: like Varnish "
+                      "and HAProxy, whose caches are always empty after a restart, a start "
+                      "is cold unless asked."},
     {"compression.enabled", "compressing once as an object fills costs a hit nothing, and a "
                             "gzip or br answer is a fifth to a seventh of a JSON body; Varnish "
                             "stores gzip by default too (`http_gzip_support`). RFC 9110 §7.7 "

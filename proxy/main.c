@@ -3,11 +3,13 @@
  *
  *   parse the command line -> load the file or the embedded default ->
  *   apply the overrides (ct_conf_build) -> -t / -T -> run:
- *   resolve backends, bind every listener in worker 0 (port 0 becomes a real
- *   port, then the other workers bind the same one with SO_REUSEPORT),
- *   announce "listening on KIND ADDR:PORT" (first lines on stdout, flushed),
- *   start the workers, and wait for SIGINT/SIGTERM on the main event_base.
- *   A signal tells every worker to drain (through its pipe); main joins them,
+ *   resolve backends, make the one cache of the process (shared by every
+ *   worker) and load its snapshot (cache.persist), bind every listener in
+ *   worker 0 (port 0 becomes a real port, then the other workers bind the
+ *   same one with SO_REUSEPORT), announce "listening on KIND ADDR:PORT"
+ *   (first lines on stdout, flushed), start the workers, and wait for
+ *   SIGINT/SIGTERM/SIGQUIT on the main event_base. A signal tells every
+ *   worker to drain (through its pipe); main joins them, writes the snapshot,
  *   frees everything (ASan's leak check runs at exit) and exits 0.
  */
 #include <arpa/inet.h>
@@ -35,6 +37,7 @@
 #include "proxy/ops/admin.h"
 #include "proxy/ops/ctl.h"
 #include "proxy/ops/ops_int.h"
+#include "proxy/ops/persist.h"
 #include "proxy/upstream/upstream.h"
 #include "tls/tls.h"
 
@@ -269,7 +272,7 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
     int rc = 1;
     struct event_base *base = event_base_new();
     px.main_base = base;
-    struct event *sigs[2] = {NULL, NULL};
+    struct event *sigs[3] = {NULL, NULL, NULL};
     struct event *tick = NULL;
     struct mem_tick mt = {.px = &px};
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -293,8 +296,10 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
         goto out;
     sigs[0] = evsignal_new(base, SIGINT, on_signal, &px);
     sigs[1] = evsignal_new(base, SIGTERM, on_signal, &px);
-    evsignal_add(sigs[0], NULL);
-    evsignal_add(sigs[1], NULL);
+    /* nginx's graceful stop; here every stop is graceful (drain, snapshot) */
+    sigs[2] = evsignal_new(base, SIGQUIT, on_signal, &px);
+    for (int i = 0; i < 3; i++)
+        evsignal_add(sigs[i], NULL);
     if (px.tickets) {
         tick = event_new(base, -1, EV_PERSIST, on_ticket_tick, &px);
         event_add(tick, &(struct timeval){1, 0});
@@ -304,6 +309,9 @@ static int run(const struct ct_conf *cf, const struct ct_cli *cli)
     if (ct_ops_new(&px) == NULL) /* admin listener, access log, SIGHUP/SIGUSR1 */
         goto out;
     px.cache = ct_wcache_store_new(cf);
+    /* before any worker exists, so the listeners accept into a warm cache */
+    if (px.cache && cf->cache.persist)
+        ct_persist_load(px.cache, cf->cache.persist);
     px.fleet = ct_fleet_new(); /* kept even without a fleet: a reload may add one */
     /* 16 k clients per process (~1 MiB): enough for the busy ones; an idle
      * client's bucket is what a flood of new addresses takes over */
@@ -331,10 +339,17 @@ out:
         ct_worker_join_free(&px.workers[i]);
     if (px.ops)
         ct_ops_stop_lurker(px.ops); /* its thread walks the cache */
+    /* drained: no worker and no lurker touch the store any more. The
+     * configuration of the last reload says where (px.cf). */
+    if (rc == 0 && px.cache && px.cf->cache.persist) {
+        char build[64];
+        snprintf(build, sizeof(build), "cachet %s", ct_build_version());
+        ct_persist_save(px.cache, px.cf->cache.persist, build);
+    }
     ct_cache_free(&px.cache); /* after the workers: their buffers held references */
     ct_limit_table_free(&px.limits);
     ct_stats_names_free(&px.route_names);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         if (sigs[i])
             event_free(sigs[i]);
     if (tick)

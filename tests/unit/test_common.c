@@ -3,7 +3,18 @@
 #include "common/log.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include "tests/unit/ct_test.h"
+
+static void test_path_dir(void)
+{
+    const char *cases[][2] = {{"/a/b/c", "/a/b"}, {"/c", "/"}, {"c", "."}, {"a/c", "a"}};
+    for (size_t i = 0; i < CT_ARRAY_LEN(cases); i++) {
+        char *d = ct_path_dir(cases[i][0]);
+        CU_ASSERT_STRING_EQUAL(d, cases[i][1]);
+        free(d);
+    }
+}
 
 static void test_str_eq_ci(void)
 {
@@ -91,6 +102,7 @@ static void test_log_limit(void)
 void ct_test_register(void)
 {
     CT_SUITE("common", {"ASCII case-insensitive compare", test_str_eq_ci},
+             {"the directory of a path", test_path_dir},
              {"case-insensitive compare, every byte pair", test_str_eq_ci_every_byte},
              {"tail loads", test_load_tail},
              {"OWS trimming", test_trim_ows}, {"decimal parsing with limits", test_to_u64},

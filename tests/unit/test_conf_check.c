@@ -280,6 +280,22 @@ static void test_err_no_backend(void)
                "\"HOST:PORT\"; })");
 }
 
+/* cache.persist: its directory must take the snapshot at the stop. */
+static void test_err_persist(void)
+{
+    EXPECT_ERR("listen = ( { kind = \"http\"; address = \"127.0.0.1:8080\"; } );\n"
+               "backends = ( { address = \"127.0.0.1:8081\"; } );\n"
+               "cache = { persist = \"/nonexistent-ct-persist/snap\"; };\n",
+               "t.conf:3: cache.persist: directory \"/nonexistent-ct-persist\" of "
+               "\"/nonexistent-ct-persist/snap\" does not exist (expected an existing "
+               "directory this user may write)");
+    EXPECT_ERR("listen = ( { kind = \"http\"; address = \"127.0.0.1:8080\"; } );\n"
+               "backends = ( { address = \"127.0.0.1:8081\"; } );\n"
+               "cache = { persist = \"/tmp\"; };\n",
+               "t.conf:3: cache.persist: \"/tmp\" is not a regular file (expected a file name "
+               "for the snapshot)");
+}
+
 static void test_err_backend_names(void)
 {
     EXPECT_ERR("listen = ( { kind = \"http\"; address = \"127.0.0.1:8080\"; } );\n"
@@ -596,7 +612,8 @@ void ct_test_register(void)
              {"address in use", test_err_address_in_use},
              {"addresses that don't clash", test_addresses_that_do_not_clash},
              {"redirect without https", test_err_redirect_without_https},
-             {"no backend", test_err_no_backend}, {"backend names, health path", test_err_backend_names},
+             {"no backend", test_err_no_backend}, {"cache.persist", test_err_persist},
+             {"backend names, health path", test_err_backend_names},
              {"backend settings", test_backend_settings}, {"cache", test_err_cache},
              {"compression", test_compression},
              {"admin token", test_admin_token},
