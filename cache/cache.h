@@ -545,6 +545,16 @@ int ct_obj_append(struct ct_obj *obj, const void *data, size_t len);
  * the waiters. */
 void ct_obj_complete(struct ct_obj *obj, ct_time_t now);
 
+/* Fetcher only, before ct_obj_complete: what fetching OBJ cost the origin,
+ * microseconds from the request sent to the last body byte (capped at
+ * UINT32_MAX, 71 minutes). A hit on OBJ saved the origin that much work
+ * (cachet_origin_seconds_saved_total). An object made by ct_obj_set_head with
+ * a body_src (a 304 update) starts with its body's cost: the 304 was cheap,
+ * but a hit on the result saves the full fetch it stands for. Default 0. */
+void ct_obj_set_fetch_us(struct ct_obj *obj, uint64_t fetch_us);
+/* OBJ's fetch cost, microseconds (above); any thread once COMPLETE. */
+uint32_t ct_obj_fetch_us(const struct ct_obj *obj);
+
 /* Fetcher only: BUSY/STREAMING -> FAILED. Unlinked at once, waiters woken; it
  * is never served as complete (streaming readers see CT_OBJ_BODY_FAILED). */
 void ct_obj_fail(struct ct_obj *obj);

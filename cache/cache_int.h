@@ -131,6 +131,10 @@ struct ct_obj {
     /* set once at creation */
     uint64_t hash;
     uint32_t key_len;
+    /* what its fetch cost the origin (ct_obj_set_fetch_us): fetcher, published
+     * by COMPLETE; a hit reads it (origin time saved), here in the padding
+     * before the key that the hit's cache lines hold anyway */
+    uint32_t fetch_us;
     char key[];
 };
 

@@ -582,6 +582,12 @@ static bool transcoded(struct ct_req *r, struct ct_obj *obj, enum ct_coding y,
     bool weakened = ok && (h->etag != NULL || origin_etag(obj).len);
     ok = ok && ct_cache_store_head_of(r, fill, &h->msg, weakened, now) == CT_OK &&
          recode(r, obj, y, x, fill) == CT_OK;
+    /* a hit on the recoded copy saves the origin the fetch of OBJ's, and so
+     * does this answer */
+    if (ok) {
+        ct_obj_set_fetch_us(fill, ct_obj_fetch_us(obj));
+        ct_req_log_hit(r, obj);
+    }
     ct_ce_head_free(&h);
     free(probe.stored);
     ct_obj_release(&obj);
@@ -674,6 +680,7 @@ enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
         memcpy(base, "cachet; hit; ttl=", 17);
         *ct_put_i64(base + 17, (int64_t)ct_cache_policy_ttl(&blk.fresh, now)) = '\0';
         cr->cs = CT_STATS_CS_HIT;
+        ct_req_log_hit(r, obj);
         if (as_is) {
             drop_fetch(r, fetch);
             ct_req_to_deliver(r, obj, status_of(buf, sizeof(buf), ct_str_c(base), "stored", y));

@@ -920,10 +920,12 @@ void ct_cache_resp_end(struct ct_req *r)
         ct_codec_free(&cr->enc);
     }
     if (cr->fill) {
-        if (cr->store_ok)
+        if (cr->store_ok) {
+            ct_obj_set_fetch_us(cr->fill, ct_req_fetch_us(r));
             ct_obj_complete(cr->fill, ct_time_real());
-        else
+        } else {
             ct_obj_abandon(cr->fill, ct_time_real(), 0);
+        }
         ct_obj_release(&cr->fill);
     }
     if (cr->self && r->step == CT_STEP_STREAM)
