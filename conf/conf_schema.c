@@ -461,12 +461,13 @@ static const struct ct_conf_row compression_rows[] = {
     ROW_BOOL(T, "on_the_fly", on_the_fly, "false",
              "Also compress responses that are not stored (pass-through, hit-for-miss), per "
              "request, with back-pressure; this costs CPU on every such request."),
-    ROW_BOOL(T, "store_transcoded", store_transcoded, "false",
+    ROW_BOOL(T, "store_transcoded", store_transcoded, "true",
              "Store the other codings derived from a stored object (a br object recoded to "
              "gzip for a gzip-only client) as variants of their own, charged to cache.size. "
-             "Off: such a client has its class fetched once from the origin (identity "
-             "clients get the stored coding decoded either way). On: the stored copy is "
-             "recoded at once, on the worker, and the origin is not asked."),
+             "On: the stored copy is recoded at once, on the worker, and the origin is not "
+             "asked: one origin fetch per object whatever codings clients ask for. Off "
+             "(the opt-in): such a client has its class fetched once from the origin "
+             "(identity clients get the stored coding decoded either way)."),
 };
 static const struct ct_conf_section compression_section =
     SECTION("compression", T, compression_rows);
@@ -1378,9 +1379,15 @@ static const struct {
     {"compression.on_the_fly", "a response that is not stored is compressed again for every "
                                "request, the per-request cost this design avoids (nginx's "
                                "`gzip on` model); a site opts in."},
-    {"compression.store_transcoded", "a second stored coding takes cache memory from other "
-                                     "objects, and decoding per request is cheap (about a tenth "
-                                     "of the encoding cost, docs/config.md)."},
+    {"compression.store_transcoded", "cachet fronts slow origins: fetching an object again per "
+                                     "coding class multiplies the origin's work (3 fetches for br, "
+                                     "zstd and gzip clients), while one recode of the bench's "
+                                     "100 KiB JSON costs 0.7 ms (br to zstd) to 2.7 ms (br to "
+                                     "gzip) of CPU, once per class, against 7 ms for one fetch "
+                                     "from a local origin and 57 ms at 50 ms of origin delay "
+                                     "(bench/compress/recode_cost.sh, docs/caching.md); the "
+                                     "copies are charged to cache.size like any variant. Off "
+                                     "(per-class fetching) trades origin fetches for memory."},
     {"backend_groups[].balance", "today's behaviour and nginx's default (smooth weighted round robin)."},
     {"backend_groups[].hash_on", "the cache key is what a fleet of caches shards on, so each object is fetched by one backend."},
     {"backend_groups[].hash_balance_factor", "the bounded-load paper's 1.25 (Mirrokni et al.), which Vimeo and HAProxy run: one hot key spills to the next backend instead of melting its owner."},
