@@ -115,7 +115,9 @@ struct ct_obj {
     unsigned magic;
     _Atomic unsigned refcnt;
     _Atomic unsigned char state;   /* enum ct_obj_state, forward only */
-    _Atomic unsigned char visited; /* SIEVE bit, set on hit without the lock */
+    _Atomic unsigned char visited; /* SIEVE bit (OBJ_V_HIT), set on hit without the
+                                      lock; the cost policy's lives and class mark
+                                      (OBJ_V_*), written by the hand under the lock */
     unsigned char flags;           /* OBJ_F_*, shard lock */
     unsigned char body_mapped; /* seg_first lives in a memfd mapping (set before STREAMING);
                                   OBJ_MAPPED_BOUND: reserved for a bound (ct_obj_meta.
@@ -138,6 +140,13 @@ struct ct_obj {
     char key[];
 };
 
+/* The visited byte (cache_evict.c). A hit stores it with OBJ_V_HIT set when
+ * that bit is clear; everything else is the hand's. */
+#define OBJ_V_HIT 0x01
+#define OBJ_V_LIVES_SHIFT 1
+#define OBJ_V_LIVES_MAX 15 /* bits 1-4: passes the hand still spares it (cost) */
+#define OBJ_V_CLASSED 0x80 /* its lives were set from its cost (cost) */
+
 #define OBJ_MAPPED 1
 #define OBJ_MAPPED_BOUND 2
 #define CT_OBJ_HOT_OFFSET offsetof(struct ct_obj, magic)
@@ -159,6 +168,8 @@ struct ct_cache_shard {
     /* SIEVE queue: head = newest, tail = oldest; hand walks tail -> head */
     CT_LIST_HEAD(ct_obj) q; /* first = newest */
     struct ct_obj *hand;
+    double cost_avg;             /* cost policy: mean fetch cost per KiB (us) of the
+                                    objects the hand classed, a running average */
     size_t qlen;
     struct ct_obj *sweep;        /* expiry sweep cursor, walks like the hand */
     struct ct_obj *lurk;         /* ban lurker cursor, walks like the hand */

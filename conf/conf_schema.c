@@ -101,6 +101,8 @@ static const struct ct_conf_enum queries[] = {{"keep", CT_CONF_QUERY_KEEP},
                                               {"drop", CT_CONF_QUERY_DROP},
                                               {"sort", CT_CONF_QUERY_SORT},
                                               {NULL, 0}};
+static const struct ct_conf_enum evictions[] = {
+    {"sieve", CT_CONF_EVICTION_SIEVE}, {"cost", CT_CONF_EVICTION_COST}, {NULL, 0}};
 static const struct ct_conf_enum waiters[] = {
     {"504", CT_CONF_WAITER_504}, {"fetch", CT_CONF_WAITER_FETCH}, {NULL, 0}};
 static const struct ct_conf_enum real_ips[] = {{"X-Forwarded-For", CT_CONF_REAL_IP_XFF},
@@ -403,6 +405,11 @@ static const struct ct_conf_row cache_rows[] = {
             "the end of a body of unknown length counts from the body's last growth."),
     ROW_ENUM(T, "waiter_timeout_action", waiter_timeout_action, 0, waiters, Q("504"),
              "What a waiter does on timeout: answer `504` or start its own `fetch`."),
+    ROW_ENUM(T, "eviction", eviction, 0, evictions, Q("sieve"),
+             "What eviction weighs: `sieve`, recency of use only (SIEVE); `cost`, SIEVE "
+             "weighted by what each object's fetch cost the origin per byte (GreedyDual-"
+             "style lives set from its cost class, docs/caching.md): slow objects stay "
+             "longer. A hit writes nothing shared either way. A change needs a restart."),
     ROW_CIDRLIST(T, "purge_allow", purge_allow, npurge_allow, "[" Q("127.0.0.0/8") ", " Q("::1/128") "]",
                  "Client address prefixes allowed to PURGE."),
     ROW_FIELDLIST(T, "tag_headers", tag_headers, ntag_headers,
@@ -1288,6 +1295,9 @@ static const struct {
     {"cache.waiter_timeout", "as long as the fetch it waits for may take "
                              "(response_header_timeout); nginx's `proxy_cache_lock_timeout` is 5 "
                              "s, Varnish waits without a limit."},
+    {"cache.eviction", "SIEVE is measured (bench_cache) and recency-only like every peer's; "
+                       "`cost` becomes the default only once the bench's trace replay shows it "
+                       "never loses by more than noise on a recency-only trace (issue 46)."},
     {"cache.waiter_timeout_action", "a slow origin is not sent every waiter's request at once "
                                     "(nginx's `fetch` behaviour is the alternative)."},
     {"cache.purge_allow", "purging is an operator's action: loopback only."},
