@@ -22,7 +22,8 @@
  * GreedyDual weights (Cao & Irani's H = L + cost/size), kept so that a hit
  * still writes nothing shared: no heap, no per-hit key update. When the hand
  * first meets a complete object it classes it by its fetch cost per KiB
- * (ct_obj_fetch_us / size) against the shard's running mean of that density:
+ * (ct_obj_fetch_us / size) against the running mean of that density over
+ * the objects completed (all shards': a shard may hold a handful):
  * at most the mean 0 lives, up to 4x 1, 16x 3, 64x 7, beyond 15 (log-spaced
  * classes, as CAMP rounds cost/size). A life is one pass of the hand that
  * spares an unvisited object (its H above the rising L); a pass that finds
@@ -59,15 +60,35 @@ void ct_cache_q_remove(struct ct_cache_shard *sh, struct ct_obj *obj)
     sh->qlen--;
 }
 
-/* Lives for OBJ's class: its fetch cost per KiB against the shard's mean
- * (which it joins). Shard lock held. */
-static unsigned cost_lives(struct ct_cache_shard *sh, const struct ct_obj *obj)
+#define COST_AVG_WINDOW 256 /* the mean follows about the last this many objects */
+
+static double cost_density(const struct ct_obj *obj)
 {
-    if (obj->fetch_us == 0 || obj->size == 0)
+    return obj->fetch_us && obj->size ? (double)obj->fetch_us * 1024.0 / (double)obj->size : 0;
+}
+
+void ct_cache_cost_sample(struct ct_cache *cache, const struct ct_obj *obj)
+{
+    double d = cost_density(obj);
+    if (d <= 0)
+        return;
+    /* a plain mean over the first samples, then a running one: the first
+     * object does not set the scale for long */
+    unsigned n = atomic_load_explicit(&cache->cost_n, memory_order_relaxed);
+    if (n < COST_AVG_WINDOW)
+        atomic_store_explicit(&cache->cost_n, ++n, memory_order_relaxed);
+    double avg = atomic_load_explicit(&cache->cost_avg, memory_order_relaxed);
+    atomic_store_explicit(&cache->cost_avg, avg + (d - avg) / n, memory_order_relaxed);
+}
+
+/* Lives for OBJ's class: its fetch cost per KiB against the mean of the
+ * objects completed. */
+static unsigned cost_lives(const struct ct_cache_shard *sh, const struct ct_obj *obj)
+{
+    double d = cost_density(obj);
+    double avg = atomic_load_explicit(&sh->cache->cost_avg, memory_order_relaxed);
+    if (d <= 0 || avg <= 0)
         return 0;
-    double d = (double)obj->fetch_us * 1024.0 / (double)obj->size;
-    double avg = sh->cost_avg > 0 ? sh->cost_avg : d;
-    sh->cost_avg = avg + (d - avg) / 64; /* the last few hundred objects' mean */
     unsigned lives = 0;
     for (double bound = avg; d > bound && lives < OBJ_V_LIVES_MAX; bound *= 4)
         lives = lives * 2 + 1;

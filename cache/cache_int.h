@@ -168,8 +168,6 @@ struct ct_cache_shard {
     /* SIEVE queue: head = newest, tail = oldest; hand walks tail -> head */
     CT_LIST_HEAD(ct_obj) q; /* first = newest */
     struct ct_obj *hand;
-    double cost_avg;             /* cost policy: mean fetch cost per KiB (us) of the
-                                    objects the hand classed, a running average */
     size_t qlen;
     struct ct_obj *sweep;        /* expiry sweep cursor, walks like the hand */
     struct ct_obj *lurk;         /* ban lurker cursor, walks like the hand */
@@ -195,6 +193,11 @@ struct ct_cache {
     _Atomic size_t objects; /* objects allocated and not yet freed */
     _Atomic unsigned mapped_fds; /* memfds held by mapped bodies */
     _Atomic unsigned evict_cursor;
+    /* cost policy (cache_evict.c): the mean fetch cost per KiB (us) of the
+     * objects completed, a running mean. Read-modify-written without a lock by
+     * every fetcher at its complete: a lost update only blurs a mean. */
+    _Atomic double cost_avg;
+    _Atomic unsigned cost_n; /* samples in it, up to COST_AVG_WINDOW */
     _Atomic unsigned sweep_cursor;
     /* purged objects whose tags and memory the lurker frees (cache_reclaim.c) */
     pthread_mutex_t reclaim_mtx;
@@ -296,6 +299,8 @@ size_t ct_cache_table_each(struct ct_cache_shard *sh, ct_cache_key_fn *fn, void 
 
 /* cache_evict.c (shard lock held) */
 void ct_cache_q_push(struct ct_cache_shard *sh, struct ct_obj *obj);
+/* Cost policy: OBJ (its size and fetch cost final) joins the mean. Any thread. */
+void ct_cache_cost_sample(struct ct_cache *cache, const struct ct_obj *obj);
 void ct_cache_q_remove(struct ct_cache_shard *sh, struct ct_obj *obj);
 struct ct_obj *ct_cache_q_victim(struct ct_cache_shard *sh);
 

@@ -379,6 +379,8 @@ void ct_obj_complete(struct ct_obj *obj, ct_time_t now)
     struct ct_cache_shard *sh = obj->shard;
 
     ct_cache_obj_trim(obj); /* the body's length is final: no bound left to hold */
+    if (sh->cache->cfg.evict == CT_CACHE_EVICT_COST)
+        ct_cache_cost_sample(sh->cache, obj);
     pthread_mutex_lock(&sh->mtx);
     atomic_store_explicit(&obj->state, CT_OBJ_COMPLETE, memory_order_release);
     if (obj->flags & OBJ_F_LINKED) {
