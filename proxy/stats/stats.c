@@ -98,13 +98,6 @@ void ct_stats_backend(struct ct_stats *s, size_t backend, enum ct_stats_be what)
         ct_stats_add(&s->be[backend][what], 1);
 }
 
-void ct_stats_origin_saved(struct ct_stats *s, int slot, uint64_t cost_us)
-{
-    ct_stats_add(slot >= 0 && slot < CT_STATS_ROUTES_MAX ? &s->route_origin_saved_us[slot]
-                                                         : &s->origin_saved_us_other,
-                 cost_us);
-}
-
 uint64_t ct_stats_origin_saved_us(const struct ct_stats *s)
 {
     uint64_t t = ct_stats_get(&s->origin_saved_us_other);
