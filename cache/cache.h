@@ -31,7 +31,8 @@
  * last release), so an evicted object still held by a slow reader still counts;
  * when readers hold everything, reservations fail (CT_ELIMIT, stats.nomem)
  * rather than exceed the cap, and the proxy passes.
- * Eviction: SIEVE (NSDI'24) per shard, see cache_evict.c for why.
+ * Eviction: SIEVE (NSDI'24) per shard, or SIEVE weighted by each object's
+ * fetch cost per byte (ct_cache_config.evict); see cache_evict.c for why.
  *
  * Threads. Every function is safe to call from any thread unless it says
  * otherwise. Each shard has a mutex; a lookup locks one shard only. Object
@@ -168,6 +169,13 @@ uint64_t ct_cache_hash64(const void *data, size_t len, uint64_t seed);
  * the cache but the ct_obj_* accessors. */
 typedef bool ct_cache_field_fn(const struct ct_obj *obj, struct ct_str name, struct ct_str *value);
 
+/* What the eviction hand weighs (cache_evict.c). */
+enum ct_cache_evict {
+    CT_CACHE_EVICT_SIEVE = 0, /* recency of use only (SIEVE, NSDI'24) */
+    CT_CACHE_EVICT_COST,      /* SIEVE with GreedyDual weights: an object whose fetch
+                                 cost the origin more per byte survives more passes */
+};
+
 struct ct_cache_config {
     size_t max_bytes;       /* hard cap on all counted bytes (e.g. 256 MiB) */
     size_t max_object_size; /* head + body of one object; larger: CT_ELIMIT */
@@ -179,6 +187,7 @@ struct ct_cache_config {
                                  obj.http.* term sees an absent field */
     unsigned max_bans;        /* bans kept at once, ct_cache_ban_add refuses past it;
                                  0: 1000 */
+    enum ct_cache_evict evict; /* 0: SIEVE */
 };
 
 /* A new empty store. Returns NULL (and sets nothing) on an invalid config:
@@ -626,6 +635,16 @@ int ct_obj_append(struct ct_obj *obj, const void *data, size_t len);
  * the same key with the same Vary bytes and any hit-for-miss marker, and wakes
  * the waiters. */
 void ct_obj_complete(struct ct_obj *obj, ct_time_t now);
+
+/* Fetcher only, before ct_obj_complete: what fetching OBJ cost the origin,
+ * microseconds from the request sent to the last body byte (capped at
+ * UINT32_MAX, 71 minutes). A hit on OBJ saved the origin that much work
+ * (cachet_origin_seconds_saved_total). An object made by ct_obj_set_head with
+ * a body_src (a 304 update) starts with its body's cost: the 304 was cheap,
+ * but a hit on the result saves the full fetch it stands for. Default 0. */
+void ct_obj_set_fetch_us(struct ct_obj *obj, uint64_t fetch_us);
+/* OBJ's fetch cost, microseconds (above); any thread once COMPLETE. */
+uint32_t ct_obj_fetch_us(const struct ct_obj *obj);
 
 /* Fetcher only: BUSY/STREAMING -> FAILED. Unlinked at once, waiters woken; it
  * is never served as complete (streaming readers see CT_OBJ_BODY_FAILED). */

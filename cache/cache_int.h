@@ -115,7 +115,9 @@ struct ct_obj {
     unsigned magic;
     _Atomic unsigned refcnt;
     _Atomic unsigned char state;   /* enum ct_obj_state, forward only */
-    _Atomic unsigned char visited; /* SIEVE bit, set on hit without the lock */
+    _Atomic unsigned char visited; /* SIEVE bit (OBJ_V_HIT), set on hit without the
+                                      lock; the cost policy's lives and class mark
+                                      (OBJ_V_*), written by the hand under the lock */
     unsigned char flags;           /* OBJ_F_*, shard lock */
     unsigned char body_mapped; /* seg_first lives in a memfd mapping (set before STREAMING);
                                   OBJ_MAPPED_BOUND: reserved for a bound (ct_obj_meta.
@@ -131,8 +133,19 @@ struct ct_obj {
     /* set once at creation */
     uint64_t hash;
     uint32_t key_len;
+    /* what its fetch cost the origin (ct_obj_set_fetch_us): fetcher, published
+     * by COMPLETE; a hit reads it (origin time saved), here in the padding
+     * before the key that the hit's cache lines hold anyway */
+    uint32_t fetch_us;
     char key[];
 };
+
+/* The visited byte (cache_evict.c). A hit stores it with OBJ_V_HIT set when
+ * that bit is clear; everything else is the hand's. */
+#define OBJ_V_HIT 0x01
+#define OBJ_V_LIVES_SHIFT 1
+#define OBJ_V_LIVES_MAX 15 /* bits 1-4: passes the hand still spares it (cost) */
+#define OBJ_V_CLASSED 0x80 /* its lives were set from its cost (cost) */
 
 #define OBJ_MAPPED 1
 #define OBJ_MAPPED_BOUND 2
@@ -180,6 +193,11 @@ struct ct_cache {
     _Atomic size_t objects; /* objects allocated and not yet freed */
     _Atomic unsigned mapped_fds; /* memfds held by mapped bodies */
     _Atomic unsigned evict_cursor;
+    /* cost policy (cache_evict.c): the mean fetch cost per KiB (us) of the
+     * objects completed, a running mean. Read-modify-written without a lock by
+     * every fetcher at its complete: a lost update only blurs a mean. */
+    _Atomic double cost_avg;
+    _Atomic unsigned cost_n; /* samples in it, up to COST_AVG_WINDOW */
     _Atomic unsigned sweep_cursor;
     /* purged objects whose tags and memory the lurker frees (cache_reclaim.c) */
     pthread_mutex_t reclaim_mtx;
@@ -281,6 +299,8 @@ size_t ct_cache_table_each(struct ct_cache_shard *sh, ct_cache_key_fn *fn, void 
 
 /* cache_evict.c (shard lock held) */
 void ct_cache_q_push(struct ct_cache_shard *sh, struct ct_obj *obj);
+/* Cost policy: OBJ (its size and fetch cost final) joins the mean. Any thread. */
+void ct_cache_cost_sample(struct ct_cache *cache, const struct ct_obj *obj);
 void ct_cache_q_remove(struct ct_cache_shard *sh, struct ct_obj *obj);
 struct ct_obj *ct_cache_q_victim(struct ct_cache_shard *sh);
 

@@ -410,6 +410,7 @@ int ct_obj_set_head(struct ct_obj *obj, const struct ct_obj_meta *m)
         struct ct_obj *owner = m->body_src->body_src ? m->body_src->body_src : m->body_src;
         CT_ASSERT(ct_obj_state(owner) == CT_OBJ_COMPLETE && owner->body_src == NULL);
         obj->body_src = ct_obj_ref(owner);
+        obj->fetch_us = m->body_src->fetch_us; /* the full fetch a hit stands for */
     }
 
     /* Before STREAMING: a purge by tag must find the object as soon as a
@@ -557,6 +558,19 @@ bool ct_obj_in_grace(const struct ct_obj *obj, ct_time_t now)
 {
     ct_time_t e = obj_expires(obj);
     return now >= e && now < e + obj->grace;
+}
+
+void ct_obj_set_fetch_us(struct ct_obj *obj, uint64_t fetch_us)
+{
+    CT_CHECK_OBJ(obj, CT_OBJ_MAGIC);
+    enum ct_obj_state st = ct_obj_state(obj);
+    CT_ASSERT(st == CT_OBJ_BUSY || st == CT_OBJ_STREAMING); /* published by COMPLETE */
+    obj->fetch_us = (uint32_t)CT_MIN(fetch_us, (uint64_t)UINT32_MAX);
+}
+
+uint32_t ct_obj_fetch_us(const struct ct_obj *obj)
+{
+    return obj->fetch_us;
 }
 
 size_t ct_obj_size(const struct ct_obj *obj)

@@ -52,14 +52,17 @@ void ct_cache_unreserve(struct ct_cache *cache, size_t n)
  * global queue. Keys land on shards at random, so shard sizes drift: the first
  * round skips shards holding less than half the average, so a small shard is
  * not drained down to its hottest objects while big ones keep cold ones. Later
- * rounds take any shard (a round may only clear visited bits). False if
+ * rounds take any shard (a round may only clear visited bits; with the cost
+ * policy, take a life from each object: up to OBJ_V_LIVES_MAX + 1 more
+ * rounds before the costliest object's lives run out). False if
  * nothing is evictable (everything busy, or the table empty). No lock held on
  * entry; one shard lock at a time. */
 static bool evict_one(struct ct_cache *cache)
 {
     unsigned nshards = cache->cfg.shards;
     size_t avg = atomic_load_explicit(&cache->objects, memory_order_relaxed) / nshards;
-    for (unsigned round = 0; round < 3; round++) {
+    unsigned rounds = cache->cfg.evict == CT_CACHE_EVICT_COST ? 3 + OBJ_V_LIVES_MAX + 1 : 3;
+    for (unsigned round = 0; round < rounds; round++) {
         for (unsigned i = 0; i < nshards; i++) {
             unsigned idx = atomic_fetch_add_explicit(&cache->evict_cursor, 1, memory_order_relaxed);
             struct ct_cache_shard *sh = &cache->shards[idx & (nshards - 1)];
@@ -255,8 +258,9 @@ static struct ct_obj *new_fetch(struct ct_cache_shard *sh, struct ct_obj *head,
  * instruction either way: the eviction hand clears it under the lock). */
 static void mark_visited(struct ct_obj *obj)
 {
-    if (!atomic_load_explicit(&obj->visited, memory_order_relaxed))
-        atomic_store_explicit(&obj->visited, 1, memory_order_relaxed);
+    unsigned char v = atomic_load_explicit(&obj->visited, memory_order_relaxed);
+    if (!(v & OBJ_V_HIT)) /* the cost policy's lives ride along (cache_evict.c) */
+        atomic_store_explicit(&obj->visited, v | OBJ_V_HIT, memory_order_relaxed);
 }
 
 static enum ct_cache_lookup decide(struct ct_cache_shard *sh, struct scan *sc,
@@ -375,6 +379,8 @@ void ct_obj_complete(struct ct_obj *obj, ct_time_t now)
     struct ct_cache_shard *sh = obj->shard;
 
     ct_cache_obj_trim(obj); /* the body's length is final: no bound left to hold */
+    if (sh->cache->cfg.evict == CT_CACHE_EVICT_COST)
+        ct_cache_cost_sample(sh->cache, obj);
     pthread_mutex_lock(&sh->mtx);
     atomic_store_explicit(&obj->state, CT_OBJ_COMPLETE, memory_order_release);
     if (obj->flags & OBJ_F_LINKED) {
@@ -703,7 +709,8 @@ struct ct_cache *ct_cache_new(const struct ct_cache_config *cfg)
         c.max_bans = 1000;
     if (c.shards > 4096 || (c.shards & (c.shards - 1)) || c.max_bytes < 4096 ||
         c.max_object_size == 0 || c.max_object_size > c.max_bytes ||
-        c.max_object_size >= UINT32_MAX - (64 << 10))
+        c.max_object_size >= UINT32_MAX - (64 << 10) ||
+        (c.evict != CT_CACHE_EVICT_SIEVE && c.evict != CT_CACHE_EVICT_COST))
         return NULL;
     size_t table = (size_t)c.shards * INITIAL_SLOTS * sizeof(uint64_t);
     if (table >= c.max_bytes / 2)

@@ -225,6 +225,8 @@ enum ct_conf_query {
     CT_CONF_QUERY_SORT
 };
 enum ct_conf_waiter { CT_CONF_WAITER_504, CT_CONF_WAITER_FETCH };
+/* cache.eviction: cache/cache.h enum ct_cache_evict, same order. */
+enum ct_conf_eviction { CT_CONF_EVICTION_SIEVE, CT_CONF_EVICTION_COST };
 
 /* An address prefix: purge ACL. */
 struct ct_conf_cidr {
@@ -375,6 +377,7 @@ struct ct_conf_cache {
     uint64_t hit_for_miss_ms;
     uint64_t waiter_timeout_ms;
     enum ct_conf_waiter waiter_timeout_action;
+    enum ct_conf_eviction eviction;
     struct ct_conf_cidr *purge_allow;
     size_t npurge_allow;
     char **tag_headers;            /* response fields read as tags (surrogate keys) */

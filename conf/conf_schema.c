@@ -101,6 +101,8 @@ static const struct ct_conf_enum queries[] = {{"keep", CT_CONF_QUERY_KEEP},
                                               {"drop", CT_CONF_QUERY_DROP},
                                               {"sort", CT_CONF_QUERY_SORT},
                                               {NULL, 0}};
+static const struct ct_conf_enum evictions[] = {
+    {"sieve", CT_CONF_EVICTION_SIEVE}, {"cost", CT_CONF_EVICTION_COST}, {NULL, 0}};
 static const struct ct_conf_enum waiters[] = {
     {"504", CT_CONF_WAITER_504}, {"fetch", CT_CONF_WAITER_FETCH}, {NULL, 0}};
 static const struct ct_conf_enum real_ips[] = {{"X-Forwarded-For", CT_CONF_REAL_IP_XFF},
@@ -403,6 +405,11 @@ static const struct ct_conf_row cache_rows[] = {
             "the end of a body of unknown length counts from the body's last growth."),
     ROW_ENUM(T, "waiter_timeout_action", waiter_timeout_action, 0, waiters, Q("504"),
              "What a waiter does on timeout: answer `504` or start its own `fetch`."),
+    ROW_ENUM(T, "eviction", eviction, 0, evictions, Q("sieve"),
+             "What eviction weighs: `sieve`, recency of use only (SIEVE); `cost`, SIEVE "
+             "weighted by what each object's fetch cost the origin per byte (GreedyDual-"
+             "style lives set from its cost class, docs/caching.md): slow objects stay "
+             "longer. A hit writes nothing shared either way. A change needs a restart."),
     ROW_CIDRLIST(T, "purge_allow", purge_allow, npurge_allow, "[" Q("127.0.0.0/8") ", " Q("::1/128") "]",
                  "Client address prefixes allowed to PURGE."),
     ROW_FIELDLIST(T, "tag_headers", tag_headers, ntag_headers,
@@ -466,12 +473,13 @@ static const struct ct_conf_row compression_rows[] = {
     ROW_BOOL(T, "on_the_fly", on_the_fly, "false",
              "Also compress responses that are not stored (pass-through, hit-for-miss), per "
              "request, with back-pressure; this costs CPU on every such request."),
-    ROW_BOOL(T, "store_transcoded", store_transcoded, "false",
+    ROW_BOOL(T, "store_transcoded", store_transcoded, "true",
              "Store the other codings derived from a stored object (a br object recoded to "
              "gzip for a gzip-only client) as variants of their own, charged to cache.size. "
-             "Off: such a client has its class fetched once from the origin (identity "
-             "clients get the stored coding decoded either way). On: the stored copy is "
-             "recoded at once, on the worker, and the origin is not asked."),
+             "On: the stored copy is recoded at once, on the worker, and the origin is not "
+             "asked: one origin fetch per object whatever codings clients ask for. Off "
+             "(the opt-in): such a client has its class fetched once from the origin "
+             "(identity clients get the stored coding decoded either way)."),
 };
 static const struct ct_conf_section compression_section =
     SECTION("compression", T, compression_rows);
@@ -1292,6 +1300,9 @@ static const struct {
     {"cache.waiter_timeout", "as long as the fetch it waits for may take "
                              "(response_header_timeout); nginx's `proxy_cache_lock_timeout` is 5 "
                              "s, Varnish waits without a limit."},
+    {"cache.eviction", "SIEVE is measured (bench_cache) and recency-only like every peer's; "
+                       "`cost` becomes the default only once the bench's trace replay shows it "
+                       "never loses by more than noise on a recency-only trace (issue 46)."},
     {"cache.waiter_timeout_action", "a slow origin is not sent every waiter's request at once "
                                     "(nginx's `fetch` behaviour is the alternative)."},
     {"cache.purge_allow", "purging is an operator's action: loopback only."},
@@ -1387,9 +1398,15 @@ static const struct {
     {"compression.on_the_fly", "a response that is not stored is compressed again for every "
                                "request, the per-request cost this design avoids (nginx's "
                                "`gzip on` model); a site opts in."},
-    {"compression.store_transcoded", "a second stored coding takes cache memory from other "
-                                     "objects, and decoding per request is cheap (about a tenth "
-                                     "of the encoding cost, docs/config.md)."},
+    {"compression.store_transcoded", "cachet fronts slow origins: fetching an object again per "
+                                     "coding class multiplies the origin's work (3 fetches for br, "
+                                     "zstd and gzip clients), while one recode of the bench's "
+                                     "100 KiB JSON costs 0.7 ms (br to zstd) to 2.7 ms (br to "
+                                     "gzip) of CPU, once per class, against 7 ms for one fetch "
+                                     "from a local origin and 57 ms at 50 ms of origin delay "
+                                     "(bench/compress/recode_cost.sh, docs/caching.md); the "
+                                     "copies are charged to cache.size like any variant. Off "
+                                     "(per-class fetching) trades origin fetches for memory."},
     {"backend_groups[].balance", "today's behaviour and nginx's default (smooth weighted round robin)."},
     {"backend_groups[].hash_on", "the cache key is what a fleet of caches shards on, so each object is fetched by one backend."},
     {"backend_groups[].hash_balance_factor", "the bounded-load paper's 1.25 (Mirrokni et al.), which Vimeo and HAProxy run: one hot key spills to the next backend instead of melting its owner."},

@@ -36,16 +36,7 @@ wait_http() { for ((i = 0; i < 500; i++)); do curl -s -o /dev/null "$1" && retur
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 mkdir -p "$TMP/root"
-python3 - "$TMP/root/doc.json" <<'PY'
-import json, random, sys
-random.seed(1)
-words = ["fast", "cache", "proxy", "origin", "object", "store", "json", "value", "the", "a", "of"]
-recs = [{"id": i, "name": "item-%d" % i, "price": round(random.random() * 100, 2),
-         "tags": random.sample(["red", "green", "blue", "small", "large", "sale", "new"], 3),
-         "description": " ".join(random.choice(words) for _ in range(12))} for i in range(700)]
-s = json.dumps(recs)
-open(sys.argv[1], "w").write(s[:102399] + "]" if len(s) > 102400 else s)
-PY
+python3 "$(dirname "$0")/bench_doc.py" "$TMP/root/doc.json"
 OPORT=$(free_port)
 taskset -c 0 "$BIN/cachet-origin" --port "$OPORT" --workers 1 --root "$TMP/root" >"$TMP/origin.out" 2>&1 &
 pids+=($!)

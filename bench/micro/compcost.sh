@@ -39,16 +39,7 @@ wait_port() { # FILE PATTERN PID
 # 100 KiB of JSON records (ids, names, prices, tags, short texts): gzip 6
 # leaves about 15 %, as for typical API answers.
 mkdir -p "$TMP/root"
-python3 - "$TMP/root/doc.json" <<'PY'
-import json, random, sys
-random.seed(1)
-words = ["fast", "cache", "proxy", "origin", "object", "store", "json", "value", "the", "a", "of"]
-recs = [{"id": i, "name": "item-%d" % i, "price": round(random.random() * 100, 2),
-         "tags": random.sample(["red", "green", "blue", "small", "large", "sale", "new"], 3),
-         "description": " ".join(random.choice(words) for _ in range(12))} for i in range(700)]
-s = json.dumps(recs)
-open(sys.argv[1], "w").write(s[:102399] + "]" if len(s) > 102400 else s)
-PY
+python3 "$(dirname "$0")/../compress/bench_doc.py" "$TMP/root/doc.json"
 gzip -6 -n -c "$TMP/root/doc.json" >"$TMP/root/doc.json.gz" # the origin-gzip cell
 "$BIN/cachet-origin" --port 0 --workers 1 --root "$TMP/root" >"$TMP/origin.out" 2>&1 &
 pids+=($!)

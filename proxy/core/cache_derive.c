@@ -515,18 +515,21 @@ static int encode_into(struct ct_codec *enc, const char *mid, size_t n, bool las
 }
 
 /* SRC's body, coded FROM, recoded TO into FILL (its head stored already).
- * CT_OK when all of it went in. */
+ * FROM identity: SRC's bytes go to the encoder as they are. CT_OK when all
+ * of it went in. */
 static int recode(struct ct_req *r, struct ct_obj *src, enum ct_coding from, enum ct_coding to,
                   struct ct_obj *fill)
 {
-    struct ct_codec *dec = ct_codec_new(from, CT_CODEC_DECODE, CT_CODEC_LEVEL_DEFAULT, 0);
+    bool plain = from == CT_CODING_IDENTITY;
+    struct ct_codec *dec =
+        plain ? NULL : ct_codec_new(from, CT_CODEC_DECODE, CT_CODEC_LEVEL_DEFAULT, 0);
     struct ct_codec *enc = ct_encoder_new(&r->w->cf->compression, to, 0);
     char *mid = ct_xmalloc(DERIVE_OUT), *out = ct_xmalloc(DERIVE_OUT);
     struct ct_obj_body_pos pos = CT_OBJ_BODY_POS_INIT;
     struct ct_str in = CT_STR_NULL;
     bool end = false, done = false;
     uint64_t t0 = ct_thread_cpu_us();
-    int rc = dec && enc ? CT_OK : CT_EPROTO;
+    int rc = (dec || plain) && enc ? CT_OK : CT_EPROTO;
     while (rc == CT_OK) {
         if (in.len == 0 && !end) {
             enum ct_obj_body got = ct_obj_body_next(src, &pos, DERIVE_IN, &in);
@@ -534,6 +537,13 @@ static int recode(struct ct_req *r, struct ct_obj *src, enum ct_coding from, enu
                 end = true;
             else if (got != CT_OBJ_BODY_DATA)
                 break; /* a complete object is all there: not reached */
+        }
+        if (plain) {
+            rc = encode_into(enc, in.len ? in.p : "", in.len, end, fill, out);
+            in = CT_STR_NULL;
+            if ((done = end))
+                break;
+            continue;
         }
         size_t took = in.len, n = 0;
         enum ct_codec_rc drc = ct_codec_run(dec, in.p, &took, mid, DERIVE_OUT, &n, end);
@@ -582,6 +592,12 @@ static bool transcoded(struct ct_req *r, struct ct_obj *obj, enum ct_coding y,
     bool weakened = ok && (h->etag != NULL || origin_etag(obj).len);
     ok = ok && ct_cache_store_head_of(r, fill, &h->msg, weakened, now) == CT_OK &&
          recode(r, obj, y, x, fill) == CT_OK;
+    /* a hit on the recoded copy saves the origin the fetch of OBJ's, and so
+     * does this answer */
+    if (ok) {
+        ct_obj_set_fetch_us(fill, ct_obj_fetch_us(obj));
+        ct_req_log_hit(r, obj);
+    }
     ct_ce_head_free(&h);
     free(probe.stored);
     ct_obj_release(&obj);
@@ -632,6 +648,32 @@ static enum ct_derive_rc refuse_or_fetch(struct ct_req *r, ct_time_t now, struct
     return CT_DERIVE_NONE;
 }
 
+/* No coded variant to answer from: with store_transcoded, a coding class's
+ * miss is encoded from the stored identity variant (an identity client was
+ * first), if cachet would have compressed that response at its fill; else
+ * fetched. NT: the request said no-transform. */
+static enum ct_derive_rc from_identity(struct ct_req *r, ct_time_t now, struct ct_obj **fetch,
+                                       bool nt)
+{
+    int x = r->cr->ae_class;
+    if (nt || *fetch == NULL || !r->w->cf->compression.store_transcoded ||
+        x == CT_CODING_IDENTITY || x == CT_CODING_NONE)
+        return CT_DERIVE_NONE;
+    struct ct_obj *obj = probe_variant(r, CT_CODING_IDENTITY, now);
+    if (obj == NULL)
+        return CT_DERIVE_NONE;
+    struct ct_derive probe = {.obj = obj};
+    struct ct_http_msg sm;
+    bool ok = stored_msg(&probe, &sm) && ct_cache_compressible(r, &sm);
+    free(probe.stored);
+    if (!ok) {
+        ct_obj_release(&obj);
+        return CT_DERIVE_NONE;
+    }
+    return transcoded(r, obj, CT_CODING_IDENTITY, fetch, now) ? CT_DERIVE_ANSWERED
+                                                               : CT_DERIVE_NONE;
+}
+
 enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
                                             struct ct_obj **fetch)
 {
@@ -674,6 +716,7 @@ enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
         memcpy(base, "cachet; hit; ttl=", 17);
         *ct_put_i64(base + 17, (int64_t)ct_cache_policy_ttl(&blk.fresh, now)) = '\0';
         cr->cs = CT_STATS_CS_HIT;
+        ct_req_log_hit(r, obj);
         if (as_is) {
             drop_fetch(r, fetch);
             ct_req_to_deliver(r, obj, status_of(buf, sizeof(buf), ct_str_c(base), "stored", y));
@@ -689,5 +732,5 @@ enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
         ct_derive_free(&d);
         cr->cs = CT_STATS_CS_NONE;
     }
-    return CT_DERIVE_NONE;
+    return from_identity(r, now, fetch, nt);
 }

@@ -14,12 +14,14 @@
  *     (the deliver-side filter below: one piece of the object at a time,
  *     under the protocol's back-pressure, so memory per delivery is the
  *     decoder's window and one output piece whatever the object's size);
- *   - a client of another coding that does not accept the stored one is a
- *     miss, fetched once and stored in its own class (so a hit never
- *     compresses, and each class is compressed once); with
- *     compression.store_transcoded the stored copy is recoded into that
- *     class instead, once, and stored as its variant (charged to the cache
- *     like any object), so the origin is not asked.
+ *   - a client of another coding that does not accept the stored one has
+ *     the stored copy recoded into its class (compression.store_transcoded,
+ *     the default: one origin fetch per object, issue 46), once, stored as
+ *     its variant (charged to the cache like any object); an identity copy
+ *     (an identity client came first) is encoded so too, if cachet would
+ *     have compressed the response at its fill. With store_transcoded off
+ *     such a client is a miss, fetched once and stored in its own class.
+ *     Either way a hit never compresses.
  * An object stored in a coding (cachet's or the origin's own
  * Content-Encoding) that a client hitting it does not accept is decoded the
  * same way: an origin that sends gzip without Vary: Accept-Encoding does not
@@ -73,7 +75,7 @@ enum ct_derive_rc {
  * the stored one has the stored copy recoded into *FETCH (taken: NULL after
  * the call), stored as its class's variant and delivered from it. The
  * recoding runs at once, on this worker, over the whole object (bounded by
- * cache.max_object_size; the switch is off by default). */
+ * cache.max_object_size; on by default). */
 enum ct_derive_rc ct_cache_derive_vary_miss(struct ct_req *r, ct_time_t now,
                                             struct ct_obj **fetch);
 

@@ -542,9 +542,7 @@ _Static_assert(CT_CODING_IDENTITY == 0 && CT_CODING_GZIP == 1 && CT_CODING_BR ==
                    CT_CODING_ZSTD == 3 && CT_STATS_NL_CODING == CT_CODING__COUNT,
                "CT_STATS_CODING_TABLE follows enum ct_coding");
 
-/* Would cachet compress MSG for R's request (its type, size, coding and
- * method rules, http/http_ae.h)? */
-static bool compressible(const struct ct_req *r, const struct ct_http_msg *msg)
+bool ct_cache_compressible(const struct ct_req *r, const struct ct_http_msg *msg)
 {
     const struct ct_conf_compression *cz = &r->w->cf->compression;
     const struct ct_http_field *ct = ct_http_msg_find(msg, CT_HDR_CONTENT_TYPE, NULL);
@@ -591,7 +589,7 @@ static struct ct_ce_head *compress_plan(struct ct_req *r, const struct ct_http_m
     struct ct_creq *cr = r->cr;
     if (cr->ae_class == CT_CODING_NONE)
         return NULL;
-    if (!compressible(r, msg))
+    if (!ct_cache_compressible(r, msg))
         return NULL;
     enum ct_coding c = (enum ct_coding)cr->ae_class;
     if (c == CT_CODING_IDENTITY)
@@ -616,7 +614,7 @@ static bool on_the_fly(struct ct_req *r, const struct ct_http_msg *msg,
         cr->ae_class == CT_CODING_NONE || cr->ae_class == CT_CODING_IDENTITY)
         return false;
     enum ct_coding c = (enum ct_coding)cr->ae_class;
-    if (!compressible(r, msg) || !encoder_start(r, c, msg))
+    if (!ct_cache_compressible(r, msg) || !encoder_start(r, c, msg))
         return false;
     cr->otf_head = ct_ce_head_new(msg, c, true);
     r->proto->frame_response(r, &cr->otf_head->msg);
@@ -920,10 +918,12 @@ void ct_cache_resp_end(struct ct_req *r)
         ct_codec_free(&cr->enc);
     }
     if (cr->fill) {
-        if (cr->store_ok)
+        if (cr->store_ok) {
+            ct_obj_set_fetch_us(cr->fill, ct_req_fetch_us(r));
             ct_obj_complete(cr->fill, ct_time_real());
-        else
+        } else {
             ct_obj_abandon(cr->fill, ct_time_real(), 0);
+        }
         ct_obj_release(&cr->fill);
     }
     if (cr->self && r->step == CT_STEP_STREAM)

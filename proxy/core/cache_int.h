@@ -242,6 +242,9 @@ size_t ct_cache_tags_of(struct ct_req *r, const struct ct_http_msg *msg,
  * weak, CT_STORED_WEAKENED); CT_OK or the store's error. */
 int ct_cache_store_head_of(struct ct_req *r, struct ct_obj *fill, const struct ct_http_msg *msg,
                            bool weakened, ct_time_t now);
+/* Would cachet compress MSG, a response to R's request (its type, size,
+ * coding and method rules, http/http_ae.h)? */
+bool ct_cache_compressible(const struct ct_req *r, const struct ct_http_msg *msg);
 
 /* ---- cache_deliver.c: responses from objects ------------------------------- */
 

@@ -304,6 +304,8 @@ static bool use_stored(struct ct_req *r, struct ct_obj *obj, const struct ct_cc 
     case CT_CACHE_USE_FRESH:
     case CT_CACHE_USE_STALE_OK: {
         cr->cs = stale ? CT_STATS_CS_STALE : CT_STATS_CS_HIT;
+        if (!stale)
+            ct_req_log_hit(r, obj);
         char *cs = cr->cstatus_buf; /* per hit: no printf */
         memcpy(cs, "cachet; hit; ttl=", 17);
         char *end = ct_put_i64(cs + 17, (int64_t)ttl_left(&blk, now));

@@ -91,6 +91,10 @@ struct ct_req {
     /* operations (req_log.c): the log record */
     ct_time_t t0, t0_real;      /* head received: mono, wall clock */
     ct_time_t tup;              /* mono, first upstream asked for; 0: none */
+    ct_time_t tsent;            /* mono, the request head went to the origin (the last
+                                   try's): a fill's cost runs from here (ct_req_fetch_us) */
+    uint32_t hit_cost_us;       /* a hit: its object's fetch cost, credited to
+                                   cachet_origin_seconds_saved_total when logged */
     uint64_t body_out;          /* response body bytes forwarded */
     uint8_t cs;                 /* enum ct_stats_cs, set by the cache path */
     /* the route step (route_step.c): the route chosen, and a reference on
@@ -166,6 +170,16 @@ void ct_req_log_start(struct ct_req *r);
 void ct_req_log_end(struct ct_req *r, unsigned status);
 /* An upstream event of the backend r->u belongs to (enum ct_stats_be). */
 void ct_req_log_upstream(struct ct_req *r, enum ct_stats_be what);
+/* What R's fetch has cost the origin so far, microseconds: from its request
+ * head sent (the last try's; pool and connect waits left out) to now; 0 if
+ * nothing was sent. At a fill's last byte, that is the object's cost. */
+uint64_t ct_req_fetch_us(const struct ct_req *r);
+/* R is answered as a fresh hit from OBJ: its fetch cost is credited as
+ * origin time saved when R is logged (per worker: a hit writes nothing shared). */
+struct ct_obj;
+void ct_req_log_hit(struct ct_req *r, const struct ct_obj *obj);
+/* R's route's counter slot in the worker's stats block, or -1 (no route). */
+int ct_req_route_slot(const struct ct_req *r);
 
 
 /* ---- the worker's cache side (wcache.c), for main.c, worker.c, ops -------- */

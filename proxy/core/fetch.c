@@ -330,6 +330,7 @@ static void upstream_ready(void *owner)
     }
     ct_http_parser_set_request_method(ct_upstream_parser(r->u), req->method);
     ct_fwd_request_head(ct_upstream_io(r->u), &fr);
+    r->tsent = ct_time_mono(); /* a fill's cost starts here (ct_req_fetch_us) */
     if (req->expect_continue && ct_http_msg_body_expected(req))
         r->proto->send_continue(r);
     if (r->body_buf) { /* buffered: it goes with the head */
@@ -674,6 +675,7 @@ static void fetch_move(struct ct_req *from, struct ct_req *to)
     to->up_keep_alive = from->up_keep_alive;
     to->up_got_byte = from->up_got_byte;
     to->tup = from->tup;
+    to->tsent = from->tsent; /* the adopted fill's cost goes on */
     if (from->up_paused) { /* paused for FROM's output, which TO does not share */
         from->up_paused = false;
         ct_io_read(ct_upstream_io(to->u), true);

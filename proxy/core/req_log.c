@@ -18,7 +18,8 @@ void ct_req_log_start(struct ct_req *r)
 {
     r->t0 = ct_time_mono();
     r->t0_real = ct_time_real();
-    r->tup = 0;
+    r->tup = r->tsent = 0;
+    r->hit_cost_us = 0;
     r->status = r->up_status = 0;
     r->body_out = 0;
     r->cs = CT_STATS_CS_NONE;
@@ -89,6 +90,8 @@ void ct_req_log_end(struct ct_req *r, unsigned status)
     if (r->cs == CT_STATS_CS_NONE)
         r->cs = (uint8_t)ct_req_cs(r); /* what the cache path decided */
     if (r->w->stats) {
+        if (r->cs == CT_STATS_CS_HIT && r->hit_cost_us)
+            ct_stats_origin_saved(r->w->stats, ct_req_route_slot(r), r->hit_cost_us);
         ct_stats_req_done(r->w->stats, status, (uint64_t)(rt * 1e6), (enum ct_stats_cs)r->cs);
         ct_stats_req_bytes(r->w->stats, (r->msg ? r->msg->head_bytes : 0) + r->body_bytes,
                            r->body_out);
@@ -103,6 +106,19 @@ void ct_req_log_end(struct ct_req *r, unsigned status)
                  ct_req_trail(r, steps, sizeof(steps)));
     }
     ct_req_route_release(r);
+}
+
+uint64_t ct_req_fetch_us(const struct ct_req *r)
+{
+    if (r->tsent <= 0)
+        return 0;
+    ct_time_t d = ct_time_mono() - r->tsent;
+    return d > 0 ? (uint64_t)(d * 1e6) : 0;
+}
+
+void ct_req_log_hit(struct ct_req *r, const struct ct_obj *obj)
+{
+    r->hit_cost_us = ct_obj_fetch_us(obj);
 }
 
 void ct_req_log_upstream(struct ct_req *r, enum ct_stats_be what)

@@ -474,6 +474,11 @@ void ct_req_route_share(struct ct_req *to, const struct ct_req *from)
         to->routes->refs++;
 }
 
+int ct_req_route_slot(const struct ct_req *r)
+{
+    return r->route && r->routes ? r->routes->slots[r->route->id] : -1;
+}
+
 void ct_req_route_release(struct ct_req *r)
 {
     if (r->lim_n)

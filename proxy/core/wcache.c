@@ -41,6 +41,8 @@ struct ct_cache *ct_wcache_store_new(const struct ct_conf *cf)
         .max_object_size = CT_MIN(cc->max_object_bytes, cc->size_bytes),
         .field = ct_cache_ban_field, /* bans read stored fields (issue 16) */
         .max_bans = cc->max_bans,
+        .evict = cc->eviction == CT_CONF_EVICTION_COST ? CT_CACHE_EVICT_COST
+                                                       : CT_CACHE_EVICT_SIEVE,
     };
     struct ct_cache *cache = ct_cache_new(&cfg);
     if (cache == NULL)

@@ -407,6 +407,8 @@ static void warn_restart_only(const struct ct_conf *old, const struct ct_conf *c
         CT_WARN("SIGHUP: workers: a change needs a restart; keeping %u", old->workers);
     if (old->cache.size_bytes != cf->cache.size_bytes)
         CT_WARN("SIGHUP: cache.size: a change needs a restart (the cache survives reloads)");
+    if (old->cache.eviction != cf->cache.eviction)
+        CT_WARN("SIGHUP: cache.eviction: a change needs a restart (the cache survives reloads)");
 }
 
 static bool admin_changed(const struct ct_conf *a, const struct ct_conf *b)

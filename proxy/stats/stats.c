@@ -98,6 +98,14 @@ void ct_stats_backend(struct ct_stats *s, size_t backend, enum ct_stats_be what)
         ct_stats_add(&s->be[backend][what], 1);
 }
 
+uint64_t ct_stats_origin_saved_us(const struct ct_stats *s)
+{
+    uint64_t t = ct_stats_get(&s->origin_saved_us_other);
+    for (size_t i = 0; i < CT_STATS_ROUTES_MAX; i++)
+        t += ct_stats_get(&s->route_origin_saved_us[i]);
+    return t;
+}
+
 static void sum_array(_Atomic uint64_t *dst, const _Atomic uint64_t *src, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -113,6 +121,8 @@ void ct_stats_sum(struct ct_stats *sum, const struct ct_stats *src)
 #undef CT_STATS_SUM
     sum_array(sum->lat_bucket, src->lat_bucket, CT_STATS_LAT_N + 1);
     sum_array(sum->route_requests, src->route_requests, CT_STATS_ROUTES_MAX);
+    sum_array(sum->route_origin_saved_us, src->route_origin_saved_us, CT_STATS_ROUTES_MAX);
+    ct_stats_add(&sum->origin_saved_us_other, ct_stats_get(&src->origin_saved_us_other));
     ct_stats_add(&sum->lat_sum_us, ct_stats_get(&src->lat_sum_us));
     size_t nb = CT_MIN(sum->nbackends, src->nbackends);
     for (size_t i = 0; i < nb; i++)
@@ -419,8 +429,9 @@ static void json_routes(struct ct_buf *o, const struct ct_stats_view *v)
             json_str(o, n->site[i]);
             CT_BUF_LIT(o, ",\"route\":");
             json_str(o, n->route[i]);
-            ct_buf_printf(o, ",\"requests\":%llu}",
-                          (unsigned long long)ct_stats_get(&v->sum->route_requests[i]));
+            ct_buf_printf(o, ",\"requests\":%llu,\"origin_seconds_saved\":%.6f}",
+                          (unsigned long long)ct_stats_get(&v->sum->route_requests[i]),
+                          (double)ct_stats_get(&v->sum->route_origin_saved_us[i]) / 1e6);
         }
         pthread_mutex_unlock(&n->mu);
     }
@@ -463,7 +474,9 @@ void ct_stats_render_json(const struct ct_stats_view *v, struct ct_buf *o)
         CT_BUF_LIT(o, ",");
         json_desc(o, v->sum, &descs[i]);
     }
-    CT_BUF_LIT(o, ",");
+    /* every hit's object's fetch cost: what the cache saved the origin */
+    ct_buf_printf(o, ",\"origin_seconds_saved\":%.6f,",
+                  (double)ct_stats_origin_saved_us(v->sum) / 1e6);
     json_latency(o, v->sum);
     CT_BUF_LIT(o, ",");
     json_backends(o, v);
@@ -558,6 +571,17 @@ static void prom_backends(struct ct_buf *o, const struct ct_stats_view *v)
                           v->backend_up[i] ? 1 : 0);
 }
 
+/* "cachet_METRIC{site="SITE",route="ROUTE"} ": a per-route sample's start. */
+static void prom_route_label(struct ct_buf *o, const char *metric, const char *site,
+                             const char *route)
+{
+    ct_buf_printf(o, "cachet_%s{site=\"", metric);
+    prom_label_escape(o, site);
+    CT_BUF_LIT(o, "\",route=\"");
+    prom_label_escape(o, route);
+    CT_BUF_LIT(o, "\"} ");
+}
+
 static void prom_routes(struct ct_buf *o, const struct ct_stats_view *v)
 {
     struct ct_stats_names *n = v->routes;
@@ -568,14 +592,31 @@ static void prom_routes(struct ct_buf *o, const struct ct_stats_view *v)
         prom_head(o, "route_requests", "_total", "counter",
                   "Requests by site and route (route \"-\": no route of the site matched).");
     for (size_t i = 0; i < n->n; i++) {
-        CT_BUF_LIT(o, "cachet_route_requests_total{site=\"");
-        prom_label_escape(o, n->site[i]);
-        CT_BUF_LIT(o, "\",route=\"");
-        prom_label_escape(o, n->route[i]);
-        ct_buf_printf(o, "\"} %llu\n",
-                      (unsigned long long)ct_stats_get(&v->sum->route_requests[i]));
+        prom_route_label(o, "route_requests_total", n->site[i], n->route[i]);
+        ct_buf_printf(o, "%llu\n", (unsigned long long)ct_stats_get(&v->sum->route_requests[i]));
     }
     pthread_mutex_unlock(&n->mu);
+}
+
+/* Every series, the routes' and the unrouted one (site and route empty:
+ * requests of no site), so that they sum to /stats' origin_seconds_saved. */
+static void prom_saved(struct ct_buf *o, const struct ct_stats_view *v)
+{
+    prom_head(o, "origin_seconds_saved", "_total", "counter",
+              "Origin time the cache saved: each hit adds what fetching its object took "
+              "(request sent to last body byte), by site and route (empty: no site).");
+    struct ct_stats_names *n = v->routes;
+    if (n) {
+        pthread_mutex_lock(&n->mu);
+        for (size_t i = 0; i < n->n; i++) {
+            prom_route_label(o, "origin_seconds_saved_total", n->site[i], n->route[i]);
+            ct_buf_printf(o, "%.6f\n",
+                          (double)ct_stats_get(&v->sum->route_origin_saved_us[i]) / 1e6);
+        }
+        pthread_mutex_unlock(&n->mu);
+    }
+    prom_route_label(o, "origin_seconds_saved_total", "", "");
+    ct_buf_printf(o, "%.6f\n", (double)ct_stats_get(&v->sum->origin_saved_us_other) / 1e6);
 }
 
 static void prom_gauge(struct ct_buf *o, const char *name, const char *help, uint64_t val)
@@ -692,6 +733,7 @@ void ct_stats_render_prom(const struct ct_stats_view *v, struct ct_buf *o)
     prom_latency(o, v->sum);
     prom_backends(o, v);
     prom_routes(o, v);
+    prom_saved(o, v);
     if (v->cache)
         prom_cache(o, v->cache);
     prom_reload(o, &v->reload);

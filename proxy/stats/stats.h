@@ -258,6 +258,12 @@ struct ct_stats {
     _Atomic uint64_t lat_bucket[CT_STATS_LAT_N + 1]; /* not cumulative; last = +Inf */
     _Atomic uint64_t lat_sum_us;
     _Atomic uint64_t route_requests[CT_STATS_ROUTES_MAX]; /* by ct_stats_names slot */
+    /* Origin time saved (issue 46): each hit adds its object's fetch cost,
+     * microseconds, to its route's slot, or to origin_saved_us_other when it
+     * had no route (no sites, or a slot table full): the series of
+     * cachet_origin_seconds_saved_total, which sum to the /stats total. */
+    _Atomic uint64_t route_origin_saved_us[CT_STATS_ROUTES_MAX];
+    _Atomic uint64_t origin_saved_us_other;
     size_t nbackends;
     _Atomic uint64_t (*be)[CT_STATS_BE__COUNT]; /* nbackends rows */
 };
@@ -281,6 +287,15 @@ static inline uint64_t ct_stats_get(const _Atomic uint64_t *c)
 {
     return atomic_load_explicit(c, memory_order_relaxed);
 }
+/* A hit saved the origin COST_US of work: credited to route slot SLOT
+ * (ct_stats_names_slot), or to the unrouted series when SLOT < 0 (inline:
+ * once per hit). */
+static inline void ct_stats_origin_saved(struct ct_stats *s, int slot, uint64_t cost_us)
+{
+    ct_stats_add(slot >= 0 && slot < CT_STATS_ROUTES_MAX ? &s->route_origin_saved_us[slot]
+                                                         : &s->origin_saved_us_other,
+                 cost_us);
+}
 
 /* A connection was accepted (accepted++, open++). */
 void ct_stats_conn_open(struct ct_stats *s);
@@ -297,6 +312,8 @@ void ct_stats_req_bytes(struct ct_stats *s, uint64_t in_bytes, uint64_t out_body
  * cache status CS. */
 void ct_stats_req_done(struct ct_stats *s, unsigned status, uint64_t latency_us,
                        enum ct_stats_cs cs);
+/* The total of every series of S's origin time saved, microseconds. */
+uint64_t ct_stats_origin_saved_us(const struct ct_stats *s);
 /* Per-backend event; BACKEND past nbackends is ignored (a reload added it). */
 void ct_stats_backend(struct ct_stats *s, size_t backend, enum ct_stats_be what);
 

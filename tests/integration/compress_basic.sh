@@ -6,13 +6,13 @@
 # objects in /stats); Range on the representation the client receives;
 # what is never compressed (a type not listed, no-transform, small, already
 # encoded by the origin, HEAD); every Accept-Encoding line read; counters.
+# It runs with compression.store_transcoded = false, the opt-in that fetches
+# each coding class from the origin: so each class is compressed by its own
+# fill. The default (one fetch, other classes recoded from the stored copy)
+# is compress_derive.sh's and compress_one_fetch.sh's.
 # needs: cachet cachet-origin
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-
-PY=/usr/bin/python3 # Debian's, with python3-brotli (TEST_PKGS)
-[ -x "$PY" ] || PY=python3
-"$PY" -c 'import brotli' 2>/dev/null || { ct_failed "python3-brotli is installed"; ct_done; }
-command -v zstd >/dev/null || { ct_failed "the zstd CLI is installed"; ct_done; }
+. "$(dirname "${BASH_SOURCE[0]}")/coding.inc"
 
 # A JSON document under --root, and the same one gzipped by the tool: the
 # origin-compressed case.
@@ -35,6 +35,7 @@ listen = ( { kind = "http"; address = "127.0.0.1:0"; },
            { kind = "https"; address = "127.0.0.1:0"; tls = { self_signed = true; }; } );
 backends = ( { address = "127.0.0.1:$OPORT"; } );
 cache = { size = "64M"; grace = "0s"; hit_for_miss = "0s"; };
+compression = { store_transcoded = false; };
 admin = { listen = "127.0.0.1:0"; };
 EOF
 ct_start_proxy -c "$CT_TMP/cachet.conf"
@@ -43,26 +44,6 @@ S="https://127.0.0.1:$SPORT"
 APORT=$(ct_wait_listen proxy admin) || exit 1
 MA='cache-control=max-age%3D600'
 
-hdr() { tr -d '\r' <<<"$2" | sed -n "s/^$1: //Ip" | head -1; }
-# fetch URL AE [curl args]: headers of a GET with Accept-Encoding AE (body
-# to $CT_TMP/body, as received).
-fetch() {
-    local u=$1 ae=$2; shift 2
-    : >"$CT_TMP/body"
-    curl -sk -D - -o "$CT_TMP/body" -H "Accept-Encoding: $ae" "$@" "$u"
-}
-# decode CODING FILE: the decoded bytes' md5 (identity: as they are).
-decode() {
-    case $1 in
-    zstd) zstd -dqc <"$2" | md5sum ;;
-    *) "$PY" -c '
-import brotli, sys, zlib
-c, d = sys.argv[1], open(sys.argv[2], "rb").read()
-if c == "gzip": d = zlib.decompress(d, 16 + 15)
-elif c == "br": d = brotli.decompress(d)
-sys.stdout.buffer.write(d)' "$1" "$2" | md5sum ;;
-    esac
-}
 origin_count() { ct_origin_total "$OPORT"; }
 objects() { curl -s "http://127.0.0.1:$APORT/stats" | sed -n 's/.*"objects":\([0-9]*\).*/\1/p'; }
 store_stat() { # store_stat NAME: a store counter from /stats (cache.NAME)

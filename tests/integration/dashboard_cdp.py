@@ -206,6 +206,8 @@ def main():
         # two more snapshots after the traffic, so its rates are on the charts
         n = ev(upd) or 0
         poll(upd, lambda v: v is not None and v >= n + 2)
+        # the hits' origin time saved, beside the hit ratio
+        out["saved"] = ev("document.getElementById('t-saved').textContent")
         charts = json.loads(ev(CHARTS_JS) or "[]")
         out["charts"] = len(charts)
         out["charts_sized"] = sum(1 for c in charts if c["w"] > 100 and c["h"] > 50 and c["ink"] > 0)

@@ -159,6 +159,9 @@ else
     ct_check_match "hit counter on the page before more traffic ($b)" "$b" '^[1-9][0-9]*$'
     ct_check "hit counter on the page moved with the traffic ($b -> $a)" \
         "$([[ "$a" =~ ^[0-9]+$ && "$b" =~ ^[0-9]+$ ]] && ((a >= b + 30)) && echo moved)" moved
+    # each of those hits credits the object's fetch (sub-millisecond, not 0)
+    ct_check_match "origin time saved in the last minute, beside the hit ratio ($(r saved))" \
+        "$(r saved)" '^([1-9][0-9]* µs|[0-9]+\.[0-9]+ m?s)$'
     ct_check "nine charts, each drawn on a sized canvas" "$(r charts) $(r charts_sized)" "9 9"
     ct_check_match "requests chart has its data drawn" "$(r requests_chart_colored)" '^[1-9][0-9]+$'
     ct_check_match "most charts have data drawn" "$(r charts_with_data)" '^[6-9]$'

@@ -647,6 +647,56 @@ static void test_revalidate_shares_body(void)
     ct_cache_free(&c);
 }
 
+/* What a fetch cost (issue 46): set by the fetcher before COMPLETE, read by
+ * hits; 0 when never set; a 304 update starts with its body's cost (a hit
+ * on it saves the full fetch); capped at UINT32_MAX microseconds. */
+static void test_fetch_cost(void)
+{
+    struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 4);
+    struct tkey k, k0, kbig;
+    mk_key(&k, "h", "/slow");
+    mk_key(&k0, "h", "/unset");
+    mk_key(&kbig, "h", "/huge");
+    struct fill f = {"the body", NULL, 10, 0, 100, true};
+    struct ct_cache_lookup_res r;
+    CU_ASSERT_EQUAL(lookup(c, &k, T0, &r), CT_CACHE_MISS);
+    set_head(r.fetch, &f, T0);
+    CU_ASSERT_EQUAL(ct_obj_append(r.fetch, f.body, strlen(f.body)), CT_OK);
+    ct_obj_set_fetch_us(r.fetch, 1234567);
+    ct_obj_complete(r.fetch, T0);
+    ct_cache_lookup_res_release(&r);
+    CU_ASSERT_EQUAL(lookup(c, &kbig, T0, &r), CT_CACHE_MISS);
+    ct_obj_set_fetch_us(r.fetch, (uint64_t)UINT32_MAX + 5); /* before its head: allowed */
+    fill_obj(r.fetch, &f, T0);
+    ct_cache_lookup_res_release(&r);
+    store(c, &k0, &f, T0);
+
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 1, &r), CT_CACHE_HIT);
+    CU_ASSERT_EQUAL(ct_obj_fetch_us(r.obj), 1234567);
+    ct_cache_lookup_res_release(&r);
+    CU_ASSERT_EQUAL(lookup(c, &k0, T0 + 1, &r), CT_CACHE_HIT);
+    CU_ASSERT_EQUAL(ct_obj_fetch_us(r.obj), 0);
+    ct_cache_lookup_res_release(&r);
+    CU_ASSERT_EQUAL(lookup(c, &kbig, T0 + 1, &r), CT_CACHE_HIT);
+    CU_ASSERT_EQUAL(ct_obj_fetch_us(r.obj), UINT32_MAX);
+    ct_cache_lookup_res_release(&r);
+
+    /* a 304 update: the new head starts with the body's cost */
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 20, &r), CT_CACHE_STALE);
+    struct ct_obj_meta m = {.status = 200,
+                            .head = CT_STR("HTTP/1.1 200 OK\r\nX-New: 1\r\n"),
+                            .response_time = T0 + 20,
+                            .ttl = 10,
+                            .body_src = r.obj};
+    CU_ASSERT_EQUAL(ct_obj_set_head(r.fetch, &m), CT_OK);
+    ct_obj_complete(r.fetch, T0 + 20);
+    ct_cache_lookup_res_release(&r);
+    CU_ASSERT_EQUAL(lookup(c, &k, T0 + 21, &r), CT_CACHE_HIT);
+    CU_ASSERT_EQUAL(ct_obj_fetch_us(r.obj), 1234567);
+    ct_cache_lookup_res_release(&r);
+    ct_cache_free(&c);
+}
+
 static void test_purge_exact_prefix_busy(void)
 {
     struct ct_cache *c = mk_cache(1 << 20, 64 << 10, 8);
@@ -1285,6 +1335,7 @@ void ct_test_register(void)
         {"orphaned fetch is failed", test_orphaned_fetch},
         {"variants per key are capped", test_max_variants},
         {"304 shares the body", test_revalidate_shares_body},
+        {"fetch cost: set, read by hits, kept by a 304, capped", test_fetch_cost},
         {"purge exact, prefix, during busy", test_purge_exact_prefix_busy},
         {"eviction under the cap", test_eviction_under_cap},
         {"reader survives eviction and purge", test_reader_survives_eviction_and_purge},

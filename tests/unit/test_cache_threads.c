@@ -52,6 +52,7 @@ static void thread_fetch(struct worker *wk, struct ct_obj *fetch, int i, unsigne
         ct_obj_fail(fetch);
         return;
     }
+    ct_obj_set_fetch_us(fetch, 1000 + (unsigned)(i % 7) * 70000); /* the cost policy's input */
     ct_obj_complete(fetch, now);
 }
 
@@ -134,10 +135,13 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
-static void test_threads(void)
+static void threads_run(enum ct_cache_evict evict)
 {
     const size_t cap = 96 << 10; /* small: eviction runs all the time */
-    struct ct_cache *c = mk_cache(cap, 4 << 10, 8);
+    struct ct_cache_config cfg = {
+        .max_bytes = cap, .max_object_size = 4 << 10, .shards = 8, .evict = evict};
+    struct ct_cache *c = ct_cache_new(&cfg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     pthread_t th[NTHREADS];
     struct worker wk[NTHREADS];
     for (int t = 0; t < NTHREADS; t++) {
@@ -165,6 +169,18 @@ static void test_threads(void)
     CU_ASSERT_TRUE(st.bytes <= cap);
     CU_ASSERT_EQUAL(st.lookups, st.hits + st.misses + st.stale + st.busy + st.pass);
     ct_cache_free(&c); /* asserts every object came back */
+}
+
+static void test_threads(void)
+{
+    threads_run(CT_CACHE_EVICT_SIEVE);
+}
+
+/* The same with cache.eviction = cost: the hand's lives beside the hits'
+ * bit in one byte, the mean cost written by every completing thread. */
+static void test_threads_cost(void)
+{
+    threads_run(CT_CACHE_EVICT_COST);
 }
 
 /* Streaming while fetching across threads: one fetcher appends a body in
@@ -280,5 +296,6 @@ static void test_stream_threads(void)
 void ct_test_register(void)
 {
     CT_SUITE("cache_threads", {"4 threads insert/lookup/release", test_threads},
+             {"4 threads, cost eviction", test_threads_cost},
              {"streaming to 3 reader threads while fetching", test_stream_threads});
 }

@@ -394,7 +394,7 @@ static void test_compression(void)
     const struct ct_conf_compression *cz = &cf->compression;
     CU_ASSERT_TRUE(cz->enabled);
     CU_ASSERT_FALSE(cz->on_the_fly);
-    CU_ASSERT_FALSE(cz->store_transcoded);
+    CU_ASSERT_TRUE(cz->store_transcoded); /* one origin fetch per object (issue 46) */
     CU_ASSERT_EQUAL(cz->gzip_level, 6);
     CU_ASSERT_EQUAL(cz->br_level, 6);
     CU_ASSERT_EQUAL(cz->zstd_level, 3);

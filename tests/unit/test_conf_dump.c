@@ -89,7 +89,7 @@ static void test_round_trip_everything(void)
              "  heuristic_fraction = 0.3333333333333333; heuristic_max = \"0s\"; grace = \"1h\"; keep = \"2d\";\n"
              "  stale_if_error = \"10m\"; store_set_cookie = true; key_query = \"sort\";\n"
              "  key_header = \"Accept-Language\"; targeted_cache_control = \"X-CC\"; hit_for_miss = \"0s\";\n"
-             "  waiter_timeout = \"1ms\"; waiter_timeout_action = \"fetch\";\n"
+             "  waiter_timeout = \"1ms\"; waiter_timeout_action = \"fetch\"; eviction = \"cost\";\n"
              "  purge_allow = [\"10.0.0.0/8\", \"fe80::/10\", \"192.0.2.7\"]; };\n"
              "limits = { max_request_line = 100; max_header_bytes = \"1K\"; max_header_count = 1;\n"
              "  max_body = \"1T\"; client_header_timeout = \"100ms\"; keepalive_timeout = \"0s\";\n"

@@ -49,6 +49,7 @@ static void test_default(void)
     CU_ASSERT_DOUBLE_EQUAL(cf->cache.heuristic_fraction, 0.1, 1e-12);
     CU_ASSERT_FALSE(cf->cache.store_set_cookie);
     CU_ASSERT_EQUAL(cf->cache.key_query, CT_CONF_QUERY_KEEP);
+    CU_ASSERT_EQUAL(cf->cache.eviction, CT_CONF_EVICTION_SIEVE);
     CU_ASSERT_PTR_NULL(cf->cache.key_header);
     CU_ASSERT_STRING_EQUAL(cf->cache.targeted_cc, "Cachet-Cache-Control");
     CU_ASSERT_EQUAL_FATAL(cf->cache.npurge_allow, 2);
@@ -279,6 +280,9 @@ static void test_err_invalid_value(void)
     EXPECT_ERR(BASE "cache = { key_query = \"shuffle\"; };\n",
                "t.conf:3: cache.key_query: invalid value \"shuffle\" (expected one of \"keep\", "
                "\"drop\" or \"sort\")");
+    EXPECT_ERR(BASE "cache = { eviction = \"lru\"; };\n",
+               "t.conf:3: cache.eviction: invalid value \"lru\" (expected one of \"sieve\" "
+               "or \"cost\")");
     EXPECT_ERR(BASE "cache = { heuristic_fraction = \"10%\"; };\n",
                "t.conf:3: cache.heuristic_fraction: invalid value \"10%\" (expected a number "
                "from 0.0 to 1.0)");

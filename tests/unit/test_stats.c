@@ -524,6 +524,48 @@ static void test_dashboard_figures(void)
     ct_stats_free(&s);
 }
 
+/* Origin time saved (issue 46): per route slot, the rest in the unrouted
+ * series; summed over worker blocks; the series sum to /stats' total. */
+static void test_origin_saved(void)
+{
+    struct ct_stats *w[2] = {ct_stats_new(1), ct_stats_new(1)};
+    struct ct_stats_names *n = ct_stats_names_new();
+    int slow = ct_stats_names_slot(n, "shop", "slow");
+    int other = ct_stats_names_slot(n, "-", "-");
+    ct_stats_origin_saved(w[0], slow, 300000);  /* two hits of a 300 ms object */
+    ct_stats_origin_saved(w[1], slow, 300000);
+    ct_stats_origin_saved(w[1], other, 1500);
+    ct_stats_origin_saved(w[0], -1, 2000000);   /* no route table */
+    ct_stats_origin_saved(w[0], CT_STATS_ROUTES_MAX, 250); /* no slot: unrouted too */
+    struct ct_stats *sum = ct_stats_new(1);
+    ct_stats_sum(sum, w[0]);
+    ct_stats_sum(sum, w[1]);
+    CU_ASSERT_EQUAL(ct_stats_origin_saved_us(w[0]), 2300250);
+    CU_ASSERT_EQUAL(ct_stats_origin_saved_us(sum), 2601750);
+    struct ct_stats_view v;
+    view_of(&v, sum);
+    v.routes = n;
+    char *js = render(&v, true);
+    CU_ASSERT_TRUE(json_valid(js, strlen(js)));
+    CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"origin_seconds_saved\":2.601750,"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(js, "{\"site\":\"shop\",\"route\":\"slow\",\"requests\":0,"
+                                      "\"origin_seconds_saved\":0.600000}"));
+    free(js);
+    char *t = render(&v, false);
+    check_prom_format(t);
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(t, "cachet_origin_seconds_saved_total{site=\"shop\",route=\"slow\"} 0.600000\n"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(t, "cachet_origin_seconds_saved_total{site=\"-\",route=\"-\"} 0.001500\n"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(t, "cachet_origin_seconds_saved_total{site=\"\",route=\"\"} 2.000250\n"));
+    free(t);
+    ct_stats_names_free(&n);
+    ct_stats_free(&sum);
+    ct_stats_free(&w[0]);
+    ct_stats_free(&w[1]);
+}
+
 /* ---- access log ------------------------------------------------------------------ */
 
 static struct ct_accesslog_rec sample_rec(void)
@@ -770,7 +812,8 @@ void ct_test_register(void)
              {"allocator figures beside the cache's bytes", test_memory_figures},
              {"latency histogram: le buckets cumulative, +Inf == count", test_histogram},
              {"worker blocks sum", test_sum_workers},
-             {"dashboard figures: protocols, bytes, listeners, reloads", test_dashboard_figures});
+             {"dashboard figures: protocols, bytes, listeners, reloads", test_dashboard_figures},
+             {"origin time saved: by route, unrouted, summed", test_origin_saved});
     CT_SUITE("accesslog", {"combined format, nginx escaping", test_alog_combined},
              {"JSON lines format, JSON escaping", test_alog_json},
              {"buffered writer: batches, threads, reopen after a rename", test_alog_writer},
