@@ -488,7 +488,7 @@ void ct_cache_stats(const struct ct_cache *cache, struct ct_cache_stats *st);
  * start: cache.persist), and back. The layout is described in
  * cache_persist.c; a reader refuses a header of another version or key
  * scheme, and each record carries its own checksum. */
-#define CT_CACHE_PERSIST_VERSION 1
+#define CT_CACHE_PERSIST_VERSION 2
 #define CT_CACHE_PERSIST_HDR_LEN 64
 /* Bump when cache_key.c lays key bytes out differently: stored keys would
  * no longer be the keys requests build. */

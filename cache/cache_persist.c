@@ -17,12 +17,15 @@
  *     u32 LEN, u32 crc32 of (the LEN field, then the LEN payload bytes),
  *     payload: u16 status, u16 ntags, u32 key, head, etag, last-modified,
  *     date and vary lengths, u64 body length, f64 response_time, expires,
- *     initial_age, grace, keep; then the key, head, etag, last-modified, date
- *     and vary bytes, each tag as u16 length + bytes, the body bytes.
+ *     initial_age, grace, keep, u32 fetch cost (µs; version 2); then the key,
+ *     head, etag, last-modified, date and vary bytes, each tag as u16
+ *     length + bytes, the body bytes.
  *
  * Why these fields: they are everything ct_obj_set_head takes (the ttl is
  * expires - response_time + initial_age, so a soft purge's lowered expiry
- * survives), so a load goes through the one path that makes objects (a
+ * survives), and what the fetch cost (ct_obj_set_fetch_us: a restored hit
+ * still credits the origin time it saves, and cache.eviction = "cost"
+ * keeps weighing it; version 1 files lacked it), so a load goes through the one path that makes objects (a
  * lookup's BUSY object, set_head, append, complete) and nothing else has to
  * know how an object is laid out. Times are wall-clock (the monotonic clock
  * restarts at boot): an object's age keeps growing while it is on disk, as
@@ -45,7 +48,7 @@
 #include "cache/cache_int.h"
 
 #define MAGIC "CACHETSN"
-#define REC_FIXED 76 /* the payload's fixed part */
+#define REC_FIXED 80 /* the payload's fixed part */
 #define REC_TAGS_MAX (CT_CACHE_TAGS_MAX * (2 + CT_CACHE_TAG_MAX_LEN))
 
 /* ---- little-endian fields ---------------------------------------------------- */
@@ -247,6 +250,7 @@ static bool rec_layout(struct ct_obj *obj, struct rec_out *r, uint64_t *len)
     putf(f + 52, (double)obj->initial_age);
     putf(f + 60, (double)obj->grace);
     putf(f + 68, (double)obj->keep);
+    put32(f + 76, ct_obj_fetch_us(obj));
     if (total > UINT32_MAX)
         return false;
     *len = total;
@@ -374,6 +378,7 @@ struct rec_in {
     size_t ntags;
     struct ct_str body;
     double response_time, expires, initial_age, grace, keep;
+    uint32_t fetch_us;
 };
 
 /* Decode payload P[0..LEN) into R (views into P); NULL or why not. */
@@ -413,6 +418,7 @@ static const char *rec_decode(const unsigned char *p, size_t len, struct rec_in 
     r->initial_age = getf(p + 52);
     r->grace = getf(p + 60);
     r->keep = getf(p + 68);
+    r->fetch_us = get32(p + 76);
     /* Bounds the object can hold as it is (durations are floats, so a
      * larger one would come back as infinity) and that leave its sums
      * finite: times in the epoch's first 3000 years, durations under 10. */
@@ -471,6 +477,7 @@ static enum ct_cache_persist_fate restore(struct ct_cache *cache, const struct r
         } else if (ct_obj_append(res.fetch, r->body.p, r->body.len) != CT_OK) {
             ct_obj_fail(res.fetch);
         } else {
+            ct_obj_set_fetch_us(res.fetch, r->fetch_us);
             ct_obj_complete(res.fetch, now);
             fate = CT_CACHE_PERSIST_LOADED;
         }

@@ -192,17 +192,17 @@ ct_check_match "a kill -9's temporary file is removed at start" \
 ct_check "... gone" "$(ls "$CT_TMP/snap")" ""
 ct_stop proxy TERM
 
-python3 - "$CT_TMP/good.snap" "$CT_TMP/v2.snap" <<'EOF'
+python3 - "$CT_TMP/good.snap" "$CT_TMP/v99.snap" <<'EOF'
 import sys, zlib, struct
 d = bytearray(open(sys.argv[1], "rb").read())
-d[8] = 2
+d[8] = 99
 d[60:64] = struct.pack("<I", zlib.crc32(bytes(d[0:60])))
 open(sys.argv[2], "wb").write(d)
 EOF
-restart_with "$CT_TMP/v2.snap"
+restart_with "$CT_TMP/v99.snap"
 ct_check_match "another format version: refused whole, cold start" \
     "$(grep 'cache.persist:.*refused' "$CT_TMP/proxy.err")" \
-    'refused: format version 2, this build reads 1 .*; starting with an empty cache'
+    'refused: format version 99, this build reads 2 .*; starting with an empty cache'
 ct_check "... nothing restored, nothing served from it" "$(stat_of restored) $(hits_of_urls)" "0 0"
 ct_stop proxy TERM
 
