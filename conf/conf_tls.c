@@ -91,20 +91,30 @@ static void check_pair(const struct ct_conf *cf, struct ct_conf_errors *errs, si
     check_cert_key(cf, errs, cpath, c->cert_file, kpath, c->key_file);
 }
 
+/* AT's `ciphers` (TLS 1.2) and `ciphersuites` (TLS 1.3), tried on CTX: a
+ * listener's and a backend's tls group take the same lists. */
+static void check_suites(const struct ct_conf *cf, struct ct_conf_errors *errs, SSL_CTX *ctx,
+                         const char *at, const char *ciphers, const char *ciphersuites)
+{
+    char path[208];
+    /* set_cipher_list fails only when nothing usable is left of the list */
+    snprintf(path, sizeof(path), "%s.ciphers", at);
+    if (SSL_CTX_set_cipher_list(ctx, ciphers) != 1)
+        TLS_ERR(cf, errs, path, "no usable cipher in \"%s\" (expected an OpenSSL cipher list "
+                                "such as ECDHE-ECDSA-AES128-GCM-SHA256:...)", ciphers);
+    snprintf(path, sizeof(path), "%s.ciphersuites", at);
+    if (SSL_CTX_set_ciphersuites(ctx, ciphersuites) != 1)
+        TLS_ERR(cf, errs, path, "invalid TLS 1.3 suites \"%s\" (expected a list such as "
+                                "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384)", ciphersuites);
+}
+
 static void check_lists(const struct ct_conf *cf, struct ct_conf_errors *errs, SSL_CTX *ctx,
                         size_t i)
 {
     const struct ct_conf_tls *t = &cf->listeners[i].tls;
     char path[96];
-    /* set_cipher_list fails only when nothing usable is left of the list */
-    snprintf(path, sizeof(path), "listen[%zu].tls.ciphers", i);
-    if (SSL_CTX_set_cipher_list(ctx, t->ciphers) != 1)
-        TLS_ERR(cf, errs, path, "no usable cipher in \"%s\" (expected an OpenSSL cipher list "
-                                "such as ECDHE-ECDSA-AES128-GCM-SHA256:...)", t->ciphers);
-    snprintf(path, sizeof(path), "listen[%zu].tls.ciphersuites", i);
-    if (SSL_CTX_set_ciphersuites(ctx, t->ciphersuites) != 1)
-        TLS_ERR(cf, errs, path, "invalid TLS 1.3 suites \"%s\" (expected a list such as "
-                                "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384)", t->ciphersuites);
+    snprintf(path, sizeof(path), "listen[%zu].tls", i);
+    check_suites(cf, errs, ctx, path, t->ciphers, t->ciphersuites);
     snprintf(path, sizeof(path), "listen[%zu].tls.groups", i);
     if (SSL_CTX_set1_groups_list(ctx, t->groups) != 1)
         TLS_ERR(cf, errs, path, "invalid groups \"%s\" (expected a list such as "
@@ -178,14 +188,7 @@ static void check_backend_lists(const struct ct_conf *cf, struct ct_conf_errors 
     char path[200];
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
     CT_ASSERT(ctx != NULL);
-    snprintf(path, sizeof(path), "%s.ciphers", at);
-    if (SSL_CTX_set_cipher_list(ctx, t->ciphers) != 1)
-        TLS_ERR(cf, errs, path, "no usable cipher in \"%s\" (expected an OpenSSL cipher list "
-                                "such as ECDHE-ECDSA-AES128-GCM-SHA256:...)", t->ciphers);
-    snprintf(path, sizeof(path), "%s.ciphersuites", at);
-    if (SSL_CTX_set_ciphersuites(ctx, t->ciphersuites) != 1)
-        TLS_ERR(cf, errs, path, "invalid TLS 1.3 suites \"%s\" (expected a list such as "
-                                "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384)", t->ciphersuites);
+    check_suites(cf, errs, ctx, at, t->ciphers, t->ciphersuites);
     SSL_CTX_free(ctx);
     ERR_clear_error();
     snprintf(path, sizeof(path), "%s.alpn", at);

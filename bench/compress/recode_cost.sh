@@ -34,18 +34,17 @@ cleanup() {
     rm -rf "$TMP"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$(dirname "$0")/../lib/bench.sh" # b_free_port, b_cpu_ticks
 wait_http() { for ((i = 0; i < 500; i++)); do curl -s -o /dev/null "$1" && return 0; sleep 0.02; done; return 1; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 mkdir -p "$TMP/root"
 python3 "$(dirname "$0")/bench_doc.py" "$TMP/root/doc.json"
-OPORT=$(free_port)
+b_free_port OPORT
 "$BIN/cachet-origin" --port "$OPORT" --workers 1 --root "$TMP/root" >"$TMP/origin.out" 2>&1 &
 opid=$!; pids+=($opid)
 wait_http "http://127.0.0.1:$OPORT/doc.json" || { echo "origin did not start" >&2; exit 1; }
-CPORT=$(free_port)
-APORT=$(free_port)
+b_free_port CPORT
+b_free_port APORT
 "$BIN/cachet" --http "127.0.0.1:$CPORT" --https off --admin "127.0.0.1:$APORT" --workers 1 \
     --backend "127.0.0.1:$OPORT" >"$TMP/cachet.out" 2>&1 &
 pids+=($!)
@@ -57,13 +56,13 @@ stats() { curl -s "http://127.0.0.1:$APORT/stats" >"$TMP/$1.json"; }
 round() {
     local d=$1 tag=r$1 i c t0 t1
     stats "$tag-0"
-    t0=$(cpu_ticks "$opid")
+    t0=$(b_cpu_ticks "$opid")
     for ((i = 0; i < N; i++)); do
         u="$P/doc.json?cache-control=max-age%3D86400&delay=$d&o=$tag-$i"
         curl -s -o /dev/null -H 'Accept-Encoding: br' "$u"
         for c in zstd gzip identity br; do curl -s -o /dev/null -H "Accept-Encoding: $c" "$u"; done
     done
-    t1=$(cpu_ticks "$opid")
+    t1=$(b_cpu_ticks "$opid")
     sleep 0.2 # the last request is counted as its response is queued
     stats "$tag-1"
     python3 - "$TMP/$tag-0.json" "$TMP/$tag-1.json" "$N" "$d" "$((t1 - t0))" "$(getconf CLK_TCK)" <<'PY'
